@@ -1,0 +1,558 @@
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::{ErrorKind, Write};
+use std::path::{Path, PathBuf};
+
+use crate::{CheckpointError, CheckpointState, JobIdentity};
+
+/// JSON-file-backed checkpoint for resumable data migrations.
+///
+/// The constructor does not touch disk. [`start`](Self::start) initialises a fresh checkpoint;
+/// any accessor on an existing file lazy-loads it. Accessors take `&mut self` because of that
+/// lazy load.
+#[derive(Debug)]
+pub struct CheckpointStore {
+    path: PathBuf,
+    /// `None` until loaded; `Some(None)` when loaded and no file exists.
+    state: Option<Option<CheckpointState>>,
+    lock: Option<File>,
+}
+
+impl CheckpointStore {
+    /// A store for the checkpoint at `path`; its directory is created on first write.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self {
+            path: path.into(),
+            state: None,
+            lock: None,
+        }
+    }
+
+    /// Where the checkpoint lives.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// True if the checkpoint file is on disk now.
+    pub fn exists(&self) -> bool {
+        self.path.is_file()
+    }
+
+    /// Initialises a fresh checkpoint, overwriting any previous file.
+    pub fn start(
+        &mut self,
+        source_snapshot_id: Option<i64>,
+        job: Option<JobIdentity>,
+    ) -> Result<(), CheckpointError> {
+        self.acquire_lock()?;
+        let state = CheckpointState::fresh(source_snapshot_id, job);
+        self.persist(&state)?;
+        self.state = Some(Some(state));
+        Ok(())
+    }
+
+    /// Deletes the checkpoint and forgets it. Idempotent.
+    ///
+    /// This forgets which batches are already in the destination: roll the destination back to
+    /// the snapshot before the job first, or a re-run appends those rows again.
+    pub fn reset(&mut self) -> Result<(), CheckpointError> {
+        self.acquire_lock()?;
+        for path in [self.tmp_path(), self.path.clone()] {
+            match std::fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == ErrorKind::NotFound => {}
+                Err(source) => return Err(CheckpointError::Write { path, source }),
+            }
+        }
+        self.sync_dir()?;
+        self.state = Some(None);
+        Ok(())
+    }
+
+    /// Records that batch `batch` created `dest_snapshot_ids` (possibly none) and persists.
+    ///
+    /// Creates the checkpoint when none exists. `batch` must be strictly greater than
+    /// [`last_committed`](Self::last_committed).
+    pub fn mark_committed(
+        &mut self,
+        batch: u64,
+        dest_snapshot_ids: &[i64],
+    ) -> Result<(), CheckpointError> {
+        let mut state = self
+            .load()?
+            .cloned()
+            .unwrap_or_else(|| CheckpointState::fresh(None, None));
+        if let Some(last) = state.last_committed_batch
+            && batch <= last
+        {
+            return Err(CheckpointError::OutOfOrder {
+                path: self.path.clone(),
+                batch,
+                last,
+            });
+        }
+        state.last_committed_batch = Some(batch);
+        state.dest_snapshot_ids.extend_from_slice(dest_snapshot_ids);
+        self.persist(&state)?;
+        self.state = Some(Some(state));
+        Ok(())
+    }
+
+    /// Marks the migration complete; the file stays for auditing until [`reset`](Self::reset).
+    pub fn mark_completed(&mut self) -> Result<(), CheckpointError> {
+        let mut state = self
+            .load()?
+            .cloned()
+            .unwrap_or_else(|| CheckpointState::fresh(None, None));
+        state.completed = true;
+        self.persist(&state)?;
+        self.state = Some(Some(state));
+        Ok(())
+    }
+
+    /// True if `batch` was already committed.
+    pub fn is_committed(&mut self, batch: u64) -> Result<bool, CheckpointError> {
+        Ok(self.last_committed()?.is_some_and(|last| batch <= last))
+    }
+
+    /// The last committed batch, if any.
+    pub fn last_committed(&mut self) -> Result<Option<u64>, CheckpointError> {
+        Ok(self.load()?.and_then(|s| s.last_committed_batch))
+    }
+
+    /// The source snapshot recorded by the most recent start.
+    pub fn source_snapshot_id(&mut self) -> Result<Option<i64>, CheckpointError> {
+        Ok(self.load()?.and_then(|s| s.source_snapshot_id))
+    }
+
+    /// The job identity recorded by the most recent start (a copy).
+    pub fn job(&mut self) -> Result<Option<JobIdentity>, CheckpointError> {
+        Ok(self.load()?.and_then(|s| s.job.clone()))
+    }
+
+    /// ISO 8601 UTC time of the most recent start.
+    pub fn started_at(&mut self) -> Result<Option<String>, CheckpointError> {
+        Ok(self.load()?.and_then(|s| s.started_at.clone()))
+    }
+
+    /// True once [`mark_completed`](Self::mark_completed) was called.
+    pub fn completed(&mut self) -> Result<bool, CheckpointError> {
+        Ok(self.load()?.is_some_and(|s| s.completed))
+    }
+
+    /// Every destination snapshot the committed batches created, in commit order.
+    pub fn dest_snapshot_ids(&mut self) -> Result<Vec<i64>, CheckpointError> {
+        Ok(self
+            .load()?
+            .map(|s| s.dest_snapshot_ids.clone())
+            .unwrap_or_default())
+    }
+
+    /// The whole state as last loaded or written (`None` when there is no checkpoint).
+    pub fn state(&mut self) -> Result<Option<CheckpointState>, CheckpointError> {
+        Ok(self.load()?.cloned())
+    }
+
+    fn load(&mut self) -> Result<Option<&CheckpointState>, CheckpointError> {
+        if self.state.is_none() {
+            self.acquire_lock()?;
+            let loaded = match std::fs::read(&self.path) {
+                Ok(bytes) => Some(CheckpointState::parse(&self.path, &bytes)?),
+                Err(e) if e.kind() == ErrorKind::NotFound => None,
+                Err(source) => {
+                    return Err(CheckpointError::Unreadable {
+                        path: self.path.clone(),
+                        source,
+                    });
+                }
+            };
+            self.state = Some(loaded);
+        }
+        Ok(self.state.as_ref().and_then(Option::as_ref))
+    }
+
+    fn tmp_path(&self) -> PathBuf {
+        sibling(&self.path, ".tmp")
+    }
+
+    fn lock_path(&self) -> PathBuf {
+        sibling(&self.path, ".lock")
+    }
+
+    /// Takes the advisory lock once; held until the store is dropped. The lock file is never
+    /// deleted: unlinking it could let two runs lock different inodes of the "same" file.
+    fn acquire_lock(&mut self) -> Result<(), CheckpointError> {
+        if self.lock.is_some() {
+            return Ok(());
+        }
+        self.create_dir()?;
+        let lock_path = self.lock_path();
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|source| CheckpointError::Write {
+                path: lock_path.clone(),
+                source,
+            })?;
+        match file.try_lock() {
+            Ok(()) => {
+                self.lock = Some(file);
+                Ok(())
+            }
+            Err(TryLockError::WouldBlock) => Err(CheckpointError::Locked {
+                path: self.path.clone(),
+                lock_path,
+            }),
+            Err(TryLockError::Error(source)) => Err(CheckpointError::Write {
+                path: lock_path,
+                source,
+            }),
+        }
+    }
+
+    fn create_dir(&self) -> Result<(), CheckpointError> {
+        match self.path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => {
+                std::fs::create_dir_all(dir).map_err(|source| CheckpointError::Write {
+                    path: dir.to_path_buf(),
+                    source,
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// tmp file → write → flush → fsync → rename over the live file → fsync the directory.
+    fn persist(&mut self, state: &CheckpointState) -> Result<(), CheckpointError> {
+        self.acquire_lock()?;
+        let tmp = self.tmp_path();
+        let write_err = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| CheckpointError::Write { path, source }
+        };
+        let mut file = File::create(&tmp).map_err(write_err(&tmp))?;
+        file.write_all(&state.to_bytes()).map_err(write_err(&tmp))?;
+        file.flush().map_err(write_err(&tmp))?;
+        file.sync_all().map_err(write_err(&tmp))?;
+        drop(file);
+        std::fs::rename(&tmp, &self.path).map_err(write_err(&self.path))?;
+        self.sync_dir()?;
+        tracing::debug!(path = %self.path.display(), last = ?state.last_committed_batch,
+            completed = state.completed, "checkpoint written");
+        Ok(())
+    }
+
+    fn sync_dir(&self) -> Result<(), CheckpointError> {
+        let dir = match self.path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        // Directories can be opened read-only and fsync-ed on POSIX; this makes the rename
+        // itself durable.
+        File::open(&dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|source| CheckpointError::Write { path: dir, source })
+    }
+}
+
+fn sibling(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+    fn job() -> JobIdentity {
+        let mut m = JobIdentity::new();
+        m.insert("batch_rows".into(), 50000.into());
+        m.insert("write_mode".into(), "append".into());
+        m
+    }
+
+    #[test]
+    fn constructor_does_not_touch_disk() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let store = CheckpointStore::new(dir.path().join("sub/c.json"));
+        assert!(!store.exists());
+        assert!(!dir.path().join("sub").exists());
+        Ok(())
+    }
+
+    #[test]
+    fn start_writes_the_seed_format_field_for_field() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("nested/dir/c.json");
+        let mut store = CheckpointStore::new(&path);
+        store.start(Some(12345), Some(job()))?;
+        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&path)?)?;
+        let obj = v.as_object().ok_or("not an object")?;
+        let mut keys: Vec<_> = obj.keys().map(String::as_str).collect();
+        keys.sort_unstable();
+        assert_eq!(
+            keys,
+            [
+                "completed",
+                "dest_snapshot_ids",
+                "job",
+                "last_committed_batch",
+                "source_snapshot_id",
+                "started_at",
+                "version"
+            ]
+        );
+        assert_eq!(v["version"], 1);
+        assert_eq!(v["source_snapshot_id"], 12345);
+        assert!(v["last_committed_batch"].is_null());
+        assert_eq!(v["dest_snapshot_ids"], serde_json::json!([]));
+        assert_eq!(v["completed"], false);
+        assert_eq!(v["job"]["write_mode"], "append");
+        let started = v["started_at"].as_str().ok_or("no started_at")?;
+        assert!(started.ends_with('Z') && chrono::DateTime::parse_from_rfc3339(started).is_ok());
+        Ok(())
+    }
+
+    #[test]
+    fn mark_committed_accumulates_and_persists() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("c.json");
+        {
+            let mut store = CheckpointStore::new(&path);
+            store.start(Some(7), None)?;
+            assert!(!store.is_committed(0)?);
+            store.mark_committed(0, &[100])?;
+            store.mark_committed(1, &[101, 102])?;
+            store.mark_committed(3, &[])?;
+            assert!(store.is_committed(2)?);
+            assert!(!store.is_committed(4)?);
+        }
+        let mut again = CheckpointStore::new(&path);
+        assert_eq!(again.last_committed()?, Some(3));
+        assert_eq!(again.dest_snapshot_ids()?, vec![100, 101, 102]);
+        assert_eq!(again.source_snapshot_id()?, Some(7));
+        assert!(!again.completed()?);
+        assert_eq!(again.job()?, None);
+        Ok(())
+    }
+
+    #[test]
+    fn out_of_order_commit_is_refused_and_changes_nothing() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("c.json");
+        let mut store = CheckpointStore::new(&path);
+        store.mark_committed(5, &[1])?;
+        let before = std::fs::read(&path)?;
+        for bad in [5, 4, 0] {
+            let err = store.mark_committed(bad, &[2]).err();
+            assert!(
+                matches!(err, Some(CheckpointError::OutOfOrder { batch, last: 5, .. }) if batch == bad)
+            );
+        }
+        assert_eq!(std::fs::read(&path)?, before);
+        assert_eq!(store.dest_snapshot_ids()?, vec![1]);
+        Ok(())
+    }
+
+    #[test]
+    fn mark_committed_without_start_lazily_creates() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let mut store = CheckpointStore::new(dir.path().join("c.json"));
+        store.mark_committed(0, &[9])?;
+        assert!(store.exists());
+        assert_eq!(store.source_snapshot_id()?, None);
+        assert!(store.started_at()?.is_some());
+        Ok(())
+    }
+
+    #[test]
+    fn completed_and_reset() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("c.json");
+        let mut store = CheckpointStore::new(&path);
+        store.start(None, Some(job()))?;
+        store.mark_committed(0, &[1])?;
+        store.mark_completed()?;
+        assert!(store.completed()?);
+        assert!(store.exists(), "a completed checkpoint stays for auditing");
+        store.reset()?;
+        assert!(!store.exists());
+        assert_eq!(store.last_committed()?, None);
+        assert_eq!(store.job()?, None);
+        store.reset()?; // idempotent
+        store.mark_committed(0, &[2])?;
+        assert_eq!(store.dest_snapshot_ids()?, vec![2]);
+        Ok(())
+    }
+
+    #[test]
+    fn job_is_a_copy() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let mut store = CheckpointStore::new(dir.path().join("c.json"));
+        store.start(None, Some(job()))?;
+        let mut j = store.job()?.ok_or("no job")?;
+        j.insert("write_mode".into(), "upsert".into());
+        assert_eq!(store.job()?.ok_or("no job")?["write_mode"], "append");
+        Ok(())
+    }
+
+    #[test]
+    fn start_overwrites_and_refreshes_started_at() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("c.json");
+        let mut store = CheckpointStore::new(&path);
+        store.mark_committed(3, &[1])?;
+        store.start(Some(2), None)?;
+        assert_eq!(store.last_committed()?, None);
+        assert_eq!(store.dest_snapshot_ids()?, Vec::<i64>::new());
+        Ok(())
+    }
+
+    #[test]
+    fn reload_does_not_update_started_at() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("c.json");
+        std::fs::write(
+            &path,
+            r#"{"version":1,"source_snapshot_id":null,"last_committed_batch":null,
+               "dest_snapshot_ids":[],"completed":false,"started_at":"2020-01-01T00:00:00Z"}"#,
+        )?;
+        let mut store = CheckpointStore::new(&path);
+        store.mark_committed(0, &[5])?;
+        assert_eq!(store.started_at()?.as_deref(), Some("2020-01-01T00:00:00Z"));
+        assert_eq!(store.job()?, None, "an absent job loads as None");
+        Ok(())
+    }
+
+    #[test]
+    fn unsupported_version_is_named() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("c.json");
+        std::fs::write(&path, r#"{"version": 2, "whatever": true}"#)?;
+        let err = CheckpointStore::new(&path).last_committed().err();
+        match err {
+            Some(CheckpointError::UnsupportedVersion { found, .. }) => assert_eq!(found, "2"),
+            other => return Err(format!("expected UnsupportedVersion, got {other:?}").into()),
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn corrupt_file_names_path_and_remedy() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("c.json");
+        for content in [
+            "",
+            "{",
+            "[]",
+            "null",
+            r#"{"version":1}"#,
+            r#"{"version":1,"source_snapshot_id":"x","last_committed_batch":null,"dest_snapshot_ids":[],"completed":false,"started_at":null}"#,
+            r#"{"version":1,"source_snapshot_id":null,"last_committed_batch":-1,"dest_snapshot_ids":[],"completed":false,"started_at":null}"#,
+            r#"{"version":1,"source_snapshot_id":null,"last_committed_batch":null,"dest_snapshot_ids":[1],"completed":false,"started_at":null}"#,
+            r#"{"version":1,"source_snapshot_id":null,"last_committed_batch":null,"dest_snapshot_ids":[],"completed":false,"started_at":"yesterday"}"#,
+            r#"{"version":1,"source_snapshot_id":null,"last_committed_batch":null,"dest_snapshot_ids":[],"completed":false,"started_at":null,"extra":1}"#,
+        ] {
+            std::fs::write(&path, content)?;
+            let err = CheckpointStore::new(&path).last_committed().err();
+            let msg = err.as_ref().map(ToString::to_string).unwrap_or_default();
+            assert!(
+                matches!(err, Some(CheckpointError::Corrupt { .. })),
+                "{content:?} → {err:?}"
+            );
+            assert!(
+                msg.contains(&path.display().to_string()) && msg.contains("reset()"),
+                "{msg}"
+            );
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn unreadable_file_is_an_error() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        // A directory where the file should be cannot be read as a file.
+        let path = dir.path().join("c.json");
+        std::fs::create_dir(&path)?;
+        let err = CheckpointStore::new(&path).last_committed().err();
+        assert!(
+            matches!(err, Some(CheckpointError::Unreadable { .. })),
+            "{err:?}"
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn second_store_on_same_file_fails_fast() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("c.json");
+        let mut first = CheckpointStore::new(&path);
+        first.start(Some(1), None)?;
+        let mut second = CheckpointStore::new(&path);
+        assert!(matches!(
+            second.mark_committed(0, &[1]),
+            Err(CheckpointError::Locked { .. })
+        ));
+        assert!(matches!(
+            second.last_committed(),
+            Err(CheckpointError::Locked { .. })
+        ));
+        drop(first);
+        assert_eq!(second.last_committed()?, None);
+        Ok(())
+    }
+
+    fn valid_bytes() -> Vec<u8> {
+        let mut s = CheckpointState::fresh(Some(42), Some(job()));
+        s.last_committed_batch = Some(3);
+        s.dest_snapshot_ids = vec![10, 11, 12];
+        s.to_bytes()
+    }
+
+    proptest! {
+        #[test]
+        fn any_truncation_is_a_checkpoint_error(cut in 0usize..10_000) {
+            let full = valid_bytes();
+            let trimmed_len = full.iter().rposition(|b| !b.is_ascii_whitespace()).map_or(0, |i| i + 1);
+            let cut = cut % trimmed_len;
+            let dir = tempfile::tempdir().map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let path = dir.path().join("c.json");
+            std::fs::write(&path, &full[..cut]).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let res = CheckpointStore::new(&path).last_committed();
+            prop_assert!(matches!(res, Err(CheckpointError::Corrupt { .. })), "{:?}", res);
+        }
+
+        #[test]
+        fn mangled_file_is_an_error_or_a_valid_checkpoint(
+            edits in proptest::collection::vec((0usize..10_000, any::<u8>()), 1..8)
+        ) {
+            let mut bytes = valid_bytes();
+            let original = bytes.clone();
+            for (pos, byte) in edits {
+                let i = pos % bytes.len();
+                bytes[i] = byte;
+            }
+            let dir = tempfile::tempdir().map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let path = dir.path().join("c.json");
+            std::fs::write(&path, &bytes).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            match CheckpointStore::new(&path).state() {
+                // Edits that keep it well-formed (a digit for a digit, say) must still parse to
+                // a state that round-trips.
+                Ok(Some(state)) => {
+                    let reparsed = CheckpointState::parse(&path, &state.to_bytes());
+                    prop_assert!(reparsed.is_ok());
+                }
+                Ok(None) => prop_assert!(false, "file exists but loaded as absent"),
+                Err(CheckpointError::Corrupt { .. } | CheckpointError::UnsupportedVersion { .. }) => {
+                    prop_assert_ne!(bytes, original);
+                }
+                Err(other) => prop_assert!(false, "unexpected error {other:?}"),
+            }
+        }
+    }
+}

@@ -1,0 +1,89 @@
+//! `iceberg-ops`: the operator's command line. It parses arguments and prints; every Iceberg
+//! operation lives in the library crates.
+
+mod catalog_cmd;
+mod quickstart;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Operate Apache Iceberg tables: catalogs, schema and data migrations.
+#[derive(Debug, Parser)]
+#[command(name = "iceberg-ops", version, about)]
+struct Cli {
+    /// Catalog configuration file (PyIceberg format) instead of the usual .pyiceberg.yaml search.
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+
+    /// Log more (repeat for more detail); RUST_LOG overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Create a sample table in the embedded catalog (or --catalog) and show what was done.
+    Quickstart(quickstart::Args),
+    /// Inspect configured catalogs.
+    #[command(subcommand)]
+    Catalog(catalog_cmd::Command),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing(cli.verbose);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("iceberg-ops: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            if is_broken_pipe(&err) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("iceberg-ops: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    let factory = ops_core::CatalogFactory::from_process(cli.config.as_deref())?;
+    match cli.command {
+        Command::Quickstart(args) => quickstart::run(&factory, args).await,
+        Command::Catalog(cmd) => catalog_cmd::run(&factory, cmd).await,
+    }
+}
+
+fn init_tracing(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info,iceberg=warn",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}

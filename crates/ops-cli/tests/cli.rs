@@ -1,0 +1,149 @@
+//! The `iceberg-ops` binary as an operator runs it.
+
+// Tests report failures by panicking.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn iceberg_ops(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_iceberg-ops"));
+    cmd.args(args)
+        .current_dir(cwd)
+        .env("HOME", cwd)
+        .env_remove("PYICEBERG_HOME");
+    for (k, _) in std::env::vars() {
+        if k.starts_with("PYICEBERG_") {
+            cmd.env_remove(k);
+        }
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("run iceberg-ops")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).to_string(),
+        String::from_utf8_lossy(&o.stderr).to_string(),
+    )
+}
+
+#[test]
+fn quickstart_creates_the_sample_table_then_reports_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = iceberg_ops(dir.path(), &["quickstart", "--rows", "12345"], &[]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("sqlite (sql, from the embedded default)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("12345 rows in 5 data files"), "{stdout}");
+    assert!(stdout.contains("12345 rows in 5 files"), "{stdout}");
+    assert!(dir.path().join(".iceberg-ops/catalog.db").is_file());
+
+    let again = iceberg_ops(dir.path(), &["quickstart"], &[]);
+    let (stdout, stderr) = text(&again);
+    assert!(again.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("already exists"), "{stdout}");
+    assert!(stdout.contains("12345 rows"), "{stdout}");
+
+    let reset = iceberg_ops(dir.path(), &["quickstart", "--reset", "--rows", "10"], &[]);
+    let (stdout, _) = text(&reset);
+    assert!(
+        stdout.contains("dropped (--reset)") && stdout.contains("10 rows in 5 files"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn unknown_catalog_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = iceberg_ops(dir.path(), &["catalog", "check", "prod"], &[]);
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success());
+    assert!(stderr.contains("catalog 'prod' is not defined"), "{stderr}");
+    assert!(stderr.contains(".pyiceberg.yaml"), "{stderr}");
+    assert!(stderr.contains("PYICEBERG_CATALOG__PROD__"), "{stderr}");
+}
+
+#[test]
+fn config_file_errors_name_catalog_key_and_file_without_secrets() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("ops.yaml");
+    std::fs::write(
+        &cfg,
+        "catalog:\n  lake:\n    type: glue\n    glue.secret-access-key: HUNTER2\n  weird:\n    type: hive\n",
+    )
+    .unwrap();
+    let cfg_arg = cfg.display().to_string();
+    let out = iceberg_ops(
+        dir.path(),
+        &["--config", &cfg_arg, "catalog", "check", "lake"],
+        &[],
+    );
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("catalog 'lake'") && stderr.contains("'warehouse'"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("ops.yaml"), "{stderr}");
+    assert!(!stderr.contains("HUNTER2"), "{stderr}");
+
+    let out = iceberg_ops(
+        dir.path(),
+        &["--config", &cfg_arg, "catalog", "check", "weird"],
+        &[],
+    );
+    let (_, stderr) = text(&out);
+    assert!(
+        stderr.contains("type 'hive'") && stderr.contains("sql, rest, glue, s3tables, memory"),
+        "{stderr}"
+    );
+
+    let out = iceberg_ops(dir.path(), &["--config", &cfg_arg, "catalog", "list"], &[]);
+    let (stdout, _) = text(&out);
+    assert!(
+        stdout.contains("glue.secret-access-key = ***") && !stdout.contains("HUNTER2"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn environment_variables_define_a_catalog() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("env.db");
+    let uri = format!("sqlite:///{}", db.display());
+    let wh = dir.path().join("wh").display().to_string();
+    let out = iceberg_ops(
+        dir.path(),
+        &["quickstart", "--catalog", "from-env", "--rows", "7"],
+        &[
+            ("PYICEBERG_CATALOG__FROM_ENV__URI", &uri),
+            ("PYICEBERG_CATALOG__FROM_ENV__WAREHOUSE", &wh),
+        ],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("from-env (sql, from PYICEBERG_CATALOG__* environment variables)"),
+        "{stdout}"
+    );
+    assert!(db.is_file());
+}
+
+#[test]
+fn missing_config_file_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = iceberg_ops(
+        dir.path(),
+        &["--config", "nope.yaml", "catalog", "list"],
+        &[],
+    );
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success());
+    assert!(stderr.contains("nope.yaml"), "{stderr}");
+}

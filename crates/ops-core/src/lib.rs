@@ -1,0 +1,34 @@
+//! # ops-core: catalogs and table operations for Apache Iceberg
+//!
+//! The bottom layer of iceberg-ops. It owns two concepts:
+//!
+//! - **catalogs** — [`CatalogFactory::build`] turns a catalog name into a connected
+//!   [`iceberg::Catalog`] using PyIceberg-compatible configuration (`.pyiceberg.yaml`,
+//!   `PYICEBERG_CATALOG__*` variables, or an explicit file). Kinds: `sql` (SQLite, PostgreSQL),
+//!   `rest`, `glue`, `s3tables`, `memory`. The name `sqlite` needs no configuration: it is the
+//!   embedded default under `./.iceberg-ops/`.
+//! - **data in and out of tables** — [`write::write_data_files`] lays Arrow batches out as
+//!   Parquet files by the table's partition spec, [`append::append`] commits them, and
+//!   [`scan::scan`] streams a table back as Arrow batches.
+//!
+//! ```no_run
+//! # async fn demo() -> ops_core::Result<()> {
+//! let handle = ops_core::CatalogFactory::build("sqlite").await?;
+//! for ns in handle.catalog().list_namespaces(None).await? {
+//!     println!("{ns:?}");
+//! }
+//! # Ok(()) }
+//! ```
+#![deny(missing_docs)]
+
+pub mod append;
+pub mod catalog;
+mod error;
+pub mod scan;
+pub mod write;
+
+pub use catalog::{CatalogFactory, CatalogHandle, CatalogKind, CatalogSettings, ConfigError};
+pub use error::{Error, Result};
+
+/// Re-exported so callers use the exact iceberg version ops-core was built against.
+pub use iceberg;

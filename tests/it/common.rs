@@ -1,0 +1,192 @@
+//! Shared fixtures: a small partitioned table, rows as JSON, catalog set-up per kind.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use arrow_array::{Array, Int32Array, Int64Array, RecordBatch, StringArray};
+use futures::TryStreamExt;
+use iceberg::spec::{NestedField, PrimitiveType, Schema, Transform, Type, UnboundPartitionSpec};
+use iceberg::table::Table;
+use iceberg::{NamespaceIdent, TableCreation};
+use ops_core::catalog::{CatalogConfig, CatalogDefinition};
+use ops_core::{CatalogFactory, CatalogHandle};
+use serde_json::{Value, json};
+
+pub type TestResult = anyhow::Result<()>;
+
+pub fn init_tracing() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
+        .with_test_writer()
+        .try_init();
+}
+
+/// Opens a catalog from inline PyIceberg-style properties through the factory.
+pub async fn open(name: &str, props: &BTreeMap<String, String>) -> anyhow::Result<CatalogHandle> {
+    let mut config = CatalogConfig::empty();
+    config.insert(CatalogDefinition::inline(name, props.clone()));
+    Ok(CatalogFactory::new(config).open(name).await?)
+}
+
+pub fn props(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// orders(id long required, region string, amount int), partitioned by identity(region).
+pub async fn create_orders(handle: &CatalogHandle, ns: &str) -> anyhow::Result<Table> {
+    let catalog = handle.catalog();
+    let ns = NamespaceIdent::new(ns.to_string());
+    catalog.create_namespace(&ns, HashMap::new()).await?;
+    let schema = Schema::builder()
+        .with_fields(vec![
+            NestedField::required(1, "id", Type::Primitive(PrimitiveType::Long)).into(),
+            NestedField::optional(2, "region", Type::Primitive(PrimitiveType::String)).into(),
+            NestedField::optional(3, "amount", Type::Primitive(PrimitiveType::Int)).into(),
+        ])
+        .build()?;
+    let spec = UnboundPartitionSpec::builder()
+        .add_partition_field(2, "region", Transform::Identity)?
+        .build();
+    Ok(catalog
+        .create_table(
+            &ns,
+            TableCreation::builder()
+                .name("orders".into())
+                .schema(schema)
+                .partition_spec(spec)
+                .build(),
+        )
+        .await?)
+}
+
+pub fn orders_batch(
+    table: &Table,
+    rows: &[(i64, Option<&str>, Option<i32>)],
+) -> anyhow::Result<RecordBatch> {
+    let schema = ops_core::write::table_arrow_schema(table)?;
+    Ok(RecordBatch::try_new(
+        schema,
+        vec![
+            Arc::new(Int64Array::from(
+                rows.iter().map(|r| r.0).collect::<Vec<_>>(),
+            )),
+            Arc::new(StringArray::from(
+                rows.iter().map(|r| r.1).collect::<Vec<_>>(),
+            )),
+            Arc::new(Int32Array::from(
+                rows.iter().map(|r| r.2).collect::<Vec<_>>(),
+            )),
+        ],
+    )?)
+}
+
+pub fn orders_json(rows: &[(i64, Option<&str>, Option<i32>)]) -> Vec<Value> {
+    let mut out: Vec<Value> = rows
+        .iter()
+        .map(|(id, region, amount)| json!({"id": id, "region": region, "amount": amount}))
+        .collect();
+    sort_rows(&mut out);
+    out
+}
+
+pub fn sort_rows(rows: &mut [Value]) {
+    rows.sort_by_key(|r| r.to_string());
+}
+
+/// Every row of `table` (current snapshot) as JSON objects, sorted.
+pub async fn scan_json(table: &Table) -> anyhow::Result<Vec<Value>> {
+    let batches: Vec<RecordBatch> = ops_core::scan::scan(table, None)
+        .await?
+        .try_collect()
+        .await?;
+    let mut out = Vec::new();
+    for batch in &batches {
+        for i in 0..batch.num_rows() {
+            let mut row = serde_json::Map::new();
+            for (field, column) in batch.schema().fields().iter().zip(batch.columns()) {
+                row.insert(field.name().clone(), cell(column.as_ref(), i));
+            }
+            out.push(Value::Object(row));
+        }
+    }
+    sort_rows(&mut out);
+    Ok(out)
+}
+
+fn cell(column: &dyn Array, i: usize) -> Value {
+    if column.is_null(i) {
+        return Value::Null;
+    }
+    let any = column.as_any();
+    if let Some(a) = any.downcast_ref::<Int64Array>() {
+        json!(a.value(i))
+    } else if let Some(a) = any.downcast_ref::<Int32Array>() {
+        json!(a.value(i))
+    } else if let Some(a) = any.downcast_ref::<StringArray>() {
+        json!(a.value(i))
+    } else {
+        json!(format!("<{}>", column.data_type()))
+    }
+}
+
+/// PyIceberg's view of `ns.orders`: {"rows": [...], "desc": {...}}.
+pub fn pyiceberg_orders(
+    name: &str,
+    props: &BTreeMap<String, String>,
+    ns: &str,
+) -> anyhow::Result<(Vec<Value>, Value)> {
+    let code = format!(
+        "t = catalog.load_table('{ns}.orders')\nemit({{'rows': rows(t), 'desc': describe(t)}})"
+    );
+    let out = ops_tests::oracle::pyiceberg(name, props, &code)?;
+    let mut rows = out["rows"].as_array().cloned().unwrap_or_default();
+    sort_rows(&mut rows);
+    Ok((rows, out["desc"].clone()))
+}
+
+pub const SAMPLE: &[(i64, Option<&str>, Option<i32>)] = &[
+    (1, Some("us"), Some(10)),
+    (2, Some("eu"), Some(20)),
+    (3, Some("us"), None),
+    (4, Some("apac"), Some(40)),
+    (5, None, Some(50)),
+];
+
+/// Creates ns.orders, appends SAMPLE with a snapshot property, scans it back and checks it.
+pub async fn write_and_read_back(handle: &CatalogHandle, ns: &str) -> anyhow::Result<Table> {
+    let table = create_orders(handle, ns).await?;
+    let batch = orders_batch(&table, SAMPLE)?;
+    let props = HashMap::from([("iceberg-ops.test".to_string(), "roundtrip".to_string())]);
+    let (table, metrics) = ops_core::append::append(
+        handle.catalog().as_ref(),
+        &table,
+        futures::stream::iter([Ok(batch)]),
+        props,
+    )
+    .await?;
+    assert_eq!(metrics.added_records, SAMPLE.len() as u64);
+    // One file per partition value: us, eu, apac, null.
+    assert_eq!(metrics.added_files, 4);
+
+    let reloaded = handle.catalog().load_table(table.identifier()).await?;
+    let snapshot = reloaded
+        .metadata()
+        .current_snapshot()
+        .ok_or_else(|| anyhow::anyhow!("no snapshot after append"))?;
+    assert_eq!(Some(snapshot.snapshot_id()), metrics.snapshot_id);
+    assert_eq!(
+        snapshot
+            .summary()
+            .additional_properties
+            .get("iceberg-ops.test")
+            .map(String::as_str),
+        Some("roundtrip")
+    );
+    assert_eq!(scan_json(&reloaded).await?, orders_json(SAMPLE));
+    Ok(reloaded)
+}

@@ -1,0 +1,18 @@
+//! Harness for iceberg-ops' integration tests: real servers on 127.0.0.1 and PyIceberg as an
+//! independent oracle.
+//!
+//! - [`servers::Rustberg`] — an Iceberg REST catalog (rustberg 0.3.0) with its own temporary
+//!   catalog and warehouse directories.
+//! - [`servers::Moto`] — moto_server for S3, Glue and S3 Tables (through `tests/py/moto_server.py`,
+//!   which corrects two S3 Tables responses), with [`servers::Moto::reset`].
+//! - [`oracle::pyiceberg`] — runs a PyIceberg snippet against a catalog and returns its JSON.
+//!
+//! Servers bind free ports, are waited on until they answer, are killed by PID when dropped, and
+//! print their logs if the test that owns them panicked. A server that cannot start panics with
+//! its log: nothing is skipped. Tools are found through `ICEBERG_OPS_PYTHON` and
+//! `ICEBERG_OPS_RUSTBERG`, else under `~/.cache/iceberg-ops/` where `scripts/test` installs them.
+
+pub mod http;
+pub mod oracle;
+pub mod servers;
+pub mod tools;

@@ -1,0 +1,242 @@
+//! Real servers on 127.0.0.1, started per test and killed by PID when dropped.
+
+use std::fs::File;
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::{http, tools};
+
+/// A port nobody listens on right now.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("no free port on 127.0.0.1")
+}
+
+/// A child process serving HTTP on `port`, with its output in a log file.
+pub struct Server {
+    name: &'static str,
+    child: Child,
+    /// The port it listens on.
+    pub port: u16,
+    log_path: PathBuf,
+    /// Keeps the server's scratch directory alive as long as the server.
+    pub dir: tempfile::TempDir,
+}
+
+impl Server {
+    fn start(
+        name: &'static str,
+        mut command: Command,
+        port: u16,
+        dir: tempfile::TempDir,
+        ready_path: &str,
+    ) -> Self {
+        let log_path = dir.path().join(format!("{name}.log"));
+        let log = File::create(&log_path).expect("create server log");
+        let err = log.try_clone().expect("clone server log handle");
+        let child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(log))
+            .stderr(Stdio::from(err))
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
+        let mut server = Server {
+            name,
+            child,
+            port,
+            log_path,
+            dir,
+        };
+        server.wait_ready(ready_path, Duration::from_secs(60));
+        server
+    }
+
+    fn wait_ready(&mut self, path: &str, timeout: Duration) {
+        let started = Instant::now();
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!(
+                    "{} exited with {status} before it was ready; its log:\n{}",
+                    self.name,
+                    self.log()
+                );
+            }
+            if let Ok((status, _)) = http::request(self.port, "GET", path, &[], b"")
+                && status < 500
+            {
+                return;
+            }
+            if started.elapsed() > timeout {
+                panic!(
+                    "{} did not answer GET {path} on port {} within {timeout:?}; its log:\n{}",
+                    self.name,
+                    self.port,
+                    self.log()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Everything the server printed so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log_path).unwrap_or_default()
+    }
+
+    /// `http://127.0.0.1:<port>`.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if std::thread::panicking() {
+            eprintln!(
+                "---- {} log (port {}) ----\n{}",
+                self.name,
+                self.port,
+                self.log()
+            );
+        }
+    }
+}
+
+/// rustberg, an Iceberg REST catalog, with a fresh file-backed catalog and warehouse.
+pub struct Rustberg {
+    /// The running server.
+    pub server: Server,
+}
+
+impl Rustberg {
+    /// Starts rustberg and waits until `/v1/config` answers.
+    pub fn start() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        // rustberg's file:// catalog is a single redb database file, not a directory.
+        let catalog = dir.path().join("catalog.redb");
+        let warehouse = dir.path().join("warehouse");
+        std::fs::create_dir_all(&warehouse).expect("mkdir warehouse");
+        let port = free_port();
+        let mut cmd = Command::new(tools::rustberg());
+        cmd.args([
+            "--dev",
+            "--no-auth",
+            "--insecure-http",
+            "--host",
+            "127.0.0.1",
+        ])
+        .args(["--port", &port.to_string()])
+        .arg("--catalog-url")
+        .arg(format!("file://{}", catalog.display()))
+        .arg("--warehouse")
+        .arg(format!("file://{}", warehouse.display()))
+        .current_dir(dir.path());
+        Rustberg {
+            server: Server::start("rustberg", cmd, port, dir, "/v1/config"),
+        }
+    }
+
+    /// The catalog's base URI.
+    pub fn uri(&self) -> String {
+        self.server.url()
+    }
+
+    /// The warehouse directory (file:// URI) rustberg was started with.
+    pub fn warehouse(&self) -> String {
+        format!(
+            "file://{}",
+            self.server.dir.path().join("warehouse").display()
+        )
+    }
+}
+
+/// Credentials and region moto accepts (it does not check signatures).
+pub const AWS_KEY: &str = "testing";
+/// Secret paired with [`AWS_KEY`].
+pub const AWS_SECRET: &str = "testing";
+/// Region used throughout the tests.
+pub const AWS_REGION: &str = "us-east-1";
+
+/// moto_server for S3, Glue and S3 Tables.
+pub struct Moto {
+    /// The running server.
+    pub server: Server,
+}
+
+impl Moto {
+    /// Starts moto (with the S3 Tables response fixes) and waits until it answers.
+    pub fn start() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let port = free_port();
+        let mut cmd = Command::new(tools::python());
+        cmd.arg(tools::py_script("moto_server.py"))
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .env("AWS_ACCESS_KEY_ID", AWS_KEY)
+            .env("AWS_SECRET_ACCESS_KEY", AWS_SECRET)
+            .env("AWS_DEFAULT_REGION", AWS_REGION)
+            .current_dir(dir.path());
+        Moto {
+            server: Server::start("moto", cmd, port, dir, "/moto-api/"),
+        }
+    }
+
+    /// The endpoint every AWS client points at.
+    pub fn endpoint(&self) -> String {
+        self.server.url()
+    }
+
+    /// Forgets every bucket, database and table (`POST /moto-api/reset`).
+    pub fn reset(&self) {
+        let (status, body) = http::request(self.server.port, "POST", "/moto-api/reset", &[], b"")
+            .expect("moto reset request");
+        assert_eq!(status, 200, "moto reset failed: {body}");
+    }
+
+    fn signed_as(service: &str) -> String {
+        // moto routes unsigned-but-plausible requests by the credential scope's service name.
+        format!(
+            "AWS4-HMAC-SHA256 Credential={AWS_KEY}/20260101/{AWS_REGION}/{service}/aws4_request, \
+             SignedHeaders=host, Signature=0"
+        )
+    }
+
+    /// Creates an S3 bucket.
+    pub fn create_bucket(&self, name: &str) {
+        let auth = Self::signed_as("s3");
+        let (status, body) = http::request(
+            self.server.port,
+            "PUT",
+            &format!("/{name}"),
+            &[("Authorization", &auth)],
+            b"",
+        )
+        .expect("create bucket request");
+        assert_eq!(status, 200, "create bucket {name}: {body}");
+    }
+
+    /// Creates an S3 Tables table bucket and returns its ARN.
+    pub fn create_table_bucket(&self, name: &str) -> String {
+        let auth = Self::signed_as("s3tables");
+        let body = serde_json::json!({ "name": name }).to_string();
+        let (status, resp) = http::request(
+            self.server.port,
+            "PUT",
+            "/buckets",
+            &[
+                ("Authorization", &auth),
+                ("Content-Type", "application/json"),
+            ],
+            body.as_bytes(),
+        )
+        .expect("create table bucket request");
+        assert_eq!(status, 200, "create table bucket {name}: {resp}");
+        let v: serde_json::Value = serde_json::from_str(&resp).expect("table bucket JSON");
+        v["arn"].as_str().expect("arn in response").to_string()
+    }
+}
