@@ -2,3 +2,4 @@
 
 mod catalogs;
 mod common;
+mod ops;

@@ -23,7 +23,9 @@
 
 pub mod append;
 pub mod catalog;
+pub mod commit;
 mod error;
+pub mod ops;
 pub mod scan;
 pub mod write;
 

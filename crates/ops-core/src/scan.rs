@@ -1,28 +1,186 @@
-//! Read a table back as a stream of Arrow batches.
+//! Read a table at any snapshot as a stream of Arrow batches in its current schema.
+//!
+//! iceberg 0.10.1's `TableScan` reads with the schema of the snapshot it scans, so after a
+//! rename the old name comes back, and after a widening the old type. [`scan`] maps every batch
+//! onto the table's current schema by field id: renamed columns take their new names, widened
+//! ones are cast, columns added since are null, dropped ones disappear. Delete files are applied
+//! by iceberg's reader; an optional row filter is pushed into the scan.
 
-use arrow_array::RecordBatch;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::{
+    Array, ArrayRef, ListArray, MapArray, RecordBatch, RecordBatchOptions, StructArray,
+    new_null_array,
+};
+use arrow_schema::{DataType, Field, Fields, SchemaRef};
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
+use iceberg::expr::Predicate;
 use iceberg::table::Table;
 
-use crate::Result;
+use crate::{Error, Result};
 
-/// Streams every row of `table` at `snapshot_id` (the current snapshot when `None`); an empty
-/// table yields no batches. Delete files are applied by iceberg's reader.
+const FIELD_ID: &str = "PARQUET:field_id";
+
+/// Streams every row of `table` at `snapshot_id` (the current snapshot when `None`), in the
+/// table's current schema; an empty table yields no batches.
 pub async fn scan(
     table: &Table,
     snapshot_id: Option<i64>,
 ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
-    let snapshot_id = snapshot_id.or_else(|| table.metadata().current_snapshot_id());
+    scan_filtered(table, snapshot_id, None).await
+}
+
+/// As [`scan`], keeping only rows that match `filter` (column names as of the scanned
+/// snapshot).
+pub async fn scan_filtered(
+    table: &Table,
+    snapshot_id: Option<i64>,
+    filter: Option<Predicate>,
+) -> Result<BoxStream<'static, Result<RecordBatch>>> {
+    let md = table.metadata();
+    let snapshot_id = snapshot_id.or_else(|| md.current_snapshot_id());
     let Some(snapshot_id) = snapshot_id else {
         return Ok(futures::stream::empty().boxed());
     };
-    let stream = table
-        .scan()
-        .snapshot_id(snapshot_id)
-        .select_all()
-        .build()?
-        .to_arrow()
-        .await?;
-    Ok(stream.map_err(crate::Error::from).boxed())
+    let snapshot = md.snapshot_by_id(snapshot_id).ok_or_else(|| {
+        Error::InvalidInput(format!(
+            "{} has no snapshot {snapshot_id}",
+            table.identifier()
+        ))
+    })?;
+    let read_schema = snapshot
+        .schema_id()
+        .and_then(|id| md.schema_by_id(id))
+        .unwrap_or_else(|| md.current_schema())
+        .clone();
+    let read_arrow = Arc::new(iceberg::arrow::schema_to_arrow_schema(&read_schema)?);
+    let target = crate::write::table_arrow_schema(table)?;
+    let mut builder = table.scan().snapshot_id(snapshot_id).select_all();
+    if let Some(filter) = filter {
+        builder = builder.with_filter(filter);
+    }
+    let stream = builder.build()?.to_arrow().await?;
+    Ok(stream
+        .map_err(Error::from)
+        .and_then(move |batch| {
+            let projected = project_by_field_id(&batch, &read_arrow, &target);
+            futures::future::ready(projected)
+        })
+        .boxed())
+}
+
+fn field_id(field: &Field) -> Option<i32> {
+    field.metadata().get(FIELD_ID).and_then(|v| v.parse().ok())
+}
+
+/// Maps `batch` (read with `read_schema`) onto `target` by field id.
+pub fn project_by_field_id(
+    batch: &RecordBatch,
+    read_schema: &SchemaRef,
+    target: &SchemaRef,
+) -> Result<RecordBatch> {
+    // The reader may drop field metadata; fall back to the read schema's ids by name.
+    let read_ids: HashMap<&str, i32> = read_schema
+        .fields()
+        .iter()
+        .filter_map(|f| field_id(f).map(|id| (f.name().as_str(), id)))
+        .collect();
+    let by_id: HashMap<i32, usize> = batch
+        .schema()
+        .fields()
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| {
+            field_id(f)
+                .or_else(|| read_ids.get(f.name().as_str()).copied())
+                .map(|id| (id, i))
+        })
+        .collect();
+    let rows = batch.num_rows();
+    let mut columns = Vec::with_capacity(target.fields().len());
+    for tf in target.fields() {
+        let column = match field_id(tf).and_then(|id| by_id.get(&id)) {
+            Some(&i) => convert(batch.column(i), tf.data_type(), tf.name())?,
+            None => new_null_array(tf.data_type(), rows),
+        };
+        columns.push(column);
+    }
+    let options = RecordBatchOptions::new().with_row_count(Some(rows));
+    Ok(RecordBatch::try_new_with_options(
+        target.clone(),
+        columns,
+        &options,
+    )?)
+}
+
+fn convert(array: &ArrayRef, to: &DataType, name: &str) -> Result<ArrayRef> {
+    if array.data_type() == to {
+        return Ok(array.clone());
+    }
+    match (array.data_type(), to) {
+        (DataType::Struct(from_fields), DataType::Struct(to_fields)) => {
+            let s = array.as_struct();
+            let children = struct_children(s, from_fields, to_fields, name)?;
+            Ok(Arc::new(StructArray::try_new(
+                to_fields.clone(),
+                children,
+                s.nulls().cloned(),
+            )?))
+        }
+        (DataType::List(_), DataType::List(to_field)) => {
+            let l = array.as_list::<i32>();
+            let values = convert(l.values(), to_field.data_type(), name)?;
+            Ok(Arc::new(ListArray::try_new(
+                to_field.clone(),
+                l.offsets().clone(),
+                values,
+                l.nulls().cloned(),
+            )?))
+        }
+        (DataType::Map(_, _), DataType::Map(to_entries, sorted)) => {
+            let m = array.as_map();
+            let entries: ArrayRef = Arc::new(m.entries().clone());
+            let entries = convert(&entries, to_entries.data_type(), name)?;
+            Ok(Arc::new(MapArray::try_new(
+                to_entries.clone(),
+                m.offsets().clone(),
+                entries.as_struct().clone(),
+                m.nulls().cloned(),
+                *sorted,
+            )?))
+        }
+        _ => arrow_cast::cast(array, to).map_err(|e| {
+            Error::InvalidInput(format!(
+                "column '{name}': cannot read {} as {to}: {e}",
+                array.data_type()
+            ))
+        }),
+    }
+}
+
+fn struct_children(
+    s: &StructArray,
+    from_fields: &Fields,
+    to_fields: &Fields,
+    name: &str,
+) -> Result<Vec<ArrayRef>> {
+    let mut out = Vec::with_capacity(to_fields.len());
+    for tf in to_fields {
+        let index = match field_id(tf) {
+            Some(id) => from_fields.iter().position(|f| field_id(f) == Some(id)),
+            None => from_fields.iter().position(|f| f.name() == tf.name()),
+        };
+        out.push(match index {
+            Some(i) => convert(
+                s.column(i),
+                tf.data_type(),
+                &format!("{name}.{}", tf.name()),
+            )?,
+            None => new_null_array(tf.data_type(), s.len()),
+        });
+    }
+    Ok(out)
 }

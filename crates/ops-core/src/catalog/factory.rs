@@ -79,6 +79,7 @@ impl fmt::Debug for CatalogSettings {
 pub struct CatalogHandle {
     catalog: Arc<dyn Catalog>,
     settings: CatalogSettings,
+    committer: Arc<crate::commit::Committer>,
 }
 
 impl CatalogHandle {
@@ -97,6 +98,10 @@ impl CatalogHandle {
     /// Its name.
     pub fn name(&self) -> &str {
         &self.settings.name
+    }
+    /// The clients ops-core commits through (created on first use, shared by clones).
+    pub(crate) fn committer(&self) -> &crate::commit::Committer {
+        &self.committer
     }
 }
 
@@ -263,7 +268,11 @@ pub async fn open_settings(settings: CatalogSettings) -> Result<CatalogHandle> {
         }
     }
     .map_err(open_err)?;
-    Ok(CatalogHandle { catalog, settings })
+    Ok(CatalogHandle {
+        catalog,
+        settings,
+        committer: Arc::default(),
+    })
 }
 
 async fn load<B>(

@@ -1,0 +1,237 @@
+//! The one place that does what iceberg 0.10.1 keeps private: commit a table change.
+//!
+//! iceberg's `TableCommit` cannot be built outside the crate, so operations describe their change
+//! with the same vocabulary — [`TableRequirement`]s that must hold on the base and
+//! [`TableUpdate`]s to apply — and [`commit`] makes it atomic per catalog kind:
+//!
+//! - **REST**: POST the requirements and updates to the table endpoint; the server applies them
+//!   and answers 409 on a stale requirement.
+//! - **SQL, Glue, S3 Tables**: apply the updates to the base metadata
+//!   (`TableMetadata::into_builder` + `TableUpdate::apply`), write the next metadata file, then
+//!   swap the pointer only if it still names the base: a compare-and-swap `UPDATE` on
+//!   `iceberg_tables` (exactly one row, as iceberg-catalog-sql and PyIceberg do), Glue
+//!   `UpdateTable` guarded by the table's `VersionId`, or S3 Tables
+//!   `UpdateTableMetadataLocation` with its `versionToken`.
+//!
+//! A stale base is [`Error::CommitConflict`]. [`commit_with_retry`] reloads the table, lets the
+//! operation re-validate and rebuild its change on the new base, and tries again with the backoff
+//! of the table's `commit.retry.*` properties — so another writer's commit is never lost: it is
+//! either rebased onto or reported.
+//!
+//! When official iceberg-rust actions can express an operation, this module is what they replace.
+
+mod glue;
+mod rest;
+mod s3tables;
+mod sql;
+
+use std::future::Future;
+use std::str::FromStr;
+use std::time::{Duration, Instant};
+
+use iceberg::spec::TableProperties;
+use iceberg::table::Table;
+use iceberg::{MetadataLocation, TableIdent, TableRequirement, TableUpdate};
+
+use crate::catalog::{CatalogHandle, CatalogKind, CatalogSettings};
+use crate::{Error, Result};
+
+/// A change to one table: requirements on its base and updates to apply, as one commit.
+#[derive(Debug, Clone, Default)]
+pub struct TableChange {
+    /// Must hold on the base metadata, or the commit is a conflict.
+    pub requirements: Vec<TableRequirement>,
+    /// Applied in order.
+    pub updates: Vec<TableUpdate>,
+}
+
+/// The per-catalog clients a commit needs, created on first use and shared by a handle's clones.
+#[derive(Debug, Default)]
+pub struct Committer {
+    sql: tokio::sync::OnceCell<sql::SqlPointer>,
+    rest: tokio::sync::OnceCell<rest::RestPointer>,
+    glue: tokio::sync::OnceCell<glue::GluePointer>,
+    s3tables: tokio::sync::OnceCell<s3tables::S3TablesPointer>,
+}
+
+/// Outcome of one pointer swap.
+enum Swap {
+    Done,
+    Conflict(String),
+}
+
+/// Commits `change` on top of `base`, atomically; returns the table at the new metadata.
+///
+/// Fails with [`Error::CommitConflict`] when `base` is no longer the table's current metadata
+/// or a requirement does not hold.
+pub async fn commit(handle: &CatalogHandle, base: &Table, change: TableChange) -> Result<Table> {
+    let ident = base.identifier().clone();
+    for requirement in &change.requirements {
+        if let Err(e) = requirement.check(Some(base.metadata())) {
+            return Err(Error::CommitConflict {
+                table: ident.to_string(),
+                detail: e.message().to_string(),
+            });
+        }
+    }
+    let settings = handle.settings();
+    let committer = handle.committer();
+    if settings.kind() == CatalogKind::Rest {
+        let pointer = committer
+            .rest
+            .get_or_try_init(|| rest::RestPointer::connect(settings))
+            .await?;
+        return pointer.commit(base, change).await;
+    }
+
+    let base_location = base.metadata_location_result()?.to_string();
+    let mut builder = base
+        .metadata()
+        .clone()
+        .into_builder(Some(base_location.clone()));
+    for update in change.updates {
+        builder = update.apply(builder)?;
+    }
+    let metadata = builder.build()?.metadata;
+    let location = MetadataLocation::from_str(&base_location)?
+        .with_next_version()
+        .with_new_metadata(&metadata);
+    metadata.write_to(base.file_io(), &location).await?;
+    let new_location = location.to_string();
+
+    let swap = match settings.kind() {
+        CatalogKind::Sql => {
+            committer
+                .sql
+                .get_or_try_init(|| sql::SqlPointer::connect(settings))
+                .await?
+                .swap(settings.name(), &ident, &base_location, &new_location)
+                .await
+        }
+        CatalogKind::Glue => {
+            committer
+                .glue
+                .get_or_try_init(|| glue::GluePointer::connect(settings))
+                .await?
+                .swap(&ident, &base_location, &new_location)
+                .await
+        }
+        CatalogKind::S3Tables => {
+            committer
+                .s3tables
+                .get_or_try_init(|| s3tables::S3TablesPointer::connect(settings))
+                .await?
+                .swap(&ident, &base_location, &new_location)
+                .await
+        }
+        CatalogKind::Memory => Err(unsupported(settings)),
+        CatalogKind::Rest => unreachable_rest(),
+    };
+    match swap {
+        Ok(Swap::Done) => {
+            tracing::debug!(table = %ident, location = %new_location, "committed");
+            Ok(Table::builder()
+                .identifier(ident)
+                .metadata(metadata)
+                .metadata_location(new_location)
+                .file_io(base.file_io().clone())
+                .runtime(iceberg::Runtime::try_current()?)
+                .build()?)
+        }
+        Ok(Swap::Conflict(detail)) => {
+            // Nobody points at the file we wrote: remove it so failed attempts leave no litter.
+            let _ = base.file_io().delete(&new_location).await;
+            Err(Error::CommitConflict {
+                table: ident.to_string(),
+                detail,
+            })
+        }
+        // The outcome is unknown: keep the file, a retry or an operator may need it.
+        Err(e) => Err(e),
+    }
+}
+
+fn unsupported(settings: &CatalogSettings) -> Error {
+    Error::InvalidInput(format!(
+        "catalog '{}' is a memory catalog, which cannot take ops-core commits (iceberg keeps \
+         its commit API private); use the embedded 'sqlite' catalog instead",
+        settings.name()
+    ))
+}
+
+fn unreachable_rest() -> Result<Swap> {
+    Err(Error::InvalidInput(
+        "internal: REST commits do not swap pointers".into(),
+    ))
+}
+
+/// Retry policy from the table's `commit.retry.*` properties.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt (`commit.retry.num-retries`, default 4).
+    pub num_retries: usize,
+    /// First backoff (`commit.retry.min-wait-ms`, default 100).
+    pub min_wait: Duration,
+    /// Backoff cap (`commit.retry.max-wait-ms`, default 60 000).
+    pub max_wait: Duration,
+    /// Give up after this long (`commit.retry.total-timeout-ms`, default 1 800 000).
+    pub total_timeout: Duration,
+}
+
+impl RetryPolicy {
+    /// The policy `table`'s properties ask for.
+    pub fn of(table: &Table) -> Result<Self> {
+        let p = TableProperties::try_from(table.metadata().properties())?;
+        Ok(Self {
+            num_retries: p.commit_num_retries,
+            min_wait: Duration::from_millis(p.commit_min_retry_wait_ms),
+            max_wait: Duration::from_millis(p.commit_max_retry_wait_ms),
+            total_timeout: Duration::from_millis(p.commit_total_retry_timeout_ms),
+        })
+    }
+
+    fn backoff(&self, attempt: u32) -> Duration {
+        let exp = self
+            .min_wait
+            .saturating_mul(2u32.saturating_pow(attempt.min(20)));
+        let capped = exp.min(self.max_wait);
+        // Up to 25% jitter so racing writers do not retry in lockstep.
+        let jitter = capped.mul_f64(f64::from(uuid::Uuid::new_v4().as_u128() as u8) / 1020.0);
+        capped + jitter
+    }
+}
+
+/// Loads `ident`, asks `build` for a change on that base, and commits it; on a conflict,
+/// reloads and asks again (so `build` re-validates against the other writer's result), with
+/// the table's `commit.retry.*` backoff. `build` returning `None` means nothing to commit.
+pub async fn commit_with_retry<F, Fut>(
+    handle: &CatalogHandle,
+    ident: &TableIdent,
+    mut build: F,
+) -> Result<Table>
+where
+    F: FnMut(Table) -> Fut,
+    Fut: Future<Output = Result<Option<TableChange>>>,
+{
+    let started = Instant::now();
+    let mut attempt: u32 = 0;
+    loop {
+        let base = handle.catalog().load_table(ident).await?;
+        let policy = RetryPolicy::of(&base)?;
+        let Some(change) = build(base.clone()).await? else {
+            return Ok(base);
+        };
+        match commit(handle, &base, change).await {
+            Err(Error::CommitConflict { table, detail })
+                if (attempt as usize) < policy.num_retries
+                    && started.elapsed() < policy.total_timeout =>
+            {
+                let wait = policy.backoff(attempt);
+                tracing::info!(%table, %detail, attempt, ?wait, "commit conflict; retrying on the new base");
+                tokio::time::sleep(wait).await;
+                attempt += 1;
+            }
+            other => return other,
+        }
+    }
+}

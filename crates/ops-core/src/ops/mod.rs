@@ -1,0 +1,30 @@
+//! Table operations the official crate lacks, each exactly one catalog commit.
+//!
+//! Every operation is a builder created from a [`CatalogHandle`] and a table identifier; awaiting
+//! it loads the table, validates, writes what it must (manifests, a manifest list, a schema) and
+//! commits through [`crate::commit`], retrying on a concurrent change only when its validation
+//! shows no overlap. Each resolves to the new table and metrics.
+//!
+//! | module | operation | snapshot operation |
+//! |---|---|---|
+//! | [`append`] | add data files, with caller summary properties | `append` |
+//! | [`overwrite`] | remove given data files and add new ones | `overwrite` |
+//! | [`replace_partitions`] | dynamic partition overwrite | `overwrite` |
+//! | [`rollback`] | move `main` back to an ancestor, or to any snapshot | — |
+//! | [`evolve_schema`] | add, drop, rename, widen, make optional, doc, move, identifier fields | — |
+//! | [`properties`] | set and remove table properties | — |
+//!
+//! [`CatalogHandle`]: crate::CatalogHandle
+
+pub mod append;
+pub mod evolve_schema;
+pub mod overwrite;
+pub mod properties;
+pub mod replace_partitions;
+pub mod rollback;
+pub(crate) mod snapshot;
+
+pub use snapshot::SnapshotMetrics;
+
+/// `iceberg-ops.*` snapshot summary keys written by the operations.
+pub const OPERATION_PROPERTY: &str = "iceberg-ops.operation";

@@ -1,0 +1,564 @@
+//! ops-core table operations on real catalogs, checked by PyIceberg.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::future::IntoFuture;
+
+use iceberg::TableIdent;
+use iceberg::spec::{PrimitiveType, Type};
+use iceberg::table::Table;
+use ops_core::ops::append::AppendBuilder;
+use ops_core::ops::evolve_schema::{EvolveSchemaBuilder, Position};
+use ops_core::ops::overwrite::OverwriteBuilder;
+use ops_core::ops::properties::PropertiesBuilder;
+use ops_core::ops::replace_partitions::ReplacePartitionsBuilder;
+use ops_core::ops::rollback::RollbackBuilder;
+use ops_core::{CatalogHandle, Error};
+use ops_tests::oracle::pyiceberg;
+use ops_tests::servers::{Moto, Rustberg};
+use serde_json::{Value, json};
+
+use crate::common::*;
+
+type Row = (i64, Option<&'static str>, Option<i32>);
+
+/// Data files for `rows`, written under the table's current schema and spec.
+async fn files(table: &Table, rows: &[Row]) -> anyhow::Result<Vec<iceberg::spec::DataFile>> {
+    let batch = orders_batch(table, rows)?;
+    Ok(ops_core::write::write_data_files(table, futures::stream::iter([Ok(batch)])).await?)
+}
+
+/// Paths of the live data files of `table` whose rows have `region`.
+async fn files_of_region(table: &Table, region: &str) -> anyhow::Result<Vec<String>> {
+    let mut out = Vec::new();
+    let snapshot = table.metadata().current_snapshot().expect("a snapshot");
+    let list = table.manifest_list_reader(snapshot).load().await?;
+    for mf in list.entries() {
+        for e in mf.load_manifest(table.file_io()).await?.entries() {
+            let matches = e
+                .data_file()
+                .partition()
+                .iter()
+                .next()
+                .flatten()
+                .is_some_and(|v| format!("{v:?}").contains(&format!("\"{region}\"")));
+            if e.is_alive() && matches {
+                out.push(e.data_file().file_path().to_string());
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn summary_of(desc: &Value, snapshot_id: i64) -> Value {
+    desc["snapshots"]
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["id"] == json!(snapshot_id)).cloned())
+        .unwrap_or(Value::Null)
+}
+
+fn metadata_files(table: &Table) -> usize {
+    let dir = table
+        .metadata()
+        .location()
+        .trim_start_matches("file://")
+        .to_string()
+        + "/metadata";
+    std::fs::read_dir(dir).map(|d| d.count()).unwrap_or(0)
+}
+
+/// Every operation, each checked by PyIceberg through the same catalog.
+async fn every_operation(
+    handle: &CatalogHandle,
+    name: &str,
+    py: &BTreeMap<String, String>,
+    ns: &str,
+) -> TestResult {
+    let table = create_orders(handle, ns).await?;
+    let ident = table.identifier().clone();
+
+    // append with caller properties
+    let (table, m) = AppendBuilder::new(handle, ident.clone())
+        .with_files(files(&table, SAMPLE).await?)
+        .with_properties(HashMap::from([(
+            "iceberg-ops.migration-job".into(),
+            "job-1".into(),
+        )]))
+        .await?;
+    let s_append = m.snapshot_id;
+    let (rows, desc) = pyiceberg_orders(name, py, ns)?;
+    assert_eq!(rows, orders_json(SAMPLE));
+    let sum = &summary_of(&desc, s_append)["summary"];
+    assert_eq!(sum["iceberg-ops.migration-job"], "job-1", "{desc}");
+    assert_eq!(sum["added-records"], "5");
+    assert_eq!(sum["total-records"], "5");
+    assert_eq!(sum["total-data-files"], "4");
+    assert_eq!(summary_of(&desc, s_append)["operation"], "Operation.APPEND");
+
+    // overwrite files: replace the eu file with two rows
+    let eu = files_of_region(&table, "eu").await?;
+    assert_eq!(eu.len(), 1);
+    let new_eu: &[Row] = &[(2, Some("eu"), Some(200)), (6, Some("eu"), Some(60))];
+    let (table, m) = OverwriteBuilder::new(handle, ident.clone())
+        .remove_files(eu)
+        .add_files(files(&table, new_eu).await?)
+        .await?;
+    assert_eq!(
+        (m.removed_files, m.removed_records, m.added_records),
+        (1, 1, 2)
+    );
+    let after_overwrite: Vec<Row> = vec![
+        (1, Some("us"), Some(10)),
+        (2, Some("eu"), Some(200)),
+        (3, Some("us"), None),
+        (4, Some("apac"), Some(40)),
+        (5, None, Some(50)),
+        (6, Some("eu"), Some(60)),
+    ];
+    let (rows, desc) = pyiceberg_orders(name, py, ns)?;
+    assert_eq!(rows, orders_json(&after_overwrite));
+    let snap = summary_of(&desc, m.snapshot_id);
+    assert_eq!(snap["operation"], "Operation.OVERWRITE", "{desc}");
+    assert_eq!(snap["summary"]["deleted-records"], "1");
+    assert_eq!(snap["summary"]["deleted-data-files"], "1");
+    assert_eq!(snap["summary"]["total-records"], "6");
+    // 4 files - the eu file + one new eu file
+    assert_eq!(snap["summary"]["total-data-files"], "4");
+    assert_eq!(scan_json(&table).await?, orders_json(&after_overwrite));
+
+    // replace partitions: us is replaced wholesale by one row
+    let (table, m) = ReplacePartitionsBuilder::new(handle, ident.clone())
+        .add_files(files(&table, &[(10, Some("us"), Some(1000))]).await?)
+        .await?;
+    assert_eq!(m.removed_records, 2);
+    let after_replace: Vec<Row> = vec![
+        (2, Some("eu"), Some(200)),
+        (4, Some("apac"), Some(40)),
+        (5, None, Some(50)),
+        (6, Some("eu"), Some(60)),
+        (10, Some("us"), Some(1000)),
+    ];
+    let (rows, desc) = pyiceberg_orders(name, py, ns)?;
+    assert_eq!(rows, orders_json(&after_replace));
+    let snap = summary_of(&desc, m.snapshot_id);
+    assert_eq!(snap["summary"]["replace-partitions"], "true");
+    assert_eq!(snap["summary"]["total-records"], "5");
+
+    // an illegal schema change is refused and writes nothing
+    let before = table.metadata_location().map(str::to_string);
+    let files_before = metadata_files(&table);
+    let err = EvolveSchemaBuilder::new(handle, ident.clone())
+        .add_column("note", Type::Primitive(PrimitiveType::String))
+        .widen_column("id", PrimitiveType::Int)
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(err.contains("cannot change 'id' from long to int"), "{err}");
+    let err = EvolveSchemaBuilder::new(handle, ident.clone())
+        .drop_column("region")
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(err.contains("partition field 'region'"), "{err}");
+    let reloaded = handle.catalog().load_table(&ident).await?;
+    assert_eq!(reloaded.metadata_location().map(str::to_string), before);
+    if table.metadata().location().starts_with("file://") {
+        assert_eq!(
+            metadata_files(&reloaded),
+            files_before,
+            "an illegal change wrote files"
+        );
+    }
+
+    // schema evolution: rename + widen + add + doc + move, by field id
+    let (table, sm) = EvolveSchemaBuilder::new(handle, ident.clone())
+        .rename_column("amount", "total_amount")
+        .widen_column("total_amount", PrimitiveType::Long)
+        .add_column("note", Type::Primitive(PrimitiveType::String))
+        .update_doc("id", "order id")
+        .move_column("note", Position::After("id".into()))
+        .set_identifier_fields(["id"])
+        .await?;
+    assert_eq!(sm.added, vec![("note".to_string(), 4)]);
+    let out = pyiceberg(
+        name,
+        py,
+        &format!(
+            "t = catalog.load_table('{ns}.orders')\nemit({{'rows': rows(t), 'desc': describe(t), 'ids': list(t.schema().identifier_field_ids)}})"
+        ),
+    )?;
+    let schema: Vec<(i64, String, String)> = out["desc"]["schema"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["id"].as_i64().unwrap(),
+                f["name"].as_str().unwrap().to_string(),
+                f["type"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        schema,
+        vec![
+            (1, "id".into(), "long".into()),
+            (4, "note".into(), "string".into()),
+            (2, "region".into(), "string".into()),
+            (3, "total_amount".into(), "long".into()),
+        ]
+    );
+    assert_eq!(out["ids"], json!([1]));
+    let renamed = |rows: &[Row]| -> Vec<Value> {
+        let mut v: Vec<Value> = rows
+            .iter()
+            .map(|(id, r, a)| json!({"id": id, "note": null, "region": r, "total_amount": a}))
+            .collect();
+        sort_rows(&mut v);
+        v
+    };
+    let mut py_rows = out["rows"].as_array().cloned().unwrap_or_default();
+    sort_rows(&mut py_rows);
+    assert_eq!(py_rows, renamed(&after_replace));
+    // Our own scan projects old files to the current schema by field id.
+    assert_eq!(scan_json(&table).await?, renamed(&after_replace));
+
+    // properties
+    let table = PropertiesBuilder::new(handle, ident.clone())
+        .set("owner", "data-eng")
+        .await?;
+    assert_eq!(
+        table
+            .metadata()
+            .properties()
+            .get("owner")
+            .map(String::as_str),
+        Some("data-eng")
+    );
+    let props = pyiceberg(
+        name,
+        py,
+        &format!("emit(dict(catalog.load_table('{ns}.orders').properties))"),
+    )?;
+    assert_eq!(props["owner"], "data-eng");
+
+    // rollback to a non-ancestor is refused, naming the ancestors
+    let current = table.metadata().current_snapshot_id().unwrap();
+    let err = RollbackBuilder::to_snapshot(handle, ident.clone(), 12345)
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(err.contains("has no snapshot 12345"), "{err}");
+    let (_, rb) = RollbackBuilder::to_snapshot(handle, ident.clone(), s_append).await?;
+    assert_eq!((rb.from, rb.to), (Some(current), s_append));
+    let err = RollbackBuilder::to_snapshot(handle, ident.clone(), current)
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(
+        err.contains("is not an ancestor") && err.contains("set-current-snapshot"),
+        "{err}"
+    );
+    let out = pyiceberg(
+        name,
+        py,
+        &format!(
+            "t = catalog.load_table('{ns}.orders')\nemit({{'rows': rows(t), 'current': t.metadata.current_snapshot_id}})"
+        ),
+    )?;
+    assert_eq!(out["current"], json!(s_append));
+    let mut py_rows = out["rows"].as_array().cloned().unwrap_or_default();
+    sort_rows(&mut py_rows);
+    assert_eq!(py_rows, renamed(SAMPLE));
+    // and forward again
+    let (table, _) = RollbackBuilder::set_current_snapshot(handle, ident.clone(), current).await?;
+    assert_eq!(table.metadata().current_snapshot_id(), Some(current));
+    assert_eq!(scan_json(&table).await?, renamed(&after_replace));
+    Ok(())
+}
+
+fn sqlite_props(dir: &std::path::Path) -> BTreeMap<String, String> {
+    props(&[
+        ("type", "sql"),
+        ("uri", &format!("sqlite:///{}/catalog.db", dir.display())),
+        ("warehouse", &format!("file://{}/wh", dir.display())),
+    ])
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_operation_on_sqlite() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let p = sqlite_props(dir.path());
+    let handle = open("ops", &p).await?;
+    every_operation(&handle, "ops", &p, "sq").await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_operation_on_rest() -> TestResult {
+    init_tracing();
+    let rustberg = Rustberg::start();
+    let p = props(&[("type", "rest"), ("uri", &rustberg.uri())]);
+    let handle = open("rest", &p).await?;
+    every_operation(&handle, "rest", &p, "rs").await
+}
+
+/// Append, overwrite and rollback through the AWS catalogs; PyIceberg checks Glue.
+async fn aws_basics(
+    handle: &CatalogHandle,
+    ns: &str,
+    check: impl Fn(&[Row]) -> TestResult,
+) -> TestResult {
+    let table = create_orders(handle, ns).await?;
+    let ident = table.identifier().clone();
+    let (table, m) = AppendBuilder::new(handle, ident.clone())
+        .with_files(files(&table, SAMPLE).await?)
+        .await?;
+    let first = m.snapshot_id;
+    check(SAMPLE)?;
+    let eu = files_of_region(&table, "eu").await?;
+    let (table, _) = OverwriteBuilder::new(handle, ident.clone())
+        .remove_files(eu)
+        .add_files(files(&table, &[(2, Some("eu"), Some(21))]).await?)
+        .await?;
+    let overwritten: Vec<Row> = SAMPLE
+        .iter()
+        .map(|r| {
+            if r.0 == 2 {
+                (2, Some("eu"), Some(21))
+            } else {
+                *r
+            }
+        })
+        .collect();
+    check(&overwritten)?;
+    assert_eq!(scan_json(&table).await?, orders_json(&overwritten));
+    RollbackBuilder::to_snapshot(handle, ident.clone(), first).await?;
+    check(SAMPLE)?;
+    let reloaded = handle.catalog().load_table(&ident).await?;
+    assert_eq!(reloaded.metadata().current_snapshot_id(), Some(first));
+    Ok(())
+}
+
+fn aws(moto: &Moto, extra: &[(&str, &str)]) -> BTreeMap<String, String> {
+    use ops_tests::servers::{AWS_KEY, AWS_REGION, AWS_SECRET};
+    let e = moto.endpoint();
+    let mut p = props(&[
+        ("client.region", AWS_REGION),
+        ("client.access-key-id", AWS_KEY),
+        ("client.secret-access-key", AWS_SECRET),
+        ("s3.endpoint", &e),
+        ("s3.region", AWS_REGION),
+        ("s3.access-key-id", AWS_KEY),
+        ("s3.secret-access-key", AWS_SECRET),
+        ("s3.path-style-access", "true"),
+    ]);
+    p.extend(props(extra));
+    p
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn append_overwrite_rollback_on_glue() -> TestResult {
+    init_tracing();
+    let moto = Moto::start();
+    moto.create_bucket("lake");
+    let e = moto.endpoint();
+    let p = aws(
+        &moto,
+        &[
+            ("type", "glue"),
+            ("glue.endpoint", &e),
+            ("warehouse", "s3://lake/wh"),
+        ],
+    );
+    let handle = open("glue", &p).await?;
+    aws_basics(&handle, "g", |rows| {
+        let (got, _) = pyiceberg_orders("glue", &p, "g")?;
+        assert_eq!(got, orders_json(rows));
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn append_overwrite_rollback_on_s3tables() -> TestResult {
+    init_tracing();
+    let moto = Moto::start();
+    let arn = moto.create_table_bucket("tables-ops");
+    let e = moto.endpoint();
+    let p = aws(
+        &moto,
+        &[
+            ("type", "s3tables"),
+            ("s3tables.table-bucket-arn", &arn),
+            ("s3tables.endpoint", &e),
+        ],
+    );
+    let handle = open("s3t", &p).await?;
+    // PyIceberg cannot reach S3 Tables without AWS's REST endpoint; a second, independent
+    // handle reloads the table through the catalog instead.
+    let reader = open("s3t", &p).await?;
+    let ident = TableIdent::from_strs(["t", "orders"])?;
+    let check = |rows: &[Row]| -> TestResult {
+        let want = orders_json(rows);
+        let reader = reader.clone();
+        let ident = ident.clone();
+        let got = std::thread::spawn(move || {
+            tokio::runtime::Runtime::new()?.block_on(async {
+                let t = reader.catalog().load_table(&ident).await?;
+                scan_json(&t).await
+            })
+        })
+        .join()
+        .map_err(|_| anyhow::anyhow!("reader thread panicked"))??;
+        assert_eq!(got, want);
+        Ok(())
+    };
+    aws_basics(&handle, "t", check).await
+}
+
+/// Two writers on separate handles append concurrently; every commit must survive.
+async fn racing_appends(a: &CatalogHandle, b: &CatalogHandle, ns: &str) -> TestResult {
+    let table = create_orders(a, ns).await?;
+    let ident = table.identifier().clone();
+    PropertiesBuilder::new(a, ident.clone())
+        .set("commit.retry.num-retries", "50")
+        .set("commit.retry.min-wait-ms", "5")
+        .set("commit.retry.max-wait-ms", "200")
+        .await?;
+    const PER_WRITER: i64 = 8;
+    let writer = |handle: CatalogHandle, base_id: i64| {
+        let ident = ident.clone();
+        async move {
+            let mut committed = Vec::new();
+            for i in 0..PER_WRITER {
+                let table = handle.catalog().load_table(&ident).await?;
+                let id = base_id + i;
+                let f = files(&table, &[(id, Some("us"), Some(id as i32))]).await?;
+                let (_, m) = AppendBuilder::new(&handle, ident.clone())
+                    .with_files(f)
+                    .await?;
+                committed.push(m.snapshot_id);
+            }
+            anyhow::Ok(committed)
+        }
+    };
+    let (ra, rb) = tokio::join!(
+        tokio::spawn(writer(a.clone(), 1000)),
+        tokio::spawn(writer(b.clone(), 2000))
+    );
+    let mut snapshots = ra??;
+    snapshots.extend(rb??);
+    let table = a.catalog().load_table(&ident).await?;
+    let rows = scan_json(&table).await?;
+    let ids: HashSet<i64> = rows.iter().filter_map(|r| r["id"].as_i64()).collect();
+    let want: HashSet<i64> = (0..PER_WRITER).flat_map(|i| [1000 + i, 2000 + i]).collect();
+    assert_eq!(ids, want, "a racing commit was lost");
+    assert_eq!(rows.len(), want.len(), "a racing commit was duplicated");
+    // Every committed snapshot is in main's history.
+    let history: HashSet<i64> = std::iter::successors(table.metadata().current_snapshot(), |s| {
+        s.parent_snapshot_id()
+            .and_then(|p| table.metadata().snapshot_by_id(p))
+    })
+    .map(|s| s.snapshot_id())
+    .collect();
+    for s in snapshots {
+        assert!(
+            history.contains(&s),
+            "snapshot {s} is not in main's history"
+        );
+    }
+    let total = table
+        .metadata()
+        .current_snapshot()
+        .unwrap()
+        .summary()
+        .additional_properties["total-records"]
+        .clone();
+    assert_eq!(total, (2 * PER_WRITER).to_string());
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn racing_writers_on_sqlite() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let p = sqlite_props(dir.path());
+    let (a, b) = (open("race", &p).await?, open("race", &p).await?);
+    for round in 0..3 {
+        racing_appends(&a, &b, &format!("r{round}")).await?;
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn racing_writers_on_rest() -> TestResult {
+    init_tracing();
+    let rustberg = Rustberg::start();
+    let p = props(&[("type", "rest"), ("uri", &rustberg.uri())]);
+    let (a, b) = (open("race", &p).await?, open("race", &p).await?);
+    racing_appends(&a, &b, "r0").await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn racing_writers_on_s3tables() -> TestResult {
+    init_tracing();
+    let moto = Moto::start();
+    let arn = moto.create_table_bucket("race");
+    let e = moto.endpoint();
+    let p = aws(
+        &moto,
+        &[
+            ("type", "s3tables"),
+            ("s3tables.table-bucket-arn", &arn),
+            ("s3tables.endpoint", &e),
+        ],
+    );
+    let (a, b) = (open("race", &p).await?, open("race", &p).await?);
+    racing_appends(&a, &b, "r0").await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn overwrite_racing_an_append_to_its_partition_never_loses_the_append() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let p = sqlite_props(dir.path());
+    let (a, b) = (open("c", &p).await?, open("c", &p).await?);
+    let (mut landed, mut refused) = (0, 0);
+    for round in 0..10 {
+        let table = create_orders(&a, &format!("c{round}")).await?;
+        let ident = table.identifier().clone();
+        let (table, _) = AppendBuilder::new(&a, ident.clone())
+            .with_files(files(&table, SAMPLE).await?)
+            .await?;
+        let eu = files_of_region(&table, "eu").await?;
+        let replacement = files(&table, &[(2, Some("eu"), Some(0))]).await?;
+        let appended = files(&table, &[(7, Some("eu"), Some(7))]).await?;
+        let append = AppendBuilder::new(&a, ident.clone()).with_files(appended);
+        let overwrite = OverwriteBuilder::new(&b, ident.clone())
+            .remove_files(eu)
+            .add_files(replacement);
+        let (ra, rb) = tokio::join!(
+            tokio::spawn(append.into_future()),
+            tokio::spawn(overwrite.into_future())
+        );
+        ra??;
+        match rb? {
+            Ok(_) => landed += 1,
+            Err(Error::CommitConflict { .. }) => refused += 1,
+            Err(e) => return Err(e.into()),
+        }
+        let rows = scan_json(&a.catalog().load_table(&ident).await?).await?;
+        assert!(
+            rows.iter().any(|r| r["id"] == json!(7)),
+            "round {round}: the append was lost: {rows:?}"
+        );
+        let twos: Vec<&Value> = rows.iter().filter(|r| r["id"] == json!(2)).collect();
+        assert_eq!(twos.len(), 1, "round {round}: {rows:?}");
+    }
+    eprintln!("overwrite landed {landed} times, refused as a conflict {refused} times");
+    Ok(())
+}
