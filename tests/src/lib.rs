@@ -12,6 +12,7 @@
 //! its log: nothing is skipped. Tools are found through `ICEBERG_OPS_PYTHON` and
 //! `ICEBERG_OPS_RUSTBERG`, else under `~/.cache/iceberg-ops/` where `scripts/test` installs them.
 
+pub mod fake_glue;
 pub mod http;
 pub mod oracle;
 pub mod servers;

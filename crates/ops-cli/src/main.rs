@@ -3,6 +3,7 @@
 
 mod catalog_cmd;
 mod quickstart;
+mod table_cmd;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -32,6 +33,9 @@ enum Command {
     /// Inspect configured catalogs.
     #[command(subcommand)]
     Catalog(catalog_cmd::Command),
+    /// Inspect a table, or roll it back.
+    #[command(subcommand)]
+    Table(table_cmd::Command),
 }
 
 fn main() -> ExitCode {
@@ -64,6 +68,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Quickstart(args) => quickstart::run(&factory, args).await,
         Command::Catalog(cmd) => catalog_cmd::run(&factory, cmd).await,
+        Command::Table(cmd) => table_cmd::run(&factory, cmd).await,
     }
 }
 

@@ -147,3 +147,131 @@ fn missing_config_file_is_named() {
     assert!(!out.status.success());
     assert!(stderr.contains("nope.yaml"), "{stderr}");
 }
+
+/// Appends one row (id 999999, other columns null) to quickstart.orders in `dir`'s embedded
+/// catalog; returns the new snapshot id.
+fn append_one_row(dir: &Path) -> i64 {
+    use std::sync::Arc;
+
+    use arrow_array::{ArrayRef, Int64Array, RecordBatch, new_null_array};
+    use ops_core::ops::append::AppendBuilder;
+
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let factory = ops_core::CatalogFactory::new(ops_core::catalog::CatalogConfig::empty())
+            .with_base_dir(dir);
+        let handle = factory.open("sqlite").await.unwrap();
+        let ident = iceberg::TableIdent::from_strs(["quickstart", "orders"]).unwrap();
+        let table = handle.catalog().load_table(&ident).await.unwrap();
+        let schema = ops_core::write::table_arrow_schema(&table).unwrap();
+        let columns: Vec<ArrayRef> = schema
+            .fields()
+            .iter()
+            .map(|f| {
+                if f.name() == "id" {
+                    Arc::new(Int64Array::from(vec![999_999])) as ArrayRef
+                } else {
+                    new_null_array(f.data_type(), 1)
+                }
+            })
+            .collect();
+        let batch = RecordBatch::try_new(schema, columns).unwrap();
+        let files = ops_core::write::write_data_files(&table, futures::stream::iter([Ok(batch)]))
+            .await
+            .unwrap();
+        let (_, m) = AppendBuilder::new(&handle, ident)
+            .with_files(files)
+            .await
+            .unwrap();
+        m.snapshot_id
+    })
+}
+
+#[test]
+fn table_snapshots_schema_and_rollback() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(
+        iceberg_ops(dir.path(), &["quickstart", "--rows", "100"], &[])
+            .status
+            .success()
+    );
+    let second = append_one_row(dir.path());
+
+    let out = iceberg_ops(
+        dir.path(),
+        &[
+            "table",
+            "snapshots",
+            "quickstart.orders",
+            "--output",
+            "json",
+        ],
+        &[],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    let snaps: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let snaps = snaps.as_array().unwrap();
+    assert_eq!(snaps.len(), 2, "{stdout}");
+    let first = snaps[0]["snapshot_id"].as_i64().unwrap();
+    assert_eq!(snaps[1]["snapshot_id"].as_i64(), Some(second));
+    assert_eq!(snaps[1]["current"], true);
+    assert_eq!(snaps[1]["parent_id"].as_i64(), Some(first));
+    assert_eq!(snaps[0]["summary"]["iceberg-ops.quickstart"], "true");
+    assert_eq!(snaps[1]["summary"]["total-records"], "101");
+
+    let out = iceberg_ops(
+        dir.path(),
+        &["table", "snapshots", "quickstart.orders"],
+        &[],
+    );
+    let (stdout, _) = text(&out);
+    assert!(
+        stdout.contains(&format!("* {second}  parent {first}")),
+        "{stdout}"
+    );
+
+    let out = iceberg_ops(dir.path(), &["table", "schema", "quickstart.orders"], &[]);
+    let (stdout, _) = text(&out);
+    assert!(stdout.contains("1  id: long required"), "{stdout}");
+    assert!(
+        stdout.contains("   6  order_total: decimal(12, 2)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("region = identity(source 2)"), "{stdout}");
+
+    let first_s = first.to_string();
+    let out = iceberg_ops(
+        dir.path(),
+        &["table", "rollback", "quickstart.orders", "--to", &first_s],
+        &[],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stdout.contains(&format!("main moved from {second} to {first}")),
+        "{stdout}"
+    );
+
+    // The newer snapshot is no longer an ancestor: refused, naming what is.
+    let second_s = second.to_string();
+    let out = iceberg_ops(
+        dir.path(),
+        &["table", "rollback", "quickstart.orders", "--to", &second_s],
+        &[],
+    );
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success());
+    assert!(stderr.contains("is not an ancestor"), "{stderr}");
+    assert!(
+        stderr.contains("ancestors (newest first): (none)"),
+        "{stderr}"
+    );
+
+    let out = iceberg_ops(dir.path(), &["table", "schema", "orders"], &[]);
+    let (_, stderr) = text(&out);
+    assert!(
+        stderr.contains("'orders' is not NAMESPACE.TABLE"),
+        "{stderr}"
+    );
+}
