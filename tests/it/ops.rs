@@ -4,14 +4,17 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::IntoFuture;
 
 use iceberg::TableIdent;
-use iceberg::spec::{PrimitiveType, Type};
+use iceberg::spec::{PrimitiveType, Transform, Type};
 use iceberg::table::Table;
 use ops_core::ops::append::AppendBuilder;
+use ops_core::ops::delete::DeleteBuilder;
 use ops_core::ops::evolve_schema::{EvolveSchemaBuilder, Position};
+use ops_core::ops::evolve_spec::EvolveSpecBuilder;
 use ops_core::ops::overwrite::OverwriteBuilder;
 use ops_core::ops::properties::PropertiesBuilder;
 use ops_core::ops::replace_partitions::ReplacePartitionsBuilder;
 use ops_core::ops::rollback::RollbackBuilder;
+use ops_core::ops::sort_order::SortOrderBuilder;
 use ops_core::{CatalogHandle, Error};
 use ops_tests::oracle::pyiceberg;
 use ops_tests::servers::{Moto, Rustberg};
@@ -277,6 +280,73 @@ async fn every_operation(
     let (table, _) = RollbackBuilder::set_current_snapshot(handle, ident.clone(), current).await?;
     assert_eq!(table.metadata().current_snapshot_id(), Some(current));
     assert_eq!(scan_json(&table).await?, renamed(&after_replace));
+
+    // partition spec evolution: add bucket(4, id), rename it; duplicates are refused
+    let err = EvolveSpecBuilder::new(handle, ident.clone())
+        .add_field("region", Transform::Identity, None)
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(
+        err.contains("already partitioned by identity(region)"),
+        "{err}"
+    );
+    EvolveSpecBuilder::new(handle, ident.clone())
+        .add_field("id", Transform::Bucket(4), None)
+        .await?;
+    let table = EvolveSpecBuilder::new(handle, ident.clone())
+        .rename_field("id_bucket_4", "idb")
+        .await?;
+    let row = json!({"id": 30, "note": "after spec change", "region": "eu", "total_amount": 300});
+    let batch = batch_from_json(&table, std::slice::from_ref(&row))?;
+    let data =
+        ops_core::write::write_data_files(&table, futures::stream::iter([Ok(batch)])).await?;
+    AppendBuilder::new(handle, ident.clone())
+        .with_files(data)
+        .await?;
+    // sort order
+    SortOrderBuilder::new(handle, ident.clone())
+        .desc("id")
+        .await?;
+    let out = pyiceberg(
+        name,
+        py,
+        &format!(
+            "t = catalog.load_table('{ns}.orders')\nemit({{'desc': describe(t), 'rows': rows(t), 'sort': [(f.source_id, str(f.direction)) for f in t.sort_order().fields]}})"
+        ),
+    )?;
+    let spec: Vec<(String, String)> = out["desc"]["spec"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["name"].as_str().unwrap().to_string(),
+                f["transform"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        spec,
+        vec![
+            ("region".into(), "identity".into()),
+            ("idb".into(), "bucket[4]".into())
+        ]
+    );
+    assert_eq!(out["sort"], json!([[1, "DESC"]]), "{}", out["sort"]);
+    let mut want = renamed(&after_replace);
+    want.push(row);
+    sort_rows(&mut want);
+    let mut py_rows = out["rows"].as_array().cloned().unwrap_or_default();
+    sort_rows(&mut py_rows);
+    assert_eq!(py_rows, want);
+    // remove the field again: a new default spec without it
+    let table = EvolveSpecBuilder::new(handle, ident.clone())
+        .remove_field("idb")
+        .await?;
+    assert_eq!(table.metadata().default_partition_spec().fields().len(), 1);
+    assert_eq!(scan_json(&table).await?, want);
     Ok(())
 }
 
@@ -791,4 +861,110 @@ emit(True)
     let after = handle.catalog().load_table(&ident).await?;
     assert_eq!(after.metadata_location().map(str::to_string), before);
     Ok(())
+}
+
+async fn deletes(
+    handle: &CatalogHandle,
+    name: &str,
+    py: &BTreeMap<String, String>,
+    ns: &str,
+) -> TestResult {
+    let table = create_orders(handle, ns).await?;
+    let ident = table.identifier().clone();
+    let (_, first) = AppendBuilder::new(handle, ident.clone())
+        .with_files(files(&table, SAMPLE).await?)
+        .await?;
+    let py_ids = || -> anyhow::Result<Value> {
+        pyiceberg(
+            name,
+            py,
+            &format!("emit(sorted(r['id'] for r in rows(catalog.load_table('{ns}.orders'))))"),
+        )
+    };
+
+    // A whole partition matches: its file is dropped, nothing rewritten.
+    let (_, m) = DeleteBuilder::new(handle, ident.clone())
+        .with_filter_text("region = 'apac'")
+        .await?;
+    assert_eq!(
+        (m.removed_files, m.added_files, m.removed_records),
+        (1, 0, 1)
+    );
+    assert_eq!(py_ids()?, json!([1, 2, 3, 5]));
+    let (_, desc) = pyiceberg_orders(name, py, ns)?;
+    let snap = summary_of(&desc, m.snapshot_id);
+    assert_eq!(snap["operation"], "Operation.DELETE", "{desc}");
+    assert_eq!(snap["summary"]["total-records"], "4");
+
+    // Part of a file matches: it is rewritten without the row.
+    let (_, m) = DeleteBuilder::new(handle, ident.clone())
+        .with_filter_text("id = 3")
+        .await?;
+    assert_eq!(
+        (
+            m.removed_files,
+            m.added_files,
+            m.removed_records,
+            m.added_records
+        ),
+        (1, 1, 2, 1)
+    );
+    assert_eq!(py_ids()?, json!([1, 2, 5]));
+
+    // Nothing matches: no commit.
+    let before = handle
+        .catalog()
+        .load_table(&ident)
+        .await?
+        .metadata()
+        .current_snapshot_id();
+    let (table, m) = DeleteBuilder::new(handle, ident.clone())
+        .with_filter_text("id = 999")
+        .await?;
+    assert_eq!(m.removed_files, 0);
+    assert_eq!(table.metadata().current_snapshot_id(), before);
+
+    // A bad filter is refused before anything happens.
+    let err = DeleteBuilder::new(handle, ident.clone())
+        .with_filter_text("amount = 'x'")
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(
+        err.contains("'x' is not a valid int value for column 'amount'"),
+        "{err}"
+    );
+
+    // After a rename, the new name finds the old column by field id.
+    EvolveSchemaBuilder::new(handle, ident.clone())
+        .rename_column("amount", "total")
+        .await?;
+    DeleteBuilder::new(handle, ident.clone())
+        .with_filter_text("total IS NULL OR total >= 50")
+        .await?;
+    assert_eq!(py_ids()?, json!([1, 2]));
+
+    // Rolling back restores every deleted row: the deletes were ordinary snapshots.
+    RollbackBuilder::to_snapshot(handle, ident.clone(), first.snapshot_id).await?;
+    assert_eq!(py_ids()?, json!([1, 2, 3, 4, 5]));
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn delete_rows_on_sqlite() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let p = sqlite_props(dir.path());
+    let handle = open("del", &p).await?;
+    deletes(&handle, "del", &p, "d").await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn delete_rows_on_rest() -> TestResult {
+    init_tracing();
+    let rustberg = Rustberg::start();
+    let p = props(&[("type", "rest"), ("uri", &rustberg.uri())]);
+    let handle = open("rest", &p).await?;
+    deletes(&handle, "rest", &p, "d").await
 }

@@ -25,6 +25,7 @@ pub mod append;
 pub mod catalog;
 pub mod commit;
 mod error;
+pub mod filter;
 pub mod ops;
 pub mod scan;
 pub mod write;

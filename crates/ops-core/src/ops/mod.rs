@@ -10,19 +10,25 @@
 //! | [`append`] | add data files, with caller summary properties | `append` |
 //! | [`overwrite`] | remove given data files and add new ones | `overwrite` |
 //! | [`replace_partitions`] | dynamic partition overwrite | `overwrite` |
+//! | [`delete`] | delete rows matching a filter, copy-on-write | `delete` / `overwrite` |
 //! | [`rollback`] | move `main` back to an ancestor, or to any snapshot | — |
 //! | [`evolve_schema`] | add, drop, rename, widen, make optional, doc, move, identifier fields | — |
+//! | [`evolve_spec`] | add, remove, rename partition fields | — |
+//! | [`sort_order`] | replace the default sort order | — |
 //! | [`properties`] | set and remove table properties | — |
 //!
 //! [`CatalogHandle`]: crate::CatalogHandle
 
 pub mod append;
+pub mod delete;
 pub mod evolve_schema;
+pub mod evolve_spec;
 pub mod overwrite;
 pub mod properties;
 pub mod replace_partitions;
 pub mod rollback;
 pub(crate) mod snapshot;
+pub mod sort_order;
 
 pub use snapshot::SnapshotMetrics;
 
