@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use ops_core::{CatalogFactory, CatalogKind};
 use ops_tests::oracle::pyiceberg;
-use ops_tests::servers::{AWS_KEY, AWS_REGION, AWS_SECRET, Moto, Rustberg};
+use ops_tests::servers::{Moto, Rustberg};
 
 use crate::common::*;
 
@@ -123,23 +123,6 @@ async fn rest_catalog_on_rustberg() -> TestResult {
         table.metadata().location()
     );
     assert_pyiceberg_sees_sample("rest", &p, "restns")
-}
-
-fn aws_props(moto: &Moto, extra: &[(&str, &str)]) -> BTreeMap<String, String> {
-    let endpoint = moto.endpoint();
-    let mut p = props(&[
-        ("client.region", AWS_REGION),
-        ("client.access-key-id", AWS_KEY),
-        ("client.secret-access-key", AWS_SECRET),
-        ("s3.endpoint", &endpoint),
-        ("s3.region", AWS_REGION),
-        ("s3.access-key-id", AWS_KEY),
-        ("s3.secret-access-key", AWS_SECRET),
-        // moto on 127.0.0.1 has no virtual-host bucket names.
-        ("s3.path-style-access", "true"),
-    ]);
-    p.extend(props(extra));
-    p
 }
 
 #[tokio::test(flavor = "multi_thread")]

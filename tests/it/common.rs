@@ -10,6 +10,7 @@ use iceberg::table::Table;
 use iceberg::{NamespaceIdent, TableCreation};
 use ops_core::catalog::{CatalogConfig, CatalogDefinition};
 use ops_core::{CatalogFactory, CatalogHandle};
+use ops_tests::servers::{AWS_KEY, AWS_REGION, AWS_SECRET};
 use serde_json::{Value, json};
 
 pub type TestResult = anyhow::Result<()>;
@@ -189,4 +190,25 @@ pub async fn write_and_read_back(handle: &CatalogHandle, ns: &str) -> anyhow::Re
     );
     assert_eq!(scan_json(&reloaded).await?, orders_json(SAMPLE));
     Ok(reloaded)
+}
+
+/// PyIceberg-style properties for an AWS catalog on `moto`, plus `extra`.
+pub fn aws_props(
+    moto: &ops_tests::servers::Moto,
+    extra: &[(&str, &str)],
+) -> BTreeMap<String, String> {
+    let endpoint = moto.endpoint();
+    let mut p = props(&[
+        ("client.region", AWS_REGION),
+        ("client.access-key-id", AWS_KEY),
+        ("client.secret-access-key", AWS_SECRET),
+        ("s3.endpoint", &endpoint),
+        ("s3.region", AWS_REGION),
+        ("s3.access-key-id", AWS_KEY),
+        ("s3.secret-access-key", AWS_SECRET),
+        // moto on 127.0.0.1 has no virtual-host bucket names.
+        ("s3.path-style-access", "true"),
+    ]);
+    p.extend(props(extra));
+    p
 }

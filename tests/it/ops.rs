@@ -413,30 +413,13 @@ async fn aws_basics(
     Ok(())
 }
 
-fn aws(moto: &Moto, extra: &[(&str, &str)]) -> BTreeMap<String, String> {
-    use ops_tests::servers::{AWS_KEY, AWS_REGION, AWS_SECRET};
-    let e = moto.endpoint();
-    let mut p = props(&[
-        ("client.region", AWS_REGION),
-        ("client.access-key-id", AWS_KEY),
-        ("client.secret-access-key", AWS_SECRET),
-        ("s3.endpoint", &e),
-        ("s3.region", AWS_REGION),
-        ("s3.access-key-id", AWS_KEY),
-        ("s3.secret-access-key", AWS_SECRET),
-        ("s3.path-style-access", "true"),
-    ]);
-    p.extend(props(extra));
-    p
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn append_overwrite_rollback_on_glue() -> TestResult {
     init_tracing();
     let moto = Moto::start();
     moto.create_bucket("lake");
     let e = moto.endpoint();
-    let p = aws(
+    let p = aws_props(
         &moto,
         &[
             ("type", "glue"),
@@ -459,7 +442,7 @@ async fn append_overwrite_rollback_on_s3tables() -> TestResult {
     let moto = Moto::start();
     let arn = moto.create_table_bucket("tables-ops");
     let e = moto.endpoint();
-    let p = aws(
+    let p = aws_props(
         &moto,
         &[
             ("type", "s3tables"),
@@ -579,7 +562,7 @@ async fn racing_writers_on_s3tables() -> TestResult {
     let moto = Moto::start();
     let arn = moto.create_table_bucket("race");
     let e = moto.endpoint();
-    let p = aws(
+    let p = aws_props(
         &moto,
         &[
             ("type", "s3tables"),
@@ -639,7 +622,7 @@ async fn glue_commit_sends_version_id_and_a_refusal_is_a_conflict() -> TestResul
     let moto = Moto::start();
     moto.create_bucket("lake");
     let e = moto.endpoint();
-    let p = aws(
+    let p = aws_props(
         &moto,
         &[
             ("type", "glue"),

@@ -6,11 +6,14 @@
 //! - [`servers::Moto`] — moto_server for S3, Glue and S3 Tables (through `tests/py/moto_server.py`,
 //!   which corrects two S3 Tables responses), with [`servers::Moto::reset`].
 //! - [`oracle::pyiceberg`] — runs a PyIceberg snippet against a catalog and returns its JSON.
+//! - [`fake_glue::FakeGlue`] — a Glue endpoint whose answers the test controls (moto's Glue
+//!   ignores `VersionId`), recording the `UpdateTable` requests it refuses.
 //!
-//! Servers bind free ports, are waited on until they answer, are killed by PID when dropped, and
-//! print their logs if the test that owns them panicked. A server that cannot start panics with
-//! its log: nothing is skipped. Tools are found through `ICEBERG_OPS_PYTHON` and
-//! `ICEBERG_OPS_RUSTBERG`, else under `~/.cache/iceberg-ops/` where `scripts/test` installs them.
+//! Servers bind free ports, are waited on until they answer and are killed by PID when dropped.
+//! On drop they print the tail of their log, which libtest shows only for a failing test (a
+//! panic or an `Err`). A server that cannot start panics with its log: nothing is skipped.
+//! Tools are found through `ICEBERG_OPS_PYTHON` and `ICEBERG_OPS_RUSTBERG`, else under
+//! `~/.cache/iceberg-ops/` where `scripts/test` installs them.
 
 pub mod fake_glue;
 pub mod http;

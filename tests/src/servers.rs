@@ -97,14 +97,18 @@ impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        if std::thread::panicking() {
-            eprintln!(
-                "---- {} log (port {}) ----\n{}",
-                self.name,
-                self.port,
-                self.log()
-            );
-        }
+        // libtest shows a test's captured output only when the test fails (by a panic or by
+        // returning Err), so the log appears exactly when it is needed.
+        let log = self.log();
+        let lines: Vec<&str> = log.lines().collect();
+        let tail = &lines[lines.len().saturating_sub(200)..];
+        eprintln!(
+            "---- {} log (port {}, last {} lines) ----\n{}",
+            self.name,
+            self.port,
+            tail.len(),
+            tail.join("\n")
+        );
     }
 }
 

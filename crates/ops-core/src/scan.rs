@@ -9,12 +9,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow_array::cast::AsArray;
-use arrow_array::{
-    Array, ArrayRef, ListArray, MapArray, RecordBatch, RecordBatchOptions, StructArray,
-    new_null_array,
-};
-use arrow_schema::{DataType, Field, Fields, SchemaRef};
+use arrow_array::{RecordBatch, RecordBatchOptions, new_null_array};
+use arrow_schema::{Field, SchemaRef};
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 use iceberg::expr::Predicate;
@@ -103,7 +99,13 @@ pub fn project_by_field_id(
     let mut columns = Vec::with_capacity(target.fields().len());
     for tf in target.fields() {
         let column = match field_id(tf).and_then(|id| by_id.get(&id)) {
-            Some(&i) => convert(batch.column(i), tf.data_type(), tf.name())?,
+            Some(&i) => ops_reconcile::convert_array(
+                batch.column(i),
+                tf.data_type(),
+                tf.name(),
+                ops_reconcile::ChildMatch::ByFieldId,
+            )
+            .map_err(|e| Error::InvalidInput(format!("reading {}: {e}", tf.name())))?,
             None => new_null_array(tf.data_type(), rows),
         };
         columns.push(column);
@@ -114,73 +116,4 @@ pub fn project_by_field_id(
         columns,
         &options,
     )?)
-}
-
-fn convert(array: &ArrayRef, to: &DataType, name: &str) -> Result<ArrayRef> {
-    if array.data_type() == to {
-        return Ok(array.clone());
-    }
-    match (array.data_type(), to) {
-        (DataType::Struct(from_fields), DataType::Struct(to_fields)) => {
-            let s = array.as_struct();
-            let children = struct_children(s, from_fields, to_fields, name)?;
-            Ok(Arc::new(StructArray::try_new(
-                to_fields.clone(),
-                children,
-                s.nulls().cloned(),
-            )?))
-        }
-        (DataType::List(_), DataType::List(to_field)) => {
-            let l = array.as_list::<i32>();
-            let values = convert(l.values(), to_field.data_type(), name)?;
-            Ok(Arc::new(ListArray::try_new(
-                to_field.clone(),
-                l.offsets().clone(),
-                values,
-                l.nulls().cloned(),
-            )?))
-        }
-        (DataType::Map(_, _), DataType::Map(to_entries, sorted)) => {
-            let m = array.as_map();
-            let entries: ArrayRef = Arc::new(m.entries().clone());
-            let entries = convert(&entries, to_entries.data_type(), name)?;
-            Ok(Arc::new(MapArray::try_new(
-                to_entries.clone(),
-                m.offsets().clone(),
-                entries.as_struct().clone(),
-                m.nulls().cloned(),
-                *sorted,
-            )?))
-        }
-        _ => arrow_cast::cast(array, to).map_err(|e| {
-            Error::InvalidInput(format!(
-                "column '{name}': cannot read {} as {to}: {e}",
-                array.data_type()
-            ))
-        }),
-    }
-}
-
-fn struct_children(
-    s: &StructArray,
-    from_fields: &Fields,
-    to_fields: &Fields,
-    name: &str,
-) -> Result<Vec<ArrayRef>> {
-    let mut out = Vec::with_capacity(to_fields.len());
-    for tf in to_fields {
-        let index = match field_id(tf) {
-            Some(id) => from_fields.iter().position(|f| field_id(f) == Some(id)),
-            None => from_fields.iter().position(|f| f.name() == tf.name()),
-        };
-        out.push(match index {
-            Some(i) => convert(
-                s.column(i),
-                tf.data_type(),
-                &format!("{name}.{}", tf.name()),
-            )?,
-            None => new_null_array(tf.data_type(), s.len()),
-        });
-    }
-    Ok(out)
 }

@@ -54,5 +54,5 @@ pub use plan::{
     ColumnProjection, MissingInDest, MissingInSource, ReconciliationPlan, SchemaInput,
     SchemaReconciler,
 };
-pub use project::project_batch;
+pub use project::{ChildMatch, convert_array, project_batch};
 pub use promote::is_legal_promotion;

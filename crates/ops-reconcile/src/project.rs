@@ -32,7 +32,7 @@ pub fn project_batch(
                         available: column_names(batch),
                     }
                 })?;
-                convert(column, field.data_type(), &p.dest_name)?
+                convert_array(column, field.data_type(), &p.dest_name, ChildMatch::ByName)?
             }
             _ => new_null_array(field.data_type(), rows),
         };
@@ -62,20 +62,55 @@ fn column_names(batch: &RecordBatch) -> String {
         .join(", ")
 }
 
+/// How struct children of the source are found for each child of the target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChildMatch {
+    /// By name (the reconciler's rule: renames apply to top-level columns only).
+    ByName,
+    /// By the Iceberg field id in `PARQUET:field_id` metadata (reading old snapshots after a
+    /// nested rename), falling back to the name for a target child without an id.
+    ByFieldId,
+}
+
+const FIELD_ID: &str = "PARQUET:field_id";
+
+fn child_index(
+    from: &arrow_schema::Fields,
+    to: &arrow_schema::Field,
+    how: ChildMatch,
+) -> Option<usize> {
+    let id = |f: &arrow_schema::Field| f.metadata().get(FIELD_ID).cloned();
+    match (how, id(to)) {
+        (ChildMatch::ByFieldId, Some(target)) => from
+            .iter()
+            .position(|f| id(f).as_deref() == Some(target.as_str())),
+        _ => from.iter().position(|f| f.name() == to.name()),
+    }
+}
+
 /// Converts `array` to exactly `to`, including nested field names, nullability and metadata
-/// (which carry the Iceberg field ids).
-fn convert(array: &ArrayRef, to: &DataType, column: &str) -> Result<ArrayRef, ReconcileError> {
+/// (which carry the Iceberg field ids): struct children matched per `how` (a missing optional
+/// child becomes nulls), list and map values converted recursively, primitives cast strictly.
+/// `column` names the value in errors.
+pub fn convert_array(
+    array: &ArrayRef,
+    to: &DataType,
+    column: &str,
+    how: ChildMatch,
+) -> Result<ArrayRef, ReconcileError> {
     if array.data_type() == to {
         return Ok(array.clone());
     }
     match (array.data_type(), to) {
-        (DataType::Struct(_), DataType::Struct(to_fields)) => {
+        (DataType::Struct(from_fields), DataType::Struct(to_fields)) => {
             let s = array.as_struct();
             let mut children = Vec::with_capacity(to_fields.len());
             for f in to_fields {
                 let path = format!("{column}.{}", f.name());
-                match s.column_by_name(f.name()) {
-                    Some(c) => children.push(convert(c, f.data_type(), &path)?),
+                match child_index(from_fields, f, how) {
+                    Some(i) => {
+                        children.push(convert_array(s.column(i), f.data_type(), &path, how)?)
+                    }
                     None if f.is_nullable() => {
                         children.push(new_null_array(f.data_type(), s.len()))
                     }
@@ -95,11 +130,8 @@ fn convert(array: &ArrayRef, to: &DataType, column: &str) -> Result<ArrayRef, Re
         }
         (DataType::List(_), DataType::List(to_field)) => {
             let l = array.as_list::<i32>();
-            let values = convert(
-                l.values(),
-                to_field.data_type(),
-                &format!("{column}.element"),
-            )?;
+            let path = format!("{column}.element");
+            let values = convert_array(l.values(), to_field.data_type(), &path, how)?;
             Ok(Arc::new(ListArray::try_new(
                 to_field.clone(),
                 l.offsets().clone(),
@@ -110,7 +142,7 @@ fn convert(array: &ArrayRef, to: &DataType, column: &str) -> Result<ArrayRef, Re
         (DataType::Map(_, _), DataType::Map(to_entries, sorted)) => {
             let m = array.as_map();
             let entries: ArrayRef = Arc::new(m.entries().clone());
-            let entries = convert(&entries, to_entries.data_type(), column)?;
+            let entries = convert_array(&entries, to_entries.data_type(), column, how)?;
             Ok(Arc::new(MapArray::try_new(
                 to_entries.clone(),
                 m.offsets().clone(),
