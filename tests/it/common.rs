@@ -130,6 +130,13 @@ fn cell(column: &dyn Array, i: usize) -> Value {
         json!(a.value(i))
     } else if let Some(a) = any.downcast_ref::<StringArray>() {
         json!(a.value(i))
+    } else if let Some(a) = any.downcast_ref::<arrow_array::StructArray>() {
+        let fields = a.fields();
+        let mut obj = serde_json::Map::new();
+        for (f, c) in fields.iter().zip(a.columns()) {
+            obj.insert(f.name().clone(), cell(c.as_ref(), i));
+        }
+        Value::Object(obj)
     } else {
         json!(format!("<{}>", column.data_type()))
     }
