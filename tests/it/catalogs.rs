@@ -128,17 +128,7 @@ async fn rest_catalog_on_rustberg() -> TestResult {
 #[tokio::test(flavor = "multi_thread")]
 async fn glue_catalog_on_moto() -> TestResult {
     init_tracing();
-    let moto = Moto::start();
-    moto.create_bucket("lake");
-    let endpoint = moto.endpoint();
-    let p = aws_props(
-        &moto,
-        &[
-            ("type", "glue"),
-            ("glue.endpoint", &endpoint),
-            ("warehouse", "s3://lake/warehouse"),
-        ],
-    );
+    let (_moto, p) = glue_on_moto();
     let handle = open("glue", &p).await?;
     assert_eq!(handle.kind(), CatalogKind::Glue);
     let table = write_and_read_back(&handle, "gluens").await?;
@@ -154,17 +144,7 @@ async fn glue_catalog_on_moto() -> TestResult {
 #[tokio::test(flavor = "multi_thread")]
 async fn s3tables_catalog_on_moto() -> TestResult {
     init_tracing();
-    let moto = Moto::start();
-    let arn = moto.create_table_bucket("tables");
-    let endpoint = moto.endpoint();
-    let p = aws_props(
-        &moto,
-        &[
-            ("type", "s3tables"),
-            ("s3tables.table-bucket-arn", &arn),
-            ("s3tables.endpoint", &endpoint),
-        ],
-    );
+    let (_moto, p) = s3tables_on_moto("tables");
     let handle = open("s3t", &p).await?;
     assert_eq!(handle.kind(), CatalogKind::S3Tables);
     let table = write_and_read_back(&handle, "s3tns").await?;

@@ -219,3 +219,35 @@ pub fn aws_props(
     p.extend(props(extra));
     p
 }
+
+/// moto with an S3 bucket `lake` and Glue properties for a warehouse in it (keep the Moto alive).
+pub fn glue_on_moto() -> (ops_tests::servers::Moto, BTreeMap<String, String>) {
+    let moto = ops_tests::servers::Moto::start();
+    moto.create_bucket("lake");
+    let endpoint = moto.endpoint();
+    let p = aws_props(
+        &moto,
+        &[
+            ("type", "glue"),
+            ("glue.endpoint", &endpoint),
+            ("warehouse", "s3://lake/warehouse"),
+        ],
+    );
+    (moto, p)
+}
+
+/// moto with table bucket `bucket` and S3 Tables properties for it (keep the Moto alive).
+pub fn s3tables_on_moto(bucket: &str) -> (ops_tests::servers::Moto, BTreeMap<String, String>) {
+    let moto = ops_tests::servers::Moto::start();
+    let arn = moto.create_table_bucket(bucket);
+    let endpoint = moto.endpoint();
+    let p = aws_props(
+        &moto,
+        &[
+            ("type", "s3tables"),
+            ("s3tables.table-bucket-arn", &arn),
+            ("s3tables.endpoint", &endpoint),
+        ],
+    );
+    (moto, p)
+}

@@ -17,7 +17,7 @@ use ops_core::ops::rollback::RollbackBuilder;
 use ops_core::ops::sort_order::SortOrderBuilder;
 use ops_core::{CatalogHandle, Error};
 use ops_tests::oracle::pyiceberg;
-use ops_tests::servers::{Moto, Rustberg};
+use ops_tests::servers::Rustberg;
 use serde_json::{Value, json};
 
 use crate::common::*;
@@ -416,17 +416,7 @@ async fn aws_basics(
 #[tokio::test(flavor = "multi_thread")]
 async fn append_overwrite_rollback_on_glue() -> TestResult {
     init_tracing();
-    let moto = Moto::start();
-    moto.create_bucket("lake");
-    let e = moto.endpoint();
-    let p = aws_props(
-        &moto,
-        &[
-            ("type", "glue"),
-            ("glue.endpoint", &e),
-            ("warehouse", "s3://lake/wh"),
-        ],
-    );
+    let (_moto, p) = glue_on_moto();
     let handle = open("glue", &p).await?;
     aws_basics(&handle, "g", |rows| {
         let (got, _) = pyiceberg_orders("glue", &p, "g")?;
@@ -439,17 +429,7 @@ async fn append_overwrite_rollback_on_glue() -> TestResult {
 #[tokio::test(flavor = "multi_thread")]
 async fn append_overwrite_rollback_on_s3tables() -> TestResult {
     init_tracing();
-    let moto = Moto::start();
-    let arn = moto.create_table_bucket("tables-ops");
-    let e = moto.endpoint();
-    let p = aws_props(
-        &moto,
-        &[
-            ("type", "s3tables"),
-            ("s3tables.table-bucket-arn", &arn),
-            ("s3tables.endpoint", &e),
-        ],
-    );
+    let (_moto, p) = s3tables_on_moto("tables-ops");
     let handle = open("s3t", &p).await?;
     // PyIceberg cannot reach S3 Tables without AWS's REST endpoint; a second, independent
     // handle reloads the table through the catalog instead.
@@ -559,17 +539,7 @@ async fn racing_writers_on_rest() -> TestResult {
 #[tokio::test(flavor = "multi_thread")]
 async fn racing_writers_on_s3tables() -> TestResult {
     init_tracing();
-    let moto = Moto::start();
-    let arn = moto.create_table_bucket("race");
-    let e = moto.endpoint();
-    let p = aws_props(
-        &moto,
-        &[
-            ("type", "s3tables"),
-            ("s3tables.table-bucket-arn", &arn),
-            ("s3tables.endpoint", &e),
-        ],
-    );
+    let (_moto, p) = s3tables_on_moto("race");
     let (a, b) = (open("race", &p).await?, open("race", &p).await?);
     racing_appends(&a, &b, "r0").await
 }
@@ -619,17 +589,7 @@ async fn overwrite_racing_an_append_to_its_partition_never_loses_the_append() ->
 #[tokio::test(flavor = "multi_thread")]
 async fn glue_commit_sends_version_id_and_a_refusal_is_a_conflict() -> TestResult {
     init_tracing();
-    let moto = Moto::start();
-    moto.create_bucket("lake");
-    let e = moto.endpoint();
-    let p = aws_props(
-        &moto,
-        &[
-            ("type", "glue"),
-            ("glue.endpoint", &e),
-            ("warehouse", "s3://lake/wh"),
-        ],
-    );
+    let (_moto, p) = glue_on_moto();
     let real = open("glue", &p).await?;
     let table = create_orders(&real, "gv").await?;
     let location = table.metadata_location().unwrap_or_default().to_string();
