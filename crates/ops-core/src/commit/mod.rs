@@ -235,3 +235,20 @@ where
         }
     }
 }
+
+/// [`commit_with_retry`] for changes planned from the table's metadata alone (schema, spec, sort
+/// order, refs, properties): `plan` sees each base's metadata and returns the change, or `None`
+/// when there is nothing to do.
+pub async fn commit_metadata_change<F>(
+    handle: &CatalogHandle,
+    ident: &TableIdent,
+    mut plan: F,
+) -> Result<Table>
+where
+    F: FnMut(&iceberg::spec::TableMetadata) -> Result<Option<TableChange>>,
+{
+    commit_with_retry(handle, ident, |base| {
+        std::future::ready(plan(base.metadata()))
+    })
+    .await
+}

@@ -21,7 +21,7 @@ use iceberg::spec::{
 use iceberg::table::Table;
 use iceberg::{TableIdent, TableRequirement, TableUpdate};
 
-use crate::commit::{TableChange, commit_with_retry};
+use crate::commit::{TableChange, commit_metadata_change};
 use crate::{CatalogHandle, Error, Result};
 
 /// Where [`EvolveSchemaBuilder::move_column`] puts a column among its siblings.
@@ -159,9 +159,8 @@ impl EvolveSchemaBuilder {
     async fn execute(self) -> Result<(Table, SchemaMetrics)> {
         let mut metrics = SchemaMetrics::default();
         let changes = self.changes;
-        let table = commit_with_retry(&self.handle, &self.ident, |base| {
-            let md = base.metadata();
-            let planned = evolve(md, &changes).map(|(schema, added)| {
+        let table = commit_metadata_change(&self.handle, &self.ident, |md| {
+            evolve(md, &changes).map(|(schema, added)| {
                 metrics = SchemaMetrics {
                     schema_id: schema.schema_id(),
                     added,
@@ -181,8 +180,7 @@ impl EvolveSchemaBuilder {
                         TableUpdate::SetCurrentSchema { schema_id: -1 },
                     ],
                 })
-            });
-            async move { planned }
+            })
         })
         .await?;
         metrics.schema_id = table.metadata().current_schema_id();

@@ -17,7 +17,7 @@ use iceberg::spec::{
 use iceberg::table::Table;
 use iceberg::{TableIdent, TableRequirement, TableUpdate};
 
-use crate::commit::{TableChange, commit_with_retry};
+use crate::commit::{TableChange, commit_metadata_change};
 use crate::{CatalogHandle, Error, Result};
 
 #[derive(Debug, Clone)]
@@ -79,9 +79,8 @@ impl EvolveSpecBuilder {
 
     async fn execute(self) -> Result<Table> {
         let changes = self.changes;
-        commit_with_retry(&self.handle, &self.ident, |base| {
-            let md = base.metadata();
-            let planned = evolve(md, &changes).map(|spec| {
+        commit_metadata_change(&self.handle, &self.ident, |md| {
+            evolve(md, &changes).map(|spec| {
                 Some(TableChange {
                     requirements: vec![
                         TableRequirement::UuidMatch { uuid: md.uuid() },
@@ -97,8 +96,7 @@ impl EvolveSpecBuilder {
                         TableUpdate::SetDefaultSpec { spec_id: -1 },
                     ],
                 })
-            });
-            async move { planned }
+            })
         })
         .await
     }

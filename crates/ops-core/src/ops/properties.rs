@@ -11,7 +11,7 @@ use iceberg::spec::TableProperties;
 use iceberg::table::Table;
 use iceberg::{TableIdent, TableRequirement, TableUpdate};
 
-use crate::commit::{TableChange, commit_with_retry};
+use crate::commit::{TableChange, commit_metadata_change};
 use crate::{CatalogHandle, Error, Result};
 
 /// Updates table properties (see the module docs).
@@ -52,14 +52,13 @@ impl PropertiesBuilder {
                 "property '{k}' is both set and removed; choose one"
             )));
         }
-        commit_with_retry(&self.handle, &self.ident, |base| {
-            let md = base.metadata();
+        commit_metadata_change(&self.handle, &self.ident, |md| {
             let mut merged = md.properties().clone();
             merged.extend(self.set.clone());
             for k in &self.remove {
                 merged.remove(k);
             }
-            let result = TableProperties::try_from(&merged)
+            TableProperties::try_from(&merged)
                 .map_err(|e| Error::InvalidInput(format!("invalid table property: {e}")))
                 .map(|_| {
                     let mut updates = Vec::new();
@@ -81,8 +80,7 @@ impl PropertiesBuilder {
                         requirements: vec![TableRequirement::UuidMatch { uuid: md.uuid() }],
                         updates,
                     })
-                });
-            async move { result }
+                })
         })
         .await
     }

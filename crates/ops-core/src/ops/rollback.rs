@@ -13,7 +13,7 @@ use iceberg::spec::{MAIN_BRANCH, SnapshotReference, SnapshotRetention, TableMeta
 use iceberg::table::Table;
 use iceberg::{TableIdent, TableRequirement, TableUpdate};
 
-use crate::commit::{TableChange, commit_with_retry};
+use crate::commit::{TableChange, commit_metadata_change};
 use crate::{CatalogHandle, Error, Result};
 
 /// What a rollback did.
@@ -61,12 +61,10 @@ impl RollbackBuilder {
         let mut from = None;
         let target = self.target;
         let require_ancestor = self.require_ancestor;
-        let table = commit_with_retry(&self.handle, &self.ident, |base| {
-            let md = base.metadata();
+        let table = commit_metadata_change(&self.handle, &self.ident, |md| {
             let current = md.current_snapshot_id();
             from = current;
-            let planned = plan(base.identifier(), md, current, target, require_ancestor);
-            async move { planned }
+            plan(&self.ident, md, current, target, require_ancestor)
         })
         .await?;
         Ok((table, RollbackMetrics { from, to: target }))

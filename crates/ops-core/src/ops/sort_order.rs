@@ -7,7 +7,7 @@ use iceberg::spec::{NullOrder, SortDirection, SortField, SortOrder, Transform};
 use iceberg::table::Table;
 use iceberg::{TableIdent, TableRequirement, TableUpdate};
 
-use crate::commit::{TableChange, commit_with_retry};
+use crate::commit::{TableChange, commit_metadata_change};
 use crate::{CatalogHandle, Error, Result};
 
 /// Replaces the default sort order; no fields means unsorted.
@@ -63,10 +63,9 @@ impl SortOrderBuilder {
 
     async fn execute(self) -> Result<Table> {
         let fields = self.fields;
-        commit_with_retry(&self.handle, &self.ident, |base| {
-            let md = base.metadata();
+        commit_metadata_change(&self.handle, &self.ident, |md| {
             let schema = md.current_schema();
-            let planned = fields
+            fields
                 .iter()
                 .map(|(column, transform, direction, null_order)| {
                     let field = schema.field_by_name(column).ok_or_else(|| {
@@ -103,8 +102,7 @@ impl SortOrderBuilder {
                             TableUpdate::SetDefaultSortOrder { sort_order_id: -1 },
                         ],
                     })
-                });
-            async move { planned }
+                })
         })
         .await
     }
