@@ -966,3 +966,32 @@ emit(True)
     assert_eq!(ours, want);
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn memory_catalog_refuses_ops_commits_without_writing_metadata() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let p = props(&[
+        ("type", "in-memory"),
+        ("warehouse", &dir.path().display().to_string()),
+    ]);
+    let handle = open("mem", &p).await?;
+    let table = create_orders(&handle, "m").await?;
+    let before = metadata_files(&table);
+    let err = AppendBuilder::new(&handle, table.identifier().clone())
+        .with_files(files(&table, SAMPLE).await?)
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(
+        err.contains("memory catalog") && err.contains("'sqlite'"),
+        "{err}"
+    );
+    assert_eq!(
+        metadata_files(&table),
+        before,
+        "a refused commit left a metadata file"
+    );
+    Ok(())
+}

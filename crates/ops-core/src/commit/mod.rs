@@ -54,6 +54,14 @@ pub struct Committer {
     s3tables: tokio::sync::OnceCell<s3tables::S3TablesPointer>,
 }
 
+/// The client that swaps a table's metadata pointer, for the catalogs where ops-core writes the
+/// metadata file itself.
+enum Pointer<'a> {
+    Sql(&'a sql::SqlPointer),
+    Glue(&'a glue::GluePointer),
+    S3Tables(&'a s3tables::S3TablesPointer),
+}
+
 /// Outcome of one pointer swap.
 enum Swap {
     Done,
@@ -76,13 +84,36 @@ pub async fn commit(handle: &CatalogHandle, base: &Table, change: TableChange) -
     }
     let settings = handle.settings();
     let committer = handle.committer();
-    if settings.kind() == CatalogKind::Rest {
-        let pointer = committer
-            .rest
-            .get_or_try_init(|| rest::RestPointer::connect(settings))
-            .await?;
-        return pointer.commit(base, change).await;
-    }
+    // Resolve (and connect) the pointer before writing anything, so an unsupported catalog or
+    // an unreachable service leaves no orphaned metadata file behind.
+    let pointer = match settings.kind() {
+        CatalogKind::Rest => {
+            let rest = committer
+                .rest
+                .get_or_try_init(|| rest::RestPointer::connect(settings))
+                .await?;
+            return rest.commit(base, change).await;
+        }
+        CatalogKind::Memory => return Err(unsupported(settings)),
+        CatalogKind::Sql => Pointer::Sql(
+            committer
+                .sql
+                .get_or_try_init(|| sql::SqlPointer::connect(settings))
+                .await?,
+        ),
+        CatalogKind::Glue => Pointer::Glue(
+            committer
+                .glue
+                .get_or_try_init(|| glue::GluePointer::connect(settings))
+                .await?,
+        ),
+        CatalogKind::S3Tables => Pointer::S3Tables(
+            committer
+                .s3tables
+                .get_or_try_init(|| s3tables::S3TablesPointer::connect(settings))
+                .await?,
+        ),
+    };
 
     let base_location = base.metadata_location_result()?.to_string();
     let mut builder = base
@@ -99,33 +130,13 @@ pub async fn commit(handle: &CatalogHandle, base: &Table, change: TableChange) -
     metadata.write_to(base.file_io(), &location).await?;
     let new_location = location.to_string();
 
-    let swap = match settings.kind() {
-        CatalogKind::Sql => {
-            committer
-                .sql
-                .get_or_try_init(|| sql::SqlPointer::connect(settings))
-                .await?
-                .swap(settings.name(), &ident, &base_location, &new_location)
+    let swap = match pointer {
+        Pointer::Sql(p) => {
+            p.swap(settings.name(), &ident, &base_location, &new_location)
                 .await
         }
-        CatalogKind::Glue => {
-            committer
-                .glue
-                .get_or_try_init(|| glue::GluePointer::connect(settings))
-                .await?
-                .swap(&ident, &base_location, &new_location)
-                .await
-        }
-        CatalogKind::S3Tables => {
-            committer
-                .s3tables
-                .get_or_try_init(|| s3tables::S3TablesPointer::connect(settings))
-                .await?
-                .swap(&ident, &base_location, &new_location)
-                .await
-        }
-        CatalogKind::Memory => Err(unsupported(settings)),
-        CatalogKind::Rest => unreachable_rest(),
+        Pointer::Glue(p) => p.swap(&ident, &base_location, &new_location).await,
+        Pointer::S3Tables(p) => p.swap(&ident, &base_location, &new_location).await,
     };
     match swap {
         Ok(Swap::Done) => {
@@ -156,12 +167,6 @@ fn unsupported(settings: &CatalogSettings) -> Error {
         "catalog '{}' is a memory catalog, which cannot take ops-core commits (iceberg keeps \
          its commit API private); use the embedded 'sqlite' catalog instead",
         settings.name()
-    ))
-}
-
-fn unreachable_rest() -> Result<Swap> {
-    Err(Error::InvalidInput(
-        "internal: REST commits do not swap pointers".into(),
     ))
 }
 
@@ -213,6 +218,10 @@ where
     F: FnMut(Table) -> Fut,
     Fut: Future<Output = Result<Option<TableChange>>>,
 {
+    // Refuse before `build` runs: planning a snapshot already writes manifests.
+    if handle.kind() == CatalogKind::Memory {
+        return Err(unsupported(handle.settings()));
+    }
     let started = Instant::now();
     let mut attempt: u32 = 0;
     loop {
