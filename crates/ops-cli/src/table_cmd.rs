@@ -77,19 +77,11 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
     match cmd {
         Command::Snapshots { target, output } => {
             let (_, table) = load(factory, &target).await?;
-            let snapshots = snapshots_json(&table);
-            match output {
-                Output::Json => println!("{}", serde_json::to_string_pretty(&snapshots)?),
-                Output::Text => print_snapshots(&snapshots),
-            }
+            show(&snapshots_json(&table), output, print_snapshots)?;
         }
         Command::Schema { target, output } => {
             let (_, table) = load(factory, &target).await?;
-            let schema = schema_json(&table);
-            match output {
-                Output::Json => println!("{}", serde_json::to_string_pretty(&schema)?),
-                Output::Text => print_schema(&schema),
-            }
+            show(&schema_json(&table), output, print_schema)?;
         }
         Command::Rollback { target, to } => {
             let (handle, table) = load(factory, &target).await?;
@@ -104,6 +96,15 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
                 ),
             }
         }
+    }
+    Ok(())
+}
+
+/// Prints `value` as pretty JSON, or as text through `text`.
+fn show(value: &Value, output: Output, text: fn(&Value)) -> anyhow::Result<()> {
+    match output {
+        Output::Json => println!("{}", serde_json::to_string_pretty(value)?),
+        Output::Text => text(value),
     }
     Ok(())
 }
