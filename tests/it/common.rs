@@ -170,13 +170,8 @@ pub async fn write_and_read_back(handle: &CatalogHandle, ns: &str) -> anyhow::Re
     let table = create_orders(handle, ns).await?;
     let batch = orders_batch(&table, SAMPLE)?;
     let props = HashMap::from([("iceberg-ops.test".to_string(), "roundtrip".to_string())]);
-    let (table, metrics) = ops_core::append::append(
-        handle.catalog().as_ref(),
-        &table,
-        futures::stream::iter([Ok(batch)]),
-        props,
-    )
-    .await?;
+    let (table, metrics) =
+        ops_core::append::append(handle, &table, futures::stream::iter([Ok(batch)]), props).await?;
     assert_eq!(metrics.added_records, SAMPLE.len() as u64);
     // One file per partition value: us, eu, apac, null.
     assert_eq!(metrics.added_files, 4);

@@ -6,7 +6,9 @@
 //! - The file format (version 1) is the Python iceberg-ops format, field for field: see
 //!   [`CheckpointState`].
 //! - Every write is atomic: `<path>.tmp` is written, flushed and fsync-ed, renamed over the live
-//!   file, and the directory is fsync-ed, so a crash leaves either the old or the new file.
+//!   file, and the directory is fsync-ed, so a crash leaves either the old or the new file. A
+//!   write that fails after its rename still leaves the store holding what the file holds, and
+//!   repeating the failed `mark_committed` call is an idempotent retry (no doubled snapshot ids).
 //! - Unlike the Python store, two runs cannot share a file: a store takes an advisory lock on
 //!   `<path>.lock` the first time it touches disk and holds it until dropped; a second store
 //!   fails fast with [`CheckpointError::Locked`].

@@ -15,6 +15,9 @@ pub struct CheckpointStore {
     /// `None` until loaded; `Some(None)` when loaded and no file exists.
     state: Option<Option<CheckpointState>>,
     lock: Option<File>,
+    /// Test hook: fail the next write just after its rename, as a failed directory fsync would.
+    #[cfg(test)]
+    fail_after_rename: bool,
 }
 
 impl CheckpointStore {
@@ -24,6 +27,8 @@ impl CheckpointStore {
             path: path.into(),
             state: None,
             lock: None,
+            #[cfg(test)]
+            fail_after_rename: false,
         }
     }
 
@@ -45,9 +50,7 @@ impl CheckpointStore {
     ) -> Result<(), CheckpointError> {
         self.acquire_lock()?;
         let state = CheckpointState::fresh(source_snapshot_id, job);
-        self.persist(&state)?;
-        self.state = Some(Some(state));
-        Ok(())
+        self.persist(&state)
     }
 
     /// Deletes the checkpoint and forgets it. Idempotent.
@@ -71,7 +74,11 @@ impl CheckpointStore {
     /// Records that batch `batch` created `dest_snapshot_ids` (possibly none) and persists.
     ///
     /// Creates the checkpoint when none exists. `batch` must be strictly greater than
-    /// [`last_committed`](Self::last_committed).
+    /// [`last_committed`](Self::last_committed), except that repeating the last call exactly
+    /// (same batch, same snapshots) is a retry: it writes the file again without recording the
+    /// snapshots twice. That is what to do after an error from this method, which may come after
+    /// the new file was already renamed into place (a failed directory fsync): the store then
+    /// holds what the file holds, and the retry makes it durable.
     pub fn mark_committed(
         &mut self,
         batch: u64,
@@ -81,6 +88,11 @@ impl CheckpointStore {
             .load()?
             .cloned()
             .unwrap_or_else(|| CheckpointState::fresh(None, None));
+        if state.last_committed_batch == Some(batch)
+            && state.dest_snapshot_ids.ends_with(dest_snapshot_ids)
+        {
+            return self.persist(&state);
+        }
         if let Some(last) = state.last_committed_batch
             && batch <= last
         {
@@ -92,9 +104,7 @@ impl CheckpointStore {
         }
         state.last_committed_batch = Some(batch);
         state.dest_snapshot_ids.extend_from_slice(dest_snapshot_ids);
-        self.persist(&state)?;
-        self.state = Some(Some(state));
-        Ok(())
+        self.persist(&state)
     }
 
     /// Marks the migration complete; the file stays for auditing until [`reset`](Self::reset).
@@ -104,9 +114,7 @@ impl CheckpointStore {
             .cloned()
             .unwrap_or_else(|| CheckpointState::fresh(None, None));
         state.completed = true;
-        self.persist(&state)?;
-        self.state = Some(Some(state));
-        Ok(())
+        self.persist(&state)
     }
 
     /// True if `batch` was already committed.
@@ -224,6 +232,11 @@ impl CheckpointStore {
     }
 
     /// tmp file → write → flush → fsync → rename over the live file → fsync the directory.
+    ///
+    /// Once the rename succeeds the file holds `state`, so the store does too, even when the
+    /// directory fsync then fails: a store that kept the old state after its file moved on
+    /// would write that old state back (losing a completion) or let a resumed run disagree with
+    /// this one about which batches are recorded.
     fn persist(&mut self, state: &CheckpointState) -> Result<(), CheckpointError> {
         self.acquire_lock()?;
         let tmp = self.tmp_path();
@@ -237,6 +250,14 @@ impl CheckpointStore {
         file.sync_all().map_err(write_err(&tmp))?;
         drop(file);
         std::fs::rename(&tmp, &self.path).map_err(write_err(&self.path))?;
+        self.state = Some(Some(state.clone()));
+        #[cfg(test)]
+        if std::mem::take(&mut self.fail_after_rename) {
+            return Err(CheckpointError::Write {
+                path: self.path.clone(),
+                source: std::io::Error::other("injected failure after rename"),
+            });
+        }
         self.sync_dir()?;
         tracing::debug!(path = %self.path.display(), last = ?state.last_committed_batch,
             completed = state.completed, "checkpoint written");
@@ -504,6 +525,60 @@ mod tests {
         ));
         drop(first);
         assert_eq!(second.last_committed()?, None);
+        Ok(())
+    }
+
+    fn on_disk(path: &Path) -> Result<CheckpointState, Box<dyn std::error::Error>> {
+        Ok(CheckpointState::parse(path, &std::fs::read(path)?)?)
+    }
+
+    #[test]
+    fn failure_after_rename_keeps_memory_and_disk_agreeing() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("c.json");
+        let mut store = CheckpointStore::new(&path);
+        store.start(Some(7), None)?;
+        store.mark_committed(0, &[1])?;
+
+        store.fail_after_rename = true;
+        assert!(store.mark_committed(1, &[10, 11]).is_err());
+        // The file moved on; so must the store.
+        assert_eq!(store.state()?, Some(on_disk(&path)?));
+        assert_eq!(store.last_committed()?, Some(1));
+
+        // Retrying the same call records the snapshots once.
+        store.mark_committed(1, &[10, 11])?;
+        assert_eq!(store.dest_snapshot_ids()?, vec![1, 10, 11]);
+        assert_eq!(on_disk(&path)?.dest_snapshot_ids, vec![1, 10, 11]);
+
+        // A later write builds on what the file holds instead of an older state.
+        store.fail_after_rename = true;
+        assert!(store.mark_committed(2, &[20]).is_err());
+        store.mark_completed()?;
+        let disk = on_disk(&path)?;
+        assert_eq!(disk.last_committed_batch, Some(2));
+        assert_eq!(disk.dest_snapshot_ids, vec![1, 10, 11, 20]);
+        assert!(disk.completed);
+        drop(store);
+        let mut again = CheckpointStore::new(&path);
+        assert_eq!(again.state()?, Some(disk));
+        Ok(())
+    }
+
+    #[test]
+    fn retry_after_failure_before_rename_changes_nothing_twice() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("c.json");
+        let mut store = CheckpointStore::new(&path);
+        store.mark_committed(0, &[1])?;
+        // A directory where the tmp file goes makes the write fail before the rename.
+        std::fs::create_dir(sibling(&path, ".tmp"))?;
+        assert!(store.mark_committed(1, &[2]).is_err());
+        assert_eq!(store.state()?, Some(on_disk(&path)?));
+        assert_eq!(store.last_committed()?, Some(0));
+        std::fs::remove_dir(sibling(&path, ".tmp"))?;
+        store.mark_committed(1, &[2])?;
+        assert_eq!(on_disk(&path)?.dest_snapshot_ids, vec![1, 2]);
         Ok(())
     }
 

@@ -2,6 +2,8 @@
 //! operation lives in the library crates.
 
 mod catalog_cmd;
+mod migrate_cmd;
+mod migrate_data_cmd;
 mod quickstart;
 mod table_cmd;
 
@@ -36,6 +38,13 @@ enum Command {
     /// Inspect a table, or roll it back.
     #[command(subcommand)]
     Table(table_cmd::Command),
+    /// Copy rows from one table into another: streaming, resumable, schema-reconciling.
+    MigrateData(migrate_data_cmd::MigrateArgs),
+    /// Check that a destination holds what the source (filtered, pinned) holds.
+    Verify(migrate_data_cmd::VerifyArgs),
+    /// Versioned schema migrations: migrate, rollback, status, plan, stamp, history, validate, new.
+    #[command(flatten)]
+    Migrations(migrate_cmd::Command),
 }
 
 fn main() -> ExitCode {
@@ -69,6 +78,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Quickstart(args) => quickstart::run(&factory, args).await,
         Command::Catalog(cmd) => catalog_cmd::run(&factory, cmd).await,
         Command::Table(cmd) => table_cmd::run(&factory, cmd).await,
+        Command::Migrations(cmd) => migrate_cmd::run(&factory, cmd).await,
+        Command::MigrateData(args) => migrate_data_cmd::run_migrate(&factory, args).await,
+        Command::Verify(args) => migrate_data_cmd::run_verify(&factory, args).await,
     }
 }
 

@@ -1,8 +1,9 @@
 //! `iceberg-ops quickstart`: a sample source table in the embedded catalog.
 //!
 //! Creates `quickstart.orders` (the benchmark's shape: 8 columns, identity(region) partitions),
-//! streams deterministic rows into it in one append, and reports what it did. Re-running
-//! reports the existing table; `--reset` drops and recreates it.
+//! streams deterministic rows into it in one append, migrates it with the DataMigrator into
+//! `quickstart.orders_v2` (a rename and a widening) and verifies the copy, and reports what it
+//! did. Re-running reports the existing table; `--reset` drops and recreates both.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -22,6 +23,8 @@ use ops_core::CatalogFactory;
 
 const NAMESPACE: &str = "quickstart";
 const TABLE: &str = "orders";
+/// The migrated copy: `order_total` renamed to `total_amount`, `qty` widened to long.
+const COPY: &str = "orders_v2";
 const REGIONS: [&str; 5] = ["eu", "us", "apac", "latam", "mea"];
 const BATCH_ROWS: u64 = 50_000;
 
@@ -62,6 +65,10 @@ pub async fn run(factory: &CatalogFactory, args: Args) -> anyhow::Result<()> {
         }
         catalog.drop_table(&ident).await?;
         println!("table     {NAMESPACE}.{TABLE}: dropped (--reset)");
+        let copy = TableIdent::new(ns.clone(), COPY.to_string());
+        if catalog.table_exists(&copy).await? {
+            catalog.drop_table(&copy).await?;
+        }
     }
 
     let table = catalog
@@ -94,7 +101,7 @@ pub async fn run(factory: &CatalogFactory, args: Args) -> anyhow::Result<()> {
         });
     let properties = HashMap::from([("iceberg-ops.quickstart".to_string(), "true".to_string())]);
     let (table, metrics) =
-        ops_core::append::append(catalog.as_ref(), &table, Box::pin(batches), properties).await?;
+        ops_core::append::append(&handle, &table, Box::pin(batches), properties).await?;
     let secs = started.elapsed().as_secs_f64();
     println!(
         "append    {} rows in {} data files, one commit, {:.2}s ({:.0} rows/s)",
@@ -104,12 +111,90 @@ pub async fn run(factory: &CatalogFactory, args: Args) -> anyhow::Result<()> {
         metrics.added_records as f64 / secs.max(1e-9)
     );
     report(&table);
+    crate::migrate_cmd::quickstart_migrations(&handle, NAMESPACE).await?;
+    migrate_copy(&handle, &ns, &ident).await?;
     println!();
     println!(
         "next: `iceberg-ops catalog check {}` lists namespaces;",
         handle.name()
     );
     println!("      PyIceberg reads the same table through the same catalog definition.");
+    Ok(())
+}
+
+/// Migrates the sample table into `orders_v2` (rename + widen) and verifies the copy.
+async fn migrate_copy(
+    handle: &ops_core::CatalogHandle,
+    ns: &NamespaceIdent,
+    source: &TableIdent,
+) -> anyhow::Result<()> {
+    let catalog = handle.catalog();
+    let copy = TableIdent::new(ns.clone(), COPY.to_string());
+    if catalog.table_exists(&copy).await? {
+        catalog.drop_table(&copy).await?;
+    }
+    let mut fields: Vec<NestedField> = schema()?
+        .as_struct()
+        .fields()
+        .iter()
+        .map(|f| (**f).clone())
+        .collect();
+    for f in &mut fields {
+        if f.name == "order_total" {
+            f.name = "total_amount".into();
+        }
+        if f.name == "qty" {
+            f.field_type = Box::new(Type::Primitive(PrimitiveType::Long));
+        }
+    }
+    let dest_schema = Schema::builder()
+        .with_fields(fields.into_iter().map(Arc::new))
+        .build()?;
+    catalog
+        .create_table(
+            ns,
+            TableCreation::builder()
+                .name(COPY.to_string())
+                .schema(dest_schema)
+                .partition_spec(
+                    UnboundPartitionSpec::builder()
+                        .add_partition_field(2, "region", Transform::Identity)?
+                        .build(),
+                )
+                .build(),
+        )
+        .await
+        .context("create the migration destination")?;
+    let mut migrator = ops_datamig::DataMigrator::new(handle, source.clone(), handle, copy)
+        .schema_reconciler(
+            ops_reconcile::SchemaReconciler::new()
+                .rename("order_total", "total_amount")
+                .coerce("qty", Type::Primitive(PrimitiveType::Long)),
+        )
+        .batch_rows(BATCH_ROWS as usize);
+    let result = migrator.run().await.context("migrate the sample table")?;
+    println!(
+        "migrate   {NAMESPACE}.{TABLE} → {NAMESPACE}.{COPY} (order_total→total_amount, \
+         qty int→long): {} rows in {} commit(s), {:.2}s",
+        result.rows_moved,
+        result.new_snapshots.len(),
+        result.duration_seconds
+    );
+    for method in [
+        ops_datamig::VerifyMethod::RowCount,
+        ops_datamig::VerifyMethod::PartitionHash,
+    ] {
+        let v = migrator.verify(method, 100).await?;
+        let verdict = if v.matches { "match" } else { "MISMATCH" };
+        println!(
+            "verify    {method}: {verdict} ({} source rows, {} destination rows)",
+            v.source_count.unwrap_or(0),
+            v.dest_count.unwrap_or(0)
+        );
+        if !v.matches {
+            anyhow::bail!("the migrated copy does not match: {}", v.details.join("; "));
+        }
+    }
     Ok(())
 }
 

@@ -6,6 +6,7 @@ use iceberg::TableIdent;
 use iceberg::spec::{NestedField, Type};
 use iceberg::table::Table;
 use ops_core::CatalogFactory;
+use ops_core::ops::delete::DeleteBuilder;
 use ops_core::ops::rollback::RollbackBuilder;
 use serde_json::{Value, json};
 
@@ -37,6 +38,20 @@ pub enum Command {
     Schema {
         #[command(flatten)]
         target: Target,
+        #[arg(long, value_enum, default_value_t = Output::Text)]
+        output: Output,
+    },
+    /// Delete the rows where a filter is TRUE (copy-on-write, one commit). Rows where it is
+    /// NULL are kept, as in SQL.
+    Delete {
+        #[command(flatten)]
+        target: Target,
+        /// The rows to delete, e.g. "region = 'eu' AND qty > 5".
+        #[arg(long = "where", value_name = "EXPR")]
+        filter: String,
+        /// Plan and print what would be deleted, without writing anything.
+        #[arg(long)]
+        dry_run: bool,
         #[arg(long, value_enum, default_value_t = Output::Text)]
         output: Output,
     },
@@ -83,6 +98,32 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
             let (_, table) = load(factory, &target).await?;
             show(&schema_json(&table), output, print_schema)?;
         }
+        Command::Delete {
+            target,
+            filter,
+            dry_run,
+            output,
+        } => {
+            let (handle, table) = load(factory, &target).await?;
+            let builder = DeleteBuilder::new(&handle, table.identifier().clone())
+                .with_filter_text(filter.clone());
+            let (snapshot, preview) = if dry_run {
+                (None, builder.dry_run().await?)
+            } else {
+                let (_, m, preview) = builder.execute_with_report().await?;
+                ((m.snapshot_id != 0).then_some(m.snapshot_id), preview)
+            };
+            let value = json!({
+                "table": target.table,
+                "filter": filter,
+                "dry_run": dry_run,
+                "snapshot_id": snapshot,
+                "deleted_rows": preview.deleted_rows,
+                "dropped_files": preview.dropped_files,
+                "rewritten_files": preview.rewritten_files,
+            });
+            show(&value, output, print_delete)?;
+        }
         Command::Rollback { target, to } => {
             let (handle, table) = load(factory, &target).await?;
             let (_, m) =
@@ -98,6 +139,33 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+fn print_delete(v: &Value) {
+    let verb = if v["dry_run"] == json!(true) {
+        "would delete"
+    } else {
+        "deleted"
+    };
+    println!(
+        "{}: {verb} {} row(s) where {}",
+        v["table"].as_str().unwrap_or_default(),
+        v["deleted_rows"],
+        v["filter"].as_str().unwrap_or_default()
+    );
+    for (label, key) in [
+        ("dropped", "dropped_files"),
+        ("rewritten", "rewritten_files"),
+    ] {
+        for f in v[key].as_array().into_iter().flatten() {
+            println!("  {label:<9} {}", f.as_str().unwrap_or_default());
+        }
+    }
+    match v["snapshot_id"].as_i64() {
+        Some(id) => println!("  snapshot {id}"),
+        None if v["dry_run"] == json!(true) => println!("  (dry run: nothing written)"),
+        None => println!("  nothing matched: no commit"),
+    }
 }
 
 /// Prints `value` as pretty JSON, or as text through `text`.

@@ -275,3 +275,77 @@ fn table_snapshots_schema_and_rollback() {
         "{stderr}"
     );
 }
+
+#[test]
+fn table_delete_dry_run_then_delete() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(
+        iceberg_ops(dir.path(), &["quickstart", "--rows", "100"], &[])
+            .status
+            .success()
+    );
+    let snapshots = |dir: &Path| -> usize {
+        let out = iceberg_ops(
+            dir,
+            &[
+                "table",
+                "snapshots",
+                "quickstart.orders",
+                "--output",
+                "json",
+            ],
+            &[],
+        );
+        let v: serde_json::Value = serde_json::from_str(&text(&out).0).unwrap();
+        v.as_array().unwrap().len()
+    };
+    let before = snapshots(dir.path());
+    let delete = |extra: &[&str]| -> serde_json::Value {
+        let mut args = vec![
+            "table",
+            "delete",
+            "quickstart.orders",
+            "--where",
+            "region = 'eu'",
+            "--output",
+            "json",
+        ];
+        args.extend_from_slice(extra);
+        let out = iceberg_ops(dir.path(), &args, &[]);
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "{stderr}");
+        serde_json::from_str(&stdout).unwrap()
+    };
+    let dry = delete(&["--dry-run"]);
+    let rows = dry["deleted_rows"].as_u64().unwrap();
+    assert!(rows > 0, "{dry}");
+    assert!(
+        !dry["dropped_files"].as_array().unwrap().is_empty(),
+        "{dry}"
+    );
+    assert!(dry["snapshot_id"].is_null());
+    assert_eq!(snapshots(dir.path()), before, "a dry run wrote a snapshot");
+
+    let done = delete(&[]);
+    assert_eq!(done["deleted_rows"].as_u64(), Some(rows), "{done}");
+    assert_eq!(done["dropped_files"], dry["dropped_files"]);
+    assert!(done["snapshot_id"].as_i64().is_some());
+    assert_eq!(snapshots(dir.path()), before + 1);
+
+    // Nothing left to match: no commit.
+    let again = iceberg_ops(
+        dir.path(),
+        &[
+            "table",
+            "delete",
+            "quickstart.orders",
+            "--where",
+            "region = 'eu'",
+        ],
+        &[],
+    );
+    let (stdout, _) = text(&again);
+    assert!(stdout.contains("deleted 0 row(s)"), "{stdout}");
+    assert!(stdout.contains("nothing matched: no commit"), "{stdout}");
+    assert_eq!(snapshots(dir.path()), before + 1);
+}

@@ -1,18 +1,15 @@
-//! Append Arrow batches to a table in one fast-append commit.
-//!
-//! This uses iceberg's own `fast_append` transaction, which retries on a stale base with the
-//! table's `commit.retry.*` settings; the snapshot summary carries the caller's properties
-//! (e.g. `iceberg-ops.migration-job`).
+//! Append Arrow batches to a table in one commit: [`crate::write::write_files`] then
+//! [`crate::ops::append::AppendBuilder`], the one append path (retries, manifest merging,
+//! summary properties such as `iceberg-ops.migration-job`).
 
 use std::collections::HashMap;
 
 use arrow_array::RecordBatch;
 use futures::Stream;
-use iceberg::Catalog;
 use iceberg::table::Table;
-use iceberg::transaction::{ApplyTransactionAction, Transaction};
 
-use crate::Result;
+use crate::ops::append::AppendBuilder;
+use crate::{CatalogHandle, Result};
 
 /// What an append did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -26,9 +23,10 @@ pub struct AppendMetrics {
 }
 
 /// Writes `batches` and commits them as one snapshot with `snapshot_properties` in its summary.
-/// Returns the reloaded table and metrics; with no rows, nothing is committed.
+/// Returns the table after the commit and metrics; with no rows, nothing is committed. The
+/// memory catalog cannot take commits (use the embedded `sqlite` catalog).
 pub async fn append<S>(
-    catalog: &dyn Catalog,
+    handle: &CatalogHandle,
     table: &Table,
     batches: S,
     snapshot_properties: HashMap<String, String>,
@@ -36,30 +34,24 @@ pub async fn append<S>(
 where
     S: Stream<Item = Result<RecordBatch>> + Unpin,
 {
-    let files = crate::write::write_data_files(table, batches).await?;
-    if files.is_empty() {
+    let written = crate::write::write_files(table, batches).await?;
+    if written.files.is_empty() {
         return Ok((table.clone(), AppendMetrics::default()));
     }
-    let metrics = AppendMetrics {
-        snapshot_id: None,
-        added_files: files.len(),
-        added_records: files.iter().map(|f| f.record_count()).sum(),
-    };
-    let tx = Transaction::new(table);
-    let tx = tx
-        .fast_append()
-        .set_snapshot_properties(snapshot_properties)
-        .add_data_files(files)
-        .apply(tx)?;
-    let table = tx.commit(catalog).await?;
-    let snapshot_id = table.metadata().current_snapshot_id();
-    tracing::info!(table = %table.identifier(), ?snapshot_id, files = metrics.added_files,
-        records = metrics.added_records, "appended");
+    let added_files = written.files.len();
+    let added_records = written.record_count();
+    let (table, m) = AppendBuilder::new(handle, table.identifier().clone())
+        .add_written(written)
+        .with_properties(snapshot_properties)
+        .await?;
+    tracing::info!(table = %table.identifier(), snapshot_id = m.snapshot_id, files = added_files,
+        records = added_records, "appended");
     Ok((
         table,
         AppendMetrics {
-            snapshot_id,
-            ..metrics
+            snapshot_id: Some(m.snapshot_id),
+            added_files,
+            added_records,
         },
     ))
 }

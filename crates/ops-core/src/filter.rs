@@ -1,26 +1,32 @@
 //! Row filters as operators type them: `region = 'eu' AND (qty >= 10 OR note IS NULL)`.
 //!
-//! Grammar (keywords case-insensitive):
+//! Everything PyIceberg's filter strings take, parsed by `sqlparser`'s expression parser
+//! (keywords case-insensitive):
 //!
 //! ```text
-//! expr    := and ( OR and )*
-//! and     := not ( AND not )*
-//! not     := NOT not | primary
-//! primary := '(' expr ')' | column op literal | column IS [NOT] NULL
-//!          | column [NOT] IN '(' literal (',' literal)* ')'
-//! op      := = | == | != | <> | < | <= | > | >=
-//! literal := 'string' | integer | decimal number | true | false
+//! condition := column op literal | literal op column        op: = == != <> < <= > >=
+//!            | column [NOT] IN (literal, ...)
+//!            | column [NOT] BETWEEN literal AND literal
+//!            | column [NOT] LIKE 'prefix%'                 (no % → equality; \% is a literal %)
+//!            | column IS [NOT] NULL | column IS [NOT] NaN
+//!            | true | false
+//! filter    := condition, combined with NOT, AND, OR and parentheses
+//! column    := name | "quoted name" | struct.field          (e.g. "order total", address.city)
+//! literal   := 'string' | integer | decimal number | true | false
 //! ```
 //!
 //! Literals are typed by the column they are compared with (dates as `'2026-01-31'`), so a
 //! mistyped value is reported with the column's type, before anything is read.
 
-use iceberg::expr::{Predicate, Reference};
-use iceberg::spec::{Datum, PrimitiveType, Schema, Type};
+mod sql;
 
-use crate::{Error, Result};
+use iceberg::expr::Predicate;
+use iceberg::spec::Schema;
 
-/// Parses `text` into a predicate over `schema`'s top-level columns.
+use crate::Result;
+
+/// Parses `text` into a predicate over `schema`'s columns (nested struct fields as
+/// `address.city`).
 pub fn parse_filter(text: &str, schema: &Schema) -> Result<Predicate> {
     parse_filter_at(text, schema, schema)
 }
@@ -30,434 +36,401 @@ pub fn parse_filter(text: &str, schema: &Schema) -> Result<Predicate> {
 /// filters to): columns are matched by field id, so a renamed column is found under its old
 /// name. A column the read schema lacks is an error.
 pub fn parse_filter_at(text: &str, schema: &Schema, read_schema: &Schema) -> Result<Predicate> {
-    let tokens = tokenize(text)?;
-    let mut p = Parser {
-        tokens,
-        pos: 0,
-        schema,
-        read_schema,
-        text,
-    };
-    let predicate = p.expr()?;
-    if let Some(t) = p.tokens.get(p.pos) {
-        return Err(p.error(&format!("unexpected '{}'", t.text())));
-    }
-    Ok(predicate)
-}
-
-#[derive(Debug, Clone, PartialEq)]
-enum Token {
-    Ident(String),
-    Str(String),
-    Num(String),
-    Op(String),
-    LParen,
-    RParen,
-    Comma,
-}
-
-impl Token {
-    fn text(&self) -> String {
-        match self {
-            Token::Ident(s) | Token::Num(s) | Token::Op(s) => s.clone(),
-            Token::Str(s) => format!("'{s}'"),
-            Token::LParen => "(".into(),
-            Token::RParen => ")".into(),
-            Token::Comma => ",".into(),
-        }
-    }
-
-    fn is_keyword(&self, kw: &str) -> bool {
-        matches!(self, Token::Ident(s) if s.eq_ignore_ascii_case(kw))
-    }
-}
-
-fn tokenize(text: &str) -> Result<Vec<Token>> {
-    let chars: Vec<char> = text.chars().collect();
-    let mut out = Vec::new();
-    let mut i = 0;
-    let bad = |m: String| Error::InvalidInput(format!("filter '{text}': {m}"));
-    while i < chars.len() {
-        let c = chars[i];
-        match c {
-            c if c.is_whitespace() => i += 1,
-            '(' => {
-                out.push(Token::LParen);
-                i += 1;
-            }
-            ')' => {
-                out.push(Token::RParen);
-                i += 1;
-            }
-            ',' => {
-                out.push(Token::Comma);
-                i += 1;
-            }
-            '\'' => {
-                let mut s = String::new();
-                i += 1;
-                loop {
-                    match chars.get(i) {
-                        None => return Err(bad("unterminated string".into())),
-                        // '' inside a string is a quote, as in SQL.
-                        Some('\'') if chars.get(i + 1) == Some(&'\'') => {
-                            s.push('\'');
-                            i += 2;
-                        }
-                        Some('\'') => {
-                            i += 1;
-                            break;
-                        }
-                        Some(ch) => {
-                            s.push(*ch);
-                            i += 1;
-                        }
-                    }
-                }
-                out.push(Token::Str(s));
-            }
-            '=' | '!' | '<' | '>' => {
-                let two: String = chars[i..(i + 2).min(chars.len())].iter().collect();
-                let op = if ["==", "!=", "<>", "<=", ">="].contains(&two.as_str()) {
-                    two
-                } else if c == '!' {
-                    return Err(bad("'!' must be followed by '='".into()));
-                } else {
-                    c.to_string()
-                };
-                i += op.len();
-                out.push(Token::Op(op));
-            }
-            c if c.is_ascii_digit() || c == '-' || c == '+' || c == '.' => {
-                let start = i;
-                i += 1;
-                while i < chars.len() && (chars[i].is_ascii_alphanumeric() || chars[i] == '.') {
-                    i += 1;
-                }
-                out.push(Token::Num(chars[start..i].iter().collect()));
-            }
-            c if c.is_alphabetic() || c == '_' || c == '"' || c == '`' => {
-                if c == '"' || c == '`' {
-                    // A quoted column name.
-                    let close = c;
-                    let start = i + 1;
-                    i = start;
-                    while i < chars.len() && chars[i] != close {
-                        i += 1;
-                    }
-                    if i >= chars.len() {
-                        return Err(bad("unterminated quoted column name".into()));
-                    }
-                    out.push(Token::Ident(chars[start..i].iter().collect()));
-                    i += 1;
-                } else {
-                    let start = i;
-                    while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
-                        i += 1;
-                    }
-                    out.push(Token::Ident(chars[start..i].iter().collect()));
-                }
-            }
-            other => return Err(bad(format!("unexpected character '{other}'"))),
-        }
-    }
-    Ok(out)
-}
-
-struct Parser<'a> {
-    tokens: Vec<Token>,
-    pos: usize,
-    schema: &'a Schema,
-    read_schema: &'a Schema,
-    text: &'a str,
-}
-
-impl Parser<'_> {
-    fn error(&self, m: &str) -> Error {
-        Error::InvalidInput(format!("filter '{}': {m}", self.text))
-    }
-
-    fn peek(&self) -> Option<&Token> {
-        self.tokens.get(self.pos)
-    }
-
-    fn next(&mut self) -> Option<Token> {
-        let t = self.tokens.get(self.pos).cloned();
-        self.pos += 1;
-        t
-    }
-
-    fn eat_keyword(&mut self, kw: &str) -> bool {
-        if self.peek().is_some_and(|t| t.is_keyword(kw)) {
-            self.pos += 1;
-            true
-        } else {
-            false
-        }
-    }
-
-    fn expr(&mut self) -> Result<Predicate> {
-        let mut left = self.and()?;
-        while self.eat_keyword("or") {
-            left = left.or(self.and()?);
-        }
-        Ok(left)
-    }
-
-    fn and(&mut self) -> Result<Predicate> {
-        let mut left = self.not()?;
-        while self.eat_keyword("and") {
-            left = left.and(self.not()?);
-        }
-        Ok(left)
-    }
-
-    fn not(&mut self) -> Result<Predicate> {
-        if self.eat_keyword("not") {
-            return Ok(!self.not()?);
-        }
-        self.primary()
-    }
-
-    fn primary(&mut self) -> Result<Predicate> {
-        match self.next() {
-            Some(Token::LParen) => {
-                let e = self.expr()?;
-                match self.next() {
-                    Some(Token::RParen) => Ok(e),
-                    _ => Err(self.error("missing ')'")),
-                }
-            }
-            Some(Token::Ident(column)) => self.comparison(column),
-            Some(t) => Err(self.error(&format!("expected a column name, found '{}'", t.text()))),
-            None => Err(self.error("unexpected end")),
-        }
-    }
-
-    fn comparison(&mut self, column: String) -> Result<Predicate> {
-        let field = self.schema.field_by_name(&column).ok_or_else(|| {
-            let names: Vec<&str> = self
-                .schema
-                .as_struct()
-                .fields()
-                .iter()
-                .map(|f| f.name.as_str())
-                .collect();
-            self.error(&format!(
-                "no column '{column}' (columns: {})",
-                names.join(", ")
-            ))
-        })?;
-        let Type::Primitive(ty) = field.field_type.as_ref() else {
-            return Err(self.error(&format!("'{column}' is not a primitive column")));
-        };
-        let ty = ty.clone();
-        let read_name = self
-            .read_schema
-            .field_by_id(field.id)
-            .map(|f| f.name.clone())
-            .ok_or_else(|| {
-                self.error(&format!(
-                    "column '{column}' was added after the snapshot being read, whose rows \
-                     have no value for it"
-                ))
-            })?;
-        let reference = Reference::new(read_name);
-        if self.eat_keyword("is") {
-            let negate = self.eat_keyword("not");
-            if !self.eat_keyword("null") {
-                return Err(self.error("expected NULL after IS"));
-            }
-            return Ok(if negate {
-                reference.is_not_null()
-            } else {
-                reference.is_null()
-            });
-        }
-        let negate_in = self.eat_keyword("not");
-        if self.eat_keyword("in") {
-            if self.next() != Some(Token::LParen) {
-                return Err(self.error("expected '(' after IN"));
-            }
-            let mut values = Vec::new();
-            loop {
-                let tok = self.next();
-                values.push(self.literal(tok, &column, &ty)?);
-                match self.next() {
-                    Some(Token::Comma) => continue,
-                    Some(Token::RParen) => break,
-                    _ => return Err(self.error("expected ',' or ')' in the IN list")),
-                }
-            }
-            return Ok(if negate_in {
-                reference.is_not_in(values)
-            } else {
-                reference.is_in(values)
-            });
-        }
-        if negate_in {
-            return Err(self.error("expected IN after NOT"));
-        }
-        let op = match self.next() {
-            Some(Token::Op(op)) => op,
-            other => {
-                return Err(self.error(&format!(
-                    "expected an operator after '{column}', found {}",
-                    other.map_or("the end".to_string(), |t| format!("'{}'", t.text()))
-                )));
-            }
-        };
-        let tok = self.next();
-        let value = self.literal(tok, &column, &ty)?;
-        Ok(match op.as_str() {
-            "=" | "==" => reference.equal_to(value),
-            "!=" | "<>" => reference.not_equal_to(value),
-            "<" => reference.less_than(value),
-            "<=" => reference.less_than_or_equal_to(value),
-            ">" => reference.greater_than(value),
-            ">=" => reference.greater_than_or_equal_to(value),
-            other => return Err(self.error(&format!("unknown operator '{other}'"))),
-        })
-    }
-
-    fn literal(&self, tok: Option<Token>, column: &str, ty: &PrimitiveType) -> Result<Datum> {
-        let mismatch = |v: &str| {
-            self.error(&format!(
-                "{v} is not a valid {ty} value for column '{column}'"
-            ))
-        };
-        let tok = tok.ok_or_else(|| self.error("expected a value"))?;
-        let raw = match &tok {
-            Token::Str(s) | Token::Num(s) => s.clone(),
-            Token::Ident(s)
-                if s.eq_ignore_ascii_case("true") || s.eq_ignore_ascii_case("false") =>
-            {
-                s.to_ascii_lowercase()
-            }
-            other => return Err(self.error(&format!("expected a value, found '{}'", other.text()))),
-        };
-        let quoted = matches!(tok, Token::Str(_));
-        let datum = match ty {
-            PrimitiveType::Boolean if !quoted => raw.parse::<bool>().map(Datum::bool).ok(),
-            PrimitiveType::Int if !quoted => raw.parse::<i32>().map(Datum::int).ok(),
-            PrimitiveType::Long if !quoted => raw.parse::<i64>().map(Datum::long).ok(),
-            PrimitiveType::Float if !quoted => raw.parse::<f32>().map(Datum::float).ok(),
-            PrimitiveType::Double if !quoted => raw.parse::<f64>().map(Datum::double).ok(),
-            PrimitiveType::String if quoted => Some(Datum::string(raw.clone())),
-            PrimitiveType::Date if quoted => Datum::date_from_str(&raw).ok(),
-            PrimitiveType::Timestamp if quoted => Datum::timestamp_from_str(&raw).ok(),
-            PrimitiveType::Timestamptz if quoted => Datum::timestamptz_from_str(&raw).ok(),
-            PrimitiveType::Decimal { precision, scale } if !quoted => {
-                Datum::decimal_from_str(&raw).ok().and_then(|d| {
-                    d.to(&Type::Primitive(PrimitiveType::Decimal {
-                        precision: *precision,
-                        scale: *scale,
-                    }))
-                    .ok()
-                })
-            }
-            _ => None,
-        };
-        datum.ok_or_else(|| mismatch(&tok.text()))
-    }
+    sql::parse(text, schema, read_schema)
 }
 
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
 
-    use iceberg::spec::NestedField;
+    use iceberg::expr::Reference;
+    use iceberg::spec::{Datum, ListType, NestedField, PrimitiveType, StructType, Type};
+    use proptest::prelude::*;
 
     use super::*;
 
+    type TestResult = std::result::Result<(), Box<dyn std::error::Error>>;
+
+    fn p(t: PrimitiveType) -> Type {
+        Type::Primitive(t)
+    }
+
     fn schema() -> Schema {
+        let address = Type::Struct(StructType::new(vec![
+            Arc::new(NestedField::optional(11, "city", p(PrimitiveType::String))),
+            Arc::new(NestedField::optional(12, "zip", p(PrimitiveType::Int))),
+        ]));
+        let tags = Type::List(ListType::new(Arc::new(NestedField::list_element(
+            14,
+            p(PrimitiveType::String),
+            false,
+        ))));
         Schema::builder()
             .with_fields(vec![
-                Arc::new(NestedField::required(
-                    1,
-                    "id",
-                    Type::Primitive(PrimitiveType::Long),
-                )),
+                Arc::new(NestedField::required(1, "id", p(PrimitiveType::Long))),
+                Arc::new(NestedField::optional(2, "region", p(PrimitiveType::String))),
+                Arc::new(NestedField::optional(3, "qty", p(PrimitiveType::Int))),
+                Arc::new(NestedField::optional(4, "day", p(PrimitiveType::Date))),
                 Arc::new(NestedField::optional(
-                    2,
-                    "region",
-                    Type::Primitive(PrimitiveType::String),
+                    5,
+                    "order total",
+                    p(PrimitiveType::Double),
                 )),
+                Arc::new(NestedField::optional(6, "score", p(PrimitiveType::Float))),
                 Arc::new(NestedField::optional(
-                    3,
-                    "qty",
-                    Type::Primitive(PrimitiveType::Int),
+                    7,
+                    "price",
+                    p(PrimitiveType::Decimal {
+                        precision: 10,
+                        scale: 2,
+                    }),
                 )),
-                Arc::new(NestedField::optional(
-                    4,
-                    "day",
-                    Type::Primitive(PrimitiveType::Date),
-                )),
+                Arc::new(NestedField::optional(8, "ts", p(PrimitiveType::Timestamp))),
+                Arc::new(NestedField::optional(9, "flag", p(PrimitiveType::Boolean))),
+                Arc::new(NestedField::optional(10, "address", address)),
+                Arc::new(NestedField::optional(13, "tags", tags)),
             ])
             .build()
-            .unwrap()
+            .map_err(|e| e.to_string())
+            .unwrap_or_else(|e| panic!("test schema: {e}"))
     }
 
-    fn parse(s: &str) -> String {
+    fn parse(s: &str) -> Result<Predicate> {
         parse_filter(s, &schema())
-            .map(|p| p.to_string())
-            .unwrap_or_else(|e| format!("ERR {e}"))
+    }
+
+    fn err(s: &str) -> String {
+        match parse(s) {
+            Ok(p) => format!("parsed as {p}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    fn r(name: &str) -> Reference {
+        Reference::new(name)
     }
 
     #[test]
-    fn parses_precedence_and_forms() {
-        let p = parse("region = 'eu' AND (qty >= 10 OR day IS NULL)");
-        assert!(p.contains("region = \"eu\""), "{p}");
-        assert!(p.contains("qty >= 10"), "{p}");
-        assert!(p.contains("day IS NULL"), "{p}");
-        assert!(parse("id IN (1, 2, 3)").contains("IN"));
-        assert!(
-            parse("NOT id <> 5").starts_with("NOT"),
-            "{}",
-            parse("NOT id <> 5")
+    fn comparisons_both_ways_round() -> TestResult {
+        let dec = |v: &str| -> std::result::Result<Datum, iceberg::Error> {
+            Datum::decimal_from_str(v)?.to(&p(PrimitiveType::Decimal {
+                precision: 10,
+                scale: 2,
+            }))
+        };
+        let cases: Vec<(&str, Predicate)> = vec![
+            ("id = 3", r("id").equal_to(Datum::long(3))),
+            ("id == 3", r("id").equal_to(Datum::long(3))),
+            ("id != 3", r("id").not_equal_to(Datum::long(3))),
+            ("id <> 3", r("id").not_equal_to(Datum::long(3))),
+            ("qty < 5", r("qty").less_than(Datum::int(5))),
+            ("qty <= -5", r("qty").less_than_or_equal_to(Datum::int(-5))),
+            ("qty > +5", r("qty").greater_than(Datum::int(5))),
+            ("qty >= 5", r("qty").greater_than_or_equal_to(Datum::int(5))),
+            // A literal on the left reads as PyIceberg reads it.
+            ("5 < qty", r("qty").greater_than(Datum::int(5))),
+            ("5 >= qty", r("qty").less_than_or_equal_to(Datum::int(5))),
+            ("'eu' = region", r("region").equal_to(Datum::string("eu"))),
+            (
+                "region = 'it''s'",
+                r("region").equal_to(Datum::string("it's")),
+            ),
+            (
+                "day = '2026-01-31'",
+                r("day").equal_to(Datum::date_from_str("2026-01-31")?),
+            ),
+            (
+                "day = DATE '2026-01-31'",
+                r("day").equal_to(Datum::date_from_str("2026-01-31")?),
+            ),
+            (
+                "ts >= '2026-01-31T10:00:00'",
+                r("ts").greater_than_or_equal_to(Datum::timestamp_from_str("2026-01-31T10:00:00")?),
+            ),
+            ("score > 1.5", r("score").greater_than(Datum::float(1.5))),
+            (
+                "\"order total\" > 10",
+                r("order total").greater_than(Datum::double(10.0)),
+            ),
+            ("price = 12.5", r("price").equal_to(dec("12.50")?)),
+            ("price > -3", r("price").greater_than(dec("-3.00")?)),
+            ("price < '0.25'", r("price").less_than(dec("0.25")?)),
+            ("flag = true", r("flag").equal_to(Datum::bool(true))),
+            ("qty = '7'", r("qty").equal_to(Datum::int(7))),
+            (
+                "address.city = 'Oslo'",
+                r("address.city").equal_to(Datum::string("Oslo")),
+            ),
+            (
+                "\"address\".\"zip\" = 1",
+                r("address.zip").equal_to(Datum::int(1)),
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(parse(text)?, want, "{text}");
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn set_null_nan_between_and_like_forms() -> TestResult {
+        let cases: Vec<(&str, Predicate)> = vec![
+            ("id IN (1, 2, 3)", r("id").is_in([1, 2, 3].map(Datum::long))),
+            ("id not in (1)", r("id").is_not_in([Datum::long(1)])),
+            (
+                "region IN ('eu', 'us')",
+                r("region").is_in(["eu", "us"].map(Datum::string)),
+            ),
+            ("region IS NULL", r("region").is_null()),
+            ("region is not null", r("region").is_not_null()),
+            ("score IS NaN", r("score").is_nan()),
+            ("\"order total\" IS NOT nan", r("order total").is_not_nan()),
+            (
+                "qty BETWEEN 1 AND 5",
+                r("qty")
+                    .greater_than_or_equal_to(Datum::int(1))
+                    .and(r("qty").less_than_or_equal_to(Datum::int(5))),
+            ),
+            (
+                "qty NOT BETWEEN 1 AND 5",
+                r("qty")
+                    .less_than(Datum::int(1))
+                    .or(r("qty").greater_than(Datum::int(5))),
+            ),
+            (
+                "region LIKE 'eu%'",
+                r("region").starts_with(Datum::string("eu")),
+            ),
+            (
+                "region NOT LIKE 'eu%'",
+                r("region").not_starts_with(Datum::string("eu")),
+            ),
+            (
+                "region LIKE 'eu'",
+                r("region").equal_to(Datum::string("eu")),
+            ),
+            (
+                "region NOT LIKE 'eu'",
+                r("region").not_equal_to(Datum::string("eu")),
+            ),
+            (
+                "region LIKE '50\\%%'",
+                r("region").starts_with(Datum::string("50%")),
+            ),
+            (
+                "region LIKE 'a_b%'",
+                r("region").starts_with(Datum::string("a_b")),
+            ),
+            ("true", Predicate::AlwaysTrue),
+            ("FALSE", Predicate::AlwaysFalse),
+        ];
+        for (text, want) in cases {
+            assert_eq!(parse(text)?, want, "{text}");
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn boolean_structure_and_precedence() -> TestResult {
+        let eu = || r("region").equal_to(Datum::string("eu"));
+        let q = || r("qty").greater_than_or_equal_to(Datum::int(10));
+        let n = || r("day").is_null();
+        assert_eq!(
+            parse("region = 'eu' AND (qty >= 10 OR day IS NULL)")?,
+            eu().and(q().or(n()))
         );
-        assert!(parse("region = 'it''s'").contains("it's"));
-        assert!(parse("day = '2026-01-31'").contains("day ="));
-        assert!(!parse("id != 3 or region is not null").starts_with("ERR"));
+        // AND binds tighter than OR.
+        assert_eq!(
+            parse("region = 'eu' and qty >= 10 or day is null")?,
+            eu().and(q()).or(n())
+        );
+        assert_eq!(parse("NOT region = 'eu'")?, !eu());
+        assert_eq!(parse("not (region = 'eu' or qty >= 10)")?, !(eu().or(q())));
+        assert_eq!(parse("((region = 'eu'))")?, eu());
+        Ok(())
     }
 
     #[test]
-    fn renamed_columns_resolve_by_field_id() {
+    fn renamed_columns_resolve_by_field_id() -> TestResult {
         let old = schema();
         let current = Schema::builder()
             .with_fields(vec![
-                Arc::new(NestedField::required(
-                    1,
-                    "order_id",
-                    Type::Primitive(PrimitiveType::Long),
-                )),
+                Arc::new(NestedField::required(1, "order_id", p(PrimitiveType::Long))),
                 Arc::new(NestedField::optional(
-                    5,
-                    "added",
-                    Type::Primitive(PrimitiveType::Long),
+                    10,
+                    "addr",
+                    Type::Struct(StructType::new(vec![Arc::new(NestedField::optional(
+                        11,
+                        "town",
+                        p(PrimitiveType::String),
+                    ))])),
                 )),
+                Arc::new(NestedField::optional(50, "added", p(PrimitiveType::Long))),
             ])
-            .build()
-            .unwrap();
-        let p = parse_filter_at("order_id = 3", &current, &old)
-            .unwrap()
-            .to_string();
-        assert!(p.contains("id = 3") && !p.contains("order_id"), "{p}");
+            .build()?;
+        assert_eq!(
+            parse_filter_at("order_id = 3", &current, &old)?,
+            r("id").equal_to(Datum::long(3))
+        );
+        assert_eq!(
+            parse_filter_at("addr.town LIKE 'O%'", &current, &old)?,
+            r("address.city").starts_with(Datum::string("O"))
+        );
         let e = parse_filter_at("added = 1", &current, &old)
             .err()
-            .map(|e| e.to_string());
-        assert!(e.unwrap_or_default().contains("added after the snapshot"));
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("added after the snapshot"), "{e}");
+        Ok(())
     }
 
     #[test]
-    fn errors_name_the_problem() {
-        assert!(parse("nope = 1").contains("no column 'nope' (columns: id, region, qty, day)"));
-        assert!(parse("id = 'x'").contains("'x' is not a valid long value for column 'id'"));
-        assert!(parse("qty = 99999999999").contains("not a valid int"));
-        assert!(parse("region = 'eu' AND").contains("unexpected end"));
-        assert!(parse("(id = 1").contains("missing ')'"));
-        assert!(parse("region = 'eu").contains("unterminated string"));
-        assert!(parse("id = 1 2").contains("unexpected '2'"));
-        assert!(parse("day = '31/01/2026'").contains("not a valid date"));
+    fn errors_name_the_column_construct_or_literal() {
+        let cases = [
+            (
+                "nope = 1",
+                "no column 'nope' (columns: id, region, qty, day, order total, score, price, ts, flag, address, tags)",
+            ),
+            ("Region = 'eu'", "did you mean 'region'?"),
+            (
+                "address.town = 'x'",
+                "no field 'town' in 'address' (fields: city, zip)",
+            ),
+            ("region.x = 'x'", "'region' is not a struct"),
+            ("address = 1", "'address' is a struct column"),
+            ("tags.element = 'x'", "inside the list or map 'tags'"),
+            ("id = 'x'", "'x' is not a valid long value for column 'id'"),
+            (
+                "qty = 99999999999",
+                "99999999999 is not a valid int value for column 'qty'",
+            ),
+            (
+                "day = '31/01/2026'",
+                "'31/01/2026' is not a valid date value for column 'day'",
+            ),
+            (
+                "region = 5",
+                "5 is not a valid string value for column 'region'",
+            ),
+            (
+                "price = 1.234",
+                "is not a valid decimal(10, 2) value for column 'price'",
+            ),
+            (
+                "id IN (1, 'a')",
+                "'a' is not a valid long value for column 'id'",
+            ),
+            ("qty BETWEEN 1 AND 'z'", "'z' is not a valid int value"),
+            ("region = NULL", "use IS NULL"),
+            ("region LIKE '%eu'", "only a prefix match"),
+            ("region LIKE 'e%u%'", "only a prefix match"),
+            (
+                "qty LIKE '1%'",
+                "LIKE applies to string columns; 'qty' is int",
+            ),
+            ("region ILIKE 'eu%'", "ILIKE"),
+            (
+                "qty IS NaN",
+                "IS NaN applies to float and double columns; 'qty' is int",
+            ),
+            ("score IS UNKNOWN", "IS UNKNOWN is not supported"),
+            ("qty = qty", "compares two columns"),
+            ("1 = 1", "names no column"),
+            ("qty + 1 > 2", "unsupported construct"),
+            ("upper(region) = 'EU'", "unsupported construct"),
+            ("qty", "unsupported construct"),
+            ("5", "alone is not a condition"),
+            ("region = 'eu' AND", "the end of the filter"),
+            ("(id = 1", "the end of the filter"),
+            ("region = 'eu", "nterminated"),
+            ("id = 1 2", "unexpected '2' after a complete condition"),
+            ("", "the filter is empty"),
+            ("id = 1; DROP TABLE t", "unexpected ';'"),
+            ("qty IN (SELECT 1)", "unsupported construct"),
+        ];
+        for (text, want) in cases {
+            let got = err(text);
+            assert!(got.contains(want), "{text:?}: expected …{want}…, got {got}");
+            assert!(got.contains(&format!("filter '{text}'")), "{got}");
+        }
+    }
+
+    #[test]
+    fn columns_named_like_sql_keywords() -> TestResult {
+        let names = [
+            "date",
+            "timestamp",
+            "time",
+            "order",
+            "user",
+            "year",
+            "value",
+            "key",
+            "select",
+            "from",
+            "where",
+            "group",
+            "interval",
+            "case",
+            "end",
+            "current_date",
+            "table",
+        ];
+        let schema = Schema::builder()
+            .with_fields(names.iter().enumerate().map(|(i, n)| {
+                Arc::new(NestedField::optional(
+                    i as i32 + 1,
+                    *n,
+                    p(PrimitiveType::Long),
+                ))
+            }))
+            .build()?;
+        let mut failed = Vec::new();
+        for n in names {
+            for text in [
+                format!("{n} = 1"),
+                format!("{n} IS NULL"),
+                format!("1 < {n} AND {n} IN (2, 3)"),
+            ] {
+                if let Err(e) = parse_filter(&text, &schema) {
+                    failed.push(format!("{text}: {e}"));
+                }
+            }
+        }
+        assert!(failed.is_empty(), "{failed:#?}");
+        Ok(())
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_crash() {
+        let deep = format!("{}id = 1{}", "(".repeat(5000), ")".repeat(5000));
+        assert!(err(&deep).contains("nested more than"), "{}", err(&deep));
+        let nots = format!("{}id = 1", "NOT ".repeat(5000));
+        assert!(parse(&nots).is_err());
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// Any text: an Ok or an Err, never a panic.
+        #[test]
+        fn arbitrary_text_never_panics(s in "\\PC{0,80}") {
+            let _ = parse(&s);
+        }
+
+        /// Filter-shaped token soup: still never a panic, and an error says which filter.
+        #[test]
+        fn token_soup_never_panics(parts in proptest::collection::vec(prop_oneof![
+            Just("id"), Just("region"), Just("\"order total\""), Just("address.city"), Just("score"),
+            Just("="), Just("<>"), Just("<="), Just("AND"), Just("OR"), Just("NOT"), Just("IN"),
+            Just("("), Just(")"), Just(","), Just("'eu'"), Just("'eu%'"), Just("3"), Just("-2.5"),
+            Just("IS"), Just("NULL"), Just("NaN"), Just("LIKE"), Just("BETWEEN"), Just("true"),
+            Just("'"), Just("\""), Just(";"), Just("\\"), Just("%"),
+        ], 0..14)) {
+            let text = parts.join(" ");
+            if let Err(e) = parse(&text) {
+                prop_assert!(e.to_string().contains("filter '"), "{}", e);
+            }
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! # ops-core: catalogs and table operations for Apache Iceberg
 //!
-//! The bottom layer of iceberg-ops. It owns two concepts:
+//! The layer every iceberg-ops crate but ops-reconcile and ops-checkpoint stands on (it uses
+//! ops-reconcile's field-id Arrow conversion for scans). It owns two concepts:
 //!
 //! - **catalogs** — [`CatalogFactory::build`] turns a catalog name into a connected
 //!   [`iceberg::Catalog`] using PyIceberg-compatible configuration (`.pyiceberg.yaml`,
@@ -8,7 +9,8 @@
 //!   `rest`, `glue`, `s3tables`, `memory`. The name `sqlite` needs no configuration: it is the
 //!   embedded default under `./.iceberg-ops/`.
 //! - **data in and out of tables** — [`write::write_data_files`] lays Arrow batches out as
-//!   Parquet files by the table's partition spec, [`append::append`] commits them, and
+//!   Parquet files by the table's partition spec, [`append::append`] commits them (through
+//!   [`ops::append::AppendBuilder`], the one append path), and
 //!   [`scan::scan`] streams a table back as Arrow batches.
 //!
 //! ```no_run
@@ -25,6 +27,7 @@ pub mod append;
 pub mod catalog;
 pub mod commit;
 mod error;
+pub mod eval;
 pub mod filter;
 pub mod ops;
 pub mod scan;

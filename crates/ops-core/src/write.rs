@@ -39,7 +39,39 @@ pub fn table_arrow_schema(table: &Table) -> Result<SchemaRef> {
     )?))
 }
 
-/// Writes `batches` as data files of `table` (not committed).
+/// Data files and the partition spec they were laid out by: an operation commits them under that
+/// spec, or refuses with a conflict if the table no longer has it.
+#[derive(Debug, Clone, Default)]
+pub struct WrittenFiles {
+    /// The partition spec the files' partition tuples belong to.
+    pub spec_id: i32,
+    /// The files, not yet committed.
+    pub files: Vec<DataFile>,
+}
+
+impl WrittenFiles {
+    /// Rows in all the files.
+    pub fn record_count(&self) -> u64 {
+        self.files.iter().map(DataFile::record_count).sum()
+    }
+
+    /// Bytes in all the files.
+    pub fn size_in_bytes(&self) -> u64 {
+        self.files.iter().map(DataFile::file_size_in_bytes).sum()
+    }
+}
+
+/// [`write_data_files`], also reporting the partition spec the files were written under.
+pub async fn write_files<S>(table: &Table, batches: S) -> Result<WrittenFiles>
+where
+    S: Stream<Item = Result<RecordBatch>> + Unpin,
+{
+    let spec_id = table.metadata().default_partition_spec_id();
+    let files = write_data_files(table, batches).await?;
+    Ok(WrittenFiles { spec_id, files })
+}
+
+/// Writes `batches` as data files of `table` (not committed), under its default partition spec.
 ///
 /// Each batch must have the table's columns, by name and in order, with the table's types; a
 /// mismatch is an [`Error::InvalidInput`] naming the column.

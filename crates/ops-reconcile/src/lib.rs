@@ -12,6 +12,13 @@
 //! 2. [`project_batch`] (per batch) renames, casts and null-fills one Arrow batch, keeping the
 //!    Iceberg field ids in the field metadata, in O(rows × plan columns) memory.
 //!
+//! Casts are safe as pyarrow's default cast is: a value that fails to convert, or that the cast
+//! would change (a fraction cut off, an integer above 2^53 rounded to a double, a decimal rounded
+//! to a smaller scale, nanoseconds or a time of day dropped), is a [`ReconcileError::Cast`]
+//! naming the column and the value. [`SchemaReconciler::allow_lossy_casts`] accepts such changes
+//! ([`CastMode::AllowLossy`]); the plan warns for every lossy cast either way. A nested source
+//! field the destination struct lacks follows `on_missing_in_dest` as a top-level column does.
+//!
 //! ```
 //! use ops_reconcile::{MissingInSource, SchemaReconciler, project_batch};
 //! use iceberg::spec::{PrimitiveType, Type};
@@ -44,15 +51,17 @@
 //! ```
 #![deny(missing_docs)]
 
+mod cast;
 mod error;
 mod plan;
 mod project;
 mod promote;
 
+pub use cast::CastMode;
 pub use error::ReconcileError;
 pub use plan::{
     ColumnProjection, MissingInDest, MissingInSource, ReconciliationPlan, SchemaInput,
     SchemaReconciler,
 };
-pub use project::{ChildMatch, convert_array, project_batch};
+pub use project::{ChildMatch, convert_array, convert_array_with, project_batch};
 pub use promote::is_legal_promotion;

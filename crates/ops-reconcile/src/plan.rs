@@ -5,7 +5,10 @@ use arrow_schema::{DataType, Field, FieldRef, Schema as ArrowSchema, SchemaRef};
 use iceberg::arrow::{arrow_type_to_type, schema_to_arrow_schema, type_to_arrow_type};
 use iceberg::spec::{Schema as IcebergSchema, Type};
 
-use crate::{ReconcileError, is_legal_promotion};
+use crate::cast::{CastKind, cast_kind};
+use crate::{CastMode, ReconcileError, is_legal_promotion};
+
+const FIELD_ID: &str = "PARQUET:field_id";
 
 /// What to do with a destination column no source column maps to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -72,8 +75,11 @@ pub struct ColumnProjection {
     /// True when the column is missing from the source and filled with nulls.
     pub fill_with_null: bool,
     /// The output field: name, type, nullability and the Iceberg field id in its metadata
-    /// (absent for an auto-added column, which has no id until it is added).
+    /// (absent for an auto-added column or nested field, which has no id until it is added).
     pub dest_field: FieldRef,
+    /// What the cast may do to values: [`CastMode::Safe`] unless the reconciler allows lossy
+    /// casts.
+    pub cast_mode: CastMode,
 }
 
 /// The static description of how every source batch becomes a destination batch.
@@ -81,9 +87,16 @@ pub struct ColumnProjection {
 pub struct ReconciliationPlan {
     /// One entry per output column, in destination order (auto-added columns last).
     pub projections: Vec<ColumnProjection>,
-    /// Source columns the destination lacks, under `MissingInDest::AutoAdd`: add them (optional
-    /// columns of these types) before writing.
+    /// Top-level source columns the destination lacks, under `MissingInDest::AutoAdd`, in
+    /// source order: add them (optional columns of these types; nested ids are placeholders the
+    /// destination reassigns) before writing, then recompute the plan against the evolved
+    /// destination so every field carries the destination's id.
     pub auto_add_columns: Vec<(String, Type)>,
+    /// Nested source fields a destination struct lacks, under `MissingInDest::AutoAdd`, as
+    /// (parent path in the destination, field name, type), in source order: add each as an
+    /// optional field of that struct (`EvolveSchemaBuilder::add_nested_column`) before writing.
+    /// A parent path names list elements and map values as `items.element` and `m.value`.
+    pub auto_add_nested_columns: Vec<(String, String, Type)>,
     /// Destination columns whose `type_coercions` entry is a legal promotion of their current
     /// type: widen them (from, to) before writing.
     pub widen_columns: Vec<(String, Type, Type)>,
@@ -107,8 +120,12 @@ pub struct SchemaReconciler {
     pub type_coercions: BTreeMap<String, Type>,
     /// Policy for destination columns with no source.
     pub on_missing_in_source: MissingInSource,
-    /// Policy for source columns with no destination.
+    /// Policy for source columns, and nested source fields, with no destination.
     pub on_missing_in_dest: MissingInDest,
+    /// Accept casts that change values (truncated fractions, rounded doubles and decimals,
+    /// floored timestamps, dropped times of day). Off by default: such a value is an error
+    /// naming the column and the value, as with pyarrow's safe cast.
+    pub allow_lossy_casts: bool,
 }
 
 /// A top-level column of either kind of schema.
@@ -131,7 +148,9 @@ fn columns(input: SchemaInput<'_>) -> Result<Vec<Column>, ReconcileError> {
             .iter()
             .map(|f| Column {
                 field: f.clone(),
-                iceberg: arrow_type_to_type(f.data_type()).ok(),
+                iceberg: arrow_type_to_type(f.data_type())
+                    .ok()
+                    .or_else(|| iceberg_type_of(f.data_type()).ok()),
                 doc: f.metadata().get("doc").cloned(),
             })
             .collect()),
@@ -186,6 +205,22 @@ impl SchemaReconciler {
         self
     }
 
+    /// Accepts (`true`) or refuses (`false`, the default) casts that change values; the plan
+    /// warns for every lossy cast either way.
+    #[must_use]
+    pub fn allow_lossy_casts(mut self, allow: bool) -> Self {
+        self.allow_lossy_casts = allow;
+        self
+    }
+
+    fn cast_mode(&self) -> CastMode {
+        if self.allow_lossy_casts {
+            CastMode::AllowLossy
+        } else {
+            CastMode::Safe
+        }
+    }
+
     /// Computes the plan that turns `source` batches into `dest` batches, or every problem found.
     pub fn compute_plan<'a, 'b>(
         &self,
@@ -203,6 +238,31 @@ impl SchemaReconciler {
         dest: impl Into<SchemaInput<'b>>,
     ) -> Result<ReconciliationPlan, ReconcileError> {
         self.plan(source.into(), dest.into(), true)
+    }
+
+    /// Applies `on_missing_in_dest` to a nested source field the destination struct lacks.
+    fn nested_missing(
+        &self,
+        extra: NestedExtra,
+        auto_add: &mut Vec<(String, String, Type)>,
+        problems: &mut Vec<String>,
+    ) {
+        let name = extra.field.name();
+        match self.on_missing_in_dest {
+            MissingInDest::Error => problems.push(format!(
+                "source field '{}' has no destination field '{}.{name}'; add it to the \
+                 destination struct '{}', or set on_missing_in_dest to auto_add",
+                extra.source_path, extra.dest_parent, extra.dest_parent
+            )),
+            MissingInDest::AutoAdd => match iceberg_type_of(extra.field.data_type()) {
+                Ok(ty) => auto_add.push((extra.dest_parent, name.to_string(), ty)),
+                Err(e) => problems.push(format!(
+                    "source field '{}' ({}) has no Iceberg equivalent to auto-add: {e}",
+                    extra.source_path,
+                    extra.field.data_type()
+                )),
+            },
+        }
     }
 
     fn plan(
@@ -248,6 +308,8 @@ impl SchemaReconciler {
         }
 
         let dest_names: HashMap<&str, &Column> = dst.iter().map(|c| (c.name(), c)).collect();
+        let mode = self.cast_mode();
+        let mut auto_add_nested_columns = Vec::new();
         let mut projections = Vec::new();
         let mut widen_columns = Vec::new();
         for d in &dst {
@@ -288,7 +350,25 @@ impl SchemaReconciler {
             };
             match landing.get(name).and_then(|v| v.first()) {
                 Some(s) => {
-                    check_cast(s, &target, &mut problems, &mut warnings);
+                    let mut extras = Vec::new();
+                    let add = self.on_missing_in_dest == MissingInDest::AutoAdd;
+                    let widened = extend_nested(
+                        s.field.data_type(),
+                        target.data_type(),
+                        s.name(),
+                        name,
+                        add,
+                        &mut extras,
+                    );
+                    let target = if &widened == target.data_type() {
+                        target
+                    } else {
+                        Arc::new(target.as_ref().clone().with_data_type(widened))
+                    };
+                    for extra in extras {
+                        self.nested_missing(extra, &mut auto_add_nested_columns, &mut problems);
+                    }
+                    check_cast(s, &target, mode, &mut problems, &mut warnings);
                     if s.field.is_nullable() && !target.is_nullable() {
                         warnings.push(format!(
                             "source column '{}' is optional but destination column '{name}' is \
@@ -310,6 +390,7 @@ impl SchemaReconciler {
                         dest_arrow_type: target.data_type().clone(),
                         fill_with_null: false,
                         dest_field: target,
+                        cast_mode: mode,
                     });
                 }
                 None => match self.on_missing_in_source {
@@ -338,6 +419,7 @@ impl SchemaReconciler {
                             dest_arrow_type: target.data_type().clone(),
                             fill_with_null: true,
                             dest_field: target,
+                            cast_mode: mode,
                         });
                     }
                     MissingInSource::Skip if upsert => problems.push(format!(
@@ -358,9 +440,15 @@ impl SchemaReconciler {
         }
 
         let mut auto_add_columns = Vec::new();
-        for (dest_name, sources) in &landing {
-            let Some(s) = sources.first() else { continue };
-            if dest_names.contains_key(dest_name) {
+        // Source order, so the destination gains the columns in the order the source has them.
+        for s in &src {
+            let dest_name = self
+                .column_mapping
+                .get(s.name())
+                .map(String::as_str)
+                .unwrap_or(s.name());
+            let first = landing.get(dest_name).and_then(|v| v.first());
+            if dest_names.contains_key(dest_name) || !first.is_some_and(|f| std::ptr::eq(*f, s)) {
                 continue;
             }
             match self.on_missing_in_dest {
@@ -371,7 +459,7 @@ impl SchemaReconciler {
                     s.name()
                 )),
                 MissingInDest::AutoAdd => {
-                    let ty = match self.type_coercions.get(*dest_name).or(s.iceberg.as_ref()) {
+                    let ty = match self.type_coercions.get(dest_name).or(s.iceberg.as_ref()) {
                         Some(t) => t.clone(),
                         None => {
                             problems.push(format!(
@@ -390,9 +478,11 @@ impl SchemaReconciler {
                             continue;
                         }
                     };
-                    // Added columns are optional: existing rows have no value for them.
-                    let target = Arc::new(Field::new(*dest_name, dt, true));
-                    check_cast(s, &target, &mut problems, &mut warnings);
+                    // Added columns are optional: existing rows have no value for them. Their
+                    // nested fields have no destination ids until added; the source's ids would
+                    // be wrong (or collide) in the destination.
+                    let target = Arc::new(Field::new(dest_name, strip_ids(&dt), true));
+                    check_cast(s, &target, mode, &mut problems, &mut warnings);
                     auto_add_columns.push((dest_name.to_string(), ty));
                     projections.push(ColumnProjection {
                         dest_name: dest_name.to_string(),
@@ -400,6 +490,7 @@ impl SchemaReconciler {
                         dest_arrow_type: target.data_type().clone(),
                         fill_with_null: false,
                         dest_field: target,
+                        cast_mode: mode,
                     });
                 }
             }
@@ -430,6 +521,7 @@ impl SchemaReconciler {
         Ok(ReconciliationPlan {
             projections,
             auto_add_columns,
+            auto_add_nested_columns,
             widen_columns,
             warnings,
             dest_arrow_schema,
@@ -437,10 +529,12 @@ impl SchemaReconciler {
     }
 }
 
-/// Records an impossible cast as a problem and a lossy or data-dependent one as a warning.
+/// Records an impossible cast as a problem, and a data-dependent or lossy one (at any depth)
+/// as a warning.
 fn check_cast(
     source: &Column,
     target: &FieldRef,
+    mode: CastMode,
     problems: &mut Vec<String>,
     warnings: &mut Vec<String>,
 ) {
@@ -452,13 +546,234 @@ fn check_cast(
             source.name(),
             target.name()
         ));
-    } else if let Some(why) = lossy(from, to) {
-        warnings.push(format!(
-            "source column '{}' ({from}) → '{}' ({to}) {why}",
-            source.name(),
-            target.name()
-        ));
+        return;
     }
+    let mut leaves = Vec::new();
+    leaf_casts(from, to, source.name(), target.name(), &mut leaves);
+    for leaf in leaves {
+        let (f, t) = (&leaf.from, &leaf.to);
+        let head = format!(
+            "source column '{}' ({f}) → '{}' ({t})",
+            leaf.source_path, leaf.dest_path
+        );
+        match (cast_kind(f, t), mode) {
+            (CastKind::Exact, _) => {}
+            (CastKind::DataDependent(why), _) => warnings.push(format!("{head} {why}")),
+            (CastKind::Lossy(why), CastMode::Safe) => warnings.push(format!(
+                "{head} is lossy ({why}): a value the cast would change fails the batch; \
+                 allow_lossy_casts(true) accepts the change"
+            )),
+            (CastKind::Lossy(why), CastMode::AllowLossy) => warnings.push(format!(
+                "{head} is lossy ({why}) and allow_lossy_casts is on: changed values are \
+                 written without error"
+            )),
+        }
+    }
+}
+
+/// One primitive cast inside a (possibly nested) column cast.
+struct LeafCast {
+    source_path: String,
+    dest_path: String,
+    from: DataType,
+    to: DataType,
+}
+
+/// The primitive casts `from → to` performs, struct children matched by name as
+/// [`crate::project_batch`] matches them.
+fn leaf_casts(from: &DataType, to: &DataType, sp: &str, dp: &str, out: &mut Vec<LeafCast>) {
+    match (from, to) {
+        (DataType::Struct(f), DataType::Struct(t)) => {
+            for tf in t {
+                if let Some(ff) = f.iter().find(|ff| ff.name() == tf.name()) {
+                    leaf_casts(
+                        ff.data_type(),
+                        tf.data_type(),
+                        &format!("{sp}.{}", ff.name()),
+                        &format!("{dp}.{}", tf.name()),
+                        out,
+                    );
+                }
+            }
+        }
+        (DataType::List(f), DataType::List(t)) => leaf_casts(
+            f.data_type(),
+            t.data_type(),
+            &format!("{sp}.element"),
+            &format!("{dp}.element"),
+            out,
+        ),
+        (DataType::Map(f, _), DataType::Map(t, _)) => {
+            leaf_casts(f.data_type(), t.data_type(), sp, dp, out)
+        }
+        _ if from != to => out.push(LeafCast {
+            source_path: sp.to_string(),
+            dest_path: dp.to_string(),
+            from: from.clone(),
+            to: to.clone(),
+        }),
+        _ => {}
+    }
+}
+
+/// A nested source field a destination struct lacks.
+struct NestedExtra {
+    /// The destination path of the struct that lacks it.
+    dest_parent: String,
+    /// The source field's full path.
+    source_path: String,
+    field: FieldRef,
+}
+
+/// `to` with every nested source field it lacks recorded in `extras` and, when `add`, appended
+/// to its struct (optional, without ids), so projection carries the values.
+fn extend_nested(
+    from: &DataType,
+    to: &DataType,
+    sp: &str,
+    dp: &str,
+    add: bool,
+    extras: &mut Vec<NestedExtra>,
+) -> DataType {
+    match (from, to) {
+        (DataType::Struct(f), DataType::Struct(t)) => {
+            let mut children: Vec<FieldRef> = t
+                .iter()
+                .map(|tf| match f.iter().find(|ff| ff.name() == tf.name()) {
+                    Some(ff) => {
+                        let dt = extend_nested(
+                            ff.data_type(),
+                            tf.data_type(),
+                            &format!("{sp}.{}", ff.name()),
+                            &format!("{dp}.{}", tf.name()),
+                            add,
+                            extras,
+                        );
+                        if &dt == tf.data_type() {
+                            tf.clone()
+                        } else {
+                            Arc::new(tf.as_ref().clone().with_data_type(dt))
+                        }
+                    }
+                    None => tf.clone(),
+                })
+                .collect();
+            for ff in f {
+                if t.iter().any(|tf| tf.name() == ff.name()) {
+                    continue;
+                }
+                extras.push(NestedExtra {
+                    dest_parent: dp.to_string(),
+                    source_path: format!("{sp}.{}", ff.name()),
+                    field: ff.clone(),
+                });
+                if add {
+                    children.push(Arc::new(Field::new(
+                        ff.name(),
+                        strip_ids(ff.data_type()),
+                        true,
+                    )));
+                }
+            }
+            DataType::Struct(children.into())
+        }
+        (DataType::List(f), DataType::List(t)) => {
+            let dt = extend_nested(
+                f.data_type(),
+                t.data_type(),
+                &format!("{sp}.element"),
+                &format!("{dp}.element"),
+                add,
+                extras,
+            );
+            DataType::List(Arc::new(t.as_ref().clone().with_data_type(dt)))
+        }
+        (DataType::Map(f, _), DataType::Map(t, sorted)) => {
+            let (DataType::Struct(fe), DataType::Struct(te)) = (f.data_type(), t.data_type())
+            else {
+                return to.clone();
+            };
+            if fe.len() != 2 || te.len() != 2 {
+                return to.clone();
+            }
+            // Map entries are matched by position (key, value), whatever a writer named them.
+            let value = extend_nested(
+                fe[1].data_type(),
+                te[1].data_type(),
+                &format!("{sp}.value"),
+                &format!("{dp}.value"),
+                add,
+                extras,
+            );
+            let key = extend_nested(
+                fe[0].data_type(),
+                te[0].data_type(),
+                &format!("{sp}.key"),
+                &format!("{dp}.key"),
+                add,
+                extras,
+            );
+            let entries = DataType::Struct(
+                vec![
+                    Arc::new(te[0].as_ref().clone().with_data_type(key)),
+                    Arc::new(te[1].as_ref().clone().with_data_type(value)),
+                ]
+                .into(),
+            );
+            DataType::Map(
+                Arc::new(t.as_ref().clone().with_data_type(entries)),
+                *sorted,
+            )
+        }
+        _ => to.clone(),
+    }
+}
+
+/// `dt` without Iceberg field ids on its nested fields.
+fn strip_ids(dt: &DataType) -> DataType {
+    let strip = |f: &FieldRef| -> FieldRef {
+        let mut meta = f.metadata().clone();
+        meta.remove(FIELD_ID);
+        Arc::new(
+            f.as_ref()
+                .clone()
+                .with_data_type(strip_ids(f.data_type()))
+                .with_metadata(meta),
+        )
+    };
+    match dt {
+        DataType::Struct(fs) => DataType::Struct(fs.iter().map(strip).collect()),
+        DataType::List(f) => DataType::List(strip(f)),
+        DataType::LargeList(f) => DataType::LargeList(strip(f)),
+        DataType::Map(f, sorted) => DataType::Map(strip(f), *sorted),
+        other => other.clone(),
+    }
+}
+
+/// The Iceberg type of an Arrow type whose nested fields may lack ids: placeholder ids are
+/// given to them (the destination assigns real ones when the column is added).
+fn iceberg_type_of(dt: &DataType) -> Result<Type, String> {
+    fn with_ids(dt: &DataType, next: &mut i32) -> DataType {
+        let give = |f: &FieldRef, next: &mut i32| -> FieldRef {
+            let mut meta = f.metadata().clone();
+            meta.insert(FIELD_ID.to_string(), next.to_string());
+            *next += 1;
+            Arc::new(
+                f.as_ref()
+                    .clone()
+                    .with_data_type(with_ids(f.data_type(), next))
+                    .with_metadata(meta),
+            )
+        };
+        match dt {
+            DataType::Struct(fs) => DataType::Struct(fs.iter().map(|f| give(f, next)).collect()),
+            DataType::List(f) => DataType::List(give(f, next)),
+            DataType::LargeList(f) => DataType::LargeList(give(f, next)),
+            DataType::Map(f, sorted) => DataType::Map(give(f, next), *sorted),
+            other => other.clone(),
+        }
+    }
+    arrow_type_to_type(&with_ids(dt, &mut 1)).map_err(|e| e.to_string())
 }
 
 /// Like arrow's `can_cast_types`, but nested types are compared child by child by name, as
@@ -479,56 +794,11 @@ fn castable(from: &DataType, to: &DataType) -> bool {
     }
 }
 
-/// Why a cast may lose information or fail on some values, if it may.
-fn lossy(from: &DataType, to: &DataType) -> Option<&'static str> {
-    use DataType::*;
-    if from == to {
-        return None;
-    }
-    let int_width = |t: &DataType| match t {
-        Int8 | UInt8 => Some(8),
-        Int16 | UInt16 => Some(16),
-        Int32 | UInt32 => Some(32),
-        Int64 | UInt64 => Some(64),
-        _ => None,
-    };
-    match (from, to) {
-        (Utf8 | LargeUtf8 | Utf8View, t) if !matches!(t, Utf8 | LargeUtf8 | Utf8View) => {
-            Some("is data-dependent: values that do not parse fail the batch")
-        }
-        (f, t) if int_width(f).is_some() && int_width(t).is_some() => {
-            (int_width(f) > int_width(t)).then_some("narrows: out-of-range values fail the batch")
-        }
-        (Float64, Float32) => Some("narrows: precision is lost"),
-        (Float32 | Float64, t) if int_width(t).is_some() => {
-            Some("truncates fractions; out-of-range values fail the batch")
-        }
-        (Int64 | UInt64, Float64) | (Int32 | UInt32 | Int64 | UInt64, Float32) => {
-            Some("may round large integers")
-        }
-        (Decimal128(p1, s1), Decimal128(p2, s2)) if p2 < p1 || s2 < s1 => {
-            Some("reduces precision or scale: values may fail or be rounded")
-        }
-        (Timestamp(u1, _), Timestamp(u2, _)) if unit_rank(u2) < unit_rank(u1) => {
-            Some("coarsens the timestamp unit: sub-unit precision is lost")
-        }
-        _ => None,
-    }
-}
-
-fn unit_rank(u: &arrow_schema::TimeUnit) -> u8 {
-    match u {
-        arrow_schema::TimeUnit::Second => 0,
-        arrow_schema::TimeUnit::Millisecond => 1,
-        arrow_schema::TimeUnit::Microsecond => 2,
-        arrow_schema::TimeUnit::Nanosecond => 3,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use iceberg::spec::{NestedField, PrimitiveType};
+    use arrow_schema::Fields;
+    use iceberg::spec::{ListType, NestedField, PrimitiveType, StructType};
 
     fn long() -> Type {
         Type::Primitive(PrimitiveType::Long)
@@ -752,5 +1022,189 @@ mod tests {
             "{:?}",
             plan.warnings
         );
+    }
+
+    fn st(fields: Vec<NestedField>) -> Type {
+        Type::Struct(StructType::new(fields.into_iter().map(Arc::new).collect()))
+    }
+
+    #[test]
+    fn nested_field_missing_in_dest_is_an_error_by_default() {
+        let src = ice(vec![NestedField::optional(
+            1,
+            "p",
+            st(vec![
+                NestedField::optional(2, "x", int()),
+                NestedField::optional(3, "z", int()),
+            ]),
+        )]);
+        let dst = ice(vec![NestedField::optional(
+            1,
+            "p",
+            st(vec![NestedField::optional(2, "x", int())]),
+        )]);
+        let errs = problems(SchemaReconciler::new().compute_plan(&src, &dst));
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert!(
+            errs[0].contains("source field 'p.z'") && errs[0].contains("auto_add"),
+            "{errs:?}"
+        );
+    }
+
+    #[test]
+    fn nested_field_in_a_list_element_is_found() {
+        let elem = |fields| {
+            Type::List(ListType::new(Arc::new(NestedField::list_element(
+                10,
+                st(fields),
+                false,
+            ))))
+        };
+        let src = ice(vec![NestedField::optional(
+            1,
+            "items",
+            elem(vec![
+                NestedField::optional(11, "a", int()),
+                NestedField::optional(12, "b", long()),
+            ]),
+        )]);
+        let dst = ice(vec![NestedField::optional(
+            1,
+            "items",
+            elem(vec![NestedField::optional(11, "a", int())]),
+        )]);
+        let errs = problems(SchemaReconciler::new().compute_plan(&src, &dst));
+        assert!(errs[0].contains("'items.element.b'"), "{errs:?}");
+        let plan = SchemaReconciler::new()
+            .on_missing_in_dest(MissingInDest::AutoAdd)
+            .compute_plan(&src, &dst)
+            .unwrap();
+        assert_eq!(
+            plan.auto_add_nested_columns,
+            vec![("items.element".to_string(), "b".to_string(), long())]
+        );
+    }
+
+    #[test]
+    fn nested_field_missing_in_dest_is_auto_added_without_source_ids() {
+        use arrow_array::cast::AsArray;
+        use arrow_array::{Int32Array, RecordBatch, StructArray};
+        let src = ice(vec![NestedField::optional(
+            1,
+            "p",
+            st(vec![
+                NestedField::optional(2, "x", int()),
+                NestedField::optional(3, "z", st(vec![NestedField::optional(4, "w", int())])),
+            ]),
+        )]);
+        let dst = ice(vec![NestedField::optional(
+            1,
+            "p",
+            st(vec![NestedField::optional(2, "x", int())]),
+        )]);
+        let plan = SchemaReconciler::new()
+            .on_missing_in_dest(MissingInDest::AutoAdd)
+            .compute_plan(&src, &dst)
+            .unwrap();
+        assert!(plan.auto_add_columns.is_empty());
+        let (parent, name, ty) = &plan.auto_add_nested_columns[0];
+        assert_eq!((parent.as_str(), name.as_str()), ("p", "z"));
+        assert!(matches!(ty, Type::Struct(_)), "{ty}");
+        let DataType::Struct(children) = plan.dest_arrow_schema.field(0).data_type().clone() else {
+            panic!("not a struct")
+        };
+        assert_eq!(children.len(), 2);
+        assert_eq!(
+            children[0].metadata().get(FIELD_ID).map(String::as_str),
+            Some("2")
+        );
+        assert!(children[1].metadata().get(FIELD_ID).is_none());
+        let DataType::Struct(z) = children[1].data_type().clone() else {
+            panic!("not a struct")
+        };
+        assert!(
+            z[0].metadata().get(FIELD_ID).is_none(),
+            "source id 4 must not reach the destination"
+        );
+
+        // Projection carries the new field's values.
+        let w = Fields::from(vec![Field::new("w", DataType::Int32, true)]);
+        let xz = Fields::from(vec![
+            Field::new("x", DataType::Int32, true),
+            Field::new("z", DataType::Struct(w.clone()), true),
+        ]);
+        let zs = StructArray::try_new(w, vec![Arc::new(Int32Array::from(vec![7]))], None).unwrap();
+        let p = StructArray::try_new(
+            xz.clone(),
+            vec![Arc::new(Int32Array::from(vec![1])), Arc::new(zs)],
+            None,
+        )
+        .unwrap();
+        let batch = RecordBatch::try_new(
+            Arc::new(ArrowSchema::new(vec![Field::new(
+                "p",
+                DataType::Struct(xz),
+                true,
+            )])),
+            vec![Arc::new(p)],
+        )
+        .unwrap();
+        let out = crate::project_batch(&batch, &plan).unwrap();
+        let z = out
+            .column(0)
+            .as_struct()
+            .column(1)
+            .as_struct()
+            .column(0)
+            .clone();
+        assert_eq!(
+            z.as_primitive::<arrow_array::types::Int32Type>().value(0),
+            7
+        );
+    }
+
+    #[test]
+    fn auto_added_columns_keep_source_order_and_drop_source_ids() {
+        let src = ice(vec![
+            NestedField::required(1, "id", long()),
+            NestedField::optional(2, "zeta", int()),
+            NestedField::optional(3, "alpha", int()),
+            NestedField::optional(4, "mid", st(vec![NestedField::optional(5, "leaf", int())])),
+        ]);
+        let dst = ice(vec![NestedField::required(1, "id", long())]);
+        let plan = SchemaReconciler::new()
+            .on_missing_in_dest(MissingInDest::AutoAdd)
+            .compute_plan(&src, &dst)
+            .unwrap();
+        let names: Vec<&str> = plan
+            .auto_add_columns
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .collect();
+        assert_eq!(names, vec!["zeta", "alpha", "mid"]);
+        let out: Vec<&str> = plan
+            .dest_arrow_schema
+            .fields()
+            .iter()
+            .map(|f| f.name().as_str())
+            .collect();
+        assert_eq!(out, vec!["id", "zeta", "alpha", "mid"]);
+        let DataType::Struct(mid) = plan.dest_arrow_schema.field(3).data_type().clone() else {
+            panic!("not a struct")
+        };
+        assert!(mid[0].metadata().get(FIELD_ID).is_none());
+    }
+
+    #[test]
+    fn an_arrow_struct_without_ids_can_be_auto_added() {
+        let inner = Fields::from(vec![Field::new("a", DataType::Int32, true)]);
+        let src = arrow(&[("id", DataType::Int64), ("s", DataType::Struct(inner))]);
+        let dst = arrow(&[("id", DataType::Int64)]);
+        let plan = SchemaReconciler::new()
+            .on_missing_in_dest(MissingInDest::AutoAdd)
+            .compute_plan(&src, &dst)
+            .unwrap();
+        assert_eq!(plan.auto_add_columns[0].0, "s");
+        assert!(matches!(plan.auto_add_columns[0].1, Type::Struct(_)));
     }
 }

@@ -5,11 +5,10 @@ use arrow_array::{
     Array, ArrayRef, ListArray, MapArray, RecordBatch, RecordBatchOptions, StructArray,
     new_null_array,
 };
-use arrow_cast::display::{ArrayFormatter, FormatOptions};
-use arrow_cast::{CastOptions, cast_with_options};
 use arrow_schema::DataType;
 
-use crate::{ReconcileError, ReconciliationPlan};
+use crate::cast::cast_primitive;
+use crate::{CastMode, ReconcileError, ReconciliationPlan};
 
 /// Projects one source batch through `plan`: renames, casts (nested types child by child) and
 /// null-fills, returning a batch with `plan.dest_arrow_schema` and the same number of rows.
@@ -32,7 +31,13 @@ pub fn project_batch(
                         available: column_names(batch),
                     }
                 })?;
-                convert_array(column, field.data_type(), &p.dest_name, ChildMatch::ByName)?
+                convert_array_with(
+                    column,
+                    field.data_type(),
+                    &p.dest_name,
+                    ChildMatch::ByName,
+                    p.cast_mode,
+                )?
             }
             _ => new_null_array(field.data_type(), rows),
         };
@@ -90,13 +95,25 @@ fn child_index(
 
 /// Converts `array` to exactly `to`, including nested field names, nullability and metadata
 /// (which carry the Iceberg field ids): struct children matched per `how` (a missing optional
-/// child becomes nulls), list and map values converted recursively, primitives cast strictly.
-/// `column` names the value in errors.
+/// child becomes nulls), list and map values converted recursively, primitives cast safely (a
+/// value the cast would change is an error, see [`CastMode::Safe`]). `column` names the value in
+/// errors.
 pub fn convert_array(
     array: &ArrayRef,
     to: &DataType,
     column: &str,
     how: ChildMatch,
+) -> Result<ArrayRef, ReconcileError> {
+    convert_array_with(array, to, column, how, CastMode::Safe)
+}
+
+/// As [`convert_array`], with primitive casts under `mode`.
+pub fn convert_array_with(
+    array: &ArrayRef,
+    to: &DataType,
+    column: &str,
+    how: ChildMatch,
+    mode: CastMode,
 ) -> Result<ArrayRef, ReconcileError> {
     if array.data_type() == to {
         return Ok(array.clone());
@@ -108,9 +125,13 @@ pub fn convert_array(
             for f in to_fields {
                 let path = format!("{column}.{}", f.name());
                 match child_index(from_fields, f, how) {
-                    Some(i) => {
-                        children.push(convert_array(s.column(i), f.data_type(), &path, how)?)
-                    }
+                    Some(i) => children.push(convert_array_with(
+                        s.column(i),
+                        f.data_type(),
+                        &path,
+                        how,
+                        mode,
+                    )?),
                     None if f.is_nullable() => {
                         children.push(new_null_array(f.data_type(), s.len()))
                     }
@@ -131,7 +152,7 @@ pub fn convert_array(
         (DataType::List(_), DataType::List(to_field)) => {
             let l = array.as_list::<i32>();
             let path = format!("{column}.element");
-            let values = convert_array(l.values(), to_field.data_type(), &path, how)?;
+            let values = convert_array_with(l.values(), to_field.data_type(), &path, how, mode)?;
             Ok(Arc::new(ListArray::try_new(
                 to_field.clone(),
                 l.offsets().clone(),
@@ -142,7 +163,7 @@ pub fn convert_array(
         (DataType::Map(_, _), DataType::Map(to_entries, sorted)) => {
             let m = array.as_map();
             let entries: ArrayRef = Arc::new(m.entries().clone());
-            let entries = convert_array(&entries, to_entries.data_type(), column, how)?;
+            let entries = convert_array_with(&entries, to_entries.data_type(), column, how, mode)?;
             Ok(Arc::new(MapArray::try_new(
                 to_entries.clone(),
                 m.offsets().clone(),
@@ -151,31 +172,8 @@ pub fn convert_array(
                 *sorted,
             )?))
         }
-        _ => cast_checked(array, to, column),
+        _ => cast_primitive(array, to, column, mode),
     }
-}
-
-/// A strict cast: a value that does not convert is an error naming it, never a silent null.
-fn cast_checked(array: &ArrayRef, to: &DataType, column: &str) -> Result<ArrayRef, ReconcileError> {
-    let strict = CastOptions {
-        safe: false,
-        ..Default::default()
-    };
-    cast_with_options(array, to, &strict).map_err(|e| ReconcileError::Cast {
-        column: column.to_string(),
-        from: array.data_type().to_string(),
-        to: to.to_string(),
-        value: first_failing_value(array, to),
-        message: e.to_string(),
-    })
-}
-
-/// The first non-null value that a lenient cast turns into null.
-fn first_failing_value(array: &ArrayRef, to: &DataType) -> Option<String> {
-    let lenient = cast_with_options(array, to, &CastOptions::default()).ok()?;
-    let index = (0..array.len()).find(|&i| array.is_valid(i) && lenient.is_null(i))?;
-    let formatter = ArrayFormatter::try_new(array.as_ref(), &FormatOptions::default()).ok()?;
-    Some(formatter.value(index).to_string())
 }
 
 #[cfg(test)]

@@ -1,9 +1,36 @@
 //! # ops-s3tables: the Amazon S3 Tables table-migration API, safely
 //!
-//! A typed client for StartTableMigration, UpdateTableMigration, SyncTableMigration,
-//! GetTableMigration, CompleteTableMigration and ListTableMigrations (SigV4, retries, paging),
-//! and a guard that encodes the operator runbook — review the compatibility reports, approve,
-//! wait, sync, check parity, complete — so no step can be skipped.
+//! Amazon S3 Tables migrates a Glue Data Catalog Hive/Parquet table into a table bucket through
+//! six operations. This crate owns that concept:
 //!
-//! This crate is laid down with the workspace; the client arrives with its own issue.
+//! - [`S3TablesClient`] — typed StartTableMigration, GetTableMigration, ListTableMigrations,
+//!   UpdateTableMigration, SyncTableMigration and CompleteTableMigration (plus GetTable and
+//!   GetTableMetadataLocation) with the service model's routes, success codes and shapes
+//!   ([`model`]), SigV4 via `aws-sigv4` with the standard AWS credential chain, typed
+//!   [`Error`]s, retries with backoff for 429/5xx, and paging through empty pages.
+//! - [`review`] — reads the table compatibility report (CSV) a plan wrote and classifies each
+//!   column's type change (lossless, widened, converted, incompatible, unsupported).
+//!
+//! ```no_run
+//! # async fn demo() -> ops_s3tables::Result<()> {
+//! let client = ops_s3tables::S3TablesClient::from_env(None, None).await?;
+//! let m = client.get_table_migration(Some("mig-1"), None).await?;
+//! println!("{} {}", m.migration_id, m.state);
+//! # Ok(()) }
+//! ```
 #![deny(missing_docs)]
+
+pub mod aws;
+mod client;
+mod error;
+pub mod guard;
+pub mod http_server;
+pub mod model;
+pub mod review;
+mod sign;
+pub mod source;
+
+pub use client::{RetryPolicy, S3TablesClient, TableRef, default_endpoint};
+pub use error::{Error, Result};
+pub use guard::{GuardError, MigrationGuard, WaitPolicy, recovery_advice};
+pub use sign::Signer;

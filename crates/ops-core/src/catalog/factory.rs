@@ -167,7 +167,7 @@ impl CatalogFactory {
                 env_name: String::new(),
             });
         }
-        let definition = match self.config.get(&lowered) {
+        let mut definition = match self.config.get(&lowered) {
             Some(d) => d.clone(),
             None if lowered == EMBEDDED_DEFAULT => self.embedded_default(),
             None => {
@@ -178,6 +178,10 @@ impl CatalogFactory {
                 });
             }
         };
+        // Definitions are found case-insensitively (PyIceberg lowercases its config keys), but
+        // the catalog keeps the name it was opened by, as PyIceberg's `load_catalog(name)`
+        // does: a SQL catalog's rows are keyed by that exact name.
+        definition.name = name.trim().to_string();
         settings_for(definition, &self.base_dir)
     }
 
@@ -706,6 +710,21 @@ mod tests {
             Some("file:///work/x/.iceberg-ops/warehouse")
         );
         assert_eq!(*s.origin(), Origin::EmbeddedDefault);
+        Ok(())
+    }
+
+    #[test]
+    fn catalog_keeps_the_name_it_was_opened_by() -> Result<(), Box<dyn std::error::Error>> {
+        let f = factory(
+            vec![CatalogDefinition::inline(
+                "Prod",
+                [("type", "sql"), ("uri", "sqlite:////tmp/p.db"), ("warehouse", "file:///tmp/w")],
+            )],
+            Path::new("/tmp"),
+        );
+        // Found case-insensitively; named as the caller named it (PyIceberg's load_catalog).
+        assert_eq!(f.resolve("Prod")?.name(), "Prod");
+        assert_eq!(f.resolve("prod")?.name(), "prod");
         Ok(())
     }
 

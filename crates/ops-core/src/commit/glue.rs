@@ -4,6 +4,7 @@ use aws_sdk_glue::types::TableInput;
 use iceberg::TableIdent;
 
 use super::Swap;
+use super::aws::aws_message;
 use crate::catalog::CatalogSettings;
 use crate::{Error, Result};
 
@@ -16,7 +17,7 @@ pub(super) struct GluePointer {
 
 impl GluePointer {
     pub(super) async fn connect(settings: &CatalogSettings) -> Result<Self> {
-        let config = super::s3tables::sdk_config(settings, settings.iceberg_property("uri")).await;
+        let config = super::aws::sdk_config(settings, settings.iceberg_property("uri")).await;
         Ok(Self {
             client: aws_sdk_glue::Client::new(&config),
             catalog_id: settings.iceberg_property("catalog_id").map(str::to_string),
@@ -71,9 +72,16 @@ impl GluePointer {
             // PyIceberg's default (glue.skip-archive): no table version per commit.
             .skip_archive(true);
         // Glue rejects the update if the table changed since this VersionId was read.
-        if let Some(version) = table.version_id() {
-            request = request.version_id(version);
-        }
+        // Without a VersionId the swap would be unguarded: a concurrent writer's commit could
+        // be overwritten silently. Refuse instead.
+        let Some(version) = table.version_id() else {
+            return Err(err(format!(
+                "Glue returned no VersionId for {ident}, so the metadata swap cannot be guarded \
+                 against a concurrent writer; refusing to commit (is this a Glue-compatible \
+                 endpoint that supports table versions?)"
+            )));
+        };
+        request = request.version_id(version);
         tracing::debug!(table = %ident, version_id = ?table.version_id(), "glue UpdateTable");
         match request.send().await {
             Ok(_) => Ok(Swap::Done),
@@ -100,9 +108,4 @@ fn single_level(ident: &TableIdent) -> std::result::Result<String, String> {
             ident.namespace().join(".")
         )),
     }
-}
-
-pub(super) fn aws_message<E: std::error::Error>(e: &E) -> String {
-    // DisplayErrorContext walks the source chain, which the plain Display hides.
-    aws_smithy_types::error::display::DisplayErrorContext(e).to_string()
 }

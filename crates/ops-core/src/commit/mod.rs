@@ -20,6 +20,7 @@
 //!
 //! When official iceberg-rust actions can express an operation, this module is what they replace.
 
+mod aws;
 mod glue;
 mod rest;
 mod s3tables;
@@ -43,6 +44,10 @@ pub struct TableChange {
     pub requirements: Vec<TableRequirement>,
     /// Applied in order.
     pub updates: Vec<TableUpdate>,
+    /// Files this change wrote that only its snapshot references (manifests, a manifest list,
+    /// rewritten data files): deleted when the commit is refused, so a lost attempt leaves no
+    /// orphans. Files the caller wrote and hands in stay the caller's.
+    pub written: Vec<String>,
 }
 
 /// The per-catalog clients a commit needs, created on first use and shared by a handle's clones.
@@ -73,7 +78,44 @@ enum Swap {
 /// Fails with [`Error::CommitConflict`] when `base` is no longer the table's current metadata
 /// or a requirement does not hold.
 pub async fn commit(handle: &CatalogHandle, base: &Table, change: TableChange) -> Result<Table> {
+    let written = change.written.clone();
+    let result = commit_inner(handle, base, change).await;
+    if let Err(Error::CommitConflict { .. } | Error::InvalidInput(_)) = &result {
+        // Refused outright: nothing references what the attempt wrote.
+        delete_quietly(base.file_io(), &written).await;
+    }
+    result
+}
+
+/// Deletes `paths`, logging (not failing on) a file that cannot be removed.
+pub(crate) async fn delete_quietly(file_io: &iceberg::io::FileIO, paths: &[String]) {
+    for path in paths {
+        if let Err(e) = file_io.delete(path).await {
+            tracing::warn!(%path, error = %e, "could not remove a file of a refused commit");
+        }
+    }
+}
+
+/// Refuses Iceberg v3 tables: their metadata (row lineage, `initial-default` /
+/// `write-default`, deletion vectors) is not preserved by ops-core's writers.
+pub(crate) fn refuse_v3(table: &Table) -> Result<()> {
+    if table.metadata().format_version() == iceberg::spec::FormatVersion::V3 {
+        return Err(Error::InvalidInput(format!(
+            "{} is an Iceberg v3 table; iceberg-ops changes only v1 and v2 tables (v3 \
+             row lineage and column defaults would not be preserved)",
+            base_name(table)
+        )));
+    }
+    Ok(())
+}
+
+fn base_name(table: &Table) -> String {
+    table.identifier().to_string()
+}
+
+async fn commit_inner(handle: &CatalogHandle, base: &Table, change: TableChange) -> Result<Table> {
     let ident = base.identifier().clone();
+    refuse_v3(base)?;
     for requirement in &change.requirements {
         if let Err(e) = requirement.check(Some(base.metadata())) {
             return Err(Error::CommitConflict {
@@ -94,6 +136,7 @@ pub async fn commit(handle: &CatalogHandle, base: &Table, change: TableChange) -
                 .await?;
             return rest.commit(base, change).await;
         }
+        _ if !commits_supported(settings) => return Err(unsupported(settings)),
         CatalogKind::Memory => return Err(unsupported(settings)),
         CatalogKind::Sql => Pointer::Sql(
             committer
@@ -123,12 +166,9 @@ pub async fn commit(handle: &CatalogHandle, base: &Table, change: TableChange) -
     for update in change.updates {
         builder = update.apply(builder)?;
     }
-    let metadata = builder.build()?.metadata;
-    let location = MetadataLocation::from_str(&base_location)?
-        .with_next_version()
-        .with_new_metadata(&metadata);
-    metadata.write_to(base.file_io(), &location).await?;
-    let new_location = location.to_string();
+    let built = builder.build()?;
+    let metadata = built.metadata;
+    let new_location = write_metadata(base, &base_location, &metadata).await?;
 
     let swap = match pointer {
         Pointer::Sql(p) => {
@@ -141,6 +181,16 @@ pub async fn commit(handle: &CatalogHandle, base: &Table, change: TableChange) -
     match swap {
         Ok(Swap::Done) => {
             tracing::debug!(table = %ident, location = %new_location, "committed");
+            if delete_after_commit(&metadata) {
+                // Java's write.metadata.delete-after-commit.enabled: metadata files that fell
+                // out of the log (write.metadata.previous-versions-max) are removed.
+                let expired: Vec<String> = built
+                    .expired_metadata_logs
+                    .iter()
+                    .map(|l| l.metadata_file.clone())
+                    .collect();
+                delete_quietly(base.file_io(), &expired).await;
+            }
             Ok(Table::builder()
                 .identifier(ident)
                 .metadata(metadata)
@@ -162,7 +212,90 @@ pub async fn commit(handle: &CatalogHandle, base: &Table, change: TableChange) -
     }
 }
 
+/// Writes `metadata` as the version after `base_location`'s, beside it or under
+/// `write.metadata.path` (Java's property); returns its location.
+async fn write_metadata(
+    base: &Table,
+    base_location: &str,
+    metadata: &iceberg::spec::TableMetadata,
+) -> Result<String> {
+    let custom = metadata
+        .properties()
+        .get("write.metadata.path")
+        .map(|d| d.trim().trim_end_matches('/').to_string())
+        .filter(|d| !d.is_empty());
+    let (dir, file) = base_location
+        .rsplit_once('/')
+        .unwrap_or(("", base_location));
+    let version: i32 = file
+        .split_once('-')
+        .and_then(|(v, _)| v.parse().ok())
+        .unwrap_or(0);
+    let dir = custom.unwrap_or_else(|| dir.to_string());
+    if dir.ends_with("/metadata") {
+        // iceberg's own writer (it applies write.metadata.compression-codec).
+        let location = MetadataLocation::from_str(&format!(
+            "{dir}/{:0>5}-{}.metadata.json",
+            version + 1,
+            uuid::Uuid::new_v4()
+        ))?
+        .with_new_metadata(metadata);
+        metadata.write_to(base.file_io(), &location).await?;
+        return Ok(location.to_string());
+    }
+    let compressed = metadata
+        .properties()
+        .get("write.metadata.compression-codec")
+        .is_some_and(|c| !c.trim().eq_ignore_ascii_case("none"));
+    if compressed {
+        return Err(Error::InvalidInput(format!(
+            "{}: write.metadata.compression-codec is only supported when the metadata \
+             directory ends in /metadata (write.metadata.path is '{dir}')",
+            base.identifier()
+        )));
+    }
+    let location = format!(
+        "{dir}/{:0>5}-{}.metadata.json",
+        version + 1,
+        uuid::Uuid::new_v4()
+    );
+    let bytes = serde_json::to_vec(metadata)
+        .map_err(|e| Error::InvalidInput(format!("serialising table metadata: {e}")))?;
+    base.file_io()
+        .new_output(&location)?
+        .write(bytes.into())
+        .await?;
+    Ok(location)
+}
+
+fn delete_after_commit(metadata: &iceberg::spec::TableMetadata) -> bool {
+    metadata
+        .properties()
+        .get("write.metadata.delete-after-commit.enabled")
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+}
+
+/// Whether ops-core can commit to this catalog: not to a memory catalog, nor to a SQL catalog
+/// on an in-memory SQLite database (private to the catalog's own connection, so the
+/// compare-and-swap connection would see an empty database).
+fn commits_supported(settings: &CatalogSettings) -> bool {
+    match settings.kind() {
+        CatalogKind::Memory => false,
+        CatalogKind::Sql => settings.iceberg_property("uri") != Some("sqlite::memory:"),
+        _ => true,
+    }
+}
+
 fn unsupported(settings: &CatalogSettings) -> Error {
+    if settings.kind() == CatalogKind::Sql {
+        return Error::InvalidInput(format!(
+            "catalog '{}' is an in-memory SQLite database, which only the catalog's own \
+             connection can see, so iceberg-ops cannot commit to it; use a file instead, e.g. \
+             uri: sqlite:///path/to/catalog.db (or the embedded 'sqlite' catalog)",
+            settings.name()
+        ));
+    }
+
     Error::InvalidInput(format!(
         "catalog '{}' is a memory catalog, which cannot take ops-core commits (iceberg keeps \
          its commit API private); use the embedded 'sqlite' catalog instead",
@@ -219,13 +352,14 @@ where
     Fut: Future<Output = Result<Option<TableChange>>>,
 {
     // Refuse before `build` runs: planning a snapshot already writes manifests.
-    if handle.kind() == CatalogKind::Memory {
+    if !commits_supported(handle.settings()) {
         return Err(unsupported(handle.settings()));
     }
     let started = Instant::now();
     let mut attempt: u32 = 0;
     loop {
         let base = handle.catalog().load_table(ident).await?;
+        refuse_v3(&base)?;
         let policy = RetryPolicy::of(&base)?;
         let Some(change) = build(base.clone()).await? else {
             return Ok(base);

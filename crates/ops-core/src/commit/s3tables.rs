@@ -1,10 +1,9 @@
 //! S3 Tables: `UpdateTableMetadataLocation` with the table's `versionToken`.
 
-use aws_config::{BehaviorVersion, Region, SdkConfig};
 use iceberg::TableIdent;
 
 use super::Swap;
-use super::glue::aws_message;
+use super::aws::{aws_message, sdk_config};
 use crate::catalog::CatalogSettings;
 use crate::{Error, Result};
 
@@ -13,35 +12,6 @@ pub(super) struct S3TablesPointer {
     client: aws_sdk_s3tables::Client,
     bucket_arn: String,
     catalog: String,
-}
-
-/// The AWS SDK configuration a catalog's settings describe (as the catalog crates build it).
-pub(super) async fn sdk_config(settings: &CatalogSettings, endpoint: Option<&str>) -> SdkConfig {
-    let mut loader = aws_config::defaults(BehaviorVersion::latest());
-    if let Some(endpoint) = endpoint {
-        loader = loader.endpoint_url(endpoint);
-    }
-    if let (Some(key), Some(secret)) = (
-        settings.iceberg_property("aws_access_key_id"),
-        settings.iceberg_property("aws_secret_access_key"),
-    ) {
-        loader = loader.credentials_provider(aws_credential_types::Credentials::new(
-            key,
-            secret,
-            settings
-                .iceberg_property("aws_session_token")
-                .map(str::to_string),
-            None,
-            "iceberg-ops",
-        ));
-    }
-    if let Some(profile) = settings.iceberg_property("profile_name") {
-        loader = loader.profile_name(profile);
-    }
-    if let Some(region) = settings.iceberg_property("region_name") {
-        loader = loader.region(Region::new(region.to_string()));
-    }
-    loader.load().await
 }
 
 impl S3TablesPointer {

@@ -1,7 +1,8 @@
 //! Append data files in one snapshot, with caller-supplied summary properties.
 //!
 //! 1. Load the table.
-//! 2. Produce a snapshot that keeps every existing manifest and adds one of the new files.
+//! 2. Produce a snapshot that keeps every existing manifest and adds the new files under the
+//!    spec they were written with (merging small manifests per `commit.manifest-merge.*`).
 //! 3. Commit; on a concurrent commit, rebuild on the new base and retry (an append never
 //!    overlaps another writer's change).
 
@@ -13,7 +14,7 @@ use iceberg::TableIdent;
 use iceberg::spec::{DataFile, Operation};
 use iceberg::table::Table;
 
-use super::snapshot::{SnapshotMetrics, SnapshotProducer, commit_snapshot};
+use super::snapshot::{ManifestCache, SnapshotMetrics, SnapshotProducer, commit_snapshot};
 use crate::{CatalogHandle, Result};
 
 /// Appends data files (see the module docs).
@@ -21,7 +22,9 @@ use crate::{CatalogHandle, Result};
 pub struct AppendBuilder {
     handle: CatalogHandle,
     ident: TableIdent,
-    files: Vec<DataFile>,
+    /// Files with the spec they were written under (`None`: the default spec when this
+    /// builder first loads the table).
+    files: Vec<(Option<i32>, DataFile)>,
     properties: HashMap<String, String>,
 }
 
@@ -36,9 +39,19 @@ impl AppendBuilder {
         }
     }
 
-    /// Data files to add (written with [`crate::write::write_data_files`]).
+    /// Data files to add (written with [`crate::write::write_data_files`] under the table's
+    /// default spec as this builder first loads it); prefer [`Self::add_written`].
     pub fn with_files(mut self, files: impl IntoIterator<Item = DataFile>) -> Self {
-        self.files.extend(files);
+        self.files.extend(files.into_iter().map(|f| (None, f)));
+        self
+    }
+
+    /// Data files to add, with the spec they were written under
+    /// ([`crate::write::write_files`]).
+    pub fn add_written(mut self, written: crate::write::WrittenFiles) -> Self {
+        let spec = written.spec_id;
+        self.files
+            .extend(written.files.into_iter().map(|f| (Some(spec), f)));
         self
     }
 
@@ -49,15 +62,25 @@ impl AppendBuilder {
     }
 
     async fn execute(self) -> Result<(Table, SnapshotMetrics)> {
+        let default_spec: std::sync::Mutex<Option<i32>> = std::sync::Mutex::new(None);
         commit_snapshot(&self.handle, &self.ident, |base| {
-            let files = self.files.clone();
+            let spec = *default_spec
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get_or_insert(base.metadata().default_partition_spec_id());
+            let files: Vec<(i32, DataFile)> = self
+                .files
+                .iter()
+                .map(|(s, f)| (s.unwrap_or(spec), f.clone()))
+                .collect();
             let properties = self.properties.clone();
             async move {
                 if files.is_empty() {
                     return Ok(None);
                 }
-                let produced = SnapshotProducer::new(&base, Operation::Append)
-                    .add_files(files)
+                let cache = ManifestCache::new(&base);
+                let produced = SnapshotProducer::new(&base, &cache, Operation::Append)
+                    .add_files_by_spec(files)
                     .properties(properties)
                     .produce()
                     .await?;

@@ -1,31 +1,42 @@
 //! Delete the rows matching a filter, copy-on-write: readable by every reader, PyIceberg
 //! included (no delete files are written).
 //!
-//! 1. Plan a scan of the current snapshot with the filter: the data files that may hold
-//!    matching rows (partition and column statistics prune the rest).
-//! 2. Read each candidate with the negated filter — its rows to keep — and stream them into new
-//!    data files under the current schema and spec:
-//!    - every row kept → the file is untouched (the rewrite is discarded);
-//!    - no row kept → the file is dropped;
+//! A row is deleted only where the filter is TRUE — SQL's three-valued logic, as Spark and
+//! PyIceberg apply it: a row whose filtered column is NULL, or a row of a file written before
+//! the filtered column existed, is kept.
+//!
+//! 1. The candidates: live data files whose column statistics allow a row where the filter is
+//!    TRUE (missing or incomparable statistics — a column the file predates, a value written
+//!    before a widening — keep a file in).
+//! 2. Read each candidate whole (its delete files applied), in the table's current schema, and
+//!    evaluate the filter per row ([`crate::eval`]); stream the rows where it is not TRUE into
+//!    new data files under the current schema and spec:
+//!    - no row matched → the file is untouched (the rewrite is discarded);
+//!    - every row matched → the file is dropped;
 //!    - otherwise → the file is replaced by its rewrite.
 //! 3. One snapshot (`delete` when files are only dropped, `overwrite` when some are rewritten).
 //!    On a concurrent commit the whole plan is redone on the new base, so rows another writer
-//!    added that match the filter are deleted too, and no commit of theirs is lost.
+//!    added that match the filter are deleted too, and no commit of theirs is lost; the
+//!    rewrites of the lost attempt are removed.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::{StreamExt, TryStreamExt};
 use iceberg::TableIdent;
 use iceberg::arrow::{ArrowReaderBuilder, schema_to_arrow_schema};
-use iceberg::expr::Predicate;
+use iceberg::expr::{Bind, Predicate};
 use iceberg::scan::FileScanTask;
-use iceberg::spec::Operation;
+use iceberg::spec::{DataFile, Operation};
 use iceberg::table::Table;
 
-use super::snapshot::{SnapshotMetrics, SnapshotProducer, commit_snapshot};
+use super::snapshot::{
+    ManifestCache, SnapshotMetrics, SnapshotProducer, commit_snapshot, live_data_files,
+};
+use super::validate::may_match;
 use crate::{CatalogHandle, Error, Result};
 
 /// Deletes matching rows (see the module docs).
@@ -33,14 +44,38 @@ use crate::{CatalogHandle, Error, Result};
 pub struct DeleteBuilder {
     handle: CatalogHandle,
     ident: TableIdent,
-    filter: Option<Filter>,
+    filter: Option<RowFilter>,
     properties: HashMap<String, String>,
 }
 
-#[derive(Clone)]
-enum Filter {
+/// Rows named by a predicate or by filter text.
+#[derive(Clone, Debug)]
+pub(crate) enum RowFilter {
     Predicate(Predicate),
     Text(String),
+}
+
+impl RowFilter {
+    /// The predicate, naming columns as the current snapshot's schema does (what iceberg's
+    /// scan planning binds to).
+    pub(crate) fn resolve(&self, table: &Table) -> Result<Predicate> {
+        match self {
+            RowFilter::Predicate(p) => Ok(p.clone()),
+            RowFilter::Text(text) => {
+                let md = table.metadata();
+                crate::filter::parse_filter_at(text, md.current_schema(), read_schema(table))
+            }
+        }
+    }
+}
+
+pub(crate) fn read_schema(table: &Table) -> &iceberg::spec::Schema {
+    let md = table.metadata();
+    md.current_snapshot()
+        .and_then(|s| s.schema_id())
+        .and_then(|id| md.schema_by_id(id))
+        .map(|s| s.as_ref())
+        .unwrap_or_else(|| md.current_schema())
 }
 
 impl DeleteBuilder {
@@ -56,14 +91,14 @@ impl DeleteBuilder {
 
     /// The rows to delete, as a predicate naming columns as in the current snapshot's schema.
     pub fn with_filter(mut self, filter: Predicate) -> Self {
-        self.filter = Some(Filter::Predicate(filter));
+        self.filter = Some(RowFilter::Predicate(filter));
         self
     }
 
     /// The rows to delete, as text naming columns as in the table's current schema (see
     /// [`crate::filter`]); a renamed column is matched by field id.
     pub fn with_filter_text(mut self, filter: impl Into<String>) -> Self {
-        self.filter = Some(Filter::Text(filter.into()));
+        self.filter = Some(RowFilter::Text(filter.into()));
         self
     }
 
@@ -73,62 +108,114 @@ impl DeleteBuilder {
         self
     }
 
-    async fn execute(self) -> Result<(Table, SnapshotMetrics)> {
-        let filter = self.filter.ok_or_else(|| {
-            Error::InvalidInput("a delete needs a filter; to empty a table, filter on a condition that is always true, e.g. 'id IS NOT NULL OR id IS NULL'".into())
-        })?;
-        commit_snapshot(&self.handle, &self.ident, |base| {
+    /// Plans the delete on the current table and reports it without committing anything:
+    /// the files that would be dropped or rewritten and the rows that would go.
+    pub async fn dry_run(self) -> Result<DeletePreview> {
+        let filter = self.filter.ok_or_else(missing_filter)?;
+        let table = self.handle.catalog().load_table(&self.ident).await?;
+        crate::commit::refuse_v3(&table)?;
+        let cache = ManifestCache::new(&table);
+        let predicate = filter.resolve(&table)?;
+        let plan = plan_delete(&table, &cache, predicate, false).await?;
+        Ok(plan.map(|p| p.preview).unwrap_or_default())
+    }
+
+    /// Commits the delete and also reports which files were dropped and rewritten and how
+    /// many rows went (as planned by the attempt that committed).
+    pub async fn execute_with_report(self) -> Result<(Table, SnapshotMetrics, DeletePreview)> {
+        let filter = self.filter.ok_or_else(missing_filter)?;
+        let report: std::sync::Mutex<DeletePreview> = std::sync::Mutex::default();
+        let (table, metrics) = commit_snapshot(&self.handle, &self.ident, |base| {
             let filter = filter.clone();
             let properties = self.properties.clone();
+            let report = &report;
             async move {
-                let filter = match filter {
-                    Filter::Predicate(p) => p,
-                    Filter::Text(text) => {
-                        let md = base.metadata();
-                        let read_schema = md
-                            .current_snapshot()
-                            .and_then(|s| s.schema_id())
-                            .and_then(|id| md.schema_by_id(id))
-                            .unwrap_or_else(|| md.current_schema());
-                        crate::filter::parse_filter_at(&text, md.current_schema(), read_schema)?
-                    }
-                };
-                let Some(plan) = plan_delete(&base, filter).await? else {
+                let cache = ManifestCache::new(&base);
+                let predicate = filter.resolve(&base)?;
+                let Some(plan) = plan_delete(&base, &cache, predicate, true).await? else {
+                    *report.lock().unwrap_or_else(|p| p.into_inner()) = DeletePreview::default();
                     return Ok(None);
                 };
-                let operation = if plan.added.is_empty() {
+                *report.lock().unwrap_or_else(|p| p.into_inner()) = plan.preview.clone();
+                let operation = if plan.added.files.is_empty() {
                     Operation::Delete
                 } else {
                     Operation::Overwrite
                 };
-                let produced = SnapshotProducer::new(&base, operation)
+                let rewrites: Vec<String> = plan.rewritten_paths();
+                let produced = SnapshotProducer::new(&base, &cache, operation)
                     .remove_paths(plan.removed)
-                    .add_files(plan.added)
+                    .add_files(plan.added.spec_id, plan.added.files)
                     .properties(properties)
                     .produce()
-                    .await?;
-                Ok(Some(produced))
+                    .await;
+                match produced {
+                    Ok(mut p) => {
+                        p.change.written.extend(rewrites);
+                        Ok(Some(p))
+                    }
+                    Err(e) => {
+                        crate::commit::delete_quietly(base.file_io(), &rewrites).await;
+                        Err(e)
+                    }
+                }
             }
         })
-        .await
+        .await?;
+        let report = report.into_inner().unwrap_or_else(|p| p.into_inner());
+        Ok((table, metrics, report))
+    }
+
+    async fn execute(self) -> Result<(Table, SnapshotMetrics)> {
+        let (table, metrics, _) = self.execute_with_report().await?;
+        Ok((table, metrics))
     }
 }
 
-struct DeletePlan {
-    removed: Vec<String>,
-    added: Vec<iceberg::spec::DataFile>,
+fn missing_filter() -> Error {
+    Error::InvalidInput("a delete needs a filter; to empty a table, filter on a condition that is always true, e.g. 'id IS NOT NULL OR id IS NULL'".into())
 }
 
+/// What a delete would do (a dry run), or did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DeletePreview {
+    /// Files every row of which matches: removed without replacement.
+    pub dropped_files: Vec<String>,
+    /// Files some rows of which match: replaced by a rewrite of the others.
+    pub rewritten_files: Vec<String>,
+    /// Rows that match the filter.
+    pub deleted_rows: u64,
+}
+
+/// The files a delete removes and the rewrites it adds.
+pub(crate) struct DeletePlan {
+    pub removed: Vec<String>,
+    pub added: crate::write::WrittenFiles,
+    pub preview: DeletePreview,
+}
+
+impl DeletePlan {
+    pub(crate) fn rewritten_paths(&self) -> Vec<String> {
+        self.added
+            .files
+            .iter()
+            .map(|f| f.file_path().to_string())
+            .collect()
+    }
+}
+
+/// The scan tasks (delete files attached) of the live files `wanted` selects, by file.
 async fn tasks(
     table: &Table,
     snapshot_id: i64,
-    filter: Predicate,
+    wanted: &HashSet<String>,
 ) -> Result<BTreeMap<String, Vec<FileScanTask>>> {
+    // No filter: iceberg's planner decodes partition bounds with the current schema's types,
+    // which prunes files written before a partition source column was widened.
     let tasks: Vec<FileScanTask> = table
         .scan()
         .snapshot_id(snapshot_id)
         .select_all()
-        .with_filter(filter)
         .build()?
         .plan_files()
         .await?
@@ -136,60 +223,105 @@ async fn tasks(
         .await?;
     let mut by_file: BTreeMap<String, Vec<FileScanTask>> = BTreeMap::new();
     for t in tasks {
-        by_file.entry(t.data_file_path.clone()).or_default().push(t);
+        if wanted.contains(&t.data_file_path) {
+            by_file.entry(t.data_file_path.clone()).or_default().push(t);
+        }
     }
     Ok(by_file)
 }
 
-async fn plan_delete(table: &Table, filter: Predicate) -> Result<Option<DeletePlan>> {
+/// Plans deleting the rows of `table`'s current snapshot where `filter` is TRUE; `None` when no
+/// row matches. With `write` false nothing is written: only the preview is filled in.
+pub(crate) async fn plan_delete(
+    table: &Table,
+    cache: &ManifestCache,
+    filter: Predicate,
+    write: bool,
+) -> Result<Option<DeletePlan>> {
     let Some(snapshot_id) = table.metadata().current_snapshot_id() else {
         return Ok(None);
     };
-    let candidates = tasks(table, snapshot_id, filter.clone()).await?;
+    let bound = filter.bind(Arc::new(read_schema(table).clone()), true)?;
+    // Files whose column statistics allow a TRUE row (missing or incomparable statistics —
+    // a column the file predates, a value written before a widening — count as "may").
+    let pruning = bound.clone().rewrite_not();
+    let wanted: HashSet<String> = live_data_files(table, cache)
+        .await?
+        .into_iter()
+        .filter(|f| may_match(&pruning, &f.file))
+        .map(|f| f.file.file_path().to_string())
+        .collect();
+    if wanted.is_empty() {
+        return Ok(None);
+    }
+    let candidates = tasks(table, snapshot_id, &wanted).await?;
     if candidates.is_empty() {
         return Ok(None);
     }
-    let mut keep = tasks(table, snapshot_id, !filter).await?;
     let target = crate::write::table_arrow_schema(table)?;
     let reader =
         ArrowReaderBuilder::new(table.file_io().clone(), iceberg::Runtime::try_current()?).build();
     let mut plan = DeletePlan {
         removed: Vec::new(),
-        added: Vec::new(),
+        added: crate::write::WrittenFiles {
+            spec_id: table.metadata().default_partition_spec_id(),
+            files: Vec::new(),
+        },
+        preview: DeletePreview::default(),
     };
-    for (path, candidate_tasks) in candidates {
-        let record_count: Option<u64> = candidate_tasks.first().and_then(|t| t.record_count);
-        let has_deletes = candidate_tasks.iter().any(|t| !t.deletes.is_empty());
-        let Some(kept_tasks) = keep.remove(&path) else {
-            // Statistics prove no row survives: drop the file whole.
-            plan.removed.push(path);
-            continue;
-        };
-        let read_schema = Arc::new(schema_to_arrow_schema(&kept_tasks[0].schema)?);
-        let kept_rows = Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let counter = kept_rows.clone();
-        let target_schema = target.clone();
-        let batches = reader
-            .clone()
-            .read(futures::stream::iter(kept_tasks.into_iter().map(Ok)).boxed())?
-            .stream()
-            .map_err(Error::from)
-            .map(move |b| {
-                let b = b?;
-                counter.fetch_add(b.num_rows() as u64, std::sync::atomic::Ordering::Relaxed);
-                crate::scan::project_by_field_id(&b, &read_schema, &target_schema)
-            });
-        let written = crate::write::write_data_files(table, Box::pin(batches)).await?;
-        let kept = kept_rows.load(std::sync::atomic::Ordering::Relaxed);
-        if Some(kept) == record_count && !has_deletes {
-            // Nothing in this file matched: keep it, discard the rewrite.
-            for f in &written {
-                let _ = table.file_io().delete(f.file_path()).await;
+    let result = async {
+        for (path, file_tasks) in candidates {
+            let read_schema = Arc::new(schema_to_arrow_schema(&file_tasks[0].schema)?);
+            let read = Arc::new(AtomicU64::new(0));
+            let kept = Arc::new(AtomicU64::new(0));
+            let (read_c, kept_c) = (read.clone(), kept.clone());
+            let target_schema = target.clone();
+            let bound = bound.clone();
+            let batches = reader
+                .clone()
+                .read(futures::stream::iter(file_tasks.into_iter().map(Ok)).boxed())?
+                .stream()
+                .map_err(Error::from)
+                .map(move |b| {
+                    let b = crate::scan::project_by_field_id(&b?, &read_schema, &target_schema)?;
+                    let keep = crate::eval::not_true(&crate::eval::evaluate(&bound, &b)?);
+                    let out = arrow_select::filter::filter_record_batch(&b, &keep)?;
+                    read_c.fetch_add(b.num_rows() as u64, Ordering::Relaxed);
+                    kept_c.fetch_add(out.num_rows() as u64, Ordering::Relaxed);
+                    Ok(out)
+                });
+            let written: Vec<DataFile> = if write {
+                crate::write::write_data_files(table, Box::pin(batches)).await?
+            } else {
+                let mut batches = Box::pin(batches);
+                while let Some(b) = batches.next().await {
+                    b?;
+                }
+                Vec::new()
+            };
+            let (read, kept) = (read.load(Ordering::Relaxed), kept.load(Ordering::Relaxed));
+            if kept == read {
+                // Nothing in this file matched: keep it (and its delete files), drop the rewrite.
+                let paths: Vec<String> =
+                    written.iter().map(|f| f.file_path().to_string()).collect();
+                crate::commit::delete_quietly(table.file_io(), &paths).await;
+                continue;
             }
-            continue;
+            plan.preview.deleted_rows += read - kept;
+            if kept == 0 {
+                plan.preview.dropped_files.push(path.clone());
+            } else {
+                plan.preview.rewritten_files.push(path.clone());
+            }
+            plan.removed.push(path);
+            plan.added.files.extend(written);
         }
-        plan.removed.push(path);
-        plan.added.extend(written);
+        Ok::<(), Error>(())
+    }
+    .await;
+    if let Err(e) = result {
+        crate::commit::delete_quietly(table.file_io(), &plan.rewritten_paths()).await;
+        return Err(e);
     }
     if plan.removed.is_empty() {
         return Ok(None);

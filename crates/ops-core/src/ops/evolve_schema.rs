@@ -179,6 +179,7 @@ impl EvolveSchemaBuilder {
                         TableUpdate::AddSchema { schema },
                         TableUpdate::SetCurrentSchema { schema_id: -1 },
                     ],
+                    ..Default::default()
                 })
             })
         })
@@ -371,11 +372,16 @@ fn evolve(md: &TableMetadata, changes: &[Change]) -> Result<(Schema, Vec<(String
     let mut identifier: Vec<i32> = current.identifier_field_ids().collect();
     let mut next_id = md.last_column_id() + 1;
     let mut added = Vec::new();
+    // Every spec, not only the default: manifests written under an older spec still name its
+    // source columns, and readers fail on a source column that no longer exists.
     let spec_sources: Vec<(i32, String)> = md
-        .default_partition_spec()
-        .fields()
-        .iter()
-        .map(|f| (f.source_id, f.name.clone()))
+        .partition_specs_iter()
+        .flat_map(|spec| {
+            let id = spec.spec_id();
+            spec.fields()
+                .iter()
+                .map(move |f| (f.source_id, format!("'{}' of spec {id}", f.name)))
+        })
         .collect();
     let sort_sources: Vec<i32> = md
         .default_sort_order()
@@ -429,8 +435,9 @@ fn evolve(md: &TableMetadata, changes: &[Change]) -> Result<(Schema, Vec<(String
                 ids_in(&siblings[index], &mut ids);
                 if let Some((_, field)) = spec_sources.iter().find(|(s, _)| ids.contains(s)) {
                     return Err(invalid(format!(
-                        "cannot drop '{path}': partition field '{field}' is derived from it; \
-                         remove that partition field first"
+                        "cannot drop '{path}': partition field {field} is derived from it; \
+                         remove that partition field first (a field of an older spec stays \
+                         referenced by the files written under it)"
                     )));
                 }
                 if sort_sources.iter().any(|s| ids.contains(s)) {

@@ -95,6 +95,7 @@ impl EvolveSpecBuilder {
                         TableUpdate::AddSpec { spec },
                         TableUpdate::SetDefaultSpec { spec_id: -1 },
                     ],
+                    ..Default::default()
                 })
             })
         })

@@ -29,6 +29,7 @@ pub mod replace_partitions;
 pub mod rollback;
 pub(crate) mod snapshot;
 pub mod sort_order;
+pub(crate) mod validate;
 
 pub use snapshot::SnapshotMetrics;
 

@@ -1,26 +1,35 @@
-//! Remove given data files and add new ones in one `overwrite` snapshot.
+//! Remove data files, or the rows matching a filter, and add new files, in one `overwrite`
+//! snapshot: the building block of upserts and of PyIceberg's `overwrite(df, overwrite_filter)`.
 //!
-//! 1. Load the table; note its current snapshot and the partitions this overwrite touches (those
-//!    of the files it removes and of the files it adds).
-//! 2. Produce a snapshot that marks the removed files DELETED and adds the new ones; a file to
-//!    remove that is not live is an error.
-//! 3. Commit. On a concurrent commit, retry on the new base only if no snapshot since step 1
-//!    added files to a touched partition and every file to remove is still live; otherwise fail
-//!    with a conflict, so the other writer's rows are never silently replaced.
+//! 1. Load the table. The snapshot the caller read at is `validate_from_snapshot` (default:
+//!    the snapshot this builder first loads).
+//! 2. With an overwrite filter, plan a copy-on-write delete of the rows where it is TRUE (see
+//!    [`super::delete`]): the files it drops or rewrites join the files to remove.
+//! 3. Validate every snapshot committed since the caller's read ([`super::validate`]): no data
+//!    file added in a touched partition (those of the removed and added files) or matching the
+//!    conflict detection filter (default: the overwrite filter), no file the overwrite depends
+//!    on removed, no delete file that may apply to a rewritten file. A failure is a conflict
+//!    and nothing is written.
+//! 4. Produce a snapshot that marks the removed files DELETED and adds the new ones under the
+//!    spec they were written with. A concurrent commit that passes validation is rebased onto.
 
 use std::collections::{HashMap, HashSet};
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use iceberg::TableIdent;
+use iceberg::expr::{Bind, Predicate};
 use iceberg::spec::{DataFile, Operation};
 use iceberg::table::Table;
 
+use super::delete::{RowFilter, plan_delete, read_schema};
 use super::snapshot::{
-    PartitionKey, SnapshotMetrics, SnapshotProducer, commit_snapshot, live_data_files,
-    validate_no_new_files_in,
+    ManifestCache, PartitionKey, SnapshotMetrics, SnapshotProducer, canonical_partition,
+    commit_snapshot, live_data_files,
 };
+use super::validate::ConflictCheck;
+use crate::write::WrittenFiles;
 use crate::{CatalogHandle, Error, Result};
 
 /// Overwrites data files (see the module docs).
@@ -29,8 +38,20 @@ pub struct OverwriteBuilder {
     handle: CatalogHandle,
     ident: TableIdent,
     remove: Vec<String>,
-    add: Vec<DataFile>,
+    /// Files to add, with the spec they were written under (`None`: the default spec when
+    /// this builder first loads the table).
+    add: Vec<(Option<i32>, DataFile)>,
+    overwrite_filter: Option<RowFilter>,
+    validate_from: Option<Option<i64>>,
+    conflict_filter: Option<RowFilter>,
     properties: HashMap<String, String>,
+}
+
+/// Facts fixed at the first attempt.
+#[derive(Clone, Copy)]
+struct First {
+    since: Option<i64>,
+    default_spec: i32,
 }
 
 impl OverwriteBuilder {
@@ -41,6 +62,9 @@ impl OverwriteBuilder {
             ident,
             remove: Vec::new(),
             add: Vec::new(),
+            overwrite_filter: None,
+            validate_from: None,
+            conflict_filter: None,
             properties: HashMap::new(),
         }
     }
@@ -51,9 +75,46 @@ impl OverwriteBuilder {
         self
     }
 
-    /// Data files to add.
+    /// Data files to add, written under the table's default spec as this builder first loads
+    /// it; prefer [`Self::add_written`], which knows the spec.
     pub fn add_files(mut self, files: impl IntoIterator<Item = DataFile>) -> Self {
-        self.add.extend(files);
+        self.add.extend(files.into_iter().map(|f| (None, f)));
+        self
+    }
+
+    /// Data files to add, with the spec they were written under.
+    pub fn add_written(mut self, written: WrittenFiles) -> Self {
+        let spec = written.spec_id;
+        self.add
+            .extend(written.files.into_iter().map(|f| (Some(spec), f)));
+        self
+    }
+
+    /// Also delete the rows where `filter` is TRUE (copy-on-write), in the same snapshot. The
+    /// filter names columns as the current snapshot's schema does.
+    pub fn overwrite_filter(mut self, filter: Predicate) -> Self {
+        self.overwrite_filter = Some(RowFilter::Predicate(filter));
+        self
+    }
+
+    /// As [`Self::overwrite_filter`], from filter text (see [`crate::filter`]).
+    pub fn overwrite_filter_text(mut self, filter: impl Into<String>) -> Self {
+        self.overwrite_filter = Some(RowFilter::Text(filter.into()));
+        self
+    }
+
+    /// The snapshot the caller read at (Java's `validateFromSnapshot`); `None` if the table was
+    /// empty. Every commit after it is validated against this overwrite.
+    pub fn validate_from_snapshot(mut self, snapshot_id: Option<i64>) -> Self {
+        self.validate_from = Some(snapshot_id);
+        self
+    }
+
+    /// The rows the caller's decision depends on: a commit since
+    /// [`Self::validate_from_snapshot`] that added or removed files that may hold such rows
+    /// makes this overwrite a conflict. Defaults to the overwrite filter.
+    pub fn conflict_detection_filter(mut self, filter: Predicate) -> Self {
+        self.conflict_filter = Some(RowFilter::Predicate(filter));
         self
     }
 
@@ -64,7 +125,7 @@ impl OverwriteBuilder {
     }
 
     async fn execute(self) -> Result<(Table, SnapshotMetrics)> {
-        if self.remove.is_empty() && self.add.is_empty() {
+        if self.remove.is_empty() && self.add.is_empty() && self.overwrite_filter.is_none() {
             let table = self.handle.catalog().load_table(&self.ident).await?;
             return Ok((table, SnapshotMetrics::default()));
         }
@@ -74,43 +135,103 @@ impl OverwriteBuilder {
                 "a file to remove is listed twice".to_string(),
             ));
         }
-        // (snapshot the caller's view was based on, partitions touched), fixed at the first attempt.
-        let first: Mutex<Option<(Option<i64>, HashSet<PartitionKey>)>> = Mutex::new(None);
-        commit_snapshot(&self.handle, &self.ident, |base| {
-            let remove = self.remove.clone();
-            let add = self.add.clone();
-            let properties = self.properties.clone();
+        let first: Mutex<Option<First>> = Mutex::new(None);
+        let this = Arc::new(self);
+        let handle = this.handle.clone();
+        let ident = this.ident.clone();
+        commit_snapshot(&handle, &ident, |base| {
+            let this = this.clone();
             let first = &first;
-            async move {
-                let recorded = first.lock().unwrap_or_else(|p| p.into_inner()).clone();
-                match recorded {
-                    None => {
-                        let wanted: HashSet<&String> = remove.iter().collect();
-                        let live = live_data_files(&base).await?;
-                        let default_spec = base.metadata().default_partition_spec_id();
-                        let mut touched: HashSet<PartitionKey> = live
-                            .iter()
-                            .filter(|f| wanted.contains(&f.file.file_path().to_string()))
-                            .map(|f| (f.spec_id, f.file.partition().clone()))
-                            .collect();
-                        touched.extend(add.iter().map(|f| (default_spec, f.partition().clone())));
-                        *first.lock().unwrap_or_else(|p| p.into_inner()) =
-                            Some((base.metadata().current_snapshot_id(), touched));
-                    }
-                    Some((since, touched)) => {
-                        validate_no_new_files_in(&base, since, &touched).await?;
-                    }
-                }
-                let produced = SnapshotProducer::new(&base, Operation::Overwrite)
-                    .remove_paths(remove)
-                    .add_files(add)
-                    .properties(properties)
-                    .produce()
-                    .await?;
-                Ok(Some(produced))
-            }
+            async move { this.plan(base, first).await }
         })
         .await
+    }
+
+    async fn plan(
+        &self,
+        base: Table,
+        first: &Mutex<Option<First>>,
+    ) -> Result<Option<super::snapshot::Produced>> {
+        let md = base.metadata();
+        let recorded = {
+            let mut guard = first.lock().unwrap_or_else(|p| p.into_inner());
+            *guard.get_or_insert(First {
+                since: self.validate_from.unwrap_or(md.current_snapshot_id()),
+                default_spec: md.default_partition_spec_id(),
+            })
+        };
+        let cache = ManifestCache::new(&base);
+        let add: Vec<(i32, DataFile)> = self
+            .add
+            .iter()
+            .map(|(spec, f)| (spec.unwrap_or(recorded.default_spec), f.clone()))
+            .collect();
+
+        let mut removed: Vec<String> = self.remove.clone();
+        let mut rewrites = WrittenFiles::default();
+        let overwrite_filter = self
+            .overwrite_filter
+            .as_ref()
+            .map(|f| f.resolve(&base))
+            .transpose()?;
+        if let Some(filter) = &overwrite_filter
+            && let Some(plan) = plan_delete(&base, &cache, filter.clone(), true).await?
+        {
+            removed.extend(plan.removed.iter().cloned());
+            rewrites = plan.added;
+        }
+        let rewrite_paths: Vec<String> = rewrites
+            .files
+            .iter()
+            .map(|f| f.file_path().to_string())
+            .collect();
+        let result = async {
+            let wanted: HashSet<&String> = removed.iter().collect();
+            let mut check = ConflictCheck {
+                since: recorded.since,
+                ..ConflictCheck::default()
+            };
+            if !removed.is_empty() {
+                for f in live_data_files(&base, &cache).await? {
+                    if wanted.contains(&f.file.file_path().to_string()) {
+                        check.removed_partitions.insert(f.key());
+                        check.removed.insert(f.file.file_path().to_string());
+                    }
+                }
+            }
+            check.partitions = check.removed_partitions.clone();
+            check.partitions.extend(
+                add.iter().map(|(spec, f)| -> PartitionKey {
+                    (*spec, canonical_partition(f.partition()))
+                }),
+            );
+            let conflict_filter = match &self.conflict_filter {
+                Some(f) => Some(f.resolve(&base)?),
+                None => overwrite_filter.clone(),
+            };
+            check.filter = conflict_filter
+                .map(|p| p.bind(Arc::new(read_schema(&base).clone()), true))
+                .transpose()?;
+            check.validate(&base, &cache).await?;
+            SnapshotProducer::new(&base, &cache, Operation::Overwrite)
+                .remove_paths(removed)
+                .add_files_by_spec(add)
+                .add_files(rewrites.spec_id, rewrites.files)
+                .properties(self.properties.clone())
+                .produce()
+                .await
+        }
+        .await;
+        match result {
+            Ok(mut produced) => {
+                produced.change.written.extend(rewrite_paths);
+                Ok(Some(produced))
+            }
+            Err(e) => {
+                crate::commit::delete_quietly(base.file_io(), &rewrite_paths).await;
+                Err(e)
+            }
+        }
     }
 }
 

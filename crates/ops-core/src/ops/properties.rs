@@ -79,6 +79,7 @@ impl PropertiesBuilder {
                     (!updates.is_empty()).then(|| TableChange {
                         requirements: vec![TableRequirement::UuidMatch { uuid: md.uuid() }],
                         updates,
+                        ..Default::default()
                     })
                 })
         })

@@ -1,14 +1,18 @@
 //! Dynamic partition overwrite: the new files replace every row in the partitions they cover.
 //!
-//! 1. The partitions to replace are those of the new files under the table's default spec
-//!    (any transform: identity, bucket, truncate, year/month/day/hour).
-//! 2. Live files of the default spec in those partitions are removed. A file written under an
+//! 1. The partitions to replace are those of the new files under the spec they were written
+//!    with (any transform: identity, bucket, truncate, year/month/day/hour).
+//! 2. Live files of that spec in those partitions are removed (values compared after
+//!    promotion, so an `int` partition written before the source column became `long`
+//!    matches). A file written under an
 //!    older spec is removed when its partition decides the current one — every current partition
 //!    field also exists in the old spec with the same source and transform — and lies in a
 //!    replaced partition; a file whose old partition cannot decide it (the spec gained a field
 //!    since) is refused, naming the file, rather than guessed at.
-//! 3. One `overwrite` snapshot, with `replace-partitions=true` in its summary. On a concurrent
-//!    commit it retries only if no new file landed in a replaced partition.
+//! 3. Validate every snapshot since the caller's read (`validate_from_snapshot`, default the
+//!    first load): no file added to or removed from a replaced partition, no delete file there
+//!    ([`super::validate`]); otherwise a conflict.
+//! 4. One `overwrite` snapshot, with `replace-partitions=true` in its summary.
 
 use std::collections::{HashMap, HashSet};
 use std::future::{Future, IntoFuture};
@@ -20,9 +24,11 @@ use iceberg::spec::{DataFile, Literal, Operation, PartitionSpec, Struct};
 use iceberg::table::Table;
 
 use super::snapshot::{
-    LiveFile, PartitionKey, SnapshotMetrics, SnapshotProducer, commit_snapshot, live_data_files,
-    spec_by_id, validate_no_new_files_in,
+    LiveFile, ManifestCache, PartitionKey, SnapshotMetrics, SnapshotProducer, canonical_partition,
+    commit_snapshot, live_data_files, spec_by_id,
 };
+use super::validate::ConflictCheck;
+use crate::write::WrittenFiles;
 use crate::{CatalogHandle, Error, Result};
 
 /// Replaces partitions (see the module docs).
@@ -30,7 +36,8 @@ use crate::{CatalogHandle, Error, Result};
 pub struct ReplacePartitionsBuilder {
     handle: CatalogHandle,
     ident: TableIdent,
-    add: Vec<DataFile>,
+    add: Vec<(Option<i32>, DataFile)>,
+    validate_from: Option<Option<i64>>,
     properties: HashMap<String, String>,
 }
 
@@ -41,13 +48,30 @@ impl ReplacePartitionsBuilder {
             handle: handle.clone(),
             ident,
             add: Vec::new(),
+            validate_from: None,
             properties: HashMap::new(),
         }
     }
 
-    /// The new data files (written under the table's default spec).
+    /// The new data files (written under the table's default spec as this builder first loads
+    /// it); prefer [`Self::add_written`].
     pub fn add_files(mut self, files: impl IntoIterator<Item = DataFile>) -> Self {
-        self.add.extend(files);
+        self.add.extend(files.into_iter().map(|f| (None, f)));
+        self
+    }
+
+    /// The new data files, with the spec they were written under.
+    pub fn add_written(mut self, written: WrittenFiles) -> Self {
+        let spec = written.spec_id;
+        self.add
+            .extend(written.files.into_iter().map(|f| (Some(spec), f)));
+        self
+    }
+
+    /// The snapshot the caller read at (Java's `validateFromSnapshot`); `None` if the table was
+    /// empty. A file added to, or removed from, a replaced partition since is a conflict.
+    pub fn validate_from_snapshot(mut self, snapshot_id: Option<i64>) -> Self {
+        self.validate_from = Some(snapshot_id);
         self
     }
 
@@ -58,33 +82,54 @@ impl ReplacePartitionsBuilder {
     }
 
     async fn execute(self) -> Result<(Table, SnapshotMetrics)> {
-        let since: Mutex<Option<Option<i64>>> = Mutex::new(None);
+        // (snapshot validated from, default spec), fixed at the first attempt.
+        let first: Mutex<Option<(Option<i64>, i32)>> = Mutex::new(None);
         commit_snapshot(&self.handle, &self.ident, |base| {
-            let add = self.add.clone();
+            let (since, default_spec) = *first
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get_or_insert((
+                    self.validate_from
+                        .unwrap_or(base.metadata().current_snapshot_id()),
+                    base.metadata().default_partition_spec_id(),
+                ));
+            let add: Vec<(i32, DataFile)> = self
+                .add
+                .iter()
+                .map(|(s, f)| (s.unwrap_or(default_spec), f.clone()))
+                .collect();
             let mut properties = self.properties.clone();
-            let since = &since;
             async move {
                 if add.is_empty() {
                     return Ok(None);
                 }
-                let spec_id = base.metadata().default_partition_spec_id();
+                let cache = ManifestCache::new(&base);
                 let touched: HashSet<PartitionKey> = add
                     .iter()
-                    .map(|f| (spec_id, f.partition().clone()))
+                    .map(|(spec, f)| (*spec, canonical_partition(f.partition())))
                     .collect();
-                let recorded = *since.lock().unwrap_or_else(|p| p.into_inner());
-                match recorded {
-                    None => {
-                        *since.lock().unwrap_or_else(|p| p.into_inner()) =
-                            Some(base.metadata().current_snapshot_id());
+                let specs: HashSet<i32> = add.iter().map(|(s, _)| *s).collect();
+                let mut victims = Vec::new();
+                let mut removed_partitions = HashSet::new();
+                for spec_id in specs {
+                    let spec = spec_by_id(&base, spec_id)?;
+                    for f in files_in_partitions(&base, &cache, &spec, &touched).await? {
+                        removed_partitions.insert(f.key());
+                        victims.push(f.file.file_path().to_string());
                     }
-                    Some(s) => validate_no_new_files_in(&base, s, &touched).await?,
                 }
-                let victims = files_in_partitions(&base, &touched).await?;
+                let check = ConflictCheck {
+                    since,
+                    filter: None,
+                    partitions: touched,
+                    removed: victims.iter().cloned().collect(),
+                    removed_partitions,
+                };
+                check.validate(&base, &cache).await?;
                 properties.insert("replace-partitions".into(), "true".into());
-                let produced = SnapshotProducer::new(&base, Operation::Overwrite)
+                let produced = SnapshotProducer::new(&base, &cache, Operation::Overwrite)
                     .remove_paths(victims)
-                    .add_files(add)
+                    .add_files_by_spec(add)
                     .properties(properties)
                     .produce()
                     .await?;
@@ -95,25 +140,28 @@ impl ReplacePartitionsBuilder {
     }
 }
 
-/// Paths of the live files whose rows all lie in `touched` partitions of the default spec.
+/// The live files whose rows all lie in `touched` partitions of `target` (compared after
+/// promotion, so values written before a widening of the source column match).
 async fn files_in_partitions(
     table: &Table,
+    cache: &ManifestCache,
+    target: &PartitionSpec,
     touched: &HashSet<PartitionKey>,
-) -> Result<Vec<String>> {
-    let current = table.metadata().default_partition_spec().clone();
+) -> Result<Vec<LiveFile>> {
     let mut out = Vec::new();
-    for LiveFile { file, spec_id } in live_data_files(table).await? {
-        if spec_id == current.spec_id() {
-            if touched.contains(&(spec_id, file.partition().clone())) {
-                out.push(file.file_path().to_string());
+    for live in live_data_files(table, cache).await? {
+        let LiveFile { file, spec_id } = &live;
+        if *spec_id == target.spec_id() {
+            if touched.contains(&live.key()) {
+                out.push(live);
             }
             continue;
         }
-        let old = spec_by_id(table, spec_id)?;
-        match project_partition(&old, file.partition(), &current) {
+        let old = spec_by_id(table, *spec_id)?;
+        match project_partition(&old, file.partition(), target) {
             Some(p) => {
-                if touched.contains(&(current.spec_id(), p)) {
-                    out.push(file.file_path().to_string());
+                if touched.contains(&(target.spec_id(), canonical_partition(&p))) {
+                    out.push(live);
                 }
             }
             None => {

@@ -9,7 +9,7 @@
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 
-use iceberg::spec::{MAIN_BRANCH, SnapshotReference, SnapshotRetention, TableMetadata};
+use iceberg::spec::{MAIN_BRANCH, SnapshotReference, TableMetadata};
 use iceberg::table::Table;
 use iceberg::{TableIdent, TableRequirement, TableUpdate};
 
@@ -117,8 +117,9 @@ fn plan(
         ],
         updates: vec![TableUpdate::SetSnapshotRef {
             ref_name: MAIN_BRANCH.to_string(),
-            reference: SnapshotReference::new(target, SnapshotRetention::branch(None, None, None)),
+            reference: SnapshotReference::new(target, super::snapshot::main_retention(md)),
         }],
+        ..Default::default()
     }))
 }
 

@@ -1,21 +1,32 @@
 //! Builds one new snapshot: which data files stay, which go, which arrive.
 //!
 //! 1. Carry every manifest of the parent snapshot that holds none of the removed files as is.
-//! 2. Rewrite each data manifest that does: live entries stay as EXISTING (keeping their
-//!    snapshot id and sequence numbers), removed ones become DELETED.
-//! 3. Write one manifest of ADDED files (sequence number inherited from the manifest list).
-//! 4. Write the manifest list; compute the summary (added/deleted counts from the files, totals
+//! 2. Rewrite each data manifest that does, with that manifest's own schema and spec (so
+//!    partition values written before a partition source column was widened keep their type):
+//!    live entries stay as EXISTING (keeping their snapshot id and sequence numbers), removed
+//!    ones become DELETED.
+//! 3. Write one manifest of ADDED files per partition spec the files were written under
+//!    (sequence number inherited from the manifest list). A file whose partition tuple does not
+//!    fit its spec is a conflict, never a mislabelled entry.
+//! 4. Merge small data manifests of one spec once there are `commit.manifest.min-count-to-merge`
+//!    of them (Java's `ManifestMergeManager` properties and defaults), so the manifest list and
+//!    a scan's planning stay flat as commits accumulate.
+//! 5. Write the manifest list; compute the summary (added/deleted counts from the files, totals
 //!    from the manifests' live counts and the parent's totals — iceberg keeps its own totals
 //!    code private).
-//! 5. Return requirements (same table, `main` still at the parent) and updates (add the
-//!    snapshot, move `main`).
+//! 6. Return requirements (same table, `main` still at the parent) and updates (add the
+//!    snapshot, move `main`, keeping `main`'s retention settings), plus every file written, so a
+//!    lost attempt leaves nothing behind.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex};
 
 use iceberg::spec::{
-    DataContentType, DataFile, FormatVersion, MAIN_BRANCH, ManifestContentType, ManifestFile,
-    ManifestListWriter, ManifestWriter, ManifestWriterBuilder, Operation, PartitionSpecRef,
+    DataContentType, DataFile, FormatVersion, Literal, MAIN_BRANCH, Manifest, ManifestContentType,
+    ManifestFile, ManifestListWriter, ManifestStatus, ManifestWriter, ManifestWriterBuilder,
+    Operation, PartitionSpec, PartitionSpecRef, PrimitiveLiteral, PrimitiveType, SchemaRef,
     Snapshot, SnapshotReference, SnapshotRetention, SnapshotSummaryCollector, Struct, Summary,
+    Type,
 };
 use iceberg::table::Table;
 use iceberg::{TableRequirement, TableUpdate};
@@ -24,14 +35,34 @@ use uuid::Uuid;
 use crate::commit::TableChange;
 use crate::{Error, Result};
 
-/// A data file's identity for partition-level validation: (spec id, partition tuple).
+/// A data file's identity for partition-level validation: (spec id, partition tuple), the
+/// tuple canonicalised by [`canonical_partition`] so values written before and after a
+/// widening of the source column compare equal.
 pub(crate) type PartitionKey = (i32, Struct);
 
-/// A live data file of a snapshot, with the manifest facts needed to rewrite or match it.
+/// A live file of a snapshot, with the manifest facts needed to rewrite or match it.
 #[derive(Debug, Clone)]
 pub(crate) struct LiveFile {
     pub file: DataFile,
     pub spec_id: i32,
+}
+
+impl LiveFile {
+    pub(crate) fn key(&self) -> PartitionKey {
+        (self.spec_id, canonical_partition(self.file.partition()))
+    }
+}
+
+/// `int` as `long` and `float` as `double`: the only promotions a partition source column can
+/// take that change a partition value's Iceberg type (identity/truncate of a widened column).
+pub(crate) fn canonical_partition(value: &Struct) -> Struct {
+    Struct::from_iter(value.iter().map(|v| {
+        v.map(|l| match l {
+            Literal::Primitive(PrimitiveLiteral::Int(i)) => Literal::long(i64::from(*i)),
+            Literal::Primitive(PrimitiveLiteral::Float(f)) => Literal::double(f64::from(f.0)),
+            other => other.clone(),
+        })
+    }))
 }
 
 /// What a produced snapshot did.
@@ -49,18 +80,55 @@ pub struct SnapshotMetrics {
     pub removed_records: u64,
 }
 
+/// Manifests of one table version, each read at most once per commit attempt.
+pub(crate) struct ManifestCache {
+    file_io: iceberg::io::FileIO,
+    loaded: Mutex<HashMap<String, Arc<Manifest>>>,
+}
+
+impl ManifestCache {
+    pub(crate) fn new(table: &Table) -> Self {
+        Self {
+            file_io: table.file_io().clone(),
+            loaded: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub(crate) async fn load(&self, mf: &ManifestFile) -> Result<Arc<Manifest>> {
+        if let Some(m) = self.lock().get(&mf.manifest_path) {
+            return Ok(m.clone());
+        }
+        let manifest = Arc::new(mf.load_manifest(&self.file_io).await?);
+        self.lock()
+            .insert(mf.manifest_path.clone(), manifest.clone());
+        Ok(manifest)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Manifest>>> {
+        self.loaded.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// A planned snapshot, ready to commit.
+pub(crate) struct Produced {
+    pub change: TableChange,
+    pub metrics: SnapshotMetrics,
+}
+
 pub(crate) struct SnapshotProducer<'a> {
     table: &'a Table,
+    cache: &'a ManifestCache,
     operation: Operation,
-    added: Vec<DataFile>,
+    added: Vec<(i32, DataFile)>,
     removed: HashSet<String>,
     properties: HashMap<String, String>,
 }
 
 impl<'a> SnapshotProducer<'a> {
-    pub(crate) fn new(table: &'a Table, operation: Operation) -> Self {
+    pub(crate) fn new(table: &'a Table, cache: &'a ManifestCache, operation: Operation) -> Self {
         Self {
             table,
+            cache,
             operation,
             added: Vec::new(),
             removed: HashSet::new(),
@@ -68,7 +136,21 @@ impl<'a> SnapshotProducer<'a> {
         }
     }
 
-    pub(crate) fn add_files(mut self, files: impl IntoIterator<Item = DataFile>) -> Self {
+    /// Files written under partition spec `spec_id`.
+    pub(crate) fn add_files(
+        mut self,
+        spec_id: i32,
+        files: impl IntoIterator<Item = DataFile>,
+    ) -> Self {
+        self.added.extend(files.into_iter().map(|f| (spec_id, f)));
+        self
+    }
+
+    /// Files, each with the spec it was written under.
+    pub(crate) fn add_files_by_spec(
+        mut self,
+        files: impl IntoIterator<Item = (i32, DataFile)>,
+    ) -> Self {
         self.added.extend(files);
         self
     }
@@ -83,7 +165,21 @@ impl<'a> SnapshotProducer<'a> {
         self
     }
 
-    pub(crate) async fn produce(self) -> Result<(TableChange, SnapshotMetrics)> {
+    pub(crate) async fn produce(self) -> Result<Produced> {
+        let mut written = Vec::new();
+        match self.produce_into(&mut written).await {
+            Ok(mut p) => {
+                p.change.written.extend(written);
+                Ok(p)
+            }
+            Err(e) => {
+                crate::commit::delete_quietly(self_file_io(self.cache), &written).await;
+                Err(e)
+            }
+        }
+    }
+
+    async fn produce_into(&self, written: &mut Vec<String>) -> Result<Produced> {
         let table = self.table;
         let md = table.metadata();
         let version = md.format_version();
@@ -93,7 +189,7 @@ impl<'a> SnapshotProducer<'a> {
                 table.identifier()
             )));
         }
-        for f in &self.added {
+        for (_, f) in &self.added {
             if f.content_type() != DataContentType::Data {
                 return Err(Error::InvalidInput(
                     "only data files can be added by this operation".into(),
@@ -108,7 +204,7 @@ impl<'a> SnapshotProducer<'a> {
             md.next_sequence_number()
         };
         let commit_uuid = Uuid::now_v7();
-        let metadata_dir = format!("{}/metadata", md.location().trim_end_matches('/'));
+        let metadata_dir = metadata_dir(table);
         let schema = md.current_schema().clone();
         let mut collector = SnapshotSummaryCollector::default();
         let mut manifests: Vec<ManifestFile> = Vec::new();
@@ -123,11 +219,14 @@ impl<'a> SnapshotProducer<'a> {
         if let Some(parent) = &parent {
             let list = table.manifest_list_reader(parent).load().await?;
             for mf in list.entries() {
-                if mf.content != ManifestContentType::Data || self.removed.is_empty() {
+                if mf.content != ManifestContentType::Data
+                    || self.removed.is_empty()
+                    || !(mf.has_added_files() || mf.has_existing_files())
+                {
                     manifests.push(mf.clone());
                     continue;
                 }
-                let manifest = mf.load_manifest(table.file_io()).await?;
+                let manifest = self.cache.load(mf).await?;
                 let hit = manifest
                     .entries()
                     .iter()
@@ -136,8 +235,11 @@ impl<'a> SnapshotProducer<'a> {
                     manifests.push(mf.clone());
                     continue;
                 }
-                let spec = spec_by_id(table, mf.partition_spec_id)?;
-                let mut writer = manifest_writer(table, &next_path(), snapshot_id, &spec)?;
+                let (m_schema, m_spec) = manifest_schema_and_spec(&manifest);
+                let path = next_path();
+                let mut writer =
+                    manifest_writer(table, &path, snapshot_id, m_schema.clone(), &m_spec)?;
+                written.push(path);
                 for entry in manifest.entries() {
                     if !entry.is_alive() {
                         continue;
@@ -148,7 +250,7 @@ impl<'a> SnapshotProducer<'a> {
                     if self.removed.contains(file.file_path()) {
                         removed_found.insert(file.file_path().to_string());
                         removed_records += file.record_count();
-                        collector.remove_file(&file, schema.clone(), spec.clone());
+                        collector.remove_file(&file, m_schema.clone(), m_spec.clone());
                         writer.add_delete_file(file, seq, file_seq)?;
                     } else {
                         let sid = entry.snapshot_id().unwrap_or(mf.added_snapshot_id);
@@ -181,12 +283,40 @@ impl<'a> SnapshotProducer<'a> {
             m.added_snapshot_id == snapshot_id || m.has_added_files() || m.has_existing_files()
         });
 
+        let merged = merge_manifests(
+            table,
+            self.cache,
+            manifests,
+            snapshot_id,
+            &mut next_path,
+            written,
+        )
+        .await?;
+        let mut manifests = merged;
+
         let added_files = self.added.len() as u64;
-        let added_records: u64 = self.added.iter().map(DataFile::record_count).sum();
-        if !self.added.is_empty() {
-            let spec = md.default_partition_spec().clone();
-            let mut writer = manifest_writer(table, &next_path(), snapshot_id, &spec)?;
-            for file in self.added {
+        let added_records: u64 = self.added.iter().map(|(_, f)| f.record_count()).sum();
+        let mut by_spec: BTreeMap<i32, Vec<DataFile>> = BTreeMap::new();
+        for (spec_id, file) in &self.added {
+            by_spec.entry(*spec_id).or_default().push(file.clone());
+        }
+        for (spec_id, files) in by_spec {
+            let spec =
+                md.partition_spec_by_id(spec_id)
+                    .cloned()
+                    .ok_or_else(|| Error::CommitConflict {
+                        table: table.identifier().to_string(),
+                        detail: format!(
+                            "the files were written under partition spec {spec_id}, which the \
+                         table no longer has"
+                        ),
+                    })?;
+            let partition_type = spec.partition_type(&schema)?;
+            let path = next_path();
+            let mut writer = manifest_writer(table, &path, snapshot_id, schema.clone(), &spec)?;
+            written.push(path);
+            for file in files {
+                let file = fit_partition(table, &spec, &partition_type, file)?;
                 collector.add_file(&file, schema.clone(), spec.clone());
                 // A negative sequence number leaves it unset: inherited from the manifest list.
                 writer.add_file(file, -1)?;
@@ -196,6 +326,7 @@ impl<'a> SnapshotProducer<'a> {
 
         let list_path = format!("{metadata_dir}/snap-{snapshot_id}-0-{commit_uuid}.avro");
         let output = table.file_io().new_output(&list_path)?;
+        written.push(list_path.clone());
         let parent_id = parent.as_ref().map(|s| s.snapshot_id());
         let mut list = match version {
             FormatVersion::V1 => {
@@ -211,7 +342,7 @@ impl<'a> SnapshotProducer<'a> {
         list.add_manifests(manifests.iter().cloned())?;
         list.close().await?;
 
-        let mut summary = self.properties;
+        let mut summary = self.properties.clone();
         summary.extend(collector.build());
         totals(
             parent.as_ref().map(|s| s.summary()),
@@ -225,11 +356,13 @@ impl<'a> SnapshotProducer<'a> {
             .with_timestamp_ms(now_ms(md.last_updated_ms()))
             .with_manifest_list(list_path)
             .with_summary(Summary {
-                operation: self.operation,
+                operation: self.operation.clone(),
                 additional_properties: summary,
             })
             .with_schema_id(md.current_schema_id())
             .build();
+        // Keep main's retention settings, as Java's SnapshotRef.builderFrom does.
+        let retention = main_retention(md);
         let change = TableChange {
             requirements: vec![
                 TableRequirement::UuidMatch { uuid: md.uuid() },
@@ -242,12 +375,10 @@ impl<'a> SnapshotProducer<'a> {
                 TableUpdate::AddSnapshot { snapshot },
                 TableUpdate::SetSnapshotRef {
                     ref_name: MAIN_BRANCH.to_string(),
-                    reference: SnapshotReference::new(
-                        snapshot_id,
-                        SnapshotRetention::branch(None, None, None),
-                    ),
+                    reference: SnapshotReference::new(snapshot_id, retention),
                 },
             ],
+            written: Vec::new(),
         };
         let metrics = SnapshotMetrics {
             snapshot_id,
@@ -256,27 +387,300 @@ impl<'a> SnapshotProducer<'a> {
             added_records,
             removed_records,
         };
-        Ok((change, metrics))
+        Ok(Produced { change, metrics })
     }
+}
+
+/// `main`'s retention settings (`min-snapshots-to-keep`, `max-snapshot-age-ms`,
+/// `max-ref-age-ms`). iceberg 0.10.1 keeps the refs map private; its serialised form is public.
+pub(crate) fn main_retention(md: &iceberg::spec::TableMetadata) -> SnapshotRetention {
+    serde_json::to_value(md)
+        .ok()
+        .and_then(|v| v.get("refs")?.get(MAIN_BRANCH).cloned())
+        .and_then(|r| serde_json::from_value::<SnapshotReference>(r).ok())
+        .map(|r| r.retention)
+        .unwrap_or_else(|| SnapshotRetention::branch(None, None, None))
+}
+
+fn self_file_io(cache: &ManifestCache) -> &iceberg::io::FileIO {
+    &cache.file_io
+}
+
+/// Where new manifests and manifest lists go: `write.metadata.path` or `<location>/metadata`.
+pub(crate) fn metadata_dir(table: &Table) -> String {
+    let md = table.metadata();
+    match md.properties().get("write.metadata.path") {
+        Some(p) if !p.trim().is_empty() => p.trim_end_matches('/').to_string(),
+        _ => format!("{}/metadata", md.location().trim_end_matches('/')),
+    }
+}
+
+fn manifest_schema_and_spec(manifest: &Manifest) -> (SchemaRef, PartitionSpecRef) {
+    let meta = manifest.metadata();
+    (
+        meta.schema().clone(),
+        Arc::new(meta.partition_spec().clone()),
+    )
+}
+
+/// `file` with its partition tuple checked against `spec` (and int/float values promoted when
+/// the spec's source column was widened since the file was written); a tuple that does not fit
+/// is a conflict — the spec changed between writing the file and committing it.
+fn fit_partition(
+    table: &Table,
+    spec: &PartitionSpec,
+    partition_type: &iceberg::spec::StructType,
+    file: DataFile,
+) -> Result<DataFile> {
+    let conflict = |why: String| Error::CommitConflict {
+        table: table.identifier().to_string(),
+        detail: format!(
+            "{} does not fit partition spec {}: {why}; the spec changed after the file was \
+             written — write it again under the current spec",
+            file.file_path(),
+            spec.spec_id()
+        ),
+    };
+    let values: Vec<Option<Literal>> = file.partition().iter().map(|v| v.cloned()).collect();
+    if values.len() != partition_type.fields().len() {
+        return Err(conflict(format!(
+            "{} partition value(s) for {} field(s)",
+            values.len(),
+            partition_type.fields().len()
+        )));
+    }
+    let mut promoted = false;
+    for (v, field) in values.into_iter().zip(partition_type.fields()) {
+        let Type::Primitive(want) = field.field_type.as_ref() else {
+            return Err(conflict(format!("field {} is not primitive", field.name)));
+        };
+        let v = match v {
+            None => None,
+            Some(Literal::Primitive(p)) => {
+                let (p, changed) = fit_literal(p, want)
+                    .ok_or_else(|| conflict(format!("field {} expects {want}", field.name)))?;
+                promoted |= changed;
+                Some(p)
+            }
+            Some(_) => return Err(conflict(format!("field {} is not primitive", field.name))),
+        };
+        let _ = v;
+    }
+    if !promoted {
+        return Ok(file);
+    }
+    // DataFile's fields are crate-private: rebuild it through its JSON form, written with the
+    // partition type its values have and read back with the spec's (int→long, float→double
+    // are conversions iceberg's literal serde performs).
+    let written_type = iceberg::spec::StructType::new(
+        partition_type
+            .fields()
+            .iter()
+            .zip(file.partition().iter())
+            .map(|(f, v)| {
+                let ty = match v {
+                    Some(Literal::Primitive(PrimitiveLiteral::Int(_))) => PrimitiveType::Int,
+                    Some(Literal::Primitive(PrimitiveLiteral::Float(_))) => PrimitiveType::Float,
+                    _ => return f.clone(),
+                };
+                Arc::new(iceberg::spec::NestedField::optional(
+                    f.id,
+                    f.name.clone(),
+                    Type::Primitive(ty),
+                ))
+            })
+            .collect(),
+    );
+    let json = iceberg::spec::serialize_data_file_to_json(file, &written_type, FormatVersion::V2)?;
+    Ok(iceberg::spec::deserialize_data_file_from_json(
+        &json,
+        spec.spec_id(),
+        partition_type,
+        table.metadata().current_schema(),
+    )?)
+}
+
+/// `p` as a value of `want`: unchanged, or promoted int→long / float→double.
+fn fit_literal(p: PrimitiveLiteral, want: &PrimitiveType) -> Option<(PrimitiveLiteral, bool)> {
+    use PrimitiveLiteral as L;
+    use PrimitiveType as T;
+    Some(match (p, want) {
+        (L::Int(i), T::Long) => (L::Long(i64::from(i)), true),
+        (L::Float(f), T::Double) => (L::Double(f64::from(f.0).into()), true),
+        (p @ L::Boolean(_), T::Boolean) => (p, false),
+        (p @ L::Int(_), T::Int | T::Date) => (p, false),
+        (
+            p @ L::Long(_),
+            T::Long | T::Time | T::Timestamp | T::Timestamptz | T::TimestampNs | T::TimestamptzNs,
+        ) => (p, false),
+        (p @ L::Float(_), T::Float) => (p, false),
+        (p @ L::Double(_), T::Double) => (p, false),
+        (p @ L::String(_), T::String) => (p, false),
+        (p @ L::Binary(_), T::Binary | T::Fixed(_)) => (p, false),
+        (p @ L::Int128(_), T::Decimal { .. }) => (p, false),
+        (p @ L::UInt128(_), T::Uuid) => (p, false),
+        _ => return None,
+    })
 }
 
 fn manifest_writer(
     table: &Table,
     path: &str,
     snapshot_id: i64,
+    schema: SchemaRef,
     spec: &PartitionSpecRef,
 ) -> Result<ManifestWriter> {
     let md = table.metadata();
     let builder = ManifestWriterBuilder::new(
         table.file_io().new_output(path)?,
         Some(snapshot_id),
-        md.current_schema().clone(),
+        schema,
         spec.as_ref().clone(),
     );
     Ok(match md.format_version() {
         FormatVersion::V1 => builder.build_v1(),
         _ => builder.build_v2_data(),
     })
+}
+
+/// Java's defaults for `commit.manifest-merge.enabled`, `commit.manifest.min-count-to-merge`
+/// and `commit.manifest.target-size-bytes`.
+struct MergePolicy {
+    enabled: bool,
+    min_count: usize,
+    target_bytes: i64,
+}
+
+impl MergePolicy {
+    fn of(table: &Table) -> Result<Self> {
+        let props = table.metadata().properties();
+        let parse = |key: &str| -> Result<Option<i64>> {
+            props
+                .get(key)
+                .map(|v| {
+                    v.trim().parse::<i64>().map_err(|_| {
+                        Error::InvalidInput(format!(
+                            "table property {key}='{v}' is not a whole number; fix it with \
+                             `iceberg-ops` properties or remove it"
+                        ))
+                    })
+                })
+                .transpose()
+        };
+        let enabled = match props.get("commit.manifest-merge.enabled") {
+            None => true,
+            Some(v) => !v.trim().eq_ignore_ascii_case("false"),
+        };
+        Ok(Self {
+            enabled,
+            min_count: parse("commit.manifest.min-count-to-merge")?
+                .unwrap_or(100)
+                .max(2) as usize,
+            target_bytes: parse("commit.manifest.target-size-bytes")?.unwrap_or(8 * 1024 * 1024),
+        })
+    }
+}
+
+/// Bin-packs the data manifests of each spec into manifests of about the target size once a
+/// spec has at least `min-count-to-merge` of them. Merged entries keep their status history:
+/// live ones become EXISTING with their snapshot id and sequence numbers, DELETED ones are kept
+/// only when this snapshot deleted them.
+async fn merge_manifests(
+    table: &Table,
+    cache: &ManifestCache,
+    manifests: Vec<ManifestFile>,
+    snapshot_id: i64,
+    next_path: &mut impl FnMut() -> String,
+    written: &mut Vec<String>,
+) -> Result<Vec<ManifestFile>> {
+    let policy = MergePolicy::of(table)?;
+    if !policy.enabled {
+        return Ok(manifests);
+    }
+    let mut groups: BTreeMap<i32, Vec<usize>> = BTreeMap::new();
+    for (i, m) in manifests.iter().enumerate() {
+        if m.content == ManifestContentType::Data {
+            groups.entry(m.partition_spec_id).or_default().push(i);
+        }
+    }
+    // The new snapshot's own manifest counts toward the threshold, as in Java.
+    let merge_groups: Vec<Vec<usize>> = groups
+        .into_values()
+        .filter(|g| g.len() + 1 >= policy.min_count)
+        .collect();
+    if merge_groups.is_empty() {
+        return Ok(manifests);
+    }
+    let mut replaced: HashSet<usize> = HashSet::new();
+    let mut out_merged: Vec<ManifestFile> = Vec::new();
+    for group in merge_groups {
+        // Pack from the oldest, so the newest manifests (the likeliest to change) form the
+        // partial bin.
+        let mut bins: Vec<Vec<usize>> = Vec::new();
+        let mut current: Vec<usize> = Vec::new();
+        let mut size = 0i64;
+        for &i in group.iter().rev() {
+            let len = manifests[i].manifest_length;
+            if !current.is_empty() && size + len > policy.target_bytes {
+                bins.push(std::mem::take(&mut current));
+                size = 0;
+            }
+            current.push(i);
+            size += len;
+        }
+        if !current.is_empty() {
+            bins.push(current);
+        }
+        for bin in bins.into_iter().filter(|b| b.len() > 1) {
+            // Entries of one manifest file share one schema; manifests written under different
+            // schemas can type a partition differently, so merge per schema.
+            let mut by_schema: BTreeMap<i32, Vec<(usize, Arc<Manifest>)>> = BTreeMap::new();
+            for &i in &bin {
+                let m = cache.load(&manifests[i]).await?;
+                by_schema
+                    .entry(m.metadata().schema_id())
+                    .or_default()
+                    .push((i, m));
+            }
+            for (_, members) in by_schema {
+                if members.len() < 2 {
+                    continue;
+                }
+                let (schema, spec) = manifest_schema_and_spec(&members[0].1);
+                let path = next_path();
+                let mut writer = manifest_writer(table, &path, snapshot_id, schema, &spec)?;
+                written.push(path);
+                for (i, manifest) in &members {
+                    let mf = &manifests[*i];
+                    for entry in manifest.entries() {
+                        let seq = entry.sequence_number().unwrap_or(mf.sequence_number);
+                        let file_seq = entry.file_sequence_number.or(Some(seq));
+                        let sid = entry.snapshot_id().unwrap_or(mf.added_snapshot_id);
+                        let file = entry.data_file().clone();
+                        match entry.status() {
+                            ManifestStatus::Deleted if sid == snapshot_id => {
+                                writer.add_delete_file(file, seq, file_seq)?;
+                            }
+                            ManifestStatus::Deleted => {}
+                            ManifestStatus::Added | ManifestStatus::Existing => {
+                                writer.add_existing_file(file, sid, seq, file_seq)?;
+                            }
+                        }
+                    }
+                    replaced.insert(*i);
+                }
+                out_merged.push(writer.write_manifest_file().await?);
+            }
+        }
+    }
+    let mut result: Vec<ManifestFile> = manifests
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| !replaced.contains(i))
+        .map(|(_, m)| m)
+        .collect();
+    result.extend(out_merged);
+    Ok(result)
 }
 
 pub(crate) fn spec_by_id(table: &Table, spec_id: i32) -> Result<PartitionSpecRef> {
@@ -293,7 +697,7 @@ pub(crate) fn spec_by_id(table: &Table, spec_id: i32) -> Result<PartitionSpecRef
 }
 
 /// Every live data file of the current snapshot.
-pub(crate) async fn live_data_files(table: &Table) -> Result<Vec<LiveFile>> {
+pub(crate) async fn live_data_files(table: &Table, cache: &ManifestCache) -> Result<Vec<LiveFile>> {
     let Some(snapshot) = table.metadata().current_snapshot() else {
         return Ok(Vec::new());
     };
@@ -303,7 +707,7 @@ pub(crate) async fn live_data_files(table: &Table) -> Result<Vec<LiveFile>> {
         if mf.content != ManifestContentType::Data {
             continue;
         }
-        let manifest = mf.load_manifest(table.file_io()).await?;
+        let manifest = cache.load(mf).await?;
         for entry in manifest.entries() {
             if entry.is_alive() {
                 out.push(LiveFile {
@@ -316,24 +720,46 @@ pub(crate) async fn live_data_files(table: &Table) -> Result<Vec<LiveFile>> {
     Ok(out)
 }
 
-/// Files added by `snapshot_id` (entries whose status is ADDED in that snapshot).
-pub(crate) async fn files_added_by(table: &Table, snapshot_id: i64) -> Result<Vec<LiveFile>> {
+/// What one snapshot changed: files (data or delete) it added, and data files it removed.
+pub(crate) struct SnapshotChanges {
+    pub added: Vec<LiveFile>,
+    pub removed_data: Vec<LiveFile>,
+}
+
+/// The entries `snapshot_id` wrote with its own id: ADDED files and DELETED data files.
+pub(crate) async fn changes_of(
+    table: &Table,
+    cache: &ManifestCache,
+    snapshot_id: i64,
+) -> Result<SnapshotChanges> {
+    let mut out = SnapshotChanges {
+        added: Vec::new(),
+        removed_data: Vec::new(),
+    };
     let Some(snapshot) = table.metadata().snapshot_by_id(snapshot_id) else {
-        return Ok(Vec::new());
+        return Ok(out);
     };
     let list = table.manifest_list_reader(snapshot).load().await?;
-    let mut out = Vec::new();
     for mf in list.entries() {
-        if mf.content != ManifestContentType::Data || mf.added_snapshot_id != snapshot_id {
+        // Only manifests this snapshot wrote can hold its entries.
+        if mf.added_snapshot_id != snapshot_id {
             continue;
         }
-        let manifest = mf.load_manifest(table.file_io()).await?;
+        let manifest = cache.load(mf).await?;
         for entry in manifest.entries() {
-            if entry.status() == iceberg::spec::ManifestStatus::Added {
-                out.push(LiveFile {
-                    file: entry.data_file().clone(),
-                    spec_id: mf.partition_spec_id,
-                });
+            if entry.snapshot_id() != Some(snapshot_id) {
+                continue;
+            }
+            let live = LiveFile {
+                file: entry.data_file().clone(),
+                spec_id: mf.partition_spec_id,
+            };
+            match entry.status() {
+                ManifestStatus::Added => out.added.push(live),
+                ManifestStatus::Deleted if mf.content == ManifestContentType::Data => {
+                    out.removed_data.push(live)
+                }
+                _ => {}
             }
         }
     }
@@ -422,14 +848,14 @@ pub(crate) async fn commit_snapshot<F, Fut>(
 ) -> Result<(Table, SnapshotMetrics)>
 where
     F: FnMut(Table) -> Fut,
-    Fut: std::future::Future<Output = Result<Option<(TableChange, SnapshotMetrics)>>>,
+    Fut: std::future::Future<Output = Result<Option<Produced>>>,
 {
     let metrics = std::sync::Mutex::new(SnapshotMetrics::default());
     let table = crate::commit::commit_with_retry(handle, ident, |base| {
         let planned = plan(base);
         let metrics = &metrics;
         async move {
-            let Some((change, m)) = planned.await? else {
+            let Some(Produced { change, metrics: m }) = planned.await? else {
                 return Ok(None);
             };
             *metrics.lock().unwrap_or_else(|p| p.into_inner()) = m;
@@ -441,42 +867,4 @@ where
         table,
         metrics.into_inner().unwrap_or_else(|p| p.into_inner()),
     ))
-}
-
-/// Fails with a conflict if a snapshot committed after `since` (up to `table`'s current one)
-/// added files to any of `partitions`; `since = None` means the table was empty.
-pub(crate) async fn validate_no_new_files_in(
-    table: &Table,
-    since: Option<i64>,
-    partitions: &HashSet<PartitionKey>,
-) -> Result<()> {
-    let md = table.metadata();
-    let mut cursor = md.current_snapshot_id();
-    while cursor != since {
-        let Some(id) = cursor else {
-            return Err(Error::CommitConflict {
-                table: table.identifier().to_string(),
-                detail: format!(
-                    "main no longer descends from snapshot {since:?} (it was rolled back or \
-                     replaced)"
-                ),
-            });
-        };
-        let added = files_added_by(table, id).await?;
-        if let Some(hit) = added
-            .iter()
-            .find(|f| partitions.contains(&(f.spec_id, f.file.partition().clone())))
-        {
-            return Err(Error::CommitConflict {
-                table: table.identifier().to_string(),
-                detail: format!(
-                    "snapshot {id} added {} to partition {:?}, which this operation replaces",
-                    hit.file.file_path(),
-                    hit.file.partition()
-                ),
-            });
-        }
-        cursor = md.snapshot_by_id(id).and_then(|s| s.parent_snapshot_id());
-    }
-    Ok(())
 }

@@ -96,11 +96,18 @@ impl SortOrderBuilder {
                         }
                     };
                     Some(TableChange {
-                        requirements: vec![TableRequirement::UuidMatch { uuid: md.uuid() }],
+                        requirements: vec![
+                            TableRequirement::UuidMatch { uuid: md.uuid() },
+                            // Replacing the order this plan saw, not one another writer set.
+                            TableRequirement::DefaultSortOrderIdMatch {
+                                default_sort_order_id: md.default_sort_order_id(),
+                            },
+                        ],
                         updates: vec![
                             TableUpdate::AddSortOrder { sort_order: order },
                             TableUpdate::SetDefaultSortOrder { sort_order_id: -1 },
                         ],
+                        ..Default::default()
                     })
                 })
         })

@@ -1,0 +1,429 @@
+//! `iceberg-ops migrate-data` and `iceberg-ops verify`: the DataMigrator from the shell.
+//!
+//! Arguments parse in two stages: raw clap values, then a validated [`DataMigrator`]. On a
+//! terminal, progress is an indicatif bar (rows, rows/s, ETA when the total is known from
+//! manifests); otherwise a plain line at most every two seconds on stderr.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use clap::ValueEnum;
+use iceberg::spec::Type;
+use ops_core::CatalogFactory;
+use ops_datamig::{DataMigrator, MigrationResult, VerificationResult, VerifyMethod, WriteMode};
+use ops_reconcile::{MissingInDest, MissingInSource, SchemaReconciler};
+use serde_json::Value;
+
+use crate::table_cmd::{Output, parse_ident};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnMissingInSource {
+    Error,
+    Skip,
+    Null,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnMissingInDest {
+    Error,
+    #[value(name = "auto_add", alias = "auto-add")]
+    AutoAdd,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Mode {
+    Append,
+    Upsert,
+    #[value(name = "overwrite_partition", alias = "overwrite-partition")]
+    OverwritePartition,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Method {
+    #[value(name = "row_count", alias = "row-count")]
+    RowCount,
+    #[value(name = "partition_hash", alias = "partition-hash")]
+    PartitionHash,
+    Sample,
+}
+
+impl From<Method> for VerifyMethod {
+    fn from(m: Method) -> Self {
+        match m {
+            Method::RowCount => VerifyMethod::RowCount,
+            Method::PartitionHash => VerifyMethod::PartitionHash,
+            Method::Sample => VerifyMethod::Sample,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CopyMode {
+    Auto,
+    Rewrite,
+    Files,
+    Reference,
+}
+
+/// What both commands share: the two tables, how rows map and which rows.
+#[derive(Debug, clap::Args)]
+pub struct Job {
+    /// Source table as NAMESPACE.TABLE.
+    #[arg(long)]
+    source: String,
+    /// Destination table as NAMESPACE.TABLE.
+    #[arg(long)]
+    dest: String,
+    /// Catalog of the source.
+    #[arg(long, default_value = ops_core::catalog::EMBEDDED_DEFAULT)]
+    source_catalog: String,
+    /// Catalog of the destination (default: the source's).
+    #[arg(long)]
+    dest_catalog: Option<String>,
+    /// Rename: SOURCE_COLUMN=DEST_COLUMN (repeatable).
+    #[arg(long = "column-mapping", value_name = "SRC=DEST")]
+    column_mapping: Vec<String>,
+    /// Cast a destination column: COLUMN=TYPE (long, double, decimal(12,2), ...; repeatable).
+    #[arg(long = "type-coercion", value_name = "COL=TYPE")]
+    type_coercion: Vec<String>,
+    /// Destination columns with no source column.
+    #[arg(long, value_enum, default_value_t = OnMissingInSource::Error)]
+    on_missing_in_source: OnMissingInSource,
+    /// Source columns with no destination column.
+    #[arg(long, value_enum, default_value_t = OnMissingInDest::Error)]
+    on_missing_in_dest: OnMissingInDest,
+    /// Only rows matching this filter, e.g. "region = 'eu' and qty > 5".
+    #[arg(long, value_name = "EXPR")]
+    row_filter: Option<String>,
+    /// Read the source at this snapshot (default: current).
+    #[arg(long, value_name = "ID")]
+    source_snapshot: Option<i64>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct MigrateArgs {
+    #[command(flatten)]
+    job: Job,
+    /// Rows per destination commit.
+    #[arg(long, default_value_t = ops_datamig::DEFAULT_BATCH_ROWS)]
+    batch_rows: usize,
+    /// How each chunk is written.
+    #[arg(long, value_enum, default_value_t = Mode::Append)]
+    write_mode: Mode,
+    /// Key columns for upsert, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    upsert_keys: Option<Vec<String>>,
+    /// Checkpoint file: progress is recorded there and an existing one is resumed.
+    #[arg(long, value_name = "PATH")]
+    checkpoint: Option<PathBuf>,
+    /// Run every check and read the source through the plan, writing nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Create the destination when it does not exist (not available yet).
+    #[arg(long)]
+    create_dest: bool,
+    /// auto or rewrite decode and re-encode every row (file copy is not available yet).
+    #[arg(long, value_enum, default_value_t = CopyMode::Auto)]
+    copy_mode: CopyMode,
+    /// Verify the destination after migrating.
+    #[arg(long, value_enum)]
+    verify: Option<Method>,
+    /// Rows compared by --verify sample.
+    #[arg(long, default_value_t = 100)]
+    sample_size: usize,
+    #[arg(long, value_enum, default_value_t = Output::Text)]
+    output: Output,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct VerifyArgs {
+    #[command(flatten)]
+    job: Job,
+    /// Which check.
+    #[arg(long, value_enum, default_value_t = Method::RowCount)]
+    method: Method,
+    /// Rows compared by the sample method.
+    #[arg(long, default_value_t = 100)]
+    sample_size: usize,
+    #[arg(long, value_enum, default_value_t = Output::Text)]
+    output: Output,
+}
+
+fn reconciler(job: &Job) -> anyhow::Result<SchemaReconciler> {
+    let mut r = SchemaReconciler::new()
+        .on_missing_in_source(match job.on_missing_in_source {
+            OnMissingInSource::Error => MissingInSource::Error,
+            OnMissingInSource::Skip => MissingInSource::Skip,
+            OnMissingInSource::Null => MissingInSource::Null,
+        })
+        .on_missing_in_dest(match job.on_missing_in_dest {
+            OnMissingInDest::Error => MissingInDest::Error,
+            OnMissingInDest::AutoAdd => MissingInDest::AutoAdd,
+        });
+    for m in &job.column_mapping {
+        let (src, dst) = split_pair(m, "--column-mapping", "SOURCE=DEST")?;
+        r = r.rename(src, dst);
+    }
+    for c in &job.type_coercion {
+        let (col, ty) = split_pair(c, "--type-coercion", "COLUMN=TYPE")?;
+        let parsed: Type = serde_json::from_value(Value::String(ty.to_string())).map_err(|_| {
+            anyhow::anyhow!(
+                "--type-coercion {c}: '{ty}' is not an Iceberg type (int, long, float, double, \
+                 decimal(P,S), string, date, timestamp, timestamptz, boolean, binary, uuid)"
+            )
+        })?;
+        r = r.coerce(col, parsed);
+    }
+    Ok(r)
+}
+
+fn split_pair<'a>(s: &'a str, flag: &str, shape: &str) -> anyhow::Result<(&'a str, &'a str)> {
+    match s.split_once('=') {
+        Some((a, b)) if !a.trim().is_empty() && !b.trim().is_empty() => Ok((a.trim(), b.trim())),
+        _ => bail!("{flag} '{s}' is not {shape}"),
+    }
+}
+
+async fn migrator(factory: &CatalogFactory, job: &Job) -> anyhow::Result<DataMigrator> {
+    let source_catalog = factory
+        .open(&job.source_catalog)
+        .await
+        .with_context(|| format!("open source catalog '{}'", job.source_catalog))?;
+    let dest_name = job.dest_catalog.as_deref().unwrap_or(&job.source_catalog);
+    let dest_catalog = if dest_name == job.source_catalog {
+        source_catalog.clone()
+    } else {
+        factory
+            .open(dest_name)
+            .await
+            .with_context(|| format!("open destination catalog '{dest_name}'"))?
+    };
+    let mut m = DataMigrator::new(
+        &source_catalog,
+        parse_ident(&job.source)?,
+        &dest_catalog,
+        parse_ident(&job.dest)?,
+    )
+    .schema_reconciler(reconciler(job)?);
+    if let Some(f) = &job.row_filter {
+        m = m.row_filter(f.as_str());
+    }
+    if let Some(id) = job.source_snapshot {
+        m = m.source_snapshot(id);
+    }
+    Ok(m)
+}
+
+pub async fn run_migrate(factory: &CatalogFactory, args: MigrateArgs) -> anyhow::Result<()> {
+    if args.create_dest {
+        bail!(
+            "--create-dest is not available in this build yet; create {} first (for example \
+             with PyIceberg) and run again",
+            args.job.dest
+        );
+    }
+    if matches!(args.copy_mode, CopyMode::Files | CopyMode::Reference) {
+        bail!(
+            "--copy-mode files/reference is not available in this build yet; use auto or rewrite"
+        );
+    }
+    let mut m = migrator(factory, &args.job)
+        .await?
+        .batch_rows(args.batch_rows)
+        .write_mode(match args.write_mode {
+            Mode::Append => WriteMode::Append,
+            Mode::Upsert => WriteMode::Upsert,
+            Mode::OverwritePartition => WriteMode::OverwritePartition,
+        })
+        .dry_run(args.dry_run);
+    if let Some(keys) = &args.upsert_keys {
+        m = m.upsert_keys(keys.clone());
+    }
+    if let Some(path) = &args.checkpoint {
+        m = m.checkpoint(path);
+    }
+    let reporter = Reporter::new(args.output == Output::Text || !std::io::stderr().is_terminal());
+    let progress = reporter.clone_handle();
+    m = m.progress(move |done, total| progress.update(done, total));
+    let result = m.run().await;
+    reporter.finish();
+    let result = result?;
+    let verification = match args.verify {
+        Some(method) if !args.dry_run => Some(m.verify(method.into(), args.sample_size).await?),
+        _ => None,
+    };
+    match args.output {
+        Output::Json => {
+            let mut v = serde_json::to_value(&result)?;
+            if let (Some(obj), Some(ver)) = (v.as_object_mut(), &verification) {
+                obj.insert("verification".into(), serde_json::to_value(ver)?);
+            }
+            println!("{}", serde_json::to_string_pretty(&v)?);
+        }
+        Output::Text => {
+            print_result(&args.job, &result);
+            if let Some(v) = &verification {
+                print_verification(v);
+            }
+        }
+    }
+    if verification.as_ref().is_some_and(|v| !v.matches) {
+        bail!("verification failed: the destination does not match the source");
+    }
+    Ok(())
+}
+
+pub async fn run_verify(factory: &CatalogFactory, args: VerifyArgs) -> anyhow::Result<()> {
+    let m = migrator(factory, &args.job).await?;
+    let v = m.verify(args.method.into(), args.sample_size).await?;
+    match args.output {
+        Output::Json => println!("{}", serde_json::to_string_pretty(&v)?),
+        Output::Text => print_verification(&v),
+    }
+    if !v.matches {
+        bail!("verification failed: the destination does not match the source");
+    }
+    Ok(())
+}
+
+fn print_result(job: &Job, r: &MigrationResult) {
+    let rate = r.rows_moved as f64 / r.duration_seconds.max(1e-9);
+    if r.dry_run {
+        println!(
+            "dry run   {} → {}: would move {} rows ({} bytes in memory); nothing written",
+            job.source,
+            job.dest,
+            r.estimated_rows.unwrap_or(0),
+            r.estimated_bytes.unwrap_or(0)
+        );
+    } else {
+        println!(
+            "migrated  {} → {}: {} rows in {} commit(s), {:.2}s ({rate:.0} rows/s)",
+            job.source,
+            job.dest,
+            r.rows_moved,
+            r.new_snapshots.len(),
+            r.duration_seconds
+        );
+        if r.batches_skipped > 0 {
+            println!(
+                "resumed   {} batch(es) were already in the destination",
+                r.batches_skipped
+            );
+        }
+        if let Some(before) = r.dest_snapshot_before {
+            println!(
+                "undo      iceberg-ops table rollback {} --to {before}",
+                job.dest
+            );
+        }
+        if let (Some(i), Some(u)) = (r.rows_inserted, r.rows_updated) {
+            println!("upsert    {i} inserted, {u} updated");
+        }
+    }
+    if !r.schema_changes.is_empty() {
+        println!("schema    added {}", r.schema_changes.join(", "));
+    }
+    if let Some(p) = &r.plan {
+        for w in &p.warnings {
+            println!("warning   {w}");
+        }
+    }
+    if let Some(path) = &r.checkpoint_path {
+        println!("checkpoint {}", path.display());
+    }
+}
+
+fn print_verification(v: &VerificationResult) {
+    let verdict = if v.matches { "match" } else { "MISMATCH" };
+    let counts = match (v.source_count, v.dest_count) {
+        (Some(s), Some(d)) => format!(": source {s} rows, destination {d} rows"),
+        _ => String::new(),
+    };
+    println!("verify    {} {verdict}{counts}", v.method);
+    if let Some(n) = v.sample_size {
+        println!("          {n} sampled row(s) compared");
+    }
+    for d in &v.details {
+        println!("          {d}");
+    }
+}
+
+/// Progress on stderr: a bar on a terminal, throttled plain lines otherwise.
+struct Reporter {
+    inner: std::sync::Arc<ReporterInner>,
+}
+
+struct ReporterInner {
+    bar: Option<indicatif::ProgressBar>,
+    plain: bool,
+    last: Mutex<Option<Instant>>,
+    started: Instant,
+}
+
+impl Reporter {
+    fn new(plain_allowed: bool) -> Self {
+        let terminal = std::io::stderr().is_terminal();
+        let bar = terminal.then(|| {
+            let bar = indicatif::ProgressBar::new(0);
+            let style = indicatif::ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {wide_bar} {human_pos}/{human_len} rows \
+                 ({per_sec}, ETA {eta})",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+            bar.set_style(style);
+            bar
+        });
+        Self {
+            inner: std::sync::Arc::new(ReporterInner {
+                bar,
+                plain: !terminal && plain_allowed,
+                last: Mutex::new(None),
+                started: Instant::now(),
+            }),
+        }
+    }
+
+    fn clone_handle(&self) -> std::sync::Arc<ReporterInner> {
+        self.inner.clone()
+    }
+
+    fn finish(&self) {
+        if let Some(bar) = &self.inner.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+impl ReporterInner {
+    fn update(&self, done: u64, total: Option<u64>) {
+        if let Some(bar) = &self.bar {
+            match total {
+                Some(t) => bar.set_length(t),
+                None => bar.set_length(done),
+            }
+            bar.set_position(done);
+            return;
+        }
+        if !self.plain {
+            return;
+        }
+        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        if last.is_some_and(|l| now.duration_since(l) < Duration::from_secs(2))
+            && total != Some(done)
+        {
+            return;
+        }
+        *last = Some(now);
+        let secs = now.duration_since(self.started).as_secs_f64().max(1e-9);
+        let total = total.map_or("?".to_string(), |t| t.to_string());
+        eprintln!(
+            "progress  {done}/{total} rows ({:.0} rows/s)",
+            done as f64 / secs
+        );
+    }
+}

@@ -1,0 +1,604 @@
+//! Row filters parsed by `sqlparser`'s expression parser, then typed and resolved against the
+//! table's schema here.
+//!
+//! sqlparser knows SQL, not Iceberg: it has no `IS NaN`, so `IS [NOT] NaN` is rewritten to
+//! `IS [NOT] UNKNOWN` on the token stream (a real `IS UNKNOWN` is refused first), and every
+//! construct it accepts that a row filter has no meaning for is refused by name.
+
+use std::collections::HashSet;
+
+use iceberg::expr::{Predicate, Reference};
+use iceberg::spec::{Datum, NestedFieldRef, PrimitiveType, Schema, Type};
+use sqlparser::ast::{BinaryOperator, Expr, InTarget, UnaryOperator, Value};
+use sqlparser::dialect::GenericDialect;
+use sqlparser::keywords::Keyword;
+use sqlparser::parser::{Parser, ParserError};
+use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
+
+use crate::{Error, Result};
+
+/// Deep enough for any filter a person writes; deeper input is refused, never a stack overflow.
+const RECURSION_LIMIT: usize = 64;
+
+const FORMS: &str = "a filter is conditions on columns (=, !=, <>, <, <=, >, >=, [NOT] IN (...), \
+                     [NOT] BETWEEN .. AND .., [NOT] LIKE 'prefix%', IS [NOT] NULL, IS [NOT] NaN) \
+                     joined by AND, OR, NOT and parentheses";
+
+/// Parses `text`, naming columns as in `schema`, into a predicate over `read_schema`.
+pub(super) fn parse(text: &str, schema: &Schema, read_schema: &Schema) -> Result<Predicate> {
+    let cx = Context {
+        text,
+        schema,
+        read_schema,
+    };
+    if text.trim().is_empty() {
+        return Err(cx.error("the filter is empty; write a condition such as region = 'eu'"));
+    }
+    let dialect = GenericDialect {};
+    let mut tokens = Tokenizer::new(&dialect, text)
+        .tokenize_with_location()
+        .map_err(|e| cx.error(&e.to_string()))?;
+    rewrite_nan(&mut tokens).map_err(|m| cx.error(&m))?;
+    quote_column_words(&mut tokens, schema);
+    let mut parser = Parser::new(&dialect)
+        .with_recursion_limit(RECURSION_LIMIT)
+        .with_tokens_with_locations(tokens);
+    let expr = parser
+        .parse_expr()
+        .map_err(|e| cx.error(&parser_message(&e)))?;
+    let next = parser.peek_token();
+    if next.token != Token::EOF {
+        return Err(cx.error(&format!(
+            "unexpected '{}' after a complete condition (join conditions with AND or OR)",
+            next.token
+        )));
+    }
+    cx.predicate(&expr)
+}
+
+fn parser_message(e: &ParserError) -> String {
+    match e {
+        ParserError::RecursionLimitExceeded => {
+            format!("nested more than {RECURSION_LIMIT} levels deep; simplify the filter")
+        }
+        ParserError::TokenizerError(m) | ParserError::ParserError(m) => {
+            m.replace("found: EOF", "found the end of the filter")
+        }
+    }
+}
+
+fn is_word(t: &Token, kw: Keyword) -> bool {
+    matches!(t, Token::Word(w) if w.keyword == kw && w.quote_style.is_none())
+}
+
+/// `IS [NOT] NaN` → `IS [NOT] UNKNOWN`, after refusing a literal `IS [NOT] UNKNOWN`.
+fn rewrite_nan(tokens: &mut [TokenWithSpan]) -> std::result::Result<(), String> {
+    let significant: Vec<usize> = (0..tokens.len())
+        .filter(|&i| !matches!(tokens[i].token, Token::Whitespace(_)))
+        .collect();
+    for (n, &i) in significant.iter().enumerate() {
+        if !is_word(&tokens[i].token, Keyword::IS) {
+            continue;
+        }
+        let mut k = n + 1;
+        if significant
+            .get(k)
+            .is_some_and(|&j| is_word(&tokens[j].token, Keyword::NOT))
+        {
+            k += 1;
+        }
+        let Some(&j) = significant.get(k) else {
+            continue;
+        };
+        match &tokens[j].token {
+            Token::Word(w) if w.quote_style.is_none() && w.keyword == Keyword::UNKNOWN => {
+                return Err(format!("IS UNKNOWN is not supported; {FORMS}"));
+            }
+            Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("nan") => {
+                tokens[j].token = Token::make_keyword("UNKNOWN");
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The grammar's own words, never taken for a column of the same name.
+const GRAMMAR: [Keyword; 12] = [
+    Keyword::AND,
+    Keyword::OR,
+    Keyword::NOT,
+    Keyword::IN,
+    Keyword::IS,
+    Keyword::NULL,
+    Keyword::LIKE,
+    Keyword::ILIKE,
+    Keyword::BETWEEN,
+    Keyword::TRUE,
+    Keyword::FALSE,
+    Keyword::UNKNOWN,
+];
+
+/// Marks a bare word that is exactly a field name of the schema as a quoted identifier, so
+/// columns named `user`, `interval` or `current_date` parse as columns, as PyIceberg reads them,
+/// instead of as SQL's special forms. A word followed by a string (`DATE '2026-01-31'`) stays a
+/// typed literal.
+fn quote_column_words(tokens: &mut [TokenWithSpan], schema: &Schema) {
+    fn collect<'a>(fields: &'a [NestedFieldRef], out: &mut HashSet<&'a str>) {
+        for f in fields {
+            out.insert(f.name.as_str());
+            if let Type::Struct(s) = f.field_type.as_ref() {
+                collect(s.fields(), out);
+            }
+        }
+    }
+    let mut names = HashSet::new();
+    collect(schema.as_struct().fields(), &mut names);
+    let significant: Vec<usize> = (0..tokens.len())
+        .filter(|&i| !matches!(tokens[i].token, Token::Whitespace(_)))
+        .collect();
+    for (n, &i) in significant.iter().enumerate() {
+        let Token::Word(w) = &tokens[i].token else {
+            continue;
+        };
+        let next_is_string = significant
+            .get(n + 1)
+            .is_some_and(|&j| matches!(tokens[j].token, Token::SingleQuotedString(_)));
+        if w.quote_style.is_none()
+            && w.keyword != Keyword::NoKeyword
+            && !GRAMMAR.contains(&w.keyword)
+            && !next_is_string
+            && names.contains(w.value.as_str())
+        {
+            tokens[i].token = Token::make_word(&w.value, Some('"'));
+        }
+    }
+}
+
+struct Context<'a> {
+    text: &'a str,
+    schema: &'a Schema,
+    read_schema: &'a Schema,
+}
+
+/// A filtered column: how the read schema names it, and its type for typing literals.
+struct Column {
+    name: String,
+    reference: Reference,
+    ty: PrimitiveType,
+}
+
+/// A literal as written: its text and whether it was quoted.
+struct Lit {
+    raw: String,
+    quoted: bool,
+}
+
+impl Lit {
+    fn shown(&self) -> String {
+        if self.quoted {
+            format!("'{}'", self.raw)
+        } else {
+            self.raw.clone()
+        }
+    }
+}
+
+impl Context<'_> {
+    fn error(&self, m: &str) -> Error {
+        Error::InvalidInput(format!("filter '{}': {m}", self.text))
+    }
+
+    fn unsupported(&self, e: &Expr) -> Error {
+        self.error(&format!("unsupported construct '{e}'; {FORMS}"))
+    }
+
+    fn predicate(&self, e: &Expr) -> Result<Predicate> {
+        match e {
+            Expr::Nested(inner) => self.predicate(inner),
+            Expr::UnaryOp {
+                op: UnaryOperator::Not,
+                expr,
+            } => Ok(!self.predicate(expr)?),
+            Expr::BinaryOp {
+                left,
+                op: BinaryOperator::And,
+                right,
+            } => Ok(self.predicate(left)?.and(self.predicate(right)?)),
+            Expr::BinaryOp {
+                left,
+                op: BinaryOperator::Or,
+                right,
+            } => Ok(self.predicate(left)?.or(self.predicate(right)?)),
+            Expr::BinaryOp { left, op, right } => self.comparison(e, left, op, right),
+            Expr::Value(v) => match &v.value {
+                Value::Boolean(true) => Ok(Predicate::AlwaysTrue),
+                Value::Boolean(false) => Ok(Predicate::AlwaysFalse),
+                _ => Err(self.error(&format!(
+                    "the value {v} alone is not a condition; compare a column with it"
+                ))),
+            },
+            Expr::IsNull(c) => Ok(self.column(c)?.reference.is_null()),
+            Expr::IsNotNull(c) => Ok(self.column(c)?.reference.is_not_null()),
+            Expr::IsUnknown(c) => Ok(self.nan_column(c)?.reference.is_nan()),
+            Expr::IsNotUnknown(c) => Ok(self.nan_column(c)?.reference.is_not_nan()),
+            Expr::In {
+                expr,
+                target: InTarget::List(list),
+                negated,
+                global: false,
+            } => {
+                let col = self.column(expr)?;
+                let values = list
+                    .iter()
+                    .map(|v| self.typed(v, &col))
+                    .collect::<Result<Vec<_>>>()?;
+                Ok(if *negated {
+                    col.reference.is_not_in(values)
+                } else {
+                    col.reference.is_in(values)
+                })
+            }
+            Expr::Between {
+                expr,
+                negated,
+                low,
+                high,
+            } => {
+                let col = self.column(expr)?;
+                let (low, high) = (self.typed(low, &col)?, self.typed(high, &col)?);
+                let reference = col.reference;
+                Ok(if *negated {
+                    reference
+                        .clone()
+                        .less_than(low)
+                        .or(reference.greater_than(high))
+                } else {
+                    reference
+                        .clone()
+                        .greater_than_or_equal_to(low)
+                        .and(reference.less_than_or_equal_to(high))
+                })
+            }
+            Expr::Like {
+                negated,
+                any: false,
+                expr,
+                pattern,
+                escape_char: None,
+            } => self.like(expr, pattern, *negated),
+            Expr::Like { .. } => Err(self.error(
+                "LIKE takes one quoted pattern without ESCAPE or ANY; escape a literal % as \\%",
+            )),
+            Expr::ILike { .. } => Err(self.error(
+                "ILIKE (case-insensitive) is not supported; use LIKE 'prefix%', which is \
+                 case-sensitive",
+            )),
+            other => Err(self.unsupported(other)),
+        }
+    }
+
+    fn comparison(
+        &self,
+        whole: &Expr,
+        left: &Expr,
+        op: &BinaryOperator,
+        right: &Expr,
+    ) -> Result<Predicate> {
+        use BinaryOperator::*;
+        if !matches!(op, Eq | NotEq | Lt | LtEq | Gt | GtEq) {
+            return Err(self.unsupported(whole));
+        }
+        // `5 < qty` reads as `qty > 5`, as PyIceberg reads it.
+        let (column, value, op) = match (is_column(left), is_column(right)) {
+            (true, false) => (left, right, op.clone()),
+            (false, true) => {
+                let flipped = match op {
+                    Lt => Gt,
+                    LtEq => GtEq,
+                    Gt => Lt,
+                    GtEq => LtEq,
+                    other => other.clone(),
+                };
+                (right, left, flipped)
+            }
+            (true, true) => {
+                return Err(self.error(&format!(
+                    "'{whole}' compares two columns; a filter compares a column with a value"
+                )));
+            }
+            (false, false) if self.literal(left).is_ok() && self.literal(right).is_ok() => {
+                return Err(self.error(&format!(
+                    "'{whole}' names no column; a filter compares a column with a value"
+                )));
+            }
+            (false, false) => return Err(self.unsupported(whole)),
+        };
+        let col = self.column(column)?;
+        let datum = self.typed(value, &col)?;
+        let r = col.reference;
+        Ok(match op {
+            Eq => r.equal_to(datum),
+            NotEq => r.not_equal_to(datum),
+            Lt => r.less_than(datum),
+            LtEq => r.less_than_or_equal_to(datum),
+            Gt => r.greater_than(datum),
+            _ => r.greater_than_or_equal_to(datum),
+        })
+    }
+
+    /// PyIceberg's LIKE: a trailing `%` is a prefix match, no `%` is equality, `\%` is a
+    /// literal percent sign, and a `%` anywhere else is refused.
+    fn like(&self, expr: &Expr, pattern: &Expr, negated: bool) -> Result<Predicate> {
+        let col = self.column(expr)?;
+        if col.ty != PrimitiveType::String {
+            return Err(self.error(&format!(
+                "LIKE applies to string columns; '{}' is {}",
+                col.name, col.ty
+            )));
+        }
+        let lit = self.literal(pattern)?;
+        if !lit.quoted {
+            return Err(self.error(&format!(
+                "LIKE takes a quoted pattern such as 'eu%', found {}",
+                lit.shown()
+            )));
+        }
+        let chars: Vec<char> = lit.raw.chars().collect();
+        let mut text = String::new();
+        let mut prefix = false;
+        let mut i = 0;
+        while i < chars.len() {
+            match chars[i] {
+                '\\' if chars.get(i + 1) == Some(&'%') => {
+                    text.push('%');
+                    i += 2;
+                    continue;
+                }
+                '%' if i + 1 == chars.len() => prefix = true,
+                '%' => {
+                    return Err(self.error(&format!(
+                        "LIKE {} has a '%' before the end; only a prefix match ('abc%') is \
+                         supported; escape a literal % as \\%",
+                        lit.shown()
+                    )));
+                }
+                c => text.push(c),
+            }
+            i += 1;
+        }
+        let datum = Datum::string(text);
+        Ok(match (prefix, negated) {
+            (true, false) => col.reference.starts_with(datum),
+            (true, true) => col.reference.not_starts_with(datum),
+            (false, false) => col.reference.equal_to(datum),
+            (false, true) => col.reference.not_equal_to(datum),
+        })
+    }
+
+    fn nan_column(&self, e: &Expr) -> Result<Column> {
+        let col = self.column(e)?;
+        if !matches!(col.ty, PrimitiveType::Float | PrimitiveType::Double) {
+            return Err(self.error(&format!(
+                "IS NaN applies to float and double columns; '{}' is {}",
+                col.name, col.ty
+            )));
+        }
+        Ok(col)
+    }
+
+    /// Resolves a column expression by walking struct fields, then finds the same field id in
+    /// the read schema.
+    fn column(&self, e: &Expr) -> Result<Column> {
+        let segments: Vec<String> = match e {
+            Expr::Identifier(i) => vec![i.value.clone()],
+            Expr::CompoundIdentifier(parts) => parts.iter().map(|i| i.value.clone()).collect(),
+            Expr::Nested(inner) => return self.column(inner),
+            other => {
+                return Err(self.error(&format!(
+                    "expected a column name, found '{other}' (quote names with spaces as \
+                     \"order total\")"
+                )));
+            }
+        };
+        let full = segments.join(".");
+        let mut fields: &[NestedFieldRef] = self.schema.as_struct().fields();
+        let mut found: Option<&NestedFieldRef> = None;
+        for (depth, seg) in segments.iter().enumerate() {
+            let here = segments[..depth].join(".");
+            let field = fields.iter().find(|f| &f.name == seg).ok_or_else(|| {
+                let names: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
+                let hint = fields
+                    .iter()
+                    .find(|f| f.name.eq_ignore_ascii_case(seg))
+                    .map(|f| format!("; did you mean '{}'? (names are case-sensitive)", f.name))
+                    .unwrap_or_default();
+                if depth == 0 {
+                    self.error(&format!(
+                        "no column '{seg}' (columns: {}){hint}",
+                        names.join(", ")
+                    ))
+                } else {
+                    self.error(&format!(
+                        "no field '{seg}' in '{here}' (fields: {}){hint}",
+                        names.join(", ")
+                    ))
+                }
+            })?;
+            if depth + 1 < segments.len() {
+                fields = match field.field_type.as_ref() {
+                    Type::Struct(s) => s.fields(),
+                    Type::List(_) | Type::Map(_) => {
+                        return Err(self.error(&format!(
+                            "'{full}' is inside the list or map '{}', whose elements cannot be \
+                             filtered",
+                            field.name
+                        )));
+                    }
+                    Type::Primitive(_) => {
+                        return Err(self.error(&format!(
+                            "'{}' is not a struct, so '{full}' names nothing",
+                            segments[..=depth].join(".")
+                        )));
+                    }
+                };
+            }
+            found = Some(field);
+        }
+        let field = found.ok_or_else(|| self.error("expected a column name"))?;
+        let Type::Primitive(ty) = field.field_type.as_ref() else {
+            return Err(self.error(&format!(
+                "'{full}' is a {} column; filters compare primitive columns (name a nested \
+                 field as '{full}.field')",
+                kind(&field.field_type)
+            )));
+        };
+        let read_name = self
+            .read_schema
+            .name_by_field_id(field.id)
+            .map(str::to_string)
+            .ok_or_else(|| {
+                self.error(&format!(
+                    "column '{full}' was added after the snapshot being read, whose rows have \
+                     no value for it"
+                ))
+            })?;
+        Ok(Column {
+            name: full,
+            reference: Reference::new(read_name),
+            ty: ty.clone(),
+        })
+    }
+
+    fn literal(&self, e: &Expr) -> Result<Lit> {
+        let bad = || {
+            self.error(&format!(
+                "expected a literal value, found '{e}' (quote strings and dates: 'eu', \
+                 '2026-01-31')"
+            ))
+        };
+        match e {
+            Expr::Value(v) => {
+                match &v.value {
+                    Value::Number(n, _) => Ok(Lit {
+                        raw: n.to_string(),
+                        quoted: false,
+                    }),
+                    Value::SingleQuotedString(s) => Ok(Lit {
+                        raw: s.clone(),
+                        quoted: true,
+                    }),
+                    Value::Boolean(b) => Ok(Lit {
+                        raw: b.to_string(),
+                        quoted: false,
+                    }),
+                    Value::Null => Err(self
+                        .error("NULL is not a value to compare with; use IS NULL or IS NOT NULL")),
+                    _ => Err(bad()),
+                }
+            }
+            Expr::UnaryOp {
+                op: op @ (UnaryOperator::Minus | UnaryOperator::Plus),
+                expr,
+            } => match expr.as_ref() {
+                Expr::Value(v) => match &v.value {
+                    Value::Number(n, _) => {
+                        let sign = if *op == UnaryOperator::Minus { "-" } else { "" };
+                        Ok(Lit {
+                            raw: format!("{sign}{n}"),
+                            quoted: false,
+                        })
+                    }
+                    _ => Err(bad()),
+                },
+                _ => Err(bad()),
+            },
+            // DATE '2026-01-31', TIMESTAMP '...': the column types the value anyway.
+            Expr::TypedString(t) => match &t.value.value {
+                Value::SingleQuotedString(s) => Ok(Lit {
+                    raw: s.clone(),
+                    quoted: true,
+                }),
+                _ => Err(bad()),
+            },
+            Expr::Nested(inner) => self.literal(inner),
+            _ => Err(bad()),
+        }
+    }
+
+    /// A literal typed by the column it is compared with.
+    fn typed(&self, e: &Expr, col: &Column) -> Result<Datum> {
+        let lit = self.literal(e)?;
+        let raw = lit.raw.as_str();
+        let numeric = !lit.quoted;
+        let datum = match &col.ty {
+            PrimitiveType::Boolean => match raw.to_ascii_lowercase().as_str() {
+                "true" => Some(Datum::bool(true)),
+                "false" => Some(Datum::bool(false)),
+                _ => None,
+            },
+            // Quoted numbers are accepted, as PyIceberg converts string literals.
+            PrimitiveType::Int => raw.trim().parse::<i32>().map(Datum::int).ok(),
+            PrimitiveType::Long => raw.trim().parse::<i64>().map(Datum::long).ok(),
+            PrimitiveType::Float => raw.trim().parse::<f32>().map(Datum::float).ok(),
+            PrimitiveType::Double => raw.trim().parse::<f64>().map(Datum::double).ok(),
+            PrimitiveType::Decimal { precision, scale } => {
+                Datum::decimal_from_str(pad_scale(raw.trim(), *scale))
+                    .ok()
+                    .and_then(|d| {
+                        d.to(&Type::Primitive(PrimitiveType::Decimal {
+                            precision: *precision,
+                            scale: *scale,
+                        }))
+                        .ok()
+                    })
+            }
+            PrimitiveType::String if !numeric => Some(Datum::string(raw)),
+            PrimitiveType::Date if !numeric => Datum::date_from_str(raw).ok(),
+            PrimitiveType::Time if !numeric => Datum::time_from_str(raw).ok(),
+            PrimitiveType::Timestamp if !numeric => Datum::timestamp_from_str(raw).ok(),
+            PrimitiveType::Timestamptz if !numeric => Datum::timestamptz_from_str(raw).ok(),
+            PrimitiveType::Uuid if !numeric => Datum::uuid_from_str(raw).ok(),
+            _ => None,
+        };
+        datum.ok_or_else(|| {
+            self.error(&format!(
+                "{} is not a valid {} value for column '{}'",
+                lit.shown(),
+                col.ty,
+                col.name
+            ))
+        })
+    }
+}
+
+/// `12.5` as `12.50` for a scale of 2: the same value written at the column's scale, which the
+/// decimal conversion needs. More fractional digits than the scale are left for it to refuse.
+fn pad_scale(raw: &str, scale: u32) -> String {
+    let frac = raw.split_once('.').map_or(0, |(_, f)| f.len());
+    let Ok(missing) = usize::try_from(scale) else {
+        return raw.to_string();
+    };
+    if frac >= missing || raw.contains(['e', 'E']) {
+        return raw.to_string();
+    }
+    let dot = if raw.contains('.') { "" } else { "." };
+    format!("{raw}{dot}{}", "0".repeat(missing - frac))
+}
+
+fn is_column(e: &Expr) -> bool {
+    match e {
+        Expr::Identifier(_) | Expr::CompoundIdentifier(_) => true,
+        Expr::Nested(inner) => is_column(inner),
+        _ => false,
+    }
+}
+
+fn kind(t: &Type) -> &'static str {
+    match t {
+        Type::Struct(_) => "struct",
+        Type::List(_) => "list",
+        Type::Map(_) => "map",
+        Type::Primitive(_) => "primitive",
+    }
+}

@@ -1,0 +1,943 @@
+//! The `DataMigrator`: settings, pre-flight, the streaming loop and resume.
+//!
+//! 1. Pre-flight, no writes: load both tables (the same table by UUID is refused), resolve the
+//!    source snapshot (checkpoint → explicit → current), validate a resumed checkpoint (not
+//!    completed, same job settings, source snapshot still there and agreeing with an explicit
+//!    one, checkpointed batches still in the destination's history), parse the row filter,
+//!    compute the reconciliation plan and check the write mode's prerequisites.
+//! 2. Pre-flight writes: auto-added and widened columns in one schema commit, then the
+//!    checkpoint's fresh start (with the job identity, its id and `dest_snapshot_before`).
+//! 3. Stream: a reader task reads the pinned snapshot in a fixed file order, cuts it into chunks
+//!    of exactly `batch_rows` rows and projects them, while this task encodes, writes and
+//!    commits the previous chunk — one commit per chunk, tagged `iceberg-ops.migration-job` /
+//!    `iceberg-ops.migration-batch` — then marks the checkpoint and reports progress.
+//! 4. Post-flight: mark the checkpoint completed.
+//!
+//! On resume, a batch that landed in the destination but was not checkpointed (a crash between
+//! commit and checkpoint) is found by its summary tags and recorded instead of written again.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use arrow_array::RecordBatch;
+use futures::StreamExt;
+use iceberg::TableIdent;
+use iceberg::expr::Predicate;
+use iceberg::spec::{DataFile, ManifestContentType, Struct, Type};
+use iceberg::table::Table;
+use ops_checkpoint::{CheckpointState, CheckpointStore, JobIdentity};
+use ops_core::CatalogHandle;
+use ops_core::ops::append::AppendBuilder;
+use ops_core::ops::evolve_schema::EvolveSchemaBuilder;
+use ops_core::ops::overwrite::OverwriteBuilder;
+use ops_reconcile::{MissingInDest, MissingInSource, ReconciliationPlan, SchemaReconciler};
+use serde_json::{Value, json};
+
+use crate::read::PlannedRead;
+use crate::{
+    MigrationError, MigrationResult, PartitionStrategy, Result, RowFilter, VerificationResult,
+    VerifyMethod, WriteMode,
+};
+
+/// Summary key holding the job id on every snapshot a batch creates.
+pub const MIGRATION_JOB_PROPERTY: &str = "iceberg-ops.migration-job";
+/// Summary key holding the batch index on every snapshot a batch creates.
+pub const MIGRATION_BATCH_PROPERTY: &str = "iceberg-ops.migration-batch";
+/// The default `batch_rows`.
+pub const DEFAULT_BATCH_ROWS: usize = 50_000;
+
+/// `progress(rows_done, rows_total_or_none)`, called after each committed batch.
+pub type Progress = Arc<dyn Fn(u64, Option<u64>) + Send + Sync>;
+
+/// A table in a catalog.
+#[derive(Clone)]
+pub(crate) struct TableRef {
+    pub handle: CatalogHandle,
+    pub ident: TableIdent,
+}
+
+impl TableRef {
+    pub(crate) fn describe(&self) -> String {
+        format!("{} (catalog '{}')", self.ident, self.handle.name())
+    }
+
+    pub(crate) async fn load(&self) -> Result<Table> {
+        self.handle
+            .catalog()
+            .load_table(&self.ident)
+            .await
+            .map_err(|e| {
+                MigrationError::InvalidInput(format!("cannot load table {}: {e}", self.describe()))
+            })
+    }
+}
+
+/// Streaming, schema-reconciling, resumable Iceberg-to-Iceberg migrator (see the module docs).
+#[must_use = "a DataMigrator does nothing until run"]
+pub struct DataMigrator {
+    pub(crate) source: TableRef,
+    pub(crate) dest: TableRef,
+    pub(crate) reconciler: SchemaReconciler,
+    partition_strategy: PartitionStrategy,
+    pub(crate) row_filter: Option<RowFilter>,
+    pub(crate) source_snapshot: Option<i64>,
+    batch_rows: usize,
+    write_mode: WriteMode,
+    upsert_keys: Option<Vec<String>>,
+    checkpoint: Option<PathBuf>,
+    progress: Option<Progress>,
+    dry_run: bool,
+    /// The snapshot the last `run` read; `verify` reads the source there.
+    pub(crate) last_source_snapshot: Option<i64>,
+}
+
+impl std::fmt::Debug for DataMigrator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DataMigrator")
+            .field("source", &self.source.describe())
+            .field("dest", &self.dest.describe())
+            .field("reconciler", &self.reconciler)
+            .field("row_filter", &self.row_filter)
+            .field("source_snapshot", &self.source_snapshot)
+            .field("batch_rows", &self.batch_rows)
+            .field("write_mode", &self.write_mode)
+            .field("upsert_keys", &self.upsert_keys)
+            .field("checkpoint", &self.checkpoint)
+            .field("dry_run", &self.dry_run)
+            .finish_non_exhaustive()
+    }
+}
+
+impl DataMigrator {
+    /// A migration of `source` (in `source_catalog`) into `dest` (in `dest_catalog`), with the
+    /// seed's defaults: strict reconciler, PRESERVE, no filter, current snapshot, 50,000 rows
+    /// per batch, append, no checkpoint.
+    pub fn new(
+        source_catalog: &CatalogHandle,
+        source: TableIdent,
+        dest_catalog: &CatalogHandle,
+        dest: TableIdent,
+    ) -> Self {
+        Self {
+            source: TableRef {
+                handle: source_catalog.clone(),
+                ident: source,
+            },
+            dest: TableRef {
+                handle: dest_catalog.clone(),
+                ident: dest,
+            },
+            reconciler: SchemaReconciler::new(),
+            partition_strategy: PartitionStrategy::Preserve,
+            row_filter: None,
+            source_snapshot: None,
+            batch_rows: DEFAULT_BATCH_ROWS,
+            write_mode: WriteMode::Append,
+            upsert_keys: None,
+            checkpoint: None,
+            progress: None,
+            dry_run: false,
+            last_source_snapshot: None,
+        }
+    }
+
+    /// How source columns map onto destination columns (renames, coercions, policies).
+    pub fn schema_reconciler(mut self, reconciler: SchemaReconciler) -> Self {
+        self.reconciler = reconciler;
+        self
+    }
+
+    /// How the destination's partition spec is treated (only PRESERVE).
+    pub fn partition_strategy(mut self, strategy: PartitionStrategy) -> Self {
+        self.partition_strategy = strategy;
+        self
+    }
+
+    /// Only source rows matching `filter` are migrated.
+    pub fn row_filter(mut self, filter: impl Into<RowFilter>) -> Self {
+        self.row_filter = Some(filter.into());
+        self
+    }
+
+    /// Read the source at this snapshot (default: its current one when `run` starts).
+    pub fn source_snapshot(mut self, snapshot_id: i64) -> Self {
+        self.source_snapshot = Some(snapshot_id);
+        self
+    }
+
+    /// Rows per destination commit (default 50,000; 0 is rejected).
+    pub fn batch_rows(mut self, rows: usize) -> Self {
+        self.batch_rows = rows;
+        self
+    }
+
+    /// How each chunk is written.
+    pub fn write_mode(mut self, mode: WriteMode) -> Self {
+        self.write_mode = mode;
+        self
+    }
+
+    /// The key columns of an upsert (destination names); required for upsert only.
+    pub fn upsert_keys(mut self, keys: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.upsert_keys = Some(keys.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Record progress in the checkpoint file at `path`; an existing file is resumed.
+    pub fn checkpoint(mut self, path: impl Into<PathBuf>) -> Self {
+        self.checkpoint = Some(path.into());
+        self
+    }
+
+    /// Called as `progress(rows_done, rows_total_or_none)` after each committed batch.
+    pub fn progress(mut self, f: impl Fn(u64, Option<u64>) + Send + Sync + 'static) -> Self {
+        self.progress = Some(Arc::new(f));
+        self
+    }
+
+    /// Run every check and read the source through the reconciler, writing nothing.
+    pub fn dry_run(mut self, dry_run: bool) -> Self {
+        self.dry_run = dry_run;
+        self
+    }
+
+    /// Checks the settings alone (the seed's constructor `ValueError`s).
+    fn validate_settings(&self) -> Result<()> {
+        if self.batch_rows == 0 {
+            return Err(MigrationError::InvalidInput(
+                "batch_rows must be at least 1 (default 50,000)".into(),
+            ));
+        }
+        let PartitionStrategy::Preserve = self.partition_strategy;
+        match (&self.upsert_keys, self.write_mode) {
+            (None, WriteMode::Upsert) => {
+                return Err(MigrationError::InvalidInput(
+                    "write_mode upsert needs upsert_keys: the destination columns that identify \
+                     a row (--upsert-keys k1,k2)"
+                        .into(),
+                ));
+            }
+            (Some(_), mode) if mode != WriteMode::Upsert => {
+                return Err(MigrationError::InvalidInput(format!(
+                    "upsert_keys are only used by write_mode upsert, not {mode}; drop them or \
+                     set write_mode upsert"
+                )));
+            }
+            (Some(keys), _) => {
+                if keys.is_empty() {
+                    return Err(MigrationError::InvalidInput(
+                        "upsert_keys is empty; name at least one key column".into(),
+                    ));
+                }
+                let mut seen = HashSet::new();
+                for k in keys {
+                    if k.trim().is_empty() {
+                        return Err(MigrationError::InvalidInput(
+                            "upsert_keys holds a blank name; list column names only".into(),
+                        ));
+                    }
+                    if !seen.insert(k.as_str()) {
+                        return Err(MigrationError::InvalidInput(format!(
+                            "upsert key '{k}' is listed twice"
+                        )));
+                    }
+                }
+            }
+            (None, _) => {}
+        }
+        Ok(())
+    }
+
+    /// The settings a resumed run must share with the run that started the checkpoint.
+    fn job_settings(&self, source: &Table, dest: &Table) -> JobIdentity {
+        let reconciler = &self.reconciler;
+        let coercions: BTreeMap<&String, String> = reconciler
+            .type_coercions
+            .iter()
+            .map(|(k, t)| (k, t.to_string()))
+            .collect();
+        let settings = json!({
+            "source_table": self.source.ident.to_string(),
+            "dest_table": self.dest.ident.to_string(),
+            "source_table_uuid": source.metadata().uuid().to_string(),
+            "dest_table_uuid": dest.metadata().uuid().to_string(),
+            "row_filter": self.row_filter.as_ref().map(RowFilter::describe),
+            "batch_rows": self.batch_rows,
+            "write_mode": self.write_mode.as_str(),
+            "upsert_keys": self.upsert_keys,
+            "partition_strategy": "preserve",
+            "reconciler": {
+                "column_mapping": reconciler.column_mapping,
+                "type_coercions": coercions,
+                "on_missing_in_source": missing_in_source(reconciler.on_missing_in_source),
+                "on_missing_in_dest": missing_in_dest(reconciler.on_missing_in_dest),
+            },
+        });
+        match settings {
+            Value::Object(m) => m,
+            _ => JobIdentity::new(),
+        }
+    }
+
+    /// Runs the migration (see the module docs).
+    pub async fn run(&mut self) -> Result<MigrationResult> {
+        let started = Instant::now();
+        self.validate_settings()?;
+        let source = self.source.load().await?;
+        let mut dest = self.dest.load().await?;
+        if source.metadata().uuid() == dest.metadata().uuid() {
+            return Err(MigrationError::InvalidInput(format!(
+                "source {} and destination {} are the same table (UUID {}); migrate into a \
+                 different table",
+                self.source.describe(),
+                self.dest.describe(),
+                source.metadata().uuid()
+            )));
+        }
+
+        // A dry run ignores the checkpoint.
+        let mut store = match (&self.checkpoint, self.dry_run) {
+            (Some(path), false) => Some(CheckpointStore::new(path)),
+            _ => None,
+        };
+        let resume: Option<CheckpointState> = match &mut store {
+            Some(s) if s.exists() => s.state()?,
+            _ => None,
+        };
+        let settings = self.job_settings(&source, &dest);
+
+        let (snapshot_id, job_id, dest_snapshot_before) = match &resume {
+            Some(state) => self.validate_resume(state, &settings, &source, &dest)?,
+            None => {
+                let snapshot_id = match self.source_snapshot {
+                    Some(id) => {
+                        if source.metadata().snapshot_by_id(id).is_none() {
+                            return Err(MigrationError::InvalidInput(format!(
+                                "source {} has no snapshot {id}; list them with `iceberg-ops \
+                                 table snapshots`",
+                                self.source.describe()
+                            )));
+                        }
+                        Some(id)
+                    }
+                    None => source.metadata().current_snapshot_id(),
+                };
+                (
+                    snapshot_id,
+                    uuid::Uuid::new_v4().to_string(),
+                    dest.metadata().current_snapshot_id(),
+                )
+            }
+        };
+        let predicate = self.predicate(&source, snapshot_id)?;
+        let mut plan = self.compute_plan(&source, &dest)?;
+        self.check_write_mode(&plan, &dest)?;
+
+        let mut result = MigrationResult {
+            dry_run: self.dry_run,
+            checkpoint_path: store.as_ref().map(|s| s.path().to_path_buf()),
+            source_snapshot_id: snapshot_id,
+            ..MigrationResult::default()
+        };
+        let read = PlannedRead::plan(&source, snapshot_id, predicate).await?;
+        let total = read.exact_rows();
+        self.last_source_snapshot = snapshot_id;
+
+        if self.dry_run {
+            let mut rows = 0u64;
+            let mut bytes = 0u64;
+            let mut stream = read.stream(&source, self.read_batch_size())?;
+            while let Some(batch) = stream.next().await {
+                let projected = ops_reconcile::project_batch(&batch?, &plan)?;
+                rows += projected.num_rows() as u64;
+                bytes += projected.get_array_memory_size() as u64;
+            }
+            if let Some(p) = &self.progress {
+                p(rows, Some(rows));
+            }
+            result.estimated_rows = Some(rows);
+            result.estimated_bytes = Some(bytes);
+            result.plan = Some(plan);
+            result.duration_seconds = started.elapsed().as_secs_f64();
+            return Ok(result);
+        }
+
+        // Pre-flight writes: schema first, then the checkpoint.
+        if !plan.auto_add_columns.is_empty() || !plan.widen_columns.is_empty() {
+            let mut evolve = EvolveSchemaBuilder::new(&self.dest.handle, self.dest.ident.clone());
+            for (name, ty) in &plan.auto_add_columns {
+                evolve = evolve.add_column(name.clone(), ty.clone());
+                result.schema_changes.push(name.clone());
+            }
+            for (name, _, to) in &plan.widen_columns {
+                if let Type::Primitive(p) = to {
+                    evolve = evolve.widen_column(name.clone(), p.clone());
+                }
+            }
+            let (table, _) = evolve.await?;
+            tracing::info!(dest = %self.dest.ident, added = ?result.schema_changes, "destination schema evolved");
+            dest = table;
+            plan = self.compute_plan(&source, &dest)?;
+        }
+        let mut job = settings;
+        job.insert("job_id".into(), json!(job_id));
+        job.insert("dest_snapshot_before".into(), json!(dest_snapshot_before));
+        if let (Some(s), None) = (&mut store, &resume) {
+            s.start(snapshot_id, Some(job))?;
+        }
+        result.job_id = Some(job_id.clone());
+        result.dest_snapshot_before = dest_snapshot_before;
+
+        let first_batch = resume
+            .as_ref()
+            .and_then(|s| s.last_committed_batch)
+            .map_or(0, |b| b + 1);
+        let landed = if resume.is_some() {
+            landed_batches(&dest, &job_id, first_batch)
+        } else {
+            BTreeMap::new()
+        };
+        let mut writer = ChunkWriter::new(self, &dest, dest_snapshot_before, &job_id).await?;
+
+        // The reader runs on its own task, so decoding and projecting the next chunk overlaps
+        // encoding and committing this one.
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<Result<Chunk>>(1);
+        let stream = read.stream(&source, self.read_batch_size())?;
+        let reader = tokio::spawn(produce_chunks(
+            stream,
+            plan.clone(),
+            self.batch_rows,
+            first_batch,
+            tx,
+        ));
+
+        let mut committed = first_batch;
+        let mut rows_done = first_batch.saturating_mul(self.batch_rows as u64);
+        result.batches_skipped = first_batch;
+        while let Some(chunk) = rx.recv().await {
+            let chunk = match chunk {
+                Ok(c) => c,
+                Err(e) => return Err(self.batch_error(committed, committed, e)),
+            };
+            let index = chunk.index;
+            let rows = chunk.rows();
+            if let Some(snapshots) = landed.get(&index) {
+                tracing::info!(
+                    batch = index,
+                    ?snapshots,
+                    "batch already landed before a crash; recording it"
+                );
+                if let Some(s) = &mut store {
+                    s.mark_committed(index, snapshots)?;
+                }
+                result.batches_skipped += 1;
+                committed = index + 1;
+                rows_done += rows;
+                continue;
+            }
+            let bytes: u64 = chunk
+                .batches
+                .iter()
+                .map(|b| b.get_array_memory_size() as u64)
+                .sum();
+            let snapshots = match writer.write(&mut dest, chunk).await {
+                Ok(s) => s,
+                Err(e) => return Err(self.batch_error(index, committed, e)),
+            };
+            if let Some(s) = &mut store {
+                s.mark_committed(index, &snapshots)?;
+            }
+            result.new_snapshots.extend(&snapshots);
+            result.rows_moved += rows;
+            result.bytes_moved += bytes;
+            result.batches_committed += 1;
+            committed = index + 1;
+            rows_done += rows;
+            if let Some(p) = &self.progress {
+                p(rows_done, total);
+            }
+        }
+        match reader.await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(self.batch_error(committed, committed, e)),
+            Err(join) => {
+                return Err(MigrationError::InvalidInput(format!(
+                    "the source reader task failed: {join}"
+                )));
+            }
+        }
+        if let Some(s) = &mut store {
+            s.mark_completed()?;
+        }
+        if self.write_mode == WriteMode::Upsert {
+            result.rows_inserted = Some(writer.rows_inserted);
+            result.rows_updated = Some(writer.rows_updated);
+        }
+        result.plan = Some(plan);
+        result.duration_seconds = started.elapsed().as_secs_f64();
+        tracing::info!(
+            rows = result.rows_moved,
+            commits = result.new_snapshots.len(),
+            secs = result.duration_seconds,
+            "migration finished"
+        );
+        Ok(result)
+    }
+
+    /// Post-migration consistency check (see [`crate::verify`]).
+    pub async fn verify(
+        &self,
+        method: VerifyMethod,
+        sample_size: usize,
+    ) -> Result<VerificationResult> {
+        crate::verify::verify(self, method, sample_size).await
+    }
+
+    fn read_batch_size(&self) -> usize {
+        self.batch_rows.clamp(1, 65_536)
+    }
+
+    fn batch_error(&self, batch: u64, committed: u64, e: MigrationError) -> MigrationError {
+        MigrationError::Batch {
+            batch,
+            committed_batches: committed,
+            checkpoint: self.checkpoint.clone().filter(|_| !self.dry_run),
+            source: Box::new(e),
+        }
+    }
+
+    /// The row filter as a predicate over the snapshot being read.
+    pub(crate) fn predicate(
+        &self,
+        source: &Table,
+        snapshot: Option<i64>,
+    ) -> Result<Option<Predicate>> {
+        let md = source.metadata();
+        let read_schema = snapshot
+            .and_then(|id| md.snapshot_by_id(id))
+            .and_then(|s| s.schema_id())
+            .and_then(|id| md.schema_by_id(id))
+            .unwrap_or_else(|| md.current_schema());
+        Ok(match &self.row_filter {
+            None => None,
+            Some(RowFilter::Expression(text)) => Some(ops_core::filter::parse_filter_at(
+                text,
+                md.current_schema(),
+                read_schema,
+            )?),
+            Some(RowFilter::Predicate(p)) => Some(p.clone()),
+        })
+    }
+
+    pub(crate) fn compute_plan(&self, source: &Table, dest: &Table) -> Result<ReconciliationPlan> {
+        let src = source.metadata().current_schema();
+        let dst = dest.metadata().current_schema();
+        Ok(if self.write_mode == WriteMode::Upsert {
+            self.reconciler.compute_upsert_plan(src, dst)?
+        } else {
+            self.reconciler.compute_plan(src, dst)?
+        })
+    }
+
+    fn check_write_mode(&self, plan: &ReconciliationPlan, dest: &Table) -> Result<()> {
+        if let Some(keys) = &self.upsert_keys {
+            for key in keys {
+                match plan.projections.iter().find(|p| &p.dest_name == key) {
+                    None => {
+                        return Err(MigrationError::InvalidInput(format!(
+                            "upsert key '{key}' is not a column of the projected destination \
+                             schema ({})",
+                            plan.projections
+                                .iter()
+                                .map(|p| p.dest_name.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )));
+                    }
+                    Some(p) if p.fill_with_null || p.source_name.is_none() => {
+                        return Err(MigrationError::InvalidInput(format!(
+                            "upsert key '{key}' has no source column (it would be filled with \
+                             null); map a source column to it with column_mapping"
+                        )));
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+        if self.write_mode == WriteMode::Upsert
+            && dest.metadata().format_version() == iceberg::spec::FormatVersion::V3
+        {
+            return Err(MigrationError::InvalidInput(format!(
+                "destination {} is an Iceberg v3 table; ops-core writes v1 and v2 tables",
+                self.dest.describe()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Validates a checkpoint to resume; returns (source snapshot, job id, dest_snapshot_before).
+    fn validate_resume(
+        &self,
+        state: &CheckpointState,
+        settings: &JobIdentity,
+        source: &Table,
+        dest: &Table,
+    ) -> Result<(Option<i64>, String, Option<i64>)> {
+        let committed = state.last_committed_batch.map_or(0, |b| b + 1);
+        let rollback_to = state
+            .job
+            .as_ref()
+            .and_then(|j| j.get("dest_snapshot_before"))
+            .and_then(Value::as_i64);
+        let refuse = |reason: String| MigrationError::Resume {
+            path: self.checkpoint.clone().unwrap_or_default(),
+            reason,
+            committed_batches: committed,
+            rollback_to,
+        };
+        if state.completed {
+            return Err(refuse(
+                "it records a completed migration; delete the file (or call \
+                 CheckpointStore::reset()) to run the job again"
+                    .into(),
+            ));
+        }
+        let Some(job) = &state.job else {
+            return Err(refuse(
+                "it records no job identity, so it cannot be matched to these settings; \
+                 delete it to start over"
+                    .into(),
+            ));
+        };
+        let mut differences = Vec::new();
+        for (key, want) in settings {
+            let had = job.get(key).unwrap_or(&Value::Null);
+            if had != want {
+                differences.push(format!("{key}: checkpoint has {had}, this run has {want}"));
+            }
+        }
+        if !differences.is_empty() {
+            return Err(refuse(format!(
+                "it was started with different settings ({}); run with the original settings, \
+                 or give this job its own checkpoint file",
+                differences.join("; ")
+            )));
+        }
+        let Some(job_id) = job.get("job_id").and_then(Value::as_str) else {
+            return Err(refuse(
+                "its job has no job_id; delete it to start over".into(),
+            ));
+        };
+        let snapshot = state.source_snapshot_id;
+        if let Some(explicit) = self.source_snapshot
+            && Some(explicit) != snapshot
+        {
+            return Err(refuse(format!(
+                "it reads source snapshot {}, but source_snapshot {explicit} was given; drop \
+                 the explicit snapshot to resume",
+                snapshot.map_or("none".to_string(), |s| s.to_string())
+            )));
+        }
+        if let Some(id) = snapshot
+            && source.metadata().snapshot_by_id(id).is_none()
+        {
+            return Err(refuse(format!(
+                "source snapshot {id} it reads no longer exists in {} (expired?)",
+                self.source.describe()
+            )));
+        }
+        let history: HashSet<i64> = ops_core::ops::rollback::ancestors(
+            dest.metadata(),
+            dest.metadata().current_snapshot_id(),
+        )
+        .into_iter()
+        .collect();
+        if let Some(missing) = state
+            .dest_snapshot_ids
+            .iter()
+            .find(|s| !history.contains(s))
+        {
+            return Err(refuse(format!(
+                "the destination's current history no longer holds snapshot {missing} of a \
+                 checkpointed batch (it was rolled back); resuming would skip rows that are no \
+                 longer there"
+            )));
+        }
+        Ok((snapshot, job_id.to_string(), rollback_to))
+    }
+}
+
+fn missing_in_source(p: MissingInSource) -> &'static str {
+    match p {
+        MissingInSource::Error => "error",
+        MissingInSource::Skip => "skip",
+        MissingInSource::Null => "null",
+    }
+}
+
+fn missing_in_dest(p: MissingInDest) -> &'static str {
+    match p {
+        MissingInDest::Error => "error",
+        MissingInDest::AutoAdd => "auto_add",
+    }
+}
+
+/// Batches of `job_id` at or after `from` found in `dest`'s current history, with their
+/// snapshots in commit order.
+fn landed_batches(dest: &Table, job_id: &str, from: u64) -> BTreeMap<u64, Vec<i64>> {
+    let md = dest.metadata();
+    let mut out: BTreeMap<u64, Vec<i64>> = BTreeMap::new();
+    let mut history = ops_core::ops::rollback::ancestors(md, md.current_snapshot_id());
+    history.reverse();
+    for id in history {
+        let Some(s) = md.snapshot_by_id(id) else {
+            continue;
+        };
+        let props = &s.summary().additional_properties;
+        if props.get(MIGRATION_JOB_PROPERTY).map(String::as_str) != Some(job_id) {
+            continue;
+        }
+        if let Some(batch) = props
+            .get(MIGRATION_BATCH_PROPERTY)
+            .and_then(|b| b.parse::<u64>().ok())
+            && batch >= from
+        {
+            out.entry(batch).or_default().push(id);
+        }
+    }
+    out
+}
+
+/// One chunk of exactly `batch_rows` projected rows (the last may be shorter).
+pub(crate) struct Chunk {
+    pub index: u64,
+    pub batches: Vec<RecordBatch>,
+}
+
+impl Chunk {
+    fn rows(&self) -> u64 {
+        self.batches.iter().map(|b| b.num_rows() as u64).sum()
+    }
+}
+
+/// Cuts `stream` into chunks of `batch_rows` rows, skipping the first `skip` chunks unread by
+/// the writer, projecting the rest through `plan`.
+async fn produce_chunks(
+    mut stream: futures::stream::BoxStream<'static, Result<RecordBatch>>,
+    plan: ReconciliationPlan,
+    batch_rows: usize,
+    skip: u64,
+    tx: tokio::sync::mpsc::Sender<Result<Chunk>>,
+) -> Result<()> {
+    let mut index = 0u64;
+    let mut pending: Vec<RecordBatch> = Vec::new();
+    let mut pending_rows = 0usize;
+    let send = |index: u64, batches: Vec<RecordBatch>| {
+        let plan = &plan;
+        let tx = &tx;
+        async move {
+            let projected = if index < skip {
+                Ok(Vec::new())
+            } else {
+                batches
+                    .iter()
+                    .map(|b| ops_reconcile::project_batch(b, plan).map_err(MigrationError::from))
+                    .collect::<Result<Vec<_>>>()
+            };
+            let failed = projected.is_err();
+            let msg = projected.map(|batches| Chunk { index, batches });
+            // A closed channel means the writer stopped; nothing more to do.
+            tx.send(msg).await.is_ok() && !failed
+        }
+    };
+    while let Some(batch) = stream.next().await {
+        let batch = match batch {
+            Ok(b) => b,
+            Err(e) => {
+                let _ = tx.send(Err(e)).await;
+                return Ok(());
+            }
+        };
+        let mut offset = 0usize;
+        while offset < batch.num_rows() {
+            let take = (batch_rows - pending_rows).min(batch.num_rows() - offset);
+            if index >= skip {
+                pending.push(batch.slice(offset, take));
+            }
+            pending_rows += take;
+            offset += take;
+            if pending_rows == batch_rows {
+                let full = std::mem::take(&mut pending);
+                pending_rows = 0;
+                if index >= skip && !send(index, full).await {
+                    return Ok(());
+                }
+                index += 1;
+            }
+        }
+    }
+    if pending_rows > 0 && index >= skip {
+        send(index, pending).await;
+    }
+    Ok(())
+}
+
+/// Writes and commits chunks per the write mode.
+struct ChunkWriter {
+    handle: CatalogHandle,
+    ident: TableIdent,
+    mode: WriteMode,
+    job_id: String,
+    /// overwrite_partition: files that were live before the job and are still live, by
+    /// partition of the default spec; the first commit touching a partition removes them.
+    preexisting: HashMap<Struct, Vec<String>>,
+    upsert_keys: Vec<String>,
+    rows_inserted: u64,
+    rows_updated: u64,
+}
+
+impl ChunkWriter {
+    async fn new(
+        m: &DataMigrator,
+        dest: &Table,
+        dest_snapshot_before: Option<i64>,
+        job_id: &str,
+    ) -> Result<Self> {
+        let mut preexisting: HashMap<Struct, Vec<String>> = HashMap::new();
+        if m.write_mode == WriteMode::OverwritePartition {
+            let before: HashSet<String> = live_files(dest, dest_snapshot_before)
+                .await?
+                .into_iter()
+                .map(|(f, _)| f.file_path().to_string())
+                .collect();
+            let default_spec = dest.metadata().default_partition_spec_id();
+            for (file, spec_id) in live_files(dest, dest.metadata().current_snapshot_id()).await? {
+                if !before.contains(file.file_path()) {
+                    continue;
+                }
+                if spec_id != default_spec {
+                    return Err(MigrationError::InvalidInput(format!(
+                        "destination {} holds {} under partition spec {spec_id}, not the current \
+                         spec {default_spec}; overwrite_partition cannot tell which partition \
+                         of the current spec its rows belong to — rewrite that data first, or \
+                         use append",
+                        m.dest.describe(),
+                        file.file_path()
+                    )));
+                }
+                preexisting
+                    .entry(file.partition().clone())
+                    .or_default()
+                    .push(file.file_path().to_string());
+            }
+        }
+        Ok(Self {
+            handle: m.dest.handle.clone(),
+            ident: m.dest.ident.clone(),
+            mode: m.write_mode,
+            job_id: job_id.to_string(),
+            preexisting,
+            upsert_keys: m.upsert_keys.clone().unwrap_or_default(),
+            rows_inserted: 0,
+            rows_updated: 0,
+        })
+    }
+
+    fn properties(&self, index: u64) -> HashMap<String, String> {
+        HashMap::from([
+            (MIGRATION_JOB_PROPERTY.to_string(), self.job_id.clone()),
+            (MIGRATION_BATCH_PROPERTY.to_string(), index.to_string()),
+        ])
+    }
+
+    /// Writes and commits `chunk`; returns the snapshots created.
+    async fn write(&mut self, dest: &mut Table, chunk: Chunk) -> Result<Vec<i64>> {
+        if self.mode == WriteMode::Upsert {
+            return self.upsert(dest, &chunk).await;
+        }
+        let index = chunk.index;
+        let files = ops_core::write::write_data_files(
+            dest,
+            futures::stream::iter(chunk.batches.into_iter().map(Ok)),
+        )
+        .await?;
+        let (table, metrics) = match self.mode {
+            WriteMode::Append => {
+                AppendBuilder::new(&self.handle, self.ident.clone())
+                    .with_files(files)
+                    .with_properties(self.properties(index))
+                    .await?
+            }
+            WriteMode::OverwritePartition => {
+                let mut victims = Vec::new();
+                for f in &files {
+                    if let Some(paths) = self.preexisting.remove(f.partition()) {
+                        victims.extend(paths);
+                    }
+                }
+                OverwriteBuilder::new(&self.handle, self.ident.clone())
+                    .remove_files(victims)
+                    .add_files(files)
+                    .with_properties(self.properties(index))
+                    .await?
+            }
+            WriteMode::Upsert => unreachable_upsert()?,
+        };
+        *dest = table;
+        Ok(vec![metrics.snapshot_id])
+    }
+
+    /// Upserts `chunk` (one commit, or none when nothing changed).
+    async fn upsert(&mut self, dest: &mut Table, chunk: &Chunk) -> Result<Vec<i64>> {
+        let outcome = crate::upsert::upsert_chunk(
+            &self.handle,
+            &self.ident,
+            dest,
+            &self.upsert_keys,
+            &chunk.batches,
+            self.properties(chunk.index),
+        )
+        .await?;
+        self.rows_inserted += outcome.inserted;
+        self.rows_updated += outcome.updated;
+        if let Some(t) = outcome.table {
+            *dest = t;
+        }
+        Ok(outcome.snapshot.into_iter().collect())
+    }
+}
+
+fn unreachable_upsert() -> Result<(Table, ops_core::ops::SnapshotMetrics)> {
+    Err(MigrationError::InvalidInput(
+        "internal: upsert chunks go through ChunkWriter::upsert".into(),
+    ))
+}
+
+/// Live data files of `table` at `snapshot_id`, with their partition spec ids.
+pub(crate) async fn live_files(
+    table: &Table,
+    snapshot_id: Option<i64>,
+) -> Result<Vec<(DataFile, i32)>> {
+    let Some(id) = snapshot_id else {
+        return Ok(Vec::new());
+    };
+    let Some(snapshot) = table.metadata().snapshot_by_id(id) else {
+        return Ok(Vec::new());
+    };
+    let list = table.manifest_list_reader(snapshot).load().await?;
+    let mut out = Vec::new();
+    for mf in list.entries() {
+        if mf.content != ManifestContentType::Data {
+            continue;
+        }
+        let manifest = mf.load_manifest(table.file_io()).await?;
+        for entry in manifest.entries() {
+            if entry.is_alive() {
+                out.push((entry.data_file().clone(), mf.partition_spec_id));
+            }
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,246 @@
+//! The migrator's settings vocabulary and its results, with the seed's names.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use iceberg::expr::Predicate;
+use ops_reconcile::ReconciliationPlan;
+use serde::Serialize;
+
+use crate::MigrationError;
+
+/// How each chunk is written to the destination.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WriteMode {
+    /// One append per chunk.
+    #[default]
+    Append,
+    /// One copy-on-write overwrite per chunk keyed by the upsert keys.
+    Upsert,
+    /// The first commit of the job that touches a partition replaces it; later commits add to it.
+    OverwritePartition,
+}
+
+impl WriteMode {
+    /// The seed's spelling: `append`, `upsert`, `overwrite_partition`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WriteMode::Append => "append",
+            WriteMode::Upsert => "upsert",
+            WriteMode::OverwritePartition => "overwrite_partition",
+        }
+    }
+}
+
+impl fmt::Display for WriteMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for WriteMode {
+    type Err = MigrationError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "append" => Ok(WriteMode::Append),
+            "upsert" => Ok(WriteMode::Upsert),
+            "overwrite_partition" | "overwrite-partition" => Ok(WriteMode::OverwritePartition),
+            other => Err(MigrationError::InvalidInput(format!(
+                "unknown write mode '{other}'; use append, upsert or overwrite_partition"
+            ))),
+        }
+    }
+}
+
+/// How the migrator treats the destination partition spec. Only `Preserve` exists: the
+/// destination's own spec lays the data out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PartitionStrategy {
+    /// The destination's partition spec dictates the layout.
+    #[default]
+    Preserve,
+}
+
+/// A row filter on the source: an expression string (`region = 'eu' and qty > 5`, column
+/// names as in the source's current schema) or an iceberg predicate.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RowFilter {
+    /// Parsed with `ops_core::filter` against the source schema during pre-flight.
+    Expression(String),
+    /// Bound to the schema of the source snapshot being read.
+    Predicate(Predicate),
+}
+
+impl RowFilter {
+    /// The filter as recorded in the checkpoint's job identity.
+    pub fn describe(&self) -> String {
+        match self {
+            RowFilter::Expression(s) => s.clone(),
+            RowFilter::Predicate(p) => p.to_string(),
+        }
+    }
+}
+
+impl From<&str> for RowFilter {
+    fn from(s: &str) -> Self {
+        RowFilter::Expression(s.to_string())
+    }
+}
+impl From<String> for RowFilter {
+    fn from(s: String) -> Self {
+        RowFilter::Expression(s)
+    }
+}
+impl From<Predicate> for RowFilter {
+    fn from(p: Predicate) -> Self {
+        RowFilter::Predicate(p)
+    }
+}
+
+/// Outcome of [`DataMigrator::run`](crate::DataMigrator::run).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct MigrationResult {
+    /// Rows written by this run (batches skipped on resume excluded); 0 for a dry run. For
+    /// upserts, incoming rows, not distinct keys.
+    pub rows_moved: u64,
+    /// Arrow (in-memory) bytes of every chunk handed to the writer; not the Parquet size.
+    pub bytes_moved: u64,
+    /// Every destination snapshot this run created, in commit order.
+    pub new_snapshots: Vec<i64>,
+    /// Columns added to the destination (auto-add), in source order.
+    pub schema_changes: Vec<String>,
+    /// Wall-clock seconds across pre-flight, streaming and post-flight.
+    pub duration_seconds: f64,
+    /// The checkpoint file, when one was used.
+    pub checkpoint_path: Option<PathBuf>,
+    /// True for a dry run.
+    pub dry_run: bool,
+    /// Rows scanned (after the filter) by a dry run; `None` for real runs.
+    pub estimated_rows: Option<u64>,
+    /// Arrow bytes of the projected rows of a dry run; `None` for real runs.
+    pub estimated_bytes: Option<u64>,
+    /// The plan the migrator used.
+    #[serde(serialize_with = "plan_summary")]
+    pub plan: Option<ReconciliationPlan>,
+    /// The destination's snapshot before the job wrote anything: the rollback target. For a
+    /// resumed run, the one recorded when the job started; `None` when the destination had no
+    /// snapshot, or for a dry run.
+    pub dest_snapshot_before: Option<i64>,
+    /// Rows an upsert inserted; `None` unless upserting.
+    pub rows_inserted: Option<u64>,
+    /// Rows an upsert rewrote because a non-key value changed; `None` unless upserting.
+    pub rows_updated: Option<u64>,
+    /// Batches this run committed (or recorded, when found already landed).
+    pub batches_committed: u64,
+    /// Batches skipped because the checkpoint (or the destination's history) already had them.
+    pub batches_skipped: u64,
+    /// The job id stamped into every snapshot summary (`iceberg-ops.migration-job`).
+    pub job_id: Option<String>,
+    /// The source snapshot read.
+    pub source_snapshot_id: Option<i64>,
+}
+
+fn plan_summary<S: serde::Serializer>(
+    plan: &Option<ReconciliationPlan>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    match plan {
+        None => s.serialize_none(),
+        Some(p) => {
+            let columns: Vec<serde_json::Value> = p
+                .projections
+                .iter()
+                .map(|c| {
+                    serde_json::json!({
+                        "dest": c.dest_name,
+                        "source": c.source_name,
+                        "type": c.dest_arrow_type.to_string(),
+                        "fill_with_null": c.fill_with_null,
+                    })
+                })
+                .collect();
+            let auto: Vec<serde_json::Value> = p
+                .auto_add_columns
+                .iter()
+                .map(|(n, t)| serde_json::json!({"name": n, "type": t.to_string()}))
+                .collect();
+            serde_json::json!({
+                "projections": columns,
+                "auto_add_columns": auto,
+                "warnings": p.warnings,
+            })
+            .serialize(s)
+        }
+    }
+}
+
+/// Which check [`DataMigrator::verify`](crate::DataMigrator::verify) runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VerifyMethod {
+    /// Source rows (filtered, pinned) against destination rows, from manifest record counts.
+    #[default]
+    RowCount,
+    /// An order-independent digest of every row, per destination partition.
+    PartitionHash,
+    /// The `sample_size` rows with the smallest row hashes on each side.
+    Sample,
+}
+
+impl VerifyMethod {
+    /// The seed's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VerifyMethod::RowCount => "row_count",
+            VerifyMethod::PartitionHash => "partition_hash",
+            VerifyMethod::Sample => "sample",
+        }
+    }
+}
+
+impl fmt::Display for VerifyMethod {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for VerifyMethod {
+    type Err = MigrationError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "row_count" | "row-count" => Ok(VerifyMethod::RowCount),
+            "partition_hash" | "partition-hash" => Ok(VerifyMethod::PartitionHash),
+            "sample" => Ok(VerifyMethod::Sample),
+            other => Err(MigrationError::InvalidInput(format!(
+                "unknown verify method '{other}'; use row_count, partition_hash or sample"
+            ))),
+        }
+    }
+}
+
+/// Outcome of [`DataMigrator::verify`](crate::DataMigrator::verify).
+///
+/// Caveat: the source (filtered and pinned per the migrator's settings) is compared with the
+/// destination's current state, unfiltered. Meaningful for an append into an empty
+/// destination; rows the destination held before, or upserts, must be accounted for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct VerificationResult {
+    /// The method used.
+    pub method: VerifyMethod,
+    /// True when both sides agreed under the method.
+    pub matches: bool,
+    /// Source rows seen (after filter and snapshot pin); for row_count and sample (and
+    /// partition_hash, where it is known too).
+    pub source_count: Option<u64>,
+    /// Destination rows seen.
+    pub dest_count: Option<u64>,
+    /// For sample: rows actually compared.
+    pub sample_size: Option<u64>,
+    /// For partition_hash: partitions whose digests differ or exist on one side only.
+    pub mismatched_partitions: Vec<String>,
+    /// Why it does not match; empty when it does.
+    pub details: Vec<String>,
+}

@@ -1,0 +1,280 @@
+//! Planning: Glue column types → Iceberg types and their transformation class, under the
+//! destination schema and migration policies; the rows of the table compatibility report.
+
+use iceberg::spec::{PrimitiveType, Type};
+use serde_json::json;
+
+use crate::model::{IcebergSchemaV2, IncompatibleValuesPolicy, UnmatchedSourceFieldsPolicy};
+use crate::review::{TransformationClass as C, csv_field};
+
+/// One destination column and how its values are produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlannedColumn {
+    /// Field ID in the destination.
+    pub id: i32,
+    /// Name.
+    pub name: String,
+    /// Iceberg type.
+    pub ty: Type,
+    /// Required.
+    pub required: bool,
+    /// Whether it is a partition column (value from the partition, not the file).
+    pub partition: bool,
+    /// Written null for every row (`setNull`).
+    pub set_null: bool,
+}
+
+/// A finding row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    /// `invalid` or `informational`.
+    pub finding_type: &'static str,
+    /// Category.
+    pub category: &'static str,
+    /// Subcategory.
+    pub subcategory: String,
+    /// Details JSON.
+    pub details: serde_json::Value,
+}
+
+/// The table-level plan.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TablePlan {
+    /// Destination columns in order.
+    pub columns: Vec<PlannedColumn>,
+    /// Report rows.
+    pub rows: Vec<Row>,
+}
+
+impl TablePlan {
+    /// Invalid rows.
+    pub fn invalid(&self) -> usize {
+        self.rows.iter().filter(|r| r.finding_type == "invalid").count()
+    }
+
+    /// The report as CSV.
+    pub fn csv(&self) -> String {
+        let mut s = String::from("finding_type,finding_category,finding_subcategory,details\n");
+        for r in &self.rows {
+            s.push_str(&format!(
+                "{},{},{},{}\n",
+                r.finding_type,
+                r.category,
+                csv_field(&r.subcategory),
+                csv_field(&r.details.to_string())
+            ));
+        }
+        s
+    }
+}
+
+/// The Iceberg type a Glue type migrates to by default, and the class of that change.
+pub fn glue_to_iceberg(glue: &str) -> Option<(Type, C)> {
+    let g = glue.trim().to_ascii_lowercase();
+    let p = |t| Some((Type::Primitive(t), C::Lossless));
+    let (base, args) = match g.split_once('(') {
+        Some((b, a)) => (b.trim(), a.trim_end_matches(')')),
+        None => (g.as_str(), ""),
+    };
+    match base {
+        "boolean" => p(PrimitiveType::Boolean),
+        "tinyint" | "smallint" => Some((Type::Primitive(PrimitiveType::Int), C::Widened)),
+        "int" | "integer" => p(PrimitiveType::Int),
+        "bigint" => p(PrimitiveType::Long),
+        "float" => p(PrimitiveType::Float),
+        "double" => p(PrimitiveType::Double),
+        "string" => p(PrimitiveType::String),
+        "varchar" => Some((Type::Primitive(PrimitiveType::String), C::Widened)),
+        "char" => Some((Type::Primitive(PrimitiveType::String), C::Converted)),
+        "binary" => p(PrimitiveType::Binary),
+        "date" => p(PrimitiveType::Date),
+        // Hive timestamps (often Parquet INT96, nanoseconds) become microsecond timestamptz.
+        "timestamp" => Some((Type::Primitive(PrimitiveType::Timestamptz), C::Converted)),
+        "decimal" => {
+            let mut it = args.split(',').map(|s| s.trim().parse::<u32>());
+            let precision = it.next().and_then(|r| r.ok()).unwrap_or(10);
+            let scale = it.next().and_then(|r| r.ok()).unwrap_or(0);
+            p(PrimitiveType::Decimal { precision, scale })
+        }
+        _ => None,
+    }
+}
+
+/// Class of changing `from` (the default for the Glue type) to a destination type `to`.
+pub fn change_class(from: &Type, to: &Type, default_class: C) -> C {
+    use PrimitiveType as P;
+    if from == to {
+        return default_class;
+    }
+    match (from, to) {
+        (Type::Primitive(a), Type::Primitive(b)) => match (a, b) {
+            (P::Int, P::Long) | (P::Float, P::Double) => C::Widened,
+            (
+                P::Decimal {
+                    precision: p1,
+                    scale: s1,
+                },
+                P::Decimal {
+                    precision: p2,
+                    scale: s2,
+                },
+            ) if s1 == s2 && p2 >= p1 => C::Widened,
+            (_, P::String) if !matches!(a, P::Binary) => C::Converted,
+            _ => C::Incompatible,
+        },
+        _ => C::Unsupported,
+    }
+}
+
+/// Plans the destination columns from the Glue columns and partition keys (`(name, type)`),
+/// an optional destination schema and the policies.
+pub fn plan_table(
+    columns: &[(String, String)],
+    partition_keys: &[(String, String)],
+    schema: Option<&IcebergSchemaV2>,
+    unmatched: UnmatchedSourceFieldsPolicy,
+    incompatible: IncompatibleValuesPolicy,
+) -> TablePlan {
+    let mut plan = TablePlan::default();
+    let mut next_id = 1;
+    let all = columns
+        .iter()
+        .map(|c| (c, false))
+        .chain(partition_keys.iter().map(|c| (c, true)));
+    for ((name, glue_type), partition) in all {
+        let detail = |dest: Option<String>, policy: &str, outcome: &str| {
+            json!({"fieldPath": name, "glueType": glue_type, "destinationType": dest,
+                   "partitionColumn": partition, "policy": policy, "outcome": outcome})
+        };
+        let Some((default_ty, default_class)) = glue_to_iceberg(glue_type) else {
+            let drop = unmatched == UnmatchedSourceFieldsPolicy::Drop && !partition;
+            plan.rows.push(Row {
+                finding_type: if drop { "informational" } else { "invalid" },
+                category: "metadata",
+                subcategory: "schemaTransformation.unsupported".into(),
+                details: detail(None, unmatched.as_str(), if drop { "dropped" } else { "failed" }),
+            });
+            continue;
+        };
+        let dest = match schema {
+            None => Some((next_id, default_ty.clone(), false)),
+            Some(s) => s
+                .fields
+                .iter()
+                .find(|f| f.name.eq_ignore_ascii_case(name))
+                .map(|f| {
+                    let ty = serde_json::from_value::<Type>(f.r#type.clone()).ok();
+                    (f.id, ty.unwrap_or(Type::Primitive(PrimitiveType::Binary)), f.required)
+                }),
+        };
+        next_id += 1;
+        let Some((id, ty, required)) = dest else {
+            let drop = unmatched == UnmatchedSourceFieldsPolicy::Drop && !partition;
+            plan.rows.push(Row {
+                finding_type: if drop { "informational" } else { "invalid" },
+                category: "metadata",
+                subcategory: "unmatchedSourceField".into(),
+                details: detail(None, unmatched.as_str(), if drop { "dropped" } else { "failed" }),
+            });
+            continue;
+        };
+        let class = change_class(&default_ty, &ty, default_class);
+        let dest_name = Some(ty.to_string());
+        let mut set_null = false;
+        let (finding_type, outcome, policy) = match class {
+            C::Incompatible if incompatible == IncompatibleValuesPolicy::SetNull && !required => {
+                set_null = true;
+                ("informational", "setNull", incompatible.as_str())
+            }
+            C::Incompatible | C::Unsupported => ("invalid", "failed", incompatible.as_str()),
+            _ => ("informational", "migrated", "none"),
+        };
+        plan.rows.push(Row {
+            finding_type,
+            category: "metadata",
+            subcategory: format!("schemaTransformation.{}", class.label().to_ascii_lowercase()),
+            details: detail(dest_name, policy, outcome),
+        });
+        plan.columns.push(PlannedColumn {
+            id,
+            name: name.clone(),
+            ty,
+            required,
+            partition,
+            set_null,
+        });
+    }
+    plan
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::SchemaV2Field;
+
+    fn cols(v: &[(&str, &str)]) -> Vec<(String, String)> {
+        v.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+    }
+
+    #[test]
+    fn inferred_schema_classifies_glue_types() {
+        let plan = plan_table(
+            &cols(&[("id", "bigint"), ("qty", "smallint"), ("code", "char(3)")]),
+            &cols(&[("region", "string")]),
+            None,
+            UnmatchedSourceFieldsPolicy::Fail,
+            IncompatibleValuesPolicy::Fail,
+        );
+        let subs: Vec<_> = plan.rows.iter().map(|r| r.subcategory.as_str()).collect();
+        assert_eq!(
+            subs,
+            [
+                "schemaTransformation.lossless",
+                "schemaTransformation.widened",
+                "schemaTransformation.converted",
+                "schemaTransformation.lossless"
+            ]
+        );
+        assert_eq!(plan.invalid(), 0);
+        assert!(plan.columns[3].partition);
+    }
+
+    #[test]
+    fn narrowing_is_incompatible_and_set_null_applies_column_wide() {
+        let schema = IcebergSchemaV2 {
+            r#type: "struct".into(),
+            fields: vec![SchemaV2Field {
+                id: 1,
+                name: "big".into(),
+                r#type: json!("int"),
+                required: false,
+                doc: None,
+            }],
+            schema_id: None,
+            identifier_field_ids: None,
+        };
+        let fail = plan_table(
+            &cols(&[("big", "bigint")]),
+            &[],
+            Some(&schema),
+            UnmatchedSourceFieldsPolicy::Fail,
+            IncompatibleValuesPolicy::Fail,
+        );
+        assert_eq!(fail.invalid(), 1);
+        let set_null = plan_table(
+            &cols(&[("big", "bigint"), ("extra", "int")]),
+            &[],
+            Some(&schema),
+            UnmatchedSourceFieldsPolicy::Drop,
+            IncompatibleValuesPolicy::SetNull,
+        );
+        assert_eq!(set_null.invalid(), 0);
+        assert!(set_null.columns[0].set_null);
+        let outcomes: Vec<_> = set_null
+            .rows
+            .iter()
+            .map(|r| r.details["outcome"].as_str().unwrap_or_default().to_string())
+            .collect();
+        assert_eq!(outcomes, ["setNull", "dropped"]);
+    }
+}

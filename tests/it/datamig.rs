@@ -1,0 +1,633 @@
+//! DataMigrator on the embedded SQLite catalog, destination contents confirmed by PyIceberg.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+
+use iceberg::spec::{NestedField, PrimitiveType, Schema, Transform, Type, UnboundPartitionSpec};
+use iceberg::table::Table;
+use iceberg::{NamespaceIdent, TableCreation, TableIdent};
+use ops_core::CatalogHandle;
+use ops_core::ops::append::AppendBuilder;
+use ops_core::ops::rollback::RollbackBuilder;
+use ops_datamig::{
+    DataMigrator, MIGRATION_BATCH_PROPERTY, MIGRATION_JOB_PROPERTY, MigrationError, RowFilter,
+    VerifyMethod, WriteMode,
+};
+use ops_reconcile::SchemaReconciler;
+use serde_json::{Value, json};
+
+use crate::common::*;
+
+type Row = (i64, Option<&'static str>, Option<i32>);
+
+fn sqlite(dir: &std::path::Path) -> BTreeMap<String, String> {
+    props(&[
+        ("type", "sql"),
+        ("uri", &format!("sqlite:///{}/catalog.db", dir.display())),
+        ("warehouse", &format!("file://{}/wh", dir.display())),
+    ])
+}
+
+const REGIONS: [&str; 3] = ["us", "eu", "apac"];
+
+/// `n` rows: id i, region cycling, amount i * 10 (null every 7th row when `nulls`).
+fn rows(n: i64, nulls: bool) -> Vec<Row> {
+    (0..n)
+        .map(|i| {
+            let amount = (!(nulls && i % 7 == 3)).then_some(i as i32 * 10);
+            (i, Some(REGIONS[(i % 3) as usize]), amount)
+        })
+        .collect()
+}
+
+/// src.orders holding `data` in two appends (so two snapshots).
+async fn source(handle: &CatalogHandle, data: &[Row]) -> anyhow::Result<Table> {
+    let table = create_orders(handle, "src").await?;
+    let (first, second) = data.split_at(data.len() / 2);
+    let mut table = table;
+    for part in [first, second] {
+        let batch = orders_batch(&table, part)?;
+        let files =
+            ops_core::write::write_data_files(&table, futures::stream::iter([Ok(batch)])).await?;
+        table = AppendBuilder::new(handle, table.identifier().clone())
+            .with_files(files)
+            .await?
+            .0;
+    }
+    Ok(table)
+}
+
+/// `ns.orders` as (id long required, region string, total <total>), identity(region).
+async fn dest(handle: &CatalogHandle, ns: &str, total: PrimitiveType) -> anyhow::Result<Table> {
+    let catalog = handle.catalog();
+    let ns = NamespaceIdent::new(ns.to_string());
+    catalog.create_namespace(&ns, HashMap::new()).await?;
+    let schema = Schema::builder()
+        .with_fields(vec![
+            NestedField::required(1, "id", Type::Primitive(PrimitiveType::Long)).into(),
+            NestedField::optional(2, "region", Type::Primitive(PrimitiveType::String)).into(),
+            NestedField::optional(3, "total", Type::Primitive(total)).into(),
+        ])
+        .build()?;
+    let spec = UnboundPartitionSpec::builder()
+        .add_partition_field(2, "region", Transform::Identity)?
+        .build();
+    Ok(catalog
+        .create_table(
+            &ns,
+            TableCreation::builder()
+                .name("orders".into())
+                .schema(schema)
+                .partition_spec(spec)
+                .build(),
+        )
+        .await?)
+}
+
+fn ident(ns: &str) -> anyhow::Result<TableIdent> {
+    Ok(TableIdent::from_strs([ns, "orders"])?)
+}
+
+fn total_json(data: &[Row]) -> Vec<Value> {
+    let mut out: Vec<Value> = data
+        .iter()
+        .map(|(id, region, amount)| json!({"id": id, "region": region, "total": amount}))
+        .collect();
+    sort_rows(&mut out);
+    out
+}
+
+fn pyiceberg_rows(
+    py: &BTreeMap<String, String>,
+    table: &str,
+) -> anyhow::Result<(Vec<Value>, Value)> {
+    let out = ops_tests::oracle::pyiceberg(
+        "lake",
+        py,
+        &format!(
+            "t = catalog.load_table('{table}')\nemit({{'rows': rows(t), 'desc': describe(t)}})"
+        ),
+    )?;
+    let mut r = out["rows"].as_array().cloned().unwrap_or_default();
+    sort_rows(&mut r);
+    Ok((r, out["desc"].clone()))
+}
+
+async fn current(handle: &CatalogHandle, ns: &str) -> anyhow::Result<Option<i64>> {
+    Ok(handle
+        .catalog()
+        .load_table(&ident(ns)?)
+        .await?
+        .metadata()
+        .current_snapshot_id())
+}
+
+fn migrator(handle: &CatalogHandle) -> anyhow::Result<DataMigrator> {
+    Ok(
+        DataMigrator::new(handle, ident("src")?, handle, ident("dst")?)
+            .schema_reconciler(SchemaReconciler::new().rename("amount", "total")),
+    )
+}
+
+fn edit_checkpoint(path: &std::path::Path, f: impl FnOnce(&mut Value)) -> anyhow::Result<()> {
+    let mut v: Value = serde_json::from_slice(&std::fs::read(path)?)?;
+    f(&mut v);
+    std::fs::write(path, serde_json::to_vec_pretty(&v)?)?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn append_with_rename_widen_and_filter_then_verify() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let py = sqlite(dir.path());
+    let handle = open("lake", &py).await?;
+    let data = rows(23, true);
+    source(&handle, &data).await?;
+    dest(&handle, "dst", PrimitiveType::Long).await?;
+    let checkpoint = dir.path().join("job.json");
+    let calls: Arc<Mutex<Vec<(u64, Option<u64>)>>> = Arc::default();
+    let seen = calls.clone();
+    let mut m = migrator(&handle)?
+        .row_filter("region <> 'apac'")
+        .batch_rows(5)
+        .checkpoint(&checkpoint)
+        .progress(move |done, total| seen.lock().map(|mut v| v.push((done, total))).unwrap_or(()));
+    let result = m.run().await?;
+    let want: Vec<Row> = data
+        .iter()
+        .filter(|r| r.1 != Some("apac"))
+        .copied()
+        .collect();
+    assert_eq!(result.rows_moved, want.len() as u64);
+    assert_eq!(result.new_snapshots.len(), want.len().div_ceil(5));
+    assert_eq!(result.dest_snapshot_before, None);
+    assert!(!result.dry_run && result.bytes_moved > 0);
+    assert_eq!(
+        calls
+            .lock()
+            .map(|v| v.last().map(|c| c.0))
+            .unwrap_or_default(),
+        Some(want.len() as u64)
+    );
+
+    // PyIceberg reads the same rows, and every snapshot carries the job and its batch index.
+    let (got, desc) = pyiceberg_rows(&py, "dst.orders")?;
+    assert_eq!(got, total_json(&want));
+    let job = result.job_id.clone().unwrap_or_default();
+    for (i, id) in result.new_snapshots.iter().enumerate() {
+        let snap = desc["snapshots"]
+            .as_array()
+            .and_then(|s| s.iter().find(|s| s["id"] == json!(id)).cloned())
+            .unwrap_or(Value::Null);
+        assert_eq!(
+            snap["summary"][MIGRATION_JOB_PROPERTY],
+            json!(job),
+            "{desc}"
+        );
+        assert_eq!(
+            snap["summary"][MIGRATION_BATCH_PROPERTY],
+            json!(i.to_string())
+        );
+    }
+    let cp: Value = serde_json::from_slice(&std::fs::read(&checkpoint)?)?;
+    assert_eq!(cp["completed"], true);
+    assert_eq!(
+        cp["last_committed_batch"],
+        json!(result.new_snapshots.len() - 1)
+    );
+    assert_eq!(cp["dest_snapshot_ids"], json!(result.new_snapshots));
+
+    for method in [
+        VerifyMethod::RowCount,
+        VerifyMethod::PartitionHash,
+        VerifyMethod::Sample,
+    ] {
+        let v = m.verify(method, 3).await?;
+        assert!(v.matches, "{method}: {v:?}");
+        assert_eq!(v.source_count, Some(want.len() as u64), "{method}");
+    }
+    let v = m.verify(VerifyMethod::Sample, 1000).await?;
+    assert!(
+        v.matches && v.sample_size == Some(want.len() as u64),
+        "{v:?}"
+    );
+
+    // A completed checkpoint is not run again.
+    let err = m.run().await.err();
+    assert!(
+        matches!(&err, Some(MigrationError::Resume { reason, .. }) if reason.contains("completed")),
+        "{err:?}"
+    );
+
+    // One changed row: every method notices, partition_hash names its partition.
+    let dst = handle.catalog().load_table(&ident("dst")?).await?;
+    let extra = {
+        let schema = ops_core::write::table_arrow_schema(&dst)?;
+        arrow_array::RecordBatch::try_new(
+            schema,
+            vec![
+                Arc::new(arrow_array::Int64Array::from(vec![1000])),
+                Arc::new(arrow_array::StringArray::from(vec!["eu"])),
+                Arc::new(arrow_array::Int64Array::from(vec![1])),
+            ],
+        )?
+    };
+    let files = ops_core::write::write_data_files(&dst, futures::stream::iter([Ok(extra)])).await?;
+    AppendBuilder::new(&handle, ident("dst")?)
+        .with_files(files)
+        .await?;
+    let v = m.verify(VerifyMethod::RowCount, 1).await?;
+    assert!(
+        !v.matches && v.dest_count == Some(want.len() as u64 + 1),
+        "{v:?}"
+    );
+    let v = m.verify(VerifyMethod::PartitionHash, 1).await?;
+    assert!(!v.matches, "{v:?}");
+    assert_eq!(v.mismatched_partitions, vec!["region=eu".to_string()]);
+    let v = m.verify(VerifyMethod::Sample, 1000).await?;
+    assert!(!v.matches, "{v:?}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_input_is_refused_before_any_write() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let handle = open("lake", &sqlite(dir.path())).await?;
+    source(&handle, &rows(6, false)).await?;
+    dest(&handle, "dst", PrimitiveType::Long).await?;
+    let checkpoint = dir.path().join("cp.json");
+    let cases: Vec<(DataMigrator, &str)> = vec![
+        (migrator(&handle)?.batch_rows(0), "batch_rows"),
+        (
+            migrator(&handle)?.write_mode(WriteMode::Upsert),
+            "needs upsert_keys",
+        ),
+        (
+            migrator(&handle)?.upsert_keys(["id"]),
+            "only used by write_mode upsert",
+        ),
+        (
+            migrator(&handle)?
+                .write_mode(WriteMode::Upsert)
+                .upsert_keys(["id", "id"]),
+            "listed twice",
+        ),
+        (
+            migrator(&handle)?
+                .write_mode(WriteMode::Upsert)
+                .upsert_keys([" "]),
+            "blank",
+        ),
+        (
+            migrator(&handle)?
+                .write_mode(WriteMode::Upsert)
+                .upsert_keys(["nope"]),
+            "upsert key 'nope'",
+        ),
+        (
+            DataMigrator::new(&handle, ident("src")?, &handle, ident("src")?),
+            "same table",
+        ),
+        (
+            DataMigrator::new(&handle, ident("src")?, &handle, ident("dst")?)
+                .schema_reconciler(SchemaReconciler::new().rename("ghost", "total")),
+            "'ghost' names no source column",
+        ),
+        (
+            DataMigrator::new(&handle, ident("src")?, &handle, ident("dst")?),
+            "has no source column",
+        ),
+        (migrator(&handle)?.row_filter("nope = 1"), "nope"),
+        (migrator(&handle)?.source_snapshot(42), "no snapshot 42"),
+        (
+            migrator(&handle)?.row_filter(RowFilter::Expression("id >".into())),
+            "filter",
+        ),
+    ];
+    for (m, expect) in cases {
+        let err = m.checkpoint(&checkpoint).run().await.err();
+        let msg = err.as_ref().map(|e| e.to_string()).unwrap_or_default();
+        assert!(msg.contains(expect), "expected '{expect}', got {err:?}");
+        assert_eq!(
+            current(&handle, "dst").await?,
+            None,
+            "{expect}: nothing written"
+        );
+        assert!(!checkpoint.exists(), "{expect}: no checkpoint started");
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dry_run_reads_through_the_plan_and_writes_nothing() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let handle = open("lake", &sqlite(dir.path())).await?;
+    source(&handle, &rows(10, false)).await?;
+    dest(&handle, "dst", PrimitiveType::Long).await?;
+    let checkpoint = dir.path().join("cp.json");
+    let result = migrator(&handle)?
+        .dry_run(true)
+        .checkpoint(&checkpoint)
+        .row_filter("id >= 4")
+        .run()
+        .await?;
+    assert!(result.dry_run);
+    assert_eq!(result.estimated_rows, Some(6));
+    assert!(result.estimated_bytes.unwrap_or(0) > 0);
+    assert!(result.new_snapshots.is_empty() && result.rows_moved == 0);
+    assert_eq!(current(&handle, "dst").await?, None);
+    assert!(!checkpoint.exists());
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn resume_records_landed_batches_and_refuses_a_rolled_back_destination() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let py = sqlite(dir.path());
+    let handle = open("lake", &py).await?;
+    let data = rows(13, false);
+    source(&handle, &data).await?;
+    dest(&handle, "dst", PrimitiveType::Long).await?;
+    let checkpoint = dir.path().join("cp.json");
+    let job = || -> anyhow::Result<DataMigrator> {
+        Ok(migrator(&handle)?.batch_rows(4).checkpoint(&checkpoint))
+    };
+    let first = job()?.run().await?;
+    let snaps = first.new_snapshots.clone();
+    assert_eq!(snaps.len(), 4);
+
+    // Crash after every batch landed but only batch 0 was checkpointed: the rest are found by
+    // their summary tags and recorded, not written again.
+    edit_checkpoint(&checkpoint, |v| {
+        v["completed"] = json!(false);
+        v["last_committed_batch"] = json!(0);
+        v["dest_snapshot_ids"] = json!([snaps[0]]);
+    })?;
+    let again = job()?.run().await?;
+    assert_eq!((again.rows_moved, again.batches_skipped), (0, 4));
+    assert!(again.new_snapshots.is_empty());
+    assert_eq!(current(&handle, "dst").await?, Some(snaps[3]));
+    let cp: Value = serde_json::from_slice(&std::fs::read(&checkpoint)?)?;
+    assert_eq!(cp["dest_snapshot_ids"], json!(snaps));
+    assert_eq!(cp["completed"], true);
+
+    // Crash after batch 1: batches 2 and 3 never landed. The resume writes exactly them.
+    RollbackBuilder::to_snapshot(&handle, ident("dst")?, snaps[1]).await?;
+    edit_checkpoint(&checkpoint, |v| {
+        v["completed"] = json!(false);
+        v["last_committed_batch"] = json!(1);
+        v["dest_snapshot_ids"] = json!([snaps[0], snaps[1]]);
+    })?;
+    let resumed = job()?.run().await?;
+    assert_eq!(resumed.rows_moved, 5);
+    assert_eq!(resumed.new_snapshots.len(), 2);
+    assert_eq!(resumed.dest_snapshot_before, None);
+    let (got, _) = pyiceberg_rows(&py, "dst.orders")?;
+    assert_eq!(got, total_json(&data), "no row lost or duplicated");
+
+    // The destination rolled back under the checkpoint: refused, naming the rollback target.
+    RollbackBuilder::to_snapshot(&handle, ident("dst")?, snaps[0]).await?;
+    edit_checkpoint(&checkpoint, |v| v["completed"] = json!(false))?;
+    let err = job()?.run().await.err();
+    let msg = err.as_ref().map(|e| e.to_string()).unwrap_or_default();
+    assert!(
+        matches!(err, Some(MigrationError::Resume { .. }))
+            && msg.contains("rolled back")
+            && msg.contains("roll the destination back"),
+        "{msg}"
+    );
+    assert_eq!(
+        current(&handle, "dst").await?,
+        Some(snaps[0]),
+        "nothing written"
+    );
+
+    // Different settings: refused, naming the setting.
+    RollbackBuilder::set_current_snapshot(&handle, ident("dst")?, snaps[1]).await?;
+    edit_checkpoint(&checkpoint, |v| {
+        v["last_committed_batch"] = json!(1);
+        v["dest_snapshot_ids"] = json!([snaps[0], snaps[1]]);
+    })?;
+    let err = migrator(&handle)?
+        .batch_rows(5)
+        .checkpoint(&checkpoint)
+        .run()
+        .await
+        .err();
+    let msg = err.as_ref().map(|e| e.to_string()).unwrap_or_default();
+    assert!(
+        msg.contains("different settings") && msg.contains("batch_rows"),
+        "{msg}"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn overwrite_partition_replaces_on_first_touch_then_adds() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let py = sqlite(dir.path());
+    let handle = open("lake", &py).await?;
+    let data = rows(18, false);
+    source(&handle, &data).await?;
+    let dst = dest(&handle, "dst", PrimitiveType::Long).await?;
+    // The destination already holds eu and us rows.
+    let before = {
+        let schema = ops_core::write::table_arrow_schema(&dst)?;
+        arrow_array::RecordBatch::try_new(
+            schema,
+            vec![
+                Arc::new(arrow_array::Int64Array::from(vec![900, 901])),
+                Arc::new(arrow_array::StringArray::from(vec!["eu", "us"])),
+                Arc::new(arrow_array::Int64Array::from(vec![1, 2])),
+            ],
+        )?
+    };
+    let files =
+        ops_core::write::write_data_files(&dst, futures::stream::iter([Ok(before)])).await?;
+    AppendBuilder::new(&handle, ident("dst")?)
+        .with_files(files)
+        .await?;
+
+    let result = migrator(&handle)?
+        .write_mode(WriteMode::OverwritePartition)
+        .row_filter("region = 'eu'")
+        .batch_rows(2)
+        .run()
+        .await?;
+    let eu: Vec<Row> = data.iter().filter(|r| r.1 == Some("eu")).copied().collect();
+    assert_eq!(result.new_snapshots.len(), eu.len().div_ceil(2));
+    let mut want = total_json(&eu);
+    want.push(json!({"id": 901, "region": "us", "total": 2}));
+    sort_rows(&mut want);
+    let (got, _) = pyiceberg_rows(&py, "dst.orders")?;
+    assert_eq!(got, want);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_data_error_mid_stream_keeps_committed_batches_resumable() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let handle = open("lake", &sqlite(dir.path())).await?;
+    // total is required in the destination; one source row has a null amount.
+    let data: Vec<Row> = (0..9)
+        .map(|i| (i, Some("eu"), (i != 7).then_some(i as i32)))
+        .collect();
+    source(&handle, &data).await?;
+    let catalog = handle.catalog();
+    let ns = NamespaceIdent::new("dst".to_string());
+    catalog.create_namespace(&ns, HashMap::new()).await?;
+    let schema = Schema::builder()
+        .with_fields(vec![
+            NestedField::required(1, "id", Type::Primitive(PrimitiveType::Long)).into(),
+            NestedField::optional(2, "region", Type::Primitive(PrimitiveType::String)).into(),
+            NestedField::required(3, "total", Type::Primitive(PrimitiveType::Int)).into(),
+        ])
+        .build()?;
+    catalog
+        .create_table(
+            &ns,
+            TableCreation::builder()
+                .name("orders".into())
+                .schema(schema)
+                .build(),
+        )
+        .await?;
+    let checkpoint = dir.path().join("cp.json");
+    let err = migrator(&handle)?
+        .batch_rows(2)
+        .checkpoint(&checkpoint)
+        .run()
+        .await
+        .err();
+    let Some(MigrationError::Batch {
+        batch,
+        committed_batches,
+        ..
+    }) = &err
+    else {
+        anyhow::bail!("expected a batch error, got {err:?}");
+    };
+    assert_eq!(batch, committed_batches);
+    let msg = err.as_ref().map(|e| e.to_string()).unwrap_or_default();
+    assert!(msg.contains("'total'") && msg.contains("required"), "{msg}");
+    let cp: Value = serde_json::from_slice(&std::fs::read(&checkpoint)?)?;
+    let committed = cp["dest_snapshot_ids"].as_array().map_or(0, Vec::len) as u64;
+    assert_eq!(committed, *committed_batches);
+    let dst = catalog.load_table(&ident("dst")?).await?;
+    assert_eq!(scan_json(&dst).await?.len() as u64, committed * 2);
+    Ok(())
+}
+
+fn dest_batch(
+    table: &Table,
+    rows: &[(i64, &str, i64)],
+) -> anyhow::Result<arrow_array::RecordBatch> {
+    Ok(arrow_array::RecordBatch::try_new(
+        ops_core::write::table_arrow_schema(table)?,
+        vec![
+            Arc::new(arrow_array::Int64Array::from(
+                rows.iter().map(|r| r.0).collect::<Vec<_>>(),
+            )),
+            Arc::new(arrow_array::StringArray::from(
+                rows.iter().map(|r| r.1).collect::<Vec<_>>(),
+            )),
+            Arc::new(arrow_array::Int64Array::from(
+                rows.iter().map(|r| r.2).collect::<Vec<_>>(),
+            )),
+        ],
+    )?)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn upsert_inserts_updates_and_leaves_unchanged_rows_alone() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let py = sqlite(dir.path());
+    let handle = open("lake", &py).await?;
+    let data = rows(12, false);
+    source(&handle, &data).await?;
+    let dst = dest(&handle, "dst", PrimitiveType::Long).await?;
+    // ids 0-2 as in the source, 3-5 with other totals; 6-11 are new.
+    let held: Vec<(i64, &str, i64)> = data[..6]
+        .iter()
+        .map(|r| {
+            let total = if r.0 < 3 {
+                i64::from(r.2.unwrap_or(0))
+            } else {
+                999
+            };
+            (r.0, r.1.unwrap_or(""), total)
+        })
+        .collect();
+    let files = ops_core::write::write_data_files(
+        &dst,
+        futures::stream::iter([Ok(dest_batch(&dst, &held)?)]),
+    )
+    .await?;
+    AppendBuilder::new(&handle, ident("dst")?)
+        .with_files(files)
+        .await?;
+
+    let upsert = || -> anyhow::Result<DataMigrator> {
+        Ok(migrator(&handle)?
+            .write_mode(WriteMode::Upsert)
+            .upsert_keys(["id"])
+            .batch_rows(4))
+    };
+    let result = upsert()?.run().await?;
+    assert_eq!(
+        (result.rows_inserted, result.rows_updated),
+        (Some(6), Some(3))
+    );
+    // One commit per chunk at most: the chunk holding only unchanged rows commits nothing.
+    assert!(
+        result.new_snapshots.len() <= 3,
+        "{:?}",
+        result.new_snapshots
+    );
+    let (got, _) = pyiceberg_rows(&py, "dst.orders")?;
+    assert_eq!(got, total_json(&data));
+
+    // Again: nothing changed, nothing committed.
+    let before = current(&handle, "dst").await?;
+    let again = upsert()?.run().await?;
+    assert_eq!(
+        (again.rows_inserted, again.rows_updated),
+        (Some(0), Some(0))
+    );
+    assert!(again.new_snapshots.is_empty());
+    assert_eq!(current(&handle, "dst").await?, before);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn upsert_refuses_a_duplicate_key_inside_a_chunk() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let handle = open("lake", &sqlite(dir.path())).await?;
+    let mut data = rows(6, false);
+    data.push((4, Some("us"), Some(1)));
+    source(&handle, &data).await?;
+    dest(&handle, "dst", PrimitiveType::Long).await?;
+    let err = migrator(&handle)?
+        .write_mode(WriteMode::Upsert)
+        .upsert_keys(["id"])
+        .batch_rows(100)
+        .run()
+        .await
+        .err();
+    let msg = err.as_ref().map(|e| e.to_string()).unwrap_or_default();
+    assert!(
+        matches!(err, Some(MigrationError::Batch { batch: 0, .. }))
+            && msg.contains("key (4) twice"),
+        "{msg}"
+    );
+    assert_eq!(current(&handle, "dst").await?, None);
+    Ok(())
+}
