@@ -485,8 +485,9 @@ async fn refused_attempts_leave_no_orphans() -> TestResult {
         .await?;
     let read_at = table.metadata().current_snapshot_id();
     let mine = orders_files(&table, &[(9, Some("eu"), Some(9))]).await?;
+    // Another writer adds a row the overwrite's filter covers.
     AppendBuilder::new(&handle, ident.clone())
-        .add_written(orders_files(&table, &[(3, Some("eu"), Some(3))]).await?)
+        .add_written(orders_files(&table, &[(1, Some("eu"), Some(100))]).await?)
         .await?;
     let before = files_under(&table_dir(&table));
     // The overwrite rewrites a file (deleting id 1) and then fails validation.
@@ -780,5 +781,29 @@ async fn another_engines_row_deletes_do_not_come_back() -> TestResult {
         .with_filter_text("id = 3")
         .await?;
     assert_eq!(py_ids("pd", &p, "pd.orders")?, json!([1]));
+    Ok(())
+}
+
+/// Item 11: an in-memory SQLite catalog is refused clearly (the commit's own connection would
+/// see another, empty database); sort-order changes assert the order they replace.
+#[tokio::test(flavor = "multi_thread")]
+async fn in_memory_sqlite_is_refused_clearly() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let p = props(&[
+        ("type", "sql"),
+        ("uri", "sqlite:///:memory:"),
+        ("warehouse", &format!("file://{}/wh", dir.path().display())),
+    ]);
+    let handle = open("memsql", &p).await?;
+    let table = create_orders(&handle, "ms").await?;
+    let err = AppendBuilder::new(&handle, table.identifier().clone())
+        .add_written(orders_files(&table, &[(1, Some("eu"), None)]).await?)
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(err.contains("in-memory SQLite"), "{err}");
+    assert!(err.contains("sqlite:///path/to/catalog.db"), "{err}");
     Ok(())
 }

@@ -631,3 +631,51 @@ async fn upsert_refuses_a_duplicate_key_inside_a_chunk() -> TestResult {
     assert_eq!(current(&handle, "dst").await?, None);
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn create_dest_builds_the_reconciled_table_with_source_ids_and_spec() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let py = sqlite(dir.path());
+    let handle = open("lake", &py).await?;
+    let data = rows(9, true);
+    source(&handle, &data).await?;
+    let m = || -> anyhow::Result<DataMigrator> {
+        Ok(migrator(&handle)?
+            .schema_reconciler(
+                SchemaReconciler::new()
+                    .rename("amount", "total")
+                    .coerce("total", Type::Primitive(PrimitiveType::Long)),
+            )
+            .batch_rows(4))
+    };
+    let err = m()?.run().await.err();
+    let msg = err.as_ref().map(|e| e.to_string()).unwrap_or_default();
+    assert!(
+        msg.contains("does not exist") && msg.contains("create_dest"),
+        "{msg}"
+    );
+    let dry = m()?.create_dest(true).dry_run(true).run().await?;
+    assert_eq!(dry.estimated_rows, Some(9));
+    assert!(
+        !handle.catalog().table_exists(&ident("dst")?).await?,
+        "a dry run creates nothing"
+    );
+
+    let mut run = m()?.create_dest(true);
+    let result = run.run().await?;
+    assert_eq!(result.rows_moved, 9);
+    let (got, desc) = pyiceberg_rows(&py, "dst.orders")?;
+    assert_eq!(got, total_json(&data));
+    assert_eq!(
+        desc["schema"],
+        json!([
+            {"id": 1, "name": "id", "type": "long", "required": true},
+            {"id": 2, "name": "region", "type": "string", "required": false},
+            {"id": 3, "name": "total", "type": "long", "required": false},
+        ])
+    );
+    assert_eq!(desc["spec"][0]["source_id"], 2);
+    assert!(run.verify(VerifyMethod::PartitionHash, 10).await?.matches);
+    Ok(())
+}

@@ -4,5 +4,7 @@ mod catalogs;
 mod commit_layer;
 mod common;
 mod datamig;
+mod filters;
 mod ops;
 mod runner;
+mod s3tables_migration;

@@ -623,6 +623,20 @@ async fn glue_commit_sends_version_id_and_a_refusal_is_a_conflict() -> TestResul
             json!(location)
         );
     }
+
+    // A table without a VersionId cannot be swapped safely: refused, nothing sent.
+    let bare = ops_tests::fake_glue::FakeGlue::start("gv", "orders", &location, "");
+    let mut p3 = p.clone();
+    p3.insert("glue.endpoint".into(), bare.url.clone());
+    let handle = open("glue", &p3).await?;
+    let err = AppendBuilder::new(&handle, table.identifier().clone())
+        .with_files(files(&table, SAMPLE).await?)
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(err.contains("no VersionId"), "{err}");
+    assert!(bare.updates.lock().map(|u| u.is_empty()).unwrap_or(false));
     Ok(())
 }
 

@@ -17,13 +17,14 @@ pub struct FakeGlue {
 }
 
 impl FakeGlue {
-    /// Serves `database.table` pointing at `metadata_location` with `version_id`.
+    /// Serves `database.table` pointing at `metadata_location` with `version_id` (none when
+    /// empty).
     pub fn start(database: &str, table: &str, metadata_location: &str, version_id: &str) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind fake glue");
         let url = format!("http://{}", listener.local_addr().expect("addr"));
         let updates = Arc::new(Mutex::new(Vec::new()));
         let recorded = updates.clone();
-        let get_table = serde_json::json!({
+        let mut get_table = serde_json::json!({
             "Table": {
                 "Name": table,
                 "DatabaseName": database,
@@ -31,8 +32,14 @@ impl FakeGlue {
                 "TableType": "EXTERNAL_TABLE",
                 "Parameters": {"metadata_location": metadata_location, "table_type": "ICEBERG"},
             }
-        })
-        .to_string();
+        });
+        // An empty version id means a Glue-like endpoint that returns none.
+        if version_id.is_empty()
+            && let Some(t) = get_table["Table"].as_object_mut()
+        {
+            t.remove("VersionId");
+        }
+        let get_table = get_table.to_string();
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(mut stream) = stream else { continue };

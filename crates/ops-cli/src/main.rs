@@ -5,6 +5,7 @@ mod catalog_cmd;
 mod migrate_cmd;
 mod migrate_data_cmd;
 mod quickstart;
+mod s3tables_cmd;
 mod table_cmd;
 
 use std::path::PathBuf;
@@ -45,6 +46,9 @@ enum Command {
     /// Versioned schema migrations: migrate, rollback, status, plan, stamp, history, validate, new.
     #[command(flatten)]
     Migrations(migrate_cmd::Command),
+    /// Migrate a Glue table into S3 Tables safely: start, review, approve, sync, complete.
+    #[command(subcommand)]
+    S3tables(s3tables_cmd::Command),
 }
 
 fn main() -> ExitCode {
@@ -81,6 +85,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Migrations(cmd) => migrate_cmd::run(&factory, cmd).await,
         Command::MigrateData(args) => migrate_data_cmd::run_migrate(&factory, args).await,
         Command::Verify(args) => migrate_data_cmd::run_verify(&factory, args).await,
+        Command::S3tables(cmd) => s3tables_cmd::run(&factory, cmd).await,
     }
 }
 

@@ -122,7 +122,8 @@ pub struct MigrateArgs {
     /// Run every check and read the source through the plan, writing nothing.
     #[arg(long)]
     dry_run: bool,
-    /// Create the destination when it does not exist (not available yet).
+    /// Create the destination when it does not exist: the source's schema with the renames and
+    /// coercions (field ids kept) and the source's partition spec.
     #[arg(long)]
     create_dest: bool,
     /// auto or rewrite decode and re-encode every row (file copy is not available yet).
@@ -218,13 +219,6 @@ async fn migrator(factory: &CatalogFactory, job: &Job) -> anyhow::Result<DataMig
 }
 
 pub async fn run_migrate(factory: &CatalogFactory, args: MigrateArgs) -> anyhow::Result<()> {
-    if args.create_dest {
-        bail!(
-            "--create-dest is not available in this build yet; create {} first (for example \
-             with PyIceberg) and run again",
-            args.job.dest
-        );
-    }
     if matches!(args.copy_mode, CopyMode::Files | CopyMode::Reference) {
         bail!(
             "--copy-mode files/reference is not available in this build yet; use auto or rewrite"
@@ -238,7 +232,8 @@ pub async fn run_migrate(factory: &CatalogFactory, args: MigrateArgs) -> anyhow:
             Mode::Upsert => WriteMode::Upsert,
             Mode::OverwritePartition => WriteMode::OverwritePartition,
         })
-        .dry_run(args.dry_run);
+        .dry_run(args.dry_run)
+        .create_dest(args.create_dest);
     if let Some(keys) = &args.upsert_keys {
         m = m.upsert_keys(keys.clone());
     }

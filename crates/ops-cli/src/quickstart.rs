@@ -144,7 +144,7 @@ async fn migrate_copy(
             f.name = "total_amount".into();
         }
         if f.name == "qty" {
-            f.field_type = Box::new(Type::Primitive(PrimitiveType::Long));
+            *f.field_type = Type::Primitive(PrimitiveType::Long);
         }
     }
     let dest_schema = Schema::builder()

@@ -1,7 +1,9 @@
 //! Commit cost as a table's history grows: N small appends to one table in the embedded SQLite
 //! catalog, printing the time of commits around 10, 100, ... N and of a scan's planning.
 //!
-//!     cargo run --release -p ops-core --example bench_commits -- [N]    (default 1000)
+//!     cargo run --release -p ops-core --example bench_commits -- [N] [--no-merge]
+//!
+//! (N defaults to 1000; `--no-merge` sets `commit.manifest-merge.enabled=false` for comparison.)
 //!
 //! Prints one JSON line per checkpoint: the commit number, the mean commit time over the ten
 //! commits ending there (ms), the manifests in the current manifest list, and plan_files time
@@ -33,14 +35,20 @@ async fn main() -> anyhow::Result<()> {
             "uri".into(),
             format!("sqlite:///{}/catalog.db", dir.path().display()),
         ),
-        ("warehouse".into(), format!("file://{}/wh", dir.path().display())),
+        (
+            "warehouse".into(),
+            format!("file://{}/wh", dir.path().display()),
+        ),
     ]
     .into();
     let mut config = CatalogConfig::empty();
     config.insert(CatalogDefinition::inline("bench", props));
     let handle = ops_core::CatalogFactory::new(config).open("bench").await?;
     let ns = NamespaceIdent::new("bench".into());
-    handle.catalog().create_namespace(&ns, HashMap::new()).await?;
+    handle
+        .catalog()
+        .create_namespace(&ns, HashMap::new())
+        .await?;
     let schema = Schema::builder()
         .with_fields(vec![
             NestedField::required(1, "id", Type::Primitive(PrimitiveType::Long)).into(),
@@ -58,6 +66,12 @@ async fn main() -> anyhow::Result<()> {
         )
         .await?;
     let ident = table.identifier().clone();
+    if std::env::args().any(|a| a == "--no-merge") {
+        ops_core::ops::properties::PropertiesBuilder::new(&handle, ident.clone())
+            .set("commit.manifest-merge.enabled", "false")
+            .await?;
+    }
+    let table = handle.catalog().load_table(&ident).await?;
     let arrow = ops_core::write::table_arrow_schema(&table)?;
     let mut times = Vec::with_capacity(n);
     let mut table = table;
@@ -86,7 +100,12 @@ async fn main() -> anyhow::Result<()> {
             let window = &times[i.saturating_sub(10)..i];
             let mean = window.iter().sum::<f64>() / window.len() as f64;
             let snap = table.metadata().current_snapshot().cloned().unwrap();
-            let manifests = table.manifest_list_reader(&snap).load().await?.entries().len();
+            let manifests = table
+                .manifest_list_reader(&snap)
+                .load()
+                .await?
+                .entries()
+                .len();
             let planned = Instant::now();
             let tasks: Vec<_> = table
                 .scan()

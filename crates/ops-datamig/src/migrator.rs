@@ -23,10 +23,10 @@ use std::time::Instant;
 
 use arrow_array::RecordBatch;
 use futures::StreamExt;
-use iceberg::TableIdent;
 use iceberg::expr::Predicate;
-use iceberg::spec::{DataFile, ManifestContentType, Struct, Type};
+use iceberg::spec::{DataFile, ManifestContentType, Schema, Struct, Type, UnboundPartitionSpec};
 use iceberg::table::Table;
+use iceberg::{TableCreation, TableIdent};
 use ops_checkpoint::{CheckpointState, CheckpointStore, JobIdentity};
 use ops_core::CatalogHandle;
 use ops_core::ops::append::AppendBuilder;
@@ -89,6 +89,7 @@ pub struct DataMigrator {
     checkpoint: Option<PathBuf>,
     progress: Option<Progress>,
     dry_run: bool,
+    create_dest: bool,
     /// The snapshot the last `run` read; `verify` reads the source there.
     pub(crate) last_source_snapshot: Option<i64>,
 }
@@ -139,6 +140,7 @@ impl DataMigrator {
             checkpoint: None,
             progress: None,
             dry_run: false,
+            create_dest: false,
             last_source_snapshot: None,
         }
     }
@@ -194,6 +196,13 @@ impl DataMigrator {
     /// Called as `progress(rows_done, rows_total_or_none)` after each committed batch.
     pub fn progress(mut self, f: impl Fn(u64, Option<u64>) + Send + Sync + 'static) -> Self {
         self.progress = Some(Arc::new(f));
+        self
+    }
+
+    /// Create the destination when it does not exist: the source's current schema with the
+    /// reconciler's renames and coercions (field ids kept) and the source's partition spec.
+    pub fn create_dest(mut self, create: bool) -> Self {
+        self.create_dest = create;
         self
     }
 
@@ -286,6 +295,16 @@ impl DataMigrator {
         let started = Instant::now();
         self.validate_settings()?;
         let source = self.source.load().await?;
+        if !self
+            .dest
+            .handle
+            .catalog()
+            .table_exists(&self.dest.ident)
+            .await?
+            && let Some(result) = self.create_destination(started, &source).await?
+        {
+            return Ok(result);
+        }
         let mut dest = self.dest.load().await?;
         if source.metadata().uuid() == dest.metadata().uuid() {
             return Err(MigrationError::InvalidInput(format!(
@@ -333,7 +352,7 @@ impl DataMigrator {
         };
         let predicate = self.predicate(&source, snapshot_id)?;
         let mut plan = self.compute_plan(&source, &dest)?;
-        self.check_write_mode(&plan, &dest)?;
+        self.check_write_mode(&plan, Some(&dest))?;
 
         let mut result = MigrationResult {
             dry_run: self.dry_run,
@@ -346,22 +365,9 @@ impl DataMigrator {
         self.last_source_snapshot = snapshot_id;
 
         if self.dry_run {
-            let mut rows = 0u64;
-            let mut bytes = 0u64;
-            let mut stream = read.stream(&source, self.read_batch_size())?;
-            while let Some(batch) = stream.next().await {
-                let projected = ops_reconcile::project_batch(&batch?, &plan)?;
-                rows += projected.num_rows() as u64;
-                bytes += projected.get_array_memory_size() as u64;
-            }
-            if let Some(p) = &self.progress {
-                p(rows, Some(rows));
-            }
-            result.estimated_rows = Some(rows);
-            result.estimated_bytes = Some(bytes);
-            result.plan = Some(plan);
-            result.duration_seconds = started.elapsed().as_secs_f64();
-            return Ok(result);
+            return self
+                .dry_run_read(started, &source, &read, plan, result)
+                .await;
         }
 
         // Pre-flight writes: schema first, then the checkpoint.
@@ -486,6 +492,145 @@ impl DataMigrator {
         Ok(result)
     }
 
+    /// Reads the planned source through `plan`, counting what a run would write.
+    async fn dry_run_read(
+        &self,
+        started: Instant,
+        source: &Table,
+        read: &PlannedRead,
+        plan: ReconciliationPlan,
+        mut result: MigrationResult,
+    ) -> Result<MigrationResult> {
+        let mut rows = 0u64;
+        let mut bytes = 0u64;
+        let mut stream = read.stream(source, self.read_batch_size())?;
+        while let Some(batch) = stream.next().await {
+            let projected = ops_reconcile::project_batch(&batch?, &plan)?;
+            rows += projected.num_rows() as u64;
+            bytes += projected.get_array_memory_size() as u64;
+        }
+        if let Some(p) = &self.progress {
+            p(rows, Some(rows));
+        }
+        result.dry_run = true;
+        result.estimated_rows = Some(rows);
+        result.estimated_bytes = Some(bytes);
+        result.plan = Some(plan);
+        result.duration_seconds = started.elapsed().as_secs_f64();
+        Ok(result)
+    }
+
+    /// The destination does not exist: with `create_dest`, check everything against the schema
+    /// it would get, then create it (a dry run only reports). `Some` is a finished dry run.
+    async fn create_destination(
+        &self,
+        started: Instant,
+        source: &Table,
+    ) -> Result<Option<MigrationResult>> {
+        if !self.create_dest {
+            return Err(MigrationError::InvalidInput(format!(
+                "destination {} does not exist; create it first, or set create_dest \
+                 (--create-dest) to create it from the reconciled source schema and the \
+                 source's partition spec",
+                self.dest.describe()
+            )));
+        }
+        let (schema, spec) = self.dest_layout(source)?;
+        let snapshot = match self.source_snapshot {
+            Some(id) if source.metadata().snapshot_by_id(id).is_none() => {
+                return Err(MigrationError::InvalidInput(format!(
+                    "source {} has no snapshot {id}",
+                    self.source.describe()
+                )));
+            }
+            Some(id) => Some(id),
+            None => source.metadata().current_snapshot_id(),
+        };
+        let predicate = self.predicate(source, snapshot)?;
+        let plan = self.compute_plan_for(source.metadata().current_schema(), &schema)?;
+        self.check_write_mode(&plan, None)?;
+        if self.dry_run {
+            let read = PlannedRead::plan(source, snapshot, predicate).await?;
+            let result = MigrationResult {
+                source_snapshot_id: snapshot,
+                ..MigrationResult::default()
+            };
+            return Ok(Some(
+                self.dry_run_read(started, source, &read, plan, result)
+                    .await?,
+            ));
+        }
+        if let Some(path) = &self.checkpoint
+            && path.is_file()
+        {
+            return Err(MigrationError::Resume {
+                path: path.clone(),
+                reason: format!(
+                    "the destination {} it was writing no longer exists; delete the checkpoint \
+                     to start over",
+                    self.dest.describe()
+                ),
+                committed_batches: 0,
+                rollback_to: None,
+            });
+        }
+        let catalog = self.dest.handle.catalog();
+        let ns = self.dest.ident.namespace();
+        if !catalog.namespace_exists(ns).await? {
+            catalog.create_namespace(ns, HashMap::new()).await?;
+        }
+        let table = catalog
+            .create_table(
+                ns,
+                TableCreation::builder()
+                    .name(self.dest.ident.name().to_string())
+                    .schema(schema)
+                    .partition_spec(spec)
+                    .build(),
+            )
+            .await?;
+        tracing::info!(dest = %table.identifier(), "destination created (create_dest)");
+        Ok(None)
+    }
+
+    /// The schema `create_dest` gives the destination: the source's current schema with the
+    /// reconciler's renames and coercions, every field keeping its id; and the source's
+    /// partition spec.
+    fn dest_layout(&self, source: &Table) -> Result<(Schema, UnboundPartitionSpec)> {
+        let md = source.metadata();
+        let current = md.current_schema();
+        let mut fields = Vec::new();
+        for f in current.as_struct().fields() {
+            let mut f = (**f).clone();
+            if let Some(to) = self.reconciler.column_mapping.get(&f.name) {
+                f.name = to.clone();
+            }
+            if let Some(ty) = self.reconciler.type_coercions.get(&f.name) {
+                if !ops_reconcile::is_legal_promotion(&f.field_type, ty) {
+                    return Err(MigrationError::InvalidInput(format!(
+                        "type_coercions['{}'] = {ty} is not a legal Iceberg promotion of the \
+                         source type {}; create_dest can only widen (int→long, \
+                         float→double, decimal precision up)",
+                        f.name, f.field_type
+                    )));
+                }
+                *f.field_type = ty.clone();
+            }
+            fields.push(Arc::new(f));
+        }
+        let schema = Schema::builder()
+            .with_schema_id(0)
+            .with_fields(fields)
+            .with_identifier_field_ids(current.identifier_field_ids())
+            .build()?;
+        let source_spec = md.default_partition_spec();
+        let mut spec = UnboundPartitionSpec::builder();
+        for pf in source_spec.fields() {
+            spec = spec.add_partition_field(pf.source_id, pf.name.clone(), pf.transform)?;
+        }
+        Ok((schema, spec.build()))
+    }
+
     /// Post-migration consistency check (see [`crate::verify`]).
     pub async fn verify(
         &self,
@@ -532,8 +677,13 @@ impl DataMigrator {
     }
 
     pub(crate) fn compute_plan(&self, source: &Table, dest: &Table) -> Result<ReconciliationPlan> {
-        let src = source.metadata().current_schema();
-        let dst = dest.metadata().current_schema();
+        self.compute_plan_for(
+            source.metadata().current_schema(),
+            dest.metadata().current_schema(),
+        )
+    }
+
+    fn compute_plan_for(&self, src: &Schema, dst: &Schema) -> Result<ReconciliationPlan> {
         Ok(if self.write_mode == WriteMode::Upsert {
             self.reconciler.compute_upsert_plan(src, dst)?
         } else {
@@ -541,7 +691,7 @@ impl DataMigrator {
         })
     }
 
-    fn check_write_mode(&self, plan: &ReconciliationPlan, dest: &Table) -> Result<()> {
+    fn check_write_mode(&self, plan: &ReconciliationPlan, dest: Option<&Table>) -> Result<()> {
         if let Some(keys) = &self.upsert_keys {
             for key in keys {
                 match plan.projections.iter().find(|p| &p.dest_name == key) {
@@ -567,7 +717,8 @@ impl DataMigrator {
             }
         }
         if self.write_mode == WriteMode::Upsert
-            && dest.metadata().format_version() == iceberg::spec::FormatVersion::V3
+            && dest
+                .is_some_and(|d| d.metadata().format_version() == iceberg::spec::FormatVersion::V3)
         {
             return Err(MigrationError::InvalidInput(format!(
                 "destination {} is an Iceberg v3 table; ops-core writes v1 and v2 tables",
@@ -648,12 +799,7 @@ impl DataMigrator {
                 self.source.describe()
             )));
         }
-        let history: HashSet<i64> = ops_core::ops::rollback::ancestors(
-            dest.metadata(),
-            dest.metadata().current_snapshot_id(),
-        )
-        .into_iter()
-        .collect();
+        let history: HashSet<i64> = history(dest).into_iter().collect();
         if let Some(missing) = state
             .dest_snapshot_ids
             .iter()
@@ -689,9 +835,9 @@ fn missing_in_dest(p: MissingInDest) -> &'static str {
 fn landed_batches(dest: &Table, job_id: &str, from: u64) -> BTreeMap<u64, Vec<i64>> {
     let md = dest.metadata();
     let mut out: BTreeMap<u64, Vec<i64>> = BTreeMap::new();
-    let mut history = ops_core::ops::rollback::ancestors(md, md.current_snapshot_id());
-    history.reverse();
-    for id in history {
+    let mut snapshots = history(dest);
+    snapshots.reverse();
+    for id in snapshots {
         let Some(s) = md.snapshot_by_id(id) else {
             continue;
         };
@@ -707,6 +853,15 @@ fn landed_batches(dest: &Table, job_id: &str, from: u64) -> BTreeMap<u64, Vec<i6
             out.entry(batch).or_default().push(id);
         }
     }
+    out
+}
+
+/// The destination's current snapshot and its ancestors, newest first.
+fn history(table: &Table) -> Vec<i64> {
+    let md = table.metadata();
+    let current = md.current_snapshot_id();
+    let mut out: Vec<i64> = current.into_iter().collect();
+    out.extend(ops_core::ops::rollback::ancestors(md, current));
     out
 }
 
@@ -940,4 +1095,92 @@ pub(crate) async fn live_files(
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::Int64Array;
+    use arrow_schema::{DataType, Field};
+
+    fn batch(range: std::ops::Range<i64>) -> RecordBatch {
+        let schema = Arc::new(arrow_schema::Schema::new(vec![Field::new(
+            "id",
+            DataType::Int64,
+            false,
+        )]));
+        RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from_iter_values(range))])
+            .unwrap_or_else(|e| unreachable!("{e}"))
+    }
+
+    async fn chunks(sizes: &[i64], batch_rows: usize, skip: u64) -> Result<Vec<(u64, Vec<i64>)>> {
+        let mut start = 0;
+        let mut batches = Vec::new();
+        for s in sizes {
+            batches.push(Ok(batch(start..start + s)));
+            start += s;
+        }
+        let schema = batch(0..0).schema();
+        let plan = SchemaReconciler::new().compute_plan(&schema, &schema)?;
+        let (tx, mut rx) = tokio::sync::mpsc::channel(1);
+        let producer = tokio::spawn(produce_chunks(
+            futures::stream::iter(batches).boxed(),
+            plan,
+            batch_rows,
+            skip,
+            tx,
+        ));
+        let mut out = Vec::new();
+        while let Some(c) = rx.recv().await {
+            let c = c?;
+            let ids = c
+                .batches
+                .iter()
+                .flat_map(|b| {
+                    b.column(0)
+                        .as_any()
+                        .downcast_ref::<Int64Array>()
+                        .map(|a| a.values().to_vec())
+                        .unwrap_or_default()
+                })
+                .collect();
+            out.push((c.index, ids));
+        }
+        producer
+            .await
+            .map_err(|e| MigrationError::InvalidInput(e.to_string()))??;
+        Ok(out)
+    }
+
+    #[tokio::test]
+    async fn chunks_hold_exactly_batch_rows_across_source_batches() -> Result<()> {
+        let out = chunks(&[3, 1, 5, 2], 4, 0).await?;
+        let want: Vec<(u64, Vec<i64>)> = vec![
+            (0, vec![0, 1, 2, 3]),
+            (1, vec![4, 5, 6, 7]),
+            (2, vec![8, 9, 10]),
+        ];
+        assert_eq!(out, want);
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn resumed_chunks_start_after_the_skipped_ones_with_the_same_rows() -> Result<()> {
+        let out = chunks(&[3, 1, 5, 2], 4, 2).await?;
+        assert_eq!(out, vec![(2, vec![8, 9, 10])]);
+        let exact = chunks(&[8], 4, 2).await?;
+        assert!(exact.is_empty(), "{exact:?}");
+        Ok(())
+    }
+
+    #[test]
+    fn write_modes_and_methods_parse_the_seed_spellings() {
+        assert_eq!(WriteMode::Upsert.as_str(), "upsert");
+        assert!("nope".parse::<WriteMode>().is_err());
+        assert_eq!(
+            "overwrite_partition".parse::<WriteMode>().ok(),
+            Some(WriteMode::OverwritePartition)
+        );
+        assert!("bogus".parse::<VerifyMethod>().is_err());
+    }
 }

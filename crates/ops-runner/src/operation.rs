@@ -798,6 +798,18 @@ async fn create_table(ctx: &MigrationContext, op: &Operation) -> Result<(), Step
     if !sort_order.is_empty() {
         creation.sort_order = Some(order.with_order_id(1).build(&schema)?);
     }
+    // The runner manages the namespace: its first table brings it into being.
+    if !ctx.catalog().namespace_exists(ctx.namespace()).await? {
+        if let Err(e) = ctx
+            .catalog()
+            .create_namespace(ctx.namespace(), HashMap::new())
+            .await
+            && !ctx.catalog().namespace_exists(ctx.namespace()).await?
+        {
+            return Err(e.into());
+        }
+        tracing::info!(namespace = %ctx.namespace().to_url_string(), "created");
+    }
     ctx.catalog()
         .create_table(ctx.namespace(), creation)
         .await?;

@@ -116,6 +116,19 @@ impl AwsRest {
         }
     }
 
+    /// Deletes an object.
+    pub async fn delete_object(&self, bucket: &str, key: &str) -> Result<()> {
+        let (status, bytes) = self.s3_call("DELETE", bucket, key, "", Vec::new()).await?;
+        if (200..300).contains(&status) {
+            Ok(())
+        } else {
+            Err(Error::Config(format!(
+                "S3 DELETE s3://{bucket}/{key}: HTTP {status}: {}",
+                String::from_utf8_lossy(&bytes)
+            )))
+        }
+    }
+
     /// Lists every object under `prefix` (ListObjectsV2, following continuation tokens).
     pub async fn list_objects(&self, bucket: &str, prefix: &str) -> Result<Vec<S3Object>> {
         let mut out = Vec::new();
@@ -182,7 +195,10 @@ impl AwsRest {
     /// Glue GetTable: `Ok(None)` when the database or table does not exist.
     pub async fn glue_table(&self, database: &str, table: &str) -> Result<Option<Value>> {
         let (status, v) = self
-            .glue("GetTable", &json!({"DatabaseName": database, "Name": table}))
+            .glue(
+                "GetTable",
+                &json!({"DatabaseName": database, "Name": table}),
+            )
             .await?;
         match status {
             200 => Ok(Some(v["Table"].clone())),
@@ -286,7 +302,10 @@ mod tests {
         let c = elements(xml, "Contents");
         assert_eq!(c.len(), 1);
         assert_eq!(element(c[0], "Key").as_deref(), Some("a/b=1/x.parquet"));
-        assert_eq!(unescape(&element(c[0], "ETag").unwrap_or_default()), "\"abc\"");
+        assert_eq!(
+            unescape(&element(c[0], "ETag").unwrap_or_default()),
+            "\"abc\""
+        );
     }
 
     #[test]

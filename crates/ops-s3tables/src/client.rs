@@ -182,7 +182,11 @@ impl S3TablesClient {
         request: &ListTableMigrationsRequest,
     ) -> Result<ListTableMigrationsResponse> {
         let mut q = Vec::new();
-        push(&mut q, "tableBucketARN", request.table_bucket_arn.as_deref());
+        push(
+            &mut q,
+            "tableBucketARN",
+            request.table_bucket_arn.as_deref(),
+        );
         push(&mut q, "namespace", request.namespace.as_deref());
         push(&mut q, "name", request.name.as_deref());
         push(&mut q, "tableARN", request.table_arn.as_deref());
@@ -347,7 +351,13 @@ impl S3TablesClient {
             if status == route.success {
                 return Ok(bytes);
             }
-            return Err(service_error(route.name, status, headers_type, &bytes, attempt));
+            return Err(service_error(
+                route.name,
+                status,
+                headers_type,
+                &bytes,
+                attempt,
+            ));
         }
     }
 
@@ -510,11 +520,12 @@ mod tests {
             "us-east-1".to_string(),
             "s3tables",
         );
-        let client = S3TablesClient::new(format!("http://{addr}"), signer).with_retry(RetryPolicy {
-            max_attempts: 3,
-            base_delay: Duration::from_millis(1),
-            max_delay: Duration::from_millis(5),
-        });
+        let client =
+            S3TablesClient::new(format!("http://{addr}"), signer).with_retry(RetryPolicy {
+                max_attempts: 3,
+                base_delay: Duration::from_millis(1),
+                max_delay: Duration::from_millis(5),
+            });
         Ok((client, log))
     }
 
@@ -653,7 +664,10 @@ mod tests {
                    "createdAt": "2026-11-04T00:00:00Z", "stateUpdatedAt": "2026-11-04T00:00:00Z"})
         };
         let (client, log) = server(vec![
-            Response::json(200, &json!({"migrations": [summary("a")], "nextToken": "t1"})),
+            Response::json(
+                200,
+                &json!({"migrations": [summary("a")], "nextToken": "t1"}),
+            ),
             Response::json(200, &json!({"migrations": [], "nextToken": "t2"})),
             Response::json(200, &json!({"migrations": [], "nextToken": "t3"})),
             Response::json(200, &json!({"migrations": [summary("b")]})),
@@ -707,15 +721,14 @@ mod tests {
 
     #[tokio::test]
     async fn service_errors_are_typed_and_not_retried() -> anyhow::Result<()> {
-        let cases: Vec<(Response, fn(&Error) -> bool)> = vec![
-            (
-                Response::error(409, "ConflictException", "exists"),
-                |e| matches!(e, Error::Conflict { .. }),
-            ),
-            (
-                Response::error(400, "BadRequestException", "bad"),
-                |e| matches!(e, Error::BadRequest { .. }),
-            ),
+        type Check = fn(&Error) -> bool;
+        let cases: Vec<(Response, Check)> = vec![
+            (Response::error(409, "ConflictException", "exists"), |e| {
+                matches!(e, Error::Conflict { .. })
+            }),
+            (Response::error(400, "BadRequestException", "bad"), |e| {
+                matches!(e, Error::BadRequest { .. })
+            }),
             (
                 Response::error(
                     400,
@@ -727,10 +740,9 @@ mod tests {
             (Response::error(404, "NotFoundException", "gone"), |e| {
                 matches!(e, Error::NotFound { .. })
             }),
-            (
-                Response::error(403, "AccessDeniedException", "no"),
-                |e| matches!(e, Error::AccessDenied { .. }),
-            ),
+            (Response::error(403, "AccessDeniedException", "no"), |e| {
+                matches!(e, Error::AccessDenied { .. })
+            }),
             (Response::error(403, "ForbiddenException", "no"), |e| {
                 matches!(e, Error::Forbidden { .. })
             }),

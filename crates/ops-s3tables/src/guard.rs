@@ -5,12 +5,12 @@
 
 use std::time::{Duration, Instant};
 
+use crate::Error;
 use crate::aws::{AwsRest, split_s3_uri};
 use crate::client::{S3TablesClient, TableRef};
 use crate::model::*;
 use crate::review::{PlanReview, Verdict, parse_report};
 use crate::source::source_row_count;
-use crate::Error;
 
 /// Why the guard stopped.
 #[derive(Debug, thiserror::Error)]
@@ -202,7 +202,10 @@ impl MigrationGuard {
         let mut since = Instant::now();
         let mut polls = 0u32;
         loop {
-            let m = self.client.get_table_migration(Some(migration_id), None).await?;
+            let m = self
+                .client
+                .get_table_migration(Some(migration_id), None)
+                .await?;
             if last_state != Some(m.state) {
                 tracing::info!(migration_id, state = %m.state, "migration state");
                 last_state = Some(m.state);
@@ -235,7 +238,9 @@ impl MigrationGuard {
                 self.wait.migrating_interval
             };
             // Back off gently while nothing changes, never past twice the base interval.
-            let delay = base.saturating_mul(1 + polls.min(1)).min(self.wait.stuck_after);
+            let delay = base
+                .saturating_mul(1 + polls.min(1))
+                .min(self.wait.stuck_after);
             polls += 1;
             tokio::time::sleep(delay).await;
         }
@@ -243,8 +248,14 @@ impl MigrationGuard {
 
     /// Reviews a plan at `pendingReview`: reads the table compatibility report from the key
     /// the record names.
-    pub async fn review(&self, migration_id: &str) -> GResult<(GetTableMigrationResponse, PlanReview)> {
-        let m = self.client.get_table_migration(Some(migration_id), None).await?;
+    pub async fn review(
+        &self,
+        migration_id: &str,
+    ) -> GResult<(GetTableMigrationResponse, PlanReview)> {
+        let m = self
+            .client
+            .get_table_migration(Some(migration_id), None)
+            .await?;
         if m.state != MigrationState::PendingReview {
             return Err(GuardError::WrongState {
                 migration_id: migration_id.into(),
@@ -266,16 +277,20 @@ impl MigrationGuard {
         };
         let (bucket, _) = split_s3_uri(&m.migration_output.bucket)
             .unwrap_or((m.migration_output.bucket.clone(), String::new()));
-        let body = self.aws.get_object(&bucket, &key).await.map_err(|e| {
-            GuardError::CannotVerify {
-                migration_id: migration_id.into(),
-                reason: format!("the table compatibility report cannot be read: {e}"),
-            }
-        })?;
+        let body =
+            self.aws
+                .get_object(&bucket, &key)
+                .await
+                .map_err(|e| GuardError::CannotVerify {
+                    migration_id: migration_id.into(),
+                    reason: format!("the table compatibility report cannot be read: {e}"),
+                })?;
         let Some(body) = body else {
             return Err(GuardError::CannotVerify {
                 migration_id: migration_id.into(),
-                reason: format!("the table compatibility report s3://{bucket}/{key} does not exist"),
+                reason: format!(
+                    "the table compatibility report s3://{bucket}/{key} does not exist"
+                ),
             });
         };
         let findings = parse_report(&String::from_utf8_lossy(&body)).map_err(|reason| {
@@ -368,10 +383,15 @@ impl MigrationGuard {
         m: &GetTableMigrationResponse,
         destination_rows: i64,
     ) -> GResult<i64> {
-        let glue = m.source.glue_table.as_ref().ok_or_else(|| Error::Validation {
-            message: format!("migration {} has no glueTable source", m.migration_id),
-        })?;
-        let source_rows = source_row_count(&self.aws, &glue.database_name, &glue.table_name).await?;
+        let glue = m
+            .source
+            .glue_table
+            .as_ref()
+            .ok_or_else(|| Error::Validation {
+                message: format!("migration {} has no glueTable source", m.migration_id),
+            })?;
+        let source_rows =
+            source_row_count(&self.aws, &glue.database_name, &glue.table_name).await?;
         if source_rows != destination_rows {
             return Err(GuardError::Parity {
                 table_arn: m.table_arn.clone().unwrap_or_default(),
@@ -390,7 +410,10 @@ impl MigrationGuard {
         migration_id: &str,
         destination_rows: i64,
     ) -> GResult<CompleteOutcome> {
-        let m = self.client.get_table_migration(Some(migration_id), None).await?;
+        let m = self
+            .client
+            .get_table_migration(Some(migration_id), None)
+            .await?;
         let table_arn = m.table_arn.clone().ok_or_else(|| GuardError::WrongState {
             migration_id: migration_id.into(),
             state: m.state,
@@ -416,7 +439,10 @@ impl MigrationGuard {
             }
             Err(e) => return Err(e.into()),
         };
-        let table = self.client.get_table(&TableRef::Arn(table_arn.clone())).await?;
+        let table = self
+            .client
+            .get_table(&TableRef::Arn(table_arn.clone()))
+            .await?;
         if let Some(value) = table.managed_by_service {
             return Err(GuardError::StillManaged { table_arn, value });
         }
@@ -475,9 +501,13 @@ pub fn recovery_advice(m: &GetTableMigrationResponse) -> String {
              error_code."
         ),
         Some(C::ReportBucketNotSupported) => {
-            format!("The report bucket cannot be used{detail}: use a general purpose bucket in the same account and Region.")
+            format!(
+                "The report bucket cannot be used{detail}: use a general purpose bucket in the same account and Region."
+            )
         }
-        Some(C::InternalError) => format!("Service error{detail}: retry; contact AWS Support if it persists."),
+        Some(C::InternalError) => {
+            format!("Service error{detail}: retry; contact AWS Support if it persists.")
+        }
         None => String::new(),
     };
     let next = match (m.state, m.has_valid_plan, m.table_arn.is_some()) {

@@ -76,7 +76,8 @@ impl Response {
     /// A rest-json error: `x-amzn-errortype` plus `{"message": ...}`.
     pub fn error(status: u16, error_type: &str, message: &str) -> Self {
         let mut r = Self::json(status, &serde_json::json!({ "message": message }));
-        r.headers.push(("x-amzn-errortype".into(), error_type.into()));
+        r.headers
+            .push(("x-amzn-errortype".into(), error_type.into()));
         r
     }
 }

@@ -22,6 +22,7 @@
 
 pub mod aws;
 mod client;
+pub mod emulator;
 mod error;
 pub mod guard;
 pub mod http_server;

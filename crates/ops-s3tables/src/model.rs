@@ -306,7 +306,11 @@ pub struct DestinationTable {
 #[serde(rename_all = "camelCase")]
 pub struct MigrationCompactionSettings {
     /// 64–512.
-    #[serde(rename = "targetFileSizeMB", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "targetFileSizeMB",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub target_file_size_mb: Option<i32>,
     /// Strategy.
     #[serde(default, skip_serializing_if = "Option::is_none")]

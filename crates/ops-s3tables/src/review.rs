@@ -124,8 +124,7 @@ pub fn parse_report(csv: &str) -> Result<Vec<Finding>, String> {
             finding_type: get(t),
             finding_category: get(c),
             finding_subcategory: get(s),
-            details: serde_json::from_str(&details)
-                .unwrap_or(serde_json::Value::String(details)),
+            details: serde_json::from_str(&details).unwrap_or(serde_json::Value::String(details)),
         });
     }
     Ok(out)

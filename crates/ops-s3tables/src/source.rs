@@ -20,10 +20,18 @@ pub struct SourceObject {
 }
 
 /// The Glue table's objects: under each partition's location (partitioned) or the table's.
-pub async fn source_objects(aws: &AwsRest, table: &Value, partitions: &[Value]) -> Result<Vec<SourceObject>> {
+pub async fn source_objects(
+    aws: &AwsRest,
+    table: &Value,
+    partitions: &[Value],
+) -> Result<Vec<SourceObject>> {
     let keys: Vec<String> = table["PartitionKeys"]
         .as_array()
-        .map(|a| a.iter().filter_map(|k| k["Name"].as_str().map(str::to_string)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|k| k["Name"].as_str().map(str::to_string))
+                .collect()
+        })
         .unwrap_or_default();
     let mut locations: Vec<(String, Vec<(String, String)>)> = Vec::new();
     if keys.is_empty() {
@@ -34,7 +42,11 @@ pub async fn source_objects(aws: &AwsRest, table: &Value, partitions: &[Value]) 
         for p in partitions {
             let values: Vec<String> = p["Values"]
                 .as_array()
-                .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|v| v.as_str().map(str::to_string))
+                        .collect()
+                })
                 .unwrap_or_default();
             if let Some(loc) = p["StorageDescriptor"]["Location"].as_str() {
                 locations.push((loc.to_string(), keys.iter().cloned().zip(values).collect()));
@@ -43,9 +55,8 @@ pub async fn source_objects(aws: &AwsRest, table: &Value, partitions: &[Value]) 
     }
     let mut out = Vec::new();
     for (loc, partition) in locations {
-        let (bucket, prefix) = split_s3_uri(&loc).ok_or_else(|| {
-            Error::Config(format!("location '{loc}' is not an s3:// URI"))
-        })?;
+        let (bucket, prefix) = split_s3_uri(&loc)
+            .ok_or_else(|| Error::Config(format!("location '{loc}' is not an s3:// URI")))?;
         let prefix = if prefix.is_empty() || prefix.ends_with('/') {
             prefix
         } else {

@@ -718,7 +718,11 @@ mod tests {
         let f = factory(
             vec![CatalogDefinition::inline(
                 "Prod",
-                [("type", "sql"), ("uri", "sqlite:////tmp/p.db"), ("warehouse", "file:///tmp/w")],
+                [
+                    ("type", "sql"),
+                    ("uri", "sqlite:////tmp/p.db"),
+                    ("warehouse", "file:///tmp/w"),
+                ],
             )],
             Path::new("/tmp"),
         );

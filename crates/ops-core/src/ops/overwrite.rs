@@ -6,10 +6,10 @@
 //! 2. With an overwrite filter, plan a copy-on-write delete of the rows where it is TRUE (see
 //!    [`super::delete`]): the files it drops or rewrites join the files to remove.
 //! 3. Validate every snapshot committed since the caller's read ([`super::validate`]): no data
-//!    file added in a touched partition (those of the removed and added files) or matching the
-//!    conflict detection filter (default: the overwrite filter), no file the overwrite depends
-//!    on removed, no delete file that may apply to a rewritten file. A failure is a conflict
-//!    and nothing is written.
+//!    file added that may match the conflict detection filter (default: the overwrite filter;
+//!    with neither, any file added in a touched partition — those of the removed and added
+//!    files), no file the overwrite depends on removed, no delete file that may apply to a
+//!    rewritten file. A failure is a conflict and nothing is written.
 //! 4. Produce a snapshot that marks the removed files DELETED and adds the new ones under the
 //!    spec they were written with. A concurrent commit that passes validation is rebased onto.
 
@@ -199,16 +199,20 @@ impl OverwriteBuilder {
                     }
                 }
             }
-            check.partitions = check.removed_partitions.clone();
-            check.partitions.extend(
-                add.iter().map(|(spec, f)| -> PartitionKey {
-                    (*spec, canonical_partition(f.partition()))
-                }),
-            );
             let conflict_filter = match &self.conflict_filter {
                 Some(f) => Some(f.resolve(&base)?),
                 None => overwrite_filter.clone(),
             };
+            if conflict_filter.is_none() {
+                // Without a filter saying which rows the caller's decision read, any file added
+                // where this overwrite removes or writes is presumed to matter.
+                check.partitions = check.removed_partitions.clone();
+                check
+                    .partitions
+                    .extend(add.iter().map(|(spec, f)| -> PartitionKey {
+                        (*spec, canonical_partition(f.partition()))
+                    }));
+            }
             check.filter = conflict_filter
                 .map(|p| p.bind(Arc::new(read_schema(&base).clone()), true))
                 .transpose()?;

@@ -49,7 +49,10 @@ pub struct TablePlan {
 impl TablePlan {
     /// Invalid rows.
     pub fn invalid(&self) -> usize {
-        self.rows.iter().filter(|r| r.finding_type == "invalid").count()
+        self.rows
+            .iter()
+            .filter(|r| r.finding_type == "invalid")
+            .count()
     }
 
     /// The report as CSV.
@@ -152,7 +155,11 @@ pub fn plan_table(
                 finding_type: if drop { "informational" } else { "invalid" },
                 category: "metadata",
                 subcategory: "schemaTransformation.unsupported".into(),
-                details: detail(None, unmatched.as_str(), if drop { "dropped" } else { "failed" }),
+                details: detail(
+                    None,
+                    unmatched.as_str(),
+                    if drop { "dropped" } else { "failed" },
+                ),
             });
             continue;
         };
@@ -164,7 +171,11 @@ pub fn plan_table(
                 .find(|f| f.name.eq_ignore_ascii_case(name))
                 .map(|f| {
                     let ty = serde_json::from_value::<Type>(f.r#type.clone()).ok();
-                    (f.id, ty.unwrap_or(Type::Primitive(PrimitiveType::Binary)), f.required)
+                    (
+                        f.id,
+                        ty.unwrap_or(Type::Primitive(PrimitiveType::Binary)),
+                        f.required,
+                    )
                 }),
         };
         next_id += 1;
@@ -174,7 +185,11 @@ pub fn plan_table(
                 finding_type: if drop { "informational" } else { "invalid" },
                 category: "metadata",
                 subcategory: "unmatchedSourceField".into(),
-                details: detail(None, unmatched.as_str(), if drop { "dropped" } else { "failed" }),
+                details: detail(
+                    None,
+                    unmatched.as_str(),
+                    if drop { "dropped" } else { "failed" },
+                ),
             });
             continue;
         };
@@ -192,7 +207,10 @@ pub fn plan_table(
         plan.rows.push(Row {
             finding_type,
             category: "metadata",
-            subcategory: format!("schemaTransformation.{}", class.label().to_ascii_lowercase()),
+            subcategory: format!(
+                "schemaTransformation.{}",
+                class.label().to_ascii_lowercase()
+            ),
             details: detail(dest_name, policy, outcome),
         });
         plan.columns.push(PlannedColumn {
@@ -213,7 +231,9 @@ mod tests {
     use crate::model::SchemaV2Field;
 
     fn cols(v: &[(&str, &str)]) -> Vec<(String, String)> {
-        v.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+        v.iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
     }
 
     #[test]
@@ -273,7 +293,12 @@ mod tests {
         let outcomes: Vec<_> = set_null
             .rows
             .iter()
-            .map(|r| r.details["outcome"].as_str().unwrap_or_default().to_string())
+            .map(|r| {
+                r.details["outcome"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string()
+            })
             .collect();
         assert_eq!(outcomes, ["setNull", "dropped"]);
     }
