@@ -254,10 +254,12 @@ pub async fn run(factory: &ops_core::CatalogFactory, cmd: Command) -> anyhow::Re
                         table_name: source_table,
                     }),
                 },
-                data_migration: Some(DataMigrationSettings {
-                    maintenance_settings: None,
-                    migration_policies: Some(policies),
-                }),
+                data_migration: (policies != MigrationPolicies::default()).then_some(
+                    DataMigrationSettings {
+                        maintenance_settings: None,
+                        migration_policies: Some(policies),
+                    },
+                ),
                 review_migration_plan: Some(!no_review),
                 migration_output: report.output(),
             };

@@ -58,7 +58,32 @@ pub async fn scan_filtered(
     if let Some(filter) = filter {
         builder = builder.with_filter(filter);
     }
-    let stream = builder.build()?.to_arrow().await?;
+    let tasks = builder
+        .build()?
+        .plan_files()
+        .await?
+        .map_ok(|mut t| {
+            // iceberg's reader uses identity-partition values as constants and fails on a value
+            // written before its source column was widened: read those columns from the file.
+            let fits = match (&t.partition_spec, &t.partition) {
+                (Some(spec), Some(value)) => {
+                    crate::ops::snapshot_partition_fits(spec, value, &t.schema)
+                }
+                _ => true,
+            };
+            if !fits {
+                t.partition = None;
+                t.partition_spec = None;
+            }
+            t
+        })
+        .boxed();
+    let reader = iceberg::arrow::ArrowReaderBuilder::new(
+        table.file_io().clone(),
+        iceberg::Runtime::try_current()?,
+    )
+    .build();
+    let stream = reader.read(tasks)?.stream();
     Ok(stream
         .map_err(Error::from)
         .and_then(move |batch| {

@@ -256,6 +256,9 @@ impl MigrationGuard {
             .client
             .get_table_migration(Some(migration_id), None)
             .await?;
+        if matches!(m.state, MigrationState::Failed | MigrationState::Cancelled) {
+            return Err(ended(&m));
+        }
         if m.state != MigrationState::PendingReview {
             return Err(GuardError::WrongState {
                 migration_id: migration_id.into(),
@@ -529,4 +532,131 @@ pub fn recovery_advice(m: &GetTableMigrationResponse) -> String {
         _ => "Wait for the migration to reach a terminal state.",
     };
     format!("{cause} {next}").trim().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use aws_credential_types::Credentials;
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::http_server::{Response, serve};
+    use crate::sign::Signer;
+
+    fn record(state: &str, valid: Option<bool>, code: Option<&str>, table: bool) -> Value {
+        let mut v = json!({
+            "migrationId": "m-1", "tableBucketARN": "arn:b", "namespace": "ns", "name": "t",
+            "type": "start", "state": state, "roleARN": "arn:r", "reviewMigrationPlan": true,
+            "createdAt": "2026-11-04T00:00:00Z", "stateUpdatedAt": "2026-11-04T00:00:00Z",
+            "sourceType": "glueTable",
+            "source": {"glueTable": {"catalogId": "1", "databaseName": "db", "tableName": "s"}},
+            "dataMigration": {}, "migrationOutput": {"bucket": "arn:aws:s3:::r"}
+        });
+        if let Some(b) = valid {
+            v["hasValidPlan"] = json!(b);
+        }
+        if let Some(c) = code {
+            v["failureReason"] = json!({"code": c, "detail": "d"});
+        }
+        if table {
+            v["tableARN"] = json!("arn:t");
+        }
+        v
+    }
+
+    async fn guard_answering(v: Value, wait: WaitPolicy) -> anyhow::Result<MigrationGuard> {
+        let (addr, _task) = serve(([127, 0, 0, 1], 0).into(), move |_| {
+            let v = v.clone();
+            async move { Response::json(200, &v) }
+        })
+        .await?;
+        let signer = Signer::new(Credentials::for_tests(), "us-east-1", "s3tables");
+        let client = S3TablesClient::new(format!("http://{addr}"), signer.clone());
+        let aws = AwsRest::new(
+            &signer,
+            &format!("http://{addr}"),
+            &format!("http://{addr}"),
+        );
+        Ok(MigrationGuard::new(client, aws).with_wait(wait))
+    }
+
+    #[tokio::test]
+    async fn a_migration_without_state_change_is_reported_stuck() -> anyhow::Result<()> {
+        let wait = WaitPolicy {
+            planning_interval: Duration::from_millis(5),
+            migrating_interval: Duration::from_millis(5),
+            stuck_after: Duration::from_millis(60),
+        };
+        let g = guard_answering(record("migrating", Some(true), None, true), wait).await?;
+        let err = g.wait("m-1", true).await;
+        match err {
+            Err(e @ GuardError::Stuck { .. }) => assert!(e.to_string().contains("m-1"), "{e}"),
+            other => anyhow::bail!("expected Stuck, got {other:?}"),
+        }
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn review_without_a_valid_plan_or_report_cannot_verify() -> anyhow::Result<()> {
+        let g = guard_answering(
+            record("pendingReview", None, None, true),
+            WaitPolicy::default(),
+        )
+        .await?;
+        assert!(matches!(
+            g.review("m-1").await,
+            Err(GuardError::CannotVerify { .. })
+        ));
+        // Valid plan, but no report key.
+        let g = guard_answering(
+            record("pendingReview", Some(true), None, true),
+            WaitPolicy::default(),
+        )
+        .await?;
+        match g.review("m-1").await {
+            Err(GuardError::CannotVerify { reason, .. }) => {
+                assert!(reason.contains("key is absent"), "{reason}")
+            }
+            other => anyhow::bail!("expected CannotVerify, got {other:?}"),
+        }
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn complete_refuses_anything_but_succeeded() -> anyhow::Result<()> {
+        let g = guard_answering(
+            record("failed", Some(true), Some("objectMigrationReport"), true),
+            WaitPolicy::default(),
+        )
+        .await?;
+        match g.complete("m-1", 0).await {
+            Err(GuardError::WrongState { what, .. }) => assert!(what.contains("sync"), "{what}"),
+            other => anyhow::bail!("expected WrongState, got {other:?}"),
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn advice_follows_the_recovery_rules() -> anyhow::Result<()> {
+        let m = |v| serde_json::from_value::<GetTableMigrationResponse>(v);
+        let a = recovery_advice(&m(record(
+            "failed",
+            Some(false),
+            Some("resourceNotFound"),
+            false,
+        ))?);
+        assert!(a.contains("start a new migration"), "{a}");
+        let a = recovery_advice(&m(record("cancelled", Some(true), None, true))?);
+        assert!(a.contains("resume with sync"), "{a}");
+        let a = recovery_advice(&m(record(
+            "failed",
+            Some(false),
+            Some("tableCompatibilityReport"),
+            true,
+        ))?);
+        assert!(a.contains("delete the destination table"), "{a}");
+        let a = recovery_advice(&m(record("succeeded", Some(true), None, true))?);
+        assert!(a.contains("parity"), "{a}");
+        Ok(())
+    }
 }

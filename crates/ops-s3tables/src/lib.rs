@@ -10,6 +10,13 @@
 //!   [`Error`]s, retries with backoff for 429/5xx, and paging through empty pages.
 //! - [`review`] — reads the table compatibility report (CSV) a plan wrote and classifies each
 //!   column's type change (lossless, widened, converted, incompatible, unsupported).
+//! - [`MigrationGuard`] — the operator runbook as code: start with review on, wait with backoff
+//!   and a stuck limit, review before approve (data loss needs explicit confirmation, invalid
+//!   findings mean cancel), sync only when nothing runs, complete only a `succeeded` migration
+//!   after row-count parity, then check `managedByService` is cleared; [`recovery_advice`]
+//!   says what to do after a fail or cancel.
+//! - [`emulator`] — a local service (binary `s3tables-emulator`) that serves the operations and
+//!   really migrates against moto (Glue + S3 → S3 Tables), for tests and local trials.
 //!
 //! ```no_run
 //! # async fn demo() -> ops_s3tables::Result<()> {

@@ -34,7 +34,8 @@ use iceberg::spec::{DataFile, Operation};
 use iceberg::table::Table;
 
 use super::snapshot::{
-    ManifestCache, SnapshotMetrics, SnapshotProducer, commit_snapshot, live_data_files,
+    LiveFile, ManifestCache, SnapshotMetrics, SnapshotProducer, commit_snapshot, live_data_files,
+    spec_by_id,
 };
 use super::validate::may_match;
 use crate::{CatalogHandle, Error, Result};
@@ -204,14 +205,50 @@ impl DeletePlan {
     }
 }
 
-/// The scan tasks (delete files attached) of the live files `wanted` selects, by file.
+/// The scan tasks (delete files attached) of `candidates`, by file.
+///
+/// Without delete files or a name mapping, tasks are built from the manifests already read
+/// (each manifest read once per attempt); otherwise iceberg's planner attaches the delete
+/// files — unfiltered, since it decodes partition bounds with the current schema's types and
+/// would prune files written before a partition source column was widened.
 async fn tasks(
     table: &Table,
     snapshot_id: i64,
-    wanted: &HashSet<String>,
+    candidates: Vec<LiveFile>,
+    has_delete_manifests: bool,
 ) -> Result<BTreeMap<String, Vec<FileScanTask>>> {
-    // No filter: iceberg's planner decodes partition bounds with the current schema's types,
-    // which prunes files written before a partition source column was widened.
+    let mut by_file: BTreeMap<String, Vec<FileScanTask>> = BTreeMap::new();
+    let md = table.metadata();
+    if !has_delete_manifests && !md.properties().contains_key("schema.name-mapping.default") {
+        let schema = Arc::new(read_schema(table).clone());
+        let ids: Vec<i32> = schema.as_struct().fields().iter().map(|f| f.id).collect();
+        for live in candidates {
+            let spec = spec_by_id(table, live.spec_id)?;
+            let f = &live.file;
+            // Identity-partition constants only where the values have the schema's types: an
+            // `int` written before its source column became `long` is read from the file.
+            let constants = super::snapshot::partition_fits(&spec, f.partition(), &schema);
+            let task = FileScanTask::builder()
+                .with_file_size_in_bytes(f.file_size_in_bytes())
+                .with_start(0)
+                .with_length(f.file_size_in_bytes())
+                .with_record_count(Some(f.record_count()))
+                .with_data_file_path(f.file_path().to_string())
+                .with_data_file_format(f.file_format())
+                .with_schema(schema.clone())
+                .with_project_field_ids(ids.clone())
+                .with_partition(constants.then(|| f.partition().clone()))
+                .with_partition_spec(constants.then_some(spec))
+                .with_case_sensitive(true)
+                .build();
+            by_file.insert(f.file_path().to_string(), vec![task]);
+        }
+        return Ok(by_file);
+    }
+    let wanted: HashSet<String> = candidates
+        .iter()
+        .map(|f| f.file.file_path().to_string())
+        .collect();
     let tasks: Vec<FileScanTask> = table
         .scan()
         .snapshot_id(snapshot_id)
@@ -221,7 +258,6 @@ async fn tasks(
         .await?
         .try_collect()
         .await?;
-    let mut by_file: BTreeMap<String, Vec<FileScanTask>> = BTreeMap::new();
     for t in tasks {
         if wanted.contains(&t.data_file_path) {
             by_file.entry(t.data_file_path.clone()).or_default().push(t);
@@ -245,16 +281,25 @@ pub(crate) async fn plan_delete(
     // Files whose column statistics allow a TRUE row (missing or incomparable statistics —
     // a column the file predates, a value written before a widening — count as "may").
     let pruning = bound.clone().rewrite_not();
-    let wanted: HashSet<String> = live_data_files(table, cache)
+    let candidates: Vec<LiveFile> = live_data_files(table, cache)
         .await?
         .into_iter()
         .filter(|f| may_match(&pruning, &f.file))
-        .map(|f| f.file.file_path().to_string())
         .collect();
-    if wanted.is_empty() {
+    if candidates.is_empty() {
         return Ok(None);
     }
-    let candidates = tasks(table, snapshot_id, &wanted).await?;
+    let has_delete_manifests = match table.metadata().current_snapshot() {
+        Some(snap) => table
+            .manifest_list_reader(snap)
+            .load()
+            .await?
+            .entries()
+            .iter()
+            .any(|m| m.content == iceberg::spec::ManifestContentType::Deletes),
+        None => false,
+    };
+    let candidates = tasks(table, snapshot_id, candidates, has_delete_manifests).await?;
     if candidates.is_empty() {
         return Ok(None);
     }

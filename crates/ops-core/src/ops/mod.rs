@@ -32,6 +32,7 @@ pub mod sort_order;
 pub(crate) mod validate;
 
 pub use snapshot::SnapshotMetrics;
+pub(crate) use snapshot::partition_fits as snapshot_partition_fits;
 
 /// `iceberg-ops.*` snapshot summary keys written by the operations.
 pub const OPERATION_PROPERTY: &str = "iceberg-ops.operation";
