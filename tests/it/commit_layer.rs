@@ -607,6 +607,18 @@ async fn commit_position_delete(
     partition: Struct,
     positions: &[i64],
 ) -> anyhow::Result<Table> {
+    commit_delete_file(handle, table, partition, Some((data_path, positions)), &[]).await
+}
+
+/// Commits one delete file as another engine would: position deletes against `data_path`
+/// when given, else equality deletes on `id` for `ids`.
+async fn commit_delete_file(
+    handle: &CatalogHandle,
+    table: &Table,
+    partition: Struct,
+    position: Option<(&str, &[i64])>,
+    ids: &[i64],
+) -> anyhow::Result<Table> {
     use arrow_array::{Int64Array, RecordBatch, StringArray};
     use arrow_schema::{DataType, Field, Schema};
     let field = |name: &str, id: i32, t: DataType| {
@@ -615,17 +627,30 @@ async fn commit_position_delete(
             id.to_string(),
         )]))
     };
-    let schema = Arc::new(Schema::new(vec![
-        field("file_path", 2147483546, DataType::Utf8),
-        field("pos", 2147483545, DataType::Int64),
-    ]));
-    let batch = RecordBatch::try_new(
-        schema.clone(),
-        vec![
-            Arc::new(StringArray::from(vec![data_path; positions.len()])),
-            Arc::new(Int64Array::from(positions.to_vec())),
-        ],
-    )?;
+    let (schema, batch, content, rows) = match position {
+        Some((data_path, positions)) => {
+            let schema = Arc::new(Schema::new(vec![
+                field("file_path", 2147483546, DataType::Utf8),
+                field("pos", 2147483545, DataType::Int64),
+            ]));
+            let batch = RecordBatch::try_new(
+                schema.clone(),
+                vec![
+                    Arc::new(StringArray::from(vec![data_path; positions.len()])),
+                    Arc::new(Int64Array::from(positions.to_vec())),
+                ],
+            )?;
+            (schema, batch, DataContentType::PositionDeletes, positions.len())
+        }
+        None => {
+            let schema = Arc::new(Schema::new(vec![field("id", 1, DataType::Int64)]));
+            let batch = RecordBatch::try_new(
+                schema.clone(),
+                vec![Arc::new(Int64Array::from(ids.to_vec()))],
+            )?;
+            (schema, batch, DataContentType::EqualityDeletes, ids.len())
+        }
+    };
     let path = format!(
         "{}/data/pos-delete-{}.parquet",
         table.metadata().location(),
@@ -641,13 +666,15 @@ async fn commit_position_delete(
     table.file_io().new_output(&path)?.write(buf.into()).await?;
     let md = table.metadata();
     let spec = md.default_partition_spec().clone();
+    let equality_ids = (content == DataContentType::EqualityDeletes).then(|| vec![1]);
     let delete = DataFileBuilder::default()
-        .content(DataContentType::PositionDeletes)
+        .content(content)
+        .equality_ids(equality_ids)
         .file_path(path)
         .file_format(DataFileFormat::Parquet)
         .partition(partition)
         .partition_spec_id(spec.spec_id())
-        .record_count(positions.len() as u64)
+        .record_count(rows as u64)
         .file_size_in_bytes(size)
         .build()?;
     let snapshot_id = 424242i64 + md.snapshots().count() as i64;
@@ -810,5 +837,48 @@ async fn in_memory_sqlite_is_refused_clearly() -> TestResult {
         .unwrap_or_default();
     assert!(err.contains("in-memory SQLite"), "{err}");
     assert!(err.contains("sqlite:///path/to/catalog.db"), "{err}");
+    Ok(())
+}
+
+/// Equality deletes are not applied by a rewrite (iceberg 0.10.1 would drop NULL-key rows):
+/// the delete is refused and nothing changes. Files removed explicitly by an overwrite are not
+/// also rewritten by its filter (no duplicated rows).
+#[tokio::test(flavor = "multi_thread")]
+async fn equality_deletes_are_refused_and_explicit_removals_are_not_rewritten() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let p = sqlite(dir.path());
+    let handle = open("eq", &p).await?;
+    let table = create_orders(&handle, "eq").await?;
+    let ident = table.identifier().clone();
+    let (table, _) = AppendBuilder::new(&handle, ident.clone())
+        .add_written(orders_files(&table, &[(1, Some("eu"), Some(1)), (2, Some("eu"), Some(2))]).await?)
+        .await?;
+    let live = {
+        let snap = table.metadata().current_snapshot().expect("a snapshot");
+        let list = table.manifest_list_reader(snap).load().await?;
+        let m = list.entries()[0].load_manifest(table.file_io()).await?;
+        m.entries()[0].data_file().clone()
+    };
+    // Explicit removal of the file plus a filter matching one of its rows: the replacement
+    // given by the caller is all that remains.
+    let (table, _) = OverwriteBuilder::new(&handle, ident.clone())
+        .remove_files([live.file_path().to_string()])
+        .overwrite_filter_text("id = 1")
+        .add_written(orders_files(&table, &[(2, Some("eu"), Some(20))]).await?)
+        .await?;
+    assert_eq!(py_ids("eq", &p, "eq.orders")?, json!([2]));
+
+    let table = commit_delete_file(&handle, &table, live.partition().clone(), None, &[2]).await?;
+    let before = table.metadata().current_snapshot_id();
+    let err = DeleteBuilder::new(&handle, ident.clone())
+        .with_filter_text("amount = 20")
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(err.contains("equality delete"), "{err}");
+    let after = handle.catalog().load_table(&ident).await?;
+    assert_eq!(after.metadata().current_snapshot_id(), before);
     Ok(())
 }

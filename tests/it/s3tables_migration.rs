@@ -269,6 +269,13 @@ async fn start_review_approve_complete_and_sync() -> TestResult {
             .key
             .is_some()
     );
+    assert!(
+        planned
+            .migration_output
+            .table_compatibility_report
+            .checksum_crc64_nvme
+            .is_some()
+    );
 
     let (_, review) = env.guard.review(&started.migration_id).await?;
     assert_eq!(
@@ -494,6 +501,35 @@ async fn failure_codes_reach_the_operator_with_advice() -> TestResult {
     assert_eq!(code, MigrationFailureCode::TableCompatibilityReport);
     assert!(advice.contains("already exists"), "{advice}");
 
+    // Sync is refused while a migration into the table is pending review; a cancel keeps
+    // the table and the advice is to resume with sync.
+    let pending = env
+        .guard
+        .start(start_request(&env, "src", "e", None, None))
+        .await?;
+    let at_review = env.guard.wait(&pending.migration_id, false).await?;
+    let refused = env
+        .guard
+        .sync(SyncTableMigrationRequest {
+            role_arn: ROLE.into(),
+            table_arn: at_review.table_arn.clone().unwrap_or_default(),
+            review_migration_plan: None,
+            migration_output: output(),
+        })
+        .await;
+    assert!(
+        matches!(refused, Err(GuardError::WrongState { .. })),
+        "{refused:?}"
+    );
+    let cancelled = env.guard.cancel(&pending.migration_id).await?;
+    assert_eq!(cancelled.state, MigrationState::Cancelled);
+    match env.guard.wait(&pending.migration_id, true).await {
+        Err(GuardError::Ended { advice, .. }) => {
+            assert!(advice.contains("resume with sync"), "{advice}")
+        }
+        other => anyhow::bail!("expected cancelled, got {other:?}"),
+    }
+
     // An object overwritten in place before a sync.
     let started = env
         .guard
@@ -529,7 +565,7 @@ async fn failure_codes_reach_the_operator_with_advice() -> TestResult {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn listing_pages_and_lowercase_enums() -> TestResult {
+async fn listing_pages_through_empty_pages() -> TestResult {
     let env = env().await?;
     for i in 0..3 {
         env.guard
@@ -546,6 +582,36 @@ async fn listing_pages_and_lowercase_enums() -> TestResult {
         })
         .await?;
     assert_eq!(all.len(), 3);
+    for m in &all {
+        env.guard.wait(&m.migration_id, true).await.ok();
+    }
+    // Filtered per page of one: the pages between matches are empty but carry a nextToken.
+    let failed = env
+        .guard
+        .client()
+        .list_all_table_migrations(&ListTableMigrationsRequest {
+            table_bucket_arn: Some(env.bucket_arn.clone()),
+            state: Some(MigrationState::Failed),
+            max_results: Some(1),
+            ..Default::default()
+        })
+        .await?;
+    assert_eq!(failed.len(), 3);
+    let first = env
+        .guard
+        .client()
+        .list_table_migrations(&ListTableMigrationsRequest {
+            table_bucket_arn: Some(env.bucket_arn.clone()),
+            state: Some(MigrationState::PendingReview),
+            max_results: Some(1),
+            ..Default::default()
+        })
+        .await?;
+    assert!(first.migrations.is_empty());
+    assert!(
+        first.next_token.is_some(),
+        "an empty page still carries a token"
+    );
     // A bare list is rejected: it must be scoped.
     let bare = env
         .guard

@@ -200,6 +200,14 @@ async fn commit_inner(handle: &CatalogHandle, base: &Table, change: TableChange)
                 .build()?)
         }
         Ok(Swap::Conflict(detail)) => {
+            // An SDK retry of an update whose response was lost reports a conflict although the
+            // first try landed (Java's checkCommitStatus): look before deleting anything.
+            if let Ok(current) = handle.catalog().load_table(&ident).await
+                && current.metadata_location() == Some(new_location.as_str())
+            {
+                tracing::info!(table = %ident, "a conflict was reported but the commit landed");
+                return Ok(current);
+            }
             // Nobody points at the file we wrote: remove it so failed attempts leave no litter.
             let _ = base.file_io().delete(&new_location).await;
             Err(Error::CommitConflict {

@@ -23,7 +23,7 @@ use iceberg::expr::{Bind, Predicate};
 use iceberg::spec::{DataFile, Operation};
 use iceberg::table::Table;
 
-use super::delete::{RowFilter, plan_delete, read_schema};
+use super::delete::{RowFilter, plan_delete_except, read_schema};
 use super::snapshot::{
     ManifestCache, PartitionKey, SnapshotMetrics, SnapshotProducer, canonical_partition,
     commit_snapshot, live_data_files,
@@ -175,7 +175,15 @@ impl OverwriteBuilder {
             .map(|f| f.resolve(&base))
             .transpose()?;
         if let Some(filter) = &overwrite_filter
-            && let Some(plan) = plan_delete(&base, &cache, filter.clone(), true).await?
+            && let Some(plan) = plan_delete_except(
+                &base,
+                &cache,
+                filter.clone(),
+                true,
+                // Files removed explicitly go whole; rewriting them too would duplicate rows.
+                &self.remove.iter().cloned().collect(),
+            )
+            .await?
         {
             removed.extend(plan.removed.iter().cloned());
             rewrites = plan.added;

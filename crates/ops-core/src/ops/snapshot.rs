@@ -245,7 +245,9 @@ impl<'a> SnapshotProducer<'a> {
                         continue;
                     }
                     let file = entry.data_file().clone();
-                    let seq = entry.sequence_number().unwrap_or(0);
+                    // Inherited from the manifest when the entry has none; 0 would let older
+                    // equality deletes apply to the file.
+                    let seq = entry.sequence_number().unwrap_or(mf.sequence_number);
                     let file_seq = entry.file_sequence_number.or(Some(seq));
                     if self.removed.contains(file.file_path()) {
                         removed_found.insert(file.file_path().to_string());

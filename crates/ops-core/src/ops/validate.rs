@@ -64,6 +64,17 @@ impl ConflictCheck {
         }
         for id in between {
             let changes = changes_of(table, cache, id).await?;
+            for f in changes.added.iter().chain(&changes.removed_data) {
+                if !self.partitions.is_empty() && !self.specs().contains(&f.spec_id) {
+                    // Under another spec its rows may still fall in a touched partition.
+                    return Err(conflict(format!(
+                        "snapshot {id} changed {} under partition spec {}, which cannot be \
+                         compared with the partitions this operation replaces",
+                        f.file.file_path(),
+                        f.spec_id
+                    )));
+                }
+            }
             for f in &changes.added {
                 let path = f.file.file_path();
                 if f.file.content_type() == DataContentType::Data {
@@ -100,6 +111,10 @@ impl ConflictCheck {
             }
         }
         Ok(())
+    }
+
+    fn specs(&self) -> HashSet<i32> {
+        self.partitions.iter().map(|(s, _)| *s).collect()
     }
 
     fn delete_applies(&self, delete: &LiveFile, filter: Option<&BoundPredicate>) -> bool {
@@ -143,6 +158,16 @@ pub(crate) fn may_match(predicate: &BoundPredicate, file: &DataFile) -> bool {
         }
         BoundPredicate::Binary(e) => {
             let id = e.term().field().id;
+            // Bounds exclude NaN: a file that may hold NaN may hold rows any comparison's
+            // negation matches.
+            if file.nan_value_counts().get(&id).is_some_and(|n| *n > 0)
+                || (matches!(
+                    e.literal().data_type(),
+                    iceberg::spec::PrimitiveType::Float | iceberg::spec::PrimitiveType::Double
+                ) && !file.nan_value_counts().contains_key(&id))
+            {
+                return true;
+            }
             let lower = file.lower_bounds().get(&id);
             let upper = file.upper_bounds().get(&id);
             let lit = e.literal();

@@ -366,8 +366,6 @@ impl Emulator {
                 .filter(|r| req.query("namespace").is_none_or(|n| r.namespace == n))
                 .filter(|r| req.query("name").is_none_or(|n| r.name == n))
                 .filter(|r| arn.is_none_or(|a| r.table_arn.as_deref() == Some(a)))
-                .filter(|r| state.is_none_or(|st| r.state == st))
-                .filter(|r| valid.is_none_or(|v| r.has_valid_plan == Some(v)))
                 .map(|r| MigrationSummary {
                     migration_id: r.migration_id.clone(),
                     table_bucket_arn: r.table_bucket_arn.clone(),
@@ -382,7 +380,16 @@ impl Emulator {
                 })
                 .collect()
         });
-        let page: Vec<_> = all.iter().skip(start).take(max.max(1)).cloned().collect();
+        // Like the service, filters apply within a page of the scope, so a page can be empty
+        // and still carry a nextToken.
+        let page: Vec<_> = all
+            .iter()
+            .skip(start)
+            .take(max.max(1))
+            .filter(|r| state.is_none_or(|st| r.state == st))
+            .filter(|r| valid.is_none_or(|v| r.has_valid_plan == Some(v)))
+            .cloned()
+            .collect();
         let next = (start + max.max(1) < all.len()).then(|| (start + max.max(1)).to_string());
         Response::json(
             200,

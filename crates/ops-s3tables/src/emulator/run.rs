@@ -66,36 +66,42 @@ impl Emulator {
             .map_err(s)
     }
 
-    async fn put_report(&self, bucket_arn: &str, key: &str, body: String) -> Fallible<()> {
+    /// Writes a report object; returns its Base64 CRC64NVME checksum.
+    async fn put_report(&self, bucket_arn: &str, key: &str, body: String) -> Fallible<String> {
         let (bucket, _) =
             split_s3_uri(bucket_arn).unwrap_or((bucket_arn.to_string(), String::new()));
+        let checksum = crc64nvme_base64(body.as_bytes());
         self.aws
             .put_object(&bucket, key, body.into_bytes())
             .await
-            .map_err(s)
+            .map_err(s)?;
+        Ok(checksum)
     }
 
-    /// Writes a report made of one data file and a manifest; returns the manifest key.
+    /// Writes a report made of one data file and a manifest (which lists each file's
+    /// checksum); returns the manifest key and checksum.
     async fn put_manifested(
         &self,
         m: &GetTableMigrationResponse,
         prefix: Option<&str>,
         kind: &str,
         csv: String,
-    ) -> Fallible<String> {
+    ) -> Fallible<(String, String)> {
         let data = report_key(prefix, &m.migration_id, kind, "data/part-00000.csv");
-        self.put_report(&m.migration_output.bucket, &data, csv)
+        let data_sum = self
+            .put_report(&m.migration_output.bucket, &data, csv)
             .await?;
         let manifest_key = report_key(prefix, &m.migration_id, kind, "manifest.json");
-        let manifest =
-            json!({"migrationId": m.migration_id, "files": [{"key": data, "format": "csv"}]});
-        self.put_report(
-            &m.migration_output.bucket,
-            &manifest_key,
-            manifest.to_string(),
-        )
-        .await?;
-        Ok(manifest_key)
+        let manifest = json!({"migrationId": m.migration_id,
+            "files": [{"key": data, "format": "csv", "checksumCRC64NVME": data_sum}]});
+        let sum = self
+            .put_report(
+                &m.migration_output.bucket,
+                &manifest_key,
+                manifest.to_string(),
+            )
+            .await?;
+        Ok((manifest_key, sum))
     }
 
     async fn step(&self) {
@@ -234,9 +240,13 @@ impl Emulator {
                     "table-compatibility",
                     "report.csv",
                 );
-                self.put_report(&out.bucket, &k, p.csv()).await?;
+                let sum = self.put_report(&out.bucket, &k, p.csv()).await?;
                 self.update_record(id, |x| {
                     x.record.migration_output.table_compatibility_report.key = Some(k);
+                    x.record
+                        .migration_output
+                        .table_compatibility_report
+                        .checksum_crc64_nvme = Some(sum);
                     x.record
                         .migration_output
                         .table_compatibility_report
@@ -290,8 +300,8 @@ impl Emulator {
             "table-compatibility",
             "report.csv",
         );
-        self.put_report(&out.bucket, &k, plan.csv()).await?;
-        let manifest = self
+        let table_sum = self.put_report(&out.bucket, &k, plan.csv()).await?;
+        let (manifest, manifest_sum) = self
             .put_manifested(
                 &m,
                 oc_prefix.as_deref(),
@@ -309,6 +319,8 @@ impl Emulator {
         self.update_record(id, |x| {
             let o = &mut x.record.migration_output;
             o.table_compatibility_report.key = Some(k);
+            o.table_compatibility_report.checksum_crc64_nvme = Some(table_sum);
+            o.object_compatibility_report.checksum_crc64_nvme = Some(manifest_sum);
             if invalid > 0 {
                 o.table_compatibility_report.invalid_findings =
                     Some([("metadata".to_string(), invalid)].into());
@@ -480,13 +492,20 @@ impl Emulator {
                         o.object.etag,
                         crate::review::csv_field(&e)
                     ));
-                    self.put_manifested(
-                        &m,
-                        m.migration_output.object_migration_report.prefix.as_deref(),
-                        "object-migration",
-                        report,
-                    )
-                    .await?;
+                    let (key, sum) = self
+                        .put_manifested(
+                            &m,
+                            m.migration_output.object_migration_report.prefix.as_deref(),
+                            "object-migration",
+                            report,
+                        )
+                        .await?;
+                    self.update_record(id, |x| {
+                        let r = &mut x.record.migration_output.object_migration_report;
+                        r.key = Some(key);
+                        r.checksum_crc64_nvme = Some(sum);
+                        r.invalid_findings = Some([("data".to_string(), 1)].into());
+                    });
                     return Err(format!("s3://{}/{}: {e}", o.bucket, o.object.key));
                 }
             };
@@ -541,7 +560,7 @@ impl Emulator {
                 .await
                 .map_err(s)?;
         }
-        let manifest = self
+        let (manifest, manifest_sum) = self
             .put_manifested(
                 &m,
                 m.migration_output.object_migration_report.prefix.as_deref(),
@@ -558,7 +577,9 @@ impl Emulator {
             }
         });
         self.update_record(id, |x| {
-            x.record.migration_output.object_migration_report.key = Some(manifest);
+            let r = &mut x.record.migration_output.object_migration_report;
+            r.key = Some(manifest);
+            r.checksum_crc64_nvme = Some(manifest_sum);
         });
         tracing::info!(migration_id = id, rows = rows_total, objects = planned.len(), at = %now(), "migrated");
         self.set_state(id, MigrationState::Succeeded);
@@ -611,5 +632,38 @@ impl Emulator {
             out.push(RecordBatch::try_new(target.clone(), arrays).map_err(s)?);
         }
         Ok(out)
+    }
+}
+
+/// CRC-64/NVME (reflected polynomial 0x9A6C9329AC4BC9B5, init and xorout all ones), as S3's
+/// `checksumCRC64NVME`: Base64 of the big-endian value.
+pub(crate) fn crc64nvme_base64(data: &[u8]) -> String {
+    use base64::Engine;
+    const POLY: u64 = 0x9A6C_9329_AC4B_C9B5;
+    let mut crc = u64::MAX;
+    for &b in data {
+        crc ^= u64::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ POLY
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    base64::engine::general_purpose::STANDARD.encode((!crc).to_be_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crc64nvme_matches_the_check_value() {
+        use base64::Engine;
+        // The CRC-64/NVME check value of "123456789" is 0xAE8B14860A799888.
+        let expected = base64::engine::general_purpose::STANDARD
+            .encode(0xAE8B_1486_0A79_9888u64.to_be_bytes());
+        assert_eq!(crc64nvme_base64(b"123456789"), expected);
     }
 }
