@@ -165,7 +165,10 @@ emit(out)
     let out = pyiceberg("tv", &p, &check)?;
     for (i, f) in filters.iter().enumerate() {
         let (ours, theirs, want) = (&out[i]["ours"], &out[i]["theirs"], &out[i]["want"]);
-        assert_eq!(ours, want, "filter {f}: we deleted a row where it is not TRUE, or kept one where it is");
+        assert_eq!(
+            ours, want,
+            "filter {f}: we deleted a row where it is not TRUE, or kept one where it is"
+        );
         // PyIceberg 0.12 agrees, except in two places where it departs from SQL:
         // - its partition-level shortcut evaluates `NULL != 'eu'` as Python's `None != 'eu'`
         //   (true), so it drops the whole NULL-region file, deleting a row SQL keeps;
@@ -173,7 +176,10 @@ emit(out)
         //   an IS NULL is NULL, so `x IS NULL OR region = 'us'` keeps rows with x NULL and
         //   region NULL, for which the filter is TRUE.
         if !f.contains("!=") && !f.contains("IS NULL OR") {
-            assert_eq!(ours, theirs, "filter {f}: rows left differ from PyIceberg's");
+            assert_eq!(
+                ours, theirs,
+                "filter {f}: rows left differ from PyIceberg's"
+            );
         }
     }
     // The report's example: 300 rows, a third in 'eu' — 200 (+ the later files) remain.
@@ -640,7 +646,12 @@ async fn commit_delete_file(
                     Arc::new(Int64Array::from(positions.to_vec())),
                 ],
             )?;
-            (schema, batch, DataContentType::PositionDeletes, positions.len())
+            (
+                schema,
+                batch,
+                DataContentType::PositionDeletes,
+                positions.len(),
+            )
         }
         None => {
             let schema = Arc::new(Schema::new(vec![field("id", 1, DataType::Int64)]));
@@ -852,7 +863,13 @@ async fn equality_deletes_are_refused_and_explicit_removals_are_not_rewritten() 
     let table = create_orders(&handle, "eq").await?;
     let ident = table.identifier().clone();
     let (table, _) = AppendBuilder::new(&handle, ident.clone())
-        .add_written(orders_files(&table, &[(1, Some("eu"), Some(1)), (2, Some("eu"), Some(2))]).await?)
+        .add_written(
+            orders_files(
+                &table,
+                &[(1, Some("eu"), Some(1)), (2, Some("eu"), Some(2))],
+            )
+            .await?,
+        )
         .await?;
     let live = {
         let snap = table.metadata().current_snapshot().expect("a snapshot");

@@ -19,6 +19,8 @@ use serde_json::{Value, json};
 use crate::common::*;
 
 type Row = (i64, Option<&'static str>, Option<i32>);
+/// (rows_done, rows_total_or_none) as the progress callback saw them.
+type ProgressCall = (u64, Option<u64>);
 
 fn sqlite(dir: &std::path::Path) -> BTreeMap<String, String> {
     props(&[
@@ -146,7 +148,7 @@ async fn append_with_rename_widen_and_filter_then_verify() -> TestResult {
     source(&handle, &data).await?;
     dest(&handle, "dst", PrimitiveType::Long).await?;
     let checkpoint = dir.path().join("job.json");
-    let calls: Arc<Mutex<Vec<(u64, Option<u64>)>>> = Arc::default();
+    let calls: Arc<Mutex<Vec<ProgressCall>>> = Arc::default();
     let seen = calls.clone();
     let mut m = migrator(&handle)?
         .row_filter("region <> 'apac'")
@@ -677,5 +679,36 @@ async fn create_dest_builds_the_reconciled_table_with_source_ids_and_spec() -> T
     );
     assert_eq!(desc["spec"][0]["source_id"], 2);
     assert!(run.verify(VerifyMethod::PartitionHash, 10).await?.matches);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_source_renamed_and_widened_after_writing_is_read_by_field_id() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let py = sqlite(dir.path());
+    let handle = open("lake", &py).await?;
+    let data = rows(10, true);
+    // Both source files are written as (amount int); then the column becomes (qty long).
+    source(&handle, &data).await?;
+    ops_core::ops::evolve_schema::EvolveSchemaBuilder::new(&handle, ident("src")?)
+        .rename_column("amount", "qty")
+        .widen_column("qty", PrimitiveType::Long)
+        .await?;
+    dest(&handle, "dst", PrimitiveType::Long).await?;
+    let mut m = DataMigrator::new(&handle, ident("src")?, &handle, ident("dst")?)
+        .schema_reconciler(SchemaReconciler::new().rename("qty", "total"))
+        .row_filter("qty >= 30")
+        .batch_rows(3);
+    let result = m.run().await?;
+    let want: Vec<Row> = data
+        .iter()
+        .filter(|r| r.2.is_some_and(|a| a >= 30))
+        .copied()
+        .collect();
+    assert_eq!(result.rows_moved, want.len() as u64);
+    let (got, _) = pyiceberg_rows(&py, "dst.orders")?;
+    assert_eq!(got, total_json(&want));
+    assert!(m.verify(VerifyMethod::PartitionHash, 10).await?.matches);
     Ok(())
 }

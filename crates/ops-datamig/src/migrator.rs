@@ -983,7 +983,7 @@ impl ChunkWriter {
                     )));
                 }
                 preexisting
-                    .entry(file.partition().clone())
+                    .entry(ops_core::ops::canonical_partition(file.partition()))
                     .or_default()
                     .push(file.file_path().to_string());
             }
@@ -1013,7 +1013,7 @@ impl ChunkWriter {
             return self.upsert(dest, &chunk).await;
         }
         let index = chunk.index;
-        let files = ops_core::write::write_data_files(
+        let written = ops_core::write::write_files(
             dest,
             futures::stream::iter(chunk.batches.into_iter().map(Ok)),
         )
@@ -1021,20 +1021,25 @@ impl ChunkWriter {
         let (table, metrics) = match self.mode {
             WriteMode::Append => {
                 AppendBuilder::new(&self.handle, self.ident.clone())
-                    .with_files(files)
+                    .add_written(written)
                     .with_properties(self.properties(index))
                     .await?
             }
             WriteMode::OverwritePartition => {
                 let mut victims = Vec::new();
-                for f in &files {
-                    if let Some(paths) = self.preexisting.remove(f.partition()) {
+                for f in &written.files {
+                    let key = ops_core::ops::canonical_partition(f.partition());
+                    if let Some(paths) = self.preexisting.remove(&key) {
                         victims.extend(paths);
                     }
                 }
+                // Validated from this job's last view of the destination: another writer's
+                // files in a partition this chunk replaces or writes make it a conflict rather
+                // than rows silently replaced or kept beside the replacement.
                 OverwriteBuilder::new(&self.handle, self.ident.clone())
                     .remove_files(victims)
-                    .add_files(files)
+                    .add_written(written)
+                    .validate_from_snapshot(dest.metadata().current_snapshot_id())
                     .with_properties(self.properties(index))
                     .await?
             }

@@ -125,9 +125,9 @@ pub(crate) async fn upsert_chunk(
         });
     }
     let rows = arrow_select::take::take_record_batch(&batch, &UInt32Array::from(write))?;
-    let files = ops_core::write::write_data_files(dest, futures::stream::iter([Ok(rows)])).await?;
+    let written = ops_core::write::write_files(dest, futures::stream::iter([Ok(rows)])).await?;
     let mut builder = OverwriteBuilder::new(handle, ident.clone())
-        .add_files(files)
+        .add_written(written)
         .validate_from_snapshot(since)
         .conflict_detection_filter(all_keys)
         .with_properties(properties);

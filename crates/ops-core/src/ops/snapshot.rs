@@ -53,9 +53,10 @@ impl LiveFile {
     }
 }
 
-/// `int` as `long` and `float` as `double`: the only promotions a partition source column can
-/// take that change a partition value's Iceberg type (identity/truncate of a widened column).
-pub(crate) fn canonical_partition(value: &Struct) -> Struct {
+/// A partition tuple with `int` values as `long` and `float` as `double`: the only promotions a
+/// partition source column can take that change a partition value's Iceberg type
+/// (identity/truncate of a widened column). Compare partitions in this form.
+pub fn canonical_partition(value: &Struct) -> Struct {
     Struct::from_iter(value.iter().map(|v| {
         v.map(|l| match l {
             Literal::Primitive(PrimitiveLiteral::Int(i)) => Literal::long(i64::from(*i)),
