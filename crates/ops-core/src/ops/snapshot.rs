@@ -174,7 +174,7 @@ impl<'a> SnapshotProducer<'a> {
                 Ok(p)
             }
             Err(e) => {
-                crate::commit::delete_quietly(self_file_io(self.cache), &written).await;
+                crate::commit::delete_quietly(self.table.file_io(), &written).await;
                 Err(e)
             }
         }
@@ -405,10 +405,6 @@ pub(crate) fn main_retention(md: &iceberg::spec::TableMetadata) -> SnapshotReten
         .unwrap_or_else(|| SnapshotRetention::branch(None, None, None))
 }
 
-fn self_file_io(cache: &ManifestCache) -> &iceberg::io::FileIO {
-    &cache.file_io
-}
-
 /// Where new manifests and manifest lists go: `write.metadata.path` or `<location>/metadata`.
 pub(crate) fn metadata_dir(table: &Table) -> String {
     let md = table.metadata();
@@ -457,17 +453,15 @@ fn fit_partition(
         let Type::Primitive(want) = field.field_type.as_ref() else {
             return Err(conflict(format!("field {} is not primitive", field.name)));
         };
-        let v = match v {
-            None => None,
+        match v {
+            None => {}
             Some(Literal::Primitive(p)) => {
-                let (p, changed) = fit_literal(p, want)
+                let (_, changed) = fit_literal(p, want)
                     .ok_or_else(|| conflict(format!("field {} expects {want}", field.name)))?;
                 promoted |= changed;
-                Some(p)
             }
             Some(_) => return Err(conflict(format!("field {} is not primitive", field.name))),
-        };
-        let _ = v;
+        }
     }
     if !promoted {
         return Ok(file);
