@@ -1,6 +1,6 @@
 //! DataMigrator on the embedded SQLite catalog, destination contents confirmed by PyIceberg.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use iceberg::spec::{NestedField, PrimitiveType, Schema, Transform, Type, UnboundPartitionSpec};
@@ -10,8 +10,8 @@ use ops_core::CatalogHandle;
 use ops_core::ops::append::AppendBuilder;
 use ops_core::ops::rollback::RollbackBuilder;
 use ops_datamig::{
-    DataMigrator, MIGRATION_BATCH_PROPERTY, MIGRATION_JOB_PROPERTY, MigrationError, RowFilter,
-    VerifyMethod, WriteMode,
+    CopyMode, DataMigrator, MIGRATION_BATCH_PROPERTY, MIGRATION_JOB_PROPERTY, MigrationError,
+    RowFilter, VerifyMethod, WriteMode,
 };
 use ops_reconcile::SchemaReconciler;
 use serde_json::{Value, json};
@@ -150,7 +150,9 @@ async fn append_with_rename_widen_and_filter_then_verify() -> TestResult {
     let checkpoint = dir.path().join("job.json");
     let calls: Arc<Mutex<Vec<ProgressCall>>> = Arc::default();
     let seen = calls.clone();
+    // Rewrite: this test is about cutting batches (a file copy would move whole files).
     let mut m = migrator(&handle)?
+        .copy_mode(CopyMode::Rewrite)
         .row_filter("region <> 'apac'")
         .batch_rows(5)
         .checkpoint(&checkpoint)
@@ -356,7 +358,10 @@ async fn resume_records_landed_batches_and_refuses_a_rolled_back_destination() -
     dest(&handle, "dst", PrimitiveType::Long).await?;
     let checkpoint = dir.path().join("cp.json");
     let job = || -> anyhow::Result<DataMigrator> {
-        Ok(migrator(&handle)?.batch_rows(4).checkpoint(&checkpoint))
+        Ok(migrator(&handle)?
+            .copy_mode(CopyMode::Rewrite)
+            .batch_rows(4)
+            .checkpoint(&checkpoint))
     };
     let first = job()?.run().await?;
     let snaps = first.new_snapshots.clone();
@@ -462,7 +467,11 @@ async fn overwrite_partition_replaces_on_first_touch_then_adds() -> TestResult {
         .run()
         .await?;
     let eu: Vec<Row> = data.iter().filter(|r| r.1 == Some("eu")).copied().collect();
-    assert_eq!(result.new_snapshots.len(), eu.len().div_ceil(2));
+    // Batches do not span tasks: each of the two source appends holds 3 eu rows in a file of
+    // its own, and each file yields batches of 2 + 1 rows.
+    assert_eq!(eu.len(), 6);
+    assert_eq!(result.new_snapshots.len(), 4);
+    assert_eq!(result.batches_committed, 4);
     let mut want = total_json(&eu);
     want.push(json!({"id": 901, "region": "us", "total": 2}));
     sort_rows(&mut want);
@@ -711,4 +720,135 @@ async fn a_source_renamed_and_widened_after_writing_is_read_by_field_id() -> Tes
     assert_eq!(got, total_json(&want));
     assert!(m.verify(VerifyMethod::PartitionHash, 10).await?.matches);
     Ok(())
+}
+
+/// The default copy mode moves whole files when the destination differs only by a rename and a
+/// widening with the same field ids: PyIceberg reads the copy as the rows the rewrite would
+/// have written, a partition filter skips files, a dry run reports the routes, a resume after a
+/// crash records copied batches instead of copying again, and reference mode shares the
+/// source's paths.
+#[tokio::test(flavor = "multi_thread")]
+async fn auto_copies_whole_files_and_resumes_without_copying_twice() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let py = sqlite(dir.path());
+    let handle = open("lake", &py).await?;
+    let data = rows(23, true);
+    let src = source(&handle, &data).await?;
+    dest(&handle, "dst", PrimitiveType::Long).await?;
+    let want: Vec<Row> = data
+        .iter()
+        .filter(|r| r.1 != Some("apac"))
+        .copied()
+        .collect();
+
+    // Dry run: the routes, nothing written.
+    let dry = migrator(&handle)?
+        .row_filter("region <> 'apac'")
+        .dry_run(true)
+        .run()
+        .await?;
+    assert_eq!(
+        (dry.files_copied, dry.files_rewritten),
+        (4, 0),
+        "{:?}",
+        dry.files
+    );
+    assert_eq!(dry.files.len(), 6);
+    assert_eq!(
+        dry.files
+            .iter()
+            .filter(|f| f.route == ops_datamig::FileRoute::Skip)
+            .count(),
+        2
+    );
+    assert_eq!(current(&handle, "dst").await?, None);
+
+    let checkpoint = dir.path().join("copy.json");
+    let job = || -> anyhow::Result<DataMigrator> {
+        Ok(migrator(&handle)?
+            .row_filter("region <> 'apac'")
+            .batch_rows(4)
+            .checkpoint(&checkpoint))
+    };
+    let first = job()?.run().await?;
+    assert_eq!((first.files_copied, first.files_rewritten), (4, 0));
+    assert_eq!(first.rows_moved, want.len() as u64);
+    let (got, _) = pyiceberg_rows(&py, "dst.orders")?;
+    assert_eq!(got, total_json(&want));
+    let source_paths: HashSet<String> = ops_datamig_live_paths(&src).await?;
+    let dst = handle.catalog().load_table(&ident("dst")?).await?;
+    let copied = ops_datamig_live_paths(&dst).await?;
+    assert_eq!(copied.len(), 4);
+    assert!(
+        copied.is_disjoint(&source_paths),
+        "copies get paths of their own"
+    );
+    assert!(
+        copied
+            .iter()
+            .all(|p| p.starts_with(dst.metadata().location())),
+        "{copied:?}"
+    );
+
+    // Crash after the first copy batch was checkpointed: the rest landed and are recorded.
+    let snaps = first.new_snapshots.clone();
+    assert!(snaps.len() >= 2, "{snaps:?}");
+    edit_checkpoint(&checkpoint, |v| {
+        v["completed"] = json!(false);
+        v["last_committed_batch"] = json!(0);
+        v["dest_snapshot_ids"] = json!([snaps[0]]);
+    })?;
+    let again = job()?.run().await?;
+    assert!(again.new_snapshots.is_empty());
+    assert_eq!(again.rows_moved, 0);
+    let (got, _) = pyiceberg_rows(&py, "dst.orders")?;
+    assert_eq!(got, total_json(&want), "nothing copied twice");
+
+    // Reference: the destination's files are the source's.
+    dest(&handle, "refd", PrimitiveType::Long).await?;
+    let referenced = DataMigrator::new(&handle, ident("src")?, &handle, ident("refd")?)
+        .schema_reconciler(SchemaReconciler::new().rename("amount", "total"))
+        .copy_mode(CopyMode::Reference)
+        .run()
+        .await?;
+    assert_eq!(referenced.files_referenced, 6);
+    let refd = handle.catalog().load_table(&ident("refd")?).await?;
+    assert_eq!(ops_datamig_live_paths(&refd).await?, source_paths);
+    let (got, _) = pyiceberg_rows(&py, "refd.orders")?;
+    assert_eq!(got, total_json(&data));
+
+    // Files mode where the tables do not allow a copy: refused before any write.
+    dest(&handle, "ups", PrimitiveType::Long).await?;
+    let err = DataMigrator::new(&handle, ident("src")?, &handle, ident("ups")?)
+        .schema_reconciler(SchemaReconciler::new().rename("amount", "total"))
+        .write_mode(WriteMode::Upsert)
+        .upsert_keys(["id"])
+        .copy_mode(CopyMode::Files)
+        .run()
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(err.contains("--copy-mode files"), "{err}");
+    assert_eq!(current(&handle, "ups").await?, None);
+    Ok(())
+}
+
+/// Paths of the live data files of `table`'s current snapshot.
+async fn ops_datamig_live_paths(table: &Table) -> anyhow::Result<HashSet<String>> {
+    let mut out = HashSet::new();
+    let Some(snapshot) = table.metadata().current_snapshot() else {
+        return Ok(out);
+    };
+    let list = table.manifest_list_reader(snapshot).load().await?;
+    for mf in list.entries() {
+        let manifest = mf.load_manifest(table.file_io()).await?;
+        for e in manifest.entries() {
+            if e.is_alive() {
+                out.insert(e.data_file().file_path().to_string());
+            }
+        }
+    }
+    Ok(out)
 }

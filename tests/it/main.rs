@@ -4,6 +4,8 @@ mod catalogs;
 mod commit_layer;
 mod common;
 mod datamig;
+mod datamig_copy;
+mod datamig_sources;
 mod filters;
 mod ops;
 mod runner;

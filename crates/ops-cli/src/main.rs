@@ -40,7 +40,7 @@ enum Command {
     #[command(subcommand)]
     Table(table_cmd::Command),
     /// Copy rows from one table into another: streaming, resumable, schema-reconciling.
-    MigrateData(migrate_data_cmd::MigrateArgs),
+    MigrateData(migrate_data_cmd::MigrateDataCommand),
     /// Check that a destination holds what the source (filtered, pinned) holds.
     Verify(migrate_data_cmd::VerifyArgs),
     /// Versioned schema migrations: migrate, rollback, status, plan, stamp, history, validate, new.
@@ -83,7 +83,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Catalog(cmd) => catalog_cmd::run(&factory, cmd).await,
         Command::Table(cmd) => table_cmd::run(&factory, cmd).await,
         Command::Migrations(cmd) => migrate_cmd::run(&factory, cmd).await,
-        Command::MigrateData(args) => migrate_data_cmd::run_migrate(&factory, args).await,
+        Command::MigrateData(cmd) => migrate_data_cmd::run_migrate_data(&factory, cmd).await,
         Command::Verify(args) => migrate_data_cmd::run_verify(&factory, args).await,
         Command::S3tables(cmd) => s3tables_cmd::run(&factory, cmd).await,
     }

@@ -13,7 +13,10 @@ use anyhow::{Context, bail};
 use clap::ValueEnum;
 use iceberg::spec::Type;
 use ops_core::CatalogFactory;
-use ops_datamig::{DataMigrator, MigrationResult, VerificationResult, VerifyMethod, WriteMode};
+use ops_datamig::{
+    DataMigrator, MigrationPlan, MigrationResult, TaskOutput, VerificationResult, VerifyMethod,
+    WriteMode,
+};
 use ops_reconcile::{MissingInDest, MissingInSource, SchemaReconciler};
 use serde_json::Value;
 
@@ -72,11 +75,11 @@ pub enum CopyMode {
 #[derive(Debug, clap::Args)]
 pub struct Job {
     /// Source table as NAMESPACE.TABLE.
-    #[arg(long)]
-    source: String,
+    #[arg(long, required = true)]
+    source: Option<String>,
     /// Destination table as NAMESPACE.TABLE.
-    #[arg(long)]
-    dest: String,
+    #[arg(long, required = true)]
+    dest: Option<String>,
     /// Catalog of the source.
     #[arg(long, default_value = ops_core::catalog::EMBEDDED_DEFAULT)]
     source_catalog: String,
@@ -103,6 +106,58 @@ pub struct Job {
     source_snapshot: Option<i64>,
 }
 
+/// `migrate-data`: run a migration, or one step of a planned one.
+#[derive(Debug, clap::Args)]
+#[command(
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true,
+    flatten_help = true
+)]
+pub struct MigrateDataCommand {
+    #[command(subcommand)]
+    step: Option<Step>,
+    #[command(flatten)]
+    run: MigrateArgs,
+}
+
+/// The steps of a planned migration, for running tasks in other processes.
+#[derive(Debug, clap::Subcommand)]
+pub enum Step {
+    /// Execute one task of a plan (from `migrate-data --plan-only --output json`): write its
+    /// data files and print them as JSON; nothing is committed.
+    RunTask(RunTaskArgs),
+    /// Commit the outputs of every task of a plan, in batch order (safe to run again).
+    Commit(CommitArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RunTaskArgs {
+    /// The plan file.
+    #[arg(long, value_name = "PATH")]
+    plan: PathBuf,
+    /// The task to execute (its `id` in the plan).
+    #[arg(long, value_name = "N")]
+    task: usize,
+    /// Write the task output here instead of stdout.
+    #[arg(long = "out", value_name = "PATH")]
+    out: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CommitArgs {
+    /// The plan file.
+    #[arg(long, value_name = "PATH")]
+    plan: PathBuf,
+    /// Task outputs written by `run-task`, one per task.
+    #[arg(required = true, value_name = "OUTPUT")]
+    outputs: Vec<PathBuf>,
+    /// Record progress in this checkpoint file.
+    #[arg(long, value_name = "PATH")]
+    checkpoint: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t = Output::Text)]
+    output: Output,
+}
+
 #[derive(Debug, clap::Args)]
 pub struct MigrateArgs {
     #[command(flatten)]
@@ -126,9 +181,20 @@ pub struct MigrateArgs {
     /// coercions (field ids kept) and the source's partition spec.
     #[arg(long)]
     create_dest: bool,
-    /// auto or rewrite decode and re-encode every row (file copy is not available yet).
+    /// auto: copy source data files whole where the schemas differ only by renames and
+    /// promotions (same field ids, same spec, append, no deletes, filter decided by partition),
+    /// rewrite the rest; rewrite: decode and re-encode every row; files: copy, refusing when
+    /// the tables do not allow it; reference: like files, but the destination shares the
+    /// source's files instead of copies.
     #[arg(long, value_enum, default_value_t = CopyMode::Auto)]
     copy_mode: CopyMode,
+    /// Only plan: run the pre-flight (adding columns, creating the destination) and print the
+    /// tasks for `migrate-data run-task` and `migrate-data commit`.
+    #[arg(long)]
+    plan_only: bool,
+    /// Local workers reading and writing in parallel (default: one per core).
+    #[arg(long, value_name = "N")]
+    workers: Option<usize>,
     /// Verify the destination after migrating.
     #[arg(long, value_enum)]
     verify: Option<Method>,
@@ -151,6 +217,16 @@ pub struct VerifyArgs {
     sample_size: usize,
     #[arg(long, value_enum, default_value_t = Output::Text)]
     output: Output,
+}
+
+impl Job {
+    fn source(&self) -> &str {
+        self.source.as_deref().unwrap_or_default()
+    }
+
+    fn dest(&self) -> &str {
+        self.dest.as_deref().unwrap_or_default()
+    }
 }
 
 fn reconciler(job: &Job) -> anyhow::Result<SchemaReconciler> {
@@ -204,9 +280,9 @@ async fn migrator(factory: &CatalogFactory, job: &Job) -> anyhow::Result<DataMig
     };
     let mut m = DataMigrator::new(
         &source_catalog,
-        parse_ident(&job.source)?,
+        parse_ident(job.source())?,
         &dest_catalog,
-        parse_ident(&job.dest)?,
+        parse_ident(job.dest())?,
     )
     .schema_reconciler(reconciler(job)?);
     if let Some(f) = &job.row_filter {
@@ -218,12 +294,89 @@ async fn migrator(factory: &CatalogFactory, job: &Job) -> anyhow::Result<DataMig
     Ok(m)
 }
 
-pub async fn run_migrate(factory: &CatalogFactory, args: MigrateArgs) -> anyhow::Result<()> {
-    if matches!(args.copy_mode, CopyMode::Files | CopyMode::Reference) {
-        bail!(
-            "--copy-mode files/reference is not available in this build yet; use auto or rewrite"
+pub async fn run_migrate_data(
+    factory: &CatalogFactory,
+    cmd: MigrateDataCommand,
+) -> anyhow::Result<()> {
+    match cmd.step {
+        Some(Step::RunTask(a)) => run_task(factory, a).await,
+        Some(Step::Commit(a)) => commit(factory, a).await,
+        None => run_migrate(factory, cmd.run).await,
+    }
+}
+
+fn read_plan(path: &std::path::Path) -> anyhow::Result<MigrationPlan> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("read the plan {}", path.display()))?;
+    MigrationPlan::from_json(&text).with_context(|| format!("plan {}", path.display()))
+}
+
+async fn plan_catalogs(
+    factory: &CatalogFactory,
+    plan: &MigrationPlan,
+) -> anyhow::Result<(ops_core::CatalogHandle, ops_core::CatalogHandle)> {
+    let source = factory
+        .open(&plan.source.catalog)
+        .await
+        .with_context(|| format!("open source catalog '{}'", plan.source.catalog))?;
+    let dest = if plan.dest.catalog == plan.source.catalog {
+        source.clone()
+    } else {
+        factory
+            .open(&plan.dest.catalog)
+            .await
+            .with_context(|| format!("open destination catalog '{}'", plan.dest.catalog))?
+    };
+    Ok((source, dest))
+}
+
+async fn run_task(factory: &CatalogFactory, a: RunTaskArgs) -> anyhow::Result<()> {
+    let plan = read_plan(&a.plan)?;
+    let (source, dest) = plan_catalogs(factory, &plan).await?;
+    let out = plan.execute_task(&source, &dest, a.task).await?;
+    let json = serde_json::to_string(&out)?;
+    match &a.out {
+        Some(path) => {
+            // Written whole, then renamed: a crash never leaves half an output to commit.
+            let mut tmp = path.clone().into_os_string();
+            tmp.push(format!(".tmp-{}", std::process::id()));
+            let tmp = PathBuf::from(tmp);
+            std::fs::write(&tmp, json).with_context(|| format!("write {}", tmp.display()))?;
+            std::fs::rename(&tmp, path).with_context(|| format!("write {}", path.display()))?;
+        }
+        None => println!("{json}"),
+    }
+    Ok(())
+}
+
+async fn commit(factory: &CatalogFactory, a: CommitArgs) -> anyhow::Result<()> {
+    let plan = read_plan(&a.plan)?;
+    let mut outputs = Vec::new();
+    for path in &a.outputs {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("read the task output {}", path.display()))?;
+        outputs.push(
+            TaskOutput::from_json(&text)
+                .with_context(|| format!("task output {}", path.display()))?,
         );
     }
+    let (source, dest) = plan_catalogs(factory, &plan).await?;
+    let result = plan.commit(&source, &dest, outputs, a.checkpoint).await?;
+    match a.output {
+        Output::Json => println!("{}", serde_json::to_string_pretty(&result)?),
+        Output::Text => println!(
+            "committed {} → {}: {} rows in {} commit(s); {} batch(es) were already in",
+            plan.source.table,
+            plan.dest.table,
+            result.rows_moved,
+            result.new_snapshots.len(),
+            result.batches_skipped
+        ),
+    }
+    Ok(())
+}
+
+async fn run_migrate(factory: &CatalogFactory, args: MigrateArgs) -> anyhow::Result<()> {
     let mut m = migrator(factory, &args.job)
         .await?
         .batch_rows(args.batch_rows)
@@ -233,12 +386,59 @@ pub async fn run_migrate(factory: &CatalogFactory, args: MigrateArgs) -> anyhow:
             Mode::OverwritePartition => WriteMode::OverwritePartition,
         })
         .dry_run(args.dry_run)
-        .create_dest(args.create_dest);
+        .create_dest(args.create_dest)
+        .copy_mode(match args.copy_mode {
+            CopyMode::Auto => ops_datamig::CopyMode::Auto,
+            CopyMode::Rewrite => ops_datamig::CopyMode::Rewrite,
+            CopyMode::Files => ops_datamig::CopyMode::Files,
+            CopyMode::Reference => ops_datamig::CopyMode::Reference,
+        });
     if let Some(keys) = &args.upsert_keys {
         m = m.upsert_keys(keys.clone());
     }
     if let Some(path) = &args.checkpoint {
         m = m.checkpoint(path);
+    }
+    if let Some(n) = args.workers {
+        m = m.workers(n);
+    }
+    if args.plan_only {
+        if args.verify.is_some() || args.workers.is_some() {
+            bail!(
+                "--plan-only writes no data, so --verify and --workers do not apply; verify \
+                 after `migrate-data commit`"
+            );
+        }
+        let plan = m.plan().await?;
+        match args.output {
+            Output::Json => println!("{}", serde_json::to_string_pretty(&plan)?),
+            Output::Text => {
+                println!(
+                    "plan      {} → {}: job {}, {} task(s), source snapshot {}",
+                    plan.source.table,
+                    plan.dest.table,
+                    plan.job_id,
+                    plan.tasks.len(),
+                    plan.source_snapshot_id
+                        .map_or("none".to_string(), |s| s.to_string())
+                );
+                for t in &plan.tasks {
+                    println!(
+                        "task {:>4}  batches {}..{}  {} file(s){}",
+                        t.id,
+                        t.batches().start,
+                        t.batches().end,
+                        t.files.len(),
+                        t.record_count
+                            .map_or(String::new(), |r| format!(", {r} rows"))
+                    );
+                }
+                println!(
+                    "next      save it with --output json, then run-task each task and commit"
+                );
+            }
+        }
+        return Ok(());
     }
     let reporter = Reporter::new(args.output == Output::Text || !std::io::stderr().is_terminal());
     let progress = reporter.clone_handle();
@@ -289,16 +489,16 @@ fn print_result(job: &Job, r: &MigrationResult) {
     if r.dry_run {
         println!(
             "dry run   {} → {}: would move {} rows ({} bytes in memory); nothing written",
-            job.source,
-            job.dest,
+            job.source(),
+            job.dest(),
             r.estimated_rows.unwrap_or(0),
             r.estimated_bytes.unwrap_or(0)
         );
     } else {
         println!(
             "migrated  {} → {}: {} rows in {} commit(s), {:.2}s ({rate:.0} rows/s)",
-            job.source,
-            job.dest,
+            job.source(),
+            job.dest(),
             r.rows_moved,
             r.new_snapshots.len(),
             r.duration_seconds
@@ -312,7 +512,7 @@ fn print_result(job: &Job, r: &MigrationResult) {
         if let Some(before) = r.dest_snapshot_before {
             println!(
                 "undo      iceberg-ops table rollback {} --to {before}",
-                job.dest
+                job.dest()
             );
         }
         if let (Some(i), Some(u)) = (r.rows_inserted, r.rows_updated) {
@@ -322,6 +522,7 @@ fn print_result(job: &Job, r: &MigrationResult) {
     if !r.schema_changes.is_empty() {
         println!("schema    added {}", r.schema_changes.join(", "));
     }
+    print_routes(r);
     if let Some(p) = &r.plan {
         for w in &p.warnings {
             println!("warning   {w}");
@@ -329,6 +530,34 @@ fn print_result(job: &Job, r: &MigrationResult) {
     }
     if let Some(path) = &r.checkpoint_path {
         println!("checkpoint {}", path.display());
+    }
+}
+
+/// Which path the files took, with each distinct reason once.
+fn print_routes(r: &MigrationResult) {
+    if r.files.is_empty() {
+        return;
+    }
+    let verb = if r.dry_run { "would be" } else { "were" };
+    println!(
+        "files     {} copied, {} referenced, {} rewritten ({verb}; --copy-mode {})",
+        r.files_copied, r.files_referenced, r.files_rewritten, r.copy_mode
+    );
+    let mut reasons: std::collections::BTreeMap<(String, &str), usize> = Default::default();
+    for f in &r.files {
+        *reasons
+            .entry((f.route.to_string(), f.reason.as_str()))
+            .or_default() += 1;
+    }
+    for ((route, reason), n) in reasons {
+        println!("          {n} × {route}: {reason}");
+    }
+    if r.files_referenced > 0 {
+        println!(
+            "note      the destination shares {} data file(s) with the source: expiring or \
+             cleaning either table can remove files the other still reads",
+            r.files_referenced
+        );
     }
 }
 

@@ -73,8 +73,17 @@ fn next(seed: &mut u64) -> u64 {
     *seed >> 33
 }
 
+/// `mode` is a write mode, or `append_copy`: append by file copy (`--copy-mode auto`) from a
+/// source of many small files (copies take milliseconds each, so a few large files would
+/// finish before most kills); plain `append` forces `--copy-mode rewrite`.
 fn crash_trials(mode: &str) {
     let mut seed = 0x5eed ^ mode.len() as u64;
+    // Kill windows cover a run (a copy run takes about a third of a rewrite's time).
+    let (mode, copy_mode, source, window_ms) = match mode {
+        "append_copy" => ("append", "auto", "crash.src", 350),
+        "append" => ("append", "rewrite", "quickstart.orders", 900),
+        m => (m, "auto", "quickstart.orders", 900),
+    };
     let mut kills = 0;
     // Kills that left committed batches behind an unfinished checkpoint.
     let mut mid_run = 0;
@@ -82,6 +91,22 @@ fn crash_trials(mode: &str) {
         let dir = tempfile::tempdir().unwrap();
         let cwd = dir.path();
         ok(&run(cwd, &["quickstart", "--rows", ROWS]), "quickstart");
+        if source == "crash.src" {
+            // 1,000-row batches over five regions: 300 files of 200 rows.
+            let args = [
+                "migrate-data",
+                "--source",
+                "quickstart.orders",
+                "--dest",
+                source,
+                "--create-dest",
+                "--copy-mode",
+                "rewrite",
+                "--batch-rows",
+                "1000",
+            ];
+            ok(&run(cwd, &args), "write a source of many files");
+        }
         let dest = match mode {
             // quickstart.orders_v2 already holds a full copy: every partition gets replaced.
             "overwrite_partition" => "quickstart.orders_v2",
@@ -111,7 +136,7 @@ fn crash_trials(mode: &str) {
         let mut args = vec![
             "migrate-data",
             "--source",
-            "quickstart.orders",
+            source,
             "--dest",
             dest,
             "--batch-rows",
@@ -120,6 +145,8 @@ fn crash_trials(mode: &str) {
             mode,
             "--checkpoint",
             "job.json",
+            "--copy-mode",
+            copy_mode,
         ];
         args.extend(mapping);
         if mode == "upsert" {
@@ -130,7 +157,7 @@ fn crash_trials(mode: &str) {
         }
         // Up to three kills at pseudo-random points, then a run to completion.
         for _ in 0..1 + next(&mut seed) % 3 {
-            let delay = Duration::from_millis(next(&mut seed) % 900);
+            let delay = Duration::from_millis(next(&mut seed) % window_ms);
             if run_and_kill(cwd, &args, delay) {
                 kills += 1;
                 if checkpoint(cwd).is_some_and(|v| {
@@ -150,7 +177,7 @@ fn crash_trials(mode: &str) {
         let mut verify = vec![
             "verify",
             "--source",
-            "quickstart.orders",
+            source,
             "--dest",
             dest,
             "--method",
@@ -178,6 +205,11 @@ fn append_survives_kills_at_random_points() {
 }
 
 #[test]
+fn append_by_file_copy_survives_kills_at_random_points() {
+    crash_trials("append_copy");
+}
+
+#[test]
 fn overwrite_partition_survives_kills_at_random_points() {
     crash_trials("overwrite_partition");
 }
@@ -185,4 +217,136 @@ fn overwrite_partition_survives_kills_at_random_points() {
 #[test]
 fn upsert_survives_kills_at_random_points() {
     crash_trials("upsert");
+}
+
+/// `--plan-only`, then each task in a process of its own (last task first), then `commit`:
+/// the destination equals the source, its batches are committed in batch order, and a second
+/// `commit` of the same outputs writes nothing.
+#[test]
+fn planned_tasks_run_in_other_processes_and_commit_in_batch_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    ok(&run(cwd, &["quickstart", "--rows", "20000"]), "quickstart");
+    let mapping = [
+        "--column-mapping",
+        "order_total=total_amount",
+        "--type-coercion",
+        "qty=long",
+    ];
+    let mut args = vec![
+        "migrate-data",
+        "--source",
+        "quickstart.orders",
+        "--dest",
+        "planned.orders",
+        "--create-dest",
+        "--batch-rows",
+        "1500",
+        "--plan-only",
+        "--output",
+        "json",
+    ];
+    args.extend(mapping);
+    let out = run(cwd, &args);
+    ok(&out, "plan");
+    std::fs::write(cwd.join("plan.json"), &out.stdout).unwrap();
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tasks = plan["tasks"].as_array().unwrap().len();
+    assert!(tasks >= 2, "{plan}");
+    let batches = plan["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["max_batches"].as_u64().unwrap())
+        .sum::<u64>();
+
+    // Nothing is committed by planning or by running tasks.
+    let snapshots = |cwd: &Path| -> Vec<serde_json::Value> {
+        let out = run(
+            cwd,
+            &["table", "snapshots", "planned.orders", "--output", "json"],
+        );
+        ok(&out, "snapshots");
+        serde_json::from_slice::<Vec<serde_json::Value>>(&out.stdout).unwrap()
+    };
+    assert!(snapshots(cwd).is_empty());
+    let mut outputs = Vec::new();
+    for task in (0..tasks).rev() {
+        let file = format!("task-{task}.json");
+        let t = task.to_string();
+        ok(
+            &run(
+                cwd,
+                &[
+                    "migrate-data",
+                    "run-task",
+                    "--plan",
+                    "plan.json",
+                    "--task",
+                    &t,
+                    "--out",
+                    &file,
+                ],
+            ),
+            &format!("run-task {task}"),
+        );
+        outputs.push(file);
+    }
+    assert!(snapshots(cwd).is_empty());
+
+    // A missing output is refused before anything is committed.
+    let out = run(
+        cwd,
+        &["migrate-data", "commit", "--plan", "plan.json", &outputs[0]],
+    );
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no output for task"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(snapshots(cwd).is_empty());
+
+    let mut commit = vec!["migrate-data", "commit", "--plan", "plan.json"];
+    commit.extend(outputs.iter().map(String::as_str));
+    commit.extend(["--output", "json"]);
+    let out = run(cwd, &commit);
+    ok(&out, "commit");
+    let result: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["rows_moved"], 20000);
+    assert_eq!(result["batches_committed"].as_u64(), Some(batches));
+
+    // One commit per batch, tagged, in batch order.
+    let history = snapshots(cwd);
+    let tagged: Vec<u64> = history
+        .iter()
+        .filter_map(|s| s["summary"]["iceberg-ops.migration-batch"].as_str())
+        .map(|b| b.parse().unwrap())
+        .collect();
+    assert_eq!(tagged, (0..batches).collect::<Vec<_>>(), "{history:?}");
+
+    // Running the commit step again records the batches instead of committing them twice.
+    let out = run(cwd, &commit);
+    ok(&out, "second commit");
+    let again: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(again["rows_moved"], 0);
+    assert_eq!(snapshots(cwd).len(), history.len());
+
+    let mut verify = vec![
+        "verify",
+        "--source",
+        "quickstart.orders",
+        "--dest",
+        "planned.orders",
+        "--method",
+        "partition_hash",
+    ];
+    verify.extend(mapping);
+    let out = run(cwd, &verify);
+    ok(&out, "verify");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("source 20000 rows, destination 20000 rows"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }

@@ -36,17 +36,28 @@
 //! ```
 #![deny(missing_docs)]
 
+mod committer;
+mod copy;
 mod error;
+pub mod job;
 mod migrator;
 mod read;
+mod remote;
 mod types;
 mod upsert;
 mod verify;
+mod worker;
 
+pub use copy::{
+    COPY_CHUNK_BYTES, FileRoute, FileRouting, PlannedFile, RoutedFile, copy_files, route_files,
+    table_eligibility,
+};
 pub use error::{MigrationError, Result};
+pub use job::{BatchOutput, MigrationPlan, MigrationTask, TableLocator, TaskOutput};
 pub use migrator::{
     DEFAULT_BATCH_ROWS, DataMigrator, MIGRATION_BATCH_PROPERTY, MIGRATION_JOB_PROPERTY, Progress,
 };
 pub use types::{
-    MigrationResult, PartitionStrategy, RowFilter, VerificationResult, VerifyMethod, WriteMode,
+    CopyMode, MigrationResult, PartitionStrategy, RowFilter, VerificationResult, VerifyMethod,
+    WriteMode,
 };

@@ -19,26 +19,27 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use arrow_array::RecordBatch;
 use futures::StreamExt;
 use iceberg::expr::Predicate;
-use iceberg::spec::{DataFile, ManifestContentType, Schema, Struct, Type, UnboundPartitionSpec};
+use iceberg::spec::{DataFile, ManifestContentType, Schema, Type, UnboundPartitionSpec};
 use iceberg::table::Table;
 use iceberg::{TableCreation, TableIdent};
 use ops_checkpoint::{CheckpointState, CheckpointStore, JobIdentity};
 use ops_core::CatalogHandle;
-use ops_core::ops::append::AppendBuilder;
 use ops_core::ops::evolve_schema::EvolveSchemaBuilder;
-use ops_core::ops::overwrite::OverwriteBuilder;
 use ops_reconcile::{MissingInDest, MissingInSource, ReconciliationPlan, SchemaReconciler};
 use serde_json::{Value, json};
 
+use crate::committer::{Committer, CommitterSetup};
+use crate::job::{MigrationPlan, MigrationTask};
 use crate::read::PlannedRead;
+use crate::worker::{TaskContext, WorkerMsg};
 use crate::{
-    MigrationError, MigrationResult, PartitionStrategy, Result, RowFilter, VerificationResult,
-    VerifyMethod, WriteMode,
+    CopyMode, FileRoute, MigrationError, MigrationResult, PartitionStrategy, Result, RowFilter,
+    VerificationResult, VerifyMethod, WriteMode,
 };
 
 /// Summary key holding the job id on every snapshot a batch creates.
@@ -63,6 +64,13 @@ impl TableRef {
         format!("{} (catalog '{}')", self.ident, self.handle.name())
     }
 
+    fn locator(&self) -> crate::job::TableLocator {
+        crate::job::TableLocator {
+            catalog: self.handle.name().to_string(),
+            table: self.ident.to_string(),
+        }
+    }
+
     pub(crate) async fn load(&self) -> Result<Table> {
         self.handle
             .catalog()
@@ -72,6 +80,12 @@ impl TableRef {
                 MigrationError::InvalidInput(format!("cannot load table {}: {e}", self.describe()))
             })
     }
+}
+
+/// What `run_or_plan` ended with.
+enum Outcome {
+    Ran(Box<MigrationResult>),
+    Planned(Box<MigrationPlan>),
 }
 
 /// Streaming, schema-reconciling, resumable Iceberg-to-Iceberg migrator (see the module docs).
@@ -90,6 +104,9 @@ pub struct DataMigrator {
     progress: Option<Progress>,
     dry_run: bool,
     create_dest: bool,
+    /// Local workers executing tasks (default: one per core).
+    workers: Option<usize>,
+    copy_mode: CopyMode,
     /// The snapshot the last `run` read; `verify` reads the source there.
     pub(crate) last_source_snapshot: Option<i64>,
 }
@@ -141,6 +158,8 @@ impl DataMigrator {
             progress: None,
             dry_run: false,
             create_dest: false,
+            workers: None,
+            copy_mode: CopyMode::Auto,
             last_source_snapshot: None,
         }
     }
@@ -206,6 +225,20 @@ impl DataMigrator {
         self
     }
 
+    /// Local workers reading, projecting and writing tasks in parallel (default: one per
+    /// core; 0 is rejected). Commits stay in batch order whatever the number.
+    pub fn workers(mut self, n: usize) -> Self {
+        self.workers = Some(n);
+        self
+    }
+
+    /// Whether source data files may be copied whole instead of rewritten (default
+    /// [`CopyMode::Auto`]: copy every file the fast path can take; see [`crate::route_files`]).
+    pub fn copy_mode(mut self, mode: CopyMode) -> Self {
+        self.copy_mode = mode;
+        self
+    }
+
     /// Run every check and read the source through the reconciler, writing nothing.
     pub fn dry_run(mut self, dry_run: bool) -> Self {
         self.dry_run = dry_run;
@@ -214,6 +247,11 @@ impl DataMigrator {
 
     /// Checks the settings alone (the seed's constructor `ValueError`s).
     fn validate_settings(&self) -> Result<()> {
+        if self.workers == Some(0) {
+            return Err(MigrationError::InvalidInput(
+                "workers must be at least 1 (default: one per core)".into(),
+            ));
+        }
         if self.batch_rows == 0 {
             return Err(MigrationError::InvalidInput(
                 "batch_rows must be at least 1 (default 50,000)".into(),
@@ -275,6 +313,7 @@ impl DataMigrator {
             "row_filter": self.row_filter.as_ref().map(RowFilter::describe),
             "batch_rows": self.batch_rows,
             "write_mode": self.write_mode.as_str(),
+            "copy_mode": self.copy_mode.as_str(),
             "upsert_keys": self.upsert_keys,
             "partition_strategy": "preserve",
             "reconciler": {
@@ -292,6 +331,43 @@ impl DataMigrator {
 
     /// Runs the migration (see the module docs).
     pub async fn run(&mut self) -> Result<MigrationResult> {
+        match self.run_or_plan(false).await? {
+            Outcome::Ran(result) => Ok(*result),
+            Outcome::Planned(_) => Err(MigrationError::InvalidInput(
+                "internal: a run returned a plan".into(),
+            )),
+        }
+    }
+
+    /// Pre-flight, including its writes (columns added, the destination created), then the
+    /// task list instead of executing it: hand the plan's tasks to
+    /// [`MigrationPlan::execute_task`] in any process and the outputs to
+    /// [`MigrationPlan::commit`]. Checkpoint and dry run settings are refused here — the
+    /// committer takes the checkpoint.
+    pub async fn plan(&mut self) -> Result<MigrationPlan> {
+        if self.dry_run || self.checkpoint.is_some() {
+            return Err(MigrationError::InvalidInput(
+                "a plan is made without dry_run and without a checkpoint: pass the checkpoint \
+                 to the commit step (`iceberg-ops migrate-data commit --checkpoint PATH`)"
+                    .into(),
+            ));
+        }
+        if self.write_mode == WriteMode::Upsert {
+            return Err(MigrationError::InvalidInput(
+                "write_mode upsert cannot be planned for other processes: each batch reads the \
+                 destination's keys at commit time; run it with `migrate-data` directly"
+                    .into(),
+            ));
+        }
+        match self.run_or_plan(true).await? {
+            Outcome::Planned(plan) => Ok(*plan),
+            Outcome::Ran(_) => Err(MigrationError::InvalidInput(
+                "the destination does not exist; planning needs create_dest to create it".into(),
+            )),
+        }
+    }
+
+    async fn run_or_plan(&mut self, plan_only: bool) -> Result<Outcome> {
         let started = Instant::now();
         self.validate_settings()?;
         let source = self.source.load().await?;
@@ -303,7 +379,7 @@ impl DataMigrator {
             .await?
             && let Some(result) = self.create_destination(started, &source).await?
         {
-            return Ok(result);
+            return Ok(Outcome::Ran(Box::new(result)));
         }
         let mut dest = self.dest.load().await?;
         if source.metadata().uuid() == dest.metadata().uuid() {
@@ -360,14 +436,27 @@ impl DataMigrator {
             source_snapshot_id: snapshot_id,
             ..MigrationResult::default()
         };
-        let read = PlannedRead::plan(&source, snapshot_id, predicate).await?;
+        let read = PlannedRead::plan(&source, snapshot_id, predicate.clone()).await?;
         let total = read.exact_rows();
         self.last_source_snapshot = snapshot_id;
+        result.copy_mode = self.copy_mode;
+        let mut whole = self
+            .route(
+                &source,
+                snapshot_id,
+                &dest,
+                &plan,
+                predicate.as_ref(),
+                &read,
+                &mut result,
+            )
+            .await?;
 
         if self.dry_run {
-            return self
-                .dry_run_read(started, &source, &read, plan, result)
-                .await;
+            return Ok(Outcome::Ran(Box::new(
+                self.dry_run_read(started, &source, &read, plan, result)
+                    .await?,
+            )));
         }
 
         // Pre-flight writes: schema first, then the checkpoint.
@@ -386,100 +475,139 @@ impl DataMigrator {
             tracing::info!(dest = %self.dest.ident, added = ?result.schema_changes, "destination schema evolved");
             dest = table;
             plan = self.compute_plan(&source, &dest)?;
+            whole = self
+                .route(
+                    &source,
+                    snapshot_id,
+                    &dest,
+                    &plan,
+                    predicate.as_ref(),
+                    &read,
+                    &mut result,
+                )
+                .await?;
+        }
+        if plan_only {
+            let tasks =
+                crate::job::split_tasks(&read, self.batch_rows, &routes_of(&whole, self.copy_mode));
+            let md = dest.metadata();
+            return Ok(Outcome::Planned(Box::new(MigrationPlan {
+                format: crate::job::PLAN_FORMAT,
+                job_id,
+                source: self.source.locator(),
+                dest: self.dest.locator(),
+                source_uuid: source.metadata().uuid().to_string(),
+                dest_uuid: md.uuid().to_string(),
+                source_snapshot_id: snapshot_id,
+                source_schema_id: source.metadata().current_schema_id(),
+                dest_schema_id: md.current_schema_id(),
+                dest_spec_id: md.default_partition_spec_id(),
+                dest_snapshot_before,
+                reconciler: self.reconciler.clone(),
+                row_filter: self.row_filter.clone(),
+                batch_rows: self.batch_rows,
+                write_mode: self.write_mode,
+                copy_mode: self.copy_mode,
+                total_rows: total,
+                tasks,
+            })));
+        }
+        let tasks =
+            crate::job::split_tasks(&read, self.batch_rows, &routes_of(&whole, self.copy_mode));
+        // Batch numbers come from the task layout (which files, which route, how many batches
+        // each): a resume must see the very same layout, or it would skip rows or repeat them.
+        let layout = crate::job::layout_fingerprint(&tasks);
+        if let Some(state) = &resume {
+            let had = state
+                .job
+                .as_ref()
+                .and_then(|j| j.get("task_layout"))
+                .and_then(Value::as_str);
+            if had != Some(layout.as_str()) {
+                return Err(MigrationError::Resume {
+                    path: self.checkpoint.clone().unwrap_or_default(),
+                    reason: "the source files would be cut into other batches than the \
+                             checkpointed run cut them (the source or destination schema, \
+                             partition spec or copy eligibility changed since); resuming would \
+                             skip or repeat rows"
+                        .into(),
+                    committed_batches: state.last_committed_batch.map_or(0, |b| b + 1),
+                    rollback_to: dest_snapshot_before,
+                });
+            }
         }
         let mut job = settings;
         job.insert("job_id".into(), json!(job_id));
         job.insert("dest_snapshot_before".into(), json!(dest_snapshot_before));
+        job.insert("task_layout".into(), json!(layout));
         if let (Some(s), None) = (&mut store, &resume) {
             s.start(snapshot_id, Some(job))?;
         }
         result.job_id = Some(job_id.clone());
         result.dest_snapshot_before = dest_snapshot_before;
 
-        let first_batch = resume
+        let resume_from = resume
             .as_ref()
             .and_then(|s| s.last_committed_batch)
             .map_or(0, |b| b + 1);
         let landed = if resume.is_some() {
-            landed_batches(&dest, &job_id, first_batch)
+            landed_batches(&dest, &job_id, resume_from)
         } else {
             BTreeMap::new()
         };
-        let mut writer = ChunkWriter::new(self, &dest, dest_snapshot_before, &job_id).await?;
-
-        // The reader runs on its own task, so decoding and projecting the next chunk overlaps
-        // encoding and committing this one.
-        let (tx, mut rx) = tokio::sync::mpsc::channel::<Result<Chunk>>(1);
-        let stream = read.stream(&source, self.read_batch_size())?;
-        let reader = tokio::spawn(produce_chunks(
-            stream,
-            plan.clone(),
-            self.batch_rows,
-            first_batch,
-            tx,
-        ));
-
-        let mut committed = first_batch;
-        let mut rows_done = first_batch.saturating_mul(self.batch_rows as u64);
-        result.batches_skipped = first_batch;
-        while let Some(chunk) = rx.recv().await {
-            let chunk = match chunk {
-                Ok(c) => c,
-                Err(e) => return Err(self.batch_error(committed, committed, e)),
-            };
-            let index = chunk.index;
-            let rows = chunk.rows();
-            if let Some(snapshots) = landed.get(&index) {
-                tracing::info!(
-                    batch = index,
-                    ?snapshots,
-                    "batch already landed before a crash; recording it"
-                );
-                if let Some(s) = &mut store {
-                    s.mark_committed(index, snapshots)?;
-                }
-                result.batches_skipped += 1;
-                committed = index + 1;
-                rows_done += rows;
-                continue;
-            }
-            let bytes: u64 = chunk
-                .batches
-                .iter()
-                .map(|b| b.get_array_memory_size() as u64)
-                .sum();
-            let snapshots = match writer.write(&mut dest, chunk).await {
-                Ok(s) => s,
-                Err(e) => return Err(self.batch_error(index, committed, e)),
-            };
-            if let Some(s) = &mut store {
-                s.mark_committed(index, &snapshots)?;
-            }
-            result.new_snapshots.extend(&snapshots);
-            result.rows_moved += rows;
-            result.bytes_moved += bytes;
-            result.batches_committed += 1;
-            committed = index + 1;
-            rows_done += rows;
-            if let Some(p) = &self.progress {
-                p(rows_done, total);
-            }
-        }
-        match reader.await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => return Err(self.batch_error(committed, committed, e)),
-            Err(join) => {
-                return Err(MigrationError::InvalidInput(format!(
-                    "the source reader task failed: {join}"
-                )));
-            }
-        }
+        // Tasks wholly before the resume point are not read again; their rows count as done
+        // when the manifests tell them exactly.
+        let exact = total.is_some();
+        let (resumed_batches, resumed_rows) = tasks
+            .iter()
+            .filter(|t| t.batches().end <= resume_from)
+            .fold((0u64, 0u64), |(b, r), t| {
+                let rows = if exact {
+                    t.record_count.unwrap_or(0)
+                } else {
+                    0
+                };
+                (b + t.max_batches, r + rows)
+            });
+        let mut committer = Committer::new(CommitterSetup {
+            handle: self.dest.handle.clone(),
+            ident: self.dest.ident.clone(),
+            dest_name: self.dest.describe(),
+            mode: self.write_mode,
+            job_id: job_id.clone(),
+            upsert_keys: self.upsert_keys.clone().unwrap_or_default(),
+            dest: dest.clone(),
+            dest_snapshot_before,
+            store: store.take(),
+            landed: landed.clone(),
+            progress: self.progress.clone(),
+            total,
+            resumed_batches,
+            resumed_rows,
+            resume_from,
+        })
+        .await?;
+        let by_path = crate::worker::index_files(&read);
+        let ctx = Arc::new(TaskContext {
+            source: source.clone(),
+            dest,
+            read,
+            plan: plan.clone(),
+            batch_rows: self.batch_rows,
+            read_batch_size: self.read_batch_size(),
+            mode: self.write_mode,
+            resume_from,
+            landed: landed.keys().copied().collect(),
+            cancel: AtomicBool::new(false),
+            by_path,
+            whole_files: whole,
+        });
+        let outcome = self.execute_locally(&ctx, &tasks, &mut committer).await;
+        let mut store = committer.store.take();
+        committer.finish(&mut result);
+        outcome?;
         if let Some(s) = &mut store {
             s.mark_completed()?;
-        }
-        if self.write_mode == WriteMode::Upsert {
-            result.rows_inserted = Some(writer.rows_inserted);
-            result.rows_updated = Some(writer.rows_updated);
         }
         result.plan = Some(plan);
         result.duration_seconds = started.elapsed().as_secs_f64();
@@ -489,7 +617,170 @@ impl DataMigrator {
             secs = result.duration_seconds,
             "migration finished"
         );
-        Ok(result)
+        Ok(Outcome::Ran(Box::new(result)))
+    }
+
+    /// Routes every live source file (copy, reference, rewrite or skip) and reports it in
+    /// `result`; returns the files to copy or reference, by path.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn route(
+        &self,
+        source: &Table,
+        snapshot_id: Option<i64>,
+        dest: &Table,
+        plan: &ReconciliationPlan,
+        predicate: Option<&Predicate>,
+        read: &PlannedRead,
+        result: &mut MigrationResult,
+    ) -> Result<HashMap<String, DataFile>> {
+        let Some(id) = snapshot_id else {
+            return Ok(HashMap::new());
+        };
+        let routing = crate::copy::route_files(
+            source,
+            id,
+            dest,
+            plan,
+            predicate,
+            self.write_mode,
+            self.copy_mode,
+        )
+        .await?;
+        let planned: HashSet<&str> = read
+            .tasks
+            .iter()
+            .map(|t| t.data_file_path.as_str())
+            .collect();
+        let mut whole = HashMap::new();
+        result.files.clear();
+        result.files_copied = 0;
+        result.files_referenced = 0;
+        result.files_rewritten = 0;
+        for f in routing.files {
+            let mut routed = f.routed;
+            // The scan planner also prunes by column statistics: such a file has no row to move.
+            if routed.route != FileRoute::Skip && !planned.contains(routed.path.as_str()) {
+                routed.route = FileRoute::Skip;
+                routed.reason = "no row can match the row filter (manifest statistics)".into();
+            }
+            match routed.route {
+                FileRoute::Copy => result.files_copied += 1,
+                FileRoute::Reference => result.files_referenced += 1,
+                FileRoute::Rewrite => result.files_rewritten += 1,
+                FileRoute::Skip => {}
+            }
+            if matches!(routed.route, FileRoute::Copy | FileRoute::Reference) {
+                whole.insert(routed.path.clone(), f.data_file);
+            }
+            result.files.push(routed);
+        }
+        // Which route each file took is part of the task layout a resume must reproduce.
+        let routes = result
+            .files
+            .iter()
+            .filter(|f| whole.contains_key(&f.path))
+            .count();
+        tracing::info!(
+            copied = result.files_copied,
+            referenced = result.files_referenced,
+            rewritten = result.files_rewritten,
+            whole = routes,
+            "source files routed"
+        );
+        Ok(whole)
+    }
+
+    /// The default executor: workers (one per core) execute the tasks, this task commits.
+    async fn execute_locally(
+        &self,
+        ctx: &Arc<TaskContext>,
+        tasks: &[MigrationTask],
+        committer: &mut Committer,
+    ) -> Result<()> {
+        let workers = self
+            .workers
+            .unwrap_or_else(crate::worker::default_workers)
+            .clamp(1, tasks.len().max(1));
+        let mut receivers = Vec::with_capacity(workers);
+        let mut handles = Vec::with_capacity(workers);
+        for share in crate::worker::deal(tasks, workers) {
+            // One batch of run-ahead per worker: written files wait for their turn, rows for
+            // an upsert wait in memory, so more would only hold more.
+            let (tx, rx) = tokio::sync::mpsc::channel(1);
+            receivers.push(rx);
+            handles.push(tokio::spawn(crate::worker::run_worker(
+                Arc::clone(ctx),
+                share,
+                tx,
+            )));
+        }
+        let outcome = async {
+            for task in tasks {
+                if ctx.fully_resumed(task) {
+                    continue;
+                }
+                let rx = &mut receivers[task.id % workers];
+                loop {
+                    let msg = match rx.recv().await {
+                        Some(Ok(m)) => m,
+                        Some(Err(e)) => {
+                            return Err(self.batch_error(
+                                committer.next_batch(),
+                                committer.batches_done,
+                                e,
+                            ));
+                        }
+                        None => {
+                            return Err(MigrationError::InvalidInput(format!(
+                                "the worker executing task {} stopped without a result",
+                                task.id
+                            )));
+                        }
+                    };
+                    match msg {
+                        WorkerMsg::TaskDone(id) if id == task.id => break,
+                        WorkerMsg::TaskDone(id) => {
+                            return Err(MigrationError::InvalidInput(format!(
+                                "internal: task {id} finished while task {} was expected",
+                                task.id
+                            )));
+                        }
+                        WorkerMsg::Batch(work) => {
+                            let index = work.index;
+                            let done = committer.batches_done;
+                            committer
+                                .handle(work)
+                                .await
+                                .map_err(|e| self.batch_error(index, done, e))?;
+                        }
+                    }
+                }
+            }
+            Ok(())
+        }
+        .await;
+        if outcome.is_err() {
+            // Stop the workers and delete the files they wrote that will never be committed.
+            ctx.cancel.store(true, Ordering::SeqCst);
+            for rx in &mut receivers {
+                while let Some(msg) = rx.recv().await {
+                    if let Ok(WorkerMsg::Batch(work)) = msg {
+                        crate::worker::discard(&ctx.dest, work.payload).await;
+                    }
+                }
+            }
+        }
+        drop(receivers);
+        for h in handles {
+            if let Err(join) = h.await
+                && outcome.is_ok()
+            {
+                return Err(MigrationError::InvalidInput(format!(
+                    "a migration worker failed: {join}"
+                )));
+            }
+        }
+        outcome
     }
 
     /// Reads the planned source through `plan`, counting what a run would write.
@@ -640,11 +931,16 @@ impl DataMigrator {
         crate::verify::verify(self, method, sample_size).await
     }
 
-    fn read_batch_size(&self) -> usize {
+    pub(crate) fn read_batch_size(&self) -> usize {
         self.batch_rows.clamp(1, 65_536)
     }
 
-    fn batch_error(&self, batch: u64, committed: u64, e: MigrationError) -> MigrationError {
+    pub(crate) fn batch_error(
+        &self,
+        batch: u64,
+        committed: u64,
+        e: MigrationError,
+    ) -> MigrationError {
         MigrationError::Batch {
             batch,
             committed_batches: committed,
@@ -832,7 +1128,7 @@ fn missing_in_dest(p: MissingInDest) -> &'static str {
 
 /// Batches of `job_id` at or after `from` found in `dest`'s current history, with their
 /// snapshots in commit order.
-fn landed_batches(dest: &Table, job_id: &str, from: u64) -> BTreeMap<u64, Vec<i64>> {
+pub(crate) fn landed_batches(dest: &Table, job_id: &str, from: u64) -> BTreeMap<u64, Vec<i64>> {
     let md = dest.metadata();
     let mut out: BTreeMap<u64, Vec<i64>> = BTreeMap::new();
     let mut snapshots = history(dest);
@@ -856,223 +1152,25 @@ fn landed_batches(dest: &Table, job_id: &str, from: u64) -> BTreeMap<u64, Vec<i6
     out
 }
 
+/// The route of every file copied or referenced whole.
+pub(crate) fn routes_of(
+    whole: &HashMap<String, DataFile>,
+    mode: CopyMode,
+) -> HashMap<String, FileRoute> {
+    let route = match mode {
+        CopyMode::Reference => FileRoute::Reference,
+        _ => FileRoute::Copy,
+    };
+    whole.keys().map(|p| (p.clone(), route)).collect()
+}
+
 /// The destination's current snapshot and its ancestors, newest first.
-fn history(table: &Table) -> Vec<i64> {
+pub(crate) fn history(table: &Table) -> Vec<i64> {
     let md = table.metadata();
     let current = md.current_snapshot_id();
     let mut out: Vec<i64> = current.into_iter().collect();
     out.extend(ops_core::ops::rollback::ancestors(md, current));
     out
-}
-
-/// One chunk of exactly `batch_rows` projected rows (the last may be shorter).
-pub(crate) struct Chunk {
-    pub index: u64,
-    pub batches: Vec<RecordBatch>,
-}
-
-impl Chunk {
-    fn rows(&self) -> u64 {
-        self.batches.iter().map(|b| b.num_rows() as u64).sum()
-    }
-}
-
-/// Cuts `stream` into chunks of `batch_rows` rows, skipping the first `skip` chunks unread by
-/// the writer, projecting the rest through `plan`.
-async fn produce_chunks(
-    mut stream: futures::stream::BoxStream<'static, Result<RecordBatch>>,
-    plan: ReconciliationPlan,
-    batch_rows: usize,
-    skip: u64,
-    tx: tokio::sync::mpsc::Sender<Result<Chunk>>,
-) -> Result<()> {
-    let mut index = 0u64;
-    let mut pending: Vec<RecordBatch> = Vec::new();
-    let mut pending_rows = 0usize;
-    let send = |index: u64, batches: Vec<RecordBatch>| {
-        let plan = &plan;
-        let tx = &tx;
-        async move {
-            let projected = if index < skip {
-                Ok(Vec::new())
-            } else {
-                batches
-                    .iter()
-                    .map(|b| ops_reconcile::project_batch(b, plan).map_err(MigrationError::from))
-                    .collect::<Result<Vec<_>>>()
-            };
-            let failed = projected.is_err();
-            let msg = projected.map(|batches| Chunk { index, batches });
-            // A closed channel means the writer stopped; nothing more to do.
-            tx.send(msg).await.is_ok() && !failed
-        }
-    };
-    while let Some(batch) = stream.next().await {
-        let batch = match batch {
-            Ok(b) => b,
-            Err(e) => {
-                let _ = tx.send(Err(e)).await;
-                return Ok(());
-            }
-        };
-        let mut offset = 0usize;
-        while offset < batch.num_rows() {
-            let take = (batch_rows - pending_rows).min(batch.num_rows() - offset);
-            if index >= skip {
-                pending.push(batch.slice(offset, take));
-            }
-            pending_rows += take;
-            offset += take;
-            if pending_rows == batch_rows {
-                let full = std::mem::take(&mut pending);
-                pending_rows = 0;
-                if index >= skip && !send(index, full).await {
-                    return Ok(());
-                }
-                index += 1;
-            }
-        }
-    }
-    if pending_rows > 0 && index >= skip {
-        send(index, pending).await;
-    }
-    Ok(())
-}
-
-/// Writes and commits chunks per the write mode.
-struct ChunkWriter {
-    handle: CatalogHandle,
-    ident: TableIdent,
-    mode: WriteMode,
-    job_id: String,
-    /// overwrite_partition: files that were live before the job and are still live, by
-    /// partition of the default spec; the first commit touching a partition removes them.
-    preexisting: HashMap<Struct, Vec<String>>,
-    upsert_keys: Vec<String>,
-    rows_inserted: u64,
-    rows_updated: u64,
-}
-
-impl ChunkWriter {
-    async fn new(
-        m: &DataMigrator,
-        dest: &Table,
-        dest_snapshot_before: Option<i64>,
-        job_id: &str,
-    ) -> Result<Self> {
-        let mut preexisting: HashMap<Struct, Vec<String>> = HashMap::new();
-        if m.write_mode == WriteMode::OverwritePartition {
-            let before: HashSet<String> = live_files(dest, dest_snapshot_before)
-                .await?
-                .into_iter()
-                .map(|(f, _)| f.file_path().to_string())
-                .collect();
-            let default_spec = dest.metadata().default_partition_spec_id();
-            for (file, spec_id) in live_files(dest, dest.metadata().current_snapshot_id()).await? {
-                if !before.contains(file.file_path()) {
-                    continue;
-                }
-                if spec_id != default_spec {
-                    return Err(MigrationError::InvalidInput(format!(
-                        "destination {} holds {} under partition spec {spec_id}, not the current \
-                         spec {default_spec}; overwrite_partition cannot tell which partition \
-                         of the current spec its rows belong to — rewrite that data first, or \
-                         use append",
-                        m.dest.describe(),
-                        file.file_path()
-                    )));
-                }
-                preexisting
-                    .entry(ops_core::ops::canonical_partition(file.partition()))
-                    .or_default()
-                    .push(file.file_path().to_string());
-            }
-        }
-        Ok(Self {
-            handle: m.dest.handle.clone(),
-            ident: m.dest.ident.clone(),
-            mode: m.write_mode,
-            job_id: job_id.to_string(),
-            preexisting,
-            upsert_keys: m.upsert_keys.clone().unwrap_or_default(),
-            rows_inserted: 0,
-            rows_updated: 0,
-        })
-    }
-
-    fn properties(&self, index: u64) -> HashMap<String, String> {
-        HashMap::from([
-            (MIGRATION_JOB_PROPERTY.to_string(), self.job_id.clone()),
-            (MIGRATION_BATCH_PROPERTY.to_string(), index.to_string()),
-        ])
-    }
-
-    /// Writes and commits `chunk`; returns the snapshots created.
-    async fn write(&mut self, dest: &mut Table, chunk: Chunk) -> Result<Vec<i64>> {
-        if self.mode == WriteMode::Upsert {
-            return self.upsert(dest, &chunk).await;
-        }
-        let index = chunk.index;
-        let written = ops_core::write::write_files(
-            dest,
-            futures::stream::iter(chunk.batches.into_iter().map(Ok)),
-        )
-        .await?;
-        let (table, metrics) = match self.mode {
-            WriteMode::Append => {
-                AppendBuilder::new(&self.handle, self.ident.clone())
-                    .add_written(written)
-                    .with_properties(self.properties(index))
-                    .await?
-            }
-            WriteMode::OverwritePartition => {
-                let mut victims = Vec::new();
-                for f in &written.files {
-                    let key = ops_core::ops::canonical_partition(f.partition());
-                    if let Some(paths) = self.preexisting.remove(&key) {
-                        victims.extend(paths);
-                    }
-                }
-                // Validated from this job's last view of the destination: another writer's
-                // files in a partition this chunk replaces or writes make it a conflict rather
-                // than rows silently replaced or kept beside the replacement.
-                OverwriteBuilder::new(&self.handle, self.ident.clone())
-                    .remove_files(victims)
-                    .add_written(written)
-                    .validate_from_snapshot(dest.metadata().current_snapshot_id())
-                    .with_properties(self.properties(index))
-                    .await?
-            }
-            WriteMode::Upsert => unreachable_upsert()?,
-        };
-        *dest = table;
-        Ok(vec![metrics.snapshot_id])
-    }
-
-    /// Upserts `chunk` (one commit, or none when nothing changed).
-    async fn upsert(&mut self, dest: &mut Table, chunk: &Chunk) -> Result<Vec<i64>> {
-        let outcome = crate::upsert::upsert_chunk(
-            &self.handle,
-            &self.ident,
-            dest,
-            &self.upsert_keys,
-            &chunk.batches,
-            self.properties(chunk.index),
-        )
-        .await?;
-        self.rows_inserted += outcome.inserted;
-        self.rows_updated += outcome.updated;
-        if let Some(t) = outcome.table {
-            *dest = t;
-        }
-        Ok(outcome.snapshot.into_iter().collect())
-    }
-}
-
-fn unreachable_upsert() -> Result<(Table, ops_core::ops::SnapshotMetrics)> {
-    Err(MigrationError::InvalidInput(
-        "internal: upsert chunks go through ChunkWriter::upsert".into(),
-    ))
 }
 
 /// Live data files of `table` at `snapshot_id`, with their partition spec ids.
@@ -1105,78 +1203,6 @@ pub(crate) async fn live_files(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow_array::Int64Array;
-    use arrow_schema::{DataType, Field};
-
-    fn batch(range: std::ops::Range<i64>) -> RecordBatch {
-        let schema = Arc::new(arrow_schema::Schema::new(vec![Field::new(
-            "id",
-            DataType::Int64,
-            false,
-        )]));
-        RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from_iter_values(range))])
-            .unwrap_or_else(|e| unreachable!("{e}"))
-    }
-
-    async fn chunks(sizes: &[i64], batch_rows: usize, skip: u64) -> Result<Vec<(u64, Vec<i64>)>> {
-        let mut start = 0;
-        let mut batches = Vec::new();
-        for s in sizes {
-            batches.push(Ok(batch(start..start + s)));
-            start += s;
-        }
-        let schema = batch(0..0).schema();
-        let plan = SchemaReconciler::new().compute_plan(&schema, &schema)?;
-        let (tx, mut rx) = tokio::sync::mpsc::channel(1);
-        let producer = tokio::spawn(produce_chunks(
-            futures::stream::iter(batches).boxed(),
-            plan,
-            batch_rows,
-            skip,
-            tx,
-        ));
-        let mut out = Vec::new();
-        while let Some(c) = rx.recv().await {
-            let c = c?;
-            let ids = c
-                .batches
-                .iter()
-                .flat_map(|b| {
-                    b.column(0)
-                        .as_any()
-                        .downcast_ref::<Int64Array>()
-                        .map(|a| a.values().to_vec())
-                        .unwrap_or_default()
-                })
-                .collect();
-            out.push((c.index, ids));
-        }
-        producer
-            .await
-            .map_err(|e| MigrationError::InvalidInput(e.to_string()))??;
-        Ok(out)
-    }
-
-    #[tokio::test]
-    async fn chunks_hold_exactly_batch_rows_across_source_batches() -> Result<()> {
-        let out = chunks(&[3, 1, 5, 2], 4, 0).await?;
-        let want: Vec<(u64, Vec<i64>)> = vec![
-            (0, vec![0, 1, 2, 3]),
-            (1, vec![4, 5, 6, 7]),
-            (2, vec![8, 9, 10]),
-        ];
-        assert_eq!(out, want);
-        Ok(())
-    }
-
-    #[tokio::test]
-    async fn resumed_chunks_start_after_the_skipped_ones_with_the_same_rows() -> Result<()> {
-        let out = chunks(&[3, 1, 5, 2], 4, 2).await?;
-        assert_eq!(out, vec![(2, vec![8, 9, 10])]);
-        let exact = chunks(&[8], 4, 2).await?;
-        assert!(exact.is_empty(), "{exact:?}");
-        Ok(())
-    }
 
     #[test]
     fn write_modes_and_methods_parse_the_seed_spellings() {

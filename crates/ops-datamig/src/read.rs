@@ -4,20 +4,38 @@
 //! order they finish, so batch `k` of one run need not hold the rows of batch `k` of the next.
 //! A resumable migration numbers its batches, so here the tasks are sorted by file path and read
 //! one file after the other, each batch mapped onto the table's current schema by field id
-//! (renamed and widened columns, added columns as nulls). Delete files attached to a task are
-//! applied by iceberg's reader.
+//! (renamed and widened columns, added columns as nulls).
+//!
+//! Delete files written by other engines:
+//! - position deletes are applied by iceberg's reader;
+//! - equality deletes are applied here. iceberg 0.10.1 turns a deleted key `k = 5` into the row
+//!   filter `k != 5`, which is NULL — so "drop" — for every row whose `k` is NULL, losing rows
+//!   no delete names. The spec matches equality deletes with null-safe equality (a NULL key is
+//!   deleted only by a NULL in the delete file), so the keys of each equality delete file are
+//!   loaded once (cached per read), encoded with arrow's row format (where NULL equals NULL and
+//!   nothing else), and every batch of the data files it applies to is anti-joined against them.
+//!   Which delete files apply to which data file (partition, sequence numbers: strictly newer
+//!   for equality, newer or equal for position deletes) is still iceberg's planning.
 
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use arrow_array::RecordBatch;
+use arrow_array::{ArrayRef, BooleanArray, RecordBatch};
+use arrow_row::{RowConverter, SortField};
+use arrow_schema::SchemaRef;
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
-use iceberg::arrow::{ArrowReaderBuilder, schema_to_arrow_schema};
+use iceberg::arrow::{ArrowReader, ArrowReaderBuilder, schema_to_arrow_schema};
 use iceberg::expr::Predicate;
-use iceberg::scan::FileScanTask;
+use iceberg::io::FileIO;
+use iceberg::scan::{FileScanTask, FileScanTaskDeleteFile};
+use iceberg::spec::{DataContentType, DataFileFormat, Schema};
 use iceberg::table::Table;
+use tokio::sync::Mutex;
 
 use crate::{MigrationError, Result};
+
+const FIELD_ID: &str = "PARQUET:field_id";
 
 /// The planned read of one table at one snapshot.
 #[derive(Debug, Clone)]
@@ -78,6 +96,15 @@ impl PlannedRead {
             .sum::<Option<u64>>()
     }
 
+    /// The same read restricted to `tasks` (a subset of this read's tasks).
+    pub fn with_tasks(&self, tasks: Vec<FileScanTask>) -> Self {
+        Self {
+            snapshot_id: self.snapshot_id,
+            tasks,
+            filtered: self.filtered,
+        }
+    }
+
     /// Streams the planned rows in task order, in `table`'s current schema.
     pub fn stream(
         &self,
@@ -103,15 +130,217 @@ impl PlannedRead {
             .with_data_file_concurrency_limit(1)
             .with_batch_size(batch_size.max(1))
             .build();
-        let tasks = futures::stream::iter(self.tasks.clone().into_iter().map(Ok)).boxed();
-        let stream = reader.read(tasks)?.stream();
-        Ok(stream
-            .map_err(MigrationError::from)
-            .and_then(move |batch| {
-                let projected = ops_core::scan::project_by_field_id(&batch, &read_arrow, &target)
-                    .map_err(MigrationError::from);
-                futures::future::ready(projected)
+        let deletes = Arc::new(EqualityDeletes {
+            reader: reader.clone(),
+            file_io: table.file_io().clone(),
+            schema: md.current_schema().clone(),
+            target: target.clone(),
+            table: table.identifier().to_string(),
+            loaded: Mutex::new(HashMap::new()),
+        });
+        let stream = futures::stream::iter(self.tasks.clone().into_iter().map(Ok))
+            .and_then(move |task| {
+                let deletes = deletes.clone();
+                async move { deletes.split(task).await }
             })
-            .boxed())
+            .map_ok(move |(task, keys)| {
+                let read_arrow = read_arrow.clone();
+                let target = target.clone();
+                let one = futures::stream::iter([Ok(task)]).boxed();
+                match reader.clone().read(one) {
+                    Ok(read) => read
+                        .stream()
+                        .map_err(MigrationError::from)
+                        .and_then(move |batch| {
+                            let out =
+                                ops_core::scan::project_by_field_id(&batch, &read_arrow, &target)
+                                    .map_err(MigrationError::from)
+                                    .and_then(|b| anti_join(b, &keys));
+                            futures::future::ready(out)
+                        })
+                        .boxed(),
+                    Err(e) => futures::stream::once(futures::future::ready(Err(e.into()))).boxed(),
+                }
+            })
+            .try_flatten()
+            .try_filter(|b| futures::future::ready(b.num_rows() > 0));
+        Ok(stream.boxed())
     }
+}
+
+/// The keys of one equality delete file, in the current schema's types.
+struct EqualityKeys {
+    /// Column index in the current-schema batch of each equality field.
+    columns: Vec<usize>,
+    converter: RowConverter,
+    keys: HashSet<Box<[u8]>>,
+}
+
+/// Loads (once per read) the equality delete files the tasks reference.
+struct EqualityDeletes {
+    reader: ArrowReader,
+    file_io: FileIO,
+    schema: iceberg::spec::SchemaRef,
+    target: SchemaRef,
+    table: String,
+    loaded: Mutex<HashMap<String, Arc<EqualityKeys>>>,
+}
+
+impl EqualityDeletes {
+    /// `task` without its equality deletes (left to iceberg's reader: position deletes) and
+    /// the keys those equality deletes remove.
+    async fn split(
+        &self,
+        mut task: FileScanTask,
+    ) -> Result<(FileScanTask, Vec<Arc<EqualityKeys>>)> {
+        let (equality, rest): (Vec<_>, Vec<_>) = task
+            .deletes
+            .into_iter()
+            .partition(|d| d.file_type == DataContentType::EqualityDeletes);
+        task.deletes = rest;
+        let mut keys = Vec::with_capacity(equality.len());
+        for delete in &equality {
+            keys.push(self.keys(delete).await?);
+        }
+        Ok((task, keys))
+    }
+
+    async fn keys(&self, delete: &FileScanTaskDeleteFile) -> Result<Arc<EqualityKeys>> {
+        let mut loaded = self.loaded.lock().await;
+        if let Some(k) = loaded.get(&delete.file_path) {
+            return Ok(k.clone());
+        }
+        let keys = Arc::new(self.load(delete).await?);
+        loaded.insert(delete.file_path.clone(), keys.clone());
+        Ok(keys)
+    }
+
+    async fn load(&self, delete: &FileScanTaskDeleteFile) -> Result<EqualityKeys> {
+        let unsupported = |why: String| {
+            MigrationError::InvalidInput(format!(
+                "{}: equality delete file {} {why}; rewrite the table's deletes (e.g. Spark's \
+                 rewrite_data_files) before migrating it",
+                self.table, delete.file_path
+            ))
+        };
+        let ids = delete
+            .equality_ids
+            .clone()
+            .filter(|ids| !ids.is_empty())
+            .ok_or_else(|| unsupported("lists no equality field ids".into()))?;
+        let mut fields = Vec::with_capacity(ids.len());
+        let mut columns = Vec::with_capacity(ids.len());
+        for id in &ids {
+            // Only top-level key columns: a nested key would need its parent's nulls too.
+            let field = self
+                .schema
+                .as_struct()
+                .fields()
+                .iter()
+                .find(|f| f.id == *id)
+                .ok_or_else(|| {
+                    unsupported(format!(
+                        "keys on field id {id}, which is not a top-level column of the current \
+                         schema"
+                    ))
+                })?;
+            let mut field = field.as_ref().clone();
+            // The delete file may hold a NULL key (it deletes the NULL-key rows).
+            field.required = false;
+            fields.push(Arc::new(field));
+            let column = self
+                .target
+                .fields()
+                .iter()
+                .position(|f| f.metadata().get(FIELD_ID) == Some(&id.to_string()))
+                .ok_or_else(|| {
+                    unsupported(format!("keys on field id {id}, which the read cannot find"))
+                })?;
+            columns.push(column);
+        }
+        let key_schema = Arc::new(Schema::builder().with_fields(fields).build()?);
+        let types: Vec<_> = columns
+            .iter()
+            .map(|&i| self.target.field(i).data_type().clone())
+            .collect();
+        let converter = RowConverter::new(types.iter().cloned().map(SortField::new).collect())?;
+        let size = match delete.file_size_in_bytes {
+            0 => {
+                self.file_io
+                    .new_input(&delete.file_path)?
+                    .metadata()
+                    .await?
+                    .size
+            }
+            n => n,
+        };
+        let task = FileScanTask::builder()
+            .with_file_size_in_bytes(size)
+            .with_start(0)
+            .with_length(size)
+            .with_data_file_path(delete.file_path.clone())
+            .with_data_file_format(DataFileFormat::Parquet)
+            .with_schema(key_schema)
+            .with_project_field_ids(ids.clone())
+            .with_case_sensitive(true)
+            .build();
+        let mut stream = self
+            .reader
+            .clone()
+            .read(futures::stream::iter([Ok(task)]).boxed())?
+            .stream();
+        let mut keys = HashSet::new();
+        while let Some(batch) = stream.next().await {
+            let batch = batch?;
+            let cols = batch
+                .columns()
+                .iter()
+                .zip(&types)
+                .map(|(c, t)| {
+                    if c.data_type() == t {
+                        Ok(c.clone())
+                    } else {
+                        arrow_cast::cast(c, t)
+                    }
+                })
+                .collect::<std::result::Result<Vec<ArrayRef>, _>>()?;
+            let rows = converter.convert_columns(&cols)?;
+            keys.extend(rows.iter().map(|r| Box::<[u8]>::from(r.as_ref())));
+        }
+        tracing::debug!(
+            table = %self.table,
+            file = %delete.file_path,
+            keys = keys.len(),
+            "loaded equality delete keys"
+        );
+        Ok(EqualityKeys {
+            columns,
+            converter,
+            keys,
+        })
+    }
+}
+
+/// `batch` without the rows whose key some equality delete file holds (null-safe equality).
+fn anti_join(batch: RecordBatch, deletes: &[Arc<EqualityKeys>]) -> Result<RecordBatch> {
+    if deletes.is_empty() || batch.num_rows() == 0 {
+        return Ok(batch);
+    }
+    let mut keep = vec![true; batch.num_rows()];
+    for d in deletes {
+        let cols: Vec<ArrayRef> = d.columns.iter().map(|&i| batch.column(i).clone()).collect();
+        let rows = d.converter.convert_columns(&cols)?;
+        for (i, k) in keep.iter_mut().enumerate() {
+            if *k && d.keys.contains(rows.row(i).as_ref()) {
+                *k = false;
+            }
+        }
+    }
+    if keep.iter().all(|k| *k) {
+        return Ok(batch);
+    }
+    Ok(arrow_select::filter::filter_record_batch(
+        &batch,
+        &BooleanArray::from(keep),
+    )?)
 }

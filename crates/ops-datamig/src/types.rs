@@ -6,12 +6,12 @@ use std::str::FromStr;
 
 use iceberg::expr::Predicate;
 use ops_reconcile::ReconciliationPlan;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::MigrationError;
 
 /// How each chunk is written to the destination.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WriteMode {
     /// One append per chunk.
@@ -54,6 +54,57 @@ impl FromStr for WriteMode {
     }
 }
 
+/// Whether source data files may be copied byte for byte instead of decoded and re-encoded
+/// (`--copy-mode`); see [`route_files`](crate::route_files).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CopyMode {
+    /// Copy every file the fast path can take, rewrite the others.
+    #[default]
+    Auto,
+    /// Decode and re-encode every row (the pre-copy behaviour).
+    Rewrite,
+    /// Copy files; refuse when the table-level conditions fail (files that a delete or an
+    /// undecidable filter touches are still rewritten).
+    Files,
+    /// As `Files`, but the destination references the source's files in place: the two tables
+    /// then share data files, and expiring or cleaning either can break the other.
+    Reference,
+}
+
+impl CopyMode {
+    /// The CLI spelling: `auto`, `rewrite`, `files`, `reference`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CopyMode::Auto => "auto",
+            CopyMode::Rewrite => "rewrite",
+            CopyMode::Files => "files",
+            CopyMode::Reference => "reference",
+        }
+    }
+}
+
+impl fmt::Display for CopyMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for CopyMode {
+    type Err = MigrationError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "auto" => Ok(CopyMode::Auto),
+            "rewrite" => Ok(CopyMode::Rewrite),
+            "files" => Ok(CopyMode::Files),
+            "reference" => Ok(CopyMode::Reference),
+            other => Err(MigrationError::InvalidInput(format!(
+                "unknown copy mode '{other}'; use auto, rewrite, files or reference"
+            ))),
+        }
+    }
+}
+
 /// How the migrator treats the destination partition spec. Only `Preserve` exists: the
 /// destination's own spec lays the data out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
@@ -66,7 +117,8 @@ pub enum PartitionStrategy {
 
 /// A row filter on the source: an expression string (`region = 'eu' and qty > 5`, column
 /// names as in the source's current schema) or an iceberg predicate.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum RowFilter {
     /// Parsed with `ops_core::filter` against the source schema during pre-flight.
     Expression(String),
@@ -103,6 +155,17 @@ impl From<Predicate> for RowFilter {
 /// Outcome of [`DataMigrator::run`](crate::DataMigrator::run).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct MigrationResult {
+    /// The copy mode the run was given.
+    pub copy_mode: CopyMode,
+    /// Source data files copied byte for byte (`--copy-mode auto|files`).
+    pub files_copied: u64,
+    /// Source data files the destination now references in place (`--copy-mode reference`).
+    pub files_referenced: u64,
+    /// Source data files decoded, projected and re-encoded.
+    pub files_rewritten: u64,
+    /// Every live source data file with the path it took (or would take, in a dry run) and
+    /// why.
+    pub files: Vec<crate::RoutedFile>,
     /// Rows written by this run (batches skipped on resume excluded); 0 for a dry run. For
     /// upserts, incoming rows, not distinct keys.
     pub rows_moved: u64,

@@ -11,7 +11,8 @@ use crate::{CastMode, ReconcileError, is_legal_promotion};
 const FIELD_ID: &str = "PARQUET:field_id";
 
 /// What to do with a destination column no source column maps to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum MissingInSource {
     /// Fail at plan time (default).
     #[default]
@@ -23,7 +24,8 @@ pub enum MissingInSource {
 }
 
 /// What to do with a source column that has no destination column.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum MissingInDest {
     /// Fail at plan time (default).
     #[default]
@@ -110,7 +112,8 @@ pub struct ReconciliationPlan {
 
 /// Declarative source → destination reconciliation policy; a plan factory without per-batch
 /// state.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct SchemaReconciler {
     /// Source name → destination name; one-to-one, and every key must name a source column.
     /// Unmapped columns match by exact name.

@@ -1,0 +1,396 @@
+//! Plan → tasks → commits: the serializable shape of a migration.
+//!
+//! A [`MigrationPlan`] is what pre-flight decided, written down so another process can act on
+//! it: the pinned source snapshot, the reconciler, the row filter, the write mode and a list of
+//! [`MigrationTask`]s. A task is a run of source files read in the plan's fixed order; it yields
+//! the batches `first_batch .. first_batch + max_batches` (fewer when a filter or delete files
+//! drop rows), each at most `batch_rows` rows, cut at the same places on every run — which is
+//! what lets a checkpoint name a batch and a resume skip it. Executing a task writes data files
+//! and returns them as a [`TaskOutput`] without committing; one committer commits the outputs in
+//! batch order, so the destination sees the same commits whichever worker wrote the files.
+//!
+//! Batches never span tasks: a task groups whole files until it holds at least `batch_rows`
+//! rows, so a small file does not become a commit of its own, and a large file is a task of its
+//! own that yields many batches.
+
+use iceberg::spec::{DataFile, Schema, StructType};
+use iceberg::table::Table;
+use serde::{Deserialize, Serialize};
+
+use std::collections::HashMap;
+
+use crate::read::PlannedRead;
+use crate::{CopyMode, FileRoute, MigrationError, Result, RowFilter, WriteMode};
+use ops_reconcile::SchemaReconciler;
+
+/// Version of the plan and task-output JSON; a reader refuses other versions.
+pub const PLAN_FORMAT: u32 = 1;
+
+/// A table as a catalog name and `NAMESPACE.TABLE`, for a process that opens its own catalogs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TableLocator {
+    /// The catalog's name (as configured: `~/.iceberg-ops.yaml`, `.pyiceberg.yaml`, env).
+    pub catalog: String,
+    /// `NAMESPACE.TABLE`.
+    pub table: String,
+}
+
+/// What pre-flight decided, as a list of tasks another process can execute (see module docs).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MigrationPlan {
+    /// [`PLAN_FORMAT`].
+    pub format: u32,
+    /// Tags every snapshot the job commits (`iceberg-ops.migration-job`).
+    pub job_id: String,
+    /// The source table.
+    pub source: TableLocator,
+    /// The destination table.
+    pub dest: TableLocator,
+    /// The source's UUID: executing against another table of the same name is refused.
+    pub source_uuid: String,
+    /// The destination's UUID.
+    pub dest_uuid: String,
+    /// The pinned source snapshot (`None`: the source is empty).
+    pub source_snapshot_id: Option<i64>,
+    /// The source schema the reconciliation was computed from.
+    pub source_schema_id: i32,
+    /// The destination schema files are written in.
+    pub dest_schema_id: i32,
+    /// The destination partition spec files are laid out by.
+    pub dest_spec_id: i32,
+    /// The destination's current snapshot before the job (the rollback target).
+    pub dest_snapshot_before: Option<i64>,
+    /// How source columns map onto the destination.
+    pub reconciler: SchemaReconciler,
+    /// The row filter, if any.
+    pub row_filter: Option<RowFilter>,
+    /// Rows per batch (per commit).
+    pub batch_rows: usize,
+    /// How batches are committed.
+    pub write_mode: WriteMode,
+    /// Whether files may be copied instead of rewritten.
+    #[serde(default)]
+    pub copy_mode: CopyMode,
+    /// Rows the tasks yield, when manifests alone tell (no filter, no delete files).
+    pub total_rows: Option<u64>,
+    /// The tasks, in batch order.
+    pub tasks: Vec<MigrationTask>,
+}
+
+/// A run of source files and the batches it yields (see module docs).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MigrationTask {
+    /// Position in [`MigrationPlan::tasks`].
+    pub id: usize,
+    /// Index of the first batch this task yields.
+    pub first_batch: u64,
+    /// Upper bound of the batches it yields (exact when no filter or delete file drops rows).
+    pub max_batches: u64,
+    /// Rows in its files per the manifests (before filters and deletes); `None` if unknown.
+    pub record_count: Option<u64>,
+    /// Source data files, in read order.
+    pub files: Vec<String>,
+    /// How the files reach the destination: rewritten (read, projected, written) in batches of
+    /// `batch_rows`, or copied/referenced whole as one batch.
+    #[serde(default = "rewrite_route")]
+    pub route: FileRoute,
+}
+
+fn rewrite_route() -> FileRoute {
+    FileRoute::Rewrite
+}
+
+impl MigrationTask {
+    /// The batch indices this task may yield.
+    pub fn batches(&self) -> std::ops::Range<u64> {
+        self.first_batch..self.first_batch.saturating_add(self.max_batches)
+    }
+}
+
+/// The data files a task wrote, per batch, not yet committed.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TaskOutput {
+    /// [`PLAN_FORMAT`].
+    pub format: u32,
+    /// The plan's job id: outputs of another plan are refused.
+    pub job_id: String,
+    /// The task executed.
+    pub task: usize,
+    /// Its batches, in order.
+    pub batches: Vec<BatchOutput>,
+}
+
+/// One batch of a [`TaskOutput`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BatchOutput {
+    /// The batch index.
+    pub index: u64,
+    /// Rows written.
+    pub rows: u64,
+    /// Arrow bytes of the rows written.
+    pub bytes: u64,
+    /// The partition spec the files were laid out by.
+    pub spec_id: i32,
+    /// The data files, each as Iceberg's JSON form of a `DataFile`.
+    pub files: Vec<String>,
+    /// True when the files are the source's own, referenced in place: never deleted.
+    #[serde(default)]
+    pub referenced: bool,
+}
+
+/// Cuts the planned read into tasks (see module docs). Files in `whole` (copied or referenced)
+/// form tasks of their own, each one batch of whole files; a route change closes a task.
+pub(crate) fn split_tasks(
+    read: &PlannedRead,
+    batch_rows: usize,
+    whole: &HashMap<String, FileRoute>,
+) -> Vec<MigrationTask> {
+    let batch_rows = batch_rows.max(1) as u64;
+    // iceberg plans whole files and always knows their record counts; were one unknown, its
+    // task would run past its batches, which the reader refuses rather than renumber.
+    let mut tasks: Vec<MigrationTask> = Vec::new();
+    let mut files = Vec::new();
+    let mut rows = 0u64;
+    let mut route = FileRoute::Rewrite;
+    let mut next_batch = 0u64;
+    let mut close = |files: &mut Vec<String>,
+                     rows: &mut u64,
+                     route: FileRoute,
+                     tasks: &mut Vec<MigrationTask>| {
+        if files.is_empty() {
+            return;
+        }
+        let max_batches = match route {
+            FileRoute::Rewrite => rows.div_ceil(batch_rows).max(1),
+            _ => 1,
+        };
+        tasks.push(MigrationTask {
+            id: tasks.len(),
+            first_batch: next_batch,
+            max_batches,
+            record_count: Some(*rows),
+            files: std::mem::take(files),
+            route,
+        });
+        next_batch += max_batches;
+        *rows = 0;
+    };
+    for t in &read.tasks {
+        let this = whole
+            .get(&t.data_file_path)
+            .copied()
+            .unwrap_or(FileRoute::Rewrite);
+        if this != route {
+            close(&mut files, &mut rows, route, &mut tasks);
+            route = this;
+        }
+        files.push(t.data_file_path.clone());
+        rows += t.record_count.unwrap_or(0);
+        if rows >= batch_rows {
+            close(&mut files, &mut rows, route, &mut tasks);
+        }
+    }
+    close(&mut files, &mut rows, route, &mut tasks);
+    tasks
+}
+
+/// A digest of the task layout: first batch, batch count, route and files of every task.
+pub(crate) fn layout_fingerprint(tasks: &[MigrationTask]) -> String {
+    let mut h = twox_hash::XxHash3_128::new();
+    for t in tasks {
+        h.write(&t.first_batch.to_le_bytes());
+        h.write(&t.max_batches.to_le_bytes());
+        h.write(t.route.as_str().as_bytes());
+        for f in &t.files {
+            h.write(&(f.len() as u64).to_le_bytes());
+            h.write(f.as_bytes());
+        }
+        h.write(b"|");
+    }
+    format!("{:032x}", h.finish_128())
+}
+
+impl MigrationPlan {
+    /// Reads a plan written by `iceberg-ops migrate-data --plan-only --output json`.
+    pub fn from_json(text: &str) -> Result<Self> {
+        let plan: Self = serde_json::from_str(text).map_err(|e| {
+            MigrationError::InvalidInput(format!(
+                "not a migration plan (expected the JSON of `migrate-data --plan-only --output \
+                 json`): {e}"
+            ))
+        })?;
+        if plan.format != PLAN_FORMAT {
+            return Err(MigrationError::InvalidInput(format!(
+                "migration plan format {} is not supported by this build (format {PLAN_FORMAT}); \
+                 re-plan with this version",
+                plan.format
+            )));
+        }
+        Ok(plan)
+    }
+
+    /// The task with id `id`.
+    pub fn task(&self, id: usize) -> Result<&MigrationTask> {
+        self.tasks.get(id).ok_or_else(|| {
+            MigrationError::InvalidInput(format!(
+                "the plan has no task {id}; it has tasks 0..{}",
+                self.tasks.len()
+            ))
+        })
+    }
+}
+
+impl TaskOutput {
+    /// Reads an output written by `iceberg-ops migrate-data run-task`.
+    pub fn from_json(text: &str) -> Result<Self> {
+        let out: Self = serde_json::from_str(text).map_err(|e| {
+            MigrationError::InvalidInput(format!(
+                "not a task output (expected the JSON of `migrate-data run-task`): {e}"
+            ))
+        })?;
+        if out.format != PLAN_FORMAT {
+            return Err(MigrationError::InvalidInput(format!(
+                "task output format {} is not supported by this build (format {PLAN_FORMAT})",
+                out.format
+            )));
+        }
+        Ok(out)
+    }
+}
+
+/// The partition type and schema a destination's files are (de)serialized with.
+pub(crate) fn file_codec(dest: &Table, spec_id: i32) -> Result<(StructType, Schema)> {
+    let md = dest.metadata();
+    let spec = md.partition_spec_by_id(spec_id).ok_or_else(|| {
+        MigrationError::InvalidInput(format!(
+            "destination {} has no partition spec {spec_id}; re-plan the migration",
+            dest.identifier()
+        ))
+    })?;
+    let schema = md.current_schema();
+    Ok((spec.partition_type(schema)?, (**schema).clone()))
+}
+
+/// `files` in Iceberg's JSON form.
+pub(crate) fn files_to_json(dest: &Table, spec_id: i32, files: &[DataFile]) -> Result<Vec<String>> {
+    let (partition_type, _) = file_codec(dest, spec_id)?;
+    let version = dest.metadata().format_version();
+    files
+        .iter()
+        .map(|f| {
+            iceberg::spec::serialize_data_file_to_json(f.clone(), &partition_type, version)
+                .map_err(MigrationError::from)
+        })
+        .collect()
+}
+
+/// The data files of a [`BatchOutput`].
+pub(crate) fn files_from_json(dest: &Table, batch: &BatchOutput) -> Result<Vec<DataFile>> {
+    let (partition_type, schema) = file_codec(dest, batch.spec_id)?;
+    batch
+        .files
+        .iter()
+        .map(|json| {
+            iceberg::spec::deserialize_data_file_from_json(
+                json,
+                batch.spec_id,
+                &partition_type,
+                &schema,
+            )
+            .map_err(|e| {
+                MigrationError::InvalidInput(format!(
+                    "batch {} of the task output holds a data file that does not parse: {e}",
+                    batch.index
+                ))
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read_of(counts: &[Option<u64>]) -> PlannedRead {
+        let schema = std::sync::Arc::new(
+            iceberg::spec::Schema::builder()
+                .build()
+                .unwrap_or_else(|_| unreachable!()),
+        );
+        let tasks = counts
+            .iter()
+            .enumerate()
+            .map(|(i, c)| iceberg::scan::FileScanTask {
+                file_size_in_bytes: 10,
+                start: 0,
+                length: 10,
+                record_count: *c,
+                data_file_path: format!("f{i}"),
+                data_file_format: iceberg::spec::DataFileFormat::Parquet,
+                schema: schema.clone(),
+                project_field_ids: vec![],
+                predicate: None,
+                deletes: vec![],
+                partition: None,
+                partition_spec: None,
+                name_mapping: None,
+                case_sensitive: true,
+            })
+            .collect();
+        PlannedRead {
+            snapshot_id: Some(1),
+            tasks,
+            filtered: false,
+        }
+    }
+
+    #[test]
+    fn small_files_group_until_a_batch_is_full_and_large_files_stand_alone() {
+        let tasks = split_tasks(
+            &read_of(&[Some(30), Some(30), Some(250), Some(10)]),
+            50,
+            &HashMap::new(),
+        );
+        let shape: Vec<(u64, u64, usize)> = tasks
+            .iter()
+            .map(|t| (t.first_batch, t.max_batches, t.files.len()))
+            .collect();
+        assert_eq!(shape, vec![(0, 2, 2), (2, 5, 1), (7, 1, 1)]);
+        assert_eq!(tasks[1].files, vec!["f2".to_string()]);
+    }
+
+    #[test]
+    fn empty_files_still_make_a_task() {
+        let tasks = split_tasks(&read_of(&[Some(0)]), 50, &HashMap::new());
+        assert_eq!(tasks.len(), 1);
+        assert_eq!(tasks[0].max_batches, 1);
+    }
+
+    #[test]
+    fn copied_files_are_one_batch_per_task_and_a_route_change_closes_a_task() {
+        let whole = HashMap::from([
+            ("f1".to_string(), FileRoute::Copy),
+            ("f2".to_string(), FileRoute::Copy),
+            ("f3".to_string(), FileRoute::Copy),
+        ]);
+        let tasks = split_tasks(
+            &read_of(&[Some(30), Some(30), Some(120), Some(10), Some(70)]),
+            50,
+            &whole,
+        );
+        let shape: Vec<(u64, u64, Vec<String>, FileRoute)> = tasks
+            .iter()
+            .map(|t| (t.first_batch, t.max_batches, t.files.clone(), t.route))
+            .collect();
+        let f = |n: &[&str]| n.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            shape,
+            vec![
+                (0, 1, f(&["f0"]), FileRoute::Rewrite),
+                (1, 1, f(&["f1", "f2"]), FileRoute::Copy),
+                (2, 1, f(&["f3"]), FileRoute::Copy),
+                (3, 2, f(&["f4"]), FileRoute::Rewrite),
+            ]
+        );
+    }
+}
