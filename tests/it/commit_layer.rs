@@ -899,3 +899,327 @@ async fn equality_deletes_are_refused_and_explicit_removals_are_not_rewritten() 
     assert_eq!(after.metadata().current_snapshot_id(), before);
     Ok(())
 }
+
+/// The manifests of `table`'s current snapshot.
+async fn current_manifests(table: &Table) -> anyhow::Result<Vec<iceberg::spec::ManifestFile>> {
+    let snap = table
+        .metadata()
+        .current_snapshot()
+        .ok_or_else(|| anyhow::anyhow!("no snapshot"))?;
+    Ok(table
+        .manifest_list_reader(snap)
+        .load()
+        .await?
+        .entries()
+        .to_vec())
+}
+
+/// Delete manifests are merged too, by their own merge manager with the same properties (as
+/// Java's `MergingSnapshotProducer`), never into a data manifest; the merged entries keep
+/// their sequence numbers, so every delete still applies (PyIceberg reads the rows).
+#[tokio::test(flavor = "multi_thread")]
+async fn delete_manifests_are_merged_apart_from_data_manifests() -> TestResult {
+    use iceberg::spec::ManifestContentType;
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let p = sqlite(dir.path());
+    let handle = open("dmm", &p).await?;
+    let table = create_orders(&handle, "dmm").await?;
+    let ident = table.identifier().clone();
+    PropertiesBuilder::new(&handle, ident.clone())
+        .set("commit.manifest.min-count-to-merge", "3")
+        .await?;
+    let table = handle.catalog().load_table(&ident).await?;
+    let rows: Vec<(i64, Option<&str>, Option<i32>)> =
+        (1..=4).map(|i| (i, Some("eu"), Some(i as i32))).collect();
+    let (mut table, _) = AppendBuilder::new(&handle, ident.clone())
+        .add_written(orders_files(&table, &rows).await?)
+        .await?;
+    let live = {
+        let m = current_manifests(&table).await?[0]
+            .load_manifest(table.file_io())
+            .await?;
+        m.entries()[0].data_file().clone()
+    };
+    // "Spark" deletes rows 0, 1 and 2 (ids 1, 2, 3) in three commits: three delete manifests.
+    for pos in [0, 1, 2] {
+        table = commit_position_delete(
+            &handle,
+            &table,
+            live.file_path(),
+            live.partition().clone(),
+            &[pos],
+        )
+        .await?;
+    }
+    let before = current_manifests(&table).await?;
+    assert_eq!(
+        before
+            .iter()
+            .filter(|m| m.content == ManifestContentType::Deletes)
+            .count(),
+        3
+    );
+    let (table, _) = AppendBuilder::new(&handle, ident.clone())
+        .add_written(orders_files(&table, &[(5, Some("us"), Some(5))]).await?)
+        .await?;
+    let after = current_manifests(&table).await?;
+    let deletes: Vec<_> = after
+        .iter()
+        .filter(|m| m.content == ManifestContentType::Deletes)
+        .collect();
+    assert_eq!(deletes.len(), 1, "{after:?}");
+    assert_eq!(deletes[0].existing_files_count, Some(3), "{after:?}");
+    // Data and delete files never share a manifest.
+    for mf in &after {
+        let m = mf.load_manifest(table.file_io()).await?;
+        for e in m.entries() {
+            let is_data = e.data_file().content_type() == DataContentType::Data;
+            assert_eq!(is_data, mf.content == ManifestContentType::Data, "{mf:?}");
+        }
+    }
+    assert_eq!(py_ids("dmm", &p, "dmm.orders")?, json!([4, 5]));
+    Ok(())
+}
+
+/// Replace-partitions keeps files of another spec outside the partitions it replaces (Java's
+/// `BaseReplacePartitions` never touches other specs) instead of refusing them, and validation
+/// ignores other-spec changes that cannot lie in a replaced partition while still refusing one
+/// that may.
+#[tokio::test(flavor = "multi_thread")]
+async fn replace_partitions_keeps_other_spec_files_it_does_not_replace() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let p = sqlite(dir.path());
+    let handle = open("rpo", &p).await?;
+    let table = create_orders(&handle, "rpo").await?;
+    let ident = table.identifier().clone();
+    let (table, _) = AppendBuilder::new(&handle, ident.clone())
+        .add_written(
+            orders_files(
+                &table,
+                &[(1, Some("eu"), Some(1)), (2, Some("us"), Some(2))],
+            )
+            .await?,
+        )
+        .await?;
+    // Written under spec 0 (identity(region)), committed after the spec gains bucket(id).
+    let late_us = orders_files(&table, &[(3, Some("us"), Some(3))]).await?;
+    let late_apac = orders_files(&table, &[(4, Some("apac"), Some(4))]).await?;
+    EvolveSpecBuilder::new(&handle, ident.clone())
+        .add_field("id", Transform::Bucket(4), None)
+        .await?;
+    let table = handle.catalog().load_table(&ident).await?;
+    let read_at = table.metadata().current_snapshot_id();
+    let apac = orders_files(&table, &[(10, Some("apac"), Some(10))]).await?;
+    // Another writer adds an old-spec file to 'us' after our read.
+    AppendBuilder::new(&handle, ident.clone())
+        .add_written(late_us)
+        .await?;
+    // Replacing 'apac' under the new spec: the old-spec eu/us files cannot be in it.
+    ReplacePartitionsBuilder::new(&handle, ident.clone())
+        .add_written(apac)
+        .validate_from_snapshot(read_at)
+        .await?;
+    assert_eq!(py_ids("rpo", &p, "rpo.orders")?, json!([1, 2, 3, 10]));
+    // Same spec, same partition (apac, bucket(10)): replaced as before.
+    let table = handle.catalog().load_table(&ident).await?;
+    ReplacePartitionsBuilder::new(&handle, ident.clone())
+        .add_written(orders_files(&table, &[(10, Some("apac"), Some(11))]).await?)
+        .await?;
+    assert_eq!(py_ids("rpo", &p, "rpo.orders")?, json!([1, 2, 3, 10]));
+    // An old-spec file lands in 'apac' after our read: its rows may lie in the partition we
+    // replace, so the replace is refused and nothing changes.
+    let table = handle.catalog().load_table(&ident).await?;
+    let read_at = table.metadata().current_snapshot_id();
+    let apac = orders_files(&table, &[(12, Some("apac"), Some(12))]).await?;
+    AppendBuilder::new(&handle, ident.clone())
+        .add_written(late_apac)
+        .await?;
+    let err = ReplacePartitionsBuilder::new(&handle, ident.clone())
+        .add_written(apac)
+        .validate_from_snapshot(read_at)
+        .await
+        .err();
+    assert!(err.is_some(), "a replace over a possibly-overlapping file");
+    assert_eq!(py_ids("rpo", &p, "rpo.orders")?, json!([1, 2, 3, 4, 10]));
+    Ok(())
+}
+
+/// A v1 manifest list may leave out the file and row counts (they are optional in v1): the
+/// snapshot summary's totals then come from the manifests' entries, not from zeros.
+#[tokio::test(flavor = "multi_thread")]
+async fn v1_manifest_lists_without_counts_keep_summary_totals() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let p = sqlite(dir.path());
+    let handle = open("v1c", &p).await?;
+    let ns = iceberg::NamespaceIdent::new("v1c".into());
+    handle
+        .catalog()
+        .create_namespace(&ns, HashMap::new())
+        .await?;
+    let orders = create_orders(&handle, "v1tmp").await?;
+    let table = handle
+        .catalog()
+        .create_table(
+            &ns,
+            iceberg::TableCreation::builder()
+                .name("orders".into())
+                .schema(orders.metadata().current_schema().as_ref().clone())
+                .format_version(FormatVersion::V1)
+                .build(),
+        )
+        .await?;
+    let ident = table.identifier().clone();
+    let (table, _) = AppendBuilder::new(&handle, ident.clone())
+        .add_written(
+            orders_files(
+                &table,
+                &[(1, Some("eu"), Some(1)), (2, Some("us"), Some(2))],
+            )
+            .await?,
+        )
+        .await?;
+    // Rewrite the snapshot's manifest list as an old v1 writer would: no counts.
+    let snap = table
+        .metadata()
+        .current_snapshot()
+        .ok_or_else(|| anyhow::anyhow!("no snapshot"))?;
+    let manifests: Vec<_> = current_manifests(&table)
+        .await?
+        .into_iter()
+        .map(|mut m| {
+            m.added_files_count = None;
+            m.existing_files_count = None;
+            m.deleted_files_count = None;
+            m.added_rows_count = None;
+            m.existing_rows_count = None;
+            m.deleted_rows_count = None;
+            m
+        })
+        .collect();
+    let mut list = ManifestListWriter::v1(
+        table
+            .file_io()
+            .new_output(snap.manifest_list())?
+            .writer()
+            .await?,
+        snap.snapshot_id(),
+        snap.parent_snapshot_id(),
+    );
+    list.add_manifests(manifests.into_iter())?;
+    list.close().await?;
+    let reread = current_manifests(&table).await?;
+    assert!(reread.iter().all(|m| m.added_rows_count.is_none()));
+
+    let (table, _) = AppendBuilder::new(&handle, ident.clone())
+        .add_written(orders_files(&table, &[(3, Some("eu"), Some(3))]).await?)
+        .await?;
+    let summary = &table
+        .metadata()
+        .current_snapshot()
+        .ok_or_else(|| anyhow::anyhow!("no snapshot"))?
+        .summary()
+        .additional_properties;
+    assert_eq!(
+        summary.get("total-data-files").map(String::as_str),
+        Some("2"),
+        "{summary:?}"
+    );
+    assert_eq!(
+        summary.get("total-records").map(String::as_str),
+        Some("3"),
+        "{summary:?}"
+    );
+    let out = pyiceberg(
+        "v1c",
+        &p,
+        "t = catalog.load_table('v1c.orders')\ns = t.current_snapshot().summary\nemit({'ids': sorted(r['id'] for r in rows(t)), 'files': s['total-data-files'], 'records': s['total-records']})",
+    )?;
+    assert_eq!(out, json!({"ids": [1, 2, 3], "files": "2", "records": "3"}));
+    Ok(())
+}
+
+/// An append that starts from a table version the caller holds (`with_base`, which skips
+/// loading and parsing the metadata) commits on the current table when that version is stale:
+/// the other writer's commit is kept, and no orphaned files are left by the refused attempt.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_append_from_a_stale_base_reloads_and_keeps_other_commits() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let p = sqlite(dir.path());
+    let handle = open("sb", &p).await?;
+    let table = create_orders(&handle, "sb").await?;
+    let ident = table.identifier().clone();
+    let (stale, _) = AppendBuilder::new(&handle, ident.clone())
+        .add_written(orders_files(&table, &[(1, Some("eu"), Some(1))]).await?)
+        .await?;
+    // Another writer commits; `stale` no longer is the current version.
+    AppendBuilder::new(&handle, ident.clone())
+        .add_written(orders_files(&stale, &[(2, Some("us"), Some(2))]).await?)
+        .await?;
+    let (fresh, m) = AppendBuilder::new(&handle, ident.clone())
+        .add_written(orders_files(&stale, &[(3, Some("eu"), Some(3))]).await?)
+        .with_base(stale.clone())
+        .await?;
+    assert_eq!(fresh.metadata().current_snapshot_id(), Some(m.snapshot_id));
+    assert_eq!(fresh.metadata().snapshots().len(), 3);
+    assert_eq!(py_ids("sb", &p, "sb.orders")?, json!([1, 2, 3]));
+    // Every metadata file and manifest left is referenced: the refused attempt's are gone.
+    let listed = files_under(&table_dir(&fresh).join("metadata"));
+    let json = listed
+        .iter()
+        .filter(|f| f.ends_with(".metadata.json"))
+        .count();
+    assert_eq!(json, 4, "create + three commits: {listed:?}");
+    // Starting from the current version needs no reload and commits as usual.
+    let (newest, _) = AppendBuilder::new(&handle, ident.clone())
+        .add_written(orders_files(&fresh, &[(4, Some("us"), Some(4))]).await?)
+        .with_base(fresh.clone())
+        .await?;
+    assert_eq!(newest.metadata().snapshots().len(), 4);
+    assert_eq!(py_ids("sb", &p, "sb.orders")?, json!([1, 2, 3, 4]));
+    Ok(())
+}
+
+/// Manifest merging groups by partition spec only, as Java does: manifests written under
+/// different schemas (a column renamed between appends) are merged together as long as they
+/// type the partition alike.
+#[tokio::test(flavor = "multi_thread")]
+async fn manifests_of_different_schemas_are_merged() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let p = sqlite(dir.path());
+    let handle = open("ms", &p).await?;
+    let table = create_orders(&handle, "ms").await?;
+    let ident = table.identifier().clone();
+    PropertiesBuilder::new(&handle, ident.clone())
+        .set("commit.manifest.min-count-to-merge", "4")
+        .await?;
+    for (i, rename) in [
+        (1, Some(("amount", "a1"))),
+        (2, Some(("a1", "a2"))),
+        (3, None),
+    ] {
+        let table = handle.catalog().load_table(&ident).await?;
+        AppendBuilder::new(&handle, ident.clone())
+            .add_written(orders_files(&table, &[(i, Some("eu"), Some(i as i32))]).await?)
+            .await?;
+        if let Some((from, to)) = rename {
+            EvolveSchemaBuilder::new(&handle, ident.clone())
+                .rename_column(from, to)
+                .await?;
+        }
+    }
+    let table = handle.catalog().load_table(&ident).await?;
+    let before = current_manifests(&table).await?;
+    assert_eq!(before.len(), 3, "{before:?}");
+    let (table, _) = AppendBuilder::new(&handle, ident.clone())
+        .add_written(orders_files(&table, &[(4, Some("us"), Some(4))]).await?)
+        .await?;
+    let after = current_manifests(&table).await?;
+    assert_eq!(after.len(), 2, "the three old manifests merged: {after:?}");
+    assert_eq!(py_ids("ms", &p, "ms.orders")?, json!([1, 2, 3, 4]));
+    Ok(())
+}

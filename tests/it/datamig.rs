@@ -852,3 +852,98 @@ async fn ops_datamig_live_paths(table: &Table) -> anyhow::Result<HashSet<String>
     }
     Ok(out)
 }
+
+/// A partition column widened after files were written: iceberg 0.10.1 would prune the older
+/// files under a filter on that column (their partition values keep the old type), so such a
+/// filter is refused before anything is written; a filter on another column still migrates
+/// every matching row, old files included.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_filter_on_a_widened_partition_column_is_refused_not_half_applied() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let py = sqlite(dir.path());
+    let handle = open("lake", &py).await?;
+    let catalog = handle.catalog();
+    let layout = |day: PrimitiveType| -> anyhow::Result<(Schema, UnboundPartitionSpec)> {
+        let schema = Schema::builder()
+            .with_fields(vec![
+                NestedField::required(1, "id", Type::Primitive(PrimitiveType::Long)).into(),
+                NestedField::optional(2, "day", Type::Primitive(day)).into(),
+            ])
+            .build()?;
+        let spec = UnboundPartitionSpec::builder()
+            .add_partition_field(2, "day", Transform::Identity)?
+            .build();
+        Ok((schema, spec))
+    };
+    for (ns, day) in [("wsrc", PrimitiveType::Int), ("wdst", PrimitiveType::Long)] {
+        let ns = NamespaceIdent::new(ns.to_string());
+        catalog.create_namespace(&ns, HashMap::new()).await?;
+        let (schema, spec) = layout(day)?;
+        catalog
+            .create_table(
+                &ns,
+                TableCreation::builder()
+                    .name("orders".into())
+                    .schema(schema)
+                    .partition_spec(spec)
+                    .build(),
+            )
+            .await?;
+    }
+    let append = |ids: Vec<i64>, day: arrow_array::ArrayRef| {
+        let handle = handle.clone();
+        async move {
+            let table = handle.catalog().load_table(&ident("wsrc")?).await?;
+            let batch = arrow_array::RecordBatch::try_new(
+                ops_core::write::table_arrow_schema(&table)?,
+                vec![Arc::new(arrow_array::Int64Array::from(ids)), day],
+            )?;
+            let files =
+                ops_core::write::write_data_files(&table, futures::stream::iter([Ok(batch)]))
+                    .await?;
+            AppendBuilder::new(&handle, ident("wsrc")?)
+                .with_files(files)
+                .await?;
+            anyhow::Ok(())
+        }
+    };
+    append(
+        vec![1, 2, 3],
+        Arc::new(arrow_array::Int32Array::from(vec![4, 5, 5])),
+    )
+    .await?;
+    ops_core::ops::evolve_schema::EvolveSchemaBuilder::new(&handle, ident("wsrc")?)
+        .widen_column("day", PrimitiveType::Long)
+        .await?;
+    append(
+        vec![4, 5],
+        Arc::new(arrow_array::Int64Array::from(vec![5, 6])),
+    )
+    .await?;
+
+    let migrator = || -> anyhow::Result<DataMigrator> {
+        Ok(DataMigrator::new(
+            &handle,
+            ident("wsrc")?,
+            &handle,
+            ident("wdst")?,
+        ))
+    };
+    let err = migrator()?
+        .row_filter("day = 5")
+        .run()
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(err.contains("widened") && err.contains("day"), "{err}");
+    assert_eq!(current(&handle, "wdst").await?, None, "nothing written");
+
+    let result = migrator()?.row_filter("id >= 2").run().await?;
+    assert_eq!(result.rows_moved, 4);
+    let (got, _) = pyiceberg_rows(&py, "wdst.orders")?;
+    let ids: Vec<i64> = got.iter().filter_map(|r| r["id"].as_i64()).collect();
+    assert_eq!(ids, vec![2, 3, 4, 5]);
+    Ok(())
+}

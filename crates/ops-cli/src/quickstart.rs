@@ -175,10 +175,12 @@ async fn migrate_copy(
     let result = migrator.run().await.context("migrate the sample table")?;
     println!(
         "migrate   {NAMESPACE}.{TABLE} → {NAMESPACE}.{COPY} (order_total→total_amount, \
-         qty int→long): {} rows in {} commit(s), {:.2}s",
+         qty int→long): {} rows in {} commit(s), {:.2}s; {} file(s) copied whole, {} rewritten",
         result.rows_moved,
         result.new_snapshots.len(),
-        result.duration_seconds
+        result.duration_seconds,
+        result.files_copied,
+        result.files_rewritten
     );
     for method in [
         ops_datamig::VerifyMethod::RowCount,

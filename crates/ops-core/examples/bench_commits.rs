@@ -1,13 +1,17 @@
 //! Commit cost as a table's history grows: N small appends to one table in the embedded SQLite
 //! catalog, printing the time of commits around 10, 100, ... N and of a scan's planning.
 //!
-//!     cargo run --release -p ops-core --example bench_commits -- [N] [--no-merge]
+//!     cargo run --release -p ops-core --example bench_commits -- [N] [--no-merge] [--reload]
 //!
-//! (N defaults to 1000; `--no-merge` sets `commit.manifest-merge.enabled=false` for comparison.)
+//! (N defaults to 1000; `--no-merge` sets `commit.manifest-merge.enabled=false` for comparison;
+//! `--reload` makes every append load the table from the catalog instead of starting from the
+//! version the previous commit returned, `AppendBuilder::with_base`.)
 //!
-//! Prints one JSON line per checkpoint: the commit number, the mean commit time over the ten
-//! commits ending there (ms), the manifests in the current manifest list, and plan_files time
-//! (ms). Without manifest merging the list grows by one manifest per commit.
+//! Prints one JSON line per checkpoint: the commit number, the mean and the median commit time
+//! over the ten commits ending there (ms; the median ignores the commit that merges manifests
+//! and scheduling hiccups on a busy machine), the manifests in the current manifest list,
+//! plan_files time (ms), and what the history-dependent metadata work costs at that point
+//! (see `split`). Without manifest merging the list grows by one manifest per commit.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::{BTreeMap, HashMap};
@@ -71,9 +75,11 @@ async fn main() -> anyhow::Result<()> {
             .set("commit.manifest-merge.enabled", "false")
             .await?;
     }
+    let reload = std::env::args().any(|a| a == "--reload");
     let table = handle.catalog().load_table(&ident).await?;
     let arrow = ops_core::write::table_arrow_schema(&table)?;
     let mut times = Vec::with_capacity(n);
+    let mut cpu = Vec::with_capacity(n);
     let mut table = table;
     let checkpoints: Vec<usize> = [10, 100, 250, 500, 750, 1000, 2000, 5000]
         .into_iter()
@@ -90,15 +96,21 @@ async fn main() -> anyhow::Result<()> {
         )?;
         let files =
             ops_core::write::write_files(&table, futures::stream::iter([Ok(batch)])).await?;
+        let cpu_before = cpu_ns();
         let started = Instant::now();
-        let (t, _) = AppendBuilder::new(&handle, ident.clone())
-            .add_written(files)
-            .await?;
+        let mut append = AppendBuilder::new(&handle, ident.clone()).add_written(files);
+        if !reload {
+            append = append.with_base(table.clone());
+        }
+        let (t, _) = append.await?;
         times.push(started.elapsed().as_secs_f64() * 1000.0);
+        cpu.push(cpu_ns().saturating_sub(cpu_before) as f64 / 1e6);
         table = t;
         if checkpoints.contains(&i) {
             let window = &times[i.saturating_sub(10)..i];
             let mean = window.iter().sum::<f64>() / window.len() as f64;
+            let wall_median = median(&times[i.saturating_sub(10)..i]);
+            let cpu_median = median(&cpu[i.saturating_sub(10)..i]);
             let snap = table.metadata().current_snapshot().cloned().unwrap();
             let manifests = table
                 .manifest_list_reader(&snap)
@@ -116,11 +128,75 @@ async fn main() -> anyhow::Result<()> {
                 .try_collect()
                 .await?;
             let plan_ms = planned.elapsed().as_secs_f64() * 1000.0;
+            let split = split(&handle, &ident, &table).await?;
             println!(
-                "{{\"commit\": {i}, \"mean_commit_ms_last10\": {mean:.2}, \"manifests\": {manifests}, \"plan_files_ms\": {plan_ms:.2}, \"files\": {}}}",
+                "{{\"commit\": {i}, \"mean_commit_ms_last10\": {mean:.2}, \"median_commit_ms_last10\": {wall_median:.2}, \"median_commit_cpu_ms_last10\": {cpu_median:.2}, \"manifests\": {manifests}, \"plan_files_ms\": {plan_ms:.2}, \"files\": {}, {split}}}",
                 tasks.len()
             );
         }
     }
     Ok(())
+}
+
+/// What a commit's unavoidable metadata work costs at this history length, each the mean of
+/// ten runs: the catalog's `load_table` (SQL query, read and parse of the metadata JSON), the
+/// JSON parse alone, its serialisation (what writing the next version costs before I/O), the
+/// JSON's size, and a `serde_json::to_value` of the metadata (how `main`'s retention used to be
+/// read on every commit).
+async fn split(
+    handle: &ops_core::CatalogHandle,
+    ident: &iceberg::TableIdent,
+    table: &iceberg::table::Table,
+) -> anyhow::Result<String> {
+    const RUNS: u32 = 10;
+    let md = table.metadata();
+    let time = |f: &mut dyn FnMut()| {
+        let t = Instant::now();
+        for _ in 0..RUNS {
+            f();
+        }
+        t.elapsed().as_secs_f64() * 1000.0 / f64::from(RUNS)
+    };
+    let bytes = serde_json::to_vec(md)?;
+    let serialize_ms = time(&mut || {
+        std::hint::black_box(serde_json::to_vec(md).unwrap());
+    });
+    let parse_ms = time(&mut || {
+        std::hint::black_box(
+            serde_json::from_slice::<iceberg::spec::TableMetadata>(&bytes).unwrap(),
+        );
+    });
+    let to_value_ms = time(&mut || {
+        std::hint::black_box(serde_json::to_value(md).unwrap());
+    });
+    let t = Instant::now();
+    for _ in 0..RUNS {
+        std::hint::black_box(handle.catalog().load_table(ident).await?);
+    }
+    let load_ms = t.elapsed().as_secs_f64() * 1000.0 / f64::from(RUNS);
+    Ok(format!(
+        "\"metadata_json_bytes\": {}, \"snapshots\": {}, \"load_table_ms\": {load_ms:.2}, \"json_parse_ms\": {parse_ms:.2}, \"json_serialize_ms\": {serialize_ms:.2}, \"json_to_value_ms\": {to_value_ms:.2}",
+        bytes.len(),
+        md.snapshots().len()
+    ))
+}
+
+fn median(xs: &[f64]) -> f64 {
+    let mut sorted = xs.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    (sorted[(sorted.len() - 1) / 2] + sorted[sorted.len() / 2]) / 2.0
+}
+
+/// CPU time this process's threads have run (ns), from /proc/self/task/*/schedstat: on a
+/// busy machine wall time mostly measures other processes, CPU time measures the commit's work
+/// (0 where /proc is not available).
+fn cpu_ns() -> u64 {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
 }

@@ -11,6 +11,7 @@
 //! parent structs (a NULL parent makes the child NULL), so batches must carry the table's
 //! current schema, e.g. from [`crate::scan::project_by_field_id`].
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow_arith::boolean::{and_kleene, is_not_null, is_null, not, or_kleene};
@@ -31,21 +32,57 @@ const FIELD_ID: &str = "PARQUET:field_id";
 
 /// The predicate's value for each row of `batch`: true, false, or null for unknown.
 pub fn evaluate(predicate: &BoundPredicate, batch: &RecordBatch) -> Result<BooleanArray> {
+    evaluate_in(predicate, batch, None, &mut 0)
+}
+
+/// A predicate evaluated over many batches: long `IN` lists are hashed once, not per batch
+/// (an upsert's delete filter holds one literal per updated key).
+pub struct Evaluator {
+    predicate: BoundPredicate,
+    /// By the `IN` list's position in the predicate (pre-order) and the column's type.
+    sets: std::sync::Mutex<HashMap<(usize, DataType), Arc<LiteralSet>>>,
+}
+
+type LiteralSet = std::collections::HashSet<Box<[u8]>>;
+
+impl Evaluator {
+    /// Prepares `predicate`.
+    pub fn new(predicate: BoundPredicate) -> Self {
+        Self {
+            predicate,
+            sets: std::sync::Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// [`evaluate`] of the prepared predicate.
+    pub fn evaluate(&self, batch: &RecordBatch) -> Result<BooleanArray> {
+        evaluate_in(&self.predicate, batch, Some(self), &mut 0)
+    }
+}
+
+fn evaluate_in(
+    predicate: &BoundPredicate,
+    batch: &RecordBatch,
+    prepared: Option<&Evaluator>,
+    sets_seen: &mut usize,
+) -> Result<BooleanArray> {
     let rows = batch.num_rows();
     Ok(match predicate {
         BoundPredicate::AlwaysTrue => BooleanArray::from(vec![true; rows]),
         BoundPredicate::AlwaysFalse => BooleanArray::from(vec![false; rows]),
         BoundPredicate::And(e) => {
             let [l, r] = e.inputs();
-            and_kleene(&evaluate(l, batch)?, &evaluate(r, batch)?)?
+            let l = evaluate_in(l, batch, prepared, sets_seen)?;
+            and_kleene(&l, &evaluate_in(r, batch, prepared, sets_seen)?)?
         }
         BoundPredicate::Or(e) => {
             let [l, r] = e.inputs();
-            or_kleene(&evaluate(l, batch)?, &evaluate(r, batch)?)?
+            let l = evaluate_in(l, batch, prepared, sets_seen)?;
+            or_kleene(&l, &evaluate_in(r, batch, prepared, sets_seen)?)?
         }
         BoundPredicate::Not(e) => {
             let [inner] = e.inputs();
-            not(&evaluate(inner, batch)?)?
+            not(&evaluate_in(inner, batch, prepared, sets_seen)?)?
         }
         BoundPredicate::Unary(e) => {
             let column = column(batch, e.term())?;
@@ -63,10 +100,42 @@ pub fn evaluate(predicate: &BoundPredicate, batch: &RecordBatch) -> Result<Boole
         }
         BoundPredicate::Set(e) => {
             let column = column(batch, e.term())?;
-            let mut any = BooleanArray::from(vec![false; rows]);
-            for literal in e.literals() {
-                any = or_kleene(&any, &compare(&column, PredicateOperator::Eq, literal)?)?;
-            }
+            let floating = matches!(
+                column.data_type(),
+                DataType::Float16 | DataType::Float32 | DataType::Float64
+            );
+            let position = *sets_seen;
+            *sets_seen += 1;
+            let any = if e.literals().len() > SET_SCAN_MAX && !floating {
+                let key = (position, column.data_type().clone());
+                let cached = prepared.and_then(|p| {
+                    p.sets
+                        .lock()
+                        .unwrap_or_else(|poison| poison.into_inner())
+                        .get(&key)
+                        .cloned()
+                });
+                let set = match cached {
+                    Some(set) => set,
+                    None => {
+                        let set = Arc::new(literal_set(&column, e.literals())?);
+                        if let Some(p) = prepared {
+                            p.sets
+                                .lock()
+                                .unwrap_or_else(|poison| poison.into_inner())
+                                .insert(key, set.clone());
+                        }
+                        set
+                    }
+                };
+                member_of(&column, &set)?
+            } else {
+                let mut any = BooleanArray::from(vec![false; rows]);
+                for literal in e.literals() {
+                    any = or_kleene(&any, &compare(&column, PredicateOperator::Eq, literal)?)?;
+                }
+                any
+            };
             // `x IN ()` is false; with a NULL x, `x IN (..)` and `x NOT IN (..)` are unknown.
             let nulls = is_null(&column)?;
             let any = with_nulls(&any, &nulls)?;
@@ -77,6 +146,71 @@ pub fn evaluate(predicate: &BoundPredicate, batch: &RecordBatch) -> Result<Boole
             }
         }
     })
+}
+
+/// Up to this many literals an `IN` list is compared one by one; beyond, by hashing.
+const SET_SCAN_MAX: usize = 16;
+
+/// `column IN literals` by hash lookup of arrow's row encoding: linear in rows whatever the
+/// number of literals (an upsert's delete filter holds one literal per updated key). Only for
+/// types whose row encoding equality is SQL equality — floats (NaN, -0.0) stay on the
+/// comparison path.
+fn literal_set<'a>(
+    column: &ArrayRef,
+    literals: impl IntoIterator<Item = &'a Datum>,
+) -> Result<LiteralSet> {
+    use arrow_row::{RowConverter, SortField};
+    let literals: Vec<&Datum> = literals.into_iter().collect();
+    // The common key types in one array at once; others one literal at a time.
+    let longs: Option<Vec<i64>> = literals
+        .iter()
+        .map(|l| match (l.data_type(), l.literal()) {
+            (PrimitiveType::Long, PrimitiveLiteral::Long(v)) => Some(*v),
+            _ => None,
+        })
+        .collect();
+    let ints: Option<Vec<i32>> = literals
+        .iter()
+        .map(|l| match (l.data_type(), l.literal()) {
+            (PrimitiveType::Int, PrimitiveLiteral::Int(v)) => Some(*v),
+            _ => None,
+        })
+        .collect();
+    let strings: Option<Vec<&str>> = literals
+        .iter()
+        .map(|l| match (l.data_type(), l.literal()) {
+            (PrimitiveType::String, PrimitiveLiteral::String(v)) => Some(v.as_str()),
+            _ => None,
+        })
+        .collect();
+    let values: ArrayRef = if let Some(v) = longs {
+        Arc::new(Int64Array::from(v))
+    } else if let Some(v) = ints {
+        Arc::new(Int32Array::from(v))
+    } else if let Some(v) = strings {
+        Arc::new(StringArray::from(v))
+    } else {
+        let values = literals
+            .iter()
+            .map(|l| literal_array(l))
+            .collect::<Result<Vec<_>>>()?;
+        let refs: Vec<&dyn Array> = values.iter().map(|a| a.as_ref()).collect();
+        arrow_select::concat::concat(&refs)?
+    };
+    let values = arrow_cast::cast(&values, column.data_type())?;
+    let converter = RowConverter::new(vec![SortField::new(column.data_type().clone())])?;
+    let wanted = converter.convert_columns(&[values])?;
+    Ok(wanted.iter().map(|r| Box::from(r.as_ref())).collect())
+}
+
+/// Membership of each row of `column` in `set` (from [`literal_set`] for the same type).
+fn member_of(column: &ArrayRef, set: &LiteralSet) -> Result<BooleanArray> {
+    use arrow_row::{RowConverter, SortField};
+    let converter = RowConverter::new(vec![SortField::new(column.data_type().clone())])?;
+    let rows = converter.convert_columns(std::slice::from_ref(column))?;
+    Ok((0..column.len())
+        .map(|i| (!column.is_null(i)).then(|| set.contains(rows.row(i).as_ref())))
+        .collect())
 }
 
 /// Rows for which `result` is not TRUE: false or unknown.
@@ -332,6 +466,31 @@ mod tests {
         assert_eq!(eval(!eq), vec![Some(false), Some(true), None]);
         let gt = Reference::new("x").greater_than(Datum::long(5));
         assert_eq!(eval(gt), vec![Some(false), None, Some(true)]);
+    }
+
+    #[test]
+    fn long_in_lists_hash_and_agree_with_comparison() {
+        // Past SET_SCAN_MAX literals `IN` goes through the hash lookup: same answers, NULL stays
+        // unknown, NOT IN its negation.
+        let many: Vec<Datum> = (100..140).chain([10]).map(Datum::long).collect();
+        assert!(many.len() > SET_SCAN_MAX);
+        let r#in = Reference::new("x").is_in(many.clone());
+        assert_eq!(eval(r#in), vec![Some(false), None, Some(true)]);
+        let not_in = Reference::new("x").is_not_in(many);
+        assert_eq!(eval(not_in), vec![Some(true), None, Some(false)]);
+        let strings: Vec<Datum> = (0..30)
+            .map(|i| Datum::string(format!("r{i}")))
+            .chain([Datum::string("us")])
+            .collect();
+        let r#in = Reference::new("s").is_in(strings);
+        assert_eq!(eval(r#in.clone()), vec![Some(false), Some(true), None]);
+        // Prepared once, hashed once, right on every batch.
+        let ev = Evaluator::new(r#in.bind(schema(), true).unwrap());
+        for _ in 0..3 {
+            let got: Vec<Option<bool>> = ev.evaluate(&batch()).unwrap().iter().collect();
+            assert_eq!(got, vec![Some(false), Some(true), None]);
+        }
+        assert_eq!(ev.sets.lock().unwrap().len(), 1);
     }
 
     #[test]

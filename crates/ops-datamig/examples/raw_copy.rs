@@ -109,7 +109,7 @@ fn main() -> Res<()> {
     std::fs::create_dir_all(&args.out)?;
     let bytes_in: u64 = found.iter().map(|(_, len)| len).sum();
     // Largest first onto the least loaded thread, so the threads finish together.
-    found.sort_by(|a, b| b.1.cmp(&a.1));
+    found.sort_by_key(|f| std::cmp::Reverse(f.1));
     let mut shares: Vec<(u64, Vec<(PathBuf, usize)>)> = vec![(0, Vec::new()); args.threads];
     for (n, (path, len)) in found.iter().enumerate() {
         if let Some(share) = shares.iter_mut().min_by_key(|s| s.0) {

@@ -275,7 +275,10 @@ impl Committer {
     async fn commit_files(&mut self, index: u64, written: WrittenFiles) -> Result<Vec<i64>> {
         let (table, metrics) = match self.mode {
             WriteMode::Append => {
+                // From the table the previous commit returned: no reload and re-parse of the
+                // metadata per batch (a stale base is refused by the catalog and redone).
                 AppendBuilder::new(&self.handle, self.ident.clone())
+                    .with_base(self.dest.clone())
                     .add_written(written)
                     .with_properties(self.properties(index))
                     .await?

@@ -14,7 +14,9 @@
 //!    written under the shared spec, no delete file that could apply, and the row filter decided
 //!    from the file's partition values (identity columns directly, other transforms through
 //!    iceberg's strict and inclusive projections) — true for every row (copy), for none (skip the
-//!    file), or depending on the row (rewrite).
+//!    file), or depending on the row (rewrite). A file that would be copied or referenced has
+//!    its Parquet footer read (one ranged read) to confirm every top-level column carries a
+//!    field id; one added without them (e.g. by `add_files`) is rewritten.
 //! 3. [`copy_files`] copies (ranged reads of [`COPY_CHUNK_BYTES`], never a whole file in memory)
 //!    into the destination's data location, or references the source path, and builds each
 //!    [`DataFile`] from the source manifest entry's metrics, with the partition tuple and bounds
@@ -28,6 +30,7 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use iceberg::expr::{Bind, BoundPredicate, BoundReference, Predicate, PredicateOperator};
+use iceberg::io::FileIO;
 use iceberg::spec::{
     DataContentType, DataFile, DataFileBuilder, DataFileFormat, Datum, FormatVersion, Literal,
     ManifestContentType, NestedField, PartitionKey, PartitionSpec, PrimitiveLiteral, PrimitiveType,
@@ -49,6 +52,13 @@ pub const COPY_CHUNK_BYTES: u64 = 4 * 1024 * 1024;
 
 /// Files copied at once by [`copy_files`] (memory: this many chunks in flight).
 const COPY_CONCURRENCY: usize = 4;
+
+/// Footers checked for field ids at once by [`route_files`].
+const FOOTER_CONCURRENCY: usize = 8;
+
+/// Bytes read from the end of a file to find its footer in one request (a larger footer
+/// takes a second).
+const FOOTER_GUESS_BYTES: u64 = 64 * 1024;
 
 /// The table property that makes readers resolve columns by name for files without field ids.
 const NAME_MAPPING_PROPERTY: &str = "schema.name-mapping.default";
@@ -199,7 +209,11 @@ pub async fn route_files(
     };
 
     let (data, deletes) = live_entries(source, snapshot).await?;
-    let deletes = DeleteIndex::new(deletes);
+    let deletes = DeleteIndex::new(deletes, |id| {
+        // An unknown spec is taken as global: a delete that might apply sends files to rewrite.
+        md.partition_spec_by_id(id)
+            .is_none_or(|s| s.is_unpartitioned())
+    });
     let dest_spec = dest.metadata().default_partition_spec().clone();
     let copy_route = match copy_mode {
         CopyMode::Reference => FileRoute::Reference,
@@ -234,6 +248,7 @@ pub async fn route_files(
             spec_id: entry.spec_id,
         });
     }
+    check_field_ids(source.file_io(), &mut files).await?;
     files.sort_by(|a, b| a.routed.path.cmp(&b.routed.path));
     tracing::debug!(
         source = %source.identifier(),
@@ -246,6 +261,132 @@ pub async fn route_files(
         ineligible,
         files,
     })
+}
+
+/// Sends to rewrite each file routed to copy or reference whose Parquet footer lacks a field
+/// id for a top-level column: such a file (added without a name mapping, e.g. by
+/// `add_files`) is read by position or not at all, so its bytes cannot be shared.
+async fn check_field_ids(io: &FileIO, files: &mut [PlannedFile]) -> Result<()> {
+    let mut verdicts = Vec::new();
+    let mut pending = futures::stream::FuturesUnordered::new();
+    for (i, f) in files.iter().enumerate() {
+        if !matches!(f.routed.route, FileRoute::Copy | FileRoute::Reference) {
+            continue;
+        }
+        if pending.len() >= FOOTER_CONCURRENCY
+            && let Some(r) = pending.next().await
+        {
+            verdicts.push(r);
+        }
+        pending.push(footer_verdict(io, i, &f.routed));
+    }
+    while let Some(r) = pending.next().await {
+        verdicts.push(r);
+    }
+    drop(pending);
+    for (i, verdict) in verdicts {
+        if let Some(why) = verdict? {
+            files[i].routed.route = FileRoute::Rewrite;
+            files[i].routed.reason = why;
+        }
+    }
+    Ok(())
+}
+
+async fn footer_verdict(
+    io: &FileIO,
+    index: usize,
+    file: &RoutedFile,
+) -> (usize, Result<Option<String>>) {
+    let verdict = missing_field_ids(io, &file.path, file.file_size_in_bytes).await;
+    (index, verdict)
+}
+
+/// Why the Parquet file at `path` (`size` bytes, from its manifest entry) cannot be copied for
+/// want of field ids, read from its footer alone; `None` when every top-level column has one.
+async fn missing_field_ids(io: &FileIO, path: &str, size: u64) -> Result<Option<String>> {
+    const TAIL: u64 = 8;
+    if size < TAIL + 4 {
+        return Ok(Some(format!(
+            "its manifest size ({size} bytes) is too small for a Parquet file"
+        )));
+    }
+    let reader = io.new_input(path)?.reader().await?;
+    let guess = size.min(FOOTER_GUESS_BYTES);
+    let tail = reader.read(size - guess..size).await?;
+    let Some(end) = tail.len().checked_sub(TAIL as usize) else {
+        return Ok(Some("its footer could not be read".to_string()));
+    };
+    match &tail[end + 4..] {
+        b"PAR1" => {}
+        b"PARE" => {
+            return Ok(Some(
+                "its Parquet footer is encrypted, so its field ids cannot be checked".to_string(),
+            ));
+        }
+        _ => {
+            return Ok(Some(
+                "it does not end in the Parquet magic bytes (not a Parquet file, or its \
+                 manifest size is wrong)"
+                    .to_string(),
+            ));
+        }
+    }
+    let mut len = [0u8; 4];
+    len.copy_from_slice(&tail[end..end + 4]);
+    let len = u64::from(u32::from_le_bytes(len));
+    if len + TAIL > size {
+        return Ok(Some(format!(
+            "its footer claims {len} bytes, more than the file holds"
+        )));
+    }
+    let owned;
+    // The tail read may come back short of `guess`: only what it holds counts.
+    let footer = if len + TAIL <= tail.len() as u64 {
+        &tail[end - len as usize..end]
+    } else {
+        owned = reader.read(size - TAIL - len..size - TAIL).await?;
+        &owned[..]
+    };
+    Ok(match top_level_field_ids(footer) {
+        None => Some("its Parquet footer could not be decoded".to_string()),
+        Some(columns) => {
+            let missing: Vec<&str> = columns
+                .iter()
+                .filter(|(_, id)| id.is_none())
+                .map(|(name, _)| name.as_str())
+                .collect();
+            (!missing.is_empty()).then(|| {
+                format!(
+                    "its Parquet schema has no field id for column(s) {} (a file added without \
+                     field ids, e.g. by add_files, is read by position or name, not by id)",
+                    missing
+                        .iter()
+                        .take(5)
+                        .map(|n| format!("`{n}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            })
+        }
+    })
+}
+
+/// The top-level columns of a Parquet footer (`FileMetaData`) with their field ids; `None` when
+/// it cannot be decoded. Only the schema is decoded.
+fn top_level_field_ids(footer: &[u8]) -> Option<Vec<(String, Option<i32>)>> {
+    let schema = parquet::file::metadata::ParquetMetaDataReader::decode_schema(footer).ok()?;
+    Some(
+        schema
+            .root_schema()
+            .get_fields()
+            .iter()
+            .map(|f| {
+                let info = f.get_basic_info();
+                (info.name().to_string(), info.has_id().then(|| info.id()))
+            })
+            .collect(),
+    )
 }
 
 /// The table-level conditions of a file copy: `Err` names the first one that fails.
@@ -507,14 +648,17 @@ struct DeleteIndex {
 }
 
 impl DeleteIndex {
-    fn new(deletes: Vec<Entry>) -> Self {
+    /// `unpartitioned(spec_id)`: whether the spec has no field or only `void` ones (Java's
+    /// `PartitionSpec.isUnpartitioned()`): a spec whose fields were all dropped in format
+    /// version 1 still writes a tuple of NULLs, yet its equality deletes apply everywhere.
+    fn new(deletes: Vec<Entry>, unpartitioned: impl Fn(i32) -> bool) -> Self {
         let mut index = Self {
             by_partition: HashMap::new(),
             global: Vec::new(),
         };
         for d in deletes {
             let global = d.file.content_type() == DataContentType::EqualityDeletes
-                && d.file.partition().fields().is_empty();
+                && (d.file.partition().fields().is_empty() || unpartitioned(d.spec_id));
             if global {
                 index.global.push(d);
             } else {
@@ -842,7 +986,14 @@ fn project(field: &NestedField, predicate: &BoundPredicate, view: &View<'_>) -> 
             let bound = p.ok().flatten()?.bind(schema.clone(), true).ok()?;
             Some(decide(&bound, &on_partition))
         };
+        // iceberg 0.10.1's truncate projections of string predicates compare the literal's byte
+        // length with the width, which counts characters: past ASCII they can claim every or no
+        // row wrongly (`starts_with 'éa'` under truncate(3) prunes partition `éab`).
+        let multibyte = string_literals(predicate).any(|s| !s.is_ascii());
         for pf in &fields {
+            if multibyte && matches!(pf.transform, Transform::Truncate(_)) {
+                continue;
+            }
             if verdict(pf.transform.strict_project(&pf.name, predicate)) == Some(Verdict::Every) {
                 return Verdict::Every;
             }
@@ -855,11 +1006,33 @@ fn project(field: &NestedField, predicate: &BoundPredicate, view: &View<'_>) -> 
         .iter()
         .map(|p| format!("{}({})", p.transform, field.name))
         .collect();
+    let truncated = string_literals(predicate).any(|s| !s.is_ascii())
+        && fields
+            .iter()
+            .any(|p| matches!(p.transform, Transform::Truncate(_)));
     Verdict::Undecided(format!(
-        "the filter on `{}` depends on the row within the file's {} partition",
+        "the filter on `{}` depends on the row within the file's {} partition{}",
         field.name,
-        transforms.join(", ")
+        transforms.join(", "),
+        if truncated {
+            " (a non-ASCII string literal is not projected through truncate)"
+        } else {
+            ""
+        }
     ))
+}
+
+/// The string literals of a leaf predicate.
+fn string_literals(predicate: &BoundPredicate) -> impl Iterator<Item = &str> {
+    let literals: Vec<&Datum> = match predicate {
+        BoundPredicate::Binary(e) => vec![e.literal()],
+        BoundPredicate::Set(e) => e.literals().iter().collect(),
+        _ => Vec::new(),
+    };
+    literals.into_iter().filter_map(|d| match d.literal() {
+        PrimitiveLiteral::String(s) => Some(s.as_str()),
+        _ => None,
+    })
 }
 
 /// Orders a partition value against a predicate literal of the column's type (a value written
@@ -936,7 +1109,7 @@ pub async fn copy_files(
     if let Some(e) = first_error {
         if route == FileRoute::Copy {
             for f in &out {
-                remove_quietly(dest, f.file_path()).await;
+                remove_quietly(dest.file_io(), f.file_path()).await;
             }
         }
         return Err(e);
@@ -993,8 +1166,8 @@ impl CopyTarget {
         route: FileRoute,
     ) -> Result<DataFile> {
         let partition = self.partition(file)?;
-        let path = match route {
-            FileRoute::Reference => file.file_path().to_string(),
+        let (path, copied) = match route {
+            FileRoute::Reference => (file.file_path().to_string(), false),
             _ => {
                 let key = (!self.spec.is_unpartitioned()).then(|| {
                     PartitionKey::new(self.spec.clone(), self.schema.clone(), partition.clone())
@@ -1002,12 +1175,18 @@ impl CopyTarget {
                 let name = format!("{}-copy.parquet", uuid::Uuid::now_v7());
                 let to = self.locations.generate_location(key.as_ref(), &name);
                 if let Err(e) = stream_copy(source, dest, file, &to).await {
-                    remove_quietly(dest, &to).await;
+                    remove_quietly(dest.file_io(), &to).await;
                     return Err(e);
                 }
-                to
+                (to, true)
             }
         };
+        let described = self.describe(file, path.clone(), partition);
+        keep_if_described(dest.file_io(), copied.then_some(path.as_str()), described).await
+    }
+
+    /// The destination's entry for `file` at `path`.
+    fn describe(&self, file: &DataFile, path: String, partition: Struct) -> Result<DataFile> {
         let mut b = DataFileBuilder::default();
         b.content(DataContentType::Data)
             .file_path(path)
@@ -1175,8 +1354,23 @@ async fn stream_copy(source: &Table, dest: &Table, file: &DataFile, to: &str) ->
     Ok(())
 }
 
-async fn remove_quietly(dest: &Table, path: &str) {
-    if let Err(e) = dest.file_io().delete(path).await {
+/// `described` as the result of a copy to `copied` (`None` for a reference), deleting the copy
+/// when it could not be described: no entry will ever name it, so it would be an orphan.
+async fn keep_if_described(
+    io: &FileIO,
+    copied: Option<&str>,
+    described: Result<DataFile>,
+) -> Result<DataFile> {
+    if described.is_err()
+        && let Some(path) = copied
+    {
+        remove_quietly(io, path).await;
+    }
+    described
+}
+
+async fn remove_quietly(io: &FileIO, path: &str) {
+    if let Err(e) = io.delete(path).await {
         tracing::warn!(path, error = %e, "could not delete a partial copy; remove it by hand");
     }
 }
@@ -1495,7 +1689,11 @@ mod tests {
         let data = entry(DataContentType::Data, "d/eu.parquet", "eu", 2);
         let pos = |part, seq| entry(DataContentType::PositionDeletes, "pos", part, seq);
         let eq = |part, seq| entry(DataContentType::EqualityDeletes, "eq", part, seq);
-        let applies = |d: Entry| DeleteIndex::new(vec![d]).applying(&data).is_some();
+        let applies = |d: Entry| {
+            DeleteIndex::new(vec![d], |_| false)
+                .applying(&data)
+                .is_some()
+        };
         // A position delete of the same commit applies, an older one cannot.
         assert!(applies(pos("eu", 2)));
         assert!(!applies(pos("eu", 1)));
@@ -1545,6 +1743,231 @@ mod tests {
         assert!(!applies(bounded("d/other.parquet", "d/other.parquet")));
         assert!(applies(bounded("d/eu.parquet", "d/eu.parquet")));
         assert!(applies(bounded("d/a", "d/z")));
+    }
+
+    #[test]
+    fn an_equality_delete_under_an_all_void_spec_is_global() {
+        let s = orders();
+        let specs = HashMap::from([
+            (0, spec(&s, 2, Transform::Identity)),
+            (1, spec(&s, 2, Transform::Void)),
+        ]);
+        let data = entry(DataContentType::Data, "d/eu.parquet", "eu", 2);
+        // Written after the region field was dropped (format version 1 keeps it as void): its
+        // tuple is one NULL, yet it deletes from every partition.
+        let mut eq = entry(DataContentType::EqualityDeletes, "eq", "eu", 3);
+        eq.spec_id = 1;
+        eq.file = DataFileBuilder::default()
+            .content(DataContentType::EqualityDeletes)
+            .file_path("eq-void".to_string())
+            .file_format(DataFileFormat::Parquet)
+            .partition(region(None))
+            .partition_spec_id(1)
+            .record_count(1)
+            .file_size_in_bytes(1)
+            .equality_ids(Some(vec![1]))
+            .build()
+            .unwrap();
+        let index = DeleteIndex::new(vec![eq], |id| {
+            specs.get(&id).is_none_or(|s| s.is_unpartitioned())
+        });
+        assert!(index.applying(&data).is_some());
+    }
+
+    #[test]
+    fn a_non_ascii_string_through_truncate_is_left_undecided() {
+        let s = orders();
+        let truncate = spec(&s, 2, Transform::Truncate(3));
+        let at = |filter: Predicate, p: &str| {
+            let bound = filter.bind(s.clone(), true).unwrap().rewrite_not();
+            let part = region(Some(p));
+            decide(&bound, &View::new(&truncate, &part, &s))
+        };
+        let prefix = |v: &str| Reference::new("region").starts_with(Datum::string(v));
+        // Rows such as `éabc` start with `éa` (3 bytes, 2 characters): iceberg's projection
+        // would call partition `éab` empty of matches and skip it.
+        match at(prefix("éa"), "éab") {
+            Verdict::Undecided(why) => assert!(why.contains("non-ASCII"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            at(prefix("éa").negate(), "éab"),
+            Verdict::Undecided(_)
+        ));
+        // ASCII literals are still decided.
+        assert_eq!(at(prefix("ab"), "abc"), Verdict::Every);
+        assert_eq!(at(prefix("ab"), "xyz"), Verdict::NoRow);
+    }
+
+    #[tokio::test]
+    async fn a_copy_that_cannot_be_described_is_deleted() {
+        let io = FileIO::new_with_memory();
+        let path = "memory:///wh/dst/data/x-copy.parquet";
+        io.new_output(path)
+            .unwrap()
+            .write(vec![1u8, 2, 3].into())
+            .await
+            .unwrap();
+        let failed = || Err(MigrationError::InvalidInput("no entry".into()));
+        // A reference is the source's file: never deleted.
+        assert!(keep_if_described(&io, None, failed()).await.is_err());
+        assert!(io.exists(path).await.unwrap());
+        assert!(keep_if_described(&io, Some(path), failed()).await.is_err());
+        assert!(!io.exists(path).await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn discard_never_deletes_outside_the_destination() {
+        let s = orders();
+        let md = iceberg::spec::TableMetadataBuilder::new(
+            s.as_ref().clone(),
+            UnboundPartitionSpec::builder().build(),
+            iceberg::spec::SortOrder::unsorted_order(),
+            "memory:///wh/dst/events".to_string(),
+            FormatVersion::V2,
+            HashMap::new(),
+        )
+        .unwrap()
+        .build()
+        .unwrap()
+        .metadata;
+        let io = FileIO::new_with_memory();
+        let dest = Table::builder()
+            .metadata(md)
+            .identifier(iceberg::TableIdent::from_strs(["dst", "events"]).unwrap())
+            .file_io(io.clone())
+            .runtime(iceberg::Runtime::current())
+            .build()
+            .unwrap();
+        let ours = "memory:///wh/dst/events/data/a-copy.parquet";
+        // A referenced source file, and one under a sibling whose name extends the location.
+        let theirs = "memory:///wh/src/events/data/a.parquet";
+        let sibling = "memory:///wh/dst/events2/data/a.parquet";
+        let mut files = Vec::new();
+        for path in [ours, theirs, sibling] {
+            io.new_output(path)
+                .unwrap()
+                .write(vec![1u8].into())
+                .await
+                .unwrap();
+            files.push(
+                DataFileBuilder::default()
+                    .content(DataContentType::Data)
+                    .file_path(path.to_string())
+                    .file_format(DataFileFormat::Parquet)
+                    .record_count(1)
+                    .file_size_in_bytes(1)
+                    .build()
+                    .unwrap(),
+            );
+        }
+        let payload = crate::worker::Payload::Written(WrittenFiles { spec_id: 0, files });
+        crate::worker::discard(&dest, payload).await;
+        assert!(!io.exists(ours).await.unwrap());
+        assert!(io.exists(theirs).await.unwrap());
+        assert!(io.exists(sibling).await.unwrap());
+    }
+
+    /// An empty Parquet file of `fields` at `path`, returning its size.
+    async fn parquet_file(io: &FileIO, path: &str, fields: Vec<arrow_schema::Field>) -> u64 {
+        let schema = Arc::new(arrow_schema::Schema::new(fields));
+        let batch = arrow_array::RecordBatch::new_empty(schema.clone());
+        let mut buf = Vec::new();
+        let mut w = parquet::arrow::ArrowWriter::try_new(&mut buf, schema, None).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        let size = buf.len() as u64;
+        io.new_output(path)
+            .unwrap()
+            .write(buf.into())
+            .await
+            .unwrap();
+        size
+    }
+
+    fn with_id(f: arrow_schema::Field, id: i32) -> arrow_schema::Field {
+        f.with_metadata(HashMap::from([(
+            "PARQUET:field_id".to_string(),
+            id.to_string(),
+        )]))
+    }
+
+    #[tokio::test]
+    async fn a_file_without_field_ids_is_found_from_its_footer() {
+        use arrow_schema::{DataType, Field, Fields};
+        let io = FileIO::new_with_memory();
+        // Nested groups Iceberg writes without ids (a list's repeated `list`) do not count.
+        let nested = |ids: bool| {
+            let id = |f: Field, n| if ids { with_id(f, n) } else { f };
+            vec![
+                id(Field::new("id", DataType::Int64, true), 1),
+                id(
+                    Field::new(
+                        "tags",
+                        DataType::List(Arc::new(id(
+                            Field::new("element", DataType::Utf8, true),
+                            5,
+                        ))),
+                        true,
+                    ),
+                    2,
+                ),
+                id(
+                    Field::new(
+                        "point",
+                        DataType::Struct(Fields::from(vec![
+                            id(Field::new("x", DataType::Float64, true), 6),
+                            id(Field::new("ok", DataType::Boolean, true), 7),
+                        ])),
+                        true,
+                    ),
+                    3,
+                ),
+                id(Field::new("note", DataType::Utf8, true), 4),
+            ]
+        };
+        let with = "memory:///t/with.parquet";
+        let size = parquet_file(&io, with, nested(true)).await;
+        assert_eq!(missing_field_ids(&io, with, size).await.unwrap(), None);
+
+        let without = "memory:///t/without.parquet";
+        let size = parquet_file(&io, without, nested(false)).await;
+        let why = missing_field_ids(&io, without, size).await.unwrap();
+        assert!(
+            why.as_deref()
+                .is_some_and(|w| w.contains("`id`") && w.contains("`point`")),
+            "{why:?}"
+        );
+
+        // One column without an id among ones with; a footer larger than the first read.
+        let mut wide: Vec<Field> = (0..3000)
+            .map(|i| {
+                with_id(
+                    Field::new(format!("column_{i:0>40}"), DataType::Int32, true),
+                    i + 1,
+                )
+            })
+            .collect();
+        wide.push(Field::new("added", DataType::Int32, true));
+        let path = "memory:///t/wide.parquet";
+        let size = parquet_file(&io, path, wide).await;
+        assert!(size > FOOTER_GUESS_BYTES, "{size}");
+        let why = missing_field_ids(&io, path, size).await.unwrap();
+        assert!(
+            why.as_deref()
+                .is_some_and(|w| w.contains("`added`") && !w.contains("column_")),
+            "{why:?}"
+        );
+
+        // Not Parquet, or a size the manifest got wrong.
+        let junk = "memory:///t/junk.parquet";
+        io.new_output(junk)
+            .unwrap()
+            .write(vec![0u8; 64].into())
+            .await
+            .unwrap();
+        assert!(missing_field_ids(&io, junk, 64).await.unwrap().is_some());
+        assert!(missing_field_ids(&io, with, 4).await.unwrap().is_some());
     }
 
     /// The migrator spawns these on tokio tasks.

@@ -63,6 +63,7 @@ impl PlannedRead {
             });
         };
         let filtered = filter.is_some();
+        refuse_widened_hazards(table, id, filter.as_ref()).await?;
         let mut builder = table.scan().snapshot_id(id).select_all();
         if let Some(f) = filter {
             builder = builder.with_filter(f);
@@ -166,6 +167,116 @@ impl PlannedRead {
             .try_filter(|b| futures::future::ready(b.num_rows() > 0));
         Ok(stream.boxed())
     }
+}
+
+/// Field ids of partition source columns whose type differs between two of the table's schemas
+/// (an `int` widened to `long`, ...), with their current names.
+fn widened_partition_sources(table: &Table) -> Vec<(i32, String)> {
+    let md = table.metadata();
+    let mut out = Vec::new();
+    let mut seen = HashSet::new();
+    for spec in md.partition_specs_iter() {
+        for pf in spec.fields() {
+            if !seen.insert(pf.source_id) {
+                continue;
+            }
+            let mut types = md
+                .schemas_iter()
+                .filter_map(|s| s.field_by_id(pf.source_id))
+                .map(|f| f.field_type.to_string());
+            let Some(first) = types.next() else { continue };
+            if types.any(|t| t != first) {
+                let name = md
+                    .current_schema()
+                    .name_by_field_id(pf.source_id)
+                    .unwrap_or("?")
+                    .to_string();
+                out.push((pf.source_id, name));
+            }
+        }
+    }
+    out
+}
+
+/// Field ids a predicate refers to, by name in `schema`.
+fn referenced_ids(p: &Predicate, schema: &Schema, out: &mut HashSet<i32>) {
+    let mut name = |n: &str| {
+        if let Some(f) = schema.field_by_name(n) {
+            out.insert(f.id);
+        }
+    };
+    match p {
+        Predicate::AlwaysTrue | Predicate::AlwaysFalse => {}
+        Predicate::And(e) | Predicate::Or(e) => {
+            for i in e.inputs() {
+                referenced_ids(i, schema, out);
+            }
+        }
+        Predicate::Not(e) => {
+            for i in e.inputs() {
+                referenced_ids(i, schema, out);
+            }
+        }
+        Predicate::Unary(e) => name(e.term().name()),
+        Predicate::Binary(e) => name(e.term().name()),
+        Predicate::Set(e) => name(e.term().name()),
+    }
+}
+
+/// iceberg 0.10.1 reads a partition value written before its source column was widened with
+/// the old type, so its planner (a) never matches such a file against a filter on that column
+/// — the file is pruned and its rows lost — and (b) never matches delete files written after
+/// the widening to it — deleted rows come back. Both are refused here, naming the column.
+async fn refuse_widened_hazards(
+    table: &Table,
+    snapshot_id: i64,
+    filter: Option<&Predicate>,
+) -> Result<()> {
+    let widened = widened_partition_sources(table);
+    if widened.is_empty() {
+        return Ok(());
+    }
+    let md = table.metadata();
+    let names = widened
+        .iter()
+        .map(|(_, n)| n.as_str())
+        .collect::<Vec<_>>()
+        .join(", ");
+    if let Some(f) = filter {
+        let schema = md
+            .snapshot_by_id(snapshot_id)
+            .and_then(|s| s.schema_id())
+            .and_then(|id| md.schema_by_id(id))
+            .unwrap_or_else(|| md.current_schema());
+        let mut ids = HashSet::new();
+        referenced_ids(f, schema, &mut ids);
+        if widened.iter().any(|(id, _)| ids.contains(id)) {
+            return Err(MigrationError::InvalidInput(format!(
+                "the row filter of {} uses partition column(s) {names}, widened since some \
+                 files were written; iceberg 0.10.1 would skip those files (their partition \
+                 values keep the old type), losing their rows — filter on another column, or \
+                 rewrite the source's old files first",
+                table.identifier()
+            )));
+        }
+    }
+    if let Some(snapshot) = md.snapshot_by_id(snapshot_id) {
+        let list = table.manifest_list_reader(snapshot).load().await?;
+        let has_deletes = list.entries().iter().any(|m| {
+            m.content == iceberg::spec::ManifestContentType::Deletes
+                && (m.added_files_count.unwrap_or(1) > 0 || m.existing_files_count.unwrap_or(1) > 0)
+        });
+        if has_deletes {
+            return Err(MigrationError::InvalidInput(format!(
+                "{} has delete files and partition column(s) {names} widened since some files \
+                 were written; iceberg 0.10.1 cannot match those deletes to the older files, so \
+                 deleted rows would come back — rewrite (compact) the source's data files \
+                 before migrating it",
+                table.identifier()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The keys of one equality delete file, in the current schema's types.

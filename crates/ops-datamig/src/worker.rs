@@ -357,11 +357,24 @@ impl OpenBatch {
 }
 
 /// Deletes the files of a batch that will not be committed (never a referenced source file).
+///
+/// Only paths under the destination's location are deleted: a referenced source file that
+/// reaches here as `Written` (its flag lost on the way) must survive.
 pub(crate) async fn discard(dest: &Table, payload: Payload) {
     if let Payload::Written(w) = payload {
+        let root = format!("{}/", dest.metadata().location().trim_end_matches('/'));
         for f in &w.files {
-            if let Err(e) = dest.file_io().delete(f.file_path()).await {
-                tracing::warn!(path = f.file_path(), error = %e, "cannot delete an uncommitted data file");
+            let path = f.file_path();
+            if !path.starts_with(&root) {
+                tracing::warn!(
+                    path,
+                    location = %root,
+                    "not deleting an uncommitted file outside the destination's location"
+                );
+                continue;
+            }
+            if let Err(e) = dest.file_io().delete(path).await {
+                tracing::warn!(path, error = %e, "cannot delete an uncommitted data file");
             }
         }
     }

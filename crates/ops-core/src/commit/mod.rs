@@ -353,6 +353,25 @@ impl RetryPolicy {
 pub async fn commit_with_retry<F, Fut>(
     handle: &CatalogHandle,
     ident: &TableIdent,
+    build: F,
+) -> Result<Table>
+where
+    F: FnMut(Table) -> Fut,
+    Fut: Future<Output = Result<Option<TableChange>>>,
+{
+    commit_with_retry_from(handle, ident, None, build).await
+}
+
+/// [`commit_with_retry`], whose first attempt builds on `known` — a version of the table the
+/// caller already holds, e.g. the one its previous commit returned — instead of loading it
+/// again: loading parses the whole metadata JSON, whose size grows with every snapshot kept.
+/// If `known` is stale the pointer swap (or the REST server) refuses the attempt, and the table
+/// is loaded and the change rebuilt at once, without counting a retry or backing off, as Java's
+/// `TableOperations` refresh after a stale commit.
+pub async fn commit_with_retry_from<F, Fut>(
+    handle: &CatalogHandle,
+    ident: &TableIdent,
+    known: Option<Table>,
     mut build: F,
 ) -> Result<Table>
 where
@@ -363,16 +382,37 @@ where
     if !commits_supported(handle.settings()) {
         return Err(unsupported(handle.settings()));
     }
+    if let Some(t) = &known
+        && t.identifier() != ident
+    {
+        return Err(Error::InvalidInput(format!(
+            "the table handed in as the base is {}, not {ident}",
+            t.identifier()
+        )));
+    }
     let started = Instant::now();
     let mut attempt: u32 = 0;
+    let mut known = known;
     loop {
-        let base = handle.catalog().load_table(ident).await?;
+        let from_known = known.is_some();
+        let base = match known.take() {
+            Some(t) => t,
+            None => handle.catalog().load_table(ident).await?,
+        };
         refuse_v3(&base)?;
         let policy = RetryPolicy::of(&base)?;
         let Some(change) = build(base.clone()).await? else {
+            if from_known {
+                // "Nothing to do" was decided on a possibly stale version: decide on the
+                // current one.
+                continue;
+            }
             return Ok(base);
         };
         match commit(handle, &base, change).await {
+            Err(Error::CommitConflict { table, detail }) if from_known => {
+                tracing::debug!(%table, %detail, "the known version was stale; reloading");
+            }
             Err(Error::CommitConflict { table, detail })
                 if (attempt as usize) < policy.num_retries
                     && started.elapsed() < policy.total_timeout =>

@@ -1,6 +1,6 @@
 //! Append data files in one snapshot, with caller-supplied summary properties.
 //!
-//! 1. Load the table.
+//! 1. Load the table (or start from the version the caller hands in, [`AppendBuilder::with_base`]).
 //! 2. Produce a snapshot that keeps every existing manifest and adds the new files under the
 //!    spec they were written with (merging small manifests per `commit.manifest-merge.*`).
 //! 3. Commit; on a concurrent commit, rebuild on the new base and retry (an append never
@@ -14,7 +14,7 @@ use iceberg::TableIdent;
 use iceberg::spec::{DataFile, Operation};
 use iceberg::table::Table;
 
-use super::snapshot::{ManifestCache, SnapshotMetrics, SnapshotProducer, commit_snapshot};
+use super::snapshot::{ManifestCache, SnapshotMetrics, SnapshotProducer, commit_snapshot_from};
 use crate::{CatalogHandle, Result};
 
 /// Appends data files (see the module docs).
@@ -26,6 +26,7 @@ pub struct AppendBuilder {
     /// builder first loads the table).
     files: Vec<(Option<i32>, DataFile)>,
     properties: HashMap<String, String>,
+    known: Option<Table>,
 }
 
 impl AppendBuilder {
@@ -36,6 +37,7 @@ impl AppendBuilder {
             ident,
             files: Vec::new(),
             properties: HashMap::new(),
+            known: None,
         }
     }
 
@@ -61,9 +63,18 @@ impl AppendBuilder {
         self
     }
 
+    /// Builds the first attempt on `table` (a version of this table the caller holds, such as
+    /// the one a previous commit returned) instead of loading it from the catalog, which parses
+    /// the whole metadata JSON. A stale version only costs a reload: the commit is refused and
+    /// redone on the current table.
+    pub fn with_base(mut self, table: Table) -> Self {
+        self.known = Some(table);
+        self
+    }
+
     async fn execute(self) -> Result<(Table, SnapshotMetrics)> {
         let default_spec: std::sync::Mutex<Option<i32>> = std::sync::Mutex::new(None);
-        commit_snapshot(&self.handle, &self.ident, |base| {
+        commit_snapshot_from(&self.handle, &self.ident, self.known.clone(), |base| {
             let spec = *default_spec
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())

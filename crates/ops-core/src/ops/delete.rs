@@ -335,12 +335,11 @@ pub(crate) async fn plan_delete_except(
     if candidates.is_empty() {
         return Ok(None);
     }
+    // The list `live_data_files` just read (the cache's copy, not a second read).
     let has_delete_manifests = match table.metadata().current_snapshot() {
-        Some(snap) => table
-            .manifest_list_reader(snap)
-            .load()
+        Some(snap) => cache
+            .manifest_list(snap)
             .await?
-            .entries()
             .iter()
             .any(|m| m.content == iceberg::spec::ManifestContentType::Deletes),
         None => false,
@@ -350,6 +349,7 @@ pub(crate) async fn plan_delete_except(
         return Ok(None);
     }
     let target = crate::write::table_arrow_schema(table)?;
+    let evaluator = Arc::new(crate::eval::Evaluator::new(bound.clone()));
     let reader =
         ArrowReaderBuilder::new(table.file_io().clone(), iceberg::Runtime::try_current()?).build();
     let mut plan = DeletePlan {
@@ -368,7 +368,7 @@ pub(crate) async fn plan_delete_except(
             let kept = Arc::new(AtomicU64::new(0));
             let (read_c, kept_c) = (read.clone(), kept.clone());
             let target_schema = target.clone();
-            let bound = bound.clone();
+            let evaluator = evaluator.clone();
             let batches = reader
                 .clone()
                 .read(futures::stream::iter(file_tasks.into_iter().map(Ok)).boxed())?
@@ -376,7 +376,7 @@ pub(crate) async fn plan_delete_except(
                 .map_err(Error::from)
                 .map(move |b| {
                     let b = crate::scan::project_by_field_id(&b?, &read_schema, &target_schema)?;
-                    let keep = crate::eval::not_true(&crate::eval::evaluate(&bound, &b)?);
+                    let keep = crate::eval::not_true(&evaluator.evaluate(&b)?);
                     let out = arrow_select::filter::filter_record_batch(&b, &keep)?;
                     read_c.fetch_add(b.num_rows() as u64, Ordering::Relaxed);
                     kept_c.fetch_add(out.num_rows() as u64, Ordering::Relaxed);
@@ -427,5 +427,123 @@ impl IntoFuture for DeleteBuilder {
 
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(self.execute())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, HashMap};
+
+    use arrow_array::{Int64Array, RecordBatch, StringArray};
+    use iceberg::expr::Reference;
+    use iceberg::spec::{Datum, NestedField, PrimitiveType, Schema, Type};
+    use iceberg::{NamespaceIdent, TableCreation};
+
+    use super::*;
+    use crate::catalog::{CatalogConfig, CatalogDefinition};
+
+    async fn table_with_two_files(dir: &std::path::Path) -> anyhow::Result<Table> {
+        let props: BTreeMap<String, String> = [
+            ("type".to_string(), "sql".to_string()),
+            (
+                "uri".into(),
+                format!("sqlite:///{}/catalog.db", dir.display()),
+            ),
+            ("warehouse".into(), format!("file://{}/wh", dir.display())),
+        ]
+        .into();
+        let mut config = CatalogConfig::empty();
+        config.insert(CatalogDefinition::inline("t", props));
+        let handle = crate::CatalogFactory::new(config).open("t").await?;
+        let ns = NamespaceIdent::new("ns".into());
+        handle
+            .catalog()
+            .create_namespace(&ns, HashMap::new())
+            .await?;
+        let schema = Schema::builder()
+            .with_fields(vec![
+                NestedField::required(1, "id", Type::Primitive(PrimitiveType::Long)).into(),
+                NestedField::optional(2, "region", Type::Primitive(PrimitiveType::String)).into(),
+            ])
+            .build()?;
+        let mut table = handle
+            .catalog()
+            .create_table(
+                &ns,
+                TableCreation::builder()
+                    .name("t".into())
+                    .schema(schema)
+                    .build(),
+            )
+            .await?;
+        for ids in [vec![1, 2], vec![3, 4]] {
+            let batch = RecordBatch::try_new(
+                crate::write::table_arrow_schema(&table)?,
+                vec![
+                    std::sync::Arc::new(Int64Array::from(ids)),
+                    std::sync::Arc::new(StringArray::from(vec![Some("eu"), None])),
+                ],
+            )?;
+            let files =
+                crate::write::write_files(&table, futures::stream::iter([Ok(batch)])).await?;
+            table = crate::ops::append::AppendBuilder::new(&handle, table.identifier().clone())
+                .add_written(files)
+                .await?
+                .0;
+        }
+        Ok(table)
+    }
+
+    /// One delete attempt (plan, rewrite, produce the snapshot) reads the manifest list once.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_delete_attempt_reads_the_manifest_list_once() -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let table = table_with_two_files(dir.path()).await?;
+        let cache = ManifestCache::new(&table);
+        let plan = plan_delete(
+            &table,
+            &cache,
+            Reference::new("id").equal_to(Datum::long(1)),
+            true,
+        )
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("id 1 matches"))?;
+        assert_eq!(plan.preview.deleted_rows, 1);
+        SnapshotProducer::new(&table, &cache, Operation::Overwrite)
+            .remove_paths(plan.removed)
+            .add_files(plan.added.spec_id, plan.added.files)
+            .produce()
+            .await?;
+        assert_eq!(cache.lists_read(), 1);
+        Ok(())
+    }
+
+    /// Manifest lists are read only through the per-attempt cache (which
+    /// `a_delete_attempt_reads_the_manifest_list_once` counts); a direct read elsewhere in the
+    /// operations would be a second, uncounted read of the same list.
+    #[test]
+    fn operations_read_manifest_lists_only_through_the_cache() {
+        let direct = concat!("manifest_list", "_reader(");
+        for (name, src) in [
+            ("append.rs", include_str!("append.rs")),
+            ("delete.rs", include_str!("delete.rs")),
+            ("overwrite.rs", include_str!("overwrite.rs")),
+            (
+                "replace_partitions.rs",
+                include_str!("replace_partitions.rs"),
+            ),
+            ("validate.rs", include_str!("validate.rs")),
+        ] {
+            assert!(
+                !src.contains(direct),
+                "{name} reads a manifest list directly; use ManifestCache::manifest_list"
+            );
+        }
+        let snapshot = include_str!("snapshot.rs");
+        assert_eq!(
+            snapshot.matches(direct).count(),
+            1,
+            "snapshot.rs reads manifest lists only in ManifestCache::manifest_list"
+        );
     }
 }

@@ -4,11 +4,12 @@
 //!    with (any transform: identity, bucket, truncate, year/month/day/hour).
 //! 2. Live files of that spec in those partitions are removed (values compared after
 //!    promotion, so an `int` partition written before the source column became `long`
-//!    matches). A file written under an
-//!    older spec is removed when its partition decides the current one — every current partition
-//!    field also exists in the old spec with the same source and transform — and lies in a
-//!    replaced partition; a file whose old partition cannot decide it (the spec gained a field
-//!    since) is refused, naming the file, rather than guessed at.
+//!    matches). Files of other specs are kept, as Java's `BaseReplacePartitions` keeps them,
+//!    except where their partition places every row in a replaced partition (every field of
+//!    the new files' spec also exists in theirs with the same source and transform): those are
+//!    removed too, as PyIceberg's dynamic overwrite does, so no replaced row survives. A file
+//!    whose spec cannot tell (it lacks a field) is refused, naming it, only if its known fields
+//!    put it possibly in a replaced partition; elsewhere it is simply kept.
 //! 3. Validate every snapshot since the caller's read (`validate_from_snapshot`, default the
 //!    first load): no file added to or removed from a replaced partition, no delete file there
 //!    ([`super::validate`]); otherwise a conflict.
@@ -20,12 +21,12 @@ use std::pin::Pin;
 use std::sync::Mutex;
 
 use iceberg::TableIdent;
-use iceberg::spec::{DataFile, Literal, Operation, PartitionSpec, Struct};
+use iceberg::spec::{DataFile, Operation, PartitionSpec};
 use iceberg::table::Table;
 
 use super::snapshot::{
-    LiveFile, ManifestCache, PartitionKey, SnapshotMetrics, SnapshotProducer, canonical_partition,
-    commit_snapshot, live_data_files, spec_by_id,
+    LiveFile, ManifestCache, Overlap, PartitionKey, SnapshotMetrics, SnapshotProducer,
+    canonical_partition, commit_snapshot, live_data_files, overlap, spec_by_id,
 };
 use super::validate::ConflictCheck;
 use crate::write::WrittenFiles;
@@ -115,7 +116,9 @@ impl ReplacePartitionsBuilder {
                     let spec = spec_by_id(&base, spec_id)?;
                     for f in files_in_partitions(&base, &cache, &spec, &touched).await? {
                         removed_partitions.insert(f.key());
-                        victims.push(f.file.file_path().to_string());
+                        if !victims.contains(&f.file.file_path().to_string()) {
+                            victims.push(f.file.file_path().to_string());
+                        }
                     }
                 }
                 let check = ConflictCheck {
@@ -141,30 +144,27 @@ impl ReplacePartitionsBuilder {
 }
 
 /// The live files whose rows all lie in `touched` partitions of `target` (compared after
-/// promotion, so values written before a widening of the source column match).
+/// promotion, so values written before a widening of the source column match). A file of
+/// another spec is kept unless its partition places it in a touched partition; one whose spec
+/// cannot tell (it lacks a field `target` partitions by) but might lie there is refused.
 async fn files_in_partitions(
     table: &Table,
     cache: &ManifestCache,
     target: &PartitionSpec,
     touched: &HashSet<PartitionKey>,
 ) -> Result<Vec<LiveFile>> {
+    let touched: HashSet<PartitionKey> = touched
+        .iter()
+        .filter(|(spec, _)| *spec == target.spec_id())
+        .cloned()
+        .collect();
     let mut out = Vec::new();
     for live in live_data_files(table, cache).await? {
         let LiveFile { file, spec_id } = &live;
-        if *spec_id == target.spec_id() {
-            if touched.contains(&live.key()) {
-                out.push(live);
-            }
-            continue;
-        }
-        let old = spec_by_id(table, *spec_id)?;
-        match project_partition(&old, file.partition(), target) {
-            Some(p) => {
-                if touched.contains(&(target.spec_id(), canonical_partition(&p))) {
-                    out.push(live);
-                }
-            }
-            None => {
+        match overlap(table, *spec_id, file.partition(), &touched)? {
+            Overlap::No => {}
+            Overlap::Yes => out.push(live),
+            Overlap::Unknown => {
                 return Err(Error::InvalidInput(format!(
                     "{} holds {} under partition spec {spec_id}, which cannot tell which of its \
                      rows belong to the partitions being replaced (the spec gained a field \
@@ -176,25 +176,6 @@ async fn files_in_partitions(
         }
     }
     Ok(out)
-}
-
-/// The partition under `current` of every row in a file whose partition under `old` is `value`,
-/// when `old` determines it.
-fn project_partition(
-    old: &PartitionSpec,
-    value: &Struct,
-    current: &PartitionSpec,
-) -> Option<Struct> {
-    let values: Vec<Option<Literal>> = value.iter().map(|v| v.cloned()).collect();
-    let mut out = Vec::with_capacity(current.fields().len());
-    for field in current.fields() {
-        let i = old
-            .fields()
-            .iter()
-            .position(|f| f.source_id == field.source_id && f.transform == field.transform)?;
-        out.push(values.get(i)?.clone());
-    }
-    Some(Struct::from_iter(out))
 }
 
 impl IntoFuture for ReplacePartitionsBuilder {

@@ -25,8 +25,8 @@ use iceberg::spec::{
     DataContentType, DataFile, FormatVersion, Literal, MAIN_BRANCH, Manifest, ManifestContentType,
     ManifestFile, ManifestListWriter, ManifestStatus, ManifestWriter, ManifestWriterBuilder,
     Operation, PartitionSpec, PartitionSpecRef, PrimitiveLiteral, PrimitiveType, SchemaRef,
-    Snapshot, SnapshotReference, SnapshotRetention, SnapshotSummaryCollector, Struct, Summary,
-    Type,
+    Snapshot, SnapshotRef, SnapshotReference, SnapshotRetention, SnapshotSummaryCollector, Struct,
+    Summary, TableMetadata, Type,
 };
 use iceberg::table::Table;
 use iceberg::{TableRequirement, TableUpdate};
@@ -57,13 +57,84 @@ impl LiveFile {
 /// partition source column can take that change a partition value's Iceberg type
 /// (identity/truncate of a widened column). Compare partitions in this form.
 pub fn canonical_partition(value: &Struct) -> Struct {
-    Struct::from_iter(value.iter().map(|v| {
-        v.map(|l| match l {
-            Literal::Primitive(PrimitiveLiteral::Int(i)) => Literal::long(i64::from(*i)),
-            Literal::Primitive(PrimitiveLiteral::Float(f)) => Literal::double(f64::from(f.0)),
-            other => other.clone(),
-        })
-    }))
+    Struct::from_iter(value.iter().map(canonical_value))
+}
+
+fn canonical_value(v: Option<&Literal>) -> Option<Literal> {
+    v.map(|l| match l {
+        Literal::Primitive(PrimitiveLiteral::Int(i)) => Literal::long(i64::from(*i)),
+        Literal::Primitive(PrimitiveLiteral::Float(f)) => Literal::double(f64::from(f.0)),
+        other => other.clone(),
+    })
+}
+
+/// Whether a file's rows can lie in any of `partitions` (canonical keys, possibly of other
+/// specs than the file's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Overlap {
+    /// None of its rows can.
+    No,
+    /// All of its rows lie in one of them.
+    Yes,
+    /// Its spec cannot tell (a partition field it lacks): some rows may.
+    Unknown,
+}
+
+/// Where `file` (of spec `file_spec`) lies with respect to `partitions`. A key of the file's
+/// own spec compares directly; for a key of another spec, the file's partition is projected
+/// field by field (same source column and transform): a projected field that differs rules the
+/// key out, and a field the file's spec lacks leaves it open.
+pub(crate) fn overlap(
+    table: &Table,
+    file_spec: i32,
+    file_partition: &Struct,
+    partitions: &HashSet<PartitionKey>,
+) -> Result<Overlap> {
+    if partitions.contains(&(file_spec, canonical_partition(file_partition))) {
+        return Ok(Overlap::Yes);
+    }
+    let mut result = Overlap::No;
+    let mut projections: HashMap<i32, Vec<Option<Option<Literal>>>> = HashMap::new();
+    for (spec_id, value) in partitions {
+        if *spec_id == file_spec {
+            continue;
+        }
+        let projected = match projections.entry(*spec_id) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                let old = spec_by_id(table, file_spec)?;
+                let target = spec_by_id(table, *spec_id)?;
+                let values: Vec<Option<&Literal>> = file_partition.iter().collect();
+                let p: Vec<Option<Option<Literal>>> = target
+                    .fields()
+                    .iter()
+                    .map(|field| {
+                        old.fields()
+                            .iter()
+                            .position(|f| {
+                                f.source_id == field.source_id && f.transform == field.transform
+                            })
+                            .and_then(|i| values.get(i).map(|v| canonical_value(*v)))
+                    })
+                    .collect();
+                slot.insert(p)
+            }
+        };
+        let agrees = projected
+            .iter()
+            .zip(value.iter())
+            .all(|(known, v)| match known {
+                Some(known) => known.as_ref() == v,
+                None => true,
+            });
+        if agrees {
+            if projected.iter().all(Option::is_some) {
+                return Ok(Overlap::Yes);
+            }
+            result = Overlap::Unknown;
+        }
+    }
+    Ok(result)
 }
 
 /// What a produced snapshot did.
@@ -81,33 +152,65 @@ pub struct SnapshotMetrics {
     pub removed_records: u64,
 }
 
-/// Manifests of one table version, each read at most once per commit attempt.
+/// Manifest lists and manifests of one table version, each read at most once per commit
+/// attempt: planning, validation and the snapshot producer all read through it.
 pub(crate) struct ManifestCache {
-    file_io: iceberg::io::FileIO,
+    table: Table,
     loaded: Mutex<HashMap<String, Arc<Manifest>>>,
+    lists: Mutex<HashMap<String, Arc<[ManifestFile]>>>,
+    lists_read: std::sync::atomic::AtomicUsize,
 }
 
 impl ManifestCache {
     pub(crate) fn new(table: &Table) -> Self {
         Self {
-            file_io: table.file_io().clone(),
+            table: table.clone(),
             loaded: Mutex::new(HashMap::new()),
+            lists: Mutex::new(HashMap::new()),
+            lists_read: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 
     pub(crate) async fn load(&self, mf: &ManifestFile) -> Result<Arc<Manifest>> {
-        if let Some(m) = self.lock().get(&mf.manifest_path) {
+        if let Some(m) = lock(&self.loaded).get(&mf.manifest_path) {
             return Ok(m.clone());
         }
-        let manifest = Arc::new(mf.load_manifest(&self.file_io).await?);
-        self.lock()
-            .insert(mf.manifest_path.clone(), manifest.clone());
+        let manifest = Arc::new(mf.load_manifest(self.table.file_io()).await?);
+        lock(&self.loaded).insert(mf.manifest_path.clone(), manifest.clone());
         Ok(manifest)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Manifest>>> {
-        self.loaded.lock().unwrap_or_else(|p| p.into_inner())
+    /// The manifest list of `snapshot`.
+    pub(crate) async fn manifest_list(
+        &self,
+        snapshot: &SnapshotRef,
+    ) -> Result<Arc<[ManifestFile]>> {
+        if let Some(l) = lock(&self.lists).get(snapshot.manifest_list()) {
+            return Ok(l.clone());
+        }
+        let list: Arc<[ManifestFile]> = self
+            .table
+            .manifest_list_reader(snapshot)
+            .load()
+            .await?
+            .consume_entries()
+            .into_iter()
+            .collect();
+        self.lists_read
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        lock(&self.lists).insert(snapshot.manifest_list().to_string(), list.clone());
+        Ok(list)
     }
+
+    /// How many manifest lists were read from storage.
+    #[cfg(test)]
+    pub(crate) fn lists_read(&self) -> usize {
+        self.lists_read.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// A planned snapshot, ready to commit.
@@ -218,8 +321,8 @@ impl<'a> SnapshotProducer<'a> {
         let mut removed_records = 0u64;
 
         if let Some(parent) = &parent {
-            let list = table.manifest_list_reader(parent).load().await?;
-            for mf in list.entries() {
+            let list = self.cache.manifest_list(parent).await?;
+            for mf in list.iter() {
                 if mf.content != ManifestContentType::Data
                     || self.removed.is_empty()
                     || !(mf.has_added_files() || mf.has_existing_files())
@@ -348,10 +451,12 @@ impl<'a> SnapshotProducer<'a> {
         let mut summary = self.properties.clone();
         summary.extend(collector.build());
         totals(
+            self.cache,
             parent.as_ref().map(|s| s.summary()),
             &manifests,
             &mut summary,
-        );
+        )
+        .await?;
         let snapshot = Snapshot::builder()
             .with_snapshot_id(snapshot_id)
             .with_parent_snapshot_id(parent_id)
@@ -365,7 +470,7 @@ impl<'a> SnapshotProducer<'a> {
             .with_schema_id(md.current_schema_id())
             .build();
         // Keep main's retention settings, as Java's SnapshotRef.builderFrom does.
-        let retention = main_retention(md);
+        let retention = retention_for_new_snapshot(md, &snapshot);
         let change = TableChange {
             requirements: vec![
                 TableRequirement::UuidMatch { uuid: md.uuid() },
@@ -394,8 +499,35 @@ impl<'a> SnapshotProducer<'a> {
     }
 }
 
+/// The retention settings `main` keeps when `snapshot` (new, child of the current one) becomes
+/// its head. iceberg 0.10.1 keeps the refs map private, but its metadata builder's
+/// `set_branch_snapshot` carries a branch's settings over (as Java's `SnapshotRef.builderFrom`)
+/// and reports the resulting ref among its changes. This costs a clone of the metadata (pointers
+/// to the snapshots, not copies) instead of serialising every snapshot, which made each commit's
+/// cost grow with the table's history.
+fn retention_for_new_snapshot(md: &TableMetadata, snapshot: &Snapshot) -> SnapshotRetention {
+    md.clone()
+        .into_builder(None)
+        .set_branch_snapshot(snapshot.clone(), MAIN_BRANCH)
+        .and_then(|b| b.build())
+        .ok()
+        .and_then(|built| {
+            built.changes.into_iter().find_map(|u| match u {
+                TableUpdate::SetSnapshotRef {
+                    ref_name,
+                    reference,
+                } if ref_name == MAIN_BRANCH => Some(reference.retention),
+                _ => None,
+            })
+        })
+        // The builder refused the snapshot; the commit will report why. Read the settings
+        // the slow way meanwhile.
+        .unwrap_or_else(|| main_retention(md))
+}
+
 /// `main`'s retention settings (`min-snapshots-to-keep`, `max-snapshot-age-ms`,
-/// `max-ref-age-ms`). iceberg 0.10.1 keeps the refs map private; its serialised form is public.
+/// `max-ref-age-ms`). iceberg 0.10.1 keeps the refs map private; its serialised form is public
+/// (this serialises the whole metadata: use it only off the per-commit path).
 pub(crate) fn main_retention(md: &iceberg::spec::TableMetadata) -> SnapshotRetention {
     serde_json::to_value(md)
         .ok()
@@ -552,7 +684,40 @@ fn manifest_writer(
     schema: SchemaRef,
     spec: &PartitionSpecRef,
 ) -> Result<ManifestWriter> {
+    manifest_writer_for(
+        table,
+        path,
+        snapshot_id,
+        schema,
+        spec,
+        ManifestContentType::Data,
+    )
+}
+
+fn manifest_writer_for(
+    table: &Table,
+    path: &str,
+    snapshot_id: i64,
+    schema: SchemaRef,
+    spec: &PartitionSpecRef,
+    content: ManifestContentType,
+) -> Result<ManifestWriter> {
     let md = table.metadata();
+    if content == ManifestContentType::Deletes {
+        if md.format_version() == FormatVersion::V1 {
+            return Err(Error::InvalidInput(format!(
+                "{} is a v1 table but lists a delete manifest; v1 tables cannot hold delete files",
+                table.identifier()
+            )));
+        }
+        return Ok(ManifestWriterBuilder::new(
+            table.file_io().new_output(path)?,
+            Some(snapshot_id),
+            schema,
+            spec.as_ref().clone(),
+        )
+        .build_v2_deletes());
+    }
     let builder = ManifestWriterBuilder::new(
         table.file_io().new_output(path)?,
         Some(snapshot_id),
@@ -603,10 +768,15 @@ impl MergePolicy {
     }
 }
 
-/// Bin-packs the data manifests of each spec into manifests of about the target size once a
-/// spec has at least `min-count-to-merge` of them. Merged entries keep their status history:
-/// live ones become EXISTING with their snapshot id and sequence numbers, DELETED ones are kept
-/// only when this snapshot deleted them.
+/// A partition type and the manifests (index in the list, contents) whose entries have it.
+type PartitionTypeGroup = (iceberg::spec::StructType, Vec<(usize, Arc<Manifest>)>);
+
+/// Bin-packs the manifests of each spec into manifests of about the target size once a spec
+/// has at least `min-count-to-merge` of them — data and delete manifests separately, with the
+/// same properties (Java's `MergingSnapshotProducer` keeps a merge manager for each), never one
+/// into the other. Merged entries keep their status history: live ones become EXISTING with
+/// their snapshot id and sequence numbers (which decide what a delete file applies to), DELETED
+/// ones are kept only when this snapshot deleted them.
 async fn merge_manifests(
     table: &Table,
     cache: &ManifestCache,
@@ -619,11 +789,14 @@ async fn merge_manifests(
     if !policy.enabled {
         return Ok(manifests);
     }
-    let mut groups: BTreeMap<i32, Vec<usize>> = BTreeMap::new();
+    // As in Java, grouped by partition spec only (and content).
+    let mut groups: BTreeMap<(bool, i32), Vec<usize>> = BTreeMap::new();
     for (i, m) in manifests.iter().enumerate() {
-        if m.content == ManifestContentType::Data {
-            groups.entry(m.partition_spec_id).or_default().push(i);
-        }
+        let deletes = m.content == ManifestContentType::Deletes;
+        groups
+            .entry((deletes, m.partition_spec_id))
+            .or_default()
+            .push(i);
     }
     // The new snapshot's own manifest counts toward the threshold, as in Java.
     let merge_groups: Vec<Vec<usize>> = groups
@@ -654,23 +827,35 @@ async fn merge_manifests(
             bins.push(current);
         }
         for bin in bins.into_iter().filter(|b| b.len() > 1) {
-            // Entries of one manifest file share one schema; manifests written under different
-            // schemas can type a partition differently, so merge per schema.
-            let mut by_schema: BTreeMap<i32, Vec<(usize, Arc<Manifest>)>> = BTreeMap::new();
+            // Manifests written under different schemas share one merged manifest unless they
+            // type the partition differently (a partition source column widened since): the
+            // entries' partition values must have the type the merged manifest declares.
+            let mut by_type: Vec<PartitionTypeGroup> = Vec::new();
             for &i in &bin {
                 let m = cache.load(&manifests[i]).await?;
-                by_schema
-                    .entry(m.metadata().schema_id())
-                    .or_default()
-                    .push((i, m));
+                let meta = m.metadata();
+                let ty = meta.partition_spec().partition_type(meta.schema())?;
+                match by_type.iter_mut().find(|(t, _)| *t == ty) {
+                    Some((_, members)) => members.push((i, m)),
+                    None => by_type.push((ty, vec![(i, m)])),
+                }
             }
-            for (_, members) in by_schema {
+            for (_, members) in by_type {
                 if members.len() < 2 {
                     continue;
                 }
-                let (schema, spec) = manifest_schema_and_spec(&members[0].1);
+                // Declared with the newest of their schemas (Java declares the table's current
+                // one); the partition type is the same under each.
+                let newest = members
+                    .iter()
+                    .max_by_key(|(_, m)| m.metadata().schema_id())
+                    .map(|(_, m)| m.clone())
+                    .ok_or_else(|| Error::InvalidInput("empty manifest bin".into()))?;
+                let (schema, spec) = manifest_schema_and_spec(&newest);
+                let content = manifests[members[0].0].content;
                 let path = next_path();
-                let mut writer = manifest_writer(table, &path, snapshot_id, schema, &spec)?;
+                let mut writer =
+                    manifest_writer_for(table, &path, snapshot_id, schema, &spec, content)?;
                 written.push(path);
                 for (i, manifest) in &members {
                     let mf = &manifests[*i];
@@ -723,9 +908,9 @@ pub(crate) async fn live_data_files(table: &Table, cache: &ManifestCache) -> Res
     let Some(snapshot) = table.metadata().current_snapshot() else {
         return Ok(Vec::new());
     };
-    let list = table.manifest_list_reader(snapshot).load().await?;
+    let list = cache.manifest_list(snapshot).await?;
     let mut out = Vec::new();
-    for mf in list.entries() {
+    for mf in list.iter() {
         if mf.content != ManifestContentType::Data {
             continue;
         }
@@ -761,8 +946,8 @@ pub(crate) async fn changes_of(
     let Some(snapshot) = table.metadata().snapshot_by_id(snapshot_id) else {
         return Ok(out);
     };
-    let list = table.manifest_list_reader(snapshot).load().await?;
-    for mf in list.entries() {
+    let list = cache.manifest_list(snapshot).await?;
+    for mf in list.iter() {
         // Only manifests this snapshot wrote can hold its entries.
         if mf.added_snapshot_id != snapshot_id {
             continue;
@@ -814,25 +999,25 @@ fn get(m: &HashMap<String, String>, k: &str) -> Option<i64> {
 /// total-* figures. Data-file and record totals come from the new manifest list's live counts
 /// (exact whatever the parent recorded); the others are the parent's plus this snapshot's delta,
 /// and are omitted when the parent has none to build on.
-fn totals(
+async fn totals(
+    cache: &ManifestCache,
     parent: Option<&Summary>,
     manifests: &[ManifestFile],
     summary: &mut HashMap<String, String>,
-) {
-    let live = |content: ManifestContentType| -> (u64, u64) {
-        manifests
-            .iter()
-            .filter(|m| m.content == content)
-            .fold((0, 0), |(f, r), m| {
-                (
-                    f + u64::from(m.added_files_count.unwrap_or(0))
-                        + u64::from(m.existing_files_count.unwrap_or(0)),
-                    r + m.added_rows_count.unwrap_or(0) + m.existing_rows_count.unwrap_or(0),
-                )
-            })
-    };
-    let (data_files, records) = live(ManifestContentType::Data);
-    let (delete_files, _) = live(ManifestContentType::Deletes);
+) -> Result<()> {
+    let mut data = (0u64, 0u64);
+    let mut deletes = (0u64, 0u64);
+    for m in manifests {
+        let (files, rows) = live_counts(cache, m).await?;
+        let acc = if m.content == ManifestContentType::Data {
+            &mut data
+        } else {
+            &mut deletes
+        };
+        acc.0 += files;
+        acc.1 += rows;
+    }
+    let ((data_files, records), (delete_files, _)) = (data, deletes);
     summary.insert("total-data-files".into(), data_files.to_string());
     summary.insert("total-records".into(), records.to_string());
     summary.insert("total-delete-files".into(), delete_files.to_string());
@@ -859,6 +1044,29 @@ fn totals(
             summary.insert(total.into(), v.max(0).to_string());
         }
     }
+    Ok(())
+}
+
+/// Live files and rows of a manifest: from the manifest list's counts, or — where a v1 writer
+/// left them out (they are optional in v1) — by reading the manifest's entries, as Java's
+/// `ManifestFile` readers fall back to.
+async fn live_counts(cache: &ManifestCache, m: &ManifestFile) -> Result<(u64, u64)> {
+    if let (Some(af), Some(ef), Some(ar), Some(er)) = (
+        m.added_files_count,
+        m.existing_files_count,
+        m.added_rows_count,
+        m.existing_rows_count,
+    ) {
+        return Ok((u64::from(af) + u64::from(ef), ar + er));
+    }
+    let manifest = cache.load(m).await?;
+    Ok(manifest
+        .entries()
+        .iter()
+        .filter(|e| e.is_alive())
+        .fold((0, 0), |(f, r), e| {
+            (f + 1, r + e.data_file().record_count())
+        }))
 }
 
 /// Runs `plan` on the current table and commits its snapshot, re-planning on a conflict (see
@@ -866,6 +1074,21 @@ fn totals(
 pub(crate) async fn commit_snapshot<F, Fut>(
     handle: &crate::CatalogHandle,
     ident: &iceberg::TableIdent,
+    plan: F,
+) -> Result<(Table, SnapshotMetrics)>
+where
+    F: FnMut(Table) -> Fut,
+    Fut: std::future::Future<Output = Result<Option<Produced>>>,
+{
+    commit_snapshot_from(handle, ident, None, plan).await
+}
+
+/// [`commit_snapshot`], first building on `known` (see
+/// [`crate::commit::commit_with_retry_from`]).
+pub(crate) async fn commit_snapshot_from<F, Fut>(
+    handle: &crate::CatalogHandle,
+    ident: &iceberg::TableIdent,
+    known: Option<Table>,
     mut plan: F,
 ) -> Result<(Table, SnapshotMetrics)>
 where
@@ -873,7 +1096,7 @@ where
     Fut: std::future::Future<Output = Result<Option<Produced>>>,
 {
     let metrics = std::sync::Mutex::new(SnapshotMetrics::default());
-    let table = crate::commit::commit_with_retry(handle, ident, |base| {
+    let table = crate::commit::commit_with_retry_from(handle, ident, known, |base| {
         let planned = plan(base);
         let metrics = &metrics;
         async move {

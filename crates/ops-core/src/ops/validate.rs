@@ -22,7 +22,7 @@ use iceberg::expr::{BoundPredicate, PredicateOperator};
 use iceberg::spec::{DataContentType, DataFile, Datum};
 use iceberg::table::Table;
 
-use super::snapshot::{LiveFile, ManifestCache, PartitionKey, changes_of};
+use super::snapshot::{LiveFile, ManifestCache, Overlap, PartitionKey, changes_of, overlap};
 use crate::{Error, Result};
 
 /// What a read-modify-write operation depends on.
@@ -65,11 +65,16 @@ impl ConflictCheck {
         for id in between {
             let changes = changes_of(table, cache, id).await?;
             for f in changes.added.iter().chain(&changes.removed_data) {
-                if !self.partitions.is_empty() && !self.specs().contains(&f.spec_id) {
-                    // Under another spec its rows may still fall in a touched partition.
+                if self.partitions.is_empty() || self.specs().contains(&f.spec_id) {
+                    continue;
+                }
+                // Under another spec: a conflict where its partition puts it, or may put it,
+                // in a partition this operation touches (Java compares only same-spec
+                // partitions, but a replace here also removes other-spec files it can place).
+                if overlap(table, f.spec_id, f.file.partition(), &self.partitions)? != Overlap::No {
                     return Err(conflict(format!(
-                        "snapshot {id} changed {} under partition spec {}, which cannot be \
-                         compared with the partitions this operation replaces",
+                        "snapshot {id} changed {} under partition spec {}, whose rows may lie \
+                         in the partitions this operation replaces",
                         f.file.file_path(),
                         f.spec_id
                     )));
