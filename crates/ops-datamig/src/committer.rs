@@ -20,11 +20,6 @@ use crate::migrator::{MIGRATION_BATCH_PROPERTY, MIGRATION_JOB_PROPERTY, Progress
 use crate::worker::{BatchWork, Payload};
 use crate::{MigrationError, MigrationResult, Result, WriteMode};
 
-enum Kind {
-    Written,
-    Other,
-}
-
 /// Commits batches in order (see the module docs).
 pub(crate) struct Committer {
     handle: CatalogHandle,
@@ -162,10 +157,8 @@ impl Committer {
                 self.next - 1
             )));
         }
-        let payload_kind = match &payload {
-            Payload::Written(_) => Kind::Written,
-            _ => Kind::Other,
-        };
+        // Files this run wrote are deleted if their commit is refused; referenced ones never.
+        let owned = matches!(payload, Payload::Written(_));
         match payload {
             Payload::Skipped => {
                 self.rows_done += rows;
@@ -188,7 +181,6 @@ impl Committer {
                 self.rows_done += rows;
             }
             Payload::Written(w) | Payload::Referenced(w) => {
-                let owned = matches!(payload_kind, Kind::Written);
                 let files = owned.then(|| w.clone());
                 let snapshots = match self.commit_files(index, w).await {
                     Ok(s) => s,

@@ -1095,12 +1095,7 @@ impl DataMigrator {
                 self.source.describe()
             )));
         }
-        let history: HashSet<i64> = history(dest).into_iter().collect();
-        if let Some(missing) = state
-            .dest_snapshot_ids
-            .iter()
-            .find(|s| !history.contains(s))
-        {
+        if let Some(missing) = rolled_back(dest, &state.dest_snapshot_ids) {
             return Err(refuse(format!(
                 "the destination's current history no longer holds snapshot {missing} of a \
                  checkpointed batch (it was rolled back); resuming would skip rows that are no \
@@ -1164,8 +1159,15 @@ pub(crate) fn routes_of(
     whole.keys().map(|p| (p.clone(), route)).collect()
 }
 
+/// The first of `checkpointed` snapshots no longer in `dest`'s current history (it was rolled
+/// back): a resume from that checkpoint would skip rows that are gone.
+pub(crate) fn rolled_back(dest: &Table, checkpointed: &[i64]) -> Option<i64> {
+    let history: HashSet<i64> = history(dest).into_iter().collect();
+    checkpointed.iter().copied().find(|s| !history.contains(s))
+}
+
 /// The destination's current snapshot and its ancestors, newest first.
-pub(crate) fn history(table: &Table) -> Vec<i64> {
+fn history(table: &Table) -> Vec<i64> {
     let md = table.metadata();
     let current = md.current_snapshot_id();
     let mut out: Vec<i64> = current.into_iter().collect();

@@ -8,7 +8,7 @@
 //! plan cannot write files in a layout the destination no longer has. Committing is idempotent:
 //! batches of the job already in the destination's history are recorded, not committed again.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -285,12 +285,8 @@ impl MigrationPlan {
                                 .into(),
                         ));
                     }
-                    let history: HashSet<i64> =
-                        crate::migrator::history(&dest_table).into_iter().collect();
-                    if let Some(missing) = state
-                        .dest_snapshot_ids
-                        .iter()
-                        .find(|id| !history.contains(id))
+                    if let Some(missing) =
+                        crate::migrator::rolled_back(&dest_table, &state.dest_snapshot_ids)
                     {
                         return Err(refuse(format!(
                             "the destination's current history no longer holds snapshot \
@@ -358,7 +354,7 @@ impl MigrationPlan {
             checkpoint_path: checkpoint.clone(),
             ..MigrationResult::default()
         };
-        let mut committed_files: HashSet<String> = HashSet::new();
+        let mut files_committed = 0usize;
         let mut checkpointed = 0u64;
         let outcome: Result<()> = async {
             for out in by_task.into_values() {
@@ -369,7 +365,7 @@ impl MigrationPlan {
                         Payload::Landed
                     } else {
                         let files = files_from_json(&dest_table, &b)?;
-                        committed_files.extend(files.iter().map(|f| f.file_path().to_string()));
+                        files_committed += files.len();
                         let w = WrittenFiles {
                             spec_id: b.spec_id,
                             files,
@@ -413,7 +409,7 @@ impl MigrationPlan {
         tracing::info!(
             job = %self.job_id,
             batches = result.batches_committed,
-            files = committed_files.len(),
+            files = files_committed,
             "plan committed"
         );
         Ok(result)
