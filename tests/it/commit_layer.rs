@@ -1223,3 +1223,42 @@ async fn manifests_of_different_schemas_are_merged() -> TestResult {
     assert_eq!(py_ids("ms", &p, "ms.orders")?, json!([1, 2, 3, 4]));
     Ok(())
 }
+
+/// A reload finds the version this process committed last without reading the metadata file
+/// again, but only while the catalog still points at it: another engine's commit in between is
+/// loaded, and the next commit keeps its rows.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reload_reuses_our_last_commit_only_while_it_is_current() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let p = sqlite(dir.path());
+    let handle = open("rl", &p).await?;
+    let table = create_orders(&handle, "rl").await?;
+    let ident = table.identifier().clone();
+    let (ours, _) = AppendBuilder::new(&handle, ident.clone())
+        .add_written(orders_files(&table, &[(1, Some("eu"), Some(1))]).await?)
+        .await?;
+    let again = ops_core::commit::load_current(&handle, &ident).await?;
+    assert!(std::sync::Arc::ptr_eq(
+        &ours.metadata_ref(),
+        &again.metadata_ref()
+    ));
+    // PyIceberg commits: the pointer moves, the reload reads its version.
+    pyiceberg(
+        "rl",
+        &p,
+        "import pyarrow as pa\n\
+         t = catalog.load_table('rl.orders')\n\
+         t.append(pa.table({'id': pa.array([2], pa.int64()), 'region': ['us'], \
+         'amount': pa.array([2], pa.int32())}, schema=t.schema().as_arrow()))\n\
+         emit({})",
+    )?;
+    let theirs = ops_core::commit::load_current(&handle, &ident).await?;
+    assert_ne!(theirs.metadata_location(), ours.metadata_location());
+    assert_eq!(theirs.metadata().snapshots().len(), 2);
+    AppendBuilder::new(&handle, ident.clone())
+        .add_written(orders_files(&theirs, &[(3, Some("eu"), Some(3))]).await?)
+        .await?;
+    assert_eq!(py_ids("rl", &p, "rl.orders")?, json!([1, 2, 3]));
+    Ok(())
+}

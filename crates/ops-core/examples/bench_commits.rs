@@ -4,8 +4,11 @@
 //!     cargo run --release -p ops-core --example bench_commits -- [N] [--no-merge] [--reload]
 //!
 //! (N defaults to 1000; `--no-merge` sets `commit.manifest-merge.enabled=false` for comparison;
-//! `--reload` makes every append load the table from the catalog instead of starting from the
-//! version the previous commit returned, `AppendBuilder::with_base`.)
+//! `--reload` makes every append load the table itself, as every builder but a `with_base`
+//! append does — `ops_core::commit::load_current`: one SQL query, and the metadata this process
+//! committed last while the pointer still names it — instead of starting from the version the
+//! previous commit returned, `AppendBuilder::with_base`. `load_table_ms` and `json_parse_ms`
+//! are what a reload costs after another writer's commit, when the file must be parsed.)
 //!
 //! Prints one JSON line per checkpoint: the commit number, the mean and the median commit time
 //! over the ten commits ending there (ms; the median ignores the commit that merges manifests

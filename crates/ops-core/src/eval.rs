@@ -324,6 +324,22 @@ fn compare(column: &ArrayRef, op: PredicateOperator, literal: &Datum) -> Result<
         });
     }
     let scalar = arrow_cast::cast(&literal_array(literal)?, column.data_type())?;
+    // arrow compares floats by IEEE total order, where -0.0 < +0.0; SQL and pyarrow call them
+    // equal. Adding +0.0 turns -0.0 into +0.0 and leaves every other value as it is.
+    let (column, scalar) = match column.data_type() {
+        DataType::Float32 | DataType::Float64 => {
+            let zero = Scalar::new(arrow_cast::cast(
+                &(Arc::new(Float64Array::from(vec![0.0])) as ArrayRef),
+                column.data_type(),
+            )?);
+            (
+                arrow_arith::numeric::add(column, &zero)?,
+                arrow_arith::numeric::add(&scalar, &zero)?,
+            )
+        }
+        _ => (column.clone(), scalar),
+    };
+    let column = &column;
     let scalar = Scalar::new(scalar);
     let result = match op {
         PredicateOperator::LessThan => cmp::lt(column, &scalar)?,
@@ -513,6 +529,51 @@ mod tests {
         assert_eq!(
             eval(Reference::new("f").is_nan()),
             vec![Some(true), Some(false), None]
+        );
+    }
+
+    #[test]
+    fn negative_zero_equals_zero() {
+        let field = Field::new("f", DataType::Float64, true)
+            .with_metadata(HashMap::from([(FIELD_ID.to_string(), "3".to_string())]));
+        let batch = RecordBatch::try_new(
+            Arc::new(ArrowSchema::new(vec![field])),
+            vec![Arc::new(Float64Array::from(vec![
+                Some(-0.0),
+                Some(0.0),
+                Some(1.0),
+                Some(f64::NAN),
+                None,
+            ]))],
+        )
+        .unwrap();
+        let run = |p: iceberg::expr::Predicate| -> Vec<Option<bool>> {
+            evaluate(&p.bind(schema(), true).unwrap(), &batch)
+                .unwrap()
+                .iter()
+                .collect()
+        };
+        let f = || Reference::new("f");
+        let (t, n) = (Some(true), Some(false));
+        assert_eq!(
+            run(f().equal_to(Datum::double(0.0))),
+            vec![t, t, n, n, None]
+        );
+        assert_eq!(
+            run(f().equal_to(Datum::double(-0.0))),
+            vec![t, t, n, n, None]
+        );
+        assert_eq!(
+            run(f().less_than(Datum::double(0.0))),
+            vec![n, n, n, n, None]
+        );
+        assert_eq!(
+            run(f().greater_than_or_equal_to(Datum::double(0.0))),
+            vec![t, t, t, n, None]
+        );
+        assert_eq!(
+            run(f().is_in([Datum::double(0.0), Datum::double(5.0)])),
+            vec![t, t, n, n, None]
         );
     }
 

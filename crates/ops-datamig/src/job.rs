@@ -194,9 +194,14 @@ pub(crate) fn split_tasks(
     tasks
 }
 
-/// A digest of the task layout: first batch, batch count, route and files of every task.
-pub(crate) fn layout_fingerprint(tasks: &[MigrationTask]) -> String {
+/// A digest of the task layout: first batch, batch count, route and files of every task, and,
+/// for a filtered read, how the filter decides rows (a checkpoint of a build that decided NULLs
+/// and NaN otherwise numbered its batches over other rows).
+pub(crate) fn layout_fingerprint(tasks: &[MigrationTask], filtered: bool) -> String {
     let mut h = twox_hash::XxHash3_128::new();
+    if filtered {
+        h.write(b"row filter: SQL three-valued logic, IEEE 754 NaN and zeros|");
+    }
     for t in tasks {
         h.write(&t.first_batch.to_le_bytes());
         h.write(&t.max_batches.to_le_bytes());

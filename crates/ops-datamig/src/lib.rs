@@ -41,6 +41,7 @@ mod copy;
 mod error;
 pub mod job;
 mod migrator;
+mod paged;
 mod read;
 mod remote;
 mod types;

@@ -516,7 +516,7 @@ impl DataMigrator {
             crate::job::split_tasks(&read, self.batch_rows, &routes_of(&whole, self.copy_mode));
         // Batch numbers come from the task layout (which files, which route, how many batches
         // each): a resume must see the very same layout, or it would skip rows or repeat them.
-        let layout = crate::job::layout_fingerprint(&tasks);
+        let layout = crate::job::layout_fingerprint(&tasks, read.filtered);
         if let Some(state) = &resume {
             let had = state
                 .job
@@ -528,8 +528,9 @@ impl DataMigrator {
                     path: self.checkpoint.clone().unwrap_or_default(),
                     reason: "the source files would be cut into other batches than the \
                              checkpointed run cut them (the source or destination schema, \
-                             partition spec or copy eligibility changed since); resuming would \
-                             skip or repeat rows"
+                             partition spec or copy eligibility changed since, or the run was \
+                             checkpointed by a version that decided the row filter's NULLs and \
+                             NaNs differently); resuming would skip or repeat rows"
                         .into(),
                     committed_batches: state.last_committed_batch.map_or(0, |b| b + 1),
                     rollback_to: dest_snapshot_before,

@@ -33,7 +33,7 @@ use iceberg::spec::{DataContentType, DataFileFormat, Schema};
 use iceberg::table::Table;
 use tokio::sync::Mutex;
 
-use crate::{MigrationError, Result};
+use crate::{MigrationError, Result, paged};
 
 const FIELD_ID: &str = "PARQUET:field_id";
 
@@ -139,34 +139,79 @@ impl PlannedRead {
             table: table.identifier().to_string(),
             loaded: Mutex::new(HashMap::new()),
         });
+        // The row filter is applied here rather than by iceberg's reader, which takes a
+        // column a file predates as matching `<`, `<=`, `>`, `>=`, `!=` and `IS NULL` (it keeps
+        // the file's rows) and orders NaN above every number; here a NULL — a missing column
+        // included — makes a comparison unknown and the row is not read, and NaN compares as
+        // IEEE says, as PyIceberg (pyarrow) and SQL engines do.
+        let filter = self
+            .tasks
+            .iter()
+            .find_map(|t| t.predicate.clone())
+            .map(|p| Arc::new(ops_core::eval::Evaluator::new(p)));
+        let file_io = table.file_io().clone();
+        let batch_size = batch_size.max(1);
         let stream = futures::stream::iter(self.tasks.clone().into_iter().map(Ok))
             .and_then(move |task| {
                 let deletes = deletes.clone();
                 async move { deletes.split(task).await }
             })
-            .map_ok(move |(task, keys)| {
+            .and_then(move |(mut task, keys)| {
+                let reader = reader.clone();
+                let file_io = file_io.clone();
                 let read_arrow = read_arrow.clone();
                 let target = target.clone();
-                let one = futures::stream::iter([Ok(task)]).boxed();
-                match reader.clone().read(one) {
-                    Ok(read) => read
-                        .stream()
-                        .map_err(MigrationError::from)
-                        .and_then(move |batch| {
-                            let out =
-                                ops_core::scan::project_by_field_id(&batch, &read_arrow, &target)
+                let filter = filter.clone();
+                async move {
+                    task.predicate = None;
+                    let batches =
+                        match paged::open(&file_io, &task, &read_arrow, batch_size).await? {
+                            Some(batches) => batches,
+                            None => {
+                                let one = futures::stream::iter([Ok(task)]).boxed();
+                                reader
+                                    .read(one)?
+                                    .stream()
                                     .map_err(MigrationError::from)
-                                    .and_then(|b| anti_join(b, &keys));
-                            futures::future::ready(out)
-                        })
-                        .boxed(),
-                    Err(e) => futures::stream::once(futures::future::ready(Err(e.into()))).boxed(),
+                                    .boxed()
+                            }
+                        };
+                    Ok(batches.and_then(move |batch| {
+                        futures::future::ready(convert(
+                            &batch,
+                            &read_arrow,
+                            &target,
+                            filter.as_deref(),
+                            &keys,
+                        ))
+                    }))
                 }
             })
             .try_flatten()
             .try_filter(|b| futures::future::ready(b.num_rows() > 0));
         Ok(stream.boxed())
     }
+}
+
+/// One batch as read from a file (by iceberg's reader or [`paged`]) mapped onto the read
+/// schema by field id, filtered, mapped onto `target`, without equality-deleted rows.
+fn convert(
+    batch: &RecordBatch,
+    read_arrow: &SchemaRef,
+    target: &SchemaRef,
+    filter: Option<&ops_core::eval::Evaluator>,
+    keys: &[Arc<EqualityKeys>],
+) -> Result<RecordBatch> {
+    let mut read = ops_core::scan::project_by_field_id(batch, read_arrow, read_arrow)?;
+    if let Some(filter) = filter {
+        // A NULL (unknown) is not TRUE: arrow's filter drops it.
+        let keep = filter.evaluate(&read)?;
+        if keep.true_count() < read.num_rows() {
+            read = arrow_select::filter::filter_record_batch(&read, &keep)?;
+        }
+    }
+    let out = ops_core::scan::project_by_field_id(&read, read_arrow, target)?;
+    anti_join(out, keys)
 }
 
 /// Field ids of partition source columns whose type differs between two of the table's schemas

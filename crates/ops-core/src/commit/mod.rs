@@ -22,12 +22,15 @@
 
 mod aws;
 mod glue;
+mod metadata_json;
 mod rest;
 mod s3tables;
 mod sql;
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::str::FromStr;
+use std::sync::{LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
 use iceberg::spec::TableProperties;
@@ -168,7 +171,7 @@ async fn commit_inner(handle: &CatalogHandle, base: &Table, change: TableChange)
     }
     let built = builder.build()?;
     let metadata = built.metadata;
-    let new_location = write_metadata(base, &base_location, &metadata).await?;
+    let new_location = write_metadata(base, &base_location, &metadata, &built.changes).await?;
 
     let swap = match pointer {
         Pointer::Sql(p) => {
@@ -181,6 +184,16 @@ async fn commit_inner(handle: &CatalogHandle, base: &Table, change: TableChange)
     match swap {
         Ok(Swap::Done) => {
             tracing::debug!(table = %ident, location = %new_location, "committed");
+            let committed = Table::builder()
+                .identifier(ident.clone())
+                .metadata(metadata.clone())
+                .metadata_location(new_location.clone())
+                .file_io(base.file_io().clone())
+                .runtime(iceberg::Runtime::try_current()?)
+                .build()?;
+            if matches!(pointer, Pointer::Sql(_)) {
+                remember_committed(settings, committed.clone());
+            }
             if delete_after_commit(&metadata) {
                 // Java's write.metadata.delete-after-commit.enabled: metadata files that fell
                 // out of the log (write.metadata.previous-versions-max) are removed.
@@ -191,13 +204,7 @@ async fn commit_inner(handle: &CatalogHandle, base: &Table, change: TableChange)
                     .collect();
                 delete_quietly(base.file_io(), &expired).await;
             }
-            Ok(Table::builder()
-                .identifier(ident)
-                .metadata(metadata)
-                .metadata_location(new_location)
-                .file_io(base.file_io().clone())
-                .runtime(iceberg::Runtime::try_current()?)
-                .build()?)
+            Ok(committed)
         }
         Ok(Swap::Conflict(detail)) => {
             // An SDK retry of an update whose response was lost reports a conflict although the
@@ -226,6 +233,7 @@ async fn write_metadata(
     base: &Table,
     base_location: &str,
     metadata: &iceberg::spec::TableMetadata,
+    changes: &[TableUpdate],
 ) -> Result<String> {
     let custom = metadata
         .properties()
@@ -240,8 +248,15 @@ async fn write_metadata(
         .and_then(|(v, _)| v.parse().ok())
         .unwrap_or(0);
     let dir = custom.unwrap_or_else(|| dir.to_string());
-    if dir.ends_with("/metadata") {
-        // iceberg's own writer (it applies write.metadata.compression-codec).
+    // A refused commit must be `InvalidInput` so its manifests are cleaned up.
+    let codec = metadata.metadata_compression_codec().map_err(|e| {
+        Error::InvalidInput(format!(
+            "{}: write.metadata.compression-codec is not usable ({e}); set it to none or gzip",
+            base.identifier()
+        ))
+    })?;
+    if dir.ends_with("/metadata") && codec != iceberg::compression::CompressionCodec::None {
+        // iceberg's own writer compresses (write.metadata.compression-codec).
         let location = MetadataLocation::from_str(&format!(
             "{dir}/{:0>5}-{}.metadata.json",
             version + 1,
@@ -251,11 +266,7 @@ async fn write_metadata(
         metadata.write_to(base.file_io(), &location).await?;
         return Ok(location.to_string());
     }
-    let compressed = metadata
-        .properties()
-        .get("write.metadata.compression-codec")
-        .is_some_and(|c| !c.trim().eq_ignore_ascii_case("none"));
-    if compressed {
+    if codec != iceberg::compression::CompressionCodec::None {
         return Err(Error::InvalidInput(format!(
             "{}: write.metadata.compression-codec is only supported when the metadata \
              directory ends in /metadata (write.metadata.path is '{dir}')",
@@ -267,12 +278,14 @@ async fn write_metadata(
         version + 1,
         uuid::Uuid::new_v4()
     );
-    let bytes = serde_json::to_vec(metadata)
-        .map_err(|e| Error::InvalidInput(format!("serialising table metadata: {e}")))?;
+    let (bytes, refs) = metadata_json::to_json(base_location, metadata, changes)?;
     base.file_io()
         .new_output(&location)?
         .write(bytes.into())
         .await?;
+    if let Some(refs) = refs {
+        metadata_json::remember(&location, refs);
+    }
     Ok(location)
 }
 
@@ -281,6 +294,53 @@ fn delete_after_commit(metadata: &iceberg::spec::TableMetadata) -> bool {
         .properties()
         .get("write.metadata.delete-after-commit.enabled")
         .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+}
+
+/// The table as this process last committed it, by SQL catalog (uri and name) and identifier.
+static COMMITTED: LazyLock<Mutex<HashMap<(String, TableIdent), Table>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// How many tables' last commits are kept.
+const COMMITTED_KEPT: usize = 256;
+
+fn committed_key(settings: &CatalogSettings, ident: &TableIdent) -> (String, TableIdent) {
+    let uri = settings.iceberg_property("uri").unwrap_or_default();
+    (format!("{uri}\u{0}{}", settings.name()), ident.clone())
+}
+
+fn remember_committed(settings: &CatalogSettings, table: Table) {
+    let mut kept = COMMITTED.lock().unwrap_or_else(|p| p.into_inner());
+    if kept.len() >= COMMITTED_KEPT {
+        kept.clear();
+    }
+    kept.insert(committed_key(settings, table.identifier()), table);
+}
+
+/// The table's current version. On a SQL catalog whose pointer still names the file this
+/// process committed last, that commit's metadata is reused instead of reading and parsing the
+/// file again (Java's `refresh` skips an unchanged location too): at a thousand snapshots the
+/// parse alone cost as much as a whole commit at ten.
+pub async fn load_current(handle: &CatalogHandle, ident: &TableIdent) -> Result<Table> {
+    let settings = handle.settings();
+    if settings.kind() == CatalogKind::Sql && commits_supported(settings) {
+        let kept = COMMITTED
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&committed_key(settings, ident))
+            .cloned();
+        if let Some(table) = kept {
+            let pointer = handle
+                .committer()
+                .sql
+                .get_or_try_init(|| sql::SqlPointer::connect(settings))
+                .await?;
+            let current = pointer.current(settings.name(), ident).await?;
+            if current.is_some() && current.as_deref() == table.metadata_location() {
+                return Ok(table);
+            }
+        }
+    }
+    Ok(handle.catalog().load_table(ident).await?)
 }
 
 /// Whether ops-core can commit to this catalog: not to a memory catalog, nor to a SQL catalog
@@ -397,7 +457,7 @@ where
         let from_known = known.is_some();
         let base = match known.take() {
             Some(t) => t,
-            None => handle.catalog().load_table(ident).await?,
+            None => load_current(handle, ident).await?,
         };
         refuse_v3(&base)?;
         let policy = RetryPolicy::of(&base)?;

@@ -34,6 +34,32 @@ impl SqlPointer {
         })
     }
 
+    /// Where `ident` points now (`None`: no such table).
+    pub(super) async fn current(
+        &self,
+        catalog: &str,
+        ident: &TableIdent,
+    ) -> Result<Option<String>> {
+        let sql = if self.dollar {
+            "SELECT metadata_location FROM iceberg_tables WHERE catalog_name = $1 \
+             AND table_namespace = $2 AND table_name = $3"
+        } else {
+            "SELECT metadata_location FROM iceberg_tables WHERE catalog_name = ? \
+             AND table_namespace = ? AND table_name = ?"
+        };
+        let row: Option<(Option<String>,)> = sqlx::query_as(sql)
+            .bind(catalog)
+            .bind(ident.namespace().join("."))
+            .bind(ident.name())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| Error::Catalog {
+                catalog: catalog.to_string(),
+                message: format!("reading the metadata pointer of {ident} failed: {e}"),
+            })?;
+        Ok(row.and_then(|(location,)| location))
+    }
+
     /// Points `ident` at `new` if, and only if, it still points at `base`.
     pub(super) async fn swap(
         &self,

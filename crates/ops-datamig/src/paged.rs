@@ -1,0 +1,585 @@
+//! Reads one Parquet data file a page at a time, so a worker's memory is bounded by its batch
+//! and the file's pages, not by the file's row groups.
+//!
+//! iceberg 0.10.1's reader (arrow's async reader underneath) fetches every projected column
+//! chunk of a row group before it decodes the first row. PyIceberg writes row groups of up to a
+//! million rows, Spark of 128 MB, so a worker holds a whole row group's compressed columns and
+//! peak memory follows the source's file layout whatever `batch_rows` says. arrow's synchronous
+//! reader pulls each page from a [`ChunkReader`] only when it decodes it; here that reader is
+//! backed by ranged reads of the table's `FileIO`, runs on a blocking thread, and hands its
+//! batches over through a one-slot channel.
+//!
+//! Local files are always read this way (a page read is a system call). On object stores a
+//! page costs two sequential requests (header, then data), so only row groups larger than
+//! [`REMOTE_PAGED_FROM`] are; smaller ones go to iceberg's reader, which fetches them whole in
+//! a few parallel requests.
+//!
+//! Files this path does not cover are left to iceberg's reader (the caller falls back when
+//! [`open`] returns `None`): no Parquet field ids (name mapping or position fallback), INT96
+//! timestamps, position deletes, a task over part of a file, and a projected column missing
+//! from the file whose value is not NULL (an `initial-default`, or an identity partition's
+//! value — though iceberg 0.10.1's planner passes no partition spec, so its reader reads NULL
+//! there too).
+
+use std::collections::HashSet;
+use std::io::Read;
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
+use arrow_schema::{DataType, Field, SchemaRef};
+use bytes::Bytes;
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use iceberg::io::{FileIO, FileRead};
+use iceberg::scan::FileScanTask;
+use iceberg::spec::{DataFileFormat, Transform};
+use parquet::arrow::ProjectionMask;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::basic::Type as PhysicalType;
+use parquet::errors::ParquetError;
+use parquet::file::reader::{ChunkReader, Length};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::{MigrationError, Result};
+
+const FIELD_ID: &str = "PARQUET:field_id";
+
+/// How much a page-header read fetches at once; a header is usually under a hundred bytes.
+const HEADER_READ_AHEAD: u64 = 16 * 1024;
+
+/// Opens `task`'s file for a paged read of the top-level columns of `read_schema` (by field id),
+/// in batches of `batch_size` rows. The batches carry the file's own column names, types and
+/// field ids; the caller maps them onto the read schema by field id.
+///
+/// `None`: this file needs iceberg's reader (see the module docs).
+pub(crate) async fn open(
+    file_io: &FileIO,
+    task: &FileScanTask,
+    read_schema: &SchemaRef,
+    batch_size: usize,
+) -> Result<Option<BoxStream<'static, Result<RecordBatch>>>> {
+    if task.data_file_format != DataFileFormat::Parquet
+        || !task.deletes.is_empty()
+        || task.start != 0
+        || task.length != task.file_size_in_bytes
+        || task.file_size_in_bytes == 0
+    {
+        return Ok(None);
+    }
+    let wanted: Vec<i32> = read_schema
+        .fields()
+        .iter()
+        .filter_map(|f| field_id(f))
+        .collect();
+    // Columns a file may lack whose value is not NULL: an identity partition's source column
+    // takes the partition's value (iceberg 0.10.1's planner passes no spec, so today neither
+    // reader fills it), and a column with an `initial-default` takes the default.
+    let mut not_null_if_missing: HashSet<i32> = task
+        .partition_spec
+        .iter()
+        .flat_map(|spec| spec.fields().iter())
+        .filter(|f| f.transform == Transform::Identity)
+        .map(|f| f.source_id)
+        .collect();
+    not_null_if_missing.extend(
+        wanted
+            .iter()
+            .filter(|id| {
+                task.schema
+                    .field_by_id(**id)
+                    .is_some_and(|f| f.initial_default.is_some())
+            })
+            .copied(),
+    );
+    let limit = (!is_local(&task.data_file_path)).then_some(REMOTE_PAGED_FROM);
+    let reader: Arc<dyn FileRead> =
+        Arc::from(file_io.new_input(&task.data_file_path)?.reader().await?);
+    let file = RangedFile(Arc::new(Ranged {
+        handle: tokio::runtime::Handle::current(),
+        reader,
+        len: task.file_size_in_bytes,
+        path: task.data_file_path.clone(),
+    }));
+    let path = task.data_file_path.clone();
+    let handle = tokio::runtime::Handle::current();
+    let (ready_tx, ready_rx) = oneshot::channel::<Result<bool>>();
+    let (tx, rx) = mpsc::channel::<Result<RecordBatch>>(1);
+    let producer = tokio::task::spawn_blocking(move || {
+        let reader = match prepare(file, &wanted, &not_null_if_missing, limit, batch_size) {
+            Ok(Some(reader)) => {
+                let _ = ready_tx.send(Ok(true));
+                reader
+            }
+            Ok(None) => {
+                let _ = ready_tx.send(Ok(false));
+                return;
+            }
+            Err(e) => {
+                let _ = ready_tx.send(Err(e));
+                return;
+            }
+        };
+        let mut reader = reader;
+        loop {
+            // The slot is taken before the batch is decoded, so at most two batches of this
+            // file are alive: the one the worker is writing and the one decoded into the slot.
+            let Ok(permit) = handle.block_on(tx.reserve()) else {
+                return; // the reader was dropped (the run stopped): stop reading
+            };
+            let Some(batch) = reader.next() else { return };
+            let item = batch.map_err(|e| {
+                MigrationError::from(iceberg::Error::new(
+                    iceberg::ErrorKind::DataInvalid,
+                    format!("reading {path}: {e}"),
+                ))
+            });
+            let failed = item.is_err();
+            permit.send(item);
+            if failed {
+                return;
+            }
+        }
+    });
+    match ready_rx.await {
+        Ok(Ok(true)) => {}
+        Ok(Ok(false)) => return Ok(None),
+        Ok(Err(e)) => return Err(e),
+        Err(_) => return Err(ended(producer.await, &task.data_file_path)),
+    }
+    let file = task.data_file_path.clone();
+    // After the last batch, the producer's outcome: a panic there must not read as the end of
+    // the file, or the rest of its rows would be silently missing.
+    let stream = futures::stream::unfold(
+        (rx, Some(producer), file),
+        |(mut rx, producer, file)| async move {
+            if let Some(item) = rx.recv().await {
+                return Some((item, (rx, producer, file)));
+            }
+            let producer = producer?;
+            match producer.await {
+                Ok(()) => None,
+                Err(e) => Some((Err(ended(Err(e), &file)), (rx, None, file))),
+            }
+        },
+    );
+    Ok(Some(stream.boxed()))
+}
+
+fn ended(outcome: std::result::Result<(), tokio::task::JoinError>, path: &str) -> MigrationError {
+    let why = match outcome {
+        Ok(()) => "stopped without an error".to_string(),
+        Err(e) => e.to_string(),
+    };
+    MigrationError::from(iceberg::Error::new(
+        iceberg::ErrorKind::Unexpected,
+        format!("the reader of {path} failed: {why}"),
+    ))
+}
+
+/// Reads the footer and builds the page-streaming reader, or `None` when the file needs
+/// iceberg's reader. With `remote_limit`, a file whose row groups all fit in it is also left to
+/// iceberg's reader, which fetches a row group's columns in a few parallel requests where this
+/// reader makes two sequential ones per page.
+fn prepare(
+    file: RangedFile,
+    wanted: &[i32],
+    not_null_if_missing: &HashSet<i32>,
+    remote_limit: Option<u64>,
+    batch_size: usize,
+) -> Result<Option<parquet::arrow::arrow_reader::ParquetRecordBatchReader>> {
+    let path = file.0.path.clone();
+    let failed = |e: ParquetError| parquet_error(&path, e);
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(failed)?;
+    let arrow = builder.schema().clone();
+    if !arrow.fields().iter().all(|f| has_ids(f)) {
+        return Ok(None);
+    }
+    if builder
+        .parquet_schema()
+        .columns()
+        .iter()
+        .any(|c| c.physical_type() == PhysicalType::INT96)
+    {
+        return Ok(None);
+    }
+    let mut roots = Vec::new();
+    for id in wanted {
+        match arrow.fields().iter().position(|f| field_id(f) == Some(*id)) {
+            Some(i) => roots.push(i),
+            None if not_null_if_missing.contains(id) => return Ok(None),
+            // Written before the column existed: the projection fills it with NULLs.
+            None => {}
+        }
+    }
+    roots.sort_unstable();
+    let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
+    if let Some(limit) = remote_limit {
+        let largest = builder
+            .metadata()
+            .row_groups()
+            .iter()
+            .map(|rg| {
+                rg.columns()
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| mask.leaf_included(*i))
+                    .map(|(_, c)| c.compressed_size().max(0) as u64)
+                    .sum::<u64>()
+            })
+            .max()
+            .unwrap_or(0);
+        if largest <= limit {
+            return Ok(None);
+        }
+    }
+    let reader = builder
+        .with_projection(mask)
+        .with_batch_size(batch_size.max(1))
+        .build()
+        .map_err(failed)?;
+    Ok(Some(reader))
+}
+
+/// Row groups (of the projected columns) up to this size are read from object stores by
+/// iceberg's reader, whole; larger ones page by page.
+const REMOTE_PAGED_FROM: u64 = 64 * 1024 * 1024;
+
+/// A path on the local file system, where a page read costs a system call, not a request.
+fn is_local(path: &str) -> bool {
+    path.starts_with('/') || path.starts_with("file:")
+}
+
+fn parquet_error(path: &str, e: ParquetError) -> MigrationError {
+    MigrationError::from(iceberg::Error::new(
+        iceberg::ErrorKind::DataInvalid,
+        format!("reading the Parquet file {path}: {e}"),
+    ))
+}
+
+fn field_id(f: &Field) -> Option<i32> {
+    f.metadata().get(FIELD_ID).and_then(|v| v.parse().ok())
+}
+
+/// Every field, nested ones included, carries a field id.
+fn has_ids(f: &Field) -> bool {
+    if field_id(f).is_none() {
+        return false;
+    }
+    match f.data_type() {
+        DataType::Struct(children) => children.iter().all(|c| has_ids(c)),
+        DataType::List(c) | DataType::LargeList(c) | DataType::FixedSizeList(c, _) => has_ids(c),
+        DataType::Map(entries, _) => match entries.data_type() {
+            DataType::Struct(kv) => kv.iter().all(|c| has_ids(c)),
+            _ => false,
+        },
+        _ => true,
+    }
+}
+
+/// One file of a `FileIO`, read by byte range from a blocking thread.
+struct Ranged {
+    handle: tokio::runtime::Handle,
+    reader: Arc<dyn FileRead>,
+    len: u64,
+    path: String,
+}
+
+impl Ranged {
+    fn fetch(&self, start: u64, length: u64) -> parquet::errors::Result<Bytes> {
+        let end = start.saturating_add(length);
+        if end > self.len {
+            return Err(ParquetError::EOF(format!(
+                "{}: reading bytes {start}..{end} of a {}-byte file",
+                self.path, self.len
+            )));
+        }
+        self.handle
+            .block_on(self.reader.read(start..end))
+            .map_err(|e| ParquetError::External(Box::new(e)))
+    }
+}
+
+#[derive(Clone)]
+struct RangedFile(Arc<Ranged>);
+
+impl Length for RangedFile {
+    fn len(&self) -> u64 {
+        self.0.len
+    }
+}
+
+impl ChunkReader for RangedFile {
+    type T = RangedRead;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<RangedRead> {
+        Ok(RangedRead {
+            file: self.0.clone(),
+            next: start,
+            buffer: Bytes::new(),
+        })
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        self.0.fetch(start, length as u64)
+    }
+}
+
+/// A reader from an offset on, fetching a little at a time (it reads page headers; page data
+/// goes through `get_bytes`).
+struct RangedRead {
+    file: Arc<Ranged>,
+    next: u64,
+    buffer: Bytes,
+}
+
+impl Read for RangedRead {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        if self.buffer.is_empty() {
+            let left = self.file.len.saturating_sub(self.next);
+            if left == 0 || out.is_empty() {
+                return Ok(0);
+            }
+            let n = left.min(HEADER_READ_AHEAD);
+            self.buffer = self
+                .file
+                .fetch(self.next, n)
+                .map_err(std::io::Error::other)?;
+            self.next += n;
+        }
+        let n = out.len().min(self.buffer.len());
+        out[..n].copy_from_slice(&self.buffer[..n]);
+        self.buffer = self.buffer.slice(n..);
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+    use std::ops::Range;
+    use std::sync::Mutex;
+
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::Int64Type;
+    use arrow_array::{ArrayRef, Int64Array, StringArray};
+    use arrow_schema::Schema;
+    use parquet::arrow::ArrowWriter;
+    use parquet::file::properties::WriterProperties;
+
+    use super::*;
+
+    type TestResult = std::result::Result<(), Box<dyn std::error::Error + Send + Sync>>;
+
+    /// Records the size of every range read.
+    struct Recording {
+        inner: Box<dyn FileRead>,
+        sizes: Mutex<Vec<u64>>,
+    }
+
+    #[async_trait::async_trait]
+    impl FileRead for Recording {
+        async fn read(&self, range: Range<u64>) -> iceberg::Result<Bytes> {
+            if let Ok(mut sizes) = self.sizes.lock() {
+                sizes.push(range.end - range.start);
+            }
+            self.inner.read(range).await
+        }
+    }
+
+    fn field(name: &str, t: DataType, id: Option<i32>) -> Field {
+        let f = Field::new(name, t, true);
+        match id {
+            Some(id) => f.with_metadata(HashMap::from([(FIELD_ID.to_string(), id.to_string())])),
+            None => f,
+        }
+    }
+
+    /// One row group of `rows` rows in pages of about 5,000 rows: (id long #1, name string #2).
+    fn write(
+        path: &std::path::Path,
+        rows: i64,
+        ids: bool,
+    ) -> std::result::Result<u64, Box<dyn std::error::Error + Send + Sync>> {
+        let schema = Arc::new(Schema::new(vec![
+            field("id", DataType::Int64, ids.then_some(1)),
+            field("name", DataType::Utf8, ids.then_some(2)),
+        ]));
+        let props = WriterProperties::builder()
+            .set_dictionary_enabled(false)
+            .set_data_page_row_count_limit(5_000)
+            .set_max_row_group_row_count(Some(rows as usize))
+            .build();
+        let mut writer =
+            ArrowWriter::try_new(std::fs::File::create(path)?, schema.clone(), Some(props))?;
+        let ids: ArrayRef = Arc::new(Int64Array::from_iter_values(0..rows));
+        let names: ArrayRef = Arc::new(StringArray::from_iter_values(
+            (0..rows).map(|i| format!("row {i}")),
+        ));
+        writer.write(&RecordBatch::try_new(schema, vec![ids, names])?)?;
+        let meta = writer.close()?;
+        assert_eq!(meta.row_groups().len(), 1);
+        Ok(meta.row_groups()[0].columns()[0].compressed_size() as u64)
+    }
+
+    async fn ranged(
+        path: &std::path::Path,
+    ) -> std::result::Result<(RangedFile, Arc<Recording>), Box<dyn std::error::Error + Send + Sync>>
+    {
+        let io = iceberg::io::FileIO::new_with_fs();
+        let path = path.display().to_string();
+        let input = io.new_input(&path)?;
+        let len = input.metadata().await?.size;
+        let recording = Arc::new(Recording {
+            inner: input.reader().await?,
+            sizes: Mutex::new(Vec::new()),
+        });
+        let file = RangedFile(Arc::new(Ranged {
+            handle: tokio::runtime::Handle::current(),
+            reader: recording.clone(),
+            len,
+            path,
+        }));
+        Ok((file, recording))
+    }
+
+    /// A row group is read a page at a time: no read is anywhere near a column chunk's size,
+    /// and every row comes back once, in order.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_row_group_is_read_a_page_at_a_time() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("big.parquet");
+        let rows = 200_000;
+        let chunk = write(&path, rows, true)?;
+        let (file, recording) = ranged(&path).await?;
+        let (count, sum) = tokio::task::spawn_blocking(move || -> Result<(i64, i64)> {
+            let reader = prepare(file, &[1, 2], &HashSet::new(), None, 8_192)?
+                .ok_or_else(|| MigrationError::InvalidInput("not paged".into()))?;
+            let (mut count, mut sum) = (0i64, 0i64);
+            for batch in reader {
+                let batch = batch.map_err(|e| MigrationError::InvalidInput(e.to_string()))?;
+                assert_eq!(batch.num_columns(), 2);
+                let ids = batch.column(0).as_primitive::<Int64Type>();
+                for v in ids.values() {
+                    assert_eq!(*v, count, "rows out of order");
+                    count += 1;
+                    sum += v;
+                }
+            }
+            Ok((count, sum))
+        })
+        .await??;
+        assert_eq!(count, rows);
+        assert_eq!(sum, rows * (rows - 1) / 2);
+        let largest = recording
+            .sizes
+            .lock()
+            .map(|s| s.iter().copied().max().unwrap_or(0))
+            .unwrap_or(0);
+        assert!(
+            largest * 8 < chunk,
+            "largest read {largest} bytes against a {chunk}-byte column chunk"
+        );
+        Ok(())
+    }
+
+    /// Only the wanted columns are read; files the paged path does not cover are left to
+    /// iceberg's reader.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn projects_by_field_id_and_leaves_other_files_to_iceberg() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let with_ids = dir.path().join("ids.parquet");
+        let without = dir.path().join("no-ids.parquet");
+        write(&with_ids, 10_000, true)?;
+        write(&without, 10_000, false)?;
+
+        let (file, _) = ranged(&with_ids).await?;
+        let names = tokio::task::spawn_blocking(move || -> Result<Vec<String>> {
+            let mut reader = prepare(file, &[2, 7], &HashSet::new(), None, 1_000)?
+                .ok_or_else(|| MigrationError::InvalidInput("not paged".into()))?;
+            let batch = reader
+                .next()
+                .ok_or_else(|| MigrationError::InvalidInput("no batch".into()))?
+                .map_err(|e| MigrationError::InvalidInput(e.to_string()))?;
+            Ok(batch
+                .schema()
+                .fields()
+                .iter()
+                .map(|f| f.name().clone())
+                .collect())
+        })
+        .await??;
+        // Field 7 is missing: the caller's projection fills it with NULLs.
+        assert_eq!(names, vec!["name".to_string()]);
+
+        // Missing, but an identity partition's source column: its value is the partition's.
+        let (file, _) = ranged(&with_ids).await?;
+        let constant = tokio::task::spawn_blocking(move || {
+            prepare(file, &[1, 7], &HashSet::from([7]), None, 1_000).map(|r| r.is_none())
+        })
+        .await??;
+        assert!(constant);
+
+        // On an object store, row groups that fit the limit are left to iceberg's reader.
+        let (file, _) = ranged(&with_ids).await?;
+        let small = tokio::task::spawn_blocking(move || {
+            prepare(file, &[1, 2], &HashSet::new(), Some(u64::MAX), 1_000).map(|r| r.is_none())
+        })
+        .await??;
+        assert!(small);
+        let (file, _) = ranged(&with_ids).await?;
+        let large = tokio::task::spawn_blocking(move || {
+            prepare(file, &[1, 2], &HashSet::new(), Some(0), 1_000).map(|r| r.is_some())
+        })
+        .await??;
+        assert!(large);
+
+        // No field ids: name mapping or position fallback, which iceberg's reader does.
+        let (file, _) = ranged(&without).await?;
+        let no_ids = tokio::task::spawn_blocking(move || {
+            prepare(file, &[1], &HashSet::new(), None, 1_000).map(|r| r.is_none())
+        })
+        .await??;
+        assert!(no_ids);
+        Ok(())
+    }
+
+    /// `open` on a current-thread runtime (as `#[tokio::test]` and single-threaded services
+    /// run it): the blocking reader's ranged reads must not wait on the runtime's own thread.
+    #[tokio::test(flavor = "current_thread")]
+    async fn open_streams_a_file_on_a_current_thread_runtime() -> TestResult {
+        use iceberg::spec::{NestedField, PrimitiveType, Type};
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("f.parquet");
+        write(&path, 30_000, true)?;
+        let size = std::fs::metadata(&path)?.len();
+        let schema = Arc::new(
+            iceberg::spec::Schema::builder()
+                .with_fields(vec![
+                    NestedField::optional(1, "id", Type::Primitive(PrimitiveType::Long)).into(),
+                    NestedField::optional(2, "name", Type::Primitive(PrimitiveType::String)).into(),
+                ])
+                .build()?,
+        );
+        let read_schema = Arc::new(iceberg::arrow::schema_to_arrow_schema(&schema)?);
+        let task = FileScanTask::builder()
+            .with_file_size_in_bytes(size)
+            .with_start(0)
+            .with_length(size)
+            .with_data_file_path(format!("file://{}", path.display()))
+            .with_data_file_format(DataFileFormat::Parquet)
+            .with_schema(schema)
+            .with_project_field_ids(vec![1, 2])
+            .with_case_sensitive(true)
+            .build();
+        let io = iceberg::io::FileIO::new_with_fs();
+        let mut stream = open(&io, &task, &read_schema, 4_096)
+            .await?
+            .ok_or("not paged")?;
+        let mut rows = 0;
+        while let Some(batch) = stream.next().await {
+            rows += batch?.num_rows();
+        }
+        assert_eq!(rows, 30_000);
+        Ok(())
+    }
+}
