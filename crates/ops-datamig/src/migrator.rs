@@ -704,10 +704,23 @@ impl DataMigrator {
             .clamp(1, tasks.len().max(1));
         let mut receivers = Vec::with_capacity(workers);
         let mut handles = Vec::with_capacity(workers);
+        // How far a worker may run ahead of the committer. The committer takes a task's batches
+        // in order from the one worker that has it, so with one batch of run-ahead the other
+        // worker idled through most of each task. Written batches wait as files on disk (a
+        // failed run deletes the ones never committed), so a worker may finish its whole task;
+        // an upsert's batches wait as rows in memory, so one.
+        let ahead = if self.write_mode == WriteMode::Upsert {
+            1
+        } else {
+            tasks
+                .iter()
+                .map(|t| t.max_batches)
+                .max()
+                .unwrap_or(1)
+                .clamp(1, 16) as usize
+        };
         for share in crate::worker::deal(tasks, workers) {
-            // One batch of run-ahead per worker: written files wait for their turn, rows for
-            // an upsert wait in memory, so more would only hold more.
-            let (tx, rx) = tokio::sync::mpsc::channel(1);
+            let (tx, rx) = tokio::sync::mpsc::channel(ahead);
             receivers.push(rx);
             handles.push(tokio::spawn(crate::worker::run_worker(
                 Arc::clone(ctx),

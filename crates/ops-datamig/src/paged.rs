@@ -92,11 +92,15 @@ pub(crate) async fn open(
             .copied(),
     );
     let limit = (!is_local(&task.data_file_path)).then_some(REMOTE_PAGED_FROM);
-    let reader: Arc<dyn FileRead> =
-        Arc::from(file_io.new_input(&task.data_file_path)?.reader().await?);
+    let source = match local_source(&task.data_file_path) {
+        Some(source) => source,
+        None => Source::Remote {
+            handle: tokio::runtime::Handle::current(),
+            reader: Arc::from(file_io.new_input(&task.data_file_path)?.reader().await?),
+        },
+    };
     let file = RangedFile(Arc::new(Ranged {
-        handle: tokio::runtime::Handle::current(),
-        reader,
+        source,
         len: task.file_size_in_bytes,
         path: task.data_file_path.clone(),
     }));
@@ -278,10 +282,40 @@ fn has_ids(f: &Field) -> bool {
 
 /// One file of a `FileIO`, read by byte range from a blocking thread.
 struct Ranged {
-    handle: tokio::runtime::Handle,
-    reader: Arc<dyn FileRead>,
+    source: Source,
     len: u64,
     path: String,
+}
+
+enum Source {
+    /// A local file, read with positioned reads: a page costs one system call, with no trip
+    /// through the runtime (opendal's local reads hop to another blocking thread each).
+    #[cfg(unix)]
+    Local(std::fs::File),
+    /// Any `FileIO`, read by range from the blocking thread.
+    Remote {
+        handle: tokio::runtime::Handle,
+        reader: Arc<dyn FileRead>,
+    },
+}
+
+/// The local file at `path` (`/...`, `file:/...` or `file:///...`), opened; `None` elsewhere
+/// (and where it cannot be opened directly: then the `FileIO` reads it and reports why).
+#[cfg(unix)]
+fn local_source(path: &str) -> Option<Source> {
+    let local = path
+        .strip_prefix("file://")
+        .or_else(|| path.strip_prefix("file:"))
+        .unwrap_or(path);
+    if !local.starts_with('/') {
+        return None;
+    }
+    std::fs::File::open(local).ok().map(Source::Local)
+}
+
+#[cfg(not(unix))]
+fn local_source(_path: &str) -> Option<Source> {
+    None
 }
 
 impl Ranged {
@@ -293,9 +327,19 @@ impl Ranged {
                 self.path, self.len
             )));
         }
-        self.handle
-            .block_on(self.reader.read(start..end))
-            .map_err(|e| ParquetError::External(Box::new(e)))
+        match &self.source {
+            #[cfg(unix)]
+            Source::Local(file) => {
+                use std::os::unix::fs::FileExt;
+                let mut buffer = vec![0u8; (end - start) as usize];
+                file.read_exact_at(&mut buffer, start)
+                    .map_err(|e| ParquetError::External(Box::new(e)))?;
+                Ok(Bytes::from(buffer))
+            }
+            Source::Remote { handle, reader } => handle
+                .block_on(reader.read(start..end))
+                .map_err(|e| ParquetError::External(Box::new(e))),
+        }
     }
 }
 
@@ -434,8 +478,10 @@ mod tests {
             sizes: Mutex::new(Vec::new()),
         });
         let file = RangedFile(Arc::new(Ranged {
-            handle: tokio::runtime::Handle::current(),
-            reader: recording.clone(),
+            source: Source::Remote {
+                handle: tokio::runtime::Handle::current(),
+                reader: recording.clone(),
+            },
             len,
             path,
         }));

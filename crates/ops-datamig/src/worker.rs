@@ -232,7 +232,7 @@ async fn execute(
     }
     let read = ctx.read.with_tasks(ctx.scan_tasks(task)?);
     let stream = read.stream(&ctx.source, ctx.read_batch_size)?;
-    let (ptx, mut prx) = mpsc::channel::<Result<Piece>>(1);
+    let (ptx, mut prx) = mpsc::channel::<Result<Piece>>(2);
     let reader = tokio::spawn(cut_batches(
         stream,
         Cut {
@@ -330,7 +330,7 @@ struct OpenBatch {
 
 impl OpenBatch {
     fn start(dest: &Table, index: u64) -> Self {
-        let (tx, rx) = mpsc::channel::<RecordBatch>(1);
+        let (tx, rx) = mpsc::channel::<RecordBatch>(2);
         let dest = dest.clone();
         let writer = tokio::spawn(async move {
             let pieces = futures::stream::unfold(rx, |mut rx| async move {
