@@ -712,12 +712,14 @@ impl DataMigrator {
         let ahead = if self.write_mode == WriteMode::Upsert {
             1
         } else {
+            // Plus the task's closing message.
             tasks
                 .iter()
                 .map(|t| t.max_batches)
                 .max()
                 .unwrap_or(1)
                 .clamp(1, 16) as usize
+                + 1
         };
         for share in crate::worker::deal(tasks, workers) {
             let (tx, rx) = tokio::sync::mpsc::channel(ahead);

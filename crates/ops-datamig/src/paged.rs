@@ -92,7 +92,7 @@ pub(crate) async fn open(
             .copied(),
     );
     let limit = (!is_local(&task.data_file_path)).then_some(REMOTE_PAGED_FROM);
-    let source = match local_source(&task.data_file_path) {
+    let source = match local_source(&task.data_file_path, task.file_size_in_bytes)? {
         Some(source) => source,
         None => Source::Remote {
             handle: tokio::runtime::Handle::current(),
@@ -299,23 +299,38 @@ enum Source {
     },
 }
 
-/// The local file at `path` (`/...`, `file:/...` or `file:///...`), opened; `None` elsewhere
-/// (and where it cannot be opened directly: then the `FileIO` reads it and reports why).
+/// The local file at `path` (`/...`, `file:/...` or `file:///...`, taken literally as the
+/// `FileIO` takes them), opened and checked against the size its manifest records; `None` for
+/// other paths.
 #[cfg(unix)]
-fn local_source(path: &str) -> Option<Source> {
+fn local_source(path: &str, size: u64) -> Result<Option<Source>> {
     let local = path
         .strip_prefix("file://")
         .or_else(|| path.strip_prefix("file:"))
         .unwrap_or(path);
     if !local.starts_with('/') {
-        return None;
+        return Ok(None);
     }
-    std::fs::File::open(local).ok().map(Source::Local)
+    let failed = |why: String| {
+        MigrationError::from(iceberg::Error::new(
+            iceberg::ErrorKind::DataInvalid,
+            format!("reading the data file {path}: {why}"),
+        ))
+    };
+    let file = std::fs::File::open(local).map_err(|e| failed(e.to_string()))?;
+    let actual = file.metadata().map_err(|e| failed(e.to_string()))?.len();
+    if actual != size {
+        return Err(failed(format!(
+            "it has {actual} bytes where the table's manifest records {size}; the file was \
+             replaced or truncated after it was committed"
+        )));
+    }
+    Ok(Some(Source::Local(file)))
 }
 
 #[cfg(not(unix))]
-fn local_source(_path: &str) -> Option<Source> {
-    None
+fn local_source(_path: &str, _size: u64) -> Result<Option<Source>> {
+    Ok(None)
 }
 
 impl Ranged {
@@ -626,6 +641,99 @@ mod tests {
             rows += batch?.num_rows();
         }
         assert_eq!(rows, 30_000);
+        Ok(())
+    }
+
+    /// The `FileIO` branch on a current-thread runtime: ranged reads are awaited from the
+    /// blocking thread while the runtime's one thread waits on the batches.
+    #[tokio::test(flavor = "current_thread")]
+    async fn open_streams_through_file_io_on_a_current_thread_runtime() -> TestResult {
+        use iceberg::spec::{NestedField, PrimitiveType, Type};
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("f.parquet");
+        write(&path, 20_000, true)?;
+        let bytes = std::fs::read(&path)?;
+        let io = iceberg::io::FileIO::new_with_memory();
+        let location = "memory://bucket/t/data/f.parquet";
+        io.new_output(location)?
+            .write(Bytes::from(bytes.clone()))
+            .await?;
+        let schema = Arc::new(
+            iceberg::spec::Schema::builder()
+                .with_fields(vec![
+                    NestedField::optional(1, "id", Type::Primitive(PrimitiveType::Long)).into(),
+                ])
+                .build()?,
+        );
+        let read_schema = Arc::new(iceberg::arrow::schema_to_arrow_schema(&schema)?);
+        let task = FileScanTask::builder()
+            .with_file_size_in_bytes(bytes.len() as u64)
+            .with_start(0)
+            .with_length(bytes.len() as u64)
+            .with_data_file_path(location.to_string())
+            .with_data_file_format(DataFileFormat::Parquet)
+            .with_schema(schema)
+            .with_project_field_ids(vec![1])
+            .with_case_sensitive(true)
+            .build();
+        // A small row group on an object store is left to iceberg's reader...
+        assert!(open(&io, &task, &read_schema, 4_096).await?.is_none());
+        // ...a large one is read page by page (the limit lowered through `prepare` directly).
+        let file = RangedFile(Arc::new(Ranged {
+            source: Source::Remote {
+                handle: tokio::runtime::Handle::current(),
+                reader: Arc::from(io.new_input(location)?.reader().await?),
+            },
+            len: bytes.len() as u64,
+            path: location.to_string(),
+        }));
+        let rows = tokio::task::spawn_blocking(move || -> Result<usize> {
+            let reader = prepare(file, &[1], &HashSet::new(), Some(0), 4_096)?
+                .ok_or_else(|| MigrationError::InvalidInput("not paged".into()))?;
+            let mut rows = 0;
+            for batch in reader {
+                rows += batch
+                    .map_err(|e| MigrationError::InvalidInput(e.to_string()))?
+                    .num_rows();
+            }
+            Ok(rows)
+        })
+        .await??;
+        assert_eq!(rows, 20_000);
+        Ok(())
+    }
+
+    /// Local paths in every spelling are opened directly; a missing file, or one whose size is
+    /// not the manifest's, is an error naming it.
+    #[cfg(unix)]
+    #[test]
+    fn local_paths_are_opened_and_checked() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("f.parquet");
+        write(&path, 1_000, true)?;
+        let len = std::fs::metadata(&path)?.len();
+        let plain = path.display().to_string();
+        for spelling in [
+            plain.clone(),
+            format!("file:{plain}"),
+            format!("file://{plain}"),
+        ] {
+            assert!(matches!(
+                local_source(&spelling, len)?,
+                Some(Source::Local(_))
+            ));
+        }
+        assert!(local_source("s3://bucket/f.parquet", len)?.is_none());
+        assert!(local_source("memory://bucket/f.parquet", len)?.is_none());
+        let missing = local_source(&format!("{plain}.gone"), len)
+            .err()
+            .ok_or("no error")?;
+        assert!(missing.to_string().contains(".gone"), "{missing}");
+        let resized = local_source(&plain, len + 1).err().ok_or("no error")?;
+        assert!(
+            resized.to_string().contains("manifest records"),
+            "{resized}"
+        );
         Ok(())
     }
 }
