@@ -91,7 +91,6 @@ pub(crate) async fn open(
             })
             .copied(),
     );
-    let limit = (!is_local(&task.data_file_path)).then_some(REMOTE_PAGED_FROM);
     let source = match local_source(&task.data_file_path, task.file_size_in_bytes)? {
         Some(source) => source,
         None => Source::Remote {
@@ -99,6 +98,8 @@ pub(crate) async fn open(
             reader: Arc::from(file_io.new_input(&task.data_file_path)?.reader().await?),
         },
     };
+    // A page read from a local file is a system call; from an object store, a request.
+    let limit = matches!(source, Source::Remote { .. }).then_some(REMOTE_PAGED_FROM);
     let file = RangedFile(Arc::new(Ranged {
         source,
         len: task.file_size_in_bytes,
@@ -109,7 +110,7 @@ pub(crate) async fn open(
     let (ready_tx, ready_rx) = oneshot::channel::<Result<bool>>();
     let (tx, rx) = mpsc::channel::<Result<RecordBatch>>(1);
     let producer = tokio::task::spawn_blocking(move || {
-        let reader = match prepare(file, &wanted, &not_null_if_missing, limit, batch_size) {
+        let mut reader = match prepare(file, &wanted, &not_null_if_missing, limit, batch_size) {
             Ok(Some(reader)) => {
                 let _ = ready_tx.send(Ok(true));
                 reader
@@ -123,7 +124,6 @@ pub(crate) async fn open(
                 return;
             }
         };
-        let mut reader = reader;
         loop {
             // The slot is taken before the batch is decoded, so at most two batches of this
             // file are alive: the one the worker is writing and the one decoded into the slot.
@@ -131,12 +131,7 @@ pub(crate) async fn open(
                 return; // the reader was dropped (the run stopped): stop reading
             };
             let Some(batch) = reader.next() else { return };
-            let item = batch.map_err(|e| {
-                MigrationError::from(iceberg::Error::new(
-                    iceberg::ErrorKind::DataInvalid,
-                    format!("reading {path}: {e}"),
-                ))
-            });
+            let item = batch.map_err(|e| parquet_error(&path, e));
             let failed = item.is_err();
             permit.send(item);
             if failed {
@@ -248,12 +243,7 @@ fn prepare(
 /// iceberg's reader, whole; larger ones page by page.
 const REMOTE_PAGED_FROM: u64 = 64 * 1024 * 1024;
 
-/// A path on the local file system, where a page read costs a system call, not a request.
-fn is_local(path: &str) -> bool {
-    path.starts_with('/') || path.starts_with("file:")
-}
-
-fn parquet_error(path: &str, e: ParquetError) -> MigrationError {
+fn parquet_error(path: &str, e: impl std::fmt::Display) -> MigrationError {
     MigrationError::from(iceberg::Error::new(
         iceberg::ErrorKind::DataInvalid,
         format!("reading the Parquet file {path}: {e}"),

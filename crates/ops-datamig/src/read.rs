@@ -140,10 +140,10 @@ impl PlannedRead {
             loaded: Mutex::new(HashMap::new()),
         });
         // The row filter is applied here rather than by iceberg's reader, which takes a
-        // column a file predates as matching `<`, `<=`, `>`, `>=`, `!=` and `IS NULL` (it keeps
-        // the file's rows) and orders NaN above every number; here a NULL — a missing column
-        // included — makes a comparison unknown and the row is not read, and NaN compares as
-        // IEEE says, as PyIceberg (pyarrow) and SQL engines do.
+        // column a file predates as matching `<` and `<=` (it keeps the file's rows) and
+        // orders NaN above every number; here a NULL — a missing column included — makes a
+        // comparison unknown and the row is not read, NaN compares as IEEE 754 says and -0.0
+        // equals 0.0, as SQL engines and pyarrow do (docs/datamig.md, "Row filters").
         let filter = self
             .tasks
             .iter()

@@ -67,18 +67,17 @@ pub(crate) fn to_json(
     changes: &[TableUpdate],
 ) -> Result<(Vec<u8>, Option<Refs>)> {
     if metadata.format_version() != FormatVersion::V2 {
-        return Ok((iceberg_json(metadata)?, None));
+        return Ok((json(metadata)?, None));
     }
     let refs = followed_refs(base_location, metadata, changes);
     let Some(refs) = refs else {
-        let bytes = iceberg_json(metadata)?;
+        let bytes = json(metadata)?;
         let refs = serde_json::from_slice::<RefsOnly>(&bytes)
             .map(|r| r.refs)
             .map_err(|e| Error::InvalidInput(format!("reading back table metadata: {e}")))?;
         return Ok((bytes, Some(refs)));
     };
-    let bytes = serde_json::to_vec(&V2::of(metadata, &refs))
-        .map_err(|e| Error::InvalidInput(format!("serialising table metadata: {e}")))?;
+    let bytes = json(&V2::of(metadata, &refs))?;
     Ok((bytes, Some(refs)))
 }
 
@@ -99,8 +98,8 @@ pub(crate) fn remember(location: &str, refs: Refs) {
     }
 }
 
-fn iceberg_json(metadata: &TableMetadata) -> Result<Vec<u8>> {
-    serde_json::to_vec(metadata)
+fn json(document: &impl Serialize) -> Result<Vec<u8>> {
+    serde_json::to_vec(document)
         .map_err(|e| Error::InvalidInput(format!("serialising table metadata: {e}")))
 }
 
