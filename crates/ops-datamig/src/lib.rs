@@ -6,14 +6,26 @@
 //! `ops_checkpoint::CheckpointStore` so a crashed run resumes after its last committed batch.
 //! [`DataMigrator::verify`] then compares source and destination ([`VerificationResult`]).
 //!
-//! - Pre-flight runs every check before the destination is touched; a dry run runs the checks
-//!   and reads the source through the plan, writing nothing ([`MigrationResult::estimated_rows`]).
-//! - Every snapshot a batch creates carries `iceberg-ops.migration-job` and
-//!   `iceberg-ops.migration-batch` in its summary; a resume records a batch that landed before a
-//!   crash instead of writing it twice, and refuses a destination rolled back under the
-//!   checkpoint, naming [`MigrationResult::dest_snapshot_before`] as the rollback target.
-//! - Memory is bounded by a few chunks of `batch_rows` rows, not by source file sizes; the
-//!   reader (decode, project) and the writer (encode, commit) run on separate tasks.
+//! The pipeline, one module per phase (data flows down the list, never back up):
+//!
+//! 1. **Pre-flight** (`migrator`): every check runs before the destination is touched; a dry
+//!    run runs the checks and reads the source through the plan, writing nothing
+//!    ([`MigrationResult::estimated_rows`]). Auto-added and widened columns are then committed
+//!    and the checkpoint started.
+//! 2. **Plan** (`plan`): the row filter and the reconciliation plan, the pinned snapshot's
+//!    files in a fixed order, each file routed ([`route_files`]: copy, reference, rewrite or
+//!    skip), and the files cut into tasks of numbered batches ([`MigrationPlan`], which can be
+//!    handed to other processes).
+//! 3. **Execute** (`execute`): workers read their tasks' files, cut exactly `batch_rows` rows
+//!    per batch, project and write them (or [`copy_files`] whole) — never committing. Memory is
+//!    bounded by a few chunks of `batch_rows` rows, not by source file sizes.
+//! 4. **Commit** (`commit`): one committer commits the batches in order, one commit per batch
+//!    (append, copy-on-write upsert, or overwrite_partition); every snapshot carries
+//!    [`MIGRATION_JOB_PROPERTY`] and [`MIGRATION_BATCH_PROPERTY`] in its summary, so a resume
+//!    records a batch that landed before a crash instead of writing it twice, and refuses a
+//!    destination rolled back under the checkpoint, naming
+//!    [`MigrationResult::dest_snapshot_before`] as the rollback target.
+//! 5. **Verify** (`verify`): [`DataMigrator::verify`] compares source and destination.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -36,29 +48,24 @@
 //! ```
 #![deny(missing_docs)]
 
-mod committer;
-mod copy;
+mod commit;
 mod error;
-pub mod job;
+mod execute;
 mod migrator;
-mod paged;
-mod read;
-mod remote;
+mod plan;
+#[cfg(test)]
+mod testing;
 mod types;
-mod upsert;
 mod verify;
-mod worker;
 
-pub use copy::{
-    COPY_CHUNK_BYTES, FileRoute, FileRouting, PlannedFile, RoutedFile, copy_files, route_files,
-    table_eligibility,
-};
+pub use commit::history::{MIGRATION_BATCH_PROPERTY, MIGRATION_JOB_PROPERTY};
 pub use error::{MigrationError, Result};
-pub use job::{BatchOutput, MigrationPlan, MigrationTask, TableLocator, TaskOutput};
-pub use migrator::{
-    DEFAULT_BATCH_ROWS, DataMigrator, MIGRATION_BATCH_PROPERTY, MIGRATION_JOB_PROPERTY, Progress,
-};
+pub use execute::copy::{COPY_CHUNK_BYTES, copy_files};
+pub use migrator::{DEFAULT_BATCH_ROWS, DataMigrator};
+pub use plan::eligibility::table_eligibility;
+pub use plan::job::{self, BatchOutput, MigrationPlan, MigrationTask, TableLocator, TaskOutput};
+pub use plan::route::{FileRouting, PlannedFile, route_files};
 pub use types::{
-    CopyMode, MigrationResult, PartitionStrategy, RowFilter, VerificationResult, VerifyMethod,
-    WriteMode,
+    CopyMode, FileRoute, MigrationResult, PartitionStrategy, Progress, RoutedFile, RowFilter,
+    VerificationResult, VerifyMethod, WriteMode,
 };

@@ -3,12 +3,16 @@
 use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
+use std::sync::Arc;
 
+use iceberg::TableIdent;
 use iceberg::expr::Predicate;
+use iceberg::table::Table;
+use ops_core::CatalogHandle;
 use ops_reconcile::ReconciliationPlan;
 use serde::{Deserialize, Serialize};
 
-use crate::MigrationError;
+use crate::{MigrationError, Result};
 
 /// How each chunk is written to the destination.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -152,6 +156,53 @@ impl From<Predicate> for RowFilter {
     }
 }
 
+/// How one source data file reaches the destination.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileRoute {
+    /// Read, projected through the plan and written as new files.
+    Rewrite,
+    /// Bytes copied to a new file under the destination's data location.
+    Copy,
+    /// Committed to the destination at its source path (the tables share the file).
+    Reference,
+    /// Not moved: the row filter excludes every row of the file's partition.
+    Skip,
+}
+
+impl FileRoute {
+    /// `rewrite`, `copy`, `reference` or `skip`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FileRoute::Rewrite => "rewrite",
+            FileRoute::Copy => "copy",
+            FileRoute::Reference => "reference",
+            FileRoute::Skip => "skip",
+        }
+    }
+}
+
+impl fmt::Display for FileRoute {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The route of one source data file and why: what a result and a dry run report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoutedFile {
+    /// The source data file.
+    pub path: String,
+    /// Where it goes.
+    pub route: FileRoute,
+    /// Why, in words.
+    pub reason: String,
+    /// Rows in the file (from its manifest entry; before deletes and the filter).
+    pub record_count: u64,
+    /// Bytes of the file.
+    pub file_size_in_bytes: u64,
+}
+
 /// Outcome of [`DataMigrator::run`](crate::DataMigrator::run).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct MigrationResult {
@@ -165,7 +216,7 @@ pub struct MigrationResult {
     pub files_rewritten: u64,
     /// Every live source data file with the path it took (or would take, in a dry run) and
     /// why.
-    pub files: Vec<crate::RoutedFile>,
+    pub files: Vec<RoutedFile>,
     /// Rows written by this run (batches skipped on resume excluded); 0 for a dry run. For
     /// upserts, incoming rows, not distinct keys.
     pub rows_moved: u64,
@@ -306,4 +357,30 @@ pub struct VerificationResult {
     pub mismatched_partitions: Vec<String>,
     /// Why it does not match; empty when it does.
     pub details: Vec<String>,
+}
+
+/// `progress(rows_done, rows_total_or_none)`, called after each committed batch.
+pub type Progress = Arc<dyn Fn(u64, Option<u64>) + Send + Sync>;
+
+/// A table in a catalog.
+#[derive(Clone)]
+pub(crate) struct TableRef {
+    pub handle: CatalogHandle,
+    pub ident: TableIdent,
+}
+
+impl TableRef {
+    pub(crate) fn describe(&self) -> String {
+        format!("{} (catalog '{}')", self.ident, self.handle.name())
+    }
+
+    pub(crate) async fn load(&self) -> Result<Table> {
+        self.handle
+            .catalog()
+            .load_table(&self.ident)
+            .await
+            .map_err(|e| {
+                MigrationError::InvalidInput(format!("cannot load table {}: {e}", self.describe()))
+            })
+    }
 }

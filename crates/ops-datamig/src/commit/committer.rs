@@ -16,9 +16,9 @@ use ops_core::ops::append::AppendBuilder;
 use ops_core::ops::overwrite::OverwriteBuilder;
 use ops_core::write::WrittenFiles;
 
-use crate::migrator::{MIGRATION_BATCH_PROPERTY, MIGRATION_JOB_PROPERTY, Progress, live_files};
-use crate::worker::{BatchWork, Payload};
-use crate::{MigrationError, MigrationResult, Result, WriteMode};
+use super::history::{MIGRATION_BATCH_PROPERTY, MIGRATION_JOB_PROPERTY, live_files};
+use crate::execute::worker::{BatchWork, Payload};
+use crate::{MigrationError, MigrationResult, Progress, Result, WriteMode};
 
 /// Commits batches in order (see the module docs).
 pub(crate) struct Committer {
@@ -196,7 +196,11 @@ impl Committer {
                         );
                         match files {
                             Some(files) if definite => {
-                                crate::worker::discard(&self.dest, Payload::Written(files)).await;
+                                crate::execute::worker::discard(
+                                    &self.dest,
+                                    Payload::Written(files),
+                                )
+                                .await;
                             }
                             Some(files) => {
                                 let paths: Vec<&str> =
@@ -312,7 +316,7 @@ impl Committer {
         batches: &[arrow_array::RecordBatch],
     ) -> Result<Vec<i64>> {
         let props = self.properties(index);
-        let outcome = crate::upsert::upsert_chunk(
+        let outcome = super::upsert::upsert_chunk(
             &self.handle,
             &self.ident,
             &self.dest,

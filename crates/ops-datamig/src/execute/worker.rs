@@ -23,8 +23,8 @@ use ops_core::write::WrittenFiles;
 use ops_reconcile::ReconciliationPlan;
 use tokio::sync::mpsc;
 
-use crate::job::MigrationTask;
-use crate::read::PlannedRead;
+use crate::plan::job::MigrationTask;
+use crate::plan::read::PlannedRead;
 use crate::{FileRoute, MigrationError, Result, WriteMode};
 
 /// What a worker hands the committer for one batch.
@@ -197,7 +197,7 @@ async fn execute_whole(
         let copied = files.clone();
         let written =
             tokio::spawn(
-                async move { crate::copy::copy_files(&source, &dest, &copied, route).await },
+                async move { super::copy::copy_files(&source, &dest, &copied, route).await },
             )
             .await
             .map_err(|join| {

@@ -19,9 +19,12 @@ use serde::{Deserialize, Serialize};
 
 use std::collections::HashMap;
 
-use crate::read::PlannedRead;
-use crate::{CopyMode, FileRoute, MigrationError, Result, RowFilter, WriteMode};
+use ops_core::CatalogHandle;
 use ops_reconcile::SchemaReconciler;
+
+use super::read::PlannedRead;
+use crate::types::TableRef;
+use crate::{CopyMode, FileRoute, MigrationError, Result, RowFilter, WriteMode};
 
 /// Version of the plan and task-output JSON; a reader refuses other versions.
 pub const PLAN_FORMAT: u32 = 1;
@@ -242,6 +245,93 @@ impl MigrationPlan {
                 self.tasks.len()
             ))
         })
+    }
+}
+
+impl MigrationPlan {
+    /// The plan's source and destination in the given catalogs (the plan names them).
+    pub(crate) fn table_refs(
+        &self,
+        source: &CatalogHandle,
+        dest: &CatalogHandle,
+    ) -> Result<(TableRef, TableRef)> {
+        let ident = |t: &str| {
+            iceberg::TableIdent::from_strs(t.split('.')).map_err(|e| {
+                MigrationError::InvalidInput(format!("the plan names table '{t}': {e}"))
+            })
+        };
+        Ok((
+            TableRef {
+                handle: source.clone(),
+                ident: ident(&self.source.table)?,
+            },
+            TableRef {
+                handle: dest.clone(),
+                ident: ident(&self.dest.table)?,
+            },
+        ))
+    }
+
+    /// Loads both tables and checks they are still the planned ones, in the planned layout.
+    /// The commit step needs only the destination (`check_source` false).
+    pub(crate) async fn tables(
+        &self,
+        source_ref: &TableRef,
+        dest_ref: &TableRef,
+        check_source: bool,
+    ) -> Result<(Table, Table)> {
+        let source = source_ref.load().await?;
+        let dest = dest_ref.load().await?;
+        let before = self
+            .dest_snapshot_before
+            .map_or("its state before the job".to_string(), |s| {
+                format!("snapshot {s}")
+            });
+        let stale = |what: String| {
+            MigrationError::InvalidInput(format!(
+                "{what} since the plan was made; make a new plan (`migrate-data --plan-only`) — \
+                 if batches of job {} were already committed, first roll the destination back \
+                 to {before}, or the new job commits those rows again",
+                self.job_id
+            ))
+        };
+        if check_source && source.metadata().uuid().to_string() != self.source_uuid {
+            return Err(stale(format!(
+                "source {} is another table (UUID {})",
+                source_ref.describe(),
+                source.metadata().uuid()
+            )));
+        }
+        if dest.metadata().uuid().to_string() != self.dest_uuid {
+            return Err(stale(format!(
+                "destination {} is another table (UUID {})",
+                dest_ref.describe(),
+                dest.metadata().uuid()
+            )));
+        }
+        if check_source && source.metadata().current_schema_id() != self.source_schema_id {
+            return Err(stale(format!(
+                "the schema of source {} changed (schema {} → {})",
+                source_ref.describe(),
+                self.source_schema_id,
+                source.metadata().current_schema_id()
+            )));
+        }
+        let md = dest.metadata();
+        if md.current_schema_id() != self.dest_schema_id
+            || md.default_partition_spec_id() != self.dest_spec_id
+        {
+            return Err(stale(format!(
+                "the schema or partition spec of destination {} changed (schema {} → {}, spec \
+                 {} → {})",
+                dest_ref.describe(),
+                self.dest_schema_id,
+                md.current_schema_id(),
+                self.dest_spec_id,
+                md.default_partition_spec_id()
+            )));
+        }
+        Ok((source, dest))
     }
 }
 

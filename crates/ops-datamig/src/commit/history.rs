@@ -1,0 +1,84 @@
+//! The job's trace in the destination's history: every snapshot a batch creates is tagged with
+//! the job id and batch index, so a resume or a repeated commit step finds the batches that
+//! landed, and notices a destination rolled back under its checkpoint.
+
+use std::collections::{BTreeMap, HashSet};
+
+use iceberg::spec::{DataFile, ManifestContentType};
+use iceberg::table::Table;
+
+use crate::Result;
+
+/// Summary key holding the job id on every snapshot a batch creates.
+pub const MIGRATION_JOB_PROPERTY: &str = "iceberg-ops.migration-job";
+/// Summary key holding the batch index on every snapshot a batch creates.
+pub const MIGRATION_BATCH_PROPERTY: &str = "iceberg-ops.migration-batch";
+
+/// Batches of `job_id` at or after `from` found in `dest`'s current history, with their
+/// snapshots in commit order.
+pub(crate) fn landed_batches(dest: &Table, job_id: &str, from: u64) -> BTreeMap<u64, Vec<i64>> {
+    let md = dest.metadata();
+    let mut out: BTreeMap<u64, Vec<i64>> = BTreeMap::new();
+    let mut snapshots = history(dest);
+    snapshots.reverse();
+    for id in snapshots {
+        let Some(s) = md.snapshot_by_id(id) else {
+            continue;
+        };
+        let props = &s.summary().additional_properties;
+        if props.get(MIGRATION_JOB_PROPERTY).map(String::as_str) != Some(job_id) {
+            continue;
+        }
+        if let Some(batch) = props
+            .get(MIGRATION_BATCH_PROPERTY)
+            .and_then(|b| b.parse::<u64>().ok())
+            && batch >= from
+        {
+            out.entry(batch).or_default().push(id);
+        }
+    }
+    out
+}
+
+/// The first of `checkpointed` snapshots no longer in `dest`'s current history (it was rolled
+/// back): a resume from that checkpoint would skip rows that are gone.
+pub(crate) fn rolled_back(dest: &Table, checkpointed: &[i64]) -> Option<i64> {
+    let history: HashSet<i64> = history(dest).into_iter().collect();
+    checkpointed.iter().copied().find(|s| !history.contains(s))
+}
+
+/// The destination's current snapshot and its ancestors, newest first.
+fn history(table: &Table) -> Vec<i64> {
+    let md = table.metadata();
+    let current = md.current_snapshot_id();
+    let mut out: Vec<i64> = current.into_iter().collect();
+    out.extend(ops_core::ops::rollback::ancestors(md, current));
+    out
+}
+
+/// Live data files of `table` at `snapshot_id`, with their partition spec ids.
+pub(crate) async fn live_files(
+    table: &Table,
+    snapshot_id: Option<i64>,
+) -> Result<Vec<(DataFile, i32)>> {
+    let Some(id) = snapshot_id else {
+        return Ok(Vec::new());
+    };
+    let Some(snapshot) = table.metadata().snapshot_by_id(id) else {
+        return Ok(Vec::new());
+    };
+    let list = table.manifest_list_reader(snapshot).load().await?;
+    let mut out = Vec::new();
+    for mf in list.entries() {
+        if mf.content != ManifestContentType::Data {
+            continue;
+        }
+        let manifest = mf.load_manifest(table.file_io()).await?;
+        for entry in manifest.entries() {
+            if entry.is_alive() {
+                out.push((entry.data_file().clone(), mf.partition_spec_id));
+            }
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,230 @@
+//! Committing the [`TaskOutput`]s of a [`MigrationPlan`] executed in other processes: one
+//! process, every output, one commit per batch in batch order.
+//!
+//! This is the commit half of the seam a distributed engine uses (`execute::task` is the other):
+//! one process runs [`MigrationPlan::commit`] (`migrate-data commit`) with every task's output.
+//!
+//! 1. Re-check that the destination is the planned one (UUID, schema and spec ids).
+//! 2. Check the outputs: this plan's job, each task once, every task present, batches within
+//!    their task's range.
+//! 3. Resume or start the checkpoint, if one is given (refusing one of another job, a completed
+//!    one, or one whose batches were rolled back).
+//! 4. Hand the batches to the [`Committer`] in order. Committing is idempotent: batches of the
+//!    job already in the destination's history are recorded, not committed again.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use ops_checkpoint::CheckpointStore;
+use ops_core::CatalogHandle;
+use ops_core::write::WrittenFiles;
+use serde_json::json;
+
+use super::committer::{Committer, CommitterSetup};
+use super::history::{landed_batches, rolled_back};
+use crate::execute::worker::{BatchWork, Payload};
+use crate::plan::job::{MigrationPlan, TaskOutput, files_from_json};
+use crate::{MigrationError, MigrationResult, Result};
+
+impl MigrationPlan {
+    /// Commits the outputs of every task in batch order, one commit per batch, tagged with the
+    /// job and batch. Batches of this job already in the destination are recorded, not
+    /// committed again, so a failed or interrupted commit step can simply be run again. With a
+    /// checkpoint, progress is recorded there as a local run does.
+    pub async fn commit(
+        &self,
+        source: &CatalogHandle,
+        dest: &CatalogHandle,
+        outputs: Vec<TaskOutput>,
+        checkpoint: Option<PathBuf>,
+    ) -> Result<MigrationResult> {
+        let started = Instant::now();
+        let (source_ref, dest_ref) = self.table_refs(source, dest)?;
+        let (_, dest_table) = self.tables(&source_ref, &dest_ref, false).await?;
+        let mut by_task: BTreeMap<usize, TaskOutput> = BTreeMap::new();
+        for out in outputs {
+            if out.job_id != self.job_id {
+                return Err(MigrationError::InvalidInput(format!(
+                    "the output of task {} belongs to job {}, not this plan's job {}",
+                    out.task, out.job_id, self.job_id
+                )));
+            }
+            let task = self.task(out.task)?;
+            let range = task.batches();
+            if let Some(b) = out.batches.iter().find(|b| !range.contains(&b.index)) {
+                return Err(MigrationError::InvalidInput(format!(
+                    "the output of task {} holds batch {}, outside the task's batches {}..{}",
+                    out.task, b.index, range.start, range.end
+                )));
+            }
+            if by_task.insert(out.task, out).is_some() {
+                return Err(MigrationError::InvalidInput(
+                    "two outputs are given for the same task; give each task's output once".into(),
+                ));
+            }
+        }
+        let missing: Vec<String> = self
+            .tasks
+            .iter()
+            .filter(|t| !by_task.contains_key(&t.id))
+            .map(|t| t.id.to_string())
+            .collect();
+        if !missing.is_empty() {
+            return Err(MigrationError::InvalidInput(format!(
+                "no output for task(s) {}; run them (`migrate-data run-task --task N`) first",
+                missing.join(", ")
+            )));
+        }
+
+        let mut store = checkpoint.as_ref().map(CheckpointStore::new);
+        if let Some(s) = &mut store {
+            match s.state()? {
+                Some(state) => {
+                    let committed = state.last_committed_batch.map_or(0, |b| b + 1);
+                    let refuse = |reason: String| MigrationError::Resume {
+                        path: s.path().to_path_buf(),
+                        reason,
+                        committed_batches: committed,
+                        rollback_to: self.dest_snapshot_before,
+                    };
+                    if state.completed {
+                        return Err(refuse(
+                            "it records a completed commit of this plan; delete it to commit \
+                             again"
+                                .into(),
+                        ));
+                    }
+                    if let Some(missing) = rolled_back(&dest_table, &state.dest_snapshot_ids) {
+                        return Err(refuse(format!(
+                            "the destination's current history no longer holds snapshot \
+                             {missing} of a checkpointed batch (it was rolled back); \
+                             committing would skip rows that are no longer there"
+                        )));
+                    }
+                    let job = state
+                        .job
+                        .as_ref()
+                        .and_then(|j| j.get("job_id"))
+                        .and_then(|v| v.as_str());
+                    if job != Some(self.job_id.as_str()) {
+                        return Err(MigrationError::Resume {
+                            path: s.path().to_path_buf(),
+                            reason: format!(
+                                "it records another job, not this plan's job {}; give the \
+                                 commit step its own checkpoint file",
+                                self.job_id
+                            ),
+                            committed_batches: state.last_committed_batch.map_or(0, |b| b + 1),
+                            rollback_to: self.dest_snapshot_before,
+                        });
+                    }
+                }
+                None => {
+                    let mut job = ops_checkpoint::JobIdentity::new();
+                    job.insert("job_id".into(), json!(self.job_id));
+                    job.insert(
+                        "dest_snapshot_before".into(),
+                        json!(self.dest_snapshot_before),
+                    );
+                    job.insert("plan".into(), json!(true));
+                    s.start(self.source_snapshot_id, Some(job))?;
+                }
+            }
+        }
+        let last_checkpointed = match &mut store {
+            Some(s) => s.last_committed()?,
+            None => None,
+        };
+        let landed = landed_batches(&dest_table, &self.job_id, 0);
+        let mut committer = Committer::new(CommitterSetup {
+            handle: dest_ref.handle.clone(),
+            ident: dest_ref.ident.clone(),
+            dest_name: dest_ref.describe(),
+            mode: self.write_mode,
+            job_id: self.job_id.clone(),
+            upsert_keys: Vec::new(),
+            dest: dest_table.clone(),
+            dest_snapshot_before: self.dest_snapshot_before,
+            store,
+            landed: landed.clone(),
+            progress: None,
+            total: self.total_rows,
+            resumed_batches: 0,
+            resumed_rows: 0,
+            resume_from: 0,
+        })
+        .await?;
+        let mut result = MigrationResult {
+            source_snapshot_id: self.source_snapshot_id,
+            job_id: Some(self.job_id.clone()),
+            dest_snapshot_before: self.dest_snapshot_before,
+            checkpoint_path: checkpoint.clone(),
+            ..MigrationResult::default()
+        };
+        let mut files_committed = 0usize;
+        let mut checkpointed = 0u64;
+        let outcome: Result<()> = async {
+            for out in by_task.into_values() {
+                for b in out.batches {
+                    let payload = if landed.contains_key(&b.index)
+                        || last_checkpointed.is_some_and(|l| b.index <= l)
+                    {
+                        Payload::Landed
+                    } else {
+                        let files = files_from_json(&dest_table, &b)?;
+                        files_committed += files.len();
+                        let w = WrittenFiles {
+                            spec_id: b.spec_id,
+                            files,
+                        };
+                        if b.referenced {
+                            Payload::Referenced(w)
+                        } else {
+                            Payload::Written(w)
+                        }
+                    };
+                    let index = b.index;
+                    let done = committer.batches_done;
+                    let work = BatchWork {
+                        index,
+                        rows: b.rows,
+                        bytes: b.bytes,
+                        payload,
+                    };
+                    if last_checkpointed.is_some_and(|l| index <= l) {
+                        // Already checkpointed: the store must not see it again.
+                        checkpointed += 1;
+                        continue;
+                    }
+                    committer
+                        .handle(work)
+                        .await
+                        .map_err(|e| MigrationError::Batch {
+                            batch: index,
+                            committed_batches: done,
+                            checkpoint: None,
+                            source: Box::new(e),
+                        })?;
+                }
+            }
+            Ok(())
+        }
+        .await;
+        let mut store = committer.store.take();
+        committer.finish(&mut result);
+        result.batches_skipped += checkpointed;
+        outcome?;
+        if let Some(s) = &mut store {
+            s.mark_completed()?;
+        }
+        result.duration_seconds = started.elapsed().as_secs_f64();
+        tracing::info!(
+            job = %self.job_id,
+            batches = result.batches_committed,
+            files = files_committed,
+            "plan committed"
+        );
+        Ok(result)
+    }
+}

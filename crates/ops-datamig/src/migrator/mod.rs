@@ -1,0 +1,541 @@
+//! The `DataMigrator`: the builder, and `run` wiring the phases together.
+//!
+//! 1. Pre-flight, no writes ([`preflight`], [`resume`]): load both tables (the same table by
+//!    UUID is refused), resolve the source snapshot (checkpoint → explicit → current), validate
+//!    a resumed checkpoint (not completed, same job settings, source snapshot still there and
+//!    agreeing with an explicit one, checkpointed batches still in the destination's history),
+//!    parse the row filter, compute the reconciliation plan and check the write mode's
+//!    prerequisites; plan the read and route the files ([`crate::plan`]).
+//! 2. Pre-flight writes: auto-added and widened columns in one schema commit, then the
+//!    checkpoint's fresh start (with the job identity, its id and `dest_snapshot_before`).
+//! 3. Stream ([`local`]): workers read the pinned snapshot in a fixed file order, cut it into
+//!    chunks of exactly `batch_rows` rows, project and write them ([`crate::execute`]), while
+//!    this task commits them in order — one commit per chunk, tagged `iceberg-ops.migration-job`
+//!    / `iceberg-ops.migration-batch` — then marks the checkpoint and reports progress
+//!    ([`crate::commit`]).
+//! 4. Post-flight: mark the checkpoint completed. [`DataMigrator::verify`] then compares the
+//!    tables ([`crate::verify`]).
+//!
+//! On resume, a batch that landed in the destination but was not checkpointed (a crash between
+//! commit and checkpoint) is found by its summary tags and recorded instead of written again.
+
+mod local;
+mod preflight;
+mod resume;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+use iceberg::TableIdent;
+use iceberg::expr::Predicate;
+use iceberg::spec::Schema;
+use iceberg::table::Table;
+use ops_checkpoint::{CheckpointState, CheckpointStore};
+use ops_core::CatalogHandle;
+use ops_reconcile::{ReconciliationPlan, SchemaReconciler};
+use serde_json::json;
+
+use self::resume::resumed;
+use crate::commit::committer::{Committer, CommitterSetup};
+use crate::commit::history::landed_batches;
+use crate::execute::worker::TaskContext;
+use crate::plan::job::{MigrationPlan, PLAN_FORMAT, TableLocator, layout_fingerprint, split_tasks};
+use crate::plan::read::PlannedRead;
+use crate::plan::route::{route_planned, routes_of};
+use crate::types::TableRef;
+use crate::{
+    CopyMode, MigrationError, MigrationResult, PartitionStrategy, Progress, Result, RowFilter,
+    VerificationResult, VerifyMethod, WriteMode,
+};
+
+/// The default `batch_rows`.
+pub const DEFAULT_BATCH_ROWS: usize = 50_000;
+
+/// What `run_or_plan` ended with.
+enum Outcome {
+    Ran(Box<MigrationResult>),
+    Planned(Box<MigrationPlan>),
+}
+
+/// Streaming, schema-reconciling, resumable Iceberg-to-Iceberg migrator (see the module docs).
+#[must_use = "a DataMigrator does nothing until run"]
+pub struct DataMigrator {
+    source: TableRef,
+    dest: TableRef,
+    reconciler: SchemaReconciler,
+    partition_strategy: PartitionStrategy,
+    row_filter: Option<RowFilter>,
+    source_snapshot: Option<i64>,
+    batch_rows: usize,
+    write_mode: WriteMode,
+    upsert_keys: Option<Vec<String>>,
+    checkpoint: Option<PathBuf>,
+    progress: Option<Progress>,
+    dry_run: bool,
+    create_dest: bool,
+    /// Local workers executing tasks (default: one per core).
+    workers: Option<usize>,
+    copy_mode: CopyMode,
+    /// The snapshot the last `run` read; `verify` reads the source there.
+    last_source_snapshot: Option<i64>,
+}
+
+impl std::fmt::Debug for DataMigrator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DataMigrator")
+            .field("source", &self.source.describe())
+            .field("dest", &self.dest.describe())
+            .field("reconciler", &self.reconciler)
+            .field("row_filter", &self.row_filter)
+            .field("source_snapshot", &self.source_snapshot)
+            .field("batch_rows", &self.batch_rows)
+            .field("write_mode", &self.write_mode)
+            .field("upsert_keys", &self.upsert_keys)
+            .field("checkpoint", &self.checkpoint)
+            .field("dry_run", &self.dry_run)
+            .finish_non_exhaustive()
+    }
+}
+
+impl DataMigrator {
+    /// A migration of `source` (in `source_catalog`) into `dest` (in `dest_catalog`), with the
+    /// seed's defaults: strict reconciler, PRESERVE, no filter, current snapshot, 50,000 rows
+    /// per batch, append, no checkpoint.
+    pub fn new(
+        source_catalog: &CatalogHandle,
+        source: TableIdent,
+        dest_catalog: &CatalogHandle,
+        dest: TableIdent,
+    ) -> Self {
+        Self {
+            source: TableRef {
+                handle: source_catalog.clone(),
+                ident: source,
+            },
+            dest: TableRef {
+                handle: dest_catalog.clone(),
+                ident: dest,
+            },
+            reconciler: SchemaReconciler::new(),
+            partition_strategy: PartitionStrategy::Preserve,
+            row_filter: None,
+            source_snapshot: None,
+            batch_rows: DEFAULT_BATCH_ROWS,
+            write_mode: WriteMode::Append,
+            upsert_keys: None,
+            checkpoint: None,
+            progress: None,
+            dry_run: false,
+            create_dest: false,
+            workers: None,
+            copy_mode: CopyMode::Auto,
+            last_source_snapshot: None,
+        }
+    }
+
+    /// How source columns map onto destination columns (renames, coercions, policies).
+    pub fn schema_reconciler(mut self, reconciler: SchemaReconciler) -> Self {
+        self.reconciler = reconciler;
+        self
+    }
+
+    /// How the destination's partition spec is treated (only PRESERVE).
+    pub fn partition_strategy(mut self, strategy: PartitionStrategy) -> Self {
+        self.partition_strategy = strategy;
+        self
+    }
+
+    /// Only source rows matching `filter` are migrated.
+    pub fn row_filter(mut self, filter: impl Into<RowFilter>) -> Self {
+        self.row_filter = Some(filter.into());
+        self
+    }
+
+    /// Read the source at this snapshot (default: its current one when `run` starts).
+    pub fn source_snapshot(mut self, snapshot_id: i64) -> Self {
+        self.source_snapshot = Some(snapshot_id);
+        self
+    }
+
+    /// Rows per destination commit (default 50,000; 0 is rejected).
+    pub fn batch_rows(mut self, rows: usize) -> Self {
+        self.batch_rows = rows;
+        self
+    }
+
+    /// How each chunk is written.
+    pub fn write_mode(mut self, mode: WriteMode) -> Self {
+        self.write_mode = mode;
+        self
+    }
+
+    /// The key columns of an upsert (destination names); required for upsert only.
+    pub fn upsert_keys(mut self, keys: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.upsert_keys = Some(keys.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Record progress in the checkpoint file at `path`; an existing file is resumed.
+    pub fn checkpoint(mut self, path: impl Into<PathBuf>) -> Self {
+        self.checkpoint = Some(path.into());
+        self
+    }
+
+    /// Called as `progress(rows_done, rows_total_or_none)` after each committed batch.
+    pub fn progress(mut self, f: impl Fn(u64, Option<u64>) + Send + Sync + 'static) -> Self {
+        self.progress = Some(Arc::new(f));
+        self
+    }
+
+    /// Create the destination when it does not exist: the source's current schema with the
+    /// reconciler's renames and coercions (field ids kept) and the source's partition spec.
+    pub fn create_dest(mut self, create: bool) -> Self {
+        self.create_dest = create;
+        self
+    }
+
+    /// Local workers reading, projecting and writing tasks in parallel (default: one per
+    /// core; 0 is rejected). Commits stay in batch order whatever the number.
+    pub fn workers(mut self, n: usize) -> Self {
+        self.workers = Some(n);
+        self
+    }
+
+    /// Whether source data files may be copied whole instead of rewritten (default
+    /// [`CopyMode::Auto`]: copy every file the fast path can take; see [`crate::route_files`]).
+    pub fn copy_mode(mut self, mode: CopyMode) -> Self {
+        self.copy_mode = mode;
+        self
+    }
+
+    /// Run every check and read the source through the reconciler, writing nothing.
+    pub fn dry_run(mut self, dry_run: bool) -> Self {
+        self.dry_run = dry_run;
+        self
+    }
+
+    /// Runs the migration (see the module docs).
+    pub async fn run(&mut self) -> Result<MigrationResult> {
+        match self.run_or_plan(false).await? {
+            Outcome::Ran(result) => Ok(*result),
+            Outcome::Planned(_) => Err(MigrationError::InvalidInput(
+                "internal: a run returned a plan".into(),
+            )),
+        }
+    }
+
+    /// Pre-flight, including its writes (columns added, the destination created), then the
+    /// task list instead of executing it: hand the plan's tasks to
+    /// [`MigrationPlan::execute_task`] in any process and the outputs to
+    /// [`MigrationPlan::commit`]. Checkpoint and dry run settings are refused here — the
+    /// committer takes the checkpoint.
+    pub async fn plan(&mut self) -> Result<MigrationPlan> {
+        if self.dry_run || self.checkpoint.is_some() {
+            return Err(MigrationError::InvalidInput(
+                "a plan is made without dry_run and without a checkpoint: pass the checkpoint \
+                 to the commit step (`iceberg-ops migrate-data commit --checkpoint PATH`)"
+                    .into(),
+            ));
+        }
+        if self.write_mode == WriteMode::Upsert {
+            return Err(MigrationError::InvalidInput(
+                "write_mode upsert cannot be planned for other processes: each batch reads the \
+                 destination's keys at commit time; run it with `migrate-data` directly"
+                    .into(),
+            ));
+        }
+        match self.run_or_plan(true).await? {
+            Outcome::Planned(plan) => Ok(*plan),
+            Outcome::Ran(_) => Err(MigrationError::InvalidInput(
+                "the destination does not exist; planning needs create_dest to create it".into(),
+            )),
+        }
+    }
+
+    async fn run_or_plan(&mut self, plan_only: bool) -> Result<Outcome> {
+        let started = Instant::now();
+        self.validate_settings()?;
+        let source = self.source.load().await?;
+        if !self
+            .dest
+            .handle
+            .catalog()
+            .table_exists(&self.dest.ident)
+            .await?
+            && let Some(result) = self.create_destination(started, &source).await?
+        {
+            return Ok(Outcome::Ran(Box::new(result)));
+        }
+        let mut dest = self.dest.load().await?;
+        if source.metadata().uuid() == dest.metadata().uuid() {
+            return Err(MigrationError::InvalidInput(format!(
+                "source {} and destination {} are the same table (UUID {}); migrate into a \
+                 different table",
+                self.source.describe(),
+                self.dest.describe(),
+                source.metadata().uuid()
+            )));
+        }
+
+        // A dry run ignores the checkpoint.
+        let mut store = match (&self.checkpoint, self.dry_run) {
+            (Some(path), false) => Some(CheckpointStore::new(path)),
+            _ => None,
+        };
+        let resume: Option<CheckpointState> = match &mut store {
+            Some(s) if s.exists() => s.state()?,
+            _ => None,
+        };
+        let settings = self.job_settings(&source, &dest);
+
+        let (snapshot_id, job_id, dest_snapshot_before) = match &resume {
+            Some(state) => self.validate_resume(state, &settings, &source, &dest)?,
+            None => {
+                let snapshot_id = match self.source_snapshot {
+                    Some(id) => {
+                        if source.metadata().snapshot_by_id(id).is_none() {
+                            return Err(MigrationError::InvalidInput(format!(
+                                "source {} has no snapshot {id}; list them with `iceberg-ops \
+                                 table snapshots`",
+                                self.source.describe()
+                            )));
+                        }
+                        Some(id)
+                    }
+                    None => source.metadata().current_snapshot_id(),
+                };
+                (
+                    snapshot_id,
+                    uuid::Uuid::new_v4().to_string(),
+                    dest.metadata().current_snapshot_id(),
+                )
+            }
+        };
+        let predicate = self.predicate(&source, snapshot_id)?;
+        let mut plan = self.compute_plan(&source, &dest)?;
+        self.check_write_mode(&plan, Some(&dest))?;
+
+        let mut result = MigrationResult {
+            dry_run: self.dry_run,
+            checkpoint_path: store.as_ref().map(|s| s.path().to_path_buf()),
+            source_snapshot_id: snapshot_id,
+            ..MigrationResult::default()
+        };
+        let read = PlannedRead::plan(&source, snapshot_id, predicate.clone()).await?;
+        let total = read.exact_rows();
+        self.last_source_snapshot = snapshot_id;
+        result.copy_mode = self.copy_mode;
+        let mut whole = route_planned(
+            &source,
+            snapshot_id,
+            &dest,
+            &plan,
+            predicate.as_ref(),
+            &read,
+            self.write_mode,
+            self.copy_mode,
+            &mut result,
+        )
+        .await?;
+
+        if self.dry_run {
+            return Ok(Outcome::Ran(Box::new(
+                self.dry_run_read(started, &source, &read, plan, result)
+                    .await?,
+            )));
+        }
+
+        // Pre-flight writes: schema first, then the checkpoint.
+        if !plan.auto_add_columns.is_empty() || !plan.widen_columns.is_empty() {
+            let table = self.evolve_destination(&plan, &mut result).await?;
+            dest = table;
+            plan = self.compute_plan(&source, &dest)?;
+            whole = route_planned(
+                &source,
+                snapshot_id,
+                &dest,
+                &plan,
+                predicate.as_ref(),
+                &read,
+                self.write_mode,
+                self.copy_mode,
+                &mut result,
+            )
+            .await?;
+        }
+        if plan_only {
+            let tasks = split_tasks(&read, self.batch_rows, &routes_of(&whole, self.copy_mode));
+            let md = dest.metadata();
+            return Ok(Outcome::Planned(Box::new(MigrationPlan {
+                format: PLAN_FORMAT,
+                job_id,
+                source: locator(&self.source),
+                dest: locator(&self.dest),
+                source_uuid: source.metadata().uuid().to_string(),
+                dest_uuid: md.uuid().to_string(),
+                source_snapshot_id: snapshot_id,
+                source_schema_id: source.metadata().current_schema_id(),
+                dest_schema_id: md.current_schema_id(),
+                dest_spec_id: md.default_partition_spec_id(),
+                dest_snapshot_before,
+                reconciler: self.reconciler.clone(),
+                row_filter: self.row_filter.clone(),
+                batch_rows: self.batch_rows,
+                write_mode: self.write_mode,
+                copy_mode: self.copy_mode,
+                total_rows: total,
+                tasks,
+            })));
+        }
+        let tasks = split_tasks(&read, self.batch_rows, &routes_of(&whole, self.copy_mode));
+        // Batch numbers come from the task layout (which files, which route, how many batches
+        // each): a resume must see the very same layout, or it would skip rows or repeat them.
+        let layout = layout_fingerprint(&tasks, read.filtered);
+        if let Some(state) = &resume {
+            self.check_layout(state, &layout, dest_snapshot_before)?;
+        }
+        let mut job = settings;
+        job.insert("job_id".into(), json!(job_id));
+        job.insert("dest_snapshot_before".into(), json!(dest_snapshot_before));
+        job.insert("task_layout".into(), json!(layout));
+        if let (Some(s), None) = (&mut store, &resume) {
+            s.start(snapshot_id, Some(job))?;
+        }
+        result.job_id = Some(job_id.clone());
+        result.dest_snapshot_before = dest_snapshot_before;
+
+        let resume_from = resume
+            .as_ref()
+            .and_then(|s| s.last_committed_batch)
+            .map_or(0, |b| b + 1);
+        let landed = if resume.is_some() {
+            landed_batches(&dest, &job_id, resume_from)
+        } else {
+            BTreeMap::new()
+        };
+        // Tasks wholly before the resume point are not read again.
+        let (resumed_batches, resumed_rows) = resumed(&tasks, resume_from, total.is_some());
+        let mut committer = Committer::new(CommitterSetup {
+            handle: self.dest.handle.clone(),
+            ident: self.dest.ident.clone(),
+            dest_name: self.dest.describe(),
+            mode: self.write_mode,
+            job_id: job_id.clone(),
+            upsert_keys: self.upsert_keys.clone().unwrap_or_default(),
+            dest: dest.clone(),
+            dest_snapshot_before,
+            store: store.take(),
+            landed: landed.clone(),
+            progress: self.progress.clone(),
+            total,
+            resumed_batches,
+            resumed_rows,
+            resume_from,
+        })
+        .await?;
+        let by_path = crate::execute::worker::index_files(&read);
+        let ctx = Arc::new(TaskContext {
+            source: source.clone(),
+            dest,
+            read,
+            plan: plan.clone(),
+            batch_rows: self.batch_rows,
+            read_batch_size: self.read_batch_size(),
+            mode: self.write_mode,
+            resume_from,
+            landed: landed.keys().copied().collect(),
+            cancel: AtomicBool::new(false),
+            by_path,
+            whole_files: whole,
+        });
+        let outcome = self.execute_locally(&ctx, &tasks, &mut committer).await;
+        let mut store = committer.store.take();
+        committer.finish(&mut result);
+        outcome?;
+        if let Some(s) = &mut store {
+            s.mark_completed()?;
+        }
+        result.plan = Some(plan);
+        result.duration_seconds = started.elapsed().as_secs_f64();
+        tracing::info!(
+            rows = result.rows_moved,
+            commits = result.new_snapshots.len(),
+            secs = result.duration_seconds,
+            "migration finished"
+        );
+        Ok(Outcome::Ran(Box::new(result)))
+    }
+
+    /// Post-migration consistency check (see [`crate::verify`]).
+    pub async fn verify(
+        &self,
+        method: VerifyMethod,
+        sample_size: usize,
+    ) -> Result<VerificationResult> {
+        let sides = crate::verify::Sides {
+            source: &self.source,
+            dest: &self.dest,
+            snapshot: self.source_snapshot.or(self.last_source_snapshot),
+            row_filter: self.row_filter.as_ref(),
+            reconciler: &self.reconciler,
+            write_mode: self.write_mode,
+        };
+        crate::verify::verify(sides, method, sample_size).await
+    }
+
+    fn read_batch_size(&self) -> usize {
+        crate::execute::read_batch_size(self.batch_rows)
+    }
+
+    fn batch_error(&self, batch: u64, committed: u64, e: MigrationError) -> MigrationError {
+        MigrationError::Batch {
+            batch,
+            committed_batches: committed,
+            checkpoint: self.checkpoint.clone().filter(|_| !self.dry_run),
+            source: Box::new(e),
+        }
+    }
+
+    /// The row filter as a predicate over the snapshot being read.
+    fn predicate(&self, source: &Table, snapshot: Option<i64>) -> Result<Option<Predicate>> {
+        crate::plan::row_predicate(self.row_filter.as_ref(), source, snapshot)
+    }
+
+    fn compute_plan(&self, source: &Table, dest: &Table) -> Result<ReconciliationPlan> {
+        self.compute_plan_for(
+            source.metadata().current_schema(),
+            dest.metadata().current_schema(),
+        )
+    }
+
+    fn compute_plan_for(&self, src: &Schema, dst: &Schema) -> Result<ReconciliationPlan> {
+        crate::plan::reconcile(&self.reconciler, self.write_mode, src, dst)
+    }
+}
+
+/// `table` as a plan names it, for a process that opens its own catalogs.
+fn locator(table: &TableRef) -> TableLocator {
+    TableLocator {
+        catalog: table.handle.name().to_string(),
+        table: table.ident.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_modes_and_methods_parse_the_seed_spellings() {
+        assert_eq!(WriteMode::Upsert.as_str(), "upsert");
+        assert!("nope".parse::<WriteMode>().is_err());
+        assert_eq!(
+            "overwrite_partition".parse::<WriteMode>().ok(),
+            Some(WriteMode::OverwritePartition)
+        );
+        assert!("bogus".parse::<VerifyMethod>().is_err());
+    }
+}

@@ -1,0 +1,282 @@
+//! Pre-flight: every check a run makes before the destination is touched, and the writes it
+//! makes before the first batch.
+//!
+//! 1. The settings alone ([`DataMigrator::validate_settings`], the seed's constructor errors).
+//! 2. A missing destination: refused, or with `create_dest` checked against the schema it would
+//!    get and created (the source's schema with the reconciler's renames and coercions, field ids
+//!    kept, and the source's partition spec).
+//! 3. The write mode's prerequisites on the reconciliation plan (upsert keys, format version).
+//! 4. A dry run stops here, reading the source through the plan and counting what a run would
+//!    write.
+//! 5. The plan's auto-added and widened columns, in one schema commit.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures::StreamExt;
+use iceberg::TableCreation;
+use iceberg::spec::{Schema, Type, UnboundPartitionSpec};
+use iceberg::table::Table;
+use ops_core::ops::evolve_schema::EvolveSchemaBuilder;
+use ops_reconcile::ReconciliationPlan;
+
+use super::DataMigrator;
+use crate::plan::read::PlannedRead;
+use crate::{MigrationError, MigrationResult, PartitionStrategy, Result, WriteMode};
+
+impl DataMigrator {
+    /// Checks the settings alone (the seed's constructor `ValueError`s).
+    pub(super) fn validate_settings(&self) -> Result<()> {
+        if self.workers == Some(0) {
+            return Err(MigrationError::InvalidInput(
+                "workers must be at least 1 (default: one per core)".into(),
+            ));
+        }
+        if self.batch_rows == 0 {
+            return Err(MigrationError::InvalidInput(
+                "batch_rows must be at least 1 (default 50,000)".into(),
+            ));
+        }
+        let PartitionStrategy::Preserve = self.partition_strategy;
+        match (&self.upsert_keys, self.write_mode) {
+            (None, WriteMode::Upsert) => {
+                return Err(MigrationError::InvalidInput(
+                    "write_mode upsert needs upsert_keys: the destination columns that identify \
+                     a row (--upsert-keys k1,k2)"
+                        .into(),
+                ));
+            }
+            (Some(_), mode) if mode != WriteMode::Upsert => {
+                return Err(MigrationError::InvalidInput(format!(
+                    "upsert_keys are only used by write_mode upsert, not {mode}; drop them or \
+                     set write_mode upsert"
+                )));
+            }
+            (Some(keys), _) => {
+                if keys.is_empty() {
+                    return Err(MigrationError::InvalidInput(
+                        "upsert_keys is empty; name at least one key column".into(),
+                    ));
+                }
+                let mut seen = HashSet::new();
+                for k in keys {
+                    if k.trim().is_empty() {
+                        return Err(MigrationError::InvalidInput(
+                            "upsert_keys holds a blank name; list column names only".into(),
+                        ));
+                    }
+                    if !seen.insert(k.as_str()) {
+                        return Err(MigrationError::InvalidInput(format!(
+                            "upsert key '{k}' is listed twice"
+                        )));
+                    }
+                }
+            }
+            (None, _) => {}
+        }
+        Ok(())
+    }
+
+    pub(super) fn check_write_mode(
+        &self,
+        plan: &ReconciliationPlan,
+        dest: Option<&Table>,
+    ) -> Result<()> {
+        if let Some(keys) = &self.upsert_keys {
+            for key in keys {
+                match plan.projections.iter().find(|p| &p.dest_name == key) {
+                    None => {
+                        return Err(MigrationError::InvalidInput(format!(
+                            "upsert key '{key}' is not a column of the projected destination \
+                             schema ({})",
+                            plan.projections
+                                .iter()
+                                .map(|p| p.dest_name.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )));
+                    }
+                    Some(p) if p.fill_with_null || p.source_name.is_none() => {
+                        return Err(MigrationError::InvalidInput(format!(
+                            "upsert key '{key}' has no source column (it would be filled with \
+                             null); map a source column to it with column_mapping"
+                        )));
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+        if self.write_mode == WriteMode::Upsert
+            && dest
+                .is_some_and(|d| d.metadata().format_version() == iceberg::spec::FormatVersion::V3)
+        {
+            return Err(MigrationError::InvalidInput(format!(
+                "destination {} is an Iceberg v3 table; ops-core writes v1 and v2 tables",
+                self.dest.describe()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Reads the planned source through `plan`, counting what a run would write.
+    pub(super) async fn dry_run_read(
+        &self,
+        started: Instant,
+        source: &Table,
+        read: &PlannedRead,
+        plan: ReconciliationPlan,
+        mut result: MigrationResult,
+    ) -> Result<MigrationResult> {
+        let mut rows = 0u64;
+        let mut bytes = 0u64;
+        let mut stream = read.stream(source, self.read_batch_size())?;
+        while let Some(batch) = stream.next().await {
+            let projected = ops_reconcile::project_batch(&batch?, &plan)?;
+            rows += projected.num_rows() as u64;
+            bytes += projected.get_array_memory_size() as u64;
+        }
+        if let Some(p) = &self.progress {
+            p(rows, Some(rows));
+        }
+        result.dry_run = true;
+        result.estimated_rows = Some(rows);
+        result.estimated_bytes = Some(bytes);
+        result.plan = Some(plan);
+        result.duration_seconds = started.elapsed().as_secs_f64();
+        Ok(result)
+    }
+
+    /// The destination does not exist: with `create_dest`, check everything against the schema
+    /// it would get, then create it (a dry run only reports). `Some` is a finished dry run.
+    pub(super) async fn create_destination(
+        &self,
+        started: Instant,
+        source: &Table,
+    ) -> Result<Option<MigrationResult>> {
+        if !self.create_dest {
+            return Err(MigrationError::InvalidInput(format!(
+                "destination {} does not exist; create it first, or set create_dest \
+                 (--create-dest) to create it from the reconciled source schema and the \
+                 source's partition spec",
+                self.dest.describe()
+            )));
+        }
+        let (schema, spec) = self.dest_layout(source)?;
+        let snapshot = match self.source_snapshot {
+            Some(id) if source.metadata().snapshot_by_id(id).is_none() => {
+                return Err(MigrationError::InvalidInput(format!(
+                    "source {} has no snapshot {id}",
+                    self.source.describe()
+                )));
+            }
+            Some(id) => Some(id),
+            None => source.metadata().current_snapshot_id(),
+        };
+        let predicate = self.predicate(source, snapshot)?;
+        let plan = self.compute_plan_for(source.metadata().current_schema(), &schema)?;
+        self.check_write_mode(&plan, None)?;
+        if self.dry_run {
+            let read = PlannedRead::plan(source, snapshot, predicate).await?;
+            let result = MigrationResult {
+                source_snapshot_id: snapshot,
+                ..MigrationResult::default()
+            };
+            return Ok(Some(
+                self.dry_run_read(started, source, &read, plan, result)
+                    .await?,
+            ));
+        }
+        if let Some(path) = &self.checkpoint
+            && path.is_file()
+        {
+            return Err(MigrationError::Resume {
+                path: path.clone(),
+                reason: format!(
+                    "the destination {} it was writing no longer exists; delete the checkpoint \
+                     to start over",
+                    self.dest.describe()
+                ),
+                committed_batches: 0,
+                rollback_to: None,
+            });
+        }
+        let catalog = self.dest.handle.catalog();
+        let ns = self.dest.ident.namespace();
+        if !catalog.namespace_exists(ns).await? {
+            catalog.create_namespace(ns, HashMap::new()).await?;
+        }
+        let table = catalog
+            .create_table(
+                ns,
+                TableCreation::builder()
+                    .name(self.dest.ident.name().to_string())
+                    .schema(schema)
+                    .partition_spec(spec)
+                    .build(),
+            )
+            .await?;
+        tracing::info!(dest = %table.identifier(), "destination created (create_dest)");
+        Ok(None)
+    }
+
+    /// The schema `create_dest` gives the destination: the source's current schema with the
+    /// reconciler's renames and coercions, every field keeping its id; and the source's
+    /// partition spec.
+    fn dest_layout(&self, source: &Table) -> Result<(Schema, UnboundPartitionSpec)> {
+        let md = source.metadata();
+        let current = md.current_schema();
+        let mut fields = Vec::new();
+        for f in current.as_struct().fields() {
+            let mut f = (**f).clone();
+            if let Some(to) = self.reconciler.column_mapping.get(&f.name) {
+                f.name = to.clone();
+            }
+            if let Some(ty) = self.reconciler.type_coercions.get(&f.name) {
+                if !ops_reconcile::is_legal_promotion(&f.field_type, ty) {
+                    return Err(MigrationError::InvalidInput(format!(
+                        "type_coercions['{}'] = {ty} is not a legal Iceberg promotion of the \
+                         source type {}; create_dest can only widen (int→long, \
+                         float→double, decimal precision up)",
+                        f.name, f.field_type
+                    )));
+                }
+                *f.field_type = ty.clone();
+            }
+            fields.push(Arc::new(f));
+        }
+        let schema = Schema::builder()
+            .with_schema_id(0)
+            .with_fields(fields)
+            .with_identifier_field_ids(current.identifier_field_ids())
+            .build()?;
+        let source_spec = md.default_partition_spec();
+        let mut spec = UnboundPartitionSpec::builder();
+        for pf in source_spec.fields() {
+            spec = spec.add_partition_field(pf.source_id, pf.name.clone(), pf.transform)?;
+        }
+        Ok((schema, spec.build()))
+    }
+
+    /// Pre-flight write: the plan's auto-added and widened columns in one schema commit,
+    /// recorded in `result`; returns the evolved destination.
+    pub(super) async fn evolve_destination(
+        &self,
+        plan: &ReconciliationPlan,
+        result: &mut MigrationResult,
+    ) -> Result<Table> {
+        let mut evolve = EvolveSchemaBuilder::new(&self.dest.handle, self.dest.ident.clone());
+        for (name, ty) in &plan.auto_add_columns {
+            evolve = evolve.add_column(name.clone(), ty.clone());
+            result.schema_changes.push(name.clone());
+        }
+        for (name, _, to) in &plan.widen_columns {
+            if let Type::Primitive(p) = to {
+                evolve = evolve.widen_column(name.clone(), p.clone());
+            }
+        }
+        let (table, _) = evolve.await?;
+        tracing::info!(dest = %self.dest.ident, added = ?result.schema_changes, "destination schema evolved");
+        Ok(table)
+    }
+}

@@ -1,0 +1,197 @@
+//! Resume: a checkpointed run picks up after its last committed batch, or is refused.
+//!
+//! 1. The job identity: the settings a resumed run must share with the run that started the
+//!    checkpoint ([`DataMigrator::job_settings`]).
+//! 2. The checkpoint is validated against them and the tables: not completed, the same
+//!    settings, its source snapshot still there (and agreeing with an explicit one), its
+//!    batches' snapshots still in the destination's history.
+//! 3. The task layout must be the checkpointed one, or batch numbers would name other rows.
+//! 4. Tasks wholly before the resume point are counted, not read; batches that landed after it
+//!    without a checkpoint entry are found by their tags (`commit::history`).
+
+use std::collections::BTreeMap;
+
+use iceberg::table::Table;
+use ops_checkpoint::{CheckpointState, JobIdentity};
+use ops_reconcile::{MissingInDest, MissingInSource};
+use serde_json::{Value, json};
+
+use super::DataMigrator;
+use crate::commit::history::rolled_back;
+use crate::plan::job::MigrationTask;
+use crate::{MigrationError, Result, RowFilter};
+
+impl DataMigrator {
+    /// The settings a resumed run must share with the run that started the checkpoint.
+    pub(super) fn job_settings(&self, source: &Table, dest: &Table) -> JobIdentity {
+        let reconciler = &self.reconciler;
+        let coercions: BTreeMap<&String, String> = reconciler
+            .type_coercions
+            .iter()
+            .map(|(k, t)| (k, t.to_string()))
+            .collect();
+        let settings = json!({
+            "source_table": self.source.ident.to_string(),
+            "dest_table": self.dest.ident.to_string(),
+            "source_table_uuid": source.metadata().uuid().to_string(),
+            "dest_table_uuid": dest.metadata().uuid().to_string(),
+            "row_filter": self.row_filter.as_ref().map(RowFilter::describe),
+            "batch_rows": self.batch_rows,
+            "write_mode": self.write_mode.as_str(),
+            "copy_mode": self.copy_mode.as_str(),
+            "upsert_keys": self.upsert_keys,
+            "partition_strategy": "preserve",
+            "reconciler": {
+                "column_mapping": reconciler.column_mapping,
+                "type_coercions": coercions,
+                "on_missing_in_source": missing_in_source(reconciler.on_missing_in_source),
+                "on_missing_in_dest": missing_in_dest(reconciler.on_missing_in_dest),
+            },
+        });
+        match settings {
+            Value::Object(m) => m,
+            _ => JobIdentity::new(),
+        }
+    }
+
+    /// Validates a checkpoint to resume; returns (source snapshot, job id, dest_snapshot_before).
+    pub(super) fn validate_resume(
+        &self,
+        state: &CheckpointState,
+        settings: &JobIdentity,
+        source: &Table,
+        dest: &Table,
+    ) -> Result<(Option<i64>, String, Option<i64>)> {
+        let committed = state.last_committed_batch.map_or(0, |b| b + 1);
+        let rollback_to = state
+            .job
+            .as_ref()
+            .and_then(|j| j.get("dest_snapshot_before"))
+            .and_then(Value::as_i64);
+        let refuse = |reason: String| MigrationError::Resume {
+            path: self.checkpoint.clone().unwrap_or_default(),
+            reason,
+            committed_batches: committed,
+            rollback_to,
+        };
+        if state.completed {
+            return Err(refuse(
+                "it records a completed migration; delete the file (or call \
+                 CheckpointStore::reset()) to run the job again"
+                    .into(),
+            ));
+        }
+        let Some(job) = &state.job else {
+            return Err(refuse(
+                "it records no job identity, so it cannot be matched to these settings; \
+                 delete it to start over"
+                    .into(),
+            ));
+        };
+        let mut differences = Vec::new();
+        for (key, want) in settings {
+            let had = job.get(key).unwrap_or(&Value::Null);
+            if had != want {
+                differences.push(format!("{key}: checkpoint has {had}, this run has {want}"));
+            }
+        }
+        if !differences.is_empty() {
+            return Err(refuse(format!(
+                "it was started with different settings ({}); run with the original settings, \
+                 or give this job its own checkpoint file",
+                differences.join("; ")
+            )));
+        }
+        let Some(job_id) = job.get("job_id").and_then(Value::as_str) else {
+            return Err(refuse(
+                "its job has no job_id; delete it to start over".into(),
+            ));
+        };
+        let snapshot = state.source_snapshot_id;
+        if let Some(explicit) = self.source_snapshot
+            && Some(explicit) != snapshot
+        {
+            return Err(refuse(format!(
+                "it reads source snapshot {}, but source_snapshot {explicit} was given; drop \
+                 the explicit snapshot to resume",
+                snapshot.map_or("none".to_string(), |s| s.to_string())
+            )));
+        }
+        if let Some(id) = snapshot
+            && source.metadata().snapshot_by_id(id).is_none()
+        {
+            return Err(refuse(format!(
+                "source snapshot {id} it reads no longer exists in {} (expired?)",
+                self.source.describe()
+            )));
+        }
+        if let Some(missing) = rolled_back(dest, &state.dest_snapshot_ids) {
+            return Err(refuse(format!(
+                "the destination's current history no longer holds snapshot {missing} of a \
+                 checkpointed batch (it was rolled back); resuming would skip rows that are no \
+                 longer there"
+            )));
+        }
+        Ok((snapshot, job_id.to_string(), rollback_to))
+    }
+
+    /// Refuses a resume whose tasks would be cut into other batches than the checkpointed run
+    /// cut them: batch numbers come from the task layout.
+    pub(super) fn check_layout(
+        &self,
+        state: &CheckpointState,
+        layout: &str,
+        dest_snapshot_before: Option<i64>,
+    ) -> Result<()> {
+        let had = state
+            .job
+            .as_ref()
+            .and_then(|j| j.get("task_layout"))
+            .and_then(Value::as_str);
+        if had != Some(layout) {
+            return Err(MigrationError::Resume {
+                path: self.checkpoint.clone().unwrap_or_default(),
+                reason: "the source files would be cut into other batches than the \
+                         checkpointed run cut them (the source or destination schema, \
+                         partition spec or copy eligibility changed since, or the run was \
+                         checkpointed by a version that decided the row filter's NULLs and \
+                         NaNs differently); resuming would skip or repeat rows"
+                    .into(),
+                committed_batches: state.last_committed_batch.map_or(0, |b| b + 1),
+                rollback_to: dest_snapshot_before,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Batches and rows of the tasks wholly before `resume_from` (not read again); their rows count
+/// as done when the manifests tell them exactly (`exact`).
+pub(super) fn resumed(tasks: &[MigrationTask], resume_from: u64, exact: bool) -> (u64, u64) {
+    tasks
+        .iter()
+        .filter(|t| t.batches().end <= resume_from)
+        .fold((0u64, 0u64), |(b, r), t| {
+            let rows = if exact {
+                t.record_count.unwrap_or(0)
+            } else {
+                0
+            };
+            (b + t.max_batches, r + rows)
+        })
+}
+
+fn missing_in_source(p: MissingInSource) -> &'static str {
+    match p {
+        MissingInSource::Error => "error",
+        MissingInSource::Skip => "skip",
+        MissingInSource::Null => "null",
+    }
+}
+
+fn missing_in_dest(p: MissingInDest) -> &'static str {
+    match p {
+        MissingInDest::Error => "error",
+        MissingInDest::AutoAdd => "auto_add",
+    }
+}

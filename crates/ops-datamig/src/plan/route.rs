@@ -1,0 +1,830 @@
+//! Routing: how each source data file reaches the destination — copied byte for byte,
+//! referenced in place, rewritten through the plan, or skipped.
+//!
+//! A Parquet data file is read by field id, so when the destination differs from the source only
+//! in what Iceberg's own schema evolution expresses (renames, `int`→`long`, `float`→`double`,
+//! wider decimals) and every field keeps its id, the destination reads the source's bytes exactly
+//! as the reconciliation plan would have produced them.
+//!
+//! 1. [`route_files`] checks the table-level conditions ([`table_eligibility`]): append mode,
+//!    a plan of renames and promotions only, equal field ids (nested too), the same partition
+//!    spec, no name mapping, format version ≤ 2 on both sides. Any failure sends every file to
+//!    [`FileRoute::Rewrite`] (or is an error for [`CopyMode::Files`] / [`CopyMode::Reference`]).
+//! 2. It reads the pinned snapshot's manifests and decides per live data file: Parquet only,
+//!    written under the shared spec, no delete file that could apply, and the row filter decided
+//!    from the file's partition values (identity columns directly, other transforms through
+//!    iceberg's strict and inclusive projections; see `decide`) — true for every row (copy), for
+//!    none (skip the file), or depending on the row (rewrite). A file that would be copied or
+//!    referenced has its Parquet footer read (one ranged read) to confirm every top-level column
+//!    carries a field id; one added without them (e.g. by `add_files`) is rewritten.
+//! 3. [`route_planned`] reconciles the routes with the planned read (a file the scan pruned by
+//!    its statistics is skipped) and reports them in the [`MigrationResult`].
+//!
+//! Executing a copy or reference route is [`copy_files`](crate::copy_files)'s (execute phase).
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use futures::StreamExt;
+use iceberg::expr::{Bind, BoundPredicate, Predicate};
+use iceberg::io::FileIO;
+use iceberg::spec::{
+    DataContentType, DataFile, DataFileFormat, Datum, ManifestContentType, PartitionSpec,
+    PrimitiveLiteral, Schema, Struct,
+};
+use iceberg::table::Table;
+use ops_core::ops::canonical_partition;
+use ops_reconcile::ReconciliationPlan;
+
+use super::decide::{Verdict, View, decide};
+use super::eligibility::{describe_spec, same_layout, table_eligibility};
+use super::read::PlannedRead;
+use crate::{CopyMode, FileRoute, MigrationError, MigrationResult, Result, RoutedFile, WriteMode};
+
+/// Footers checked for field ids at once by [`route_files`].
+const FOOTER_CONCURRENCY: usize = 8;
+
+/// Bytes read from the end of a file to find its footer in one request (a larger footer
+/// takes a second).
+const FOOTER_GUESS_BYTES: u64 = 64 * 1024;
+
+/// A routed file with the manifest entry it came from.
+#[derive(Debug, Clone)]
+pub struct PlannedFile {
+    /// The route and reason.
+    pub routed: RoutedFile,
+    /// The source manifest entry's data file (path, partition, metrics).
+    pub data_file: DataFile,
+    /// The source partition spec the file was written under.
+    pub spec_id: i32,
+}
+
+/// Every live data file of a source snapshot with its route, sorted by path.
+#[derive(Debug, Clone)]
+pub struct FileRouting {
+    /// The mode the routes were decided under.
+    pub copy_mode: CopyMode,
+    /// Why no file can be copied (a table-level condition failed); `None` when files may be.
+    pub ineligible: Option<String>,
+    /// One entry per live data file.
+    pub files: Vec<PlannedFile>,
+}
+
+impl FileRouting {
+    /// The report: one [`RoutedFile`] per source file.
+    pub fn report(&self) -> Vec<RoutedFile> {
+        self.files.iter().map(|f| f.routed.clone()).collect()
+    }
+
+    /// The data files routed to `route`, in path order (hand Copy/Reference ones to
+    /// [`copy_files`](crate::copy_files)).
+    pub fn data_files(&self, route: FileRoute) -> Vec<DataFile> {
+        self.files
+            .iter()
+            .filter(|f| f.routed.route == route)
+            .map(|f| f.data_file.clone())
+            .collect()
+    }
+
+    /// Paths of the files to read through the plan (restrict the scan's tasks to these).
+    pub fn rewrite_paths(&self) -> BTreeSet<String> {
+        self.files
+            .iter()
+            .filter(|f| f.routed.route == FileRoute::Rewrite)
+            .map(|f| f.routed.path.clone())
+            .collect()
+    }
+
+    /// Number of files per route.
+    pub fn count(&self, route: FileRoute) -> usize {
+        self.files
+            .iter()
+            .filter(|f| f.routed.route == route)
+            .count()
+    }
+}
+
+/// Decides the route of every live data file of `source` at `snapshot_id` (see the module docs).
+///
+/// `row_filter` is the migrator's unbound filter (names of the snapshot's schema). Under
+/// [`CopyMode::Files`] and [`CopyMode::Reference`] a failed table-level condition is a
+/// [`MigrationError::InvalidInput`] naming it; per-file conditions (a delete applies, the filter
+/// is undecidable) still route that file to [`FileRoute::Rewrite`].
+pub async fn route_files(
+    source: &Table,
+    snapshot_id: i64,
+    dest: &Table,
+    plan: &ReconciliationPlan,
+    row_filter: Option<&Predicate>,
+    write_mode: WriteMode,
+    copy_mode: CopyMode,
+) -> Result<FileRouting> {
+    let md = source.metadata();
+    let snapshot = md.snapshot_by_id(snapshot_id).ok_or_else(|| {
+        MigrationError::InvalidInput(format!(
+            "{} has no snapshot {snapshot_id}",
+            source.identifier()
+        ))
+    })?;
+    let ineligible = match copy_mode {
+        CopyMode::Rewrite => None,
+        _ => table_eligibility(source, dest, plan, write_mode).err(),
+    };
+    if let (Some(reason), CopyMode::Files | CopyMode::Reference) = (&ineligible, copy_mode) {
+        return Err(MigrationError::InvalidInput(format!(
+            "--copy-mode {copy_mode}: the files of {} cannot be copied to {}: {reason}; use \
+             --copy-mode auto (copy when possible, else rewrite) or --copy-mode rewrite",
+            source.identifier(),
+            dest.identifier()
+        )));
+    }
+    let filter = match row_filter {
+        Some(p) => {
+            let schema = snapshot.schema(md)?;
+            Some((p.clone().bind(schema.clone(), true)?.rewrite_not(), schema))
+        }
+        None => None,
+    };
+
+    let (data, deletes) = live_entries(source, snapshot).await?;
+    let deletes = DeleteIndex::new(deletes, |id| {
+        // An unknown spec is taken as global: a delete that might apply sends files to rewrite.
+        md.partition_spec_by_id(id)
+            .is_none_or(|s| s.is_unpartitioned())
+    });
+    let dest_spec = dest.metadata().default_partition_spec().clone();
+    let copy_route = match copy_mode {
+        CopyMode::Reference => FileRoute::Reference,
+        _ => FileRoute::Copy,
+    };
+    let mut files = Vec::with_capacity(data.len());
+    for entry in data {
+        let (route, reason) = if copy_mode == CopyMode::Rewrite {
+            (
+                FileRoute::Rewrite,
+                "--copy-mode rewrite decodes and re-encodes every file".to_string(),
+            )
+        } else if let Some(reason) = &ineligible {
+            (
+                FileRoute::Rewrite,
+                format!("the tables do not allow a file copy: {reason}"),
+            )
+        } else {
+            let filter = filter.as_ref().map(|(p, s)| (p, s.as_ref()));
+            route_one(source, &entry, &dest_spec, filter, &deletes, copy_route)
+        };
+        let f = &entry.file;
+        files.push(PlannedFile {
+            routed: RoutedFile {
+                path: f.file_path().to_string(),
+                route,
+                reason,
+                record_count: f.record_count(),
+                file_size_in_bytes: f.file_size_in_bytes(),
+            },
+            data_file: entry.file,
+            spec_id: entry.spec_id,
+        });
+    }
+    check_field_ids(source.file_io(), &mut files).await?;
+    files.sort_by(|a, b| a.routed.path.cmp(&b.routed.path));
+    tracing::debug!(
+        source = %source.identifier(),
+        files = files.len(),
+        ineligible = ?ineligible,
+        "routed source files"
+    );
+    Ok(FileRouting {
+        copy_mode,
+        ineligible,
+        files,
+    })
+}
+
+/// Sends to rewrite each file routed to copy or reference whose Parquet footer lacks a field
+/// id for a top-level column: such a file (added without a name mapping, e.g. by
+/// `add_files`) is read by position or not at all, so its bytes cannot be shared.
+async fn check_field_ids(io: &FileIO, files: &mut [PlannedFile]) -> Result<()> {
+    let mut verdicts = Vec::new();
+    let mut pending = futures::stream::FuturesUnordered::new();
+    for (i, f) in files.iter().enumerate() {
+        if !matches!(f.routed.route, FileRoute::Copy | FileRoute::Reference) {
+            continue;
+        }
+        if pending.len() >= FOOTER_CONCURRENCY
+            && let Some(r) = pending.next().await
+        {
+            verdicts.push(r);
+        }
+        pending.push(footer_verdict(io, i, &f.routed));
+    }
+    while let Some(r) = pending.next().await {
+        verdicts.push(r);
+    }
+    drop(pending);
+    for (i, verdict) in verdicts {
+        if let Some(why) = verdict? {
+            files[i].routed.route = FileRoute::Rewrite;
+            files[i].routed.reason = why;
+        }
+    }
+    Ok(())
+}
+
+async fn footer_verdict(
+    io: &FileIO,
+    index: usize,
+    file: &RoutedFile,
+) -> (usize, Result<Option<String>>) {
+    let verdict = missing_field_ids(io, &file.path, file.file_size_in_bytes).await;
+    (index, verdict)
+}
+
+/// Why the Parquet file at `path` (`size` bytes, from its manifest entry) cannot be copied for
+/// want of field ids, read from its footer alone; `None` when every top-level column has one.
+async fn missing_field_ids(io: &FileIO, path: &str, size: u64) -> Result<Option<String>> {
+    const TAIL: u64 = 8;
+    if size < TAIL + 4 {
+        return Ok(Some(format!(
+            "its manifest size ({size} bytes) is too small for a Parquet file"
+        )));
+    }
+    let reader = io.new_input(path)?.reader().await?;
+    let guess = size.min(FOOTER_GUESS_BYTES);
+    let tail = reader.read(size - guess..size).await?;
+    let Some(end) = tail.len().checked_sub(TAIL as usize) else {
+        return Ok(Some("its footer could not be read".to_string()));
+    };
+    match &tail[end + 4..] {
+        b"PAR1" => {}
+        b"PARE" => {
+            return Ok(Some(
+                "its Parquet footer is encrypted, so its field ids cannot be checked".to_string(),
+            ));
+        }
+        _ => {
+            return Ok(Some(
+                "it does not end in the Parquet magic bytes (not a Parquet file, or its \
+                 manifest size is wrong)"
+                    .to_string(),
+            ));
+        }
+    }
+    let mut len = [0u8; 4];
+    len.copy_from_slice(&tail[end..end + 4]);
+    let len = u64::from(u32::from_le_bytes(len));
+    if len + TAIL > size {
+        return Ok(Some(format!(
+            "its footer claims {len} bytes, more than the file holds"
+        )));
+    }
+    let owned;
+    // The tail read may come back short of `guess`: only what it holds counts.
+    let footer = if len + TAIL <= tail.len() as u64 {
+        &tail[end - len as usize..end]
+    } else {
+        owned = reader.read(size - TAIL - len..size - TAIL).await?;
+        &owned[..]
+    };
+    Ok(match top_level_field_ids(footer) {
+        None => Some("its Parquet footer could not be decoded".to_string()),
+        Some(columns) => {
+            let missing: Vec<&str> = columns
+                .iter()
+                .filter(|(_, id)| id.is_none())
+                .map(|(name, _)| name.as_str())
+                .collect();
+            (!missing.is_empty()).then(|| {
+                format!(
+                    "its Parquet schema has no field id for column(s) {} (a file added without \
+                     field ids, e.g. by add_files, is read by position or name, not by id)",
+                    missing
+                        .iter()
+                        .take(5)
+                        .map(|n| format!("`{n}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            })
+        }
+    })
+}
+
+/// The top-level columns of a Parquet footer (`FileMetaData`) with their field ids; `None` when
+/// it cannot be decoded. Only the schema is decoded.
+fn top_level_field_ids(footer: &[u8]) -> Option<Vec<(String, Option<i32>)>> {
+    let schema = parquet::file::metadata::ParquetMetaDataReader::decode_schema(footer).ok()?;
+    Some(
+        schema
+            .root_schema()
+            .get_fields()
+            .iter()
+            .map(|f| {
+                let info = f.get_basic_info();
+                (info.name().to_string(), info.has_id().then(|| info.id()))
+            })
+            .collect(),
+    )
+}
+
+/// A live manifest entry with the facts routing needs.
+struct Entry {
+    file: DataFile,
+    spec_id: i32,
+    sequence_number: i64,
+}
+
+/// Live data and delete entries of `snapshot`.
+async fn live_entries(
+    table: &Table,
+    snapshot: &iceberg::spec::SnapshotRef,
+) -> Result<(Vec<Entry>, Vec<Entry>)> {
+    let list = table.manifest_list_reader(snapshot).load().await?;
+    let (mut data, mut deletes) = (Vec::new(), Vec::new());
+    for mf in list.entries() {
+        let manifest = mf.load_manifest(table.file_io()).await?;
+        for entry in manifest.entries() {
+            if !entry.is_alive() {
+                continue;
+            }
+            let e = Entry {
+                file: entry.data_file().clone(),
+                spec_id: mf.partition_spec_id,
+                sequence_number: entry.sequence_number().unwrap_or(mf.sequence_number),
+            };
+            match mf.content {
+                ManifestContentType::Data => data.push(e),
+                ManifestContentType::Deletes => deletes.push(e),
+            }
+        }
+    }
+    Ok((data, deletes))
+}
+
+/// Delete files by the partition they can apply to.
+struct DeleteIndex {
+    /// Position and partitioned equality deletes, by (spec id, canonical partition).
+    by_partition: HashMap<(i32, Struct), Vec<Entry>>,
+    /// Equality deletes of an unpartitioned spec: they apply to every partition.
+    global: Vec<Entry>,
+}
+
+impl DeleteIndex {
+    /// `unpartitioned(spec_id)`: whether the spec has no field or only `void` ones (Java's
+    /// `PartitionSpec.isUnpartitioned()`): a spec whose fields were all dropped in format
+    /// version 1 still writes a tuple of NULLs, yet its equality deletes apply everywhere.
+    fn new(deletes: Vec<Entry>, unpartitioned: impl Fn(i32) -> bool) -> Self {
+        let mut index = Self {
+            by_partition: HashMap::new(),
+            global: Vec::new(),
+        };
+        for d in deletes {
+            let global = d.file.content_type() == DataContentType::EqualityDeletes
+                && (d.file.partition().fields().is_empty() || unpartitioned(d.spec_id));
+            if global {
+                index.global.push(d);
+            } else {
+                let key = (d.spec_id, canonical_partition(d.file.partition()));
+                index.by_partition.entry(key).or_default().push(d);
+            }
+        }
+        index
+    }
+
+    /// The first delete file that may apply to `data` (conservatively: bounds on
+    /// `file_path` are not consulted).
+    fn applying(&self, data: &Entry) -> Option<&Entry> {
+        let key = (data.spec_id, canonical_partition(data.file.partition()));
+        let path = data.file.file_path();
+        self.by_partition
+            .get(&key)
+            .into_iter()
+            .flatten()
+            .chain(self.global.iter())
+            .find(|d| match d.file.content_type() {
+                DataContentType::PositionDeletes => {
+                    d.sequence_number >= data.sequence_number
+                        && d.file
+                            .referenced_data_file()
+                            .is_none_or(|referenced| referenced == path)
+                        && path_within_bounds(&d.file, path)
+                }
+                DataContentType::EqualityDeletes => d.sequence_number > data.sequence_number,
+                DataContentType::Data => false,
+            })
+    }
+}
+
+/// The reserved field id of a position delete's `file_path` column.
+const DELETE_FILE_PATH_ID: i32 = 2147483546;
+
+/// Whether a position delete's `file_path` bounds (written by Spark and Java, which is how a
+/// delete file naming one data file is told apart from its partition's others) admit `path`.
+/// Missing bounds admit every path; truncated ones still bracket it.
+fn path_within_bounds(delete: &DataFile, path: &str) -> bool {
+    let bound = |m: &HashMap<i32, Datum>| match m.get(&DELETE_FILE_PATH_ID).map(Datum::literal) {
+        Some(PrimitiveLiteral::String(s)) => Some(s.clone()),
+        _ => None,
+    };
+    bound(delete.lower_bounds()).is_none_or(|l| l.as_str() <= path)
+        && bound(delete.upper_bounds()).is_none_or(|u| path <= u.as_str())
+}
+
+fn route_one(
+    source: &Table,
+    entry: &Entry,
+    dest_spec: &PartitionSpec,
+    filter: Option<(&BoundPredicate, &Schema)>,
+    deletes: &DeleteIndex,
+    copy_route: FileRoute,
+) -> (FileRoute, String) {
+    let f = &entry.file;
+    let spec = source.metadata().partition_spec_by_id(entry.spec_id);
+    // The filter first: a file none of whose rows pass is skipped whatever else holds (the
+    // rewrite path's scan prunes it too).
+    let verdict = match (filter, spec) {
+        (Some((filter, schema)), Some(spec)) => {
+            Some(decide(filter, &View::new(spec, f.partition(), schema)))
+        }
+        _ => None,
+    };
+    if verdict == Some(Verdict::NoRow) {
+        return (
+            FileRoute::Skip,
+            "the row filter excludes every row of its partition".to_string(),
+        );
+    }
+    if f.file_format() != DataFileFormat::Parquet {
+        return (
+            FileRoute::Rewrite,
+            format!("a {} file (only Parquet files are copied)", f.file_format()),
+        );
+    }
+    let Some(spec) = spec else {
+        return (
+            FileRoute::Rewrite,
+            format!(
+                "written under partition spec {}, which the source metadata lacks",
+                entry.spec_id
+            ),
+        );
+    };
+    if !same_layout(spec, dest_spec) {
+        return (
+            FileRoute::Rewrite,
+            format!(
+                "written under source partition spec {} [{}], not the destination's [{}]",
+                entry.spec_id,
+                describe_spec(spec),
+                describe_spec(dest_spec)
+            ),
+        );
+    }
+    if let Some(d) = deletes.applying(entry) {
+        let kind = match d.file.content_type() {
+            DataContentType::EqualityDeletes => "an equality",
+            _ => "a position",
+        };
+        return (
+            FileRoute::Rewrite,
+            format!(
+                "{kind} delete file applies to it ({}); its remaining rows are rewritten",
+                d.file.file_path()
+            ),
+        );
+    }
+    let base = "same field ids and partition spec, no delete file applies";
+    match verdict {
+        None => (copy_route, format!("{base}, no row filter")),
+        Some(Verdict::Undecided(why)) => (
+            FileRoute::Rewrite,
+            format!("the row filter is not decided by the partition values: {why}"),
+        ),
+        Some(_) => (
+            copy_route,
+            format!("{base}; the row filter holds for every row of its partition"),
+        ),
+    }
+}
+
+/// Routes every live source file (copy, reference, rewrite or skip) with [`route_files`] and
+/// reports it in `result`; returns the files to copy or reference, by path.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn route_planned(
+    source: &Table,
+    snapshot_id: Option<i64>,
+    dest: &Table,
+    plan: &ReconciliationPlan,
+    predicate: Option<&Predicate>,
+    read: &PlannedRead,
+    write_mode: WriteMode,
+    copy_mode: CopyMode,
+    result: &mut MigrationResult,
+) -> Result<HashMap<String, DataFile>> {
+    let Some(id) = snapshot_id else {
+        return Ok(HashMap::new());
+    };
+    let routing = route_files(source, id, dest, plan, predicate, write_mode, copy_mode).await?;
+    let planned: HashSet<&str> = read
+        .tasks
+        .iter()
+        .map(|t| t.data_file_path.as_str())
+        .collect();
+    let mut whole = HashMap::new();
+    result.files.clear();
+    result.files_copied = 0;
+    result.files_referenced = 0;
+    result.files_rewritten = 0;
+    for f in routing.files {
+        let mut routed = f.routed;
+        // The scan planner also prunes by column statistics: such a file has no row to move.
+        if routed.route != FileRoute::Skip && !planned.contains(routed.path.as_str()) {
+            routed.route = FileRoute::Skip;
+            routed.reason = "no row can match the row filter (manifest statistics)".into();
+        }
+        match routed.route {
+            FileRoute::Copy => result.files_copied += 1,
+            FileRoute::Reference => result.files_referenced += 1,
+            FileRoute::Rewrite => result.files_rewritten += 1,
+            FileRoute::Skip => {}
+        }
+        if matches!(routed.route, FileRoute::Copy | FileRoute::Reference) {
+            whole.insert(routed.path.clone(), f.data_file);
+        }
+        result.files.push(routed);
+    }
+    // Which route each file took is part of the task layout a resume must reproduce.
+    let routes = result
+        .files
+        .iter()
+        .filter(|f| whole.contains_key(&f.path))
+        .count();
+    tracing::info!(
+        copied = result.files_copied,
+        referenced = result.files_referenced,
+        rewritten = result.files_rewritten,
+        whole = routes,
+        "source files routed"
+    );
+    Ok(whole)
+}
+
+/// The route of every file copied or referenced whole.
+pub(crate) fn routes_of(
+    whole: &HashMap<String, DataFile>,
+    mode: CopyMode,
+) -> HashMap<String, FileRoute> {
+    let route = match mode {
+        CopyMode::Reference => FileRoute::Reference,
+        _ => FileRoute::Copy,
+    };
+    whole.keys().map(|p| (p.clone(), route)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use iceberg::spec::{DataFileBuilder, Transform};
+
+    use super::*;
+    use crate::testing::{orders, region, spec};
+
+    fn entry(content: DataContentType, path: &str, part: &str, seq: i64) -> Entry {
+        Entry {
+            file: DataFileBuilder::default()
+                .content(content)
+                .file_path(path.to_string())
+                .file_format(DataFileFormat::Parquet)
+                .partition(region(Some(part)))
+                .record_count(1)
+                .file_size_in_bytes(1)
+                .equality_ids((content == DataContentType::EqualityDeletes).then(|| vec![1]))
+                .build()
+                .unwrap(),
+            spec_id: 0,
+            sequence_number: seq,
+        }
+    }
+
+    #[test]
+    fn deletes_apply_by_partition_and_sequence_number() {
+        let data = entry(DataContentType::Data, "d/eu.parquet", "eu", 2);
+        let pos = |part, seq| entry(DataContentType::PositionDeletes, "pos", part, seq);
+        let eq = |part, seq| entry(DataContentType::EqualityDeletes, "eq", part, seq);
+        let applies = |d: Entry| {
+            DeleteIndex::new(vec![d], |_| false)
+                .applying(&data)
+                .is_some()
+        };
+        // A position delete of the same commit applies, an older one cannot.
+        assert!(applies(pos("eu", 2)));
+        assert!(!applies(pos("eu", 1)));
+        assert!(!applies(pos("us", 3)));
+        // An equality delete applies only to strictly older data.
+        assert!(!applies(eq("eu", 2)));
+        assert!(applies(eq("eu", 3)));
+        let mut global = eq("eu", 3);
+        global.file = DataFileBuilder::default()
+            .content(DataContentType::EqualityDeletes)
+            .file_path("eq-global".to_string())
+            .file_format(DataFileFormat::Parquet)
+            .record_count(1)
+            .file_size_in_bytes(1)
+            .equality_ids(Some(vec![1]))
+            .build()
+            .unwrap();
+        assert!(applies(global));
+        let mut other_file = pos("eu", 3);
+        other_file.file = DataFileBuilder::default()
+            .content(DataContentType::PositionDeletes)
+            .file_path("pos".to_string())
+            .file_format(DataFileFormat::Parquet)
+            .partition(region(Some("eu")))
+            .record_count(1)
+            .file_size_in_bytes(1)
+            .referenced_data_file(Some("d/us.parquet".to_string()))
+            .build()
+            .unwrap();
+        assert!(!applies(other_file));
+        // file_path bounds naming another file rule it out; bounds around this one do not.
+        let bounded = |lo: &str, hi: &str| {
+            let mut d = pos("eu", 3);
+            d.file = DataFileBuilder::default()
+                .content(DataContentType::PositionDeletes)
+                .file_path("pos".to_string())
+                .file_format(DataFileFormat::Parquet)
+                .partition(region(Some("eu")))
+                .record_count(1)
+                .file_size_in_bytes(1)
+                .lower_bounds(HashMap::from([(DELETE_FILE_PATH_ID, Datum::string(lo))]))
+                .upper_bounds(HashMap::from([(DELETE_FILE_PATH_ID, Datum::string(hi))]))
+                .build()
+                .unwrap();
+            d
+        };
+        assert!(!applies(bounded("d/other.parquet", "d/other.parquet")));
+        assert!(applies(bounded("d/eu.parquet", "d/eu.parquet")));
+        assert!(applies(bounded("d/a", "d/z")));
+    }
+
+    #[test]
+    fn an_equality_delete_under_an_all_void_spec_is_global() {
+        let s = orders();
+        let specs = HashMap::from([
+            (0, spec(&s, 2, Transform::Identity)),
+            (1, spec(&s, 2, Transform::Void)),
+        ]);
+        let data = entry(DataContentType::Data, "d/eu.parquet", "eu", 2);
+        // Written after the region field was dropped (format version 1 keeps it as void): its
+        // tuple is one NULL, yet it deletes from every partition.
+        let mut eq = entry(DataContentType::EqualityDeletes, "eq", "eu", 3);
+        eq.spec_id = 1;
+        eq.file = DataFileBuilder::default()
+            .content(DataContentType::EqualityDeletes)
+            .file_path("eq-void".to_string())
+            .file_format(DataFileFormat::Parquet)
+            .partition(region(None))
+            .partition_spec_id(1)
+            .record_count(1)
+            .file_size_in_bytes(1)
+            .equality_ids(Some(vec![1]))
+            .build()
+            .unwrap();
+        let index = DeleteIndex::new(vec![eq], |id| {
+            specs.get(&id).is_none_or(|s| s.is_unpartitioned())
+        });
+        assert!(index.applying(&data).is_some());
+    }
+
+    /// An empty Parquet file of `fields` at `path`, returning its size.
+    async fn parquet_file(io: &FileIO, path: &str, fields: Vec<arrow_schema::Field>) -> u64 {
+        let schema = Arc::new(arrow_schema::Schema::new(fields));
+        let batch = arrow_array::RecordBatch::new_empty(schema.clone());
+        let mut buf = Vec::new();
+        let mut w = parquet::arrow::ArrowWriter::try_new(&mut buf, schema, None).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        let size = buf.len() as u64;
+        io.new_output(path)
+            .unwrap()
+            .write(buf.into())
+            .await
+            .unwrap();
+        size
+    }
+
+    fn with_id(f: arrow_schema::Field, id: i32) -> arrow_schema::Field {
+        f.with_metadata(HashMap::from([(
+            "PARQUET:field_id".to_string(),
+            id.to_string(),
+        )]))
+    }
+
+    #[tokio::test]
+    async fn a_file_without_field_ids_is_found_from_its_footer() {
+        use arrow_schema::{DataType, Field, Fields};
+        let io = FileIO::new_with_memory();
+        // Nested groups Iceberg writes without ids (a list's repeated `list`) do not count.
+        let nested = |ids: bool| {
+            let id = |f: Field, n| if ids { with_id(f, n) } else { f };
+            vec![
+                id(Field::new("id", DataType::Int64, true), 1),
+                id(
+                    Field::new(
+                        "tags",
+                        DataType::List(Arc::new(id(
+                            Field::new("element", DataType::Utf8, true),
+                            5,
+                        ))),
+                        true,
+                    ),
+                    2,
+                ),
+                id(
+                    Field::new(
+                        "point",
+                        DataType::Struct(Fields::from(vec![
+                            id(Field::new("x", DataType::Float64, true), 6),
+                            id(Field::new("ok", DataType::Boolean, true), 7),
+                        ])),
+                        true,
+                    ),
+                    3,
+                ),
+                id(Field::new("note", DataType::Utf8, true), 4),
+            ]
+        };
+        let with = "memory:///t/with.parquet";
+        let size = parquet_file(&io, with, nested(true)).await;
+        assert_eq!(missing_field_ids(&io, with, size).await.unwrap(), None);
+
+        let without = "memory:///t/without.parquet";
+        let size = parquet_file(&io, without, nested(false)).await;
+        let why = missing_field_ids(&io, without, size).await.unwrap();
+        assert!(
+            why.as_deref()
+                .is_some_and(|w| w.contains("`id`") && w.contains("`point`")),
+            "{why:?}"
+        );
+
+        // One column without an id among ones with; a footer larger than the first read.
+        let mut wide: Vec<Field> = (0..3000)
+            .map(|i| {
+                with_id(
+                    Field::new(format!("column_{i:0>40}"), DataType::Int32, true),
+                    i + 1,
+                )
+            })
+            .collect();
+        wide.push(Field::new("added", DataType::Int32, true));
+        let path = "memory:///t/wide.parquet";
+        let size = parquet_file(&io, path, wide).await;
+        assert!(size > FOOTER_GUESS_BYTES, "{size}");
+        let why = missing_field_ids(&io, path, size).await.unwrap();
+        assert!(
+            why.as_deref()
+                .is_some_and(|w| w.contains("`added`") && !w.contains("column_")),
+            "{why:?}"
+        );
+
+        // Not Parquet, or a size the manifest got wrong.
+        let junk = "memory:///t/junk.parquet";
+        io.new_output(junk)
+            .unwrap()
+            .write(vec![0u8; 64].into())
+            .await
+            .unwrap();
+        assert!(missing_field_ids(&io, junk, 64).await.unwrap().is_some());
+        assert!(missing_field_ids(&io, with, 4).await.unwrap().is_some());
+    }
+
+    /// The migrator spawns it on tokio tasks.
+    #[allow(dead_code)]
+    fn futures_are_send(a: &Table, b: &Table, p: &ReconciliationPlan) {
+        fn send<T: Send>(_: T) {}
+        send(route_files(
+            a,
+            1,
+            b,
+            p,
+            None,
+            WriteMode::Append,
+            CopyMode::Auto,
+        ));
+    }
+
+    #[test]
+    fn copy_mode_parses_and_prints() {
+        for m in [
+            CopyMode::Auto,
+            CopyMode::Rewrite,
+            CopyMode::Files,
+            CopyMode::Reference,
+        ] {
+            assert_eq!(m.to_string().parse::<CopyMode>().unwrap(), m);
+        }
+        let err = "copy".parse::<CopyMode>().unwrap_err().to_string();
+        assert!(err.contains("auto, rewrite, files or reference"), "{err}");
+        assert_eq!(serde_json::to_string(&FileRoute::Copy).unwrap(), "\"copy\"");
+    }
+}
