@@ -32,26 +32,21 @@ pub struct Common {
     output: Output,
 }
 
-#[derive(Debug, clap::Args)]
-pub struct MigrateRun {
-    #[command(flatten)]
-    common: Common,
-    /// Last version to apply (1-4 digits).
-    #[arg(long)]
-    target: Option<String>,
-    /// Print the Iceberg changes each step would make; change nothing.
-    #[arg(long)]
-    dry_run: bool,
-}
-
 /// `migrate` applies pending migrations; its subcommands maintain the history.
 #[derive(Debug, clap::Args)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct MigrateArgs {
     #[command(subcommand)]
     action: Option<MigrateAction>,
+    // Optional only so that a subcommand can stand alone; without one, --namespace is required.
     #[command(flatten)]
-    run: Option<MigrateRun>,
+    common: Option<Common>,
+    /// Last version to apply (1-4 digits).
+    #[arg(long)]
+    target: Option<String>,
+    /// Print the Iceberg changes each step would make; change nothing.
+    #[arg(long)]
+    dry_run: bool,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -199,11 +194,9 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
         }) => migrate_action(factory, action).await,
         Command::Migrate(MigrateArgs {
             action: None,
-            run: Some(MigrateRun {
-                common,
-                target,
-                dry_run,
-            }),
+            common: Some(common),
+            target,
+            dry_run,
         }) => {
             let handle = factory.open(&common.catalog).await?;
             let r = runner(&handle, &common);
@@ -215,7 +208,8 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
         }
         Command::Migrate(MigrateArgs {
             action: None,
-            run: None,
+            common: None,
+            ..
         }) => bail!("migrate needs --namespace (see `iceberg-ops migrate --help`)"),
         Command::Rollback {
             common,

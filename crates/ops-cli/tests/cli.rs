@@ -381,10 +381,21 @@ fn schema_migration_repair_baseline_and_rollback_options() {
     let (help, _) = text(&iceberg_ops(cwd, &["migrate", "repair", "--help"], &[]));
     assert!(help.contains("failed attempts"), "{help}");
     let (help, _) = text(&iceberg_ops(cwd, &["migrate", "baseline", "--help"], &[]));
-    assert!(help.contains("--version") && help.contains("already exist"), "{help}");
+    assert!(
+        help.contains("--version") && help.contains("already exist"),
+        "{help}"
+    );
 
-    std::fs::write(mig.join("0001_create_orders.toml"), create_table_file("orders")).unwrap();
-    std::fs::write(mig.join("0002_create_orders_v2.toml"), create_table_file("orders_v2")).unwrap();
+    std::fs::write(
+        mig.join("0001_create_orders.toml"),
+        create_table_file("orders"),
+    )
+    .unwrap();
+    std::fs::write(
+        mig.join("0002_create_orders_v2.toml"),
+        create_table_file("orders_v2"),
+    )
+    .unwrap();
     let out = iceberg_ops(cwd, &["migrate", "--namespace", "sales"], &[]);
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stdout}\n{stderr}");
@@ -445,12 +456,22 @@ fn schema_migration_repair_baseline_and_rollback_options() {
     // baseline adopts another namespace (flat layout: the same files) at 0001.
     let out = iceberg_ops(
         cwd,
-        &["migrate", "baseline", "--namespace", "finance", "--version", "1"],
+        &[
+            "migrate",
+            "baseline",
+            "--namespace",
+            "finance",
+            "--version",
+            "1",
+        ],
         &[],
     );
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stdout}\n{stderr}");
-    assert!(stdout.contains("baselined namespace finance at 0001"), "{stdout}");
+    assert!(
+        stdout.contains("baselined namespace finance at 0001"),
+        "{stdout}"
+    );
     let out = iceberg_ops(cwd, &["status", "--namespace", "finance"], &[]);
     let (stdout, _) = text(&out);
     assert!(
@@ -460,7 +481,14 @@ fn schema_migration_repair_baseline_and_rollback_options() {
     );
     let out = iceberg_ops(
         cwd,
-        &["migrate", "baseline", "--namespace", "finance", "--version", "2"],
+        &[
+            "migrate",
+            "baseline",
+            "--namespace",
+            "finance",
+            "--version",
+            "2",
+        ],
         &[],
     );
     let (_, stderr) = text(&out);
