@@ -349,9 +349,9 @@ pub fn diff(
                     .parse()
                     .unwrap_or(iceberg::spec::Transform::Unknown);
                 (
-                    p.name.clone().unwrap_or_else(|| {
-                        crate::operation::default_partition_name(&p.column, &t)
-                    }),
+                    p.name
+                        .clone()
+                        .unwrap_or_else(|| crate::operation::default_partition_name(&p.column, &t)),
                     p.column.clone(),
                     t.to_string(),
                 )
@@ -442,26 +442,32 @@ pub fn diff(
                 .map(|p| (spec.spec_id(), p.name.clone()))
         });
         let reason = if let Some((spec_id, field)) = spec_use {
-            Some(if spec_id == md.default_partition_spec_id() && want_parts.iter().any(|p| p.0 == field) {
-                format!(
-                    "partition field '{field}' of spec {spec_id} is derived from it and the \
+            Some(
+                if spec_id == md.default_partition_spec_id()
+                    && want_parts.iter().any(|p| p.0 == field)
+                {
+                    format!(
+                        "partition field '{field}' of spec {spec_id} is derived from it and the \
                      desired partition keeps it"
-                )
-            } else {
-                format!(
-                    "partition field '{field}' of spec {spec_id} is derived from it, and a \
+                    )
+                } else {
+                    format!(
+                        "partition field '{field}' of spec {spec_id} is derived from it, and a \
                      spec stays in the table's metadata for the files written under it"
-                )
-            })
-        } else if want_sort
-            .iter()
-            .any(|s| schema.field_by_name(&s.0).is_some_and(|x| ids.contains(&x.id)))
-        {
+                    )
+                },
+            )
+        } else if want_sort.iter().any(|s| {
+            schema
+                .field_by_name(&s.0)
+                .is_some_and(|x| ids.contains(&x.id))
+        }) {
             Some("the desired sort order uses it".to_string())
-        } else if want_ids
-            .iter()
-            .any(|id| schema.field_by_name(id).is_some_and(|x| ids.contains(&x.id)))
-        {
+        } else if want_ids.iter().any(|id| {
+            schema
+                .field_by_name(id)
+                .is_some_and(|x| ids.contains(&x.id))
+        }) {
             Some(if desired.identifier_fields.is_none() {
                 "it is an identifier field (give `identifier_fields` without it)".to_string()
             } else {

@@ -393,6 +393,34 @@ mod tests {
     }
 
     #[test]
+    fn the_landed_operations_checksum_ignores_layout_and_sees_changes() {
+        let a = MigrationFile::parse(
+            "[[upgrade]]\nop = \"add_column\"\ntable = \"t\"\ncolumn = \"c\"\ntype = \"int\"\n",
+            Path::new("x"),
+        )
+        .unwrap();
+        let b = MigrationFile::parse(
+            "# a comment\n[[upgrade]]\nop = \"add_column\"\ncolumn = \"c\"\ntable = \"t\"\ntype = \"int\" # int\n",
+            Path::new("x"),
+        )
+        .unwrap();
+        let c = MigrationFile::parse(
+            "[[upgrade]]\nop = \"add_column\"\ntable = \"t\"\ncolumn = \"c\"\ntype = \"long\"\n",
+            Path::new("x"),
+        )
+        .unwrap();
+        assert_eq!(
+            operations_checksum(&a.upgrade),
+            operations_checksum(&b.upgrade)
+        );
+        assert_ne!(
+            operations_checksum(&a.upgrade),
+            operations_checksum(&c.upgrade)
+        );
+        assert_ne!(operations_checksum(&a.upgrade), operations_checksum(&[]));
+    }
+
+    #[test]
     fn the_template_loads() {
         let f = MigrationFile::parse(&template("0004", "add \"notes\""), Path::new("x")).unwrap();
         assert!(f.upgrade.is_empty());

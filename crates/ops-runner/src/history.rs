@@ -608,8 +608,14 @@ impl MigrationHistory {
         )?;
         let written =
             ops_core::write::write_files(&table, futures::stream::iter([Ok(batch)])).await?;
-        self.commit(namespace, &entry.version, entry.status.as_str(), since, Some(written))
-            .await
+        self.commit(
+            namespace,
+            &entry.version,
+            entry.status.as_str(),
+            since,
+            Some(written),
+        )
+        .await
     }
 
     /// Deletes the row of `(version, namespace)` (`repair` clearing a failed attempt), validated
@@ -663,7 +669,12 @@ impl MigrationHistory {
             }
             Err(e) => return Err(e.into()),
         };
-        tracing::info!(version, namespace, status = what, "recorded migration history");
+        tracing::info!(
+            version,
+            namespace,
+            status = what,
+            "recorded migration history"
+        );
         let md = new_table.metadata();
         Ok(Some((
             md.current_snapshot().and_then(|s| s.parent_snapshot_id()),

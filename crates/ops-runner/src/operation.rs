@@ -1107,6 +1107,66 @@ mod tests {
     }
 
     #[test]
+    fn property_inverses_restore_the_recorded_values() {
+        let set = Operation::SetProperties {
+            table: "t".into(),
+            properties: BTreeMap::from([
+                ("owner".to_string(), PropertyValue::Text("b".into())),
+                ("stage".to_string(), PropertyValue::Int(2)),
+            ]),
+        };
+        let earlier = BTreeMap::from([
+            ("owner".to_string(), Some("a".to_string())),
+            ("stage".to_string(), None),
+        ]);
+        assert_eq!(
+            set.inverse_with(Some(&earlier)).unwrap(),
+            vec![
+                Operation::RemoveProperties {
+                    table: "t".into(),
+                    keys: vec!["stage".into()]
+                },
+                Operation::SetProperties {
+                    table: "t".into(),
+                    properties: BTreeMap::from([(
+                        "owner".to_string(),
+                        PropertyValue::Text("a".into())
+                    )]),
+                },
+            ]
+        );
+        // Without recorded values (or values of other keys) there is no inverse: removing the
+        // keys would lose what they held.
+        assert!(
+            set.inverse_with(None)
+                .unwrap_err()
+                .contains("[[downgrade]]")
+        );
+        let other = BTreeMap::from([("owner".to_string(), None)]);
+        assert!(set.inverse_with(Some(&other)).is_err());
+
+        let remove = Operation::RemoveProperties {
+            table: "t".into(),
+            keys: vec!["owner".into(), "gone".into()],
+        };
+        let earlier = BTreeMap::from([
+            ("owner".to_string(), Some("a".to_string())),
+            ("gone".to_string(), None),
+        ]);
+        assert_eq!(
+            remove.inverse_with(Some(&earlier)).unwrap(),
+            vec![Operation::SetProperties {
+                table: "t".into(),
+                properties: BTreeMap::from([(
+                    "owner".to_string(),
+                    PropertyValue::Text("a".into())
+                )]),
+            }]
+        );
+        assert!(remove.inverse().is_err());
+    }
+
+    #[test]
     fn schemas_get_unique_ids_and_identifier_fields() {
         let cols = vec![
             ColumnDef {

@@ -139,7 +139,10 @@ impl std::fmt::Display for StatusEntry {
             write!(f, "  (Python migration {p})")?;
         }
         if let Some(n) = self.operations_landed.filter(|n| *n > 0) {
-            write!(f, "  ({n} operation(s) landed; `migrate` resumes after them)")?;
+            write!(
+                f,
+                "  ({n} operation(s) landed; `migrate` resumes after them)"
+            )?;
         }
         if let Some(e) = &self.error {
             write!(f, "  {e}")?;
@@ -482,9 +485,7 @@ impl MigrationRunner {
                 state,
                 file_missing: false,
                 python_file: None,
-                operations_landed: row
-                    .map(HistoryRow::operations_landed)
-                    .filter(|n| *n > 0),
+                operations_landed: row.map(HistoryRow::operations_landed).filter(|n| *n > 0),
                 applied_at: row.map(|h| h.applied_at.clone()),
                 error: row.and_then(|h| h.error.clone()),
             }
@@ -600,7 +601,10 @@ impl MigrationRunner {
                 Pending::Ours(r) => {
                     let from = self.resume_point(r, read.row(&r.version))?;
                     let mut changes = match r.migration.operations() {
-                        Some(ops) => ops[from.landed..].iter().map(|o| o.describe(&ctx)).collect(),
+                        Some(ops) => ops[from.landed..]
+                            .iter()
+                            .map(|o| o.describe(&ctx))
+                            .collect(),
                         None => r.migration.describe_upgrade(&ctx),
                     };
                     if from.landed > 0 {
@@ -656,7 +660,10 @@ impl MigrationRunner {
         let mut resume = BTreeMap::new();
         for p in &plan {
             if let Pending::Ours(r) = p {
-                resume.insert(r.version.clone(), self.resume_point(r, read.row(&r.version))?);
+                resume.insert(
+                    r.version.clone(),
+                    self.resume_point(r, read.row(&r.version))?,
+                );
             }
         }
         let mut session = Session::new(&read);
@@ -720,9 +727,10 @@ impl MigrationRunner {
         };
         let now = self.history.read(&self.namespace).await?;
         // A `failed` row written after this command's read (not the one it resumed from).
-        let Some(theirs) = now.row(&entry.version).filter(|r| {
-            r.status == Status::Failed && session.first.row(&r.version) != Some(*r)
-        }) else {
+        let Some(theirs) = now
+            .row(&entry.version)
+            .filter(|r| r.status == Status::Failed && session.first.row(&r.version) != Some(*r))
+        else {
             return Err(conflict.into());
         };
         let error = theirs.error.clone().unwrap_or_default();
