@@ -113,7 +113,11 @@ impl Env {
         })
     }
 
-    pub(crate) async fn table(&self, ns: &str, table: &str) -> anyhow::Result<iceberg::table::Table> {
+    pub(crate) async fn table(
+        &self,
+        ns: &str,
+        table: &str,
+    ) -> anyhow::Result<iceberg::table::Table> {
         Ok(self
             .handle
             .catalog()
@@ -130,7 +134,12 @@ impl Env {
     }
 
     /// Appends rows with these ids (`id` column; every other column NULL).
-    pub(crate) async fn append_ids(&self, ns: &str, table: &str, ids: &[i64]) -> anyhow::Result<()> {
+    pub(crate) async fn append_ids(
+        &self,
+        ns: &str,
+        table: &str,
+        ids: &[i64],
+    ) -> anyhow::Result<()> {
         let t = self.table(ns, table).await?;
         let schema = ops_core::write::table_arrow_schema(&t)?;
         let columns: Vec<arrow_array::ArrayRef> = schema
@@ -155,7 +164,11 @@ impl Env {
         Ok(())
     }
 
-    pub(crate) async fn properties(&self, ns: &str, table: &str) -> anyhow::Result<BTreeMap<String, String>> {
+    pub(crate) async fn properties(
+        &self,
+        ns: &str,
+        table: &str,
+    ) -> anyhow::Result<BTreeMap<String, String>> {
         Ok(self
             .table(ns, table)
             .await?
@@ -203,7 +216,11 @@ impl Env {
         Ok(t.metadata().current_snapshot_id())
     }
 
-    pub(crate) async fn columns(&self, ns: &str, table: &str) -> anyhow::Result<Vec<(String, String)>> {
+    pub(crate) async fn columns(
+        &self,
+        ns: &str,
+        table: &str,
+    ) -> anyhow::Result<Vec<(String, String)>> {
         let t = self
             .handle
             .catalog()
@@ -956,7 +973,10 @@ async fn rollback_refuses_a_file_changed_since_it_was_applied(env: Env) -> TestR
         .checksum
         .clone()
         .unwrap_or_default();
-    assert_eq!(applied, ops_runner::file::checksum(create_file("orders_v2").as_bytes()));
+    assert_eq!(
+        applied,
+        ops_runner::file::checksum(create_file("orders_v2").as_bytes())
+    );
 
     // 0002 edited after it was applied: it now creates `orders`. Its derived downgrade would
     // drop 0001's table; the rollback refuses, naming the version and both checksums.
@@ -1039,9 +1059,17 @@ sort_order = [{ column = "k" }]
 "#;
 
 #[tokio::test(flavor = "multi_thread")]
-async fn new_from_orders_its_operations_and_keeps_what_the_definition_leaves_out() -> TestResult
-{
-    let env = Env::new().await?;
+async fn new_from_orders_its_operations_and_keeps_what_the_definition_leaves_out() -> TestResult {
+    new_from_orders_its_operations(Env::new().await?).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn new_from_orders_its_operations_and_keeps_what_the_definition_leaves_out_on_rest()
+-> TestResult {
+    new_from_orders_its_operations(Env::rest().await?).await
+}
+
+async fn new_from_orders_its_operations(env: Env) -> TestResult {
     env.write("0001_create_events.toml", EVENTS)?;
     let runner = env.runner("sales");
     runner.migrate(None).await?;
@@ -1082,10 +1110,9 @@ sort_order = []
         generated.text
     );
     assert!(
-        generated
-            .upgrade
-            .iter()
-            .all(|o| !matches!(o, ops_runner::Operation::DropColumn { column, .. } if column == "old")),
+        generated.upgrade.iter().all(
+            |o| !matches!(o, ops_runner::Operation::DropColumn { column, .. } if column == "old")
+        ),
         "{}",
         generated.text
     );
@@ -1209,7 +1236,12 @@ impl Migration for RacingRename {
     }
 }
 
-fn racing(env: &Env, signals: &Arc<RaceSignals>, wait_before: bool, wait_after: bool) -> MigrationRunner {
+fn racing(
+    env: &Env,
+    signals: &Arc<RaceSignals>,
+    wait_before: bool,
+    wait_after: bool,
+) -> MigrationRunner {
     MigrationRunner::new(&env.handle, "sales")
         .migrations_dir(None::<&Path>)
         .register(Arc::new(RacingRename {
@@ -1243,7 +1275,12 @@ async fn a_runner_whose_upgrade_lost_the_race(env: Env) -> TestResult {
     let lost = lost.await?.expect_err("the loser's rename failed");
     assert!(matches!(lost, RunnerError::Concurrent(_)), "{lost}");
     assert_eq!(race_state(&env).await?, vec![(v("0001"), Status::Applied)]);
-    assert!(racing(&env, &signals, false, false).migrate(None).await?.is_empty());
+    assert!(
+        racing(&env, &signals, false, false)
+            .migrate(None)
+            .await?
+            .is_empty()
+    );
     Ok(())
 }
 
@@ -1261,28 +1298,44 @@ async fn a_runner_whose_upgrade_lost_the_race_reports_a_concurrent_migration_err
 /// The loser records `failed` before the winner writes history: the winner's upgrade landed, so
 /// history ends `applied` and a later `migrate` has nothing to do.
 #[tokio::test(flavor = "multi_thread")]
-async fn a_failure_recorded_by_the_losing_runner_does_not_hide_the_winners_upgrade() -> TestResult
-{
+async fn a_failure_recorded_by_the_losing_runner_does_not_hide_the_winners_upgrade() -> TestResult {
     let env = Env::new().await?;
     create_orders(&env.handle, "sales").await?;
     let signals = Arc::new(RaceSignals::default());
     let winner = racing(&env, &signals, false, true);
     let loser = racing(&env, &signals, true, false);
     let won = tokio::spawn(async move { winner.migrate(None).await });
-    let lost = loser.migrate(None).await.expect_err("the loser's rename failed");
+    let lost = loser
+        .migrate(None)
+        .await
+        .expect_err("the loser's rename failed");
     assert!(
         matches!(lost, RunnerError::MigrationFailed { .. }),
         "{lost}"
     );
     signals.proceed.notify_one();
-    let won = won.await?.expect_err("another runner wrote this version's row");
+    let won = won
+        .await?
+        .expect_err("another runner wrote this version's row");
     assert!(matches!(won, RunnerError::Concurrent(_)), "{won}");
     assert_eq!(race_state(&env).await?, vec![(v("0001"), Status::Applied)]);
-    assert!(racing(&env, &signals, false, false).migrate(None).await?.is_empty());
+    assert!(
+        racing(&env, &signals, false, false)
+            .migrate(None)
+            .await?
+            .is_empty()
+    );
     assert_eq!(
         names(&env.columns("sales", "orders").await?),
         vec!["id", "region", "total"]
     );
+    let out = pyiceberg(
+        "mig",
+        &env.props,
+        "emit([[r['version'], r['status'], r['error']] for r in \
+               rows(catalog.load_table('_iceberg_ops.migration_history'))])",
+    )?;
+    assert_eq!(out, serde_json::json!([["0001", "applied", null]]));
     Ok(())
 }
 
@@ -1325,7 +1378,10 @@ async fn an_upgrade_that_failed_halfway_resumes(env: Env) -> TestResult {
     env.write("0001_create_orders.toml", PARTIAL_CREATE)?;
     env.write("0002_evolve.toml", &partial("note", "nope"))?;
     let runner = env.runner("sales");
-    let err = runner.migrate(None).await.expect_err("rename of nope fails");
+    let err = runner
+        .migrate(None)
+        .await
+        .expect_err("rename of nope fails");
     assert!(
         matches!(&err, RunnerError::MigrationFailed { version, .. } if version == "0002"),
         "{err}"
@@ -1338,7 +1394,10 @@ async fn an_upgrade_that_failed_halfway_resumes(env: Env) -> TestResult {
 
     // The operations that landed changed in the file: no guessing where to resume.
     env.write("0002_evolve.toml", &partial("notes", "amount"))?;
-    let err = runner.migrate(None).await.expect_err("landed operations changed");
+    let err = runner
+        .migrate(None)
+        .await
+        .expect_err("landed operations changed");
     assert!(err.to_string().contains("0002"), "{err}");
     assert_eq!(
         names(&env.columns("sales", "orders").await?),
@@ -1401,7 +1460,10 @@ async fn rollback_undoes_the_operations_a_failed_upgrade_landed() -> TestResult 
     env.write("0001_create_orders.toml", PARTIAL_CREATE)?;
     env.write("0002_evolve.toml", &partial("note", "nope"))?;
     let runner = env.runner("sales");
-    runner.migrate(None).await.expect_err("rename of nope fails");
+    runner
+        .migrate(None)
+        .await
+        .expect_err("rename of nope fails");
     let plan = runner.plan_rollback(RollbackTo::Steps(1)).await?;
     assert_eq!(plan.len(), 1);
     assert_eq!(plan[0].version, "0002");
@@ -1418,7 +1480,9 @@ async fn rollback_undoes_the_operations_a_failed_upgrade_landed() -> TestResult 
     assert_eq!(props.get("stage"), None);
     let rows = runner.history().await?;
     assert_eq!(
-        rows.iter().map(|r| (r.version.as_str(), r.status)).collect::<Vec<_>>(),
+        rows.iter()
+            .map(|r| (r.version.as_str(), r.status))
+            .collect::<Vec<_>>(),
         vec![("0001", Status::Applied), ("0002", Status::RolledBack)]
     );
     // Fixed, it applies from the start.
@@ -1558,11 +1622,7 @@ impl Migration for FirstThrough {
                 .await;
         }
         self.barrier.wait().await;
-        if self
-            .calls
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
-            > 0
-        {
+        if self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) > 0 {
             self.release.notified().await;
         }
         Ok(())
@@ -1650,8 +1710,8 @@ def record(version, status, description):
 "#;
 
 #[tokio::test(flavor = "multi_thread")]
-async fn history_rows_of_the_python_tool_neither_show_as_missing_nor_block_rollback()
--> TestResult {
+async fn history_rows_of_the_python_tool_neither_show_as_missing_nor_block_rollback() -> TestResult
+{
     let env = Env::new().await?;
     // The Python tool applied 0001 (a .py migration) and recorded it, without a checksum.
     pyiceberg(

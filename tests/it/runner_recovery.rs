@@ -31,7 +31,10 @@ async fn force_and_allow_destructive(env: Env) -> TestResult {
     let plan = runner
         .plan_rollback_with(RollbackTo::Steps(1), allow)
         .await?;
-    assert_eq!(plan[0].changes, vec!["drop table sales.orders_v2 (its data is no longer listed)"]);
+    assert_eq!(
+        plan[0].changes,
+        vec!["drop table sales.orders_v2 (its data is no longer listed)"]
+    );
 
     // Edited to create `orders`: --force runs today's file, whose derived downgrade would drop
     // 0001's table with its rows: that still needs --allow-destructive.
@@ -82,8 +85,8 @@ async fn force_and_allow_destructive(env: Env) -> TestResult {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn rollback_force_runs_todays_file_and_allow_destructive_drops_tables_with_rows()
--> TestResult {
+async fn rollback_force_runs_todays_file_and_allow_destructive_drops_tables_with_rows() -> TestResult
+{
     force_and_allow_destructive(Env::new().await?).await
 }
 
@@ -101,7 +104,10 @@ async fn repair(env: Env) -> TestResult {
     let applied_at = runner.history().await?[0].applied_at.clone();
 
     // Edited after it was applied: validate reports it and the failure.
-    env.write("0001_create_orders.toml", &format!("{PARTIAL_CREATE}\n# reviewed\n"))?;
+    env.write(
+        "0001_create_orders.toml",
+        &format!("{PARTIAL_CREATE}\n# reviewed\n"),
+    )?;
     let issues = runner.validate().await?;
     assert!(
         matches!(&issues[..], [
@@ -110,7 +116,11 @@ async fn repair(env: Env) -> TestResult {
         ] if a == "0001" && b == "0002"),
         "{issues:?}"
     );
-    assert!(issues[1].to_string().contains("2 operation(s) landed"), "{}", issues[1]);
+    assert!(
+        issues[1].to_string().contains("2 operation(s) landed"),
+        "{}",
+        issues[1]
+    );
 
     let report = runner.repair().await?;
     assert_eq!(report.cleared.len(), 1);
@@ -125,7 +135,10 @@ async fn repair(env: Env) -> TestResult {
     assert!(runner.validate().await?.is_empty());
     let rows = runner.history().await?;
     assert_eq!(rows.len(), 1, "the failed row is gone");
-    assert_eq!(rows[0].applied_at, applied_at, "repair keeps when it was applied");
+    assert_eq!(
+        rows[0].applied_at, applied_at,
+        "repair keeps when it was applied"
+    );
     let status = runner.status().await?;
     assert_eq!(status[1].state, State::Pending);
     // Nothing left to repair.
@@ -213,7 +226,11 @@ async fn baseline_adopts_existing_tables() -> TestResult {
         status.iter().map(|e| e.state).collect::<Vec<_>>(),
         vec![State::BelowBaseline, State::Baseline, State::Pending]
     );
-    assert!(status[1].to_string().starts_with("[baseline]"), "{}", status[1]);
+    assert!(
+        status[1].to_string().starts_with("[baseline]"),
+        "{}",
+        status[1]
+    );
     assert_eq!(runner.plan(None).await?.len(), 1);
     assert_eq!(runner.migrate(None).await?, vec![v("0003")]);
     assert_eq!(
@@ -221,10 +238,17 @@ async fn baseline_adopts_existing_tables() -> TestResult {
         vec!["id", "region", "amount", "note"]
     );
     assert!(runner.validate().await?.is_empty());
-    assert!(runner.stamp(None).await?.is_empty(), "nothing below the baseline is stamped");
+    assert!(
+        runner.stamp(None).await?.is_empty(),
+        "nothing below the baseline is stamped"
+    );
 
     // Nothing at or below the baseline rolls back.
-    for to in [RollbackTo::Steps(2), RollbackTo::Target("0".into()), RollbackTo::Target("1".into())] {
+    for to in [
+        RollbackTo::Steps(2),
+        RollbackTo::Target("0".into()),
+        RollbackTo::Target("1".into()),
+    ] {
         let err = runner.rollback(to).await.expect_err("below the baseline");
         assert!(err.to_string().contains("baseline 0002"), "{err}");
     }
@@ -319,6 +343,9 @@ async fn a_derived_drop_column_of_a_column_holding_values_needs_consent() -> Tes
         runner.rollback_with(RollbackTo::Steps(1), allow).await?,
         vec![v("0002")]
     );
-    assert_eq!(names(&env.columns("sales", "orders").await?), vec!["id", "v"]);
+    assert_eq!(
+        names(&env.columns("sales", "orders").await?),
+        vec!["id", "v"]
+    );
     Ok(())
 }
