@@ -415,8 +415,12 @@ async fn new_file(
     std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
     let next = ops_runner::source::next_version(&dir)?;
     let path = dir.join(format!("{next}_{slug}.toml"));
-    let (text, destructive) = match from {
-        None => (ops_runner::file::template(&next, description), Vec::new()),
+    let (text, destructive, notes) = match from {
+        None => (
+            ops_runner::file::template(&next, description),
+            Vec::new(),
+            Vec::new(),
+        ),
         Some(desired) => {
             let handle = factory.open(&common.catalog).await?;
             let text = std::fs::read_to_string(desired)
@@ -431,13 +435,22 @@ async fn new_file(
                 description,
             )
             .await?;
-            (diff.text, diff.destructive)
+            let notes: Vec<String> = diff
+                .unsupported
+                .iter()
+                .map(|u| format!("NOT GENERATED: {u}"))
+                .chain(diff.kept.iter().map(|k| format!("KEPT: {k}")))
+                .collect();
+            (diff.text, diff.destructive, notes)
         }
     };
     std::fs::write(&path, text).with_context(|| format!("write {}", path.display()))?;
     println!("wrote {}", path.display());
     for d in destructive {
         println!("  DESTRUCTIVE: {d} (review, then set allow_destructive = true)");
+    }
+    for n in notes {
+        println!("  {n}");
     }
     Ok(())
 }

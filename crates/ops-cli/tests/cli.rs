@@ -495,3 +495,63 @@ fn schema_migration_repair_baseline_and_rollback_options() {
     assert!(!out.status.success());
     assert!(stderr.contains("already has rows"), "{stderr}");
 }
+
+#[test]
+fn new_from_writes_a_migration_that_applies() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    let mig = cwd.join("migrations");
+    std::fs::create_dir_all(&mig).unwrap();
+    std::fs::write(
+        mig.join("0001_create_events.toml"),
+        "[[upgrade]]\nop = \"create_table\"\ntable = \"events\"\ncolumns = [\n  \
+         { name = \"id\", type = \"long\", required = true },\n  { name = \"old\", type = \"string\" },\n  \
+         { name = \"region\", type = \"string\" },\n]\npartition = [{ column = \"old\" }]\n",
+    )
+    .unwrap();
+    let out = iceberg_ops(cwd, &["migrate", "--namespace", "sales"], &[]);
+    assert!(out.status.success(), "{:?}", text(&out));
+    // Without `old`, partitioned by region.
+    std::fs::write(
+        cwd.join("desired.toml"),
+        "table = \"events\"\ncolumns = [\n  { name = \"id\", type = \"long\", required = true },\n  \
+         { name = \"region\", type = \"string\" },\n]\npartition = [{ column = \"region\" }]\n",
+    )
+    .unwrap();
+    let out = iceberg_ops(
+        cwd,
+        &[
+            "new",
+            "repartition",
+            "--namespace",
+            "sales",
+            "--from",
+            "desired.toml",
+        ],
+        &[],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("NOT GENERATED: drop_column events.old") && stdout.contains("spec 0"),
+        "{stdout}"
+    );
+    let file = std::fs::read_to_string(mig.join("0002_repartition.toml")).unwrap();
+    assert!(
+        file.contains("# NOT GENERATED: drop_column events.old"),
+        "{file}"
+    );
+    let out = iceberg_ops(cwd, &["migrate", "--namespace", "sales"], &[]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("applied: 0002"), "{stdout}");
+    let out = iceberg_ops(cwd, &["table", "schema", "sales.events"], &[]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("partition spec 1:")
+            && stdout.contains("region = identity(source 3)")
+            && !stdout.contains("old = identity"),
+        "{stdout}"
+    );
+}
