@@ -9,4 +9,5 @@ mod datamig_sources;
 mod filters;
 mod ops;
 mod runner;
+mod runner_recovery;
 mod s3tables_migration;

@@ -66,14 +66,17 @@ column = "qty"
 type = "long"
 "#;
 
-struct Env {
-    dir: tempfile::TempDir,
-    props: BTreeMap<String, String>,
-    handle: CatalogHandle,
+pub(crate) struct Env {
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) props: BTreeMap<String, String>,
+    pub(crate) handle: CatalogHandle,
+    /// The REST catalog server, when the environment runs on one (killed on drop).
+    _rest: Option<ops_tests::servers::Rustberg>,
 }
 
 impl Env {
-    async fn new() -> anyhow::Result<Self> {
+    /// The embedded SQLite catalog.
+    pub(crate) async fn new() -> anyhow::Result<Self> {
         init_tracing();
         let dir = tempfile::tempdir()?;
         let props = props(&[
@@ -86,14 +89,101 @@ impl Env {
         ]);
         let handle = open("mig", &props).await?;
         std::fs::create_dir_all(dir.path().join("migrations"))?;
-        Ok(Self { dir, props, handle })
+        Ok(Self {
+            dir,
+            props,
+            handle,
+            _rest: None,
+        })
     }
 
-    fn migrations(&self) -> std::path::PathBuf {
+    /// A rustberg REST catalog.
+    pub(crate) async fn rest() -> anyhow::Result<Self> {
+        init_tracing();
+        let dir = tempfile::tempdir()?;
+        let rustberg = ops_tests::servers::Rustberg::start();
+        let props = props(&[("type", "rest"), ("uri", &rustberg.uri())]);
+        let handle = open("mig", &props).await?;
+        std::fs::create_dir_all(dir.path().join("migrations"))?;
+        Ok(Self {
+            dir,
+            props,
+            handle,
+            _rest: Some(rustberg),
+        })
+    }
+
+    pub(crate) async fn table(
+        &self,
+        ns: &str,
+        table: &str,
+    ) -> anyhow::Result<iceberg::table::Table> {
+        Ok(self
+            .handle
+            .catalog()
+            .load_table(&TableIdent::from_strs([ns, table])?)
+            .await?)
+    }
+
+    pub(crate) async fn exists(&self, ns: &str, table: &str) -> anyhow::Result<bool> {
+        Ok(self
+            .handle
+            .catalog()
+            .table_exists(&TableIdent::from_strs([ns, table])?)
+            .await?)
+    }
+
+    /// Appends rows with these ids (`id` column; every other column NULL).
+    pub(crate) async fn append_ids(
+        &self,
+        ns: &str,
+        table: &str,
+        ids: &[i64],
+    ) -> anyhow::Result<()> {
+        let t = self.table(ns, table).await?;
+        let schema = ops_core::write::table_arrow_schema(&t)?;
+        let columns: Vec<arrow_array::ArrayRef> = schema
+            .fields()
+            .iter()
+            .map(|f| -> arrow_array::ArrayRef {
+                if f.name() == "id" {
+                    Arc::new(arrow_array::Int64Array::from(ids.to_vec()))
+                } else {
+                    arrow_array::new_null_array(f.data_type(), ids.len())
+                }
+            })
+            .collect();
+        let batch = arrow_array::RecordBatch::try_new(schema, columns)?;
+        ops_core::append::append(
+            &self.handle,
+            &t,
+            futures::stream::iter([Ok(batch)]),
+            Default::default(),
+        )
+        .await?;
+        Ok(())
+    }
+
+    pub(crate) async fn properties(
+        &self,
+        ns: &str,
+        table: &str,
+    ) -> anyhow::Result<BTreeMap<String, String>> {
+        Ok(self
+            .table(ns, table)
+            .await?
+            .metadata()
+            .properties()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect())
+    }
+
+    pub(crate) fn migrations(&self) -> std::path::PathBuf {
         self.dir.path().join("migrations")
     }
 
-    fn write(&self, name: &str, text: &str) -> anyhow::Result<()> {
+    pub(crate) fn write(&self, name: &str, text: &str) -> anyhow::Result<()> {
         let path = self.migrations().join(name);
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent)?;
@@ -102,11 +192,11 @@ impl Env {
         Ok(())
     }
 
-    fn runner(&self, ns: &str) -> MigrationRunner {
+    pub(crate) fn runner(&self, ns: &str) -> MigrationRunner {
         MigrationRunner::new(&self.handle, ns).migrations_dir(Some(self.migrations()))
     }
 
-    async fn meta_exists(&self) -> anyhow::Result<bool> {
+    pub(crate) async fn meta_exists(&self) -> anyhow::Result<bool> {
         Ok(self
             .handle
             .catalog()
@@ -114,7 +204,7 @@ impl Env {
             .await?)
     }
 
-    async fn history_snapshot(&self) -> anyhow::Result<Option<i64>> {
+    pub(crate) async fn history_snapshot(&self) -> anyhow::Result<Option<i64>> {
         let t = self
             .handle
             .catalog()
@@ -126,7 +216,11 @@ impl Env {
         Ok(t.metadata().current_snapshot_id())
     }
 
-    async fn columns(&self, ns: &str, table: &str) -> anyhow::Result<Vec<(String, String)>> {
+    pub(crate) async fn columns(
+        &self,
+        ns: &str,
+        table: &str,
+    ) -> anyhow::Result<Vec<(String, String)>> {
         let t = self
             .handle
             .catalog()
@@ -142,7 +236,7 @@ impl Env {
     }
 }
 
-fn names(cols: &[(String, String)]) -> Vec<&str> {
+pub(crate) fn names(cols: &[(String, String)]) -> Vec<&str> {
     cols.iter().map(|(n, _)| n.as_str()).collect()
 }
 
@@ -153,7 +247,7 @@ fn states(entries: &[ops_runner::StatusEntry]) -> Vec<(String, State)> {
         .collect()
 }
 
-fn v(s: &str) -> String {
+pub(crate) fn v(s: &str) -> String {
     s.to_string()
 }
 
@@ -323,13 +417,14 @@ async fn file_migrations_migrate_roll_back_and_pyiceberg_reads_them() -> TestRes
             (v("0003"), v("sales"), v("applied"))
         ]
     );
+    // `details` came by schema evolution when 0002's set_properties recorded the earlier values.
     let schema: Vec<Value> = out["schema"].as_array().cloned().unwrap_or_default();
     assert_eq!(
         schema,
         serde_json::from_str::<Vec<Value>>(
             r#"[["version","string",true],["namespace","string",true],["description","string",false],
                 ["applied_at","string",true],["status","string",true],["error","string",false],
-                ["checksum","string",false]]"#
+                ["checksum","string",false],["details","string",false]]"#
         )?
     );
     // Time travel: after the second write only 0001 and 0002 were there.
@@ -743,9 +838,9 @@ properties = { owner = "sales" }
             "set_doc",
             "widen_column",
             "add_column",
-            "drop_column",
             "remove_partition_field",
             "add_partition_field",
+            "drop_column",
             "set_properties"
         ]
     );
@@ -853,5 +948,843 @@ async fn another_runners_history_or_a_conflicting_commit_is_a_concurrent_migrati
     let err = runner.migrate(None).await.expect_err("conflict");
     assert!(matches!(err, RunnerError::Concurrent(_)), "{err}");
     assert!(runner.history().await?.is_empty());
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rollback undoes what was applied; autogen orders its operations; races, partial upgrades,
+// history reads and Python-written rows (issue 15).
+
+/// `create_table <name> (id long not null, v string)`.
+pub(crate) fn create_file(table: &str) -> String {
+    format!(
+        "[[upgrade]]\nop = \"create_table\"\ntable = \"{table}\"\ncolumns = [\n  \
+         {{ name = \"id\", type = \"long\", required = true }},\n  {{ name = \"v\", type = \"string\" }},\n]\n"
+    )
+}
+
+async fn rollback_refuses_a_file_changed_since_it_was_applied(env: Env) -> TestResult {
+    env.write("0001_create_orders.toml", &create_file("orders"))?;
+    env.write("0002_create_orders_v2.toml", &create_file("orders_v2"))?;
+    let runner = env.runner("sales");
+    assert_eq!(runner.migrate(None).await?, vec![v("0001"), v("0002")]);
+    env.append_ids("sales", "orders", &[1, 2, 3]).await?;
+    let applied = runner.history().await?[1]
+        .checksum
+        .clone()
+        .unwrap_or_default();
+    assert_eq!(
+        applied,
+        ops_runner::file::checksum(create_file("orders_v2").as_bytes())
+    );
+
+    // 0002 edited after it was applied: it now creates `orders`. Its derived downgrade would
+    // drop 0001's table; the rollback refuses, naming the version and both checksums.
+    env.write("0002_create_orders_v2.toml", &create_file("orders"))?;
+    let current = ops_runner::file::checksum(create_file("orders").as_bytes());
+    let before = env.history_snapshot().await?;
+    let err = runner
+        .rollback(RollbackTo::Steps(1))
+        .await
+        .expect_err("0002 changed since it was applied");
+    let text = err.to_string();
+    assert!(
+        text.contains("0002") && text.contains(&applied) && text.contains(&current),
+        "{text}"
+    );
+    assert!(
+        runner.plan_rollback(RollbackTo::Steps(1)).await.is_err(),
+        "the dry run refuses too"
+    );
+    assert!(env.exists("sales", "orders").await? && env.exists("sales", "orders_v2").await?);
+    assert_eq!(env.history_snapshot().await?, before, "nothing recorded");
+
+    // Restored, the rollback undoes what was applied: orders_v2 goes, orders keeps its rows.
+    env.write("0002_create_orders_v2.toml", &create_file("orders_v2"))?;
+    assert_eq!(
+        runner.rollback(RollbackTo::Steps(1)).await?,
+        vec![v("0002")]
+    );
+    assert!(!env.exists("sales", "orders_v2").await?);
+
+    // A derived drop_table of a table that holds rows needs consent on the command.
+    assert_eq!(runner.migrate(None).await?, vec![v("0002")]);
+    env.append_ids("sales", "orders_v2", &[7]).await?;
+    let err = runner
+        .rollback(RollbackTo::Steps(1))
+        .await
+        .expect_err("orders_v2 holds a row");
+    let text = err.to_string();
+    assert!(
+        text.contains("orders_v2") && text.contains("allow-destructive"),
+        "{text}"
+    );
+    assert!(env.exists("sales", "orders_v2").await?);
+    assert_eq!(runner.history().await?[1].status, Status::Applied);
+
+    let out = pyiceberg(
+        "mig",
+        &env.props,
+        "emit([len(catalog.load_table('sales.orders').scan().to_arrow()), \
+               len(catalog.load_table('sales.orders_v2').scan().to_arrow())])",
+    )?;
+    assert_eq!(out, serde_json::json!([3, 1]));
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rollback_refuses_a_file_changed_since_it_was_applied_on_sqlite() -> TestResult {
+    rollback_refuses_a_file_changed_since_it_was_applied(Env::new().await?).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rollback_refuses_a_file_changed_since_it_was_applied_on_rest() -> TestResult {
+    rollback_refuses_a_file_changed_since_it_was_applied(Env::rest().await?).await
+}
+
+const EVENTS: &str = r#"
+[[upgrade]]
+op = "create_table"
+table = "events"
+identifier_fields = ["id", "k"]
+columns = [
+  { name = "id", type = "long", required = true },
+  { name = "old", type = "string" },
+  { name = "region", type = "string" },
+  { name = "k", type = "long", required = true },
+  { name = "note", type = "string" },
+]
+partition = [{ column = "old" }]
+sort_order = [{ column = "k" }]
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn new_from_orders_its_operations_and_keeps_what_the_definition_leaves_out() -> TestResult {
+    new_from_orders_its_operations(Env::new().await?).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn new_from_orders_its_operations_and_keeps_what_the_definition_leaves_out_on_rest()
+-> TestResult {
+    new_from_orders_its_operations(Env::rest().await?).await
+}
+
+async fn new_from_orders_its_operations(env: Env) -> TestResult {
+    env.write("0001_create_events.toml", EVENTS)?;
+    let runner = env.runner("sales");
+    runner.migrate(None).await?;
+    let ns = NamespaceIdent::new("sales".into());
+    // No `old` (a partition source) and no `k` (identifier and sort source); partitioned by
+    // region, explicitly unsorted.
+    let desired = r#"
+table = "events"
+identifier_fields = ["id"]
+columns = [
+  { name = "id", type = "long", required = true },
+  { name = "region", type = "string" },
+  { name = "note", type = "string" },
+]
+partition = [{ column = "region" }]
+sort_order = []
+"#;
+    let generated = ops_runner::autogen::diff_against_live(
+        &env.handle,
+        &ns,
+        desired,
+        Path::new("desired.toml"),
+        "0002",
+        "to desired",
+    )
+    .await?;
+    let ops: Vec<&str> = generated.upgrade.iter().map(|o| o.name()).collect();
+    assert_eq!(
+        ops,
+        vec![
+            "set_identifier_fields",
+            "remove_partition_field",
+            "add_partition_field",
+            "replace_sort_order",
+            "drop_column"
+        ],
+        "{}",
+        generated.text
+    );
+    assert!(
+        generated.upgrade.iter().all(
+            |o| !matches!(o, ops_runner::Operation::DropColumn { column, .. } if column == "old")
+        ),
+        "{}",
+        generated.text
+    );
+    // The file says why `old` stays.
+    assert!(
+        generated
+            .text
+            .lines()
+            .any(|l| l.starts_with('#') && l.contains("'old'") && l.contains("spec 0")),
+        "{}",
+        generated.text
+    );
+    env.write(
+        "0002_to_desired.toml",
+        &generated
+            .text
+            .replace("allow_destructive = false", "allow_destructive = true"),
+    )?;
+    assert_eq!(runner.migrate(None).await?, vec![v("0002")]);
+    let t = env.table("sales", "events").await?;
+    let md = t.metadata();
+    assert_eq!(
+        names(&env.columns("sales", "events").await?),
+        vec!["id", "old", "region", "note"]
+    );
+    assert_eq!(
+        md.current_schema()
+            .identifier_field_ids()
+            .collect::<Vec<_>>(),
+        vec![1]
+    );
+    assert!(md.default_sort_order().fields.is_empty());
+
+    // Without `partition`, `sort_order` and `identifier_fields` the live ones are kept, and
+    // the file says so.
+    let desired = r#"
+table = "events"
+columns = [
+  { name = "id", type = "long", required = true },
+  { name = "old", type = "string" },
+  { name = "region", type = "string" },
+  { name = "note", type = "string" },
+]
+"#;
+    let generated = ops_runner::autogen::diff_against_live(
+        &env.handle,
+        &ns,
+        desired,
+        Path::new("desired.toml"),
+        "0003",
+        "keep",
+    )
+    .await?;
+    assert!(generated.upgrade.is_empty(), "{}", generated.text);
+    assert!(
+        generated.text.contains("no `partition`")
+            && generated.text.contains("no `identifier_fields`"),
+        "{}",
+        generated.text
+    );
+
+    let out = pyiceberg(
+        "mig",
+        &env.props,
+        "t = catalog.load_table('sales.events')\nd = describe(t)\n\
+         emit({'spec': [[f['name'], f['transform']] for f in d['spec']], \
+               'schema': [f['name'] for f in d['schema']], \
+               'ids': sorted(t.schema().identifier_field_ids)})",
+    )?;
+    assert_eq!(
+        out,
+        serde_json::json!({"spec": [["region", "identity"]], "schema": ["id", "old", "region", "note"], "ids": [1]})
+    );
+    Ok(())
+}
+
+/// Turn-taking between two racing runners.
+#[derive(Default)]
+struct RaceSignals {
+    renamed: tokio::sync::Notify,
+    proceed: tokio::sync::Notify,
+}
+
+/// Renames `orders.amount` to `total` (a real ops-core commit). `wait_before`: wait until the
+/// other runner has renamed; `wait_after`: after the rename, wait for `proceed` before
+/// returning (and so before this runner writes history).
+struct RacingRename {
+    signals: Arc<RaceSignals>,
+    wait_before: bool,
+    wait_after: bool,
+}
+
+#[async_trait]
+impl Migration for RacingRename {
+    fn version(&self) -> &str {
+        "1"
+    }
+
+    fn description(&self) -> &str {
+        "rename amount"
+    }
+
+    async fn upgrade(&self, ctx: &MigrationContext) -> Result<(), StepError> {
+        if self.wait_before {
+            self.signals.renamed.notified().await;
+        }
+        let result = ops_core::ops::evolve_schema::EvolveSchemaBuilder::new(
+            ctx.handle(),
+            ctx.table("orders"),
+        )
+        .rename_column("amount", "total")
+        .await;
+        if !self.wait_before {
+            self.signals.renamed.notify_one();
+        }
+        if self.wait_after {
+            self.signals.proceed.notified().await;
+        }
+        result?;
+        Ok(())
+    }
+}
+
+fn racing(
+    env: &Env,
+    signals: &Arc<RaceSignals>,
+    wait_before: bool,
+    wait_after: bool,
+) -> MigrationRunner {
+    MigrationRunner::new(&env.handle, "sales")
+        .migrations_dir(None::<&Path>)
+        .register(Arc::new(RacingRename {
+            signals: signals.clone(),
+            wait_before,
+            wait_after,
+        }))
+}
+
+async fn race_state(env: &Env) -> anyhow::Result<Vec<(String, Status)>> {
+    Ok(MigrationRunner::new(&env.handle, "sales")
+        .migrations_dir(None::<&Path>)
+        .history()
+        .await?
+        .into_iter()
+        .map(|r| (r.version, r.status))
+        .collect())
+}
+
+/// The loser's rename fails (the winner already made it) and the winner records `applied`
+/// before the loser writes history: the loser reports a ConcurrentMigrationError and records
+/// nothing.
+async fn a_runner_whose_upgrade_lost_the_race(env: Env) -> TestResult {
+    create_orders(&env.handle, "sales").await?;
+    let signals = Arc::new(RaceSignals::default());
+    let winner = racing(&env, &signals, false, false);
+    let loser = racing(&env, &signals, true, true);
+    let lost = tokio::spawn(async move { loser.migrate(None).await });
+    assert_eq!(winner.migrate(None).await?, vec![v("0001")]);
+    signals.proceed.notify_one();
+    let lost = lost.await?.expect_err("the loser's rename failed");
+    assert!(matches!(lost, RunnerError::Concurrent(_)), "{lost}");
+    assert_eq!(race_state(&env).await?, vec![(v("0001"), Status::Applied)]);
+    assert!(
+        racing(&env, &signals, false, false)
+            .migrate(None)
+            .await?
+            .is_empty()
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_runner_whose_upgrade_lost_the_race_reports_a_concurrent_migration_error() -> TestResult {
+    a_runner_whose_upgrade_lost_the_race(Env::new().await?).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_runner_whose_upgrade_lost_the_race_reports_a_concurrent_migration_error_on_rest()
+-> TestResult {
+    a_runner_whose_upgrade_lost_the_race(Env::rest().await?).await
+}
+
+/// The loser records `failed` before the winner writes history: the winner's upgrade landed, so
+/// history ends `applied` and a later `migrate` has nothing to do.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failure_recorded_by_the_losing_runner_does_not_hide_the_winners_upgrade() -> TestResult {
+    let env = Env::new().await?;
+    create_orders(&env.handle, "sales").await?;
+    let signals = Arc::new(RaceSignals::default());
+    let winner = racing(&env, &signals, false, true);
+    let loser = racing(&env, &signals, true, false);
+    let won = tokio::spawn(async move { winner.migrate(None).await });
+    let lost = loser
+        .migrate(None)
+        .await
+        .expect_err("the loser's rename failed");
+    assert!(
+        matches!(lost, RunnerError::MigrationFailed { .. }),
+        "{lost}"
+    );
+    signals.proceed.notify_one();
+    let won = won
+        .await?
+        .expect_err("another runner wrote this version's row");
+    assert!(matches!(won, RunnerError::Concurrent(_)), "{won}");
+    assert_eq!(race_state(&env).await?, vec![(v("0001"), Status::Applied)]);
+    assert!(
+        racing(&env, &signals, false, false)
+            .migrate(None)
+            .await?
+            .is_empty()
+    );
+    assert_eq!(
+        names(&env.columns("sales", "orders").await?),
+        vec!["id", "region", "total"]
+    );
+    let out = pyiceberg(
+        "mig",
+        &env.props,
+        "emit([[r['version'], r['status'], r['error']] for r in \
+               rows(catalog.load_table('_iceberg_ops.migration_history'))])",
+    )?;
+    assert_eq!(out, serde_json::json!([["0001", "applied", null]]));
+    Ok(())
+}
+
+pub(crate) const PARTIAL_CREATE: &str = r#"
+[[upgrade]]
+op = "create_table"
+table = "orders"
+columns = [
+  { name = "id", type = "long", required = true },
+  { name = "amount", type = "int" },
+]
+properties = { owner = "a" }
+"#;
+
+/// Three commits: a column, properties, then a rename of `rename_from` (fails for `nope`).
+pub(crate) fn partial(first_column: &str, rename_from: &str) -> String {
+    format!(
+        r#"
+[[upgrade]]
+op = "add_column"
+table = "orders"
+column = "{first_column}"
+type = "string"
+
+[[upgrade]]
+op = "set_properties"
+table = "orders"
+properties = {{ owner = "b", stage = "x" }}
+
+[[upgrade]]
+op = "rename_column"
+table = "orders"
+column = "{rename_from}"
+to = "z"
+"#
+    )
+}
+
+async fn an_upgrade_that_failed_halfway_resumes(env: Env) -> TestResult {
+    env.write("0001_create_orders.toml", PARTIAL_CREATE)?;
+    env.write("0002_evolve.toml", &partial("note", "nope"))?;
+    let runner = env.runner("sales");
+    let err = runner
+        .migrate(None)
+        .await
+        .expect_err("rename of nope fails");
+    assert!(
+        matches!(&err, RunnerError::MigrationFailed { version, .. } if version == "0002"),
+        "{err}"
+    );
+    assert_eq!(
+        names(&env.columns("sales", "orders").await?),
+        vec!["id", "amount", "note"]
+    );
+    assert_eq!(runner.history().await?[1].status, Status::Failed);
+
+    // The operations that landed changed in the file: no guessing where to resume.
+    env.write("0002_evolve.toml", &partial("notes", "amount"))?;
+    let err = runner
+        .migrate(None)
+        .await
+        .expect_err("landed operations changed");
+    assert!(err.to_string().contains("0002"), "{err}");
+    assert_eq!(
+        names(&env.columns("sales", "orders").await?),
+        vec!["id", "amount", "note"]
+    );
+
+    // Only the failed operation fixed: migrate resumes after the two that landed.
+    env.write("0002_evolve.toml", &partial("note", "amount"))?;
+    assert_eq!(runner.migrate(None).await?, vec![v("0002")]);
+    assert_eq!(
+        names(&env.columns("sales", "orders").await?),
+        vec!["id", "z", "note"]
+    );
+    let props = env.properties("sales", "orders").await?;
+    assert_eq!(props.get("owner").map(String::as_str), Some("b"));
+    assert_eq!(props.get("stage").map(String::as_str), Some("x"));
+    assert_eq!(runner.history().await?[1].status, Status::Applied);
+
+    // Its derived downgrade restores what was there, including the property values recorded
+    // by the first, failed attempt.
+    assert_eq!(
+        runner.rollback(RollbackTo::Steps(1)).await?,
+        vec![v("0002")]
+    );
+    assert_eq!(
+        names(&env.columns("sales", "orders").await?),
+        vec!["id", "amount"]
+    );
+    let props = env.properties("sales", "orders").await?;
+    assert_eq!(props.get("owner").map(String::as_str), Some("a"));
+    assert_eq!(props.get("stage"), None);
+
+    let out = pyiceberg(
+        "mig",
+        &env.props,
+        "t = catalog.load_table('_iceberg_ops.migration_history')\n\
+         emit([[r['version'], r['status']] for r in rows(t)])",
+    )?;
+    assert_eq!(
+        out,
+        serde_json::json!([["0001", "applied"], ["0002", "rolled_back"]])
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_upgrade_that_failed_halfway_resumes_after_the_operations_that_landed() -> TestResult {
+    an_upgrade_that_failed_halfway_resumes(Env::new().await?).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_upgrade_that_failed_halfway_resumes_after_the_operations_that_landed_on_rest()
+-> TestResult {
+    an_upgrade_that_failed_halfway_resumes(Env::rest().await?).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rollback_undoes_the_operations_a_failed_upgrade_landed() -> TestResult {
+    let env = Env::new().await?;
+    env.write("0001_create_orders.toml", PARTIAL_CREATE)?;
+    env.write("0002_evolve.toml", &partial("note", "nope"))?;
+    let runner = env.runner("sales");
+    runner
+        .migrate(None)
+        .await
+        .expect_err("rename of nope fails");
+    let plan = runner.plan_rollback(RollbackTo::Steps(1)).await?;
+    assert_eq!(plan.len(), 1);
+    assert_eq!(plan[0].version, "0002");
+    assert_eq!(
+        runner.rollback(RollbackTo::Steps(1)).await?,
+        vec![v("0002")]
+    );
+    assert_eq!(
+        names(&env.columns("sales", "orders").await?),
+        vec!["id", "amount"]
+    );
+    let props = env.properties("sales", "orders").await?;
+    assert_eq!(props.get("owner").map(String::as_str), Some("a"));
+    assert_eq!(props.get("stage"), None);
+    let rows = runner.history().await?;
+    assert_eq!(
+        rows.iter()
+            .map(|r| (r.version.as_str(), r.status))
+            .collect::<Vec<_>>(),
+        vec![("0001", Status::Applied), ("0002", Status::RolledBack)]
+    );
+    // Fixed, it applies from the start.
+    env.write("0002_evolve.toml", &partial("note", "amount"))?;
+    assert_eq!(runner.migrate(None).await?, vec![v("0002")]);
+    assert_eq!(
+        names(&env.columns("sales", "orders").await?),
+        vec!["id", "z", "note"]
+    );
+    Ok(())
+}
+
+/// Writes history for version 0009 as another runner would, the first time it is asked to
+/// (from inside a synchronous trait method: the moment the runner has read history and not yet
+/// written).
+struct Meddler {
+    version: String,
+    history: ops_runner::MigrationHistory,
+    done: std::sync::atomic::AtomicBool,
+}
+
+impl Meddler {
+    fn new(env: &Env, version: &str) -> Self {
+        Self {
+            version: version.to_string(),
+            history: ops_runner::MigrationHistory::new(&env.handle, "_iceberg_ops"),
+            done: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    fn meddle(&self) {
+        if self.done.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
+        let history = self.history.clone();
+        tokio::task::block_in_place(|| {
+            tokio::runtime::Handle::current().block_on(async move {
+                history
+                    .record_applied("0009", "sales", "someone else", None)
+                    .await
+            })
+        })
+        .unwrap_or_else(|e| panic!("meddling failed: {e}"));
+    }
+}
+
+#[async_trait]
+impl Migration for Meddler {
+    fn version(&self) -> &str {
+        &self.version
+    }
+
+    fn description(&self) -> &str {
+        "meddler"
+    }
+
+    fn checksum(&self) -> Option<String> {
+        if self.version == "2" {
+            self.meddle();
+        }
+        None
+    }
+
+    fn describe_downgrade(&self, _ctx: &MigrationContext) -> Result<Vec<String>, StepError> {
+        self.meddle();
+        Ok(vec!["nothing".into()])
+    }
+
+    async fn upgrade(&self, ctx: &MigrationContext) -> Result<(), StepError> {
+        if !ctx.catalog().namespace_exists(ctx.namespace()).await? {
+            let _ = ctx
+                .catalog()
+                .create_namespace(ctx.namespace(), Default::default())
+                .await;
+        }
+        Ok(())
+    }
+
+    async fn downgrade(&self, _ctx: &MigrationContext) -> Result<(), StepError> {
+        Ok(())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rollback_decides_and_checks_from_one_history_read() -> TestResult {
+    let env = Env::new().await?;
+    let runner = MigrationRunner::new(&env.handle, "sales")
+        .migrations_dir(None::<&Path>)
+        .register(Arc::new(Meddler::new(&env, "1")));
+    assert_eq!(runner.migrate(None).await?, vec![v("0001")]);
+    // Another runner records 0009 after this rollback read history.
+    let err = runner
+        .rollback(RollbackTo::Steps(1))
+        .await
+        .expect_err("another runner wrote");
+    assert!(matches!(err, RunnerError::Concurrent(_)), "{err}");
+    assert!(err.to_string().contains("0009"), "{err}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn stamp_rereads_history_after_each_record() -> TestResult {
+    let env = Env::new().await?;
+    let runner = MigrationRunner::new(&env.handle, "sales")
+        .migrations_dir(None::<&Path>)
+        .register(Arc::new(Meddler::new(&env, "1")))
+        .register(Arc::new(Meddler::new(&env, "2")));
+    let err = runner.stamp(None).await.expect_err("another runner wrote");
+    assert!(matches!(err, RunnerError::Concurrent(_)), "{err}");
+    assert!(err.to_string().contains("0009"), "{err}");
+    Ok(())
+}
+
+/// Lets the first caller through; the others wait for `release`. Both wait at `barrier` first,
+/// so both runners have read history before either writes.
+struct FirstThrough {
+    barrier: Arc<Barrier>,
+    calls: std::sync::atomic::AtomicUsize,
+    release: Arc<tokio::sync::Notify>,
+}
+
+#[async_trait]
+impl Migration for FirstThrough {
+    fn version(&self) -> &str {
+        "1"
+    }
+
+    fn description(&self) -> &str {
+        "first through"
+    }
+
+    async fn upgrade(&self, ctx: &MigrationContext) -> Result<(), StepError> {
+        if !ctx.catalog().namespace_exists(ctx.namespace()).await? {
+            let _ = ctx
+                .catalog()
+                .create_namespace(ctx.namespace(), Default::default())
+                .await;
+        }
+        self.barrier.wait().await;
+        if self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) > 0 {
+            self.release.notified().await;
+        }
+        Ok(())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn runner_clones_do_not_share_their_history_snapshot() -> TestResult {
+    let env = Env::new().await?;
+    let release = Arc::new(tokio::sync::Notify::new());
+    let a = MigrationRunner::new(&env.handle, "sales")
+        .migrations_dir(None::<&Path>)
+        .register(Arc::new(FirstThrough {
+            barrier: Arc::new(Barrier::new(2)),
+            calls: Default::default(),
+            release: release.clone(),
+        }));
+    let b = a.clone();
+    let mut ta = tokio::spawn(async move { a.migrate(None).await });
+    let mut tb = tokio::spawn(async move { b.migrate(None).await });
+    // The first runner finishes (records 0001); then the second records over a read that no
+    // longer holds.
+    let (first, second) = tokio::select! {
+        r = &mut ta => (r?, { release.notify_one(); tb.await? }),
+        r = &mut tb => (r?, { release.notify_one(); ta.await? }),
+    };
+    assert_eq!(first?, vec![v("0001")]);
+    let err = second.expect_err("the second runner's read is stale");
+    assert!(matches!(err, RunnerError::Concurrent(_)), "{err}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rolling_back_set_properties_restores_the_earlier_values() -> TestResult {
+    let env = Env::new().await?;
+    env.write("0001_create_orders.toml", PARTIAL_CREATE)?;
+    env.write(
+        "0002_owner.toml",
+        "[[upgrade]]\nop = \"set_properties\"\ntable = \"orders\"\nproperties = { owner = \"b\", extra = \"x\" }\n",
+    )?;
+    let runner = env.runner("sales");
+    runner.migrate(None).await?;
+    let props = env.properties("sales", "orders").await?;
+    assert_eq!(props.get("owner").map(String::as_str), Some("b"));
+    runner.rollback(RollbackTo::Steps(1)).await?;
+    let props = env.properties("sales", "orders").await?;
+    assert_eq!(props.get("owner").map(String::as_str), Some("a"));
+    assert_eq!(props.get("extra"), None);
+    Ok(())
+}
+
+/// The Python iceberg-ops: its history table (six large_string columns, unpartitioned) and its
+/// way of writing a row.
+pub(crate) const PYTHON_TOOL: &str = r#"
+from pyiceberg.schema import Schema
+from pyiceberg.types import NestedField, StringType, LongType
+from pyiceberg.expressions import And, EqualTo
+SCHEMA = pa.schema([
+    pa.field('version', pa.large_string(), nullable=False),
+    pa.field('namespace', pa.large_string(), nullable=False),
+    pa.field('description', pa.large_string()),
+    pa.field('applied_at', pa.large_string(), nullable=False),
+    pa.field('status', pa.large_string(), nullable=False),
+    pa.field('error', pa.large_string()),
+])
+def history():
+    try:
+        return catalog.load_table('_iceberg_ops.migration_history')
+    except Exception:
+        catalog.create_namespace('_iceberg_ops')
+        schema = Schema(
+            NestedField(1, 'version', StringType(), required=True),
+            NestedField(2, 'namespace', StringType(), required=True),
+            NestedField(3, 'description', StringType(), required=False),
+            NestedField(4, 'applied_at', StringType(), required=True),
+            NestedField(5, 'status', StringType(), required=True),
+            NestedField(6, 'error', StringType(), required=False),
+        )
+        return catalog.create_table('_iceberg_ops.migration_history', schema=schema)
+def record(version, status, description):
+    df = pa.Table.from_pylist([{'version': version, 'namespace': 'sales',
+        'description': description, 'applied_at': '2024-01-01T00:00:00+00:00',
+        'status': status, 'error': None}], schema=SCHEMA)
+    history().overwrite(df, overwrite_filter=And(EqualTo('version', version), EqualTo('namespace', 'sales')))
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn history_rows_of_the_python_tool_neither_show_as_missing_nor_block_rollback() -> TestResult
+{
+    let env = Env::new().await?;
+    // The Python tool applied 0001 (a .py migration) and recorded it, without a checksum.
+    pyiceberg(
+        "mig",
+        &env.props,
+        &format!(
+            "{PYTHON_TOOL}\ncatalog.create_namespace('sales')\n\
+             catalog.create_table('sales.orders', schema=Schema(\
+               NestedField(1, 'id', LongType(), required=True), NestedField(2, 'amount', LongType())))\n\
+             record('0001', 'applied', 'create orders')\nemit(True)"
+        ),
+    )?;
+    env.write("0001_create_orders.py", "def upgrade(catalog, ns): ...\n")?;
+    env.write(
+        "0002_add_note.toml",
+        "[[upgrade]]\nop = \"add_column\"\ntable = \"orders\"\ncolumn = \"note\"\ntype = \"string\"\n",
+    )?;
+    env.write(
+        "0003_owner.toml",
+        "[[upgrade]]\nop = \"set_properties\"\ntable = \"orders\"\nproperties = { owner = \"sales\" }\n",
+    )?;
+    let runner = env.runner("sales");
+    let status = runner.status().await?;
+    assert_eq!(status[0].state, State::Applied);
+    assert!(!status[0].file_missing, "{}", status[0]);
+    assert!(
+        status[0].to_string().contains("0001_create_orders.py"),
+        "{}",
+        status[0]
+    );
+    assert_eq!(runner.migrate(None).await?, vec![v("0002"), v("0003")]);
+    assert!(runner.validate().await?.is_empty());
+
+    // A row without a checksum (the Python tool writes none) for a version that has a file
+    // does not block its rollback.
+    runner
+        .history_store()
+        .record_applied("0002", "sales", "add note", None)
+        .await?;
+    assert_eq!(
+        runner.rollback(RollbackTo::Steps(2)).await?,
+        vec![v("0003"), v("0002")]
+    );
+    assert_eq!(
+        names(&env.columns("sales", "orders").await?),
+        vec!["id", "amount"]
+    );
+    // 0001 is the Python tool's to undo.
+    let err = runner
+        .rollback(RollbackTo::Steps(1))
+        .await
+        .expect_err("a Python migration");
+    assert!(err.to_string().contains("0001_create_orders.py"), "{err}");
+
+    // The Python tool still writes and reads the table after iceberg-ops wrote to it.
+    let out = pyiceberg(
+        "mig",
+        &env.props,
+        &format!(
+            "{PYTHON_TOOL}\nrecord('0001', 'applied', 'create orders again')\n\
+             emit(sorted([[r['version'], r['status'], r['description']] for r in rows(history())]))"
+        ),
+    )?;
+    assert_eq!(
+        out,
+        serde_json::json!([
+            ["0001", "applied", "create orders again"],
+            ["0002", "rolled_back", "add note"],
+            ["0003", "rolled_back", "owner"]
+        ])
+    );
+    let rows = runner.history().await?;
+    assert_eq!(rows.len(), 3);
+    assert_eq!(rows[0].description.as_deref(), Some("create orders again"));
     Ok(())
 }

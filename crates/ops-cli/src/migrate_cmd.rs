@@ -1,11 +1,11 @@
-//! `iceberg-ops migrate|rollback|status|plan|stamp|history|validate|new`: versioned schema
-//! migrations for one namespace, through ops-runner.
+//! `iceberg-ops migrate|rollback|status|plan|stamp|history|validate|new` and
+//! `migrate repair|baseline`: versioned schema migrations for one namespace, through ops-runner.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use ops_core::CatalogFactory;
-use ops_runner::{MigrationRunner, PlannedStep, RollbackTo, Target};
+use ops_runner::{MigrationRunner, PlannedStep, RollbackOptions, RollbackTo, Target};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Output {
@@ -32,20 +32,56 @@ pub struct Common {
     output: Output,
 }
 
+/// `migrate` applies pending migrations; its subcommands maintain the history.
+#[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub struct MigrateArgs {
+    #[command(subcommand)]
+    action: Option<MigrateAction>,
+    // Optional only so that a subcommand can stand alone; without one, --namespace is required.
+    #[command(flatten)]
+    common: Option<Common>,
+    /// Last version to apply (1-4 digits).
+    #[arg(long)]
+    target: Option<String>,
+    /// Print the Iceberg changes each step would make; change nothing.
+    #[arg(long)]
+    dry_run: bool,
+}
+
 #[derive(Debug, clap::Subcommand)]
-pub enum Command {
-    /// Apply pending migrations (up to --target).
-    Migrate {
+pub enum MigrateAction {
+    /// Repair the history (Flyway's repair): remove the rows of failed attempts, so those
+    /// versions are pending again (operations a failed attempt landed stay in the tables: undo
+    /// them first, or `rollback` the failed version instead), and record each applied file's
+    /// current checksum and description, accepting files edited since they were applied.
+    Repair {
         #[command(flatten)]
         common: Common,
-        /// Last version to apply (1-4 digits).
-        #[arg(long)]
-        target: Option<String>,
-        /// Print the Iceberg changes each step would make; change nothing.
-        #[arg(long)]
-        dry_run: bool,
     },
-    /// Roll back applied migrations, highest first (--steps, default 1, or --target).
+    /// Adopt a namespace whose tables already exist (Flyway's baseline): record VERSION as
+    /// its baseline, so `migrate` ignores every migration up to and including it and
+    /// `rollback` never goes below it. Refused when the namespace already has history.
+    Baseline {
+        #[command(flatten)]
+        common: Common,
+        /// The version the existing tables correspond to (1-4 digits).
+        #[arg(long, default_value = "1")]
+        version: String,
+        /// Description recorded with the baseline.
+        #[arg(long, default_value = "<< iceberg-ops baseline >>")]
+        description: String,
+    },
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Apply pending migrations (up to --target); `migrate repair` and `migrate baseline`
+    /// maintain the history.
+    Migrate(MigrateArgs),
+    /// Roll back applied migrations, highest first (--steps, default 1, or --target). Undoes
+    /// what was applied: refuses a version whose file changed since (--force), and a derived
+    /// drop of a table that holds rows (--allow-destructive).
     Rollback {
         #[command(flatten)]
         common: Common,
@@ -58,6 +94,15 @@ pub enum Command {
         /// Print the Iceberg changes each step would make; change nothing.
         #[arg(long)]
         dry_run: bool,
+        /// Roll back with today's file even when it changed since it was applied (its
+        /// checksum differs from the recorded one): the downgrade then follows what the file
+        /// says now, not what was applied.
+        #[arg(long)]
+        force: bool,
+        /// Let a downgrade derived from create_table drop a table that holds rows, with its
+        /// data (a written drop_table needs `allow_destructive = true` in its file instead).
+        #[arg(long)]
+        allow_destructive: bool,
     },
     /// Show every migration's state: [applied] [pending] [rolled_back] [FAILED].
     Status {
@@ -143,11 +188,16 @@ fn print_versions(versions: &[String], done: &str, output: Output) -> anyhow::Re
 
 pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
     match cmd {
-        Command::Migrate {
-            common,
+        Command::Migrate(MigrateArgs {
+            action: Some(action),
+            ..
+        }) => migrate_action(factory, action).await,
+        Command::Migrate(MigrateArgs {
+            action: None,
+            common: Some(common),
             target,
             dry_run,
-        } => {
+        }) => {
             let handle = factory.open(&common.catalog).await?;
             let r = runner(&handle, &common);
             let target = target.map(Target::from);
@@ -156,11 +206,18 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
             }
             print_versions(&r.migrate(target).await?, "applied", common.output)
         }
+        Command::Migrate(MigrateArgs {
+            action: None,
+            common: None,
+            ..
+        }) => bail!("migrate needs --namespace (see `iceberg-ops migrate --help`)"),
         Command::Rollback {
             common,
             steps,
             target,
             dry_run,
+            force,
+            allow_destructive,
         } => {
             let handle = factory.open(&common.catalog).await?;
             let r = runner(&handle, &common);
@@ -168,14 +225,22 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
                 Some(t) => RollbackTo::Target(t.into()),
                 None => RollbackTo::Steps(steps.unwrap_or(1)),
             };
+            let options = RollbackOptions {
+                force,
+                allow_destructive,
+            };
             if dry_run {
                 return print_steps(
-                    &r.plan_rollback(to).await?,
+                    &r.plan_rollback_with(to, options).await?,
                     "would roll back",
                     common.output,
                 );
             }
-            print_versions(&r.rollback(to).await?, "rolled back", common.output)
+            print_versions(
+                &r.rollback_with(to, options).await?,
+                "rolled back",
+                common.output,
+            )
         }
         Command::Status { common } => {
             let handle = factory.open(&common.catalog).await?;
@@ -254,6 +319,77 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
     }
 }
 
+async fn migrate_action(factory: &CatalogFactory, action: MigrateAction) -> anyhow::Result<()> {
+    match action {
+        MigrateAction::Repair { common } => {
+            let handle = factory.open(&common.catalog).await?;
+            let report = runner(&handle, &common).repair().await?;
+            if common.output == Output::Json {
+                return print_json(&report);
+            }
+            if report.cleared.is_empty() && report.realigned.is_empty() {
+                println!("nothing to repair");
+            }
+            for c in &report.cleared {
+                print!(
+                    "cleared failed {}  {}",
+                    c.version,
+                    c.error.as_deref().unwrap_or("")
+                );
+                if c.operations_landed > 0 {
+                    print!(
+                        "  ({} operation(s) of its attempt landed and stay: `migrate` runs it \
+                         from its first operation)",
+                        c.operations_landed
+                    );
+                }
+                println!();
+            }
+            for r in &report.realigned {
+                println!(
+                    "realigned {}  checksum {} -> {}{}",
+                    r.version,
+                    r.recorded.as_deref().unwrap_or("(none)"),
+                    r.current,
+                    r.description_was
+                        .as_ref()
+                        .map(|d| format!(" (description was {d:?})"))
+                        .unwrap_or_default()
+                );
+            }
+            Ok(())
+        }
+        MigrateAction::Baseline {
+            common,
+            version,
+            description,
+        } => {
+            let handle = factory.open(&common.catalog).await?;
+            let r = runner(&handle, &common);
+            let target = Target::from(version);
+            let normalized = target.normalized()?;
+            let written = r.baseline(Some(target), Some(&description)).await?;
+            if common.output == Output::Json {
+                return print_json(
+                    &serde_json::json!({ "baseline": normalized, "recorded": written }),
+                );
+            }
+            if written {
+                println!(
+                    "baselined namespace {} at {normalized}: migrate ignores versions up to it",
+                    common.namespace
+                );
+            } else {
+                println!(
+                    "namespace {} is already baselined at {normalized}",
+                    common.namespace
+                );
+            }
+            Ok(())
+        }
+    }
+}
+
 async fn new_file(
     factory: &CatalogFactory,
     common: &Common,
@@ -279,8 +415,12 @@ async fn new_file(
     std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
     let next = ops_runner::source::next_version(&dir)?;
     let path = dir.join(format!("{next}_{slug}.toml"));
-    let (text, destructive) = match from {
-        None => (ops_runner::file::template(&next, description), Vec::new()),
+    let (text, destructive, notes) = match from {
+        None => (
+            ops_runner::file::template(&next, description),
+            Vec::new(),
+            Vec::new(),
+        ),
         Some(desired) => {
             let handle = factory.open(&common.catalog).await?;
             let text = std::fs::read_to_string(desired)
@@ -295,13 +435,22 @@ async fn new_file(
                 description,
             )
             .await?;
-            (diff.text, diff.destructive)
+            let notes: Vec<String> = diff
+                .unsupported
+                .iter()
+                .map(|u| format!("NOT GENERATED: {u}"))
+                .chain(diff.kept.iter().map(|k| format!("KEPT: {k}")))
+                .collect();
+            (diff.text, diff.destructive, notes)
         }
     };
     std::fs::write(&path, text).with_context(|| format!("write {}", path.display()))?;
     println!("wrote {}", path.display());
     for d in destructive {
         println!("  DESTRUCTIVE: {d} (review, then set allow_destructive = true)");
+    }
+    for n in notes {
+        println!("  {n}");
     }
     Ok(())
 }

@@ -349,3 +349,209 @@ fn table_delete_dry_run_then_delete() {
     assert!(stdout.contains("nothing matched: no commit"), "{stdout}");
     assert_eq!(snapshots(dir.path()), before + 1);
 }
+
+fn create_table_file(table: &str) -> String {
+    format!(
+        "[[upgrade]]\nop = \"create_table\"\ntable = \"{table}\"\ncolumns = [{{ name = \"id\", type = \"long\", required = true }}]\n"
+    )
+}
+
+#[test]
+fn schema_migration_repair_baseline_and_rollback_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    let mig = cwd.join("migrations");
+    std::fs::create_dir_all(&mig).unwrap();
+
+    // The help says what each option does.
+    let (help, _) = text(&iceberg_ops(cwd, &["rollback", "--help"], &[]));
+    assert!(
+        help.contains("--force") && help.contains("changed since it was applied"),
+        "{help}"
+    );
+    assert!(
+        help.contains("--allow-destructive") && help.contains("holds rows"),
+        "{help}"
+    );
+    let (help, _) = text(&iceberg_ops(cwd, &["migrate", "--help"], &[]));
+    assert!(
+        help.contains("repair") && help.contains("baseline") && help.contains("--namespace"),
+        "{help}"
+    );
+    let (help, _) = text(&iceberg_ops(cwd, &["migrate", "repair", "--help"], &[]));
+    assert!(help.contains("failed attempts"), "{help}");
+    let (help, _) = text(&iceberg_ops(cwd, &["migrate", "baseline", "--help"], &[]));
+    assert!(
+        help.contains("--version") && help.contains("already exist"),
+        "{help}"
+    );
+
+    std::fs::write(
+        mig.join("0001_create_orders.toml"),
+        create_table_file("orders"),
+    )
+    .unwrap();
+    std::fs::write(
+        mig.join("0002_create_orders_v2.toml"),
+        create_table_file("orders_v2"),
+    )
+    .unwrap();
+    let out = iceberg_ops(cwd, &["migrate", "--namespace", "sales"], &[]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("applied: 0001, 0002"), "{stdout}");
+
+    // 0002 edited after it was applied: rollback refuses, naming both checksums.
+    let applied = ops_runner::file::checksum(create_table_file("orders_v2").as_bytes());
+    let edited = create_table_file("orders");
+    std::fs::write(mig.join("0002_create_orders_v2.toml"), &edited).unwrap();
+    let current = ops_runner::file::checksum(edited.as_bytes());
+    let out = iceberg_ops(cwd, &["rollback", "--namespace", "sales"], &[]);
+    let (stdout, stderr) = text(&out);
+    assert!(!out.status.success(), "{stdout}");
+    assert!(
+        stderr.contains("0002") && stderr.contains(&applied) && stderr.contains(&current),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--force"), "{stderr}");
+    // --force runs today's file: its derived downgrade drops `orders` (empty, so allowed).
+    let out = iceberg_ops(
+        cwd,
+        &["rollback", "--namespace", "sales", "--force", "--dry-run"],
+        &[],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("drop table sales.orders "), "{stdout}");
+    let out = iceberg_ops(cwd, &["validate", "--namespace", "sales"], &[]);
+    assert!(!out.status.success());
+
+    // repair accepts the edit; a failed attempt is cleared.
+    std::fs::write(
+        mig.join("0003_bad.toml"),
+        "[[upgrade]]\nop = \"rename_column\"\ntable = \"orders\"\ncolumn = \"nope\"\nto = \"x\"\n",
+    )
+    .unwrap();
+    let out = iceberg_ops(cwd, &["migrate", "--namespace", "sales"], &[]);
+    assert!(!out.status.success());
+    let out = iceberg_ops(cwd, &["migrate", "repair", "--namespace", "sales"], &[]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("cleared failed 0003"), "{stdout}");
+    assert!(
+        stdout.contains(&format!("realigned 0002  checksum {applied} -> {current}")),
+        "{stdout}"
+    );
+    let out = iceberg_ops(cwd, &["status", "--namespace", "sales"], &[]);
+    let (stdout, _) = text(&out);
+    assert!(
+        stdout.contains(&format!("{:<13} 0003", "[pending]")),
+        "{stdout}"
+    );
+    std::fs::remove_file(mig.join("0003_bad.toml")).unwrap();
+    let out = iceberg_ops(cwd, &["validate", "--namespace", "sales"], &[]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+
+    // baseline adopts another namespace (flat layout: the same files) at 0001.
+    let out = iceberg_ops(
+        cwd,
+        &[
+            "migrate",
+            "baseline",
+            "--namespace",
+            "finance",
+            "--version",
+            "1",
+        ],
+        &[],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("baselined namespace finance at 0001"),
+        "{stdout}"
+    );
+    let out = iceberg_ops(cwd, &["status", "--namespace", "finance"], &[]);
+    let (stdout, _) = text(&out);
+    assert!(
+        stdout.contains(&format!("{:<13} 0001", "[baseline]"))
+            && stdout.contains(&format!("{:<13} 0002", "[pending]")),
+        "{stdout}"
+    );
+    let out = iceberg_ops(
+        cwd,
+        &[
+            "migrate",
+            "baseline",
+            "--namespace",
+            "finance",
+            "--version",
+            "2",
+        ],
+        &[],
+    );
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success());
+    assert!(stderr.contains("already has rows"), "{stderr}");
+}
+
+#[test]
+fn new_from_writes_a_migration_that_applies() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    let mig = cwd.join("migrations");
+    std::fs::create_dir_all(&mig).unwrap();
+    std::fs::write(
+        mig.join("0001_create_events.toml"),
+        "[[upgrade]]\nop = \"create_table\"\ntable = \"events\"\ncolumns = [\n  \
+         { name = \"id\", type = \"long\", required = true },\n  { name = \"old\", type = \"string\" },\n  \
+         { name = \"region\", type = \"string\" },\n]\npartition = [{ column = \"old\" }]\n",
+    )
+    .unwrap();
+    let out = iceberg_ops(cwd, &["migrate", "--namespace", "sales"], &[]);
+    assert!(out.status.success(), "{:?}", text(&out));
+    // Without `old`, partitioned by region.
+    std::fs::write(
+        cwd.join("desired.toml"),
+        "table = \"events\"\ncolumns = [\n  { name = \"id\", type = \"long\", required = true },\n  \
+         { name = \"region\", type = \"string\" },\n]\npartition = [{ column = \"region\" }]\n",
+    )
+    .unwrap();
+    let out = iceberg_ops(
+        cwd,
+        &[
+            "new",
+            "repartition",
+            "--namespace",
+            "sales",
+            "--from",
+            "desired.toml",
+        ],
+        &[],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("NOT GENERATED: drop_column events.old") && stdout.contains("spec 0"),
+        "{stdout}"
+    );
+    let file = std::fs::read_to_string(mig.join("0002_repartition.toml")).unwrap();
+    assert!(
+        file.contains("# NOT GENERATED: drop_column events.old"),
+        "{file}"
+    );
+    let out = iceberg_ops(cwd, &["migrate", "--namespace", "sales"], &[]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("applied: 0002"), "{stdout}");
+    let out = iceberg_ops(cwd, &["table", "schema", "sales.events"], &[]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("partition spec 1:")
+            && stdout.contains("region = identity(source 3)")
+            && !stdout.contains("old = identity"),
+        "{stdout}"
+    );
+}

@@ -100,6 +100,96 @@ pub enum RunnerError {
         /// The versions, comma-separated.
         versions: String,
     },
+    /// A version to roll back changed since it was applied: its file's checksum differs from the
+    /// one recorded. Nothing was rolled back.
+    #[error(
+        "cannot roll back {version}: {migration} changed since it was applied (checksum when \
+         applied {recorded}, now {current}); a rollback undoes what was applied, so restore the \
+         file as it was, or pass --force to run today's file anyway (`migrate repair` records \
+         today's checksum)"
+    )]
+    ChecksumMismatch {
+        /// The version.
+        version: String,
+        /// Where the migration is.
+        migration: String,
+        /// The checksum recorded when it was applied.
+        recorded: String,
+        /// The file's checksum now.
+        current: String,
+    },
+    /// A migration failed after some of its operations landed, and those operations changed in
+    /// its file since: resuming (or undoing) them from today's file would guess.
+    #[error(
+        "migration {version} failed after {landed} of its operations landed, and those \
+         operations changed in {migration} since (checksum of the landed operations then \
+         {recorded}, now {current}); restore them as they were (fix only what comes after \
+         them), or undo them by hand and run `migrate repair` to clear the failure"
+    )]
+    LandedChanged {
+        /// The version.
+        version: String,
+        /// How many operations landed.
+        landed: usize,
+        /// Where the migration is.
+        migration: String,
+        /// The landed operations' checksum then.
+        recorded: String,
+        /// Their checksum now.
+        current: String,
+    },
+    /// A derived downgrade would drop a table that holds rows, and the command did not allow it.
+    #[error(
+        "rollback of {version} would drop table {table}, which holds {rows} row(s) (the derived \
+         inverse of its create_table); pass --allow-destructive to drop it with its data, or \
+         write a [[downgrade]] in the file. Nothing was rolled back"
+    )]
+    DestructiveRollback {
+        /// The version.
+        version: String,
+        /// The table.
+        table: String,
+        /// Its rows (live data files' records).
+        rows: u64,
+    },
+    /// A derived downgrade would drop a column that holds values, and the command did not
+    /// allow it.
+    #[error(
+        "rollback of {version} would drop column {column} of {table}, which {} (the derived \
+         inverse of its add_column); pass --allow-destructive to drop it with its data, or \
+         write a [[downgrade]] in the file. Nothing was rolled back",
+        match values {
+            Some(n) => format!("holds {n} non-null value(s)"),
+            None => "may hold values (data files without column metrics)".to_string(),
+        }
+    )]
+    DestructiveColumnRollback {
+        /// The version.
+        version: String,
+        /// The table.
+        table: String,
+        /// The column.
+        column: String,
+        /// Its non-null values per the data files' metrics (`None`: unknown).
+        values: Option<u64>,
+    },
+    /// A migration of the Python iceberg-ops (`NNNN_<description>.py`) that iceberg-ops would
+    /// have to run.
+    #[error(
+        "cannot {action} {version}: it is a migration of the Python iceberg-ops ({}), which \
+         iceberg-ops does not run; {action} it with the Python tool{hint}",
+        file.display()
+    )]
+    PythonMigration {
+        /// The version.
+        version: String,
+        /// The `.py` file.
+        file: PathBuf,
+        /// `apply` or `roll back`.
+        action: &'static str,
+        /// What else to do, or nothing.
+        hint: String,
+    },
     /// Another process changed history or a migrated table concurrently.
     #[error(transparent)]
     Concurrent(#[from] ConcurrentMigrationError),

@@ -130,11 +130,13 @@ impl MigrationFile {
         Ok(parsed)
     }
 
-    /// The downgrade: the written one, else the inverse of the upgrade (last operation first).
+    /// The downgrade: the written one, else the inverse of the upgrade (last operation first)
+    /// with nothing recorded about the table (so `set_properties` has no inverse: the runner
+    /// derives it from the values it recorded, see [`derived_downgrade`]).
     pub fn downgrade_ops(&self) -> std::result::Result<Vec<Operation>, String> {
         match &self.downgrade {
             Some(ops) => Ok(ops.clone()),
-            None => self.upgrade.iter().rev().map(Operation::inverse).collect(),
+            None => derived_downgrade(&self.upgrade, &Default::default()),
         }
     }
 
@@ -142,6 +144,34 @@ impl MigrationFile {
     pub fn to_toml(&self) -> std::result::Result<String, toml::ser::Error> {
         toml::to_string(self)
     }
+}
+
+/// The operations that undo `upgrade` (all of it, or the part that landed), last first, using
+/// the earlier property values recorded when it was applied (by operation index).
+pub fn derived_downgrade(
+    upgrade: &[Operation],
+    earlier_properties: &std::collections::BTreeMap<
+        usize,
+        std::collections::BTreeMap<String, Option<String>>,
+    >,
+) -> std::result::Result<Vec<Operation>, String> {
+    let mut out = Vec::new();
+    for (i, op) in upgrade.iter().enumerate().rev() {
+        out.extend(op.inverse_with(earlier_properties.get(&i))?);
+    }
+    Ok(out)
+}
+
+/// The hex SHA-256 of a list of operations (as the TOML a file would hold them in, so comments
+/// and layout do not count): what `migrate` compares to resume after the operations of a failed
+/// attempt that landed.
+pub fn operations_checksum(ops: &[Operation]) -> String {
+    #[derive(Serialize)]
+    struct Listed<'a> {
+        upgrade: &'a [Operation],
+    }
+    let text = toml::to_string(&Listed { upgrade: ops }).unwrap_or_else(|_| format!("{ops:?}"));
+    checksum(text.as_bytes())
 }
 
 /// The text `iceberg-ops new` writes for an empty migration `version`.
@@ -279,6 +309,14 @@ impl Migration for FileMigration {
         self.path.display().to_string()
     }
 
+    fn operations(&self) -> Option<&[Operation]> {
+        Some(&self.file.upgrade)
+    }
+
+    fn written_downgrade(&self) -> Option<&[Operation]> {
+        self.file.downgrade.as_deref()
+    }
+
     fn describe_upgrade(&self, ctx: &MigrationContext) -> Vec<String> {
         self.file.upgrade.iter().map(|o| o.describe(ctx)).collect()
     }
@@ -352,6 +390,34 @@ mod tests {
             Path::new("x"),
         )
         .unwrap();
+    }
+
+    #[test]
+    fn the_landed_operations_checksum_ignores_layout_and_sees_changes() {
+        let a = MigrationFile::parse(
+            "[[upgrade]]\nop = \"add_column\"\ntable = \"t\"\ncolumn = \"c\"\ntype = \"int\"\n",
+            Path::new("x"),
+        )
+        .unwrap();
+        let b = MigrationFile::parse(
+            "# a comment\n[[upgrade]]\nop = \"add_column\"\ncolumn = \"c\"\ntable = \"t\"\ntype = \"int\" # int\n",
+            Path::new("x"),
+        )
+        .unwrap();
+        let c = MigrationFile::parse(
+            "[[upgrade]]\nop = \"add_column\"\ntable = \"t\"\ncolumn = \"c\"\ntype = \"long\"\n",
+            Path::new("x"),
+        )
+        .unwrap();
+        assert_eq!(
+            operations_checksum(&a.upgrade),
+            operations_checksum(&b.upgrade)
+        );
+        assert_ne!(
+            operations_checksum(&a.upgrade),
+            operations_checksum(&c.upgrade)
+        );
+        assert_ne!(operations_checksum(&a.upgrade), operations_checksum(&[]));
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! catalog: `status`, `plan`, `migrate`, `rollback`, `stamp`, `history` (and `validate`). What
 //! has been applied lives in the [`MigrationHistory`], a real Iceberg table,
 //! `_iceberg_ops.migration_history`, with one row per `(version, namespace)`; runners for other
-//! namespaces share it.
+//! namespaces share it. Flyway's `repair` and `baseline` maintain it; a rollback undoes what was
+//! applied (it refuses a file that changed since, unless forced).
 //!
 //! Migrations are declarative `NNNN_<description>.toml` files (see [`file`]) — an ordered list
 //! of upgrade operations covering the Iceberg schema lifecycle and an optional downgrade — or
@@ -39,10 +40,13 @@ mod version;
 pub use error::{ConcurrentMigrationError, Result, RunnerError, StepError};
 pub use file::{FileMigration, MigrationFile};
 pub use history::{
-    DEFAULT_META_NAMESPACE, HISTORY_TABLE, HistoryRow, MAX_ERROR_CHARS, MigrationHistory, Status,
-    history_schema,
+    DEFAULT_META_NAMESPACE, DETAILS_COLUMN, Details, Entry, HISTORY_TABLE, HistoryRead, HistoryRow,
+    MAX_ERROR_CHARS, MigrationHistory, Status, history_schema,
 };
 pub use migration::{Migration, MigrationContext};
 pub use operation::Operation;
-pub use runner::{MigrationRunner, PlannedStep, RollbackTo, State, StatusEntry, ValidationIssue};
+pub use runner::{
+    ClearedFailure, MigrationRunner, PlannedStep, Realigned, RepairReport, RollbackOptions,
+    RollbackTo, State, StatusEntry, ValidationIssue,
+};
 pub use version::{Target, normalize_version};

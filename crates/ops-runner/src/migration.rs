@@ -7,6 +7,7 @@ use iceberg::{Catalog, NamespaceIdent, TableIdent};
 use ops_core::CatalogHandle;
 
 use crate::StepError;
+use crate::operation::Operation;
 
 /// What a migration step gets to work with: the catalog and the namespace the runner manages.
 #[derive(Debug, Clone)]
@@ -64,6 +65,19 @@ pub trait Migration: Send + Sync {
     /// Where the migration comes from, for messages (a file path, or `code`).
     fn source(&self) -> String {
         "code".to_string()
+    }
+
+    /// The upgrade as a list of declarative operations, when it is one (file migrations). The
+    /// runner then applies them itself: it records how many landed when one fails (a later
+    /// `migrate` resumes after them, `rollback` undoes them) and the property values a derived
+    /// downgrade restores. `None` (code migrations): the runner calls `upgrade`.
+    fn operations(&self) -> Option<&[Operation]> {
+        None
+    }
+
+    /// The written downgrade of a declarative migration (`None`: derived from the upgrade).
+    fn written_downgrade(&self) -> Option<&[Operation]> {
+        None
     }
 
     /// The changes `upgrade` makes, one line each, for `--dry-run`.

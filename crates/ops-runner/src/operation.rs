@@ -433,7 +433,87 @@ impl Operation {
         Ok(())
     }
 
-    /// The operation that undoes this one, or why there is none.
+    /// The property keys this operation sets or removes (none for other operations).
+    pub fn property_keys(&self) -> Vec<String> {
+        match self {
+            Operation::SetProperties { properties, .. } => properties.keys().cloned().collect(),
+            Operation::RemoveProperties { keys, .. } => keys.clone(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The operations that undo this one, given the values its property keys had before it ran
+    /// (`earlier`, recorded by the runner when it applied the operation), or why there are
+    /// none. Setting properties is undone by restoring the earlier values and removing the keys
+    /// that were absent; without recorded values it has no inverse, since removing the keys
+    /// would lose whatever they held before.
+    pub fn inverse_with(
+        &self,
+        earlier: Option<&BTreeMap<String, Option<String>>>,
+    ) -> Result<Vec<Operation>, String> {
+        let restore = |table: &String, earlier: &BTreeMap<String, Option<String>>| {
+            let set: BTreeMap<String, PropertyValue> = earlier
+                .iter()
+                .filter_map(|(k, v)| v.clone().map(|v| (k.clone(), PropertyValue::Text(v))))
+                .collect();
+            let remove: Vec<String> = earlier
+                .iter()
+                .filter(|(_, v)| v.is_none())
+                .map(|(k, _)| k.clone())
+                .collect();
+            let mut ops = Vec::new();
+            if !remove.is_empty() {
+                ops.push(Operation::RemoveProperties {
+                    table: table.clone(),
+                    keys: remove,
+                });
+            }
+            if !set.is_empty() {
+                ops.push(Operation::SetProperties {
+                    table: table.clone(),
+                    properties: set,
+                });
+            }
+            ops
+        };
+        match self {
+            Operation::SetProperties { table, properties } => {
+                let Some(earlier) = earlier.filter(|e| e.keys().eq(properties.keys())) else {
+                    return Err(format!(
+                        "set_properties on table '{table}' has no automatic inverse here: the \
+                         earlier values of [{}] were not recorded when it was applied (by an \
+                         older iceberg-ops, or the file changed since); write a [[downgrade]] \
+                         list in the file",
+                        properties.keys().cloned().collect::<Vec<_>>().join(", ")
+                    ));
+                };
+                Ok(restore(table, earlier))
+            }
+            Operation::RemoveProperties { table, keys } => {
+                let mut sorted = keys.clone();
+                sorted.sort();
+                sorted.dedup();
+                let Some(earlier) = earlier.filter(|e| e.keys().eq(sorted.iter())) else {
+                    return Err(format!(
+                        "remove_properties on table '{table}' has no automatic inverse here: the \
+                         removed values of [{}] were not recorded; write a [[downgrade]] list \
+                         in the file",
+                        keys.join(", ")
+                    ));
+                };
+                // Keys that were absent stay absent: restore only what was there.
+                let held: BTreeMap<String, Option<String>> = earlier
+                    .iter()
+                    .filter(|(_, v)| v.is_some())
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                Ok(restore(table, &held))
+            }
+            other => other.inverse().map(|op| vec![op]),
+        }
+    }
+
+    /// The operation that undoes this one without any recorded state, or why there is none.
     pub fn inverse(&self) -> Result<Operation, String> {
         Ok(match self {
             Operation::CreateTable { table, .. } => Operation::DropTable {
@@ -458,10 +538,6 @@ impl Operation {
                     to: leaf.to_string(),
                 }
             }
-            Operation::SetProperties { table, properties } => Operation::RemoveProperties {
-                table: table.clone(),
-                keys: properties.keys().cloned().collect(),
-            },
             Operation::AddPartitionField {
                 table,
                 column,
@@ -854,9 +930,30 @@ fn schema_change(b: EvolveSchemaBuilder, op: &Operation) -> Result<EvolveSchemaB
     })
 }
 
+/// What applying a list of operations recorded, for history.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// How many operations of the list have committed (counted from its start, so a resumed
+    /// run starts with the count of the earlier attempt).
+    pub landed: usize,
+    /// The values the keys of each property operation had before it ran, by operation index.
+    pub earlier_properties: BTreeMap<usize, BTreeMap<String, Option<String>>>,
+}
+
 /// Applies `ops` in order (see the module docs for how they group into commits).
 pub async fn apply(ops: &[Operation], ctx: &MigrationContext) -> Result<(), StepError> {
-    let mut i = 0;
+    apply_from(ops, ctx, &mut Progress::default()).await
+}
+
+/// Applies `ops[progress.landed..]` in order, counting each commit's operations into
+/// `progress.landed` as it lands and recording the earlier values of changed properties. On an
+/// error, `progress` says what landed before it.
+pub async fn apply_from(
+    ops: &[Operation],
+    ctx: &MigrationContext,
+    progress: &mut Progress,
+) -> Result<(), StepError> {
+    let mut i = progress.landed;
     while i < ops.len() {
         let op = &ops[i];
         let group = op.group();
@@ -894,27 +991,49 @@ pub async fn apply(ops: &[Operation], ctx: &MigrationContext) -> Result<(), Step
                 b.await?;
             }
             Group::Properties => {
+                // What each key held before, so a derived downgrade can put it back.
+                let table = ctx.catalog().load_table(&ident).await?;
+                let mut current: BTreeMap<String, String> = table
+                    .metadata()
+                    .properties()
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                let mut earlier = BTreeMap::new();
                 let mut b = PropertiesBuilder::new(ctx.handle(), ident);
-                for o in run {
+                for (offset, o) in run.iter().enumerate() {
+                    let before: BTreeMap<String, Option<String>> = o
+                        .property_keys()
+                        .into_iter()
+                        .map(|k| {
+                            let v = current.get(&k).cloned();
+                            (k, v)
+                        })
+                        .collect();
+                    earlier.insert(i + offset, before);
                     match o {
                         Operation::SetProperties { properties, .. } => {
                             for (k, v) in properties {
                                 b = b.set(k, v.to_string());
+                                current.insert(k.clone(), v.to_string());
                             }
                         }
                         Operation::RemoveProperties { keys, .. } => {
                             for k in keys {
                                 b = b.remove(k);
+                                current.remove(k);
                             }
                         }
                         _ => {}
                     }
                 }
                 b.await?;
+                progress.earlier_properties.extend(earlier);
             }
             Group::Alone => apply_one(op, &ident, ctx).await?,
         }
         i = end;
+        progress.landed = end;
     }
     Ok(())
 }
@@ -985,6 +1104,66 @@ mod tests {
         };
         assert!(drop.inverse().unwrap_err().contains("[[downgrade]]"));
         assert!(drop.is_destructive());
+    }
+
+    #[test]
+    fn property_inverses_restore_the_recorded_values() {
+        let set = Operation::SetProperties {
+            table: "t".into(),
+            properties: BTreeMap::from([
+                ("owner".to_string(), PropertyValue::Text("b".into())),
+                ("stage".to_string(), PropertyValue::Int(2)),
+            ]),
+        };
+        let earlier = BTreeMap::from([
+            ("owner".to_string(), Some("a".to_string())),
+            ("stage".to_string(), None),
+        ]);
+        assert_eq!(
+            set.inverse_with(Some(&earlier)).unwrap(),
+            vec![
+                Operation::RemoveProperties {
+                    table: "t".into(),
+                    keys: vec!["stage".into()]
+                },
+                Operation::SetProperties {
+                    table: "t".into(),
+                    properties: BTreeMap::from([(
+                        "owner".to_string(),
+                        PropertyValue::Text("a".into())
+                    )]),
+                },
+            ]
+        );
+        // Without recorded values (or values of other keys) there is no inverse: removing the
+        // keys would lose what they held.
+        assert!(
+            set.inverse_with(None)
+                .unwrap_err()
+                .contains("[[downgrade]]")
+        );
+        let other = BTreeMap::from([("owner".to_string(), None)]);
+        assert!(set.inverse_with(Some(&other)).is_err());
+
+        let remove = Operation::RemoveProperties {
+            table: "t".into(),
+            keys: vec!["owner".into(), "gone".into()],
+        };
+        let earlier = BTreeMap::from([
+            ("owner".to_string(), Some("a".to_string())),
+            ("gone".to_string(), None),
+        ]);
+        assert_eq!(
+            remove.inverse_with(Some(&earlier)).unwrap(),
+            vec![Operation::SetProperties {
+                table: "t".into(),
+                properties: BTreeMap::from([(
+                    "owner".to_string(),
+                    PropertyValue::Text("a".into())
+                )]),
+            }]
+        );
+        assert!(remove.inverse().is_err());
     }
 
     #[test]

@@ -100,6 +100,43 @@ pub fn resolve(
         .collect())
 }
 
+/// The Python iceberg-ops' migrations beside ours: `NNNN_<description>.py` files in the
+/// directory holding `namespace`'s files, by version. iceberg-ops cannot run them; it knows them
+/// so that their history rows (written by the Python tool, without a checksum) are not reported
+/// as missing, and so that it never runs past one that is pending.
+pub fn python_migrations(dir: Option<&Path>, namespace: &str) -> Result<BTreeMap<String, PathBuf>> {
+    let Some(dir) = dir else {
+        return Ok(BTreeMap::new());
+    };
+    let dir = migrations_dir_for(dir, namespace);
+    if !dir.is_dir() {
+        return Err(RunnerError::DirectoryNotFound(dir));
+    }
+    let io = |source| RunnerError::Io {
+        path: dir.clone(),
+        source,
+    };
+    let mut out = BTreeMap::new();
+    for entry in std::fs::read_dir(&dir).map_err(io)? {
+        let path = entry.map_err(io)?.path();
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        let Some(stem) = name.strip_suffix(".py") else {
+            continue;
+        };
+        if let Some((prefix, rest)) = stem.split_once('_')
+            && prefix.len() == 4
+            && prefix.bytes().all(|b| b.is_ascii_digit())
+            && !rest.is_empty()
+            && path.is_file()
+        {
+            out.insert(prefix.to_string(), path);
+        }
+    }
+    Ok(out)
+}
+
 /// The version after the highest `NNNN_*.toml` in `dir` (`0001` when there is none).
 pub fn next_version(dir: &Path) -> Result<String> {
     let highest = if dir.is_dir() {
