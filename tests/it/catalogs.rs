@@ -164,6 +164,39 @@ async fn postgres_errors_name_the_catalog_and_never_print_the_password() -> Test
     Ok(())
 }
 
+/// sqlx's pool retries a refused connection until its 30 s acquire timeout and then says only
+/// "pool timed out": a server that is not there must be a prompt error saying where we looked.
+#[tokio::test(flavor = "multi_thread")]
+async fn unreachable_postgres_is_a_prompt_error_naming_the_address() -> TestResult {
+    init_tracing();
+    let port = ops_tests::servers::free_port();
+    let dir = tempfile::tempdir()?;
+    let p = props(&[
+        ("type", "sql"),
+        (
+            "uri",
+            &format!("postgresql://postgres:s3cret@127.0.0.1:{port}/iceberg"),
+        ),
+        ("warehouse", &format!("file://{}/wh", dir.path().display())),
+    ]);
+    let started = std::time::Instant::now();
+    let err = open("down", &p)
+        .await
+        .err()
+        .map(|e| format!("{e:#}"))
+        .unwrap_or_default();
+    let took = started.elapsed();
+    assert!(took < std::time::Duration::from_secs(10), "{took:?}: {err}");
+    assert!(
+        err.contains("catalog 'down' (sql)")
+            && err.contains(&format!("127.0.0.1:{port}"))
+            && err.contains("refused"),
+        "{err}"
+    );
+    assert!(!err.contains("s3cret"), "{err}");
+    Ok(())
+}
+
 /// Managed PostgreSQL (RDS, Cloud SQL, Azure) wants TLS: `sslmode=require`, or `verify-full`
 /// with the provider's CA in `sslrootcert`. This server takes TCP connections over TLS only, so
 /// a client that fell back to plain text fails instead of passing.
