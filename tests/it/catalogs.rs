@@ -201,7 +201,6 @@ async fn unreachable_postgres_is_a_prompt_error_naming_the_address() -> TestResu
 /// with the provider's CA in `sslrootcert`. This server takes TCP connections over TLS only, so
 /// a client that fell back to plain text fails instead of passing.
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "needs sqlx built with rustls (the workspace's TLS work adds it); then drop this line"]
 async fn sql_catalog_on_postgres_over_tls() -> TestResult {
     init_tracing();
     let pg = Postgres::start_tls();
