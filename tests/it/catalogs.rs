@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use ops_core::{CatalogFactory, CatalogKind};
 use ops_tests::oracle::pyiceberg;
-use ops_tests::servers::{Moto, Rustberg};
+use ops_tests::servers::{Moto, PG_PASSWORD, PG_PASSWORD_IN_URI, Postgres, Rustberg};
 
 use crate::common::*;
 
@@ -57,27 +57,39 @@ async fn embedded_default_sqlite_needs_no_config() -> TestResult {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn sqlite_catalog_is_shared_with_pyiceberg_both_ways() -> TestResult {
-    init_tracing();
-    let dir = tempfile::tempdir()?;
-    let db = dir.path().join("catalog.db");
-    let p = props(&[
-        ("type", "sql"),
-        ("uri", &format!("sqlite:///{}", db.display())),
-        ("warehouse", &format!("file://{}/wh", dir.path().display())),
-    ]);
     // Our side creates the catalog tables first, as an operator's first command would.
-    let handle = open("shared", &p).await?;
+    shared_with_pyiceberg_both_ways(&SqlCatalog::sqlite()?.props, false).await
+}
 
+#[tokio::test(flavor = "multi_thread")]
+async fn postgres_catalog_is_shared_with_pyiceberg_both_ways() -> TestResult {
+    // PyIceberg creates the catalog tables, as in a deployment PyIceberg set up; we use them.
+    let db = SqlCatalog::postgres()?;
+    shared_with_pyiceberg_both_ways(&db.props, true).await
+}
+
+async fn shared_with_pyiceberg_both_ways(
+    p: &BTreeMap<String, String>,
+    pyiceberg_first: bool,
+) -> TestResult {
+    let ours_first = match pyiceberg_first {
+        false => Some(open("shared", p).await?),
+        true => None,
+    };
     // PyIceberg writes; we read.
     pyiceberg(
         "shared",
-        &p,
+        p,
         "catalog.create_namespace('py')\n\
          schema = pa.schema([pa.field('id', pa.int64(), nullable=False), pa.field('region', pa.string()), pa.field('amount', pa.int32())])\n\
          t = catalog.create_table('py.orders', schema=schema)\n\
          t.append(pa.table({'id': [7, 8], 'region': ['us', None], 'amount': [70, None]}, schema=schema))\n\
          emit(True)",
     )?;
+    let handle = match ours_first {
+        Some(handle) => handle,
+        None => open("shared", p).await?,
+    };
     let table = handle
         .catalog()
         .load_table(&iceberg::TableIdent::from_strs(["py", "orders"])?)
@@ -94,7 +106,7 @@ async fn sqlite_catalog_is_shared_with_pyiceberg_both_ways() -> TestResult {
         Default::default(),
     )
     .await?;
-    let out = pyiceberg("shared", &p, "emit(rows(catalog.load_table('py.orders')))")?;
+    let out = pyiceberg("shared", p, "emit(rows(catalog.load_table('py.orders')))")?;
     let mut got = out.as_array().cloned().unwrap_or_default();
     sort_rows(&mut got);
     let all = [
@@ -103,6 +115,148 @@ async fn sqlite_catalog_is_shared_with_pyiceberg_both_ways() -> TestResult {
         (9, Some("eu"), Some(90)),
     ];
     assert_eq!(got, orders_json(&all));
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sql_catalog_on_postgres() -> TestResult {
+    let db = SqlCatalog::postgres()?;
+    let handle = open("pg", &db.props).await?;
+    assert_eq!(handle.kind(), CatalogKind::Sql);
+    write_and_read_back(&handle, "pgns").await?;
+    assert_pyiceberg_sees_sample("pg", &db.props, "pgns")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn postgres_errors_name_the_catalog_and_never_print_the_password() -> TestResult {
+    init_tracing();
+    let pg = Postgres::start();
+    let uri = pg.create_database("iceberg");
+    let dir = tempfile::tempdir()?;
+    let wh = format!("file://{}/wh", dir.path().display());
+    let wrong = "wr0ng%2Fpa55";
+    for (uri, says) in [
+        (
+            uri.replace(PG_PASSWORD_IN_URI, wrong),
+            "password authentication failed for user \"postgres\"",
+        ),
+        (
+            uri.replace("/iceberg", "/nosuchdb"),
+            "database \"nosuchdb\" does not exist",
+        ),
+    ] {
+        let err = open(
+            "pgerr",
+            &props(&[("type", "sql"), ("uri", &uri), ("warehouse", &wh)]),
+        )
+        .await
+        .err()
+        .map(|e| format!("{e:#}"))
+        .unwrap_or_default();
+        assert!(
+            err.contains("catalog 'pgerr' (sql)") && err.contains(says),
+            "{err}"
+        );
+        for secret in [PG_PASSWORD, PG_PASSWORD_IN_URI, wrong, "wr0ng/pa55"] {
+            assert!(!err.contains(secret), "the password is printed: {err}");
+        }
+    }
+    Ok(())
+}
+
+/// sqlx's pool retries a refused connection until its 30 s acquire timeout and then says only
+/// "pool timed out": a server that is not there must be a prompt error saying where we looked.
+#[tokio::test(flavor = "multi_thread")]
+async fn unreachable_postgres_is_a_prompt_error_naming_the_address() -> TestResult {
+    init_tracing();
+    let port = ops_tests::servers::free_port();
+    let dir = tempfile::tempdir()?;
+    let p = props(&[
+        ("type", "sql"),
+        (
+            "uri",
+            &format!("postgresql://postgres:s3cret@127.0.0.1:{port}/iceberg"),
+        ),
+        ("warehouse", &format!("file://{}/wh", dir.path().display())),
+    ]);
+    let started = std::time::Instant::now();
+    let err = open("down", &p)
+        .await
+        .err()
+        .map(|e| format!("{e:#}"))
+        .unwrap_or_default();
+    let took = started.elapsed();
+    assert!(took < std::time::Duration::from_secs(10), "{took:?}: {err}");
+    assert!(
+        err.contains("catalog 'down' (sql)")
+            && err.contains(&format!("127.0.0.1:{port}"))
+            && err.contains("refused"),
+        "{err}"
+    );
+    assert!(!err.contains("s3cret"), "{err}");
+    Ok(())
+}
+
+/// Managed PostgreSQL (RDS, Cloud SQL, Azure) wants TLS: `sslmode=require`, or `verify-full`
+/// with the provider's CA in `sslrootcert`. This server takes TCP connections over TLS only, so
+/// a client that fell back to plain text fails instead of passing.
+#[tokio::test(flavor = "multi_thread")]
+async fn sql_catalog_on_postgres_over_tls() -> TestResult {
+    init_tracing();
+    let pg = Postgres::start_tls();
+    let base = pg.create_database("iceberg");
+    let ca = pg
+        .ca_cert()
+        .ok_or_else(|| anyhow::anyhow!("no CA"))?
+        .display()
+        .to_string();
+    let dir = tempfile::tempdir()?;
+    let wh = format!("file://{}/wh", dir.path().display());
+    let with = |query: &str| {
+        props(&[
+            ("type", "sql"),
+            ("uri", &format!("{base}?{query}")),
+            ("warehouse", &wh),
+        ])
+    };
+    let verified = with(&format!("sslmode=verify-full&sslrootcert={ca}"));
+    // PyIceberg (libpq) writes over a verified connection: the server's TLS is sound.
+    pyiceberg(
+        "tls",
+        &verified,
+        "catalog.create_namespace('py')\n\
+         schema = pa.schema([pa.field('id', pa.int64(), nullable=False), pa.field('region', pa.string()), pa.field('amount', pa.int32())])\n\
+         t = catalog.create_table('py.orders', schema=schema)\n\
+         t.append(pa.table({'id': [7, 8], 'region': ['us', None], 'amount': [70, None]}, schema=schema))\n\
+         emit(True)",
+    )?;
+    // require: encrypted, the certificate unchecked (what managed services document first).
+    let handle = open("tls", &with("sslmode=require")).await?;
+    write_and_read_back(&handle, "ours").await?;
+    assert_pyiceberg_sees_sample("tls", &verified, "ours")?;
+    // verify-full with the CA: the same catalog.
+    let handle = open("tls", &verified).await?;
+    let table = handle
+        .catalog()
+        .load_table(&iceberg::TableIdent::from_strs(["py", "orders"])?)
+        .await?;
+    let want = [(7, Some("us"), Some(70)), (8, None, None)];
+    assert_eq!(scan_json(&table).await?, orders_json(&want));
+    // verify-full without the CA (it is in no trust store) is refused; so is plain text.
+    for (query, says) in [
+        ("sslmode=verify-full", ""),
+        ("sslmode=disable", "no encryption"),
+    ] {
+        let err = open("tls", &with(query))
+            .await
+            .err()
+            .map(|e| format!("{e:#}"))
+            .unwrap_or_default();
+        assert!(
+            err.contains("catalog 'tls' (sql)") && err.contains(says),
+            "{query}: {err}"
+        );
+    }
     Ok(())
 }
 

@@ -193,9 +193,16 @@ emit(out)
 /// rows another writer just appended to its partition. Nothing is lost or duplicated.
 #[tokio::test(flavor = "multi_thread")]
 async fn validation_starts_at_the_callers_snapshot() -> TestResult {
-    init_tracing();
-    let dir = tempfile::tempdir()?;
-    let p = sqlite(dir.path());
+    validation_from_the_callers_snapshot(SqlCatalog::sqlite()?).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn validation_starts_at_the_callers_snapshot_on_postgres() -> TestResult {
+    validation_from_the_callers_snapshot(SqlCatalog::postgres()?).await
+}
+
+async fn validation_from_the_callers_snapshot(db: SqlCatalog) -> TestResult {
+    let p = db.props.clone();
     let handle = open("vf", &p).await?;
     let table = create_orders(&handle, "vf").await?;
     let ident = table.identifier().clone();
@@ -479,9 +486,16 @@ async fn v3_tables_are_refused() -> TestResult {
 /// file, nor the data files it rewrote.
 #[tokio::test(flavor = "multi_thread")]
 async fn refused_attempts_leave_no_orphans() -> TestResult {
-    init_tracing();
-    let dir = tempfile::tempdir()?;
-    let p = sqlite(dir.path());
+    refused_attempts(SqlCatalog::sqlite()?).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn refused_attempts_leave_no_orphans_on_postgres() -> TestResult {
+    refused_attempts(SqlCatalog::postgres()?).await
+}
+
+async fn refused_attempts(db: SqlCatalog) -> TestResult {
+    let p = db.props.clone();
     let handle = open("or", &p).await?;
     let table = create_orders(&handle, "or").await?;
     let ident = table.identifier().clone();
@@ -1146,9 +1160,16 @@ async fn v1_manifest_lists_without_counts_keep_summary_totals() -> TestResult {
 /// the other writer's commit is kept, and no orphaned files are left by the refused attempt.
 #[tokio::test(flavor = "multi_thread")]
 async fn an_append_from_a_stale_base_reloads_and_keeps_other_commits() -> TestResult {
-    init_tracing();
-    let dir = tempfile::tempdir()?;
-    let p = sqlite(dir.path());
+    append_from_a_stale_base(SqlCatalog::sqlite()?).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_append_from_a_stale_base_reloads_and_keeps_other_commits_on_postgres() -> TestResult {
+    append_from_a_stale_base(SqlCatalog::postgres()?).await
+}
+
+async fn append_from_a_stale_base(db: SqlCatalog) -> TestResult {
+    let p = db.props.clone();
     let handle = open("sb", &p).await?;
     let table = create_orders(&handle, "sb").await?;
     let ident = table.identifier().clone();
@@ -1229,9 +1250,16 @@ async fn manifests_of_different_schemas_are_merged() -> TestResult {
 /// loaded, and the next commit keeps its rows.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_reload_reuses_our_last_commit_only_while_it_is_current() -> TestResult {
-    init_tracing();
-    let dir = tempfile::tempdir()?;
-    let p = sqlite(dir.path());
+    reload_reuses_our_last_commit(SqlCatalog::sqlite()?).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reload_reuses_our_last_commit_only_while_it_is_current_on_postgres() -> TestResult {
+    reload_reuses_our_last_commit(SqlCatalog::postgres()?).await
+}
+
+async fn reload_reuses_our_last_commit(db: SqlCatalog) -> TestResult {
+    let p = db.props.clone();
     let handle = open("rl", &p).await?;
     let table = create_orders(&handle, "rl").await?;
     let ident = table.identifier().clone();

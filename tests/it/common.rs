@@ -246,3 +246,51 @@ pub fn s3tables_on_moto(bucket: &str) -> (ops_tests::servers::Moto, BTreeMap<Str
     );
     (moto, p)
 }
+
+/// A `sql` catalog for one test: its properties (the same for us and for PyIceberg) and what
+/// keeps its database alive. Tests that hold for any SQL catalog run on both backends.
+pub struct SqlCatalog {
+    /// `type = sql`, `uri`, `warehouse = file://<dir>/wh`.
+    pub props: BTreeMap<String, String>,
+    /// Scratch directory: the warehouse, the SQLite file, anything else the test writes.
+    pub dir: tempfile::TempDir,
+    _postgres: Option<ops_tests::servers::Postgres>,
+}
+
+impl SqlCatalog {
+    /// The catalog in `<dir>/catalog.db`.
+    pub fn sqlite() -> anyhow::Result<Self> {
+        init_tracing();
+        let dir = tempfile::tempdir()?;
+        let props = props(&[
+            ("type", "sql"),
+            (
+                "uri",
+                &format!("sqlite:///{}/catalog.db", dir.path().display()),
+            ),
+            ("warehouse", &format!("file://{}/wh", dir.path().display())),
+        ]);
+        Ok(Self {
+            props,
+            dir,
+            _postgres: None,
+        })
+    }
+
+    /// The catalog in a fresh database on a PostgreSQL started for this test.
+    pub fn postgres() -> anyhow::Result<Self> {
+        init_tracing();
+        let dir = tempfile::tempdir()?;
+        let pg = ops_tests::servers::Postgres::start();
+        let props = props(&[
+            ("type", "sql"),
+            ("uri", &pg.create_database("iceberg")),
+            ("warehouse", &format!("file://{}/wh", dir.path().display())),
+        ]);
+        Ok(Self {
+            props,
+            dir,
+            _postgres: Some(pg),
+        })
+    }
+}

@@ -140,9 +140,16 @@ fn edit_checkpoint(path: &std::path::Path, f: impl FnOnce(&mut Value)) -> anyhow
 
 #[tokio::test(flavor = "multi_thread")]
 async fn append_with_rename_widen_and_filter_then_verify() -> TestResult {
-    init_tracing();
-    let dir = tempfile::tempdir()?;
-    let py = sqlite(dir.path());
+    append_rename_widen_filter_verify(SqlCatalog::sqlite()?).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn append_with_rename_widen_and_filter_then_verify_on_postgres() -> TestResult {
+    append_rename_widen_filter_verify(SqlCatalog::postgres()?).await
+}
+
+async fn append_rename_widen_filter_verify(db: SqlCatalog) -> TestResult {
+    let (dir, py) = (&db.dir, db.props.clone());
     let handle = open("lake", &py).await?;
     let data = rows(23, true);
     source(&handle, &data).await?;
@@ -254,6 +261,70 @@ async fn append_with_rename_widen_and_filter_then_verify() -> TestResult {
     Ok(())
 }
 
+/// Two migrations append into one table at once, each through a catalog handle of its own as two
+/// `migrate-data` processes would: their commits race, and every batch of both lands exactly
+/// once, tagged with its job, with the catalog's default retry settings.
+#[tokio::test(flavor = "multi_thread")]
+async fn two_migrations_appending_into_one_table_at_once_lose_nothing() -> TestResult {
+    two_migrations_into_one_table(SqlCatalog::sqlite()?).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_migrations_appending_into_one_table_at_once_on_postgres() -> TestResult {
+    two_migrations_into_one_table(SqlCatalog::postgres()?).await
+}
+
+async fn two_migrations_into_one_table(db: SqlCatalog) -> TestResult {
+    let (dir, py) = (&db.dir, db.props.clone());
+    let setup = open("lake", &py).await?;
+    let data = rows(30, true);
+    source(&setup, &data).await?;
+    dest(&setup, "dst", PrimitiveType::Long).await?;
+    let job = |filter: &'static str, checkpoint: std::path::PathBuf| {
+        let py = py.clone();
+        async move {
+            let handle = open("lake", &py).await?;
+            let result = migrator(&handle)?
+                .copy_mode(CopyMode::Rewrite)
+                .row_filter(filter)
+                .batch_rows(2)
+                .checkpoint(&checkpoint)
+                .run()
+                .await?;
+            anyhow::Ok(result)
+        }
+    };
+    let (a, b) = tokio::join!(
+        tokio::spawn(job("region = 'us'", dir.path().join("a.json"))),
+        tokio::spawn(job("region <> 'us'", dir.path().join("b.json")))
+    );
+    let (a, b) = (a??, b??);
+    assert_eq!(a.rows_moved + b.rows_moved, data.len() as u64);
+    let (got, desc) = pyiceberg_rows(&py, "dst.orders")?;
+    assert_eq!(got, total_json(&data), "a row was lost or duplicated");
+    let snapshots = desc["snapshots"].as_array().cloned().unwrap_or_default();
+    assert_eq!(
+        snapshots.len(),
+        a.new_snapshots.len() + b.new_snapshots.len(),
+        "{desc}"
+    );
+    for result in [&a, &b] {
+        let job = result.job_id.clone().unwrap_or_default();
+        for id in &result.new_snapshots {
+            let snap = snapshots.iter().find(|s| s["id"] == json!(id));
+            assert_eq!(
+                snap.map(|s| s["summary"][MIGRATION_JOB_PROPERTY].clone()),
+                Some(json!(job)),
+                "snapshot {id} of job {job}: {desc}"
+            );
+        }
+        let cp_path = result.checkpoint_path.clone().unwrap_or_default();
+        let cp: Value = serde_json::from_slice(&std::fs::read(&cp_path)?)?;
+        assert_eq!(cp["completed"], true, "{}", cp_path.display());
+    }
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn bad_input_is_refused_before_any_write() -> TestResult {
     init_tracing();
@@ -349,9 +420,17 @@ async fn dry_run_reads_through_the_plan_and_writes_nothing() -> TestResult {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn resume_records_landed_batches_and_refuses_a_rolled_back_destination() -> TestResult {
-    init_tracing();
-    let dir = tempfile::tempdir()?;
-    let py = sqlite(dir.path());
+    resume_after_crashes(SqlCatalog::sqlite()?).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn resume_records_landed_batches_and_refuses_a_rolled_back_destination_on_postgres()
+-> TestResult {
+    resume_after_crashes(SqlCatalog::postgres()?).await
+}
+
+async fn resume_after_crashes(db: SqlCatalog) -> TestResult {
+    let (dir, py) = (&db.dir, db.props.clone());
     let handle = open("lake", &py).await?;
     let data = rows(13, false);
     source(&handle, &data).await?;
@@ -435,9 +514,16 @@ async fn resume_records_landed_batches_and_refuses_a_rolled_back_destination() -
 
 #[tokio::test(flavor = "multi_thread")]
 async fn overwrite_partition_replaces_on_first_touch_then_adds() -> TestResult {
-    init_tracing();
-    let dir = tempfile::tempdir()?;
-    let py = sqlite(dir.path());
+    overwrite_partition(SqlCatalog::sqlite()?).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn overwrite_partition_replaces_on_first_touch_then_adds_on_postgres() -> TestResult {
+    overwrite_partition(SqlCatalog::postgres()?).await
+}
+
+async fn overwrite_partition(db: SqlCatalog) -> TestResult {
+    let py = db.props.clone();
     let handle = open("lake", &py).await?;
     let data = rows(18, false);
     source(&handle, &data).await?;
@@ -557,9 +643,16 @@ fn dest_batch(
 
 #[tokio::test(flavor = "multi_thread")]
 async fn upsert_inserts_updates_and_leaves_unchanged_rows_alone() -> TestResult {
-    init_tracing();
-    let dir = tempfile::tempdir()?;
-    let py = sqlite(dir.path());
+    upsert(SqlCatalog::sqlite()?).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn upsert_inserts_updates_and_leaves_unchanged_rows_alone_on_postgres() -> TestResult {
+    upsert(SqlCatalog::postgres()?).await
+}
+
+async fn upsert(db: SqlCatalog) -> TestResult {
+    let py = db.props.clone();
     let handle = open("lake", &py).await?;
     let data = rows(12, false);
     source(&handle, &data).await?;

@@ -368,6 +368,13 @@ async fn every_operation_on_sqlite() -> TestResult {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn every_operation_on_postgres() -> TestResult {
+    let db = SqlCatalog::postgres()?;
+    let handle = open("ops", &db.props).await?;
+    every_operation(&handle, "ops", &db.props, "pg").await
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn every_operation_on_rest() -> TestResult {
     init_tracing();
     let rustberg = Rustberg::start();
@@ -517,10 +524,17 @@ async fn racing_appends(a: &CatalogHandle, b: &CatalogHandle, ns: &str) -> TestR
 
 #[tokio::test(flavor = "multi_thread")]
 async fn racing_writers_on_sqlite() -> TestResult {
-    init_tracing();
-    let dir = tempfile::tempdir()?;
-    let p = sqlite_props(dir.path());
-    let (a, b) = (open("race", &p).await?, open("race", &p).await?);
+    racing_writers_on_sql(SqlCatalog::sqlite()?).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn racing_writers_on_postgres() -> TestResult {
+    racing_writers_on_sql(SqlCatalog::postgres()?).await
+}
+
+async fn racing_writers_on_sql(db: SqlCatalog) -> TestResult {
+    let p = &db.props;
+    let (a, b) = (open("race", p).await?, open("race", p).await?);
     for round in 0..3 {
         racing_appends(&a, &b, &format!("r{round}")).await?;
     }
@@ -546,10 +560,17 @@ async fn racing_writers_on_s3tables() -> TestResult {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn overwrite_racing_an_append_to_its_partition_never_loses_the_append() -> TestResult {
-    init_tracing();
-    let dir = tempfile::tempdir()?;
-    let p = sqlite_props(dir.path());
-    let (a, b) = (open("c", &p).await?, open("c", &p).await?);
+    overwrite_racing_an_append(SqlCatalog::sqlite()?).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn overwrite_racing_an_append_to_its_partition_on_postgres() -> TestResult {
+    overwrite_racing_an_append(SqlCatalog::postgres()?).await
+}
+
+async fn overwrite_racing_an_append(db: SqlCatalog) -> TestResult {
+    let p = &db.props;
+    let (a, b) = (open("c", p).await?, open("c", p).await?);
     let (mut landed, mut refused) = (0, 0);
     for round in 0..10 {
         let table = create_orders(&a, &format!("c{round}")).await?;
@@ -666,9 +687,16 @@ fn batch_from_json(table: &Table, rows: &[Value]) -> anyhow::Result<arrow_array:
 
 #[tokio::test(flavor = "multi_thread")]
 async fn tables_written_by_pyiceberg_are_operated_on_correctly() -> TestResult {
-    init_tracing();
-    let dir = tempfile::tempdir()?;
-    let p = sqlite_props(dir.path());
+    tables_written_by_pyiceberg(SqlCatalog::sqlite()?).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tables_written_by_pyiceberg_are_operated_on_correctly_on_postgres() -> TestResult {
+    tables_written_by_pyiceberg(SqlCatalog::postgres()?).await
+}
+
+async fn tables_written_by_pyiceberg(db: SqlCatalog) -> TestResult {
+    let p = db.props.clone();
     let handle = open("py", &p).await?;
     // PyIceberg: partitioned by (region, bucket(4, id)), two appends, then the schema evolves
     // (rename, add), the spec drops the bucket field, a third append lands under the new spec,
@@ -915,6 +943,13 @@ async fn delete_rows_on_sqlite() -> TestResult {
     let p = sqlite_props(dir.path());
     let handle = open("del", &p).await?;
     deletes(&handle, "del", &p, "d").await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn delete_rows_on_postgres() -> TestResult {
+    let db = SqlCatalog::postgres()?;
+    let handle = open("del", &db.props).await?;
+    deletes(&handle, "del", &db.props, "d").await
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -1,5 +1,6 @@
 //! ops-runner on the embedded SQLite catalog: file migrations, history semantics of the seed,
-//! concurrency, and PyIceberg reading the history table and the migrated schemas.
+//! concurrency, and PyIceberg reading the history table and the migrated schemas. The file
+//! migrations and the concurrency cases run on PostgreSQL too (`*_on_postgres`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -67,32 +68,33 @@ type = "long"
 "#;
 
 pub(crate) struct Env {
-    pub(crate) dir: tempfile::TempDir,
     pub(crate) props: BTreeMap<String, String>,
     pub(crate) handle: CatalogHandle,
-    /// The REST catalog server, when the environment runs on one (killed on drop).
-    _rest: Option<ops_tests::servers::Rustberg>,
+    /// Scratch directory: the migration files, and a SQL catalog's database and warehouse.
+    pub(crate) dir: std::path::PathBuf,
+    /// The SQL catalog's database (and PostgreSQL server), when the environment runs on one.
+    _db: Option<SqlCatalog>,
+    /// The REST catalog server and the scratch directory, when it runs on one (killed on drop).
+    _rest: Option<(tempfile::TempDir, ops_tests::servers::Rustberg)>,
 }
 
 impl Env {
     /// The embedded SQLite catalog.
     pub(crate) async fn new() -> anyhow::Result<Self> {
-        init_tracing();
-        let dir = tempfile::tempdir()?;
-        let props = props(&[
-            ("type", "sql"),
-            (
-                "uri",
-                &format!("sqlite:///{}", dir.path().join("catalog.db").display()),
-            ),
-            ("warehouse", &format!("file://{}/wh", dir.path().display())),
-        ]);
+        Self::on(SqlCatalog::sqlite()?).await
+    }
+
+    /// A SQL catalog: SQLite or PostgreSQL.
+    pub(crate) async fn on(db: SqlCatalog) -> anyhow::Result<Self> {
+        let props = db.props.clone();
         let handle = open("mig", &props).await?;
-        std::fs::create_dir_all(dir.path().join("migrations"))?;
+        let dir = db.dir.path().to_path_buf();
+        std::fs::create_dir_all(dir.join("migrations"))?;
         Ok(Self {
-            dir,
             props,
             handle,
+            dir,
+            _db: Some(db),
             _rest: None,
         })
     }
@@ -100,16 +102,18 @@ impl Env {
     /// A rustberg REST catalog.
     pub(crate) async fn rest() -> anyhow::Result<Self> {
         init_tracing();
-        let dir = tempfile::tempdir()?;
+        let tmp = tempfile::tempdir()?;
         let rustberg = ops_tests::servers::Rustberg::start();
         let props = props(&[("type", "rest"), ("uri", &rustberg.uri())]);
         let handle = open("mig", &props).await?;
-        std::fs::create_dir_all(dir.path().join("migrations"))?;
+        let dir = tmp.path().to_path_buf();
+        std::fs::create_dir_all(dir.join("migrations"))?;
         Ok(Self {
-            dir,
             props,
             handle,
-            _rest: Some(rustberg),
+            dir,
+            _db: None,
+            _rest: Some((tmp, rustberg)),
         })
     }
 
@@ -180,7 +184,7 @@ impl Env {
     }
 
     pub(crate) fn migrations(&self) -> std::path::PathBuf {
-        self.dir.path().join("migrations")
+        self.dir.join("migrations")
     }
 
     pub(crate) fn write(&self, name: &str, text: &str) -> anyhow::Result<()> {
@@ -253,7 +257,15 @@ pub(crate) fn v(s: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn file_migrations_migrate_roll_back_and_pyiceberg_reads_them() -> TestResult {
-    let env = Env::new().await?;
+    file_migrations(Env::new().await?).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn file_migrations_migrate_roll_back_and_pyiceberg_reads_them_on_postgres() -> TestResult {
+    file_migrations(Env::on(SqlCatalog::postgres()?).await?).await
+}
+
+async fn file_migrations(env: Env) -> TestResult {
     env.write("0001_create_orders.toml", CREATE)?;
     env.write("0002_rename_amount.toml", RENAME)?;
     env.write("0003_widen_qty.toml", WIDEN)?;
@@ -527,8 +539,8 @@ async fn a_failure_is_recorded_and_stops_the_run_and_stamp_replaces_it() -> Test
 async fn bad_input_is_a_clear_error_and_writes_nothing() -> TestResult {
     let env = Env::new().await?;
     // Missing directory.
-    let runner = MigrationRunner::new(&env.handle, "sales")
-        .migrations_dir(Some(env.dir.path().join("nowhere")));
+    let runner =
+        MigrationRunner::new(&env.handle, "sales").migrations_dir(Some(env.dir.join("nowhere")));
     assert!(matches!(
         runner.status().await,
         Err(RunnerError::DirectoryNotFound(_))
@@ -659,7 +671,15 @@ fn gated(env: &Env, ns: &str, barrier: &Arc<Barrier>) -> MigrationRunner {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn two_runners_on_one_namespace_keep_one_row_per_version() -> TestResult {
-    let env = Env::new().await?;
+    two_runners_on_one_namespace(Env::new().await?).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_runners_on_one_namespace_keep_one_row_per_version_on_postgres() -> TestResult {
+    two_runners_on_one_namespace(Env::on(SqlCatalog::postgres()?).await?).await
+}
+
+async fn two_runners_on_one_namespace(env: Env) -> TestResult {
     let barrier = Arc::new(Barrier::new(2));
     let (a, b) = (
         gated(&env, "sales", &barrier),
@@ -684,7 +704,15 @@ async fn two_runners_on_one_namespace_keep_one_row_per_version() -> TestResult {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn runners_on_two_namespaces_share_the_history_table() -> TestResult {
-    let env = Env::new().await?;
+    runners_on_two_namespaces(Env::new().await?).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn runners_on_two_namespaces_share_the_history_table_on_postgres() -> TestResult {
+    runners_on_two_namespaces(Env::on(SqlCatalog::postgres()?).await?).await
+}
+
+async fn runners_on_two_namespaces(env: Env) -> TestResult {
     // Four namespaces whose history writes race: each lost race is rebased and retried.
     let names = ["sales", "finance", "crm", "ops"];
     let barrier = Arc::new(Barrier::new(names.len()));
@@ -910,7 +938,16 @@ impl Migration for Intruder {
 #[tokio::test(flavor = "multi_thread")]
 async fn another_runners_history_or_a_conflicting_commit_is_a_concurrent_migration_error()
 -> TestResult {
-    let env = Env::new().await?;
+    another_runners_history(Env::new().await?).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn another_runners_history_or_a_conflicting_commit_is_a_concurrent_migration_error_on_postgres()
+-> TestResult {
+    another_runners_history(Env::on(SqlCatalog::postgres()?).await?).await
+}
+
+async fn another_runners_history(env: Env) -> TestResult {
     let other = ops_runner::MigrationHistory::new(&env.handle, "_iceberg_ops");
     let runner = MigrationRunner::new(&env.handle, "sales")
         .migrations_dir(None::<&Path>)

@@ -5,6 +5,9 @@
 //!   catalog and warehouse directories.
 //! - [`servers::Moto`] — moto_server for S3, Glue and S3 Tables (through `tests/py/moto_server.py`,
 //!   which corrects two S3 Tables responses), with [`servers::Moto::reset`].
+//! - [`servers::Postgres`] — PostgreSQL from `initdb` in a temporary directory (a database per
+//!   test through [`servers::Postgres::create_database`]; as a dedicated user when run as root;
+//!   [`servers::Postgres::start_tls`] for a TLS-only server with a generated CA).
 //! - [`oracle::pyiceberg`] — runs a PyIceberg snippet against a catalog and returns its JSON.
 //! - [`servers::TestCa`] — a CA made for the test and server certificates it issues, for TLS.
 //! - [`s3tables`] — a Glue Hive/Parquet source in moto and the S3 Tables emulator over HTTPS.
@@ -15,7 +18,8 @@
 //! On drop they print the tail of their log, which libtest shows only for a failing test (a
 //! panic or an `Err`). A server that cannot start panics with its log: nothing is skipped.
 //! Tools are found through `ICEBERG_OPS_PYTHON` and `ICEBERG_OPS_RUSTBERG`, else under
-//! `~/.cache/iceberg-ops/` where `scripts/test` installs them.
+//! `~/.cache/iceberg-ops/` where `scripts/test` installs them; PostgreSQL through
+//! `ICEBERG_OPS_PG_BIN`, else the newest `/usr/lib/postgresql/<version>/bin`, else PATH.
 
 pub mod fake_glue;
 pub mod http;

@@ -2,7 +2,9 @@
 
 use std::fs::File;
 use std::net::TcpListener;
-use std::path::PathBuf;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -30,11 +32,18 @@ pub struct Server {
 impl Server {
     fn start(
         name: &'static str,
-        mut command: Command,
+        command: Command,
         port: u16,
         dir: tempfile::TempDir,
         ready_path: &str,
     ) -> Self {
+        let mut server = Server::spawn(name, command, port, dir);
+        server.wait_ready(ready_path, Duration::from_secs(60));
+        server
+    }
+
+    /// Starts `command` with its output in `<dir>/<name>.log`, without waiting for it.
+    fn spawn(name: &'static str, mut command: Command, port: u16, dir: tempfile::TempDir) -> Self {
         let log_path = dir.path().join(format!("{name}.log"));
         let log = File::create(&log_path).expect("create server log");
         let err = log.try_clone().expect("clone server log handle");
@@ -44,18 +53,24 @@ impl Server {
             .stderr(Stdio::from(err))
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
-        let mut server = Server {
+        Server {
             name,
             child,
             port,
             log_path,
             dir,
-        };
-        server.wait_ready(ready_path, Duration::from_secs(60));
-        server
+        }
     }
 
     fn wait_ready(&mut self, path: &str, timeout: Duration) {
+        let port = self.port;
+        self.wait_until(&format!("answer GET {path}"), timeout, || {
+            matches!(http::request(port, "GET", path, &[], b""), Ok((status, _)) if status < 500)
+        });
+    }
+
+    /// Polls `ready` until it holds; panics with the log if the server exits or `timeout` passes.
+    fn wait_until(&mut self, what: &str, timeout: Duration, mut ready: impl FnMut() -> bool) {
         let started = Instant::now();
         loop {
             if let Ok(Some(status)) = self.child.try_wait() {
@@ -65,14 +80,12 @@ impl Server {
                     self.log()
                 );
             }
-            if let Ok((status, _)) = http::request(self.port, "GET", path, &[], b"")
-                && status < 500
-            {
+            if ready() {
                 return;
             }
             if started.elapsed() > timeout {
                 panic!(
-                    "{} did not answer GET {path} on port {} within {timeout:?}; its log:\n{}",
+                    "{} did not {what} on port {} within {timeout:?}; its log:\n{}",
                     self.name,
                     self.port,
                     self.log()
@@ -371,4 +384,280 @@ impl Default for TestCa {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// The superuser [`Postgres`] is initialised with.
+pub const PG_USER: &str = "postgres";
+/// Its password; TCP connections must give it (scram-sha-256, as production servers ask). It
+/// holds `/` and `@` so that every URI that carries it has to percent-encode it.
+pub const PG_PASSWORD: &str = "ice/berg@pg";
+/// [`PG_PASSWORD`] percent-encoded, as it appears in URIs.
+pub const PG_PASSWORD_IN_URI: &str = "ice%2Fberg%40pg";
+
+/// PostgreSQL initialised by `initdb` into a temporary directory and listening on a free
+/// 127.0.0.1 port, with its unix socket inside that directory. Tests create a database of their
+/// own with [`Postgres::create_database`]. When the tests run as root (as CI does) the server
+/// runs as [`tools::pg_user`], since PostgreSQL refuses root. Stopped when dropped (an immediate
+/// shutdown, which leaves no shared memory behind as a SIGKILL would).
+pub struct Postgres {
+    /// The running postmaster.
+    pub server: Server,
+    tools: PgTools,
+    ca: Option<PathBuf>,
+}
+
+/// How to run PostgreSQL's programs: where they are and as whom.
+struct PgTools {
+    bin: PathBuf,
+    /// (uid, gid) to switch to when running as root.
+    run_as: Option<(u32, u32)>,
+    /// Where the server programs start (the user they run as may not reach the caller's).
+    cwd: PathBuf,
+}
+
+impl PgTools {
+    fn command(&self, name: &str) -> Command {
+        let mut cmd = Command::new(self.bin.join(name));
+        cmd.current_dir(&self.cwd);
+        if let Some((uid, gid)) = self.run_as {
+            // std drops the supplementary groups too when switching away from root.
+            cmd.uid(uid).gid(gid);
+        }
+        cmd
+    }
+
+    fn give(&self, path: &Path) {
+        if let Some((uid, gid)) = self.run_as {
+            std::os::unix::fs::chown(path, Some(uid), Some(gid))
+                .unwrap_or_else(|e| panic!("chown {} to {uid}:{gid}: {e}", path.display()));
+        }
+    }
+}
+
+impl Postgres {
+    /// Starts a server that accepts TCP connections with the password, without TLS.
+    pub fn start() -> Self {
+        Self::launch(false)
+    }
+
+    /// Starts a server that accepts TCP connections only over TLS, with a certificate for
+    /// 127.0.0.1 and localhost signed by a CA generated for it ([`Postgres::ca_cert`]).
+    pub fn start_tls() -> Self {
+        Self::launch(true)
+    }
+
+    fn launch(tls: bool) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let tools = PgTools {
+            bin: tools::pg_bin(),
+            run_as: pg_run_as(),
+            cwd: dir.path().to_path_buf(),
+        };
+        let data = dir.path().join("data");
+        let socket = dir.path().join("socket");
+        std::fs::create_dir(&socket).expect("mkdir socket dir");
+        let pwfile = dir.path().join("pwfile");
+        std::fs::write(&pwfile, PG_PASSWORD).expect("write pwfile");
+        for path in [dir.path(), &socket, &pwfile] {
+            tools.give(path);
+        }
+        let out = tools
+            .command("initdb")
+            .arg("-D")
+            .arg(&data)
+            .args(["-U", PG_USER, "--pwfile"])
+            .arg(&pwfile)
+            .args([
+                "--auth-local=trust",
+                "--auth-host=scram-sha-256",
+                "--encoding=UTF8",
+                "--no-locale",
+                // A test cluster need not survive a power cut.
+                "--no-sync",
+            ])
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {}/initdb: {e}", tools.bin.display()));
+        assert!(
+            out.status.success(),
+            "initdb failed ({}){}:\n{}{}",
+            out.status,
+            match tools.run_as {
+                Some(_) => format!(
+                    " as user {} (it must be able to reach {})",
+                    tools::pg_user(),
+                    dir.path().display()
+                ),
+                None => String::new(),
+            },
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let _ = std::fs::remove_file(&pwfile);
+
+        let port = free_port();
+        let mut cmd = tools.command("postgres");
+        cmd.arg("-D")
+            .arg(&data)
+            .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-k"])
+            .arg(&socket)
+            // Durability is not under test; commit semantics are unchanged.
+            .args(["-c", "fsync=off", "-c", "full_page_writes=off"])
+            .args(["-c", "synchronous_commit=off"]);
+        let mut ca = None;
+        if tls {
+            let tls_dir = dir.path().join("tls");
+            let (ca_cert, cert, key) = tls_files(&tls_dir);
+            for path in [&tls_dir, &cert, &key] {
+                tools.give(path);
+            }
+            // Only TLS connections over TCP: a client that silently fell back to plain text
+            // is refused rather than passing the test.
+            std::fs::write(
+                data.join("pg_hba.conf"),
+                "local all all trust\nhostssl all all 127.0.0.1/32 scram-sha-256\n",
+            )
+            .expect("write pg_hba.conf");
+            cmd.args(["-c", "ssl=on"])
+                .arg("-c")
+                .arg(format!("ssl_cert_file={}", cert.display()))
+                .arg("-c")
+                .arg(format!("ssl_key_file={}", key.display()));
+            ca = Some(ca_cert);
+        }
+        let mut server = Server::spawn("postgres", cmd, port, dir);
+        let isready = tools.bin.join("pg_isready");
+        server.wait_until("accept connections", Duration::from_secs(60), || {
+            Command::new(&isready)
+                .arg("-h")
+                .arg(&socket)
+                .args([
+                    "-p",
+                    &port.to_string(),
+                    "-U",
+                    PG_USER,
+                    "-d",
+                    "postgres",
+                    "-q",
+                ])
+                .status()
+                .is_ok_and(|s| s.success())
+        });
+        Postgres { server, tools, ca }
+    }
+
+    /// Creates database `name` and returns its SQLAlchemy URI (what PyIceberg's `SqlCatalog`
+    /// and our `sql` catalog both take), with the password percent-encoded.
+    pub fn create_database(&self, name: &str) -> String {
+        let out = Command::new(self.tools.bin.join("createdb"))
+            .arg("-h")
+            .arg(self.socket_dir())
+            .args(["-p", &self.server.port.to_string(), "-U", PG_USER, name])
+            .output()
+            .expect("run createdb");
+        assert!(
+            out.status.success(),
+            "createdb {name} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        self.uri(name)
+    }
+
+    /// `postgresql+psycopg2://postgres:<password>@127.0.0.1:<port>/<database>`.
+    pub fn uri(&self, database: &str) -> String {
+        format!(
+            "postgresql+psycopg2://{PG_USER}:{PG_PASSWORD_IN_URI}@127.0.0.1:{}/{database}",
+            self.server.port
+        )
+    }
+
+    /// The CA that signed the server's certificate ([`Postgres::start_tls`] only).
+    pub fn ca_cert(&self) -> Option<&Path> {
+        self.ca.as_deref()
+    }
+
+    fn socket_dir(&self) -> PathBuf {
+        self.server.dir.path().join("socket")
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        // `pg_ctl stop -m immediate` is SIGQUIT: the server and its backends exit at once and
+        // release their shared memory. Server's own drop then reaps it and prints the log.
+        let _ = self
+            .tools
+            .command("pg_ctl")
+            .arg("stop")
+            .arg("-D")
+            .arg(self.server.dir.path().join("data"))
+            .args(["-m", "immediate", "-w", "-t", "20"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// The user to run PostgreSQL as: `None` unless we are root.
+fn pg_run_as() -> Option<(u32, u32)> {
+    let id = |args: &[&str]| -> Option<u32> {
+        let out = Command::new("id").args(args).output().ok()?;
+        if !out.status.success() {
+            return None;
+        }
+        String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+    };
+    if id(&["-u"]).expect("run `id -u`") != 0 {
+        return None;
+    }
+    let user = tools::pg_user();
+    match (id(&["-u", &user]), id(&["-g", &user])) {
+        (Some(uid), Some(gid)) if uid != 0 => Some((uid, gid)),
+        _ => panic!(
+            "PostgreSQL refuses to run as root and the tests run as root, but user '{user}' \
+             does not exist (or is root): create it with `useradd --system --user-group \
+             --no-create-home {user}` (scripts/test does) or set ICEBERG_OPS_PG_USER to another \
+             non-root user"
+        ),
+    }
+}
+
+/// A CA and a server certificate for 127.0.0.1/localhost it signed, made with `openssl` in
+/// `dir`: (CA certificate, server certificate, server key).
+fn tls_files(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    std::fs::create_dir_all(dir).expect("mkdir tls");
+    std::fs::write(
+        dir.join("server.ext"),
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n",
+    )
+    .expect("write server.ext");
+    // Run in `dir`, so every file is named relative to it.
+    let openssl = |args: &str| {
+        let out = Command::new("openssl")
+            .args(args.split_whitespace())
+            .current_dir(dir)
+            .output()
+            .unwrap_or_else(|e| {
+                panic!("cannot run openssl ({e}); install it (Debian: apt-get install openssl)")
+            });
+        assert!(
+            out.status.success(),
+            "openssl {args} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let p256 = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+    openssl(&format!(
+        "req -x509 -days 2 {p256} -subj /CN=iceberg-ops-test-CA -keyout ca.key -out ca.crt"
+    ));
+    openssl(&format!(
+        "req {p256} -subj /CN=127.0.0.1 -keyout server.key -out server.csr"
+    ));
+    openssl(
+        "x509 -req -days 2 -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial \
+         -extfile server.ext -out server.crt",
+    );
+    let key = dir.join("server.key");
+    // PostgreSQL refuses a key others can read.
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).expect("chmod key");
+    (dir.join("ca.crt"), dir.join("server.crt"), key)
 }

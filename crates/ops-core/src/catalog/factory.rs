@@ -229,6 +229,15 @@ pub async fn open_settings(settings: CatalogSettings) -> Result<CatalogHandle> {
         source: Box::new(source),
     };
     tracing::debug!(catalog = %name, kind = %settings.kind, "opening catalog");
+    if settings.kind == CatalogKind::Sql
+        && let Some(uri) = props.get("uri").filter(|u| u.starts_with("postgres://"))
+        && let Err(reason) = postgres_reachable(uri).await
+    {
+        return Err(open_err(iceberg::Error::new(
+            iceberg::ErrorKind::Unexpected,
+            reason,
+        )));
+    }
     let catalog = match settings.kind {
         CatalogKind::Sql => {
             load(
@@ -277,6 +286,41 @@ pub async fn open_settings(settings: CatalogSettings) -> Result<CatalogHandle> {
         settings,
         committer: Arc::default(),
     })
+}
+
+/// How long [`postgres_reachable`] waits for a server that neither answers nor refuses.
+const POSTGRES_CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// One direct connection to the server a `sql` catalog's URI names. sqlx's pool (which
+/// iceberg-catalog-sql opens) retries a refused connection until its 30 s acquire timeout and
+/// then reports only "pool timed out"; this turns an unreachable server into a prompt error that
+/// says where it looked. Every other failure (password, database, TLS) is left to the catalog's
+/// own connection, whose errors already say what is wrong.
+async fn postgres_reachable(uri: &str) -> std::result::Result<(), String> {
+    use sqlx::{ConnectOptions, Connection};
+    let Ok(options) = sqlx::postgres::PgConnectOptions::from_str(uri) else {
+        return Ok(());
+    };
+    // Host and port only: the URI may carry a password.
+    let address = format!("{}:{}", options.get_host(), options.get_port());
+    let unreachable = |why: String| {
+        format!(
+            "cannot reach PostgreSQL at {address}: {why}; check the host and port in `uri` and \
+             that the server is running"
+        )
+    };
+    match tokio::time::timeout(POSTGRES_CONNECT_TIMEOUT, options.connect()).await {
+        Ok(Ok(connection)) => {
+            let _ = connection.close().await;
+            Ok(())
+        }
+        Ok(Err(sqlx::Error::Io(e))) => Err(unreachable(e.to_string())),
+        Ok(Err(_)) => Ok(()),
+        Err(_) => Err(unreachable(format!(
+            "no answer within {}s",
+            POSTGRES_CONNECT_TIMEOUT.as_secs()
+        ))),
+    }
 }
 
 async fn load<B>(
