@@ -3,6 +3,7 @@
 mod catalogs;
 mod commit_layer;
 mod common;
+mod corpus;
 mod datamig;
 mod datamig_copy;
 mod datamig_sources;
