@@ -6,6 +6,7 @@ mod common;
 mod corpus;
 mod datamig;
 mod datamig_copy;
+mod datamig_migrator;
 mod datamig_sources;
 mod filters;
 mod ops;
