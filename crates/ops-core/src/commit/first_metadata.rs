@@ -107,7 +107,7 @@ fn with_ids(
         .add_unbound_fields(spec.fields().iter().cloned())?
         .build()?;
     // Unsorted is the only order create_dest gives; a sort order would name renumbered ids.
-    if base.default_sort_order().fields.iter().next().is_some() {
+    if !base.default_sort_order().fields.is_empty() {
         return Err(Error::InvalidInput(format!(
             "{base_location}: a table created with a sort order cannot have its field ids chosen"
         )));
