@@ -1,86 +1,60 @@
-//! ops-s3tables end to end: the emulator migrates a partitioned Glue/Parquet table in moto into
-//! moto S3 Tables, driven by the guard (the runbook), and the result is read back through
-//! iceberg-catalog-s3tables.
+//! ops-s3tables end to end: the emulator (HTTPS, SigV4 verified, requests validated against the
+//! service model) migrates a partitioned Glue/Parquet table in moto into moto S3 Tables, driven
+//! by the guard (the runbook), and the result is read back through iceberg-catalog-s3tables.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use arrow_array::{ArrayRef, Int16Array, Int64Array, RecordBatch, StringArray};
 use aws_credential_types::Credentials;
 use iceberg::{NamespaceIdent, TableIdent};
 use ops_s3tables::aws::AwsRest;
-use ops_s3tables::emulator::{Emulator, EmulatorConfig};
-use ops_s3tables::guard::{GuardError, MigrationGuard, WaitPolicy};
+use ops_s3tables::guard::{Confirmation, GuardError, MigrationGuard, WaitPolicy};
 use ops_s3tables::model::*;
 use ops_s3tables::review::TransformationClass;
-use ops_s3tables::{S3TablesClient, Signer};
-use ops_tests::servers::{AWS_KEY, AWS_REGION, AWS_SECRET, Moto};
-use parquet::arrow::ArrowWriter;
+use ops_s3tables::{Error, S3TablesClient, Signer};
+use ops_tests::s3tables::{
+    ACCOUNT, EmulatorServer, REFUSED_ROLE, REGIONS, ROLE, glue_orders_table, moto_for_migration,
+    orders_parquet, signer,
+};
+use ops_tests::servers::{AWS_KEY, AWS_REGION, Moto};
 use serde_json::{Value, json};
 
 use crate::common::{aws_props, init_tracing, open, scan_json};
 
 type TestResult = anyhow::Result<()>;
 
-const ACCOUNT: &str = "123456789012";
-const ROLE: &str = "arn:aws:iam::123456789012:role/migration";
-const REFUSED_ROLE: &str = "arn:aws:iam::123456789012:role/untrusted";
-
 struct Env {
     moto: Moto,
     aws: AwsRest,
     guard: MigrationGuard,
+    emulator: EmulatorServer,
     bucket_arn: String,
-    _server: tokio::task::JoinHandle<()>,
 }
 
-fn signer() -> Signer {
-    Signer::new(
-        Credentials::new(AWS_KEY, AWS_SECRET, None, None, "test"),
-        AWS_REGION,
-        "s3tables",
-    )
-}
-
-/// moto with bucket `lake` (source), `reports`, table bucket `tables` with namespace `mig`, and the
-/// emulator in front of it.
+/// moto with bucket `lake` (source), `reports`, table bucket `tables` with namespace `mig`, and
+/// the emulator in front of it over HTTPS.
 async fn env() -> anyhow::Result<Env> {
+    env_stepping(Duration::from_millis(20)).await
+}
+
+async fn env_stepping(step: Duration) -> anyhow::Result<Env> {
     init_tracing();
     let moto = Moto::start();
-    moto.create_bucket("lake");
-    moto.create_bucket("reports");
-    let bucket_arn = moto.create_table_bucket("tables");
+    let bucket_arn = moto_for_migration(&moto);
     let endpoint = moto.endpoint();
     let aws = AwsRest::new(&signer(), &endpoint, &endpoint);
-    let dest = open("dest", &destination_props(&moto, &bucket_arn)).await?;
-    dest.catalog()
-        .create_namespace(&NamespaceIdent::new("mig".into()), Default::default())
-        .await?;
-    let (status, v) = aws
-        .glue("CreateDatabase", &json!({"DatabaseInput": {"Name": "db"}}))
-        .await?;
-    anyhow::ensure!(status == 200, "CreateDatabase: {v}");
-    let emulator = Emulator::new(EmulatorConfig {
-        moto_endpoint: endpoint.clone(),
-        signer: signer(),
-        access_key_id: AWS_KEY.into(),
-        secret_access_key: AWS_SECRET.into(),
-        refuse_roles: vec![REFUSED_ROLE.into()],
-        step_delay: Duration::from_millis(20),
-    });
-    let (addr, server) = emulator.serve(([127, 0, 0, 1], 0).into()).await?;
-    let client = S3TablesClient::new(format!("http://{addr}"), signer());
-    let guard = MigrationGuard::new(client, aws.clone()).with_wait(WaitPolicy {
+    let emulator = EmulatorServer::start(&moto, step).await;
+    let guard = MigrationGuard::new(emulator.client(signer()), aws.clone()).with_wait(WaitPolicy {
         planning_interval: Duration::from_millis(50),
         migrating_interval: Duration::from_millis(50),
         stuck_after: Duration::from_secs(60),
+        copy_bytes_per_sec: 1024 * 1024,
     });
     Ok(Env {
         moto,
         aws,
         guard,
+        emulator,
         bucket_arn,
-        _server: server,
     })
 }
 
@@ -94,80 +68,6 @@ fn destination_props(moto: &Moto, bucket_arn: &str) -> std::collections::BTreeMa
             ("s3tables.endpoint", &endpoint),
         ],
     )
-}
-
-fn parquet(ids: &[i64], qty: &[i16], code: &[&str], amount: &[i64]) -> anyhow::Result<Vec<u8>> {
-    let batch = RecordBatch::try_from_iter(vec![
-        ("id", Arc::new(Int64Array::from(ids.to_vec())) as ArrayRef),
-        ("qty", Arc::new(Int16Array::from(qty.to_vec())) as ArrayRef),
-        (
-            "code",
-            Arc::new(StringArray::from(code.to_vec())) as ArrayRef,
-        ),
-        (
-            "amount",
-            Arc::new(Int64Array::from(amount.to_vec())) as ArrayRef,
-        ),
-    ])?;
-    let mut out = Vec::new();
-    let mut w = ArrowWriter::try_new(&mut out, batch.schema(), None)?;
-    w.write(&batch)?;
-    w.close()?;
-    Ok(out)
-}
-
-const REGIONS: [&str; 3] = ["us", "eu", "apac"];
-
-/// Glue table `db.<name>` over `s3://lake/<name>/region=<r>/`, one Parquet object per region
-/// (when `with_data`); columns id bigint, qty smallint (widens), code char(3) (converts),
-/// amount bigint; partition key region.
-async fn glue_table(aws: &AwsRest, name: &str, with_data: bool) -> anyhow::Result<()> {
-    let columns = json!([
-        {"Name": "id", "Type": "bigint"},
-        {"Name": "qty", "Type": "smallint"},
-        {"Name": "code", "Type": "char(3)"},
-        {"Name": "amount", "Type": "bigint"}
-    ]);
-    let sd = |loc: String| {
-        json!({"Columns": columns, "Location": loc,
-               "InputFormat": "org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat",
-               "SerdeInfo": {"SerializationLibrary":
-                   "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe"}})
-    };
-    let (status, v) = aws
-        .glue(
-            "CreateTable",
-            &json!({"DatabaseName": "db", "TableInput": {
-                "Name": name, "TableType": "EXTERNAL_TABLE",
-                "StorageDescriptor": sd(format!("s3://lake/{name}/")),
-                "PartitionKeys": [{"Name": "region", "Type": "string"}],
-                "Parameters": {"classification": "parquet"}}}),
-        )
-        .await?;
-    anyhow::ensure!(status == 200, "CreateTable: {v}");
-    for (i, r) in REGIONS.iter().enumerate() {
-        let loc = format!("s3://lake/{name}/region={r}/");
-        let (status, v) = aws
-            .glue(
-                "CreatePartition",
-                &json!({"DatabaseName": "db", "TableName": name,
-                        "PartitionInput": {"Values": [r], "StorageDescriptor": sd(loc)}}),
-            )
-            .await?;
-        anyhow::ensure!(status == 200, "CreatePartition: {v}");
-        if with_data {
-            let base = i as i64 * 10;
-            let body = parquet(
-                &[base + 1, base + 2],
-                &[1, 2],
-                &["abc", "de"],
-                &[100 + base, 200 + base],
-            )?;
-            aws.put_object("lake", &format!("{name}/region={r}/part-0.parquet"), body)
-                .await?;
-        }
-    }
-    Ok(())
 }
 
 fn start_request(
@@ -218,6 +118,23 @@ fn output() -> MigrationOutputConfiguration {
     }
 }
 
+fn sync_request(table_arn: &str) -> SyncTableMigrationRequest {
+    SyncTableMigrationRequest {
+        role_arn: ROLE.into(),
+        table_arn: table_arn.into(),
+        review_migration_plan: None,
+        migration_output: output(),
+    }
+}
+
+/// The confirmation the orders table's plan needs: `code` (char(3)) converts.
+fn converted_code() -> Confirmation {
+    Confirmation {
+        data_loss: vec![],
+        converted: vec!["code".into()],
+    }
+}
+
 async fn destination_rows(env: &Env, name: &str) -> anyhow::Result<(i64, Vec<Value>)> {
     let dest = open("dest", &destination_props(&env.moto, &env.bucket_arn)).await?;
     let table = dest
@@ -250,7 +167,7 @@ fn expected_rows(extra: &[(i64, &str, i64)]) -> Vec<Value> {
 #[tokio::test(flavor = "multi_thread")]
 async fn start_review_approve_complete_and_sync() -> TestResult {
     let env = env().await?;
-    glue_table(&env.aws, "orders", true).await?;
+    glue_orders_table(&env.moto, "orders", true);
     let started = env
         .guard
         .start(start_request(&env, "orders", "orders", None, None))
@@ -276,6 +193,14 @@ async fn start_review_approve_complete_and_sync() -> TestResult {
             .checksum_crc64_nvme
             .is_some()
     );
+    // The service fills in the settings' defaults.
+    let compaction = planned
+        .data_migration
+        .maintenance_settings
+        .iceberg_compaction
+        .clone()
+        .unwrap_or_default();
+    assert_eq!(compaction.target_file_size_mb, Some(512));
 
     let (_, review) = env.guard.review(&started.migration_id).await?;
     assert_eq!(
@@ -296,7 +221,19 @@ async fn start_review_approve_complete_and_sync() -> TestResult {
     );
     assert!(review.data_loss.is_empty());
 
-    let (_, approved) = env.guard.approve(&started.migration_id, false).await?;
+    // The converted column must be confirmed by name.
+    let unconfirmed = env
+        .guard
+        .approve(&started.migration_id, &Confirmation::default())
+        .await;
+    assert!(
+        matches!(unconfirmed, Err(GuardError::NotConfirmed { .. })),
+        "{unconfirmed:?}"
+    );
+    let (_, approved) = env
+        .guard
+        .approve(&started.migration_id, &converted_code())
+        .await?;
     assert_eq!(approved.state, MigrationState::Queued);
     let done = env.guard.wait(&started.migration_id, true).await?;
     assert_eq!(done.state, MigrationState::Succeeded);
@@ -314,68 +251,67 @@ async fn start_review_approve_complete_and_sync() -> TestResult {
         Some("migration.s3tables.amazonaws.com")
     );
 
-    // Sync after appending one object moves only that object.
-    env.aws
-        .put_object(
-            "lake",
-            "orders/region=eu/part-1.parquet",
-            parquet(&[99], &[7], &["new"], &[999])?,
-        )
-        .await?;
-    let sync = env
-        .guard
-        .sync(SyncTableMigrationRequest {
-            role_arn: ROLE.into(),
-            table_arn: table_arn.clone(),
-            review_migration_plan: None,
-            migration_output: output(),
-        })
-        .await?;
+    // Sync after appending one object migrates only that object; its statistics cover the
+    // whole table (the three objects migrated before count).
+    env.moto.put_object(
+        "lake",
+        "orders/region=eu/part-1.parquet",
+        &orders_parquet(&[99], &[7], &["new"], &[999]),
+    );
+    // What Hive hides is not part of the table.
+    env.moto.put_object(
+        "lake",
+        "orders/region=eu/.hive-staging_hive_1/-ext-10000/part-9.parquet",
+        &orders_parquet(&[98], &[7], &["new"], &[998]),
+    );
+    let sync = env.guard.sync(sync_request(&table_arn)).await?;
     assert_ne!(sync.migration_id, started.migration_id);
     let sync_planned = env.guard.wait(&sync.migration_id, false).await?;
     assert_eq!(sync_planned.state, MigrationState::PendingReview);
     assert_eq!(
-        sync_planned.planning_stats.and_then(|p| p.objects_planned),
-        Some(1)
+        sync_planned
+            .planning_stats
+            .clone()
+            .and_then(|p| p.objects_planned),
+        Some(4)
     );
-    env.guard.approve(&sync.migration_id, false).await?;
-    let synced = env.guard.wait(&sync.migration_id, true).await?;
     assert_eq!(
-        synced.migration_stats.and_then(|s| s.objects_migrated),
+        sync_planned
+            .migration_stats
+            .clone()
+            .and_then(|s| s.objects_pending_migration),
         Some(1)
     );
+    env.guard
+        .approve(&sync.migration_id, &converted_code())
+        .await?;
+    let synced = env.guard.wait(&sync.migration_id, true).await?;
+    let stats = synced.migration_stats.clone().unwrap_or_default();
+    assert_eq!(stats.objects_migrated, Some(4));
+    assert_eq!(stats.objects_pending_migration, Some(0));
 
     let (rows, data) = destination_rows(&env, "orders").await?;
     assert_eq!(data, expected_rows(&[(99, "eu", 999)]));
-    let outcome = env.guard.complete(&sync.migration_id, rows).await?;
+    // Complete names the first migration; the table's latest (the sync) succeeded.
+    let outcome = env.guard.complete(&started.migration_id, rows).await?;
     assert!(outcome.completed_now);
     assert_eq!(outcome.rows, 7);
-    // A second complete is "already done", and a sync after complete is refused (400).
+    // A second complete is "already done" (the table is no longer managed), and a sync after
+    // complete is refused (400).
     let again = env.guard.complete(&sync.migration_id, rows).await?;
     assert!(!again.completed_now);
-    let err = env
-        .guard
-        .sync(SyncTableMigrationRequest {
-            role_arn: ROLE.into(),
-            table_arn,
-            review_migration_plan: None,
-            migration_output: output(),
-        })
-        .await;
+    let err = env.guard.sync(sync_request(&table_arn)).await;
     assert!(
-        matches!(
-            err,
-            Err(GuardError::Client(ops_s3tables::Error::BadRequest { .. }))
-        ),
+        matches!(err, Err(GuardError::Client(Error::BadRequest { .. }))),
         "{err:?}"
     );
     Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn set_null_needs_confirmation_and_missing_report_stops() -> TestResult {
+async fn set_null_needs_named_confirmation_and_a_missing_report_stops() -> TestResult {
     let env = env().await?;
-    glue_table(&env.aws, "narrow", true).await?;
+    glue_orders_table(&env.moto, "narrow", true);
     let field = |id: i32, name: &str, ty: &str| SchemaV2Field {
         id,
         name: name.into(),
@@ -384,7 +320,7 @@ async fn set_null_needs_confirmation_and_missing_report_stops() -> TestResult {
         doc: None,
     };
     let schema = IcebergSchemaV2 {
-        r#type: "struct".into(),
+        r#type: SchemaV2FieldType::Struct,
         fields: vec![
             field(1, "id", "long"),
             field(2, "qty", "int"),
@@ -392,13 +328,28 @@ async fn set_null_needs_confirmation_and_missing_report_stops() -> TestResult {
             field(4, "amount", "int"),
             field(5, "region", "string"),
         ],
-        schema_id: None,
+        schema_id: Some(0),
         identifier_field_ids: None,
     };
     let policies = MigrationPolicies {
         unmatched_source_fields_policy: None,
         incompatible_values_policy: Some(IncompatibleValuesPolicy::SetNull),
     };
+    // Without review nobody would confirm the loss: refused before anything is sent.
+    let mut unreviewed = start_request(
+        &env,
+        "narrow",
+        "narrow",
+        Some(policies.clone()),
+        Some(schema.clone()),
+    );
+    unreviewed.review_migration_plan = Some(false);
+    let refused = env.guard.start(unreviewed).await;
+    assert!(
+        matches!(refused, Err(GuardError::ReviewRequired { .. })),
+        "{refused:?}"
+    );
+
     let started = env
         .guard
         .start(start_request(
@@ -411,12 +362,19 @@ async fn set_null_needs_confirmation_and_missing_report_stops() -> TestResult {
         .await?;
     let planned = env.guard.wait(&started.migration_id, false).await?;
     assert_eq!(planned.state, MigrationState::PendingReview);
-    let err = env.guard.approve(&started.migration_id, false).await;
-    match err {
-        Err(GuardError::DataLossNotConfirmed { losses, .. }) => {
-            assert!(losses.iter().any(|l| l.contains("amount")), "{losses:?}");
+    for confirm in [
+        converted_code(),
+        Confirmation {
+            data_loss: vec!["amount".into(), "qty".into()],
+            converted: vec!["code".into()],
+        },
+    ] {
+        match env.guard.approve(&started.migration_id, &confirm).await {
+            Err(e @ GuardError::NotConfirmed { .. }) => {
+                assert!(e.to_string().contains("--confirm-data-loss amount"), "{e}")
+            }
+            other => anyhow::bail!("expected NotConfirmed, got {other:?}"),
         }
-        other => anyhow::bail!("expected DataLossNotConfirmed, got {other:?}"),
     }
     // Still pendingReview: nothing was approved.
     let m = env
@@ -426,7 +384,7 @@ async fn set_null_needs_confirmation_and_missing_report_stops() -> TestResult {
         .await?;
     assert_eq!(m.state, MigrationState::PendingReview);
 
-    // With the report gone the guard cannot verify and stops.
+    // With the report gone the guard cannot verify and stops, confirmation or not.
     let key = m
         .migration_output
         .table_compatibility_report
@@ -434,7 +392,11 @@ async fn set_null_needs_confirmation_and_missing_report_stops() -> TestResult {
         .clone()
         .unwrap_or_default();
     env.aws.delete_object("reports", &key).await?;
-    let err = env.guard.approve(&started.migration_id, true).await;
+    let all = Confirmation {
+        data_loss: vec!["amount".into()],
+        converted: vec!["code".into()],
+    };
+    let err = env.guard.approve(&started.migration_id, &all).await;
     assert!(
         matches!(err, Err(GuardError::CannotVerify { .. })),
         "{err:?}"
@@ -460,16 +422,25 @@ async fn failure_of(
 #[tokio::test(flavor = "multi_thread")]
 async fn failure_codes_reach_the_operator_with_advice() -> TestResult {
     let env = env().await?;
-    let (code, advice) = failure_of(&env, start_request(&env, "missing", "a", None, None)).await?;
+    let (code, advice) = failure_of(&env, start_request(&env, "late", "a", None, None)).await?;
     assert_eq!(code, MigrationFailureCode::ResourceNotFound);
     assert!(advice.contains("start a new migration"), "{advice}");
+    // Planning failed before creating the table: once the cause is fixed, the same destination
+    // can be started afresh.
+    glue_orders_table(&env.moto, "late", true);
+    let fresh = env
+        .guard
+        .start(start_request(&env, "late", "a", None, None))
+        .await?;
+    let planned = env.guard.wait(&fresh.migration_id, false).await?;
+    assert_eq!(planned.state, MigrationState::PendingReview);
 
-    glue_table(&env.aws, "empty", false).await?;
+    glue_orders_table(&env.moto, "empty", false);
     let (code, advice) = failure_of(&env, start_request(&env, "empty", "b", None, None)).await?;
     assert_eq!(code, MigrationFailureCode::SourceNotSupported);
     assert!(advice.contains("EMPTY_TABLE"), "{advice}");
 
-    glue_table(&env.aws, "src", true).await?;
+    glue_orders_table(&env.moto, "src", true);
     let mut refused = start_request(&env, "src", "c", None, None);
     refused.role_arn = REFUSED_ROLE.into();
     let (code, advice) = failure_of(&env, refused).await?;
@@ -501,8 +472,8 @@ async fn failure_codes_reach_the_operator_with_advice() -> TestResult {
     assert_eq!(code, MigrationFailureCode::TableCompatibilityReport);
     assert!(advice.contains("already exists"), "{advice}");
 
-    // Sync is refused while a migration into the table is pending review; a cancel keeps
-    // the table and the advice is to resume with sync.
+    // Sync is refused while a migration into the table is pending review; a cancel goes
+    // through cancelling, keeps the table, and the advice is to resume with sync.
     let pending = env
         .guard
         .start(start_request(&env, "src", "e", None, None))
@@ -510,49 +481,43 @@ async fn failure_codes_reach_the_operator_with_advice() -> TestResult {
     let at_review = env.guard.wait(&pending.migration_id, false).await?;
     let refused = env
         .guard
-        .sync(SyncTableMigrationRequest {
-            role_arn: ROLE.into(),
-            table_arn: at_review.table_arn.clone().unwrap_or_default(),
-            review_migration_plan: None,
-            migration_output: output(),
-        })
+        .sync(sync_request(
+            &at_review.table_arn.clone().unwrap_or_default(),
+        ))
         .await;
     assert!(
         matches!(refused, Err(GuardError::WrongState { .. })),
         "{refused:?}"
     );
     let cancelled = env.guard.cancel(&pending.migration_id).await?;
-    assert_eq!(cancelled.state, MigrationState::Cancelled);
+    assert_eq!(cancelled.state, MigrationState::Cancelling);
     match env.guard.wait(&pending.migration_id, true).await {
-        Err(GuardError::Ended { advice, .. }) => {
+        Err(GuardError::Ended { advice, state, .. }) => {
+            assert_eq!(state, MigrationState::Cancelled);
             assert!(advice.contains("resume with sync"), "{advice}")
         }
         other => anyhow::bail!("expected cancelled, got {other:?}"),
     }
 
-    // An object overwritten in place before a sync.
+    // An object overwritten in place before a sync fails the sync, and then the first
+    // migration, though it succeeded, cannot be completed: the table's latest failed.
     let started = env
         .guard
         .start(start_request(&env, "src", "d", None, None))
         .await?;
     env.guard.wait(&started.migration_id, false).await?;
-    env.guard.approve(&started.migration_id, false).await?;
-    let done = env.guard.wait(&started.migration_id, true).await?;
-    env.aws
-        .put_object(
-            "lake",
-            "src/region=us/part-0.parquet",
-            parquet(&[5], &[5], &["zzz"], &[5])?,
-        )
+    env.guard
+        .approve(&started.migration_id, &converted_code())
         .await?;
+    let done = env.guard.wait(&started.migration_id, true).await?;
+    env.moto.put_object(
+        "lake",
+        "src/region=us/part-0.parquet",
+        &orders_parquet(&[5, 6], &[5, 6], &["zzz", "yyy"], &[5, 6]),
+    );
     let sync = env
         .guard
-        .sync(SyncTableMigrationRequest {
-            role_arn: ROLE.into(),
-            table_arn: done.table_arn.clone().unwrap_or_default(),
-            review_migration_plan: None,
-            migration_output: output(),
-        })
+        .sync(sync_request(&done.table_arn.clone().unwrap_or_default()))
         .await?;
     match env.guard.wait(&sync.migration_id, true).await {
         Err(GuardError::Ended { code, advice, .. }) => {
@@ -561,6 +526,202 @@ async fn failure_codes_reach_the_operator_with_advice() -> TestResult {
         }
         other => anyhow::bail!("expected objectCompatibilityReport, got {other:?}"),
     }
+    let (rows, _) = destination_rows(&env, "d").await?;
+    match env.guard.complete(&started.migration_id, rows).await {
+        Err(GuardError::WrongState { migration_id, .. }) => {
+            assert_eq!(migration_id, sync.migration_id)
+        }
+        other => anyhow::bail!("expected WrongState for the failed sync, got {other:?}"),
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cancel_finishes_the_object_in_progress_and_keeps_what_was_committed() -> TestResult {
+    let env = env_stepping(Duration::from_millis(400)).await?;
+    glue_orders_table(&env.moto, "slow", true);
+    let started = env
+        .guard
+        .start(start_request(&env, "slow", "slow", None, None))
+        .await?;
+    env.guard.wait(&started.migration_id, false).await?;
+    env.guard
+        .approve(&started.migration_id, &converted_code())
+        .await?;
+    let client = env.guard.client();
+    let migrated = |m: &GetTableMigrationResponse| {
+        m.migration_stats
+            .as_ref()
+            .and_then(|s| s.objects_migrated)
+            .unwrap_or(0)
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let m = client
+            .get_table_migration(Some(&started.migration_id), None)
+            .await?;
+        if m.state == MigrationState::Migrating && migrated(&m) >= 1 {
+            break;
+        }
+        anyhow::ensure!(
+            std::time::Instant::now() < deadline && !m.state.is_terminal(),
+            "never saw an object migrate: {m:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let cancelled = env.guard.cancel(&started.migration_id).await?;
+    assert_eq!(cancelled.state, MigrationState::Cancelling);
+    let seen = client
+        .get_table_migration(Some(&started.migration_id), None)
+        .await?;
+    assert_eq!(seen.state, MigrationState::Cancelling);
+    match env.guard.wait(&started.migration_id, true).await {
+        Err(GuardError::Ended { state, .. }) => assert_eq!(state, MigrationState::Cancelled),
+        other => anyhow::bail!("expected cancelled, got {other:?}"),
+    }
+    let end = client
+        .get_table_migration(Some(&started.migration_id), None)
+        .await?;
+    let k = migrated(&end);
+    assert!((1..3).contains(&k), "{end:?}");
+    assert_eq!(
+        end.migration_stats
+            .and_then(|s| s.objects_pending_migration),
+        Some(3 - k)
+    );
+    // What migrated before the cancel stays committed; the rest did not arrive.
+    let (rows, _) = destination_rows(&env, "slow").await?;
+    assert_eq!(rows, 2 * k);
+    Ok(())
+}
+
+/// A signed request to the emulator with a body the test writes by hand.
+async fn raw(env: &Env, method: &str, path: &str, body: &Value) -> anyhow::Result<(u16, Value)> {
+    let url = format!("{}{path}", env.emulator.endpoint);
+    let host = url
+        .trim_start_matches("https://")
+        .split('/')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let payload = if body.is_null() {
+        Vec::new()
+    } else {
+        body.to_string().into_bytes()
+    };
+    let mut headers = vec![("host", host.as_str())];
+    if !payload.is_empty() {
+        headers.push(("content-type", "application/json"));
+    }
+    let signed = signer().sign(method, &url, &headers, &payload).await?;
+    let http = env.guard.client().http().clone();
+    let mut req = http.request(method.parse()?, &url).body(payload);
+    for (k, v) in headers.iter().filter(|(k, _)| *k != "host") {
+        req = req.header(*k, *v);
+    }
+    for (k, v) in signed {
+        req = req.header(k, v);
+    }
+    let resp = req.send().await?;
+    let status = resp.status().as_u16();
+    let text = resp.text().await?;
+    Ok((status, serde_json::from_str(&text).unwrap_or(json!(text))))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_emulator_refuses_what_the_service_would() -> TestResult {
+    let env = env().await?;
+    glue_orders_table(&env.moto, "orders", true);
+    // A caller signing with the wrong secret, or an unknown key.
+    for creds in [
+        Credentials::new(AWS_KEY, "not-the-secret", None, None, "test"),
+        Credentials::new("AKIAUNKNOWN", "testing", None, None, "test"),
+    ] {
+        let stranger = env
+            .emulator
+            .client(Signer::new(creds, AWS_REGION, "s3tables"));
+        let err = stranger.get_table_migration(Some("m"), None).await;
+        assert!(matches!(err, Err(Error::Signature { .. })), "{err:?}");
+    }
+    // Plain HTTP to the HTTPS port gets no answer.
+    let plain = S3TablesClient::new(
+        env.emulator.endpoint.replace("https://", "http://"),
+        signer(),
+    )
+    .with_retry(ops_s3tables::RetryPolicy {
+        max_attempts: 1,
+        ..Default::default()
+    });
+    assert!(plain.get_table_migration(Some("m"), None).await.is_err());
+
+    // A sort order whose members are spelled camelCase, as the service model does not spell
+    // them: `order-id`, `source-id`, `null-order`.
+    let mut body = serde_json::to_value(start_request(&env, "orders", "o1", None, None))?;
+    body["destinationTable"]["schema"] = json!({"type": "struct",
+        "fields": [{"id": 1, "name": "id", "type": "long", "required": false}]});
+    body["destinationTable"]["icebergSortOrder"] = json!({"orderId": 1, "fields": [
+        {"sourceId": 1, "transform": "identity", "direction": "asc", "nullOrder": "nulls-first"}]});
+    let (status, v) = raw(&env, "POST", "/start-table-migration", &body).await?;
+    assert_eq!(status, 400, "{v}");
+    assert!(v["message"].to_string().contains("orderId"), "{v}");
+    // Spelled as the model says, it is accepted (and a sort field must name a schema column).
+    body["destinationTable"]["icebergSortOrder"] = json!({"order-id": 1, "fields": [
+        {"source-id": 9, "transform": "identity", "direction": "asc", "null-order": "nulls-first"}]});
+    let (status, v) = raw(&env, "POST", "/start-table-migration", &body).await?;
+    assert_eq!(status, 400, "{v}");
+    assert!(v["message"].to_string().contains("names no column"), "{v}");
+    body["destinationTable"]["icebergSortOrder"]["fields"][0]["source-id"] = json!(1);
+    let (status, v) = raw(&env, "POST", "/start-table-migration", &body).await?;
+    assert_eq!(status, 202, "{v}");
+    let id = v["migrationId"].as_str().unwrap_or_default().to_string();
+
+    // Enum values are exact: QUEUED is not queued.
+    let (status, v) = raw(
+        &env,
+        "POST",
+        &format!("/update-table-migration?migrationId={id}"),
+        &json!({"requestedState": "QUEUED"}),
+    )
+    .await?;
+    assert_eq!(status, 400, "{v}");
+    assert!(
+        v["message"]
+            .to_string()
+            .contains("enum value set: [queued, cancelled]"),
+        "{v}"
+    );
+    // A required member missing, an unknown member, a value out of range.
+    let mut no_role = serde_json::to_value(start_request(&env, "orders", "o2", None, None))?;
+    if let Some(o) = no_role.as_object_mut() {
+        o.remove("roleARN");
+    }
+    let (status, v) = raw(&env, "POST", "/start-table-migration", &no_role).await?;
+    assert_eq!(status, 400, "{v}");
+    let mut extra = serde_json::to_value(start_request(&env, "orders", "o3", None, None))?;
+    extra["migrationId"] = json!("mine");
+    let (status, v) = raw(&env, "POST", "/start-table-migration", &extra).await?;
+    assert_eq!(status, 400, "{v}");
+    let (status, v) = raw(
+        &env,
+        "GET",
+        &format!(
+            "/list-table-migrations?tableBucketARN={}&maxResults=5000",
+            {
+                let mut s = String::new();
+                for b in env.bucket_arn.bytes() {
+                    if b.is_ascii_alphanumeric() {
+                        s.push(b as char);
+                    } else {
+                        s.push_str(&format!("%{b:02X}"));
+                    }
+                }
+                s
+            }
+        ),
+        &Value::Null,
+    )
+    .await?;
+    assert_eq!(status, 400, "{v}");
     Ok(())
 }
 
@@ -618,9 +779,6 @@ async fn listing_pages_through_empty_pages() -> TestResult {
         .client()
         .list_table_migrations(&ListTableMigrationsRequest::default())
         .await;
-    assert!(
-        matches!(bare, Err(ops_s3tables::Error::BadRequest { .. })),
-        "{bare:?}"
-    );
+    assert!(matches!(bare, Err(Error::BadRequest { .. })), "{bare:?}");
     Ok(())
 }

@@ -1,8 +1,10 @@
 """moto_server for the iceberg-ops tests, with two S3 Tables responses corrected.
 
 moto 5.2.5 answers two S3 Tables calls in shapes aws-sdk-s3tables (which iceberg-catalog-s3tables
-uses) cannot parse:
-  * GetTable returns `managedByService` as a boolean; the service model says string.
+uses) cannot parse, or that the service model does not allow:
+  * GetTable returns `managedByService` as a boolean; the service model says string. It also
+    returns `modifiedBy` (required) and `metadataLocation` as null before the first commit: the
+    service sets `modifiedBy` to the creator and leaves out an absent `metadataLocation`.
   * UpdateTableMetadataLocation returns `namespace` as a string and `tableArn` instead of
     `tableARN`; the model says a list of strings and `tableARN`.
 Everything else is moto's own behaviour. Arguments are moto_server's (e.g. -H 127.0.0.1 -p 5000).
@@ -32,6 +34,10 @@ def _fix_get_table(data):
         data.pop("managedByService", None)
     elif managed is True:
         data["managedByService"] = "s3tables"
+    if data.get("modifiedBy") is None:
+        data["modifiedBy"] = data.get("createdBy")
+    if data.get("metadataLocation") is None:
+        data.pop("metadataLocation", None)
 
 
 def _fix_update_metadata_location(data):

@@ -6,6 +6,8 @@
 //! - [`servers::Moto`] — moto_server for S3, Glue and S3 Tables (through `tests/py/moto_server.py`,
 //!   which corrects two S3 Tables responses), with [`servers::Moto::reset`].
 //! - [`oracle::pyiceberg`] — runs a PyIceberg snippet against a catalog and returns its JSON.
+//! - [`servers::TestCa`] — a CA made for the test and server certificates it issues, for TLS.
+//! - [`s3tables`] — a Glue Hive/Parquet source in moto and the S3 Tables emulator over HTTPS.
 //! - [`fake_glue::FakeGlue`] — a Glue endpoint whose answers the test controls (moto's Glue
 //!   ignores `VersionId`), recording the `UpdateTable` requests it refuses.
 //!
@@ -18,5 +20,6 @@
 pub mod fake_glue;
 pub mod http;
 pub mod oracle;
+pub mod s3tables;
 pub mod servers;
 pub mod tools;

@@ -224,6 +224,68 @@ impl Moto {
         assert_eq!(status, 200, "create bucket {name}: {body}");
     }
 
+    /// Writes an S3 object.
+    pub fn put_object(&self, bucket: &str, key: &str, body: &[u8]) {
+        let auth = Self::signed_as("s3");
+        let (status, resp) = http::request(
+            self.server.port,
+            "PUT",
+            &format!("/{bucket}/{key}"),
+            &[("Authorization", &auth)],
+            body,
+        )
+        .expect("put object request");
+        assert_eq!(status, 200, "put s3://{bucket}/{key}: {resp}");
+    }
+
+    /// A Glue JSON 1.1 call (`AWSGlue.<action>`); panics unless it succeeds.
+    pub fn glue(&self, action: &str, body: &serde_json::Value) -> serde_json::Value {
+        let auth = Self::signed_as("glue");
+        let target = format!("AWSGlue.{action}");
+        let (status, resp) = http::request(
+            self.server.port,
+            "POST",
+            "/",
+            &[
+                ("Authorization", &auth),
+                ("Content-Type", "application/x-amz-json-1.1"),
+                ("X-Amz-Target", &target),
+            ],
+            body.to_string().as_bytes(),
+        )
+        .expect("glue request");
+        assert_eq!(status, 200, "Glue {action}: {resp}");
+        serde_json::from_str(&resp).unwrap_or_default()
+    }
+
+    /// Creates a namespace in an S3 Tables table bucket.
+    pub fn create_namespace(&self, table_bucket_arn: &str, namespace: &str) {
+        let auth = Self::signed_as("s3tables");
+        let body = serde_json::json!({ "namespace": [namespace] }).to_string();
+        let arn: String = table_bucket_arn
+            .bytes()
+            .map(|b| {
+                if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                    (b as char).to_string()
+                } else {
+                    format!("%{b:02X}")
+                }
+            })
+            .collect();
+        let (status, resp) = http::request(
+            self.server.port,
+            "PUT",
+            &format!("/namespaces/{arn}"),
+            &[
+                ("Authorization", &auth),
+                ("Content-Type", "application/json"),
+            ],
+            body.as_bytes(),
+        )
+        .expect("create namespace request");
+        assert_eq!(status, 200, "create namespace {namespace}: {resp}");
+    }
+
     /// Creates an S3 Tables table bucket and returns its ARN.
     pub fn create_table_bucket(&self, name: &str) -> String {
         let auth = Self::signed_as("s3tables");
@@ -242,5 +304,71 @@ impl Moto {
         assert_eq!(status, 200, "create table bucket {name}: {resp}");
         let v: serde_json::Value = serde_json::from_str(&resp).expect("table bucket JSON");
         v["arn"].as_str().expect("arn in response").to_string()
+    }
+}
+
+/// A certificate authority made for one test, and server certificates it issues, so servers can
+/// speak TLS and clients trust exactly this CA (`AWS_CA_BUNDLE`, `ssl.cabundle`).
+pub struct TestCa {
+    params: rcgen::CertificateParams,
+    key: rcgen::KeyPair,
+    /// The CA certificate (PEM), what clients trust.
+    pub cert_pem: String,
+}
+
+/// A server certificate and its private key (PEM).
+pub struct ServerCert {
+    /// The certificate.
+    pub cert_pem: String,
+    /// The private key.
+    pub key_pem: String,
+}
+
+impl TestCa {
+    /// A new CA.
+    pub fn new() -> Self {
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA params");
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "iceberg-ops test CA");
+        params.key_usages = vec![
+            rcgen::KeyUsagePurpose::KeyCertSign,
+            rcgen::KeyUsagePurpose::CrlSign,
+        ];
+        let key = rcgen::KeyPair::generate().expect("CA key");
+        let cert = params.self_signed(&key).expect("CA certificate");
+        TestCa {
+            cert_pem: cert.pem(),
+            params,
+            key,
+        }
+    }
+
+    /// A certificate for 127.0.0.1 and localhost, signed by this CA.
+    pub fn server_cert(&self) -> ServerCert {
+        let params =
+            rcgen::CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()])
+                .expect("server params");
+        let key = rcgen::KeyPair::generate().expect("server key");
+        let issuer = rcgen::Issuer::from_params(&self.params, &self.key);
+        let cert = params.signed_by(&key, &issuer).expect("server certificate");
+        ServerCert {
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+        }
+    }
+
+    /// Writes the CA certificate to `dir/ca.pem` and returns the path.
+    pub fn write(&self, dir: &std::path::Path) -> PathBuf {
+        let path = dir.join("ca.pem");
+        std::fs::write(&path, &self.cert_pem).expect("write CA certificate");
+        path
+    }
+}
+
+impl Default for TestCa {
+    fn default() -> Self {
+        Self::new()
     }
 }

@@ -5,9 +5,10 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
 use ops_s3tables::aws::AwsRest;
+use ops_s3tables::guard::Confirmation;
 use ops_s3tables::model::*;
 use ops_s3tables::review::Verdict;
-use ops_s3tables::{MigrationGuard, S3TablesClient, WaitPolicy, recovery_advice};
+use ops_s3tables::{HttpSettings, MigrationGuard, S3TablesClient, WaitPolicy, recovery_advice};
 
 /// Output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -21,9 +22,13 @@ pub enum Output {
 /// Connection options shared by every subcommand.
 #[derive(Debug, Args)]
 pub struct Common {
-    /// S3 Tables endpoint (e.g. the emulator's http://127.0.0.1:PORT); default: the region's.
+    /// S3 Tables endpoint (e.g. the emulator's https://127.0.0.1:PORT); default: the region's.
     #[arg(long, global = true, env = "ICEBERG_OPS_S3TABLES_ENDPOINT")]
     endpoint: Option<String>,
+    /// Extra trusted CA certificates (PEM) for the S3 Tables, S3 and Glue endpoints, added to
+    /// the platform's roots (as the AWS CLI reads AWS_CA_BUNDLE).
+    #[arg(long, global = true, env = "AWS_CA_BUNDLE")]
+    ca_bundle: Option<std::path::PathBuf>,
     /// Region (default: the AWS chain's).
     #[arg(long, global = true)]
     region: Option<String>,
@@ -121,11 +126,16 @@ pub enum Command {
     },
     /// Approve a reviewed plan (requestedState queued).
     Approve {
+        /// Accept the column-wide data loss (setNull, dropped) of exactly these columns, as
+        /// `review` listed them (comma-separated). A plan that loses other columns is refused.
+        #[arg(long, value_delimiter = ',', num_args = 1..)]
+        confirm_data_loss: Vec<String>,
+        /// Accept the conversion of exactly these columns (comma-separated), as `review`
+        /// listed them.
+        #[arg(long, value_delimiter = ',', num_args = 1..)]
+        confirm_converted: Vec<String>,
         /// Migration ID.
         migration_id: String,
-        /// Accept column-wide data loss (setNull, dropped) the review lists.
-        #[arg(long)]
-        confirm_data_loss: bool,
         #[command(flatten)]
         common: Common,
     },
@@ -186,19 +196,30 @@ pub enum Command {
         /// Seconds between polls while migrating.
         #[arg(long, default_value_t = 30)]
         migrating_interval: u64,
-        /// Minutes without a state change before reporting it stuck.
+        /// Minutes without progress before reporting a modest table stuck.
         #[arg(long, default_value_t = 30)]
         stuck_after_minutes: u64,
+        /// The slowest plain S3 copy rate assumed, in MiB/s: the stuck limit grows by the
+        /// source's size at this rate while the migration copies.
+        #[arg(long, default_value_t = 10)]
+        copy_mib_per_sec: u64,
         #[command(flatten)]
         common: Common,
     },
 }
 
 async fn guard(c: &Common) -> anyhow::Result<MigrationGuard> {
-    let client = S3TablesClient::from_env(c.endpoint.clone(), c.region.clone()).await?;
+    let settings = HttpSettings {
+        ca_bundle: c.ca_bundle.clone(),
+        ..HttpSettings::default()
+    };
+    let client =
+        S3TablesClient::from_env_with(c.endpoint.clone(), c.region.clone(), &settings).await?;
+    // S3 and Glue (reports, parity) with the same trust and timeouts.
+    let http = client.http().clone();
     let aws = match &c.aws_endpoint {
-        Some(e) => AwsRest::new(client.signer(), e, e),
-        None => AwsRest::regional(client.signer()),
+        Some(e) => AwsRest::with_http(http, client.signer(), e, e),
+        None => AwsRest::regional_with_http(http, client.signer()),
     };
     Ok(MigrationGuard::new(client, aws))
 }
@@ -300,15 +321,32 @@ pub async fn run(factory: &ops_core::CatalogFactory, cmd: Command) -> anyhow::Re
             for (col, outcome) in &review.data_loss {
                 lines.push(format!("  DATA LOSS {col}: {outcome} (whole column)"));
             }
+            for u in &review.unrecognised {
+                lines.push(format!("  UNRECOGNISED {u}"));
+            }
+            let cols = |v: Vec<String>| v.join(",");
             lines.push(match &verdict {
                 Verdict::Approvable => "verdict: approvable".to_string(),
-                Verdict::NeedsConfirmation(l) => {
-                    format!(
-                        "verdict: approve only with --confirm-data-loss ({})",
-                        l.join("; ")
-                    )
+                Verdict::NeedsConfirmation { .. } => {
+                    let mut flags = Vec::new();
+                    if !review.data_loss.is_empty() {
+                        flags.push(format!(
+                            "--confirm-data-loss {}",
+                            cols(review.data_loss.iter().map(|(c, _)| c.clone()).collect())
+                        ));
+                    }
+                    if !review.converted.is_empty() {
+                        flags.push(format!(
+                            "--confirm-converted {}",
+                            cols(review.converted.clone())
+                        ));
+                    }
+                    format!("verdict: approve only with {}", flags.join(" "))
                 }
                 Verdict::Cancel(l) => format!("verdict: cancel ({})", l.join("; ")),
+                Verdict::CannotVerify(l) => {
+                    format!("verdict: cannot verify, do not approve ({})", l.join("; "))
+                }
             });
             let v = serde_json::json!({"review": review, "verdict": verdict});
             print(common.output, v, lines.join("\n"));
@@ -316,11 +354,16 @@ pub async fn run(factory: &ops_core::CatalogFactory, cmd: Command) -> anyhow::Re
         Command::Approve {
             migration_id,
             confirm_data_loss,
+            confirm_converted,
             common,
         } => {
+            let confirm = Confirmation {
+                data_loss: confirm_data_loss,
+                converted: confirm_converted,
+            };
             let (_, r) = guard(&common)
                 .await?
-                .approve(&migration_id, confirm_data_loss)
+                .approve(&migration_id, &confirm)
                 .await?;
             print(
                 common.output,
@@ -428,12 +471,14 @@ pub async fn run(factory: &ops_core::CatalogFactory, cmd: Command) -> anyhow::Re
             planning_interval,
             migrating_interval,
             stuck_after_minutes,
+            copy_mib_per_sec,
             common,
         } => {
             let g = guard(&common).await?.with_wait(WaitPolicy {
                 planning_interval: Duration::from_secs(planning_interval),
                 migrating_interval: Duration::from_secs(migrating_interval),
-                stuck_after: Duration::from_secs(stuck_after_minutes * 60),
+                stuck_after: Duration::from_secs(stuck_after_minutes.saturating_mul(60)),
+                copy_bytes_per_sec: copy_mib_per_sec.saturating_mul(1024 * 1024),
             });
             let m = g.wait(&migration_id, true).await?;
             let advice = recovery_advice(&m);

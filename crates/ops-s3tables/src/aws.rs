@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::client::encode;
+use crate::client::{HttpSettings, encode, http_client};
 use crate::sign::Signer;
 use crate::{Error, Result};
 
@@ -34,10 +34,25 @@ fn err(what: String) -> impl FnOnce(reqwest::Error) -> Error {
 
 impl AwsRest {
     /// Calls S3 at `s3_endpoint` and Glue at `glue_endpoint`, signing with `signer`'s
-    /// credentials and region.
+    /// credentials and region, over a client with the default [`HttpSettings`].
     pub fn new(signer: &Signer, s3_endpoint: &str, glue_endpoint: &str) -> Self {
+        let http = http_client(&HttpSettings::from_env()).unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "falling back to reqwest's default client");
+            reqwest::Client::new()
+        });
+        Self::with_http(http, signer, s3_endpoint, glue_endpoint)
+    }
+
+    /// The same over a given HTTP client (e.g. [`crate::S3TablesClient::http`], to share its
+    /// trust and timeouts).
+    pub fn with_http(
+        http: reqwest::Client,
+        signer: &Signer,
+        s3_endpoint: &str,
+        glue_endpoint: &str,
+    ) -> Self {
         AwsRest {
-            http: reqwest::Client::new(),
+            http,
             s3_endpoint: s3_endpoint.trim_end_matches('/').to_string(),
             glue_endpoint: glue_endpoint.trim_end_matches('/').to_string(),
             s3: signer.for_service("s3"),
@@ -55,6 +70,17 @@ impl AwsRest {
         )
     }
 
+    /// Regional AWS endpoints over a given HTTP client.
+    pub fn regional_with_http(http: reqwest::Client, signer: &Signer) -> Self {
+        let r = signer.region().to_string();
+        Self::with_http(
+            http,
+            signer,
+            &format!("https://s3.{r}.amazonaws.com"),
+            &format!("https://glue.{r}.amazonaws.com"),
+        )
+    }
+
     async fn s3_call(
         &self,
         method: &str,
@@ -62,6 +88,19 @@ impl AwsRest {
         key: &str,
         query: &str,
         body: Vec<u8>,
+    ) -> Result<(u16, bytes::Bytes)> {
+        self.s3_call_with(method, bucket, key, query, body, None)
+            .await
+    }
+
+    async fn s3_call_with(
+        &self,
+        method: &str,
+        bucket: &str,
+        key: &str,
+        query: &str,
+        body: Vec<u8>,
+        range: Option<&str>,
     ) -> Result<(u16, bytes::Bytes)> {
         let path: Vec<String> = key.split('/').map(encode).collect();
         let mut url = format!("{}/{}", self.s3_endpoint, encode(bucket));
@@ -82,6 +121,9 @@ impl AwsRest {
         for (k, v) in &signed {
             req = req.header(k, v);
         }
+        if let Some(r) = range {
+            req = req.header("range", r);
+        }
         let what = format!("S3 {method} s3://{bucket}/{key}");
         let resp = req.send().await.map_err(err(what.clone()))?;
         let status = resp.status().as_u16();
@@ -100,6 +142,34 @@ impl AwsRest {
                 key: key.into(),
                 message: format!("HTTP {s}: {}", String::from_utf8_lossy(&bytes)),
             }),
+        }
+    }
+
+    /// Reads a byte range of an object (`bytes=<first>-<last>`, inclusive); `Ok(None)` when
+    /// it does not exist.
+    pub async fn get_range(
+        &self,
+        bucket: &str,
+        key: &str,
+        first: u64,
+        last: u64,
+    ) -> Result<Option<bytes::Bytes>> {
+        let range = format!("bytes={first}-{last}");
+        let (status, bytes) = self
+            .s3_call_with("GET", bucket, key, "", Vec::new(), Some(&range))
+            .await?;
+        let want = last.saturating_sub(first) + 1;
+        match status {
+            206 if bytes.len() as u64 == want => Ok(Some(bytes)),
+            // A server that ignores Range sends the whole object: take the range from it.
+            200 if bytes.len() as u64 > last => {
+                Ok(Some(bytes.slice(first as usize..=last as usize)))
+            }
+            404 => Ok(None),
+            s => Err(Error::Config(format!(
+                "S3 GET s3://{bucket}/{key} {range}: HTTP {s}, {} bytes",
+                bytes.len()
+            ))),
         }
     }
 

@@ -1,8 +1,19 @@
 //! [`S3TablesClient`]: the migration operations (and GetTable, GetTableMetadataLocation) over
-//! rest-json with SigV4 (signing name `s3tables`), typed errors, retries for 429 and 5xx with
-//! exponential backoff, and ListTableMigrations paging that follows `nextToken` through empty
-//! pages.
+//! rest-json with SigV4 (signing name `s3tables`), typed errors, and ListTableMigrations paging
+//! that follows `nextToken` through empty pages.
+//!
+//! Retries. Throttling (429) and a request that never left (connection refused) are retried
+//! for every operation, with exponential backoff, full jitter and the server's `Retry-After`.
+//! A 5xx or a lost response is retried as is only for operations that can run twice without
+//! harm (Get, List, GetTable, GetTableMetadataLocation, Complete, whose second call the guard
+//! recognises). Start, Sync and Update are not idempotent: after such an ambiguous failure the
+//! client first looks the migration up by its table (a Start or Sync created after the attempt
+//! began, an Update whose state change already happened) and returns what it finds; it resends
+//! only when nothing shows the first attempt took effect. So a Start that succeeded behind a
+//! 503 yields its migrationId instead of a 409 that loses it.
 
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -12,14 +23,14 @@ use crate::model::*;
 use crate::sign::Signer;
 use crate::{Error, Result};
 
-/// Retry policy for throttling (429) and server errors (5xx).
+/// Retry policy for throttling (429), server errors (5xx) and lost connections.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryPolicy {
     /// Attempts in all, at least 1.
     pub max_attempts: u32,
-    /// Delay before the first retry; doubles each retry.
+    /// Delay cap of the first retry; doubles each retry (the delay is drawn below the cap).
     pub base_delay: Duration,
-    /// Longest delay between attempts.
+    /// Longest delay between attempts, also the most a `Retry-After` is honoured for.
     pub max_delay: Duration,
 }
 
@@ -34,10 +45,113 @@ impl Default for RetryPolicy {
 }
 
 impl RetryPolicy {
-    fn delay(&self, retry: u32) -> Duration {
+    /// The delay before retry number `retry` (0-based): "full jitter" as the AWS SDKs do, a
+    /// uniform draw below `min(max_delay, base_delay * 2^retry)`, so clients that failed
+    /// together do not retry together. A server's `Retry-After` wins, up to `max_delay`.
+    pub fn delay(&self, retry: u32, retry_after: Option<Duration>) -> Duration {
+        if let Some(after) = retry_after {
+            return after.min(self.max_delay);
+        }
         let factor = 1u32.checked_shl(retry.min(16)).unwrap_or(u32::MAX);
-        self.base_delay.saturating_mul(factor).min(self.max_delay)
+        let cap = self.base_delay.saturating_mul(factor).min(self.max_delay);
+        cap.mul_f64(fastrand::f64())
     }
+}
+
+/// Connection settings of the HTTP clients this crate builds (S3 Tables, and S3/Glue for
+/// reports and parity).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpSettings {
+    /// Most time to establish a connection (TCP and TLS).
+    pub connect_timeout: Duration,
+    /// Most time to wait for any read of a response (a stalled server is a retryable failure,
+    /// not a hang).
+    pub read_timeout: Duration,
+    /// Extra trusted CA certificates (PEM), added to the platform's roots; the AWS CLI's
+    /// `AWS_CA_BUNDLE`.
+    pub ca_bundle: Option<PathBuf>,
+}
+
+impl Default for HttpSettings {
+    fn default() -> Self {
+        HttpSettings {
+            connect_timeout: Duration::from_secs(10),
+            read_timeout: Duration::from_secs(60),
+            ca_bundle: None,
+        }
+    }
+}
+
+impl HttpSettings {
+    /// Defaults, with `AWS_CA_BUNDLE` as the CA bundle when set (as the AWS CLI reads it).
+    pub fn from_env() -> Self {
+        HttpSettings {
+            ca_bundle: std::env::var_os("AWS_CA_BUNDLE")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from),
+            ..Self::default()
+        }
+    }
+}
+
+/// The one place this crate builds an HTTP client: rustls with the `ring` provider (reqwest's
+/// own; passed explicitly, so it works whether or not a process-wide default is installed and
+/// whichever other providers are compiled in), trusting the platform's roots
+/// (`SSL_CERT_FILE`/`SSL_CERT_DIR` honoured) plus `settings.ca_bundle`, with connect and read
+/// timeouts.
+pub fn http_client(settings: &HttpSettings) -> Result<reqwest::Client> {
+    let mut roots = rustls::RootCertStore::empty();
+    let native = rustls_native_certs::load_native_certs();
+    for e in &native.errors {
+        tracing::debug!(error = %e, "a platform root certificate could not be loaded");
+    }
+    let (added, _ignored) = roots.add_parsable_certificates(native.certs);
+    tracing::debug!(added, "platform root certificates");
+    if let Some(path) = &settings.ca_bundle {
+        let certs = load_pem_certs(path)?;
+        for cert in certs {
+            roots.add(cert).map_err(|e| {
+                Error::Config(format!(
+                    "CA bundle {}: a certificate cannot be used as a trust anchor: {e}",
+                    path.display()
+                ))
+            })?;
+        }
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| Error::Config(format!("TLS configuration: {e}")))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    reqwest::Client::builder()
+        .use_preconfigured_tls(tls)
+        .connect_timeout(settings.connect_timeout)
+        .read_timeout(settings.read_timeout)
+        .build()
+        .map_err(|e| Error::Config(format!("HTTP client: {e}")))
+}
+
+/// The certificates of a PEM file; a file without any is an error naming it.
+pub(crate) fn load_pem_certs(
+    path: &std::path::Path,
+) -> Result<Vec<rustls::pki_types::CertificateDer<'static>>> {
+    use rustls::pki_types::pem::PemObject;
+    let bad = |e: &dyn std::fmt::Display| {
+        Error::Config(format!(
+            "CA bundle {}: {e} (set AWS_CA_BUNDLE or --ca-bundle to a PEM file of CA \
+             certificates)",
+            path.display()
+        ))
+    };
+    let certs: Vec<_> = rustls::pki_types::CertificateDer::pem_file_iter(path)
+        .map_err(|e| bad(&e))?
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|e| bad(&e))?;
+    if certs.is_empty() {
+        return Err(bad(&"no CERTIFICATE in the file"));
+    }
+    Ok(certs)
 }
 
 /// The S3 Tables endpoint for a region.
@@ -54,52 +168,71 @@ pub struct S3TablesClient {
     retry: RetryPolicy,
 }
 
+/// Whether an operation may simply be sent again after a 5xx or a lost response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Idempotency {
+    /// A second call does no harm.
+    Idempotent,
+    /// A second call may act twice: look first.
+    LookFirst,
+}
+
 /// One operation's route, from the service model.
 struct Route {
     name: &'static str,
     method: &'static str,
     success: u16,
+    idempotency: Idempotency,
 }
 
 const START: Route = Route {
     name: "StartTableMigration",
     method: "POST",
     success: 202,
+    idempotency: Idempotency::LookFirst,
 };
 const GET: Route = Route {
     name: "GetTableMigration",
     method: "GET",
     success: 200,
+    idempotency: Idempotency::Idempotent,
 };
 const LIST: Route = Route {
     name: "ListTableMigrations",
     method: "GET",
     success: 200,
+    idempotency: Idempotency::Idempotent,
 };
 const UPDATE: Route = Route {
     name: "UpdateTableMigration",
     method: "POST",
     success: 200,
+    idempotency: Idempotency::LookFirst,
 };
 const SYNC: Route = Route {
     name: "SyncTableMigration",
     method: "POST",
     success: 202,
+    idempotency: Idempotency::LookFirst,
 };
 const COMPLETE: Route = Route {
     name: "CompleteTableMigration",
     method: "POST",
     success: 204,
+    // A repeated complete answers 409/400, which the guard confirms through GetTable.
+    idempotency: Idempotency::Idempotent,
 };
 const GET_TABLE: Route = Route {
     name: "GetTable",
     method: "GET",
     success: 200,
+    idempotency: Idempotency::Idempotent,
 };
 const GET_METADATA_LOCATION: Route = Route {
     name: "GetTableMetadataLocation",
     method: "GET",
     success: 200,
+    idempotency: Idempotency::Idempotent,
 };
 
 /// How a table is named in GetTable: by ARN, or by bucket, namespace and name.
@@ -118,19 +251,84 @@ pub enum TableRef {
     },
 }
 
+impl From<&TableRef> for GetTableRequest {
+    fn from(t: &TableRef) -> Self {
+        match t {
+            TableRef::Arn(arn) => GetTableRequest {
+                table_arn: Some(arn.clone()),
+                ..Default::default()
+            },
+            TableRef::Name {
+                table_bucket_arn,
+                namespace,
+                name,
+            } => GetTableRequest {
+                table_bucket_arn: Some(table_bucket_arn.clone()),
+                namespace: Some(namespace.clone()),
+                name: Some(name.clone()),
+                table_arn: None,
+            },
+        }
+    }
+}
+
+/// The outcome of one attempt.
+enum Attempt {
+    /// A response (any status).
+    Response {
+        status: u16,
+        error_type: Option<String>,
+        retry_after: Option<Duration>,
+        body: Vec<u8>,
+    },
+    /// No response. `sent` is false when the request provably never reached the server.
+    Lost { sent: bool, error: Error },
+}
+
+/// Allowance for the service's clock and ours when matching a migration to our attempt.
+const CLOCK_SKEW: chrono::Duration = chrono::Duration::minutes(5);
+
 impl S3TablesClient {
-    /// A client from the standard AWS chain; `endpoint` overrides the regional endpoint (for the
-    /// emulator), `region` the chain's region.
+    /// A client from the standard AWS chain (credentials through its identity cache); `endpoint`
+    /// overrides the regional endpoint (for the emulator), `region` the chain's region.
+    /// `AWS_CA_BUNDLE` adds trusted CAs, as for the AWS CLI.
     pub async fn from_env(endpoint: Option<String>, region: Option<String>) -> Result<Self> {
-        let signer = Signer::from_env(region, "s3tables").await?;
-        let endpoint = endpoint.unwrap_or_else(|| default_endpoint(signer.region()));
-        Ok(Self::new(endpoint, signer))
+        Self::from_env_with(endpoint, region, &HttpSettings::from_env()).await
     }
 
-    /// A client for `endpoint` signing with `signer`.
+    /// [`S3TablesClient::from_env`] with explicit connection settings.
+    pub async fn from_env_with(
+        endpoint: Option<String>,
+        region: Option<String>,
+        settings: &HttpSettings,
+    ) -> Result<Self> {
+        let signer = Signer::from_env(region, "s3tables").await?;
+        let endpoint = endpoint.unwrap_or_else(|| default_endpoint(signer.region()));
+        Self::with_http(endpoint, signer, settings)
+    }
+
+    /// A client for `endpoint` signing with `signer`, with the default [`HttpSettings`].
     pub fn new(endpoint: impl Into<String>, signer: Signer) -> Self {
+        let http = http_client(&HttpSettings::default()).unwrap_or_else(|e| {
+            // The defaults carry no file to read; only a broken platform store gets here.
+            tracing::warn!(error = %e, "falling back to reqwest's default client");
+            reqwest::Client::new()
+        });
+        Self::from_parts(endpoint, signer, http)
+    }
+
+    /// A client for `endpoint` signing with `signer` over a client built from `settings`.
+    pub fn with_http(
+        endpoint: impl Into<String>,
+        signer: Signer,
+        settings: &HttpSettings,
+    ) -> Result<Self> {
+        Ok(Self::from_parts(endpoint, signer, http_client(settings)?))
+    }
+
+    fn from_parts(endpoint: impl Into<String>, signer: Signer, http: reqwest::Client) -> Self {
         S3TablesClient {
-            http: reqwest::Client::new(),
+            http,
             endpoint: endpoint.into().trim_end_matches('/').to_string(),
             signer,
             retry: RetryPolicy::default(),
@@ -154,12 +352,22 @@ impl S3TablesClient {
         &self.signer
     }
 
-    /// StartTableMigration (`POST /start-table-migration`, 202).
+    /// The HTTP client (for S3 and Glue calls with the same trust and timeouts).
+    pub fn http(&self) -> &reqwest::Client {
+        &self.http
+    }
+
+    /// StartTableMigration (`POST /start-table-migration`, 202). After an ambiguous failure the
+    /// destination's migrations are listed first: a start of the same source created since
+    /// this call began is returned rather than started again.
     pub async fn start_table_migration(
         &self,
         request: &StartTableMigrationRequest,
     ) -> Result<StartTableMigrationResponse> {
-        self.json(&START, "/start-table-migration", &[], Some(request))
+        let began = chrono::Utc::now();
+        let body = encode_body(&START, request)?;
+        let lookup = async || self.find_start(request, began).await;
+        self.non_idempotent(&START, "/start-table-migration", &[], body, lookup)
             .await
     }
 
@@ -169,11 +377,23 @@ impl S3TablesClient {
         migration_id: Option<&str>,
         table_arn: Option<&str>,
     ) -> Result<GetTableMigrationResponse> {
+        self.get_table_migration_request(&GetTableMigrationRequest {
+            migration_id: migration_id.map(str::to_string),
+            table_arn: table_arn.map(str::to_string),
+        })
+        .await
+    }
+
+    /// GetTableMigration from a request.
+    pub async fn get_table_migration_request(
+        &self,
+        request: &GetTableMigrationRequest,
+    ) -> Result<GetTableMigrationResponse> {
         let mut q = Vec::new();
-        push(&mut q, "migrationId", migration_id);
-        push(&mut q, "tableARN", table_arn);
-        self.json::<(), _>(&GET, "/get-table-migration", &q, None)
-            .await
+        push(&mut q, "migrationId", request.migration_id.as_deref());
+        push(&mut q, "tableARN", request.table_arn.as_deref());
+        let bytes = self.send(&GET, "/get-table-migration", &q, None).await?;
+        decode(&GET, &bytes)
     }
 
     /// One page of ListTableMigrations (`GET /list-table-migrations`, 200).
@@ -190,14 +410,14 @@ impl S3TablesClient {
         push(&mut q, "namespace", request.namespace.as_deref());
         push(&mut q, "name", request.name.as_deref());
         push(&mut q, "tableARN", request.table_arn.as_deref());
-        push(&mut q, "state", request.state.map(|s| s.as_str()));
+        push(&mut q, "state", request.state.as_ref().map(|s| s.as_str()));
         let valid = request.has_valid_plan.map(|b| b.to_string());
         push(&mut q, "hasValidPlan", valid.as_deref());
         let max = request.max_results.map(|n| n.to_string());
         push(&mut q, "maxResults", max.as_deref());
         push(&mut q, "nextToken", request.next_token.as_deref());
-        self.json::<(), _>(&LIST, "/list-table-migrations", &q, None)
-            .await
+        let bytes = self.send(&LIST, "/list-table-migrations", &q, None).await?;
+        decode(&LIST, &bytes)
     }
 
     /// Every page of ListTableMigrations: follows `nextToken` until a response has none, also
@@ -228,7 +448,9 @@ impl S3TablesClient {
         }
     }
 
-    /// UpdateTableMigration (`POST /update-table-migration`, 200).
+    /// UpdateTableMigration (`POST /update-table-migration`, 200). After an ambiguous failure
+    /// the migration is read first: a state change that already happened is returned rather
+    /// than requested again.
     pub async fn update_table_migration(
         &self,
         request: &UpdateTableMigrationRequest,
@@ -236,16 +458,23 @@ impl S3TablesClient {
         let mut q = Vec::new();
         push(&mut q, "tableARN", request.table_arn.as_deref());
         push(&mut q, "migrationId", request.migration_id.as_deref());
-        self.json(&UPDATE, "/update-table-migration", &q, Some(request))
+        let body = encode_body(&UPDATE, request)?;
+        let lookup = async || self.find_update(request).await;
+        self.non_idempotent(&UPDATE, "/update-table-migration", &q, body, lookup)
             .await
     }
 
-    /// SyncTableMigration (`POST /sync-table-migration`, 202).
+    /// SyncTableMigration (`POST /sync-table-migration`, 202). After an ambiguous failure the
+    /// table's migrations are listed first: a sync created since this call began is returned
+    /// rather than started again.
     pub async fn sync_table_migration(
         &self,
         request: &SyncTableMigrationRequest,
     ) -> Result<SyncTableMigrationResponse> {
-        self.json(&SYNC, "/sync-table-migration", &[], Some(request))
+        let began = chrono::Utc::now();
+        let body = encode_body(&SYNC, request)?;
+        let lookup = async || self.find_sync(request, began).await;
+        self.non_idempotent(&SYNC, "/sync-table-migration", &[], body, lookup)
             .await
     }
 
@@ -259,19 +488,22 @@ impl S3TablesClient {
 
     /// GetTable (`GET /get-table`, 200).
     pub async fn get_table(&self, table: &TableRef) -> Result<GetTableResponse> {
-        let q = match table {
-            TableRef::Arn(arn) => vec![("tableArn", arn.clone())],
-            TableRef::Name {
-                table_bucket_arn,
-                namespace,
-                name,
-            } => vec![
-                ("tableBucketARN", table_bucket_arn.clone()),
-                ("namespace", namespace.clone()),
-                ("name", name.clone()),
-            ],
-        };
-        self.json::<(), _>(&GET_TABLE, "/get-table", &q, None).await
+        self.get_table_request(&table.into()).await
+    }
+
+    /// GetTable from a request.
+    pub async fn get_table_request(&self, request: &GetTableRequest) -> Result<GetTableResponse> {
+        let mut q = Vec::new();
+        push(
+            &mut q,
+            "tableBucketARN",
+            request.table_bucket_arn.as_deref(),
+        );
+        push(&mut q, "namespace", request.namespace.as_deref());
+        push(&mut q, "name", request.name.as_deref());
+        push(&mut q, "tableArn", request.table_arn.as_deref());
+        let bytes = self.send(&GET_TABLE, "/get-table", &q, None).await?;
+        decode(&GET_TABLE, &bytes)
     }
 
     /// GetTableMetadataLocation (`GET /tables/{tableBucketARN}/{namespace}/{name}/metadata-location`).
@@ -287,31 +519,188 @@ impl S3TablesClient {
             encode(namespace),
             encode(name)
         );
-        self.json::<(), _>(&GET_METADATA_LOCATION, &path, &[], None)
-            .await
+        let bytes = self.send(&GET_METADATA_LOCATION, &path, &[], None).await?;
+        decode(&GET_METADATA_LOCATION, &bytes)
     }
 
-    async fn json<B: Serialize, T: DeserializeOwned>(
+    /// A start of `request`'s source into its destination created since `began` (less the
+    /// clock allowance), newest first.
+    async fn find_start(
+        &self,
+        request: &StartTableMigrationRequest,
+        began: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Option<StartTableMigrationResponse>> {
+        let d = &request.destination_table;
+        let candidates = self
+            .list_all_table_migrations(&ListTableMigrationsRequest {
+                table_bucket_arn: Some(d.table_bucket_arn.clone()),
+                namespace: Some(d.namespace.clone()),
+                name: Some(d.name.clone()),
+                ..Default::default()
+            })
+            .await?;
+        for s in candidates {
+            if s.r#type != MigrationType::Start || !created_since(&s.created_at, began) {
+                continue;
+            }
+            let m = self
+                .get_table_migration(Some(&s.migration_id), None)
+                .await?;
+            if m.source == request.source && m.role_arn == request.role_arn {
+                tracing::info!(migration_id = %m.migration_id, "the start had taken effect");
+                return Ok(Some(StartTableMigrationResponse {
+                    migration_id: m.migration_id,
+                    state: m.state,
+                }));
+            }
+        }
+        Ok(None)
+    }
+
+    /// A sync of `request`'s table created since `began` (less the clock allowance).
+    async fn find_sync(
+        &self,
+        request: &SyncTableMigrationRequest,
+        began: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Option<SyncTableMigrationResponse>> {
+        let candidates = self
+            .list_all_table_migrations(&ListTableMigrationsRequest {
+                table_arn: Some(request.table_arn.clone()),
+                ..Default::default()
+            })
+            .await?;
+        Ok(candidates
+            .into_iter()
+            .find(|s| s.r#type == MigrationType::Sync && created_since(&s.created_at, began))
+            .map(|s| {
+                tracing::info!(migration_id = %s.migration_id, "the sync had taken effect");
+                SyncTableMigrationResponse {
+                    migration_id: s.migration_id,
+                    state: s.state,
+                }
+            }))
+    }
+
+    /// The migration, when its state shows the requested change already happened.
+    async fn find_update(
+        &self,
+        request: &UpdateTableMigrationRequest,
+    ) -> Result<Option<UpdateTableMigrationResponse>> {
+        let m = self
+            .get_table_migration(
+                request.migration_id.as_deref(),
+                request.table_arn.as_deref(),
+            )
+            .await?;
+        use MigrationState as S;
+        let done = match request.requested_state {
+            MigrationRequestedState::Queued => !matches!(
+                m.state,
+                S::New | S::Planning | S::PendingReview | S::Unknown(_)
+            ),
+            MigrationRequestedState::Cancelled => {
+                matches!(m.state, S::Cancelling | S::Cancelled)
+            }
+            MigrationRequestedState::Unknown(_) => false,
+        };
+        Ok(done.then(|| {
+            tracing::info!(migration_id = %m.migration_id, state = %m.state, "the update had taken effect");
+            UpdateTableMigrationResponse {
+                migration_id: m.migration_id,
+                state: m.state,
+                table_arn: m.table_arn,
+            }
+        }))
+    }
+
+    /// Sends a non-idempotent operation: 429 and unsent requests are retried; after a 5xx or a
+    /// lost response `lookup` decides whether the first attempt took effect, and the request
+    /// is sent again only when it did not. A 409 after such a resend is looked up once more
+    /// (the first attempt may have landed after the lookup).
+    async fn non_idempotent<T: DeserializeOwned>(
         &self,
         route: &Route,
         path: &str,
         query: &[(&'static str, String)],
-        body: Option<&B>,
+        body: Vec<u8>,
+        lookup: impl AsyncFn() -> Result<Option<T>>,
     ) -> Result<T> {
-        let body = match body {
-            Some(b) => Some(serde_json::to_vec(b).map_err(|e| Error::Validation {
-                message: format!("{}: cannot encode request: {e}", route.name),
-            })?),
-            None => None,
-        };
-        let bytes = self.send(route, path, query, body).await?;
-        serde_json::from_slice(&bytes).map_err(|source| Error::Decode {
-            operation: route.name,
-            body: String::from_utf8_lossy(&bytes).into_owned(),
-            source,
-        })
+        let url = self.url(path, query);
+        let mut attempt = 0u32;
+        let mut ambiguous = false;
+        loop {
+            attempt += 1;
+            let outcome = self.attempt(route, &url, &body).await?;
+            let (retry_after, failure) = match outcome {
+                Attempt::Response {
+                    status,
+                    body: bytes,
+                    ..
+                } if status == route.success => return decode(route, &bytes),
+                Attempt::Response {
+                    status: 409,
+                    error_type,
+                    body: bytes,
+                    ..
+                } if ambiguous => {
+                    if let Some(found) = lookup().await? {
+                        return Ok(found);
+                    }
+                    return Err(service_error(route.name, 409, error_type, &bytes, attempt));
+                }
+                Attempt::Response {
+                    status,
+                    error_type,
+                    retry_after,
+                    body: bytes,
+                } if status == 429 => (
+                    retry_after,
+                    service_error(route.name, status, error_type, &bytes, attempt),
+                ),
+                Attempt::Response {
+                    status,
+                    error_type,
+                    retry_after,
+                    body: bytes,
+                } if status >= 500 => {
+                    ambiguous = true;
+                    if let Some(found) = lookup().await? {
+                        return Ok(found);
+                    }
+                    (
+                        retry_after,
+                        service_error(route.name, status, error_type, &bytes, attempt),
+                    )
+                }
+                Attempt::Response {
+                    status,
+                    error_type,
+                    body: bytes,
+                    ..
+                } => {
+                    return Err(service_error(
+                        route.name, status, error_type, &bytes, attempt,
+                    ));
+                }
+                Attempt::Lost { sent: false, error } => (None, error),
+                Attempt::Lost { sent: true, error } => {
+                    ambiguous = true;
+                    if let Some(found) = lookup().await? {
+                        return Ok(found);
+                    }
+                    (None, error)
+                }
+            };
+            if attempt >= self.retry.max_attempts.max(1) {
+                return Err(failure);
+            }
+            let delay = self.retry.delay(attempt - 1, retry_after);
+            tracing::debug!(operation = route.name, attempt, ?delay, error = %failure, "retrying");
+            tokio::time::sleep(delay).await;
+        }
     }
 
+    /// Sends an idempotent operation, retrying 429, 5xx and lost responses.
     async fn send(
         &self,
         route: &Route,
@@ -319,6 +708,49 @@ impl S3TablesClient {
         query: &[(&'static str, String)],
         body: Option<Vec<u8>>,
     ) -> Result<Vec<u8>> {
+        debug_assert!(route.idempotency == Idempotency::Idempotent);
+        let url = self.url(path, query);
+        let body = body.unwrap_or_default();
+        let mut attempt = 0u32;
+        loop {
+            attempt += 1;
+            let (retry_after, failure) = match self.attempt(route, &url, &body).await? {
+                Attempt::Response {
+                    status,
+                    body: bytes,
+                    ..
+                } if status == route.success => return Ok(bytes),
+                Attempt::Response {
+                    status,
+                    error_type,
+                    retry_after,
+                    body: bytes,
+                } if status == 429 || status >= 500 => (
+                    retry_after,
+                    service_error(route.name, status, error_type, &bytes, attempt),
+                ),
+                Attempt::Response {
+                    status,
+                    error_type,
+                    body: bytes,
+                    ..
+                } => {
+                    return Err(service_error(
+                        route.name, status, error_type, &bytes, attempt,
+                    ));
+                }
+                Attempt::Lost { error, .. } => (None, error),
+            };
+            if attempt >= self.retry.max_attempts.max(1) {
+                return Err(failure);
+            }
+            let delay = self.retry.delay(attempt - 1, retry_after);
+            tracing::debug!(operation = route.name, attempt, ?delay, error = %failure, "retrying");
+            tokio::time::sleep(delay).await;
+        }
+    }
+
+    fn url(&self, path: &str, query: &[(&'static str, String)]) -> String {
         let mut url = format!("{}{}", self.endpoint, path);
         if !query.is_empty() {
             let qs: Vec<String> = query
@@ -328,45 +760,12 @@ impl S3TablesClient {
             url.push('?');
             url.push_str(&qs.join("&"));
         }
-        let body = body.unwrap_or_default();
-        let mut attempt = 0u32;
-        loop {
-            attempt += 1;
-            let outcome = self.attempt(route, &url, &body).await;
-            let retryable = match &outcome {
-                Ok((status, _)) => *status == 429 || *status >= 500,
-                Err(Error::Transport { source, .. }) => source.is_connect() || source.is_timeout(),
-                Err(_) => false,
-            };
-            if retryable && attempt < self.retry.max_attempts.max(1) {
-                let delay = self.retry.delay(attempt - 1);
-                tracing::debug!(operation = route.name, attempt, ?delay, "retrying");
-                tokio::time::sleep(delay).await;
-                continue;
-            }
-            let (status, headers_type, bytes) = match outcome {
-                Ok((status, (t, b))) => (status, t, b),
-                Err(e) => return Err(e),
-            };
-            if status == route.success {
-                return Ok(bytes);
-            }
-            return Err(service_error(
-                route.name,
-                status,
-                headers_type,
-                &bytes,
-                attempt,
-            ));
-        }
+        url
     }
 
-    async fn attempt(
-        &self,
-        route: &Route,
-        url: &str,
-        body: &[u8],
-    ) -> Result<(u16, (Option<String>, Vec<u8>))> {
+    /// One attempt. Local failures (signing, a bad URL) are errors; a transport failure is an
+    /// [`Attempt::Lost`].
+    async fn attempt(&self, route: &Route, url: &str, body: &[u8]) -> Result<Attempt> {
         let host = reqwest::Url::parse(url)
             .ok()
             .and_then(|u| {
@@ -392,21 +791,77 @@ impl S3TablesClient {
         if !body.is_empty() {
             req = req.body(body.to_vec());
         }
-        let transport = |source| Error::Transport {
+        let transport = |source: reqwest::Error| Error::Transport {
             operation: route.name,
             endpoint: self.endpoint.clone(),
             source,
         };
-        let resp = req.send().await.map_err(transport)?;
+        let resp = match req.send().await {
+            Ok(r) => r,
+            Err(e) => {
+                // Only a failure to connect proves the request never reached the server.
+                let sent = !(e.is_connect() || e.is_builder());
+                return Ok(Attempt::Lost {
+                    sent,
+                    error: transport(e),
+                });
+            }
+        };
         let status = resp.status().as_u16();
-        let error_type = resp
-            .headers()
-            .get("x-amzn-errortype")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string);
-        let bytes = resp.bytes().await.map_err(transport)?.to_vec();
-        Ok((status, (error_type, bytes)))
+        let header = |name: &str| {
+            resp.headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        };
+        let error_type = header("x-amzn-errortype");
+        let retry_after = header("retry-after").and_then(|v| parse_retry_after(&v));
+        match resp.bytes().await {
+            Ok(bytes) => Ok(Attempt::Response {
+                status,
+                error_type,
+                retry_after,
+                body: bytes.to_vec(),
+            }),
+            Err(e) => Ok(Attempt::Lost {
+                sent: true,
+                error: transport(e),
+            }),
+        }
     }
+}
+
+/// Whether an ISO 8601 `created_at` is at or after `began`, less the clock allowance. An
+/// unreadable time does not match.
+fn created_since(created_at: &str, began: chrono::DateTime<chrono::Utc>) -> bool {
+    chrono::DateTime::parse_from_rfc3339(created_at)
+        .map(|t| t.with_timezone(&chrono::Utc) >= began - CLOCK_SKEW)
+        .unwrap_or(false)
+}
+
+/// `Retry-After`: delay-seconds or an HTTP date.
+fn parse_retry_after(v: &str) -> Option<Duration> {
+    let v = v.trim();
+    if let Ok(secs) = v.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let at = chrono::DateTime::parse_from_rfc2822(v).ok()?;
+    let wait = at.with_timezone(&chrono::Utc) - chrono::Utc::now();
+    Some(wait.to_std().unwrap_or(Duration::ZERO))
+}
+
+fn encode_body<B: Serialize>(route: &Route, body: &B) -> Result<Vec<u8>> {
+    serde_json::to_vec(body).map_err(|e| Error::Validation {
+        message: format!("{}: cannot encode request: {e}", route.name),
+    })
+}
+
+fn decode<T: DeserializeOwned>(route: &Route, bytes: &[u8]) -> Result<T> {
+    serde_json::from_slice(bytes).map_err(|source| Error::Decode {
+        operation: route.name,
+        body: String::from_utf8_lossy(bytes).into_owned(),
+        source,
+    })
 }
 
 fn push(q: &mut Vec<(&'static str, String)>, key: &'static str, value: Option<&str>) {
@@ -462,6 +917,16 @@ fn service_error(
         400 if name.contains("Validation") => Error::Validation { message },
         400 => Error::BadRequest { operation, message },
         404 => Error::NotFound { operation, message },
+        403 if name.contains("Signature")
+            || name.contains("UnrecognizedClient")
+            || name.contains("MissingAuthenticationToken") =>
+        {
+            Error::Signature {
+                operation,
+                error_type: name,
+                message,
+            }
+        }
         403 if name.contains("Forbidden") => Error::Forbidden { operation, message },
         403 => Error::AccessDenied { operation, message },
         429 => Error::TooManyRequests {
@@ -689,6 +1154,318 @@ mod tests {
         assert_eq!(reqs[2].query("nextToken"), Some("t2"));
         assert_eq!(reqs[3].query("nextToken"), Some("t3"));
         Ok(())
+    }
+
+    /// A server answering by path; the handler also gets how many requests to that path came
+    /// before. Records every request.
+    async fn routed(
+        handler: impl Fn(&Request, usize) -> Response + Send + Sync + 'static,
+    ) -> anyhow::Result<(S3TablesClient, Log)> {
+        let log: Log = Arc::default();
+        let seen = log.clone();
+        let handler = Arc::new(handler);
+        let (addr, _task) = serve(([127, 0, 0, 1], 0).into(), move |req| {
+            let mut log = seen.lock().unwrap_or_else(|e| e.into_inner());
+            let n = log.iter().filter(|r| r.path == req.path).count();
+            let resp = handler(&req, n);
+            log.push(req);
+            async move { resp }
+        })
+        .await?;
+        let signer = Signer::new(Credentials::for_tests(), "us-east-1", "s3tables");
+        let client =
+            S3TablesClient::new(format!("http://{addr}"), signer).with_retry(RetryPolicy {
+                max_attempts: 3,
+                base_delay: Duration::from_millis(1),
+                max_delay: Duration::from_millis(5),
+            });
+        Ok((client, log))
+    }
+
+    fn posts(log: &Log, path: &str) -> usize {
+        requests(log)
+            .iter()
+            .filter(|r| r.method == "POST" && r.path == path)
+            .count()
+    }
+
+    fn record(id: &str, state: &str, kind: &str) -> serde_json::Value {
+        json!({"migrationId": id, "tableBucketARN": "arn:aws:s3tables:us-east-1:123456789012:bucket/b",
+               "namespace": "ns", "name": "t", "type": kind, "state": state,
+               "tableARN": "arn:aws:s3tables:us-east-1:123456789012:bucket/b/table/t",
+               "roleARN": "arn:aws:iam::123456789012:role/mig", "reviewMigrationPlan": true,
+               "createdAt": chrono::Utc::now().to_rfc3339(), "stateUpdatedAt": chrono::Utc::now().to_rfc3339(),
+               "sourceType": "glueTable",
+               "source": {"glueTable": {"catalogId": "123456789012", "databaseName": "db", "tableName": "src"}},
+               "dataMigration": {"maintenanceSettings": {}, "migrationPolicies": {}},
+               "migrationOutput": {"bucket": "arn:aws:s3:::reports", "tableCompatibilityReport": {},
+                   "objectCompatibilityReport": {}, "objectMigrationReport": {}}})
+    }
+
+    fn summaries(records: &[serde_json::Value]) -> serde_json::Value {
+        let keys = [
+            "migrationId",
+            "tableBucketARN",
+            "namespace",
+            "tableARN",
+            "name",
+            "type",
+            "state",
+            "createdAt",
+            "stateUpdatedAt",
+        ];
+        let list: Vec<serde_json::Value> = records
+            .iter()
+            .map(|r| {
+                keys.iter()
+                    .map(|k| (k.to_string(), r[*k].clone()))
+                    .collect()
+            })
+            .collect();
+        json!({ "migrations": list })
+    }
+
+    #[tokio::test]
+    async fn a_start_that_took_effect_behind_a_server_error_is_found_not_resent()
+    -> anyhow::Result<()> {
+        let (client, log) = routed(|req, _| match req.path.as_str() {
+            "/start-table-migration" => {
+                Response::error(503, "InternalServerErrorException", "busy")
+            }
+            "/list-table-migrations" => {
+                Response::json(200, &summaries(&[record("m-7", "planning", "start")]))
+            }
+            _ => Response::json(200, &record("m-7", "planning", "start")),
+        })
+        .await?;
+        let r = client.start_table_migration(&start_request()).await?;
+        assert_eq!(r.migration_id, "m-7");
+        assert_eq!(r.state, MigrationState::Planning);
+        assert_eq!(posts(&log, "/start-table-migration"), 1, "not sent again");
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn a_start_that_did_not_take_effect_is_resent_and_a_late_conflict_looked_up()
+    -> anyhow::Result<()> {
+        // Nothing was created: the start is sent again.
+        let (client, log) = routed(|req, n| match (req.path.as_str(), n) {
+            ("/start-table-migration", 0) => {
+                Response::error(500, "InternalServerErrorException", "oops")
+            }
+            ("/start-table-migration", _) => {
+                Response::json(202, &json!({"migrationId": "m-8", "state": "new"}))
+            }
+            _ => Response::json(200, &json!({"migrations": []})),
+        })
+        .await?;
+        assert_eq!(
+            client
+                .start_table_migration(&start_request())
+                .await?
+                .migration_id,
+            "m-8"
+        );
+        assert_eq!(posts(&log, "/start-table-migration"), 2);
+
+        // The first attempt landed after the lookup: the resend conflicts, and a second lookup
+        // finds it.
+        let (client, log) = routed(|req, n| match (req.path.as_str(), n) {
+            ("/start-table-migration", 0) => {
+                Response::error(502, "InternalServerErrorException", "gateway")
+            }
+            ("/start-table-migration", _) => {
+                Response::error(409, "ConflictException", "table exists")
+            }
+            ("/list-table-migrations", 0) => Response::json(200, &json!({"migrations": []})),
+            ("/list-table-migrations", _) => {
+                Response::json(200, &summaries(&[record("m-9", "new", "start")]))
+            }
+            _ => Response::json(200, &record("m-9", "new", "start")),
+        })
+        .await?;
+        assert_eq!(
+            client
+                .start_table_migration(&start_request())
+                .await?
+                .migration_id,
+            "m-9"
+        );
+        assert_eq!(posts(&log, "/start-table-migration"), 2);
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn update_and_sync_after_an_ambiguous_failure_are_looked_up_first() -> anyhow::Result<()>
+    {
+        let (client, log) = routed(|req, _| match req.path.as_str() {
+            "/update-table-migration" | "/sync-table-migration" => {
+                Response::error(500, "InternalServerErrorException", "lost")
+            }
+            "/list-table-migrations" => Response::json(
+                200,
+                &summaries(&[
+                    record("s-1", "planning", "sync"),
+                    record("m-1", "succeeded", "start"),
+                ]),
+            ),
+            _ => Response::json(200, &record("m-1", "queued", "start")),
+        })
+        .await?;
+        let r = client
+            .update_table_migration(&UpdateTableMigrationRequest {
+                table_arn: None,
+                migration_id: Some("m-1".into()),
+                requested_state: MigrationRequestedState::Queued,
+                update_description: None,
+            })
+            .await?;
+        assert_eq!(r.state, MigrationState::Queued);
+        assert_eq!(posts(&log, "/update-table-migration"), 1);
+        let r = client
+            .sync_table_migration(&SyncTableMigrationRequest {
+                role_arn: "arn:aws:iam::123456789012:role/mig".into(),
+                table_arn: "arn:aws:s3tables:us-east-1:123456789012:bucket/b/table/t".into(),
+                review_migration_plan: Some(true),
+                migration_output: MigrationOutputConfiguration {
+                    bucket: "arn:aws:s3:::reports".into(),
+                    prefixes: None,
+                },
+            })
+            .await?;
+        assert_eq!(r.migration_id, "s-1");
+        assert_eq!(posts(&log, "/sync-table-migration"), 1);
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn retry_after_is_honoured() -> anyhow::Result<()> {
+        let (client, _log) = routed(|_, n| {
+            if n == 0 {
+                let mut r = Response::error(429, "TooManyRequestsException", "slow down");
+                r.headers.push(("retry-after".into(), "1".into()));
+                r
+            } else {
+                Response::json(200, &json!({"migrations": []}))
+            }
+        })
+        .await?;
+        let client = client.with_retry(RetryPolicy {
+            max_attempts: 2,
+            base_delay: Duration::from_millis(1),
+            max_delay: Duration::from_secs(5),
+        });
+        let began = std::time::Instant::now();
+        client
+            .list_table_migrations(&ListTableMigrationsRequest::default())
+            .await?;
+        assert!(
+            began.elapsed() >= Duration::from_millis(950),
+            "{:?}",
+            began.elapsed()
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn delays_are_jittered_below_the_doubling_cap() {
+        let p = RetryPolicy {
+            max_attempts: 5,
+            base_delay: Duration::from_millis(100),
+            max_delay: Duration::from_secs(1),
+        };
+        let draws: Vec<Duration> = (0..64).map(|_| p.delay(2, None)).collect();
+        assert!(
+            draws.iter().all(|d| *d <= Duration::from_millis(400)),
+            "{draws:?}"
+        );
+        let distinct: std::collections::BTreeSet<_> = draws.iter().collect();
+        assert!(distinct.len() > 32, "{draws:?}");
+        assert!((0..64).all(|_| p.delay(9, None) <= Duration::from_secs(1)));
+        assert_eq!(
+            p.delay(0, Some(Duration::from_secs(60))),
+            Duration::from_secs(1),
+            "Retry-After is capped by max_delay"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_server_that_stops_answering_times_out() -> anyhow::Result<()> {
+        let (addr, _task) = serve(([127, 0, 0, 1], 0).into(), |_req| async {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            Response::empty(200)
+        })
+        .await?;
+        let signer = Signer::new(Credentials::for_tests(), "us-east-1", "s3tables");
+        let settings = HttpSettings {
+            read_timeout: Duration::from_millis(200),
+            ..HttpSettings::default()
+        };
+        let client = S3TablesClient::with_http(format!("http://{addr}"), signer, &settings)?
+            .with_retry(RetryPolicy {
+                max_attempts: 2,
+                base_delay: Duration::from_millis(1),
+                max_delay: Duration::from_millis(5),
+            });
+        let began = std::time::Instant::now();
+        let r = tokio::time::timeout(
+            Duration::from_secs(10),
+            client.get_table_migration(Some("m"), None),
+        )
+        .await;
+        match r {
+            Ok(Err(Error::Transport { source, .. })) => assert!(source.is_timeout(), "{source}"),
+            other => anyhow::bail!("expected a timeout, got {other:?}"),
+        }
+        assert!(began.elapsed() < Duration::from_secs(5));
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn https_is_spoken_and_trusts_the_given_ca_only() -> anyhow::Result<()> {
+        let dir = tempfile_dir()?;
+        let ca = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into(), "localhost".into()])?;
+        let cert_pem = ca.cert.pem();
+        let key_pem = ca.signing_key.serialize_pem();
+        let tls = crate::http_server::tls_config(cert_pem.as_bytes(), key_pem.as_bytes())
+            .map_err(anyhow::Error::msg)?;
+        let (addr, _task) = crate::http_server::serve_tls(
+            ([127, 0, 0, 1], 0).into(),
+            Arc::new(tls),
+            |_req| async { Response::json(200, &json!({"migrations": []})) },
+        )
+        .await?;
+        let ca_path = dir.join("ca.pem");
+        std::fs::write(&ca_path, &cert_pem)?;
+        let signer = Signer::new(Credentials::for_tests(), "us-east-1", "s3tables");
+        let trusting = S3TablesClient::with_http(
+            format!("https://{addr}"),
+            signer.clone(),
+            &HttpSettings {
+                ca_bundle: Some(ca_path),
+                ..HttpSettings::default()
+            },
+        )?;
+        trusting
+            .list_table_migrations(&ListTableMigrationsRequest::default())
+            .await?;
+        let untrusting =
+            S3TablesClient::with_http(format!("https://{addr}"), signer, &HttpSettings::default())?
+                .with_retry(RetryPolicy {
+                    max_attempts: 1,
+                    ..RetryPolicy::default()
+                });
+        let err = untrusting
+            .list_table_migrations(&ListTableMigrationsRequest::default())
+            .await;
+        assert!(matches!(err, Err(Error::Transport { .. })), "{err:?}");
+        Ok(())
+    }
+
+    fn tempfile_dir() -> anyhow::Result<std::path::PathBuf> {
+        let dir = std::env::temp_dir().join(format!("ops-s3tables-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir)?;
+        Ok(dir)
     }
 
     #[tokio::test]

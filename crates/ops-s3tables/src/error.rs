@@ -45,6 +45,20 @@ pub enum Error {
         /// The service's message.
         message: String,
     },
+    /// 403: the request's signature was refused (unknown access key, wrong secret, a clock
+    /// too far off, or a request changed after signing).
+    #[error(
+        "{operation}: request signature refused (403 {error_type}): {message}; check the AWS \
+         credentials, region and the machine's clock"
+    )]
+    Signature {
+        /// The operation.
+        operation: &'static str,
+        /// `InvalidSignatureException`, `UnrecognizedClientException`, ...
+        error_type: String,
+        /// The service's message.
+        message: String,
+    },
     /// A value outside the model's enum (sent or received), or another validation failure.
     #[error("validation failed: {message}")]
     Validation {

@@ -1,8 +1,11 @@
-//! [`MigrationGuard`]: the operator runbook as code. Start with review on, wait with backoff
-//! and a stuck limit, review the reports (never a built path), approve only what the review
-//! allows, sync only when nothing is running, complete only a `succeeded` migration whose row
-//! counts match, then confirm `managedByService` is cleared.
+//! [`MigrationGuard`]: the operator runbook as code. Start with review on (off only where no
+//! policy can lose data), wait with backoff and a stuck limit that grows with the table, review
+//! the reports (never a built path; a missing report is "cannot verify"), approve only what the
+//! review allows (data loss and converted columns confirmed by name), sync only when nothing is
+//! running, complete only when the table's latest migration succeeded and its row counts
+//! match, then confirm `managedByService` is cleared.
 
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use crate::Error;
@@ -10,7 +13,7 @@ use crate::aws::{AwsRest, split_s3_uri};
 use crate::client::{S3TablesClient, TableRef};
 use crate::model::*;
 use crate::review::{PlanReview, Verdict, parse_report};
-use crate::source::source_row_count;
+use crate::source::{source_objects, source_row_count};
 
 /// Why the guard stopped.
 #[derive(Debug, thiserror::Error)]
@@ -40,17 +43,49 @@ pub enum GuardError {
         /// What the step needs and what to do.
         what: String,
     },
-    /// The plan loses data and the operator has not confirmed it.
+    /// The plan loses data or converts columns and the operator has not confirmed exactly
+    /// those columns.
     #[error(
-        "migration {migration_id} loses data column-wide: {}; re-run with explicit confirmation \
-         (--confirm-data-loss) if that is intended, or cancel",
-        losses.join("; ")
+        "migration {migration_id} {what}: {}; confirmed: [{}]. Review the plan, then approve \
+         naming exactly these columns ({flag} {}), or cancel",
+        details.join("; "),
+        confirmed.join(","),
+        columns.join(",")
     )]
-    DataLossNotConfirmed {
+    NotConfirmed {
         /// The migration.
         migration_id: String,
-        /// The losses.
-        losses: Vec<String>,
+        /// `loses data column-wide` or `converts columns (values change)`.
+        what: &'static str,
+        /// The flag that confirms them.
+        flag: &'static str,
+        /// Each column and what happens to it.
+        details: Vec<String>,
+        /// The columns the plan needs confirmed.
+        columns: Vec<String>,
+        /// The columns the operator confirmed.
+        confirmed: Vec<String>,
+    },
+    /// The plan's policies can lose data, so it must be reviewed.
+    #[error(
+        "{what}: with {policies} a whole column can be lost, so the plan must be reviewed \
+         (reviewMigrationPlan true) and its losses confirmed by column; drop --no-review"
+    )]
+    ReviewRequired {
+        /// The request refused.
+        what: String,
+        /// The lossy policies.
+        policies: String,
+    },
+    /// Complete was refused by the service and the table is not completed.
+    #[error("complete of {table_arn} was refused ({reason}); the table is not completed. {advice}")]
+    CompleteRefused {
+        /// Table.
+        table_arn: String,
+        /// The service's answer.
+        reason: String,
+        /// What to do.
+        advice: String,
     },
     /// The plan has blocking findings: cancel it.
     #[error(
@@ -78,7 +113,7 @@ pub enum GuardError {
         waited: Duration,
     },
     /// The migration failed or was cancelled.
-    #[error("migration {migration_id} {state}{}: {advice}", code.map(|c| format!(" ({c})")).unwrap_or_default())]
+    #[error("migration {migration_id} {state}{}: {advice}", code.as_ref().map(|c| format!(" ({c})")).unwrap_or_default())]
     Ended {
         /// The migration.
         migration_id: String,
@@ -119,8 +154,14 @@ pub struct WaitPolicy {
     pub planning_interval: Duration,
     /// Between polls while `queued`/`migrating`/`cancelling` (runbook: 30–60 s).
     pub migrating_interval: Duration,
-    /// No state change for this long is an error (runbook: ~30 min).
+    /// No progress (state or object counts) for this long is an error on a modest table
+    /// (runbook: ~30 min).
     pub stuck_after: Duration,
+    /// The slowest rate a plain S3 copy of the source's bytes is assumed to reach: while
+    /// queued or migrating, the stuck limit grows by the source's size at this rate, so a large
+    /// table is not called stuck before a copy of it could have finished (runbook: "elapsed
+    /// time well beyond a plain S3 copy of the same byte volume").
+    pub copy_bytes_per_sec: u64,
 }
 
 impl Default for WaitPolicy {
@@ -129,8 +170,48 @@ impl Default for WaitPolicy {
             planning_interval: Duration::from_secs(45),
             migrating_interval: Duration::from_secs(30),
             stuck_after: Duration::from_secs(30 * 60),
+            copy_bytes_per_sec: 10 * 1024 * 1024,
         }
     }
+}
+
+impl WaitPolicy {
+    /// The stuck limit for a source of `bytes` (`None`: unknown, the base limit).
+    pub fn stuck_limit(&self, bytes: Option<u64>) -> Duration {
+        let copy = bytes
+            .map(|b| Duration::from_secs_f64(b as f64 / self.copy_bytes_per_sec.max(1) as f64))
+            .unwrap_or_default();
+        self.stuck_after.saturating_add(copy)
+    }
+}
+
+/// The columns an operator confirms by name at approval, as reviewed: a plan that changed
+/// since (another column lost, or one no longer lost) does not match and is refused.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Confirmation {
+    /// Columns whose column-wide loss (`setNull`, `dropped`) is accepted.
+    pub data_loss: Vec<String>,
+    /// Columns whose conversion (`schemaTransformation.converted`) is accepted.
+    pub converted: Vec<String>,
+}
+
+fn column_set(v: &[String]) -> BTreeSet<String> {
+    v.iter()
+        .map(|c| c.trim().to_string())
+        .filter(|c| !c.is_empty())
+        .collect()
+}
+
+/// Whether a migration's policies can lose whole columns; names them.
+fn lossy_policies(p: &MigrationPolicies) -> Option<String> {
+    let mut lossy = Vec::new();
+    if p.incompatible_values_policy == Some(IncompatibleValuesPolicy::SetNull) {
+        lossy.push("incompatibleValuesPolicy setNull");
+    }
+    if p.unmatched_source_fields_policy == Some(UnmatchedSourceFieldsPolicy::Drop) {
+        lossy.push("unmatchedSourceFieldsPolicy drop");
+    }
+    (!lossy.is_empty()).then(|| lossy.join(" and "))
 }
 
 /// What [`MigrationGuard::complete`] did.
@@ -176,7 +257,8 @@ impl MigrationGuard {
         &self.client
     }
 
-    /// StartTableMigration with review on unless the caller turned it off explicitly.
+    /// StartTableMigration with review on unless the caller turned it off explicitly, which
+    /// is refused when a policy can lose whole columns (nobody would confirm the loss).
     pub async fn start(
         &self,
         mut request: StartTableMigrationRequest,
@@ -187,36 +269,59 @@ impl MigrationGuard {
             }
             .into());
         }
-        request.review_migration_plan.get_or_insert(true);
+        let review = *request.review_migration_plan.get_or_insert(true);
+        let policies = request
+            .data_migration
+            .as_ref()
+            .and_then(|d| d.migration_policies.clone())
+            .unwrap_or_default();
+        if !review && let Some(policies) = lossy_policies(&policies) {
+            return Err(GuardError::ReviewRequired {
+                what: format!(
+                    "a start of {}.{} without review",
+                    request.destination_table.namespace, request.destination_table.name
+                ),
+                policies,
+            });
+        }
         Ok(self.client.start_table_migration(&request).await?)
     }
 
     /// Polls until the state leaves `new`/`planning` (and `queued`/`migrating`/`cancelling`
-    /// when `through_migration`); a failed or cancelled end is an error with advice.
+    /// when `through_migration`); a failed or cancelled end is an error with advice. A state
+    /// this version does not know is waited on like a running one. No progress (neither state
+    /// nor object counts change) for the stuck limit is an error; while the migration copies,
+    /// the limit grows with the source's size ([`WaitPolicy::stuck_limit`]).
     pub async fn wait(
         &self,
         migration_id: &str,
         through_migration: bool,
     ) -> GResult<GetTableMigrationResponse> {
-        let mut last_state = None;
+        let mut last: Option<(MigrationState, Option<MigrationStats>)> = None;
         let mut since = Instant::now();
         let mut polls = 0u32;
+        let mut source_bytes: Option<Option<u64>> = None;
         loop {
             let m = self
                 .client
                 .get_table_migration(Some(migration_id), None)
                 .await?;
-            if last_state != Some(m.state) {
-                tracing::info!(migration_id, state = %m.state, "migration state");
-                last_state = Some(m.state);
+            let progress = (m.state.clone(), m.migration_stats.clone());
+            if last.as_ref() != Some(&progress) {
+                if last.as_ref().map(|l| &l.0) != Some(&m.state) {
+                    tracing::info!(migration_id, state = %m.state, "migration state");
+                }
+                last = Some(progress);
                 since = Instant::now();
                 polls = 0;
             }
-            let busy = match m.state {
-                MigrationState::New | MigrationState::Planning => true,
-                MigrationState::Queued | MigrationState::Migrating | MigrationState::Cancelling => {
-                    through_migration
-                }
+            let copying = matches!(
+                m.state,
+                MigrationState::Queued | MigrationState::Migrating | MigrationState::Cancelling
+            );
+            let busy = match &m.state {
+                MigrationState::New | MigrationState::Planning | MigrationState::Unknown(_) => true,
+                _ if copying => through_migration,
                 _ => false,
             };
             if !busy {
@@ -225,29 +330,58 @@ impl MigrationGuard {
                 }
                 return Ok(m);
             }
-            if since.elapsed() >= self.wait.stuck_after {
+            if copying && source_bytes.is_none() {
+                source_bytes = Some(self.source_bytes(&m).await);
+            }
+            let limit = self.wait.stuck_limit(source_bytes.flatten());
+            if since.elapsed() >= limit {
                 return Err(GuardError::Stuck {
                     migration_id: migration_id.into(),
                     state: m.state,
                     waited: since.elapsed(),
                 });
             }
-            let base = if matches!(m.state, MigrationState::New | MigrationState::Planning) {
-                self.wait.planning_interval
-            } else {
+            let base = if copying {
                 self.wait.migrating_interval
+            } else {
+                self.wait.planning_interval
             };
             // Back off gently while nothing changes, never past twice the base interval.
-            let delay = base
-                .saturating_mul(1 + polls.min(1))
-                .min(self.wait.stuck_after);
+            let delay = base.saturating_mul(1 + polls.min(1)).min(limit);
             polls += 1;
             tokio::time::sleep(delay).await;
         }
     }
 
+    /// Bytes of the migration's source objects (a listing, no reads); `None` when they cannot
+    /// be listed (the base stuck limit applies).
+    async fn source_bytes(&self, m: &GetTableMigrationResponse) -> Option<u64> {
+        let glue = m.source.glue_table.as_ref()?;
+        let listed = async {
+            let t = self
+                .aws
+                .glue_table(&glue.database_name, &glue.table_name)
+                .await?
+                .ok_or_else(|| Error::Config("Glue table not found".into()))?;
+            let parts = self
+                .aws
+                .glue_partitions(&glue.database_name, &glue.table_name)
+                .await?;
+            source_objects(&self.aws, &t, &parts).await
+        };
+        match listed.await {
+            Ok(objects) => Some(objects.iter().map(|o| o.object.size).sum()),
+            Err(e) => {
+                tracing::warn!(migration_id = %m.migration_id, error = %e,
+                    "cannot size the source; the stuck limit does not grow with it");
+                None
+            }
+        }
+    }
+
     /// Reviews a plan at `pendingReview`: reads the table compatibility report from the key
-    /// the record names.
+    /// the record names and checks the object compatibility report was written. A missing or
+    /// unreadable report is "cannot verify", never clean.
     pub async fn review(
         &self,
         migration_id: &str,
@@ -266,68 +400,104 @@ impl MigrationGuard {
                 what: "review needs pendingReview (wait for planning to finish)".into(),
             });
         }
-        if m.has_valid_plan != Some(true) {
-            return Err(GuardError::CannotVerify {
-                migration_id: migration_id.into(),
-                reason: format!("hasValidPlan is {:?}, not true", m.has_valid_plan),
-            });
-        }
-        let Some(key) = m.migration_output.table_compatibility_report.key.clone() else {
-            return Err(GuardError::CannotVerify {
-                migration_id: migration_id.into(),
-                reason: "migrationOutput.tableCompatibilityReport.key is absent".into(),
-            });
+        let cannot = |reason: String| GuardError::CannotVerify {
+            migration_id: migration_id.into(),
+            reason,
         };
+        if m.has_valid_plan != Some(true) {
+            return Err(cannot(format!(
+                "hasValidPlan is {:?}, not true",
+                m.has_valid_plan
+            )));
+        }
         let (bucket, _) = split_s3_uri(&m.migration_output.bucket)
             .unwrap_or((m.migration_output.bucket.clone(), String::new()));
-        let body =
-            self.aws
-                .get_object(&bucket, &key)
-                .await
-                .map_err(|e| GuardError::CannotVerify {
-                    migration_id: migration_id.into(),
-                    reason: format!("the table compatibility report cannot be read: {e}"),
-                })?;
-        let Some(body) = body else {
-            return Err(GuardError::CannotVerify {
-                migration_id: migration_id.into(),
-                reason: format!(
-                    "the table compatibility report s3://{bucket}/{key} does not exist"
-                ),
-            });
-        };
-        let findings = parse_report(&String::from_utf8_lossy(&body)).map_err(|reason| {
-            GuardError::CannotVerify {
-                migration_id: migration_id.into(),
-                reason: format!("the table compatibility report is unreadable: {reason}"),
+        let read = async |report: &str, key: Option<&String>| -> GResult<bytes::Bytes> {
+            let Some(key) = key else {
+                return Err(cannot(format!("migrationOutput.{report}.key is absent")));
+            };
+            match self.aws.get_object(&bucket, key).await {
+                Ok(Some(body)) => Ok(body),
+                Ok(None) => Err(cannot(format!(
+                    "the {report} s3://{bucket}/{key} does not exist"
+                ))),
+                Err(e) => Err(cannot(format!("the {report} cannot be read: {e}"))),
             }
+        };
+        let out = &m.migration_output;
+        let body = read(
+            "tableCompatibilityReport",
+            out.table_compatibility_report.key.as_ref(),
+        )
+        .await?;
+        // The object report's manifest must exist too: its invalidFindings count only what
+        // was written, and an absent report says nothing about the objects.
+        read(
+            "objectCompatibilityReport",
+            out.object_compatibility_report.key.as_ref(),
+        )
+        .await?;
+        let findings = parse_report(&String::from_utf8_lossy(&body)).map_err(|reason| {
+            cannot(format!(
+                "the table compatibility report is unreadable: {reason}"
+            ))
         })?;
         let review = PlanReview::new(&m, findings);
         Ok((m, review))
     }
 
-    /// Reviews, then approves (`queued`) if the verdict allows; data loss needs
-    /// `confirm_data_loss`, blocking findings are refused with advice to cancel.
+    /// Reviews, then approves (`queued`) if the verdict allows: blocking findings are refused
+    /// with advice to cancel, findings the guard does not recognise cannot be verified, and
+    /// column-wide data loss or converted columns need `confirm` to name exactly those
+    /// columns.
     pub async fn approve(
         &self,
         migration_id: &str,
-        confirm_data_loss: bool,
+        confirm: &Confirmation,
     ) -> GResult<(PlanReview, UpdateTableMigrationResponse)> {
         let (_, review) = self.review(migration_id).await?;
-        match review.verdict() {
+        let (loss, converted) = match review.verdict() {
             Verdict::Cancel(findings) => {
                 return Err(GuardError::MustCancel {
                     migration_id: migration_id.into(),
                     findings,
                 });
             }
-            Verdict::NeedsConfirmation(losses) if !confirm_data_loss => {
-                return Err(GuardError::DataLossNotConfirmed {
+            Verdict::CannotVerify(what) => {
+                return Err(GuardError::CannotVerify {
                     migration_id: migration_id.into(),
-                    losses,
+                    reason: format!(
+                        "the plan has findings this version does not recognise: {}",
+                        what.join("; ")
+                    ),
                 });
             }
-            _ => {}
+            Verdict::NeedsConfirmation {
+                data_loss,
+                converted,
+            } => (data_loss, converted),
+            Verdict::Approvable => (Vec::new(), Vec::new()),
+        };
+        let lost: Vec<String> = review.data_loss.iter().map(|(c, _)| c.clone()).collect();
+        if column_set(&lost) != column_set(&confirm.data_loss) {
+            return Err(GuardError::NotConfirmed {
+                migration_id: migration_id.into(),
+                what: "loses data column-wide",
+                flag: "--confirm-data-loss",
+                details: loss,
+                columns: column_set(&lost).into_iter().collect(),
+                confirmed: confirm.data_loss.clone(),
+            });
+        }
+        if column_set(&review.converted) != column_set(&confirm.converted) {
+            return Err(GuardError::NotConfirmed {
+                migration_id: migration_id.into(),
+                what: "converts columns (values may lose precision or padding)",
+                flag: "--confirm-converted",
+                details: converted,
+                columns: column_set(&review.converted).into_iter().collect(),
+                confirmed: confirm.converted.clone(),
+            });
         }
         let resp = self
             .client
@@ -355,7 +525,7 @@ impl MigrationGuard {
     }
 
     /// SyncTableMigration (review on by default), refused while any migration into the table
-    /// is non-terminal.
+    /// is non-terminal, and without review when the table's policies can lose whole columns.
     pub async fn sync(
         &self,
         mut request: SyncTableMigrationRequest,
@@ -370,13 +540,26 @@ impl MigrationGuard {
         if let Some(m) = running.iter().find(|m| !m.state.is_terminal()) {
             return Err(GuardError::WrongState {
                 migration_id: m.migration_id.clone(),
-                state: m.state,
+                state: m.state.clone(),
                 what: "a sync needs every migration into the table to be terminal; approve, \
                        wait for or cancel it first"
                     .into(),
             });
         }
-        request.review_migration_plan.get_or_insert(true);
+        let review = *request.review_migration_plan.get_or_insert(true);
+        if !review {
+            // A sync reuses the start's policies.
+            let latest = self
+                .client
+                .get_table_migration(None, Some(&request.table_arn))
+                .await?;
+            if let Some(policies) = lossy_policies(&latest.data_migration.migration_policies) {
+                return Err(GuardError::ReviewRequired {
+                    what: format!("a sync of {} without review", request.table_arn),
+                    policies,
+                });
+            }
+        }
         Ok(self.client.sync_table_migration(&request).await?)
     }
 
@@ -405,30 +588,49 @@ impl MigrationGuard {
         Ok(source_rows)
     }
 
-    /// Completes a `succeeded` migration after parity (`destination_rows` counted by the
-    /// caller from the destination table), then checks `managedByService` is cleared. A second
-    /// complete (409/400) is reported as already done.
+    /// Completes the table of `migration_id` when the table's most recent migration (whatever
+    /// id the caller holds) succeeded and row counts match (`destination_rows` counted by the
+    /// caller from the destination table), then checks `managedByService` is cleared. A
+    /// refused complete (409/400) counts as "already done" only when the table is no longer
+    /// managed; `MIGRATION_IN_PROGRESS` never does.
     pub async fn complete(
         &self,
         migration_id: &str,
         destination_rows: i64,
     ) -> GResult<CompleteOutcome> {
-        let m = self
+        let given = self
             .client
             .get_table_migration(Some(migration_id), None)
             .await?;
-        let table_arn = m.table_arn.clone().ok_or_else(|| GuardError::WrongState {
-            migration_id: migration_id.into(),
-            state: m.state,
-            what: "the migration created no table".into(),
-        })?;
-        if m.state != MigrationState::Succeeded {
-            return Err(GuardError::WrongState {
+        let table_arn = given
+            .table_arn
+            .clone()
+            .ok_or_else(|| GuardError::WrongState {
                 migration_id: migration_id.into(),
-                state: m.state,
+                state: given.state.clone(),
+                what: "the migration created no table".into(),
+            })?;
+        // Completing publishes whatever the table holds: the latest migration decides, not the
+        // one the caller names (a later sync that failed or still runs leaves other data).
+        let m = self
+            .client
+            .get_table_migration(None, Some(&table_arn))
+            .await?;
+        if m.state != MigrationState::Succeeded {
+            let which = if m.migration_id == migration_id {
+                String::new()
+            } else {
+                format!(
+                    "the table's latest migration is {} ({} {}), not {migration_id}; ",
+                    m.migration_id, m.r#type, m.state
+                )
+            };
+            return Err(GuardError::WrongState {
+                migration_id: m.migration_id.clone(),
+                state: m.state.clone(),
                 what: format!(
-                    "complete only a succeeded migration (completing would publish a partial \
-                     table). {}",
+                    "{which}complete only when the table's latest migration succeeded \
+                     (completing now would publish a partial or stale table). {}",
                     recovery_advice(&m)
                 ),
             });
@@ -437,6 +639,31 @@ impl MigrationGuard {
         let completed_now = match self.client.complete_table_migration(&table_arn).await {
             Ok(()) => true,
             Err(e) if e.is_conflict_or_bad_request() => {
+                let reason = e.to_string();
+                if reason.contains("MIGRATION_IN_PROGRESS") {
+                    return Err(GuardError::CompleteRefused {
+                        table_arn,
+                        reason,
+                        advice: "A migration into the table is running: watch it, and complete \
+                                 once the latest migration succeeded and parity holds."
+                            .into(),
+                    });
+                }
+                // A second complete answers 409/400 too: done only if the table is handed over.
+                let table = self
+                    .client
+                    .get_table(&TableRef::Arn(table_arn.clone()))
+                    .await?;
+                if let Some(value) = table.managed_by_service {
+                    return Err(GuardError::CompleteRefused {
+                        table_arn,
+                        reason,
+                        advice: format!(
+                            "The table is still managed by {value}: read the refusal, fix its \
+                             cause and complete again."
+                        ),
+                    });
+                }
                 tracing::info!(%table_arn, error = %e, "already completed");
                 false
             }
@@ -460,8 +687,8 @@ impl MigrationGuard {
 fn ended(m: &GetTableMigrationResponse) -> GuardError {
     GuardError::Ended {
         migration_id: m.migration_id.clone(),
-        state: m.state,
-        code: m.failure_reason.as_ref().map(|f| f.code),
+        state: m.state.clone(),
+        code: m.failure_reason.as_ref().map(|f| f.code.clone()),
         advice: recovery_advice(m),
     }
 }
@@ -475,7 +702,7 @@ pub fn recovery_advice(m: &GetTableMigrationResponse) -> String {
         .and_then(|f| f.detail.clone())
         .map(|d| format!(" ({d})"))
         .unwrap_or_default();
-    let cause = match m.failure_reason.as_ref().map(|f| f.code) {
+    let cause = match m.failure_reason.as_ref().map(|f| &f.code) {
         Some(C::ResourceNotFound) => format!(
             "A named resource does not exist{detail}: check the Glue database/table, the table \
              bucket and namespace."
@@ -511,9 +738,13 @@ pub fn recovery_advice(m: &GetTableMigrationResponse) -> String {
         Some(C::InternalError) => {
             format!("Service error{detail}: retry; contact AWS Support if it persists.")
         }
+        Some(C::Unknown(code)) => format!(
+            "Failure code {code}{detail} is not one this version knows: read failureReason and \
+             the reports."
+        ),
         None => String::new(),
     };
-    let next = match (m.state, m.has_valid_plan, m.table_arn.is_some()) {
+    let next = match (&m.state, m.has_valid_plan, m.table_arn.is_some()) {
         (MigrationState::Succeeded, _, _) => {
             return "Check row-count parity, then complete.".into();
         }
@@ -539,8 +770,11 @@ mod tests {
     use aws_credential_types::Credentials;
     use serde_json::{Value, json};
 
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
     use super::*;
-    use crate::http_server::{Response, serve};
+    use crate::http_server::{Request, Response, serve};
     use crate::sign::Signer;
 
     fn record(state: &str, valid: Option<bool>, code: Option<&str>, table: bool) -> Value {
@@ -550,7 +784,9 @@ mod tests {
             "createdAt": "2026-11-04T00:00:00Z", "stateUpdatedAt": "2026-11-04T00:00:00Z",
             "sourceType": "glueTable",
             "source": {"glueTable": {"catalogId": "1", "databaseName": "db", "tableName": "s"}},
-            "dataMigration": {}, "migrationOutput": {"bucket": "arn:aws:s3:::r"}
+            "dataMigration": {"maintenanceSettings": {}, "migrationPolicies": {}},
+            "migrationOutput": {"bucket": "arn:aws:s3:::r", "tableCompatibilityReport": {},
+                "objectCompatibilityReport": {}, "objectMigrationReport": {}}
         });
         if let Some(b) = valid {
             v["hasValidPlan"] = json!(b);
@@ -565,9 +801,18 @@ mod tests {
     }
 
     async fn guard_answering(v: Value, wait: WaitPolicy) -> anyhow::Result<MigrationGuard> {
-        let (addr, _task) = serve(([127, 0, 0, 1], 0).into(), move |_| {
-            let v = v.clone();
-            async move { Response::json(200, &v) }
+        guard_with(move |_| Response::json(200, &v), wait).await
+    }
+
+    /// A guard whose S3 Tables, S3 and Glue calls all reach `handler`.
+    async fn guard_with(
+        handler: impl Fn(&Request) -> Response + Send + Sync + 'static,
+        wait: WaitPolicy,
+    ) -> anyhow::Result<MigrationGuard> {
+        let handler = Arc::new(handler);
+        let (addr, _task) = serve(([127, 0, 0, 1], 0).into(), move |req| {
+            let r = handler(&req);
+            async move { r }
         })
         .await?;
         let signer = Signer::new(Credentials::for_tests(), "us-east-1", "s3tables");
@@ -586,6 +831,7 @@ mod tests {
             planning_interval: Duration::from_millis(5),
             migrating_interval: Duration::from_millis(5),
             stuck_after: Duration::from_millis(60),
+            copy_bytes_per_sec: 1,
         };
         let g = guard_answering(record("migrating", Some(true), None, true), wait).await?;
         let err = g.wait("m-1", true).await;
@@ -633,6 +879,314 @@ mod tests {
             Err(GuardError::WrongState { what, .. }) => assert!(what.contains("sync"), "{what}"),
             other => anyhow::bail!("expected WrongState, got {other:?}"),
         }
+        Ok(())
+    }
+
+    fn fast(stuck_after: Duration, copy_bytes_per_sec: u64) -> WaitPolicy {
+        WaitPolicy {
+            planning_interval: Duration::from_millis(10),
+            migrating_interval: Duration::from_millis(10),
+            stuck_after,
+            copy_bytes_per_sec,
+        }
+    }
+
+    fn table_json() -> Value {
+        json!({"name": "t", "type": "customer", "tableARN": "arn:t", "namespace": ["ns"],
+               "versionToken": "v", "warehouseLocation": "s3://w", "createdAt": "2026-11-04T00:00:00Z",
+               "createdBy": "123456789012", "modifiedAt": "2026-11-04T00:00:00Z",
+               "modifiedBy": "123456789012", "ownerAccountId": "123456789012", "format": "ICEBERG",
+               "managedByService": "migration.s3tables.amazonaws.com"})
+    }
+
+    /// Glue's answer for a table with no objects (so parity counts 0 rows).
+    fn empty_glue(req: &Request) -> Option<Response> {
+        match req.header("x-amz-target")? {
+            "AWSGlue.GetTable" => Some(Response::json(
+                200,
+                &json!({"Table": {"Name": "s", "StorageDescriptor": {}}}),
+            )),
+            _ => Some(Response::json(200, &json!({"Partitions": []}))),
+        }
+    }
+
+    #[tokio::test]
+    async fn complete_checks_the_tables_latest_migration_not_the_one_named() -> anyhow::Result<()> {
+        let completes = Arc::new(AtomicUsize::new(0));
+        let seen = completes.clone();
+        let g = guard_with(
+            move |req| {
+                if let Some(r) = empty_glue(req) {
+                    return r;
+                }
+                match req.segments.first().map(String::as_str) {
+                    Some("get-table-migration") if req.query("tableARN").is_some() => {
+                        let mut v = record(
+                            "failed",
+                            Some(false),
+                            Some("objectCompatibilityReport"),
+                            true,
+                        );
+                        v["migrationId"] = json!("m-2");
+                        v["type"] = json!("sync");
+                        Response::json(200, &v)
+                    }
+                    Some("get-table-migration") => {
+                        Response::json(200, &record("succeeded", Some(true), None, true))
+                    }
+                    Some("complete-table-migration") => {
+                        seen.fetch_add(1, Ordering::SeqCst);
+                        Response::empty(204)
+                    }
+                    _ => Response::json(200, &table_json()),
+                }
+            },
+            WaitPolicy::default(),
+        )
+        .await?;
+        match g.complete("m-1", 0).await {
+            Err(GuardError::WrongState {
+                migration_id, what, ..
+            }) => {
+                assert_eq!(migration_id, "m-2");
+                assert!(what.contains("latest migration is m-2"), "{what}");
+            }
+            other => anyhow::bail!("expected WrongState, got {other:?}"),
+        }
+        assert_eq!(completes.load(Ordering::SeqCst), 0, "nothing was completed");
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn a_complete_refused_as_in_progress_is_not_already_done() -> anyhow::Result<()> {
+        let g = guard_with(
+            |req| {
+                if let Some(r) = empty_glue(req) {
+                    return r;
+                }
+                match req.segments.first().map(String::as_str) {
+                    Some("get-table-migration") => {
+                        Response::json(200, &record("succeeded", Some(true), None, true))
+                    }
+                    Some("complete-table-migration") => Response::error(
+                        409,
+                        "ConflictException",
+                        "MIGRATION_IN_PROGRESS: migration m-3 is queued",
+                    ),
+                    _ => Response::json(200, &table_json()),
+                }
+            },
+            WaitPolicy::default(),
+        )
+        .await?;
+        match g.complete("m-1", 0).await {
+            Err(GuardError::CompleteRefused { reason, .. }) => {
+                assert!(reason.contains("MIGRATION_IN_PROGRESS"), "{reason}")
+            }
+            other => anyhow::bail!("expected CompleteRefused, got {other:?}"),
+        }
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn a_larger_table_or_progress_is_not_stuck() -> anyhow::Result<()> {
+        // 100 kB of source at 200 kB/s: the limit grows from 100 ms to 600 ms; the migration
+        // takes 400 ms without any visible progress.
+        let began = Instant::now();
+        let g = guard_with(
+            move |req| match req.header("x-amz-target") {
+                Some("AWSGlue.GetTable") => Response::json(
+                    200,
+                    &json!({"Table": {"Name": "s",
+                        "StorageDescriptor": {"Location": "s3://lake/s/"}}}),
+                ),
+                Some(_) => Response::json(200, &json!({"Partitions": []})),
+                None if req.query("list-type").is_some() => {
+                    let mut r = Response::empty(200);
+                    r.body = b"<ListBucketResult><IsTruncated>false</IsTruncated><Contents>\
+                        <Key>s/part-0.parquet</Key><ETag>e</ETag><Size>100000</Size>\
+                        </Contents></ListBucketResult>"
+                        .to_vec();
+                    r
+                }
+                None => {
+                    let state = if began.elapsed() < Duration::from_millis(400) {
+                        "migrating"
+                    } else {
+                        "succeeded"
+                    };
+                    Response::json(200, &record(state, Some(true), None, true))
+                }
+            },
+            fast(Duration::from_millis(100), 200_000),
+        )
+        .await?;
+        assert_eq!(g.wait("m-1", true).await?.state, MigrationState::Succeeded);
+
+        // Objects migrating every 60 ms is progress, though the state stays `migrating` longer
+        // than the limit of 150 ms.
+        let began = Instant::now();
+        let g = guard_with(
+            move |req| {
+                if req.header("x-amz-target").is_some() {
+                    return Response::error(400, "EntityNotFoundException", "no such table");
+                }
+                let t = began.elapsed().as_millis() as i64;
+                let mut v = record(
+                    if t < 500 { "migrating" } else { "succeeded" },
+                    Some(true),
+                    None,
+                    true,
+                );
+                v["migrationStats"] = json!({"objectsMigrated": t / 60});
+                Response::json(200, &v)
+            },
+            fast(Duration::from_millis(150), u64::MAX),
+        )
+        .await?;
+        assert_eq!(g.wait("m-1", true).await?.state, MigrationState::Succeeded);
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn an_unknown_state_is_waited_on_not_taken_as_an_end() -> anyhow::Result<()> {
+        let began = Instant::now();
+        let g = guard_with(
+            move |_| {
+                let state = if began.elapsed() < Duration::from_millis(100) {
+                    "validatingSource"
+                } else {
+                    "pendingReview"
+                };
+                Response::json(200, &record(state, Some(true), None, true))
+            },
+            fast(Duration::from_secs(10), 1),
+        )
+        .await?;
+        assert_eq!(
+            g.wait("m-1", false).await?.state,
+            MigrationState::PendingReview
+        );
+        assert!(!MigrationState::Unknown("validatingSource".into()).is_terminal());
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn a_start_without_review_is_refused_when_a_policy_loses_columns() -> anyhow::Result<()> {
+        let sent = Arc::new(AtomicUsize::new(0));
+        let seen = sent.clone();
+        let g = guard_with(
+            move |_| {
+                seen.fetch_add(1, Ordering::SeqCst);
+                Response::json(202, &json!({"migrationId": "m-1", "state": "new"}))
+            },
+            WaitPolicy::default(),
+        )
+        .await?;
+        let mut req: StartTableMigrationRequest = serde_json::from_value(json!({
+            "roleARN": "arn:aws:iam::123456789012:role/r",
+            "destinationTable": {"tableBucketARN": "arn:b", "namespace": "ns", "name": "t"},
+            "sourceType": "glueTable",
+            "source": {"glueTable": {"catalogId": "1", "databaseName": "db", "tableName": "s"}},
+            "dataMigration": {"migrationPolicies": {"incompatibleValuesPolicy": "setNull"}},
+            "reviewMigrationPlan": false,
+            "migrationOutput": {"bucket": "arn:aws:s3:::r"}
+        }))?;
+        match g.start(req.clone()).await {
+            Err(e @ GuardError::ReviewRequired { .. }) => {
+                assert!(e.to_string().contains("setNull"), "{e}")
+            }
+            other => anyhow::bail!("expected ReviewRequired, got {other:?}"),
+        }
+        assert_eq!(sent.load(Ordering::SeqCst), 0);
+        // With review on (the default) the same start goes out.
+        req.review_migration_plan = None;
+        g.start(req).await?;
+        assert_eq!(sent.load(Ordering::SeqCst), 1);
+        Ok(())
+    }
+
+    /// A migration at review whose table report loses `amount` (setNull) and converts `code`,
+    /// with both reports present unless `object_report` is false; counts approvals.
+    async fn at_review(object_report: bool) -> anyhow::Result<(MigrationGuard, Arc<AtomicUsize>)> {
+        let approvals = Arc::new(AtomicUsize::new(0));
+        let seen = approvals.clone();
+        let report = "finding_type,finding_category,finding_subcategory,details\n\
+            informational,metadata,schemaTransformation.lossless,\"{\"\"fieldPath\"\":\"\"id\"\",\"\"outcome\"\":\"\"migrated\"\"}\"\n\
+            informational,metadata,schemaTransformation.converted,\"{\"\"fieldPath\"\":\"\"code\"\",\"\"outcome\"\":\"\"migrated\"\"}\"\n\
+            informational,metadata,schemaTransformation.incompatible,\"{\"\"fieldPath\"\":\"\"amount\"\",\"\"outcome\"\":\"\"setNull\"\"}\"\n";
+        let g = guard_with(
+            move |req| match req.segments.first().map(String::as_str) {
+                Some("get-table-migration") => {
+                    let mut v = record("pendingReview", Some(true), None, true);
+                    v["migrationOutput"]["tableCompatibilityReport"]["key"] = json!("p/table.csv");
+                    if object_report {
+                        v["migrationOutput"]["objectCompatibilityReport"]["key"] =
+                            json!("p/manifest.json");
+                    }
+                    Response::json(200, &v)
+                }
+                Some("update-table-migration") => {
+                    seen.fetch_add(1, Ordering::SeqCst);
+                    Response::json(200, &json!({"migrationId": "m-1", "state": "queued"}))
+                }
+                Some("r") if req.path == "/r/p/table.csv" => {
+                    let mut r = Response::empty(200);
+                    r.body = report.as_bytes().to_vec();
+                    r
+                }
+                Some("r") if req.path == "/r/p/manifest.json" => Response::json(200, &json!({})),
+                _ => Response::empty(404),
+            },
+            WaitPolicy::default(),
+        )
+        .await?;
+        Ok((g, approvals))
+    }
+
+    #[tokio::test]
+    async fn approval_names_exactly_the_columns_lost_and_converted() -> anyhow::Result<()> {
+        let (g, approvals) = at_review(true).await?;
+        let confirm = |loss: &[&str], conv: &[&str]| Confirmation {
+            data_loss: loss.iter().map(|c| c.to_string()).collect(),
+            converted: conv.iter().map(|c| c.to_string()).collect(),
+        };
+        for (c, flag) in [
+            (confirm(&[], &[]), "--confirm-data-loss amount"),
+            (
+                confirm(&["amount", "qty"], &["code"]),
+                "--confirm-data-loss amount",
+            ),
+            (confirm(&["amount"], &[]), "--confirm-converted code"),
+        ] {
+            match g.approve("m-1", &c).await {
+                Err(e @ GuardError::NotConfirmed { .. }) => {
+                    assert!(e.to_string().contains(flag), "{e}")
+                }
+                other => anyhow::bail!("{c:?}: expected NotConfirmed, got {other:?}"),
+            }
+        }
+        assert_eq!(approvals.load(Ordering::SeqCst), 0);
+        let (_, r) = g.approve("m-1", &confirm(&["amount"], &["code"])).await?;
+        assert_eq!(r.state, MigrationState::Queued);
+        assert_eq!(approvals.load(Ordering::SeqCst), 1);
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn a_missing_object_compatibility_report_cannot_be_verified() -> anyhow::Result<()> {
+        let (g, approvals) = at_review(false).await?;
+        let all = Confirmation {
+            data_loss: vec!["amount".into()],
+            converted: vec!["code".into()],
+        };
+        match g.approve("m-1", &all).await {
+            Err(GuardError::CannotVerify { reason, .. }) => {
+                assert!(reason.contains("objectCompatibilityReport"), "{reason}")
+            }
+            other => anyhow::bail!("expected CannotVerify, got {other:?}"),
+        }
+        assert_eq!(approvals.load(Ordering::SeqCst), 0);
         Ok(())
     }
 

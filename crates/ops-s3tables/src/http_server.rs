@@ -1,18 +1,21 @@
 //! A deliberately small HTTP/1.1 server on tokio (one request per connection, `Connection:
-//! close`) for the emulator and the client's tests; enough for reqwest and the AWS CLI.
+//! close`) for the emulator and the client's tests, over plain TCP or TLS (rustls); enough for
+//! reqwest and the AWS CLI.
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpListener;
 
 /// A received request; path and query are percent-decoded.
 #[derive(Debug, Clone, Default)]
 pub struct Request {
     /// `GET`, `POST`, ...
     pub method: String,
+    /// The request-target exactly as received (encoded path and query), for signatures.
+    pub target: String,
     /// Decoded path segments joined by `/`, leading `/` kept.
     pub path: String,
     /// Raw (encoded) path segments, decoded one by one (an ARN may contain `/`).
@@ -115,10 +118,35 @@ pub fn percent_decode(s: &str, plus: bool) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// Binds `addr` and serves `handler` until the task is dropped; returns the bound address and
-/// the serving task.
+/// Binds `addr` and serves `handler` over plain HTTP until the task is dropped; returns the
+/// bound address and the serving task.
 pub async fn serve<F, Fut>(
     addr: SocketAddr,
+    handler: F,
+) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)>
+where
+    F: Fn(Request) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Response> + Send + 'static,
+{
+    serve_on(addr, None, handler).await
+}
+
+/// Binds `addr` and serves `handler` over HTTPS with `tls` until the task is dropped.
+pub async fn serve_tls<F, Fut>(
+    addr: SocketAddr,
+    tls: Arc<rustls::ServerConfig>,
+    handler: F,
+) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)>
+where
+    F: Fn(Request) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Response> + Send + 'static,
+{
+    serve_on(addr, Some(tokio_rustls::TlsAcceptor::from(tls)), handler).await
+}
+
+async fn serve_on<F, Fut>(
+    addr: SocketAddr,
+    tls: Option<tokio_rustls::TlsAcceptor>,
     handler: F,
 ) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)>
 where
@@ -134,8 +162,16 @@ where
                 continue;
             };
             let handler = handler.clone();
+            let tls = tls.clone();
             tokio::spawn(async move {
-                if let Err(e) = connection(stream, handler.as_ref()).await {
+                let result = match tls {
+                    Some(acceptor) => match acceptor.accept(stream).await {
+                        Ok(stream) => connection(stream, handler.as_ref()).await,
+                        Err(e) => Err(e),
+                    },
+                    None => connection(stream, handler.as_ref()).await,
+                };
+                if let Err(e) = result {
                     tracing::debug!(error = %e, "connection ended with an error");
                 }
             });
@@ -144,8 +180,29 @@ where
     Ok((local, task))
 }
 
-async fn connection<F, Fut>(mut stream: TcpStream, handler: &F) -> std::io::Result<()>
+/// A TLS server configuration from a PEM certificate chain and a PEM private key, with the
+/// `ring` provider passed explicitly.
+pub fn tls_config(cert_chain_pem: &[u8], key_pem: &[u8]) -> Result<rustls::ServerConfig, String> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(cert_chain_pem)
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("TLS certificate: {e}"))?;
+    if certs.is_empty() {
+        return Err("TLS certificate: no CERTIFICATE in the PEM".into());
+    }
+    let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| format!("TLS key: {e}"))?;
+    rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS configuration: {e}"))?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|e| format!("TLS certificate and key: {e}"))
+}
+
+async fn connection<S, F, Fut>(mut stream: S, handler: &F) -> std::io::Result<()>
 where
+    S: AsyncRead + AsyncWrite + Unpin,
     F: Fn(Request) -> Fut,
     Fut: Future<Output = Response>,
 {
@@ -204,6 +261,7 @@ where
         .collect();
     let request = Request {
         method,
+        target: target.clone(),
         path: format!("/{}", segments.join("/")),
         segments,
         query,
@@ -235,6 +293,7 @@ fn reason(status: u16) -> &'static str {
         403 => "Forbidden",
         404 => "Not Found",
         409 => "Conflict",
+        503 => "Service Unavailable",
         429 => "Too Many Requests",
         500 => "Internal Server Error",
         _ => "Status",

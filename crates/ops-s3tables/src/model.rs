@@ -9,26 +9,49 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+/// An enum of the model. Values the service sends that this version does not know are kept as
+/// `Unknown` (AWS adds states and codes without notice; a new value must not break decoding), and
+/// parsing operator input ([`std::str::FromStr`]) accepts only the model's exact spelling.
 macro_rules! model_enum {
     ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $variant:ident = $wire:literal),+ $(,)? }) => {
         $(#[$m])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub enum $name {
-            $($(#[$vm])* #[serde(rename = $wire)] $variant,)+
+            $($(#[$vm])* $variant,)+
+            /// A value the model this crate was built from does not list, kept as sent.
+            Unknown(String),
         }
         impl $name {
-            /// The value exactly as the service model spells it.
-            pub fn as_str(&self) -> &'static str {
-                match self { $(Self::$variant => $wire,)+ }
+            /// The value exactly as the service model spells it (or as the service sent it).
+            pub fn as_str(&self) -> &str {
+                match self { $(Self::$variant => $wire,)+ Self::Unknown(s) => s.as_str() }
             }
-            /// Every value, in model order.
+            /// Every value the model lists, in model order.
             pub fn values() -> &'static [&'static str] {
                 &[$($wire),+]
+            }
+            /// Whether the value is one the model lists.
+            pub fn is_known(&self) -> bool {
+                !matches!(self, Self::Unknown(_))
             }
         }
         impl fmt::Display for $name {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str(self.as_str())
+            }
+        }
+        impl Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let s = String::deserialize(d)?;
+                Ok(match s.as_str() {
+                    $($wire => Self::$variant,)+
+                    _ => Self::Unknown(s),
+                })
             }
         }
         impl std::str::FromStr for $name {
@@ -75,7 +98,9 @@ model_enum!(
 );
 
 impl MigrationState {
-    /// Whether the migration can no longer change state by itself.
+    /// Whether the migration can no longer change state by itself. A state this version does
+    /// not know is not terminal: the guard keeps waiting (within its stuck limit) rather than
+    /// act on a migration whose end it cannot recognise.
     pub fn is_terminal(&self) -> bool {
         matches!(self, Self::Succeeded | Self::Failed | Self::Cancelled)
     }
@@ -155,6 +180,122 @@ model_enum!(
     }
 );
 
+model_enum!(
+    /// `SSEAlgorithm`.
+    SseAlgorithm {
+        /// S3-managed keys.
+        Aes256 = "AES256",
+        /// KMS keys.
+        AwsKms = "aws:kms",
+    }
+);
+
+model_enum!(
+    /// `StorageClass`.
+    StorageClass {
+        /// S3 Standard.
+        Standard = "STANDARD",
+        /// S3 Intelligent-Tiering.
+        IntelligentTiering = "INTELLIGENT_TIERING",
+    }
+);
+
+model_enum!(
+    /// `DataFileFormat`.
+    DataFileFormat {
+        /// Parquet (the only format).
+        Parquet = "parquet",
+    }
+);
+
+model_enum!(
+    /// `CompressionCodec`.
+    CompressionCodec {
+        /// Zstandard (the default).
+        Zstd = "zstd",
+        /// Snappy.
+        Snappy = "snappy",
+        /// Gzip.
+        Gzip = "gzip",
+        /// None.
+        Uncompressed = "uncompressed",
+    }
+);
+
+model_enum!(
+    /// `SchemaV2FieldType`: the type of a schema's top level.
+    SchemaV2FieldType {
+        /// Always `struct`.
+        Struct = "struct",
+    }
+);
+
+model_enum!(
+    /// `IcebergSortDirection`.
+    IcebergSortDirection {
+        /// Ascending.
+        Asc = "asc",
+        /// Descending.
+        Desc = "desc",
+    }
+);
+
+model_enum!(
+    /// `IcebergNullOrder`.
+    IcebergNullOrder {
+        /// Nulls before values.
+        NullsFirst = "nulls-first",
+        /// Nulls after values.
+        NullsLast = "nulls-last",
+    }
+);
+
+model_enum!(
+    /// `IcebergCompactionStrategy`.
+    IcebergCompactionStrategy {
+        /// Chosen by the service.
+        Auto = "auto",
+        /// Bin-packing (the only one migration accepts, the default).
+        Binpack = "binpack",
+        /// Sort.
+        Sort = "sort",
+        /// Z-order.
+        ZOrder = "z-order",
+    }
+);
+
+model_enum!(
+    /// `FindingCategory`: what to change to fix a compatibility finding.
+    FindingCategory {
+        /// A permission or request setting.
+        Access = "access",
+        /// The Glue table definition or object properties.
+        Metadata = "metadata",
+        /// Object contents.
+        Data = "data",
+        /// An internal error.
+        Internal = "internal",
+    }
+);
+
+model_enum!(
+    /// `TableType`.
+    TableType {
+        /// A customer table.
+        Customer = "customer",
+        /// An AWS table.
+        Aws = "aws",
+    }
+);
+
+model_enum!(
+    /// `OpenTableFormat`.
+    OpenTableFormat {
+        /// Apache Iceberg.
+        Iceberg = "ICEBERG",
+    }
+);
+
 /// `GlueTableSource`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -198,14 +339,18 @@ pub struct SchemaV2Field {
 #[serde(rename_all = "camelCase")]
 pub struct IcebergSchemaV2 {
     /// Always `struct`.
-    pub r#type: String,
+    pub r#type: SchemaV2FieldType,
     /// The columns.
     pub fields: Vec<SchemaV2Field>,
-    /// Schema ID.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Schema ID (`schema-id` on the wire).
+    #[serde(rename = "schema-id", default, skip_serializing_if = "Option::is_none")]
     pub schema_id: Option<i32>,
-    /// Identifier field IDs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Identifier field IDs (`identifier-field-ids` on the wire).
+    #[serde(
+        rename = "identifier-field-ids",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub identifier_field_ids: Option<Vec<i32>>,
 }
 
@@ -213,21 +358,24 @@ pub struct IcebergSchemaV2 {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct IcebergSortField {
-    /// Field ID of the column.
+    /// Field ID of the column (`source-id` on the wire).
+    #[serde(rename = "source-id")]
     pub source_id: i32,
     /// Transform, e.g. `identity`.
     pub transform: String,
     /// `asc` or `desc`.
-    pub direction: String,
-    /// `nulls-first` or `nulls-last`.
-    pub null_order: String,
+    pub direction: IcebergSortDirection,
+    /// `nulls-first` or `nulls-last` (`null-order` on the wire).
+    #[serde(rename = "null-order")]
+    pub null_order: IcebergNullOrder,
 }
 
 /// `IcebergSortOrder`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct IcebergSortOrder {
-    /// Order ID.
+    /// Order ID (`order-id` on the wire).
+    #[serde(rename = "order-id")]
     pub order_id: i32,
     /// Sort fields.
     pub fields: Vec<IcebergSortField>,
@@ -238,7 +386,7 @@ pub struct IcebergSortOrder {
 #[serde(rename_all = "camelCase")]
 pub struct EncryptionConfiguration {
     /// `AES256` or `aws:kms`.
-    pub sse_algorithm: String,
+    pub sse_algorithm: SseAlgorithm,
     /// KMS key for `aws:kms`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kms_key_arn: Option<String>,
@@ -249,7 +397,7 @@ pub struct EncryptionConfiguration {
 #[serde(rename_all = "camelCase")]
 pub struct StorageClassConfiguration {
     /// `STANDARD` or `INTELLIGENT_TIERING`.
-    pub storage_class: String,
+    pub storage_class: StorageClass,
 }
 
 /// `MigrationTableProperties`.
@@ -258,13 +406,13 @@ pub struct StorageClassConfiguration {
 pub struct MigrationTableProperties {
     /// Only `parquet`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub write_format: Option<String>,
+    pub write_format: Option<DataFileFormat>,
     /// 2 or 3.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iceberg_format_version: Option<i32>,
     /// `zstd`, `snappy`, `gzip`, `uncompressed`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub compression_codec: Option<String>,
+    pub compression_codec: Option<CompressionCodec>,
     /// Dictionary encoding.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dictionary_encoding: Option<bool>,
@@ -314,7 +462,7 @@ pub struct MigrationCompactionSettings {
     pub target_file_size_mb: Option<i32>,
     /// Strategy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub strategy: Option<String>,
+    pub strategy: Option<IcebergCompactionStrategy>,
 }
 
 /// `MigrationSnapshotManagementSettings`.
@@ -353,7 +501,7 @@ pub struct MigrationPolicies {
     pub incompatible_values_policy: Option<IncompatibleValuesPolicy>,
 }
 
-/// `DataMigrationSettings` (request) and `DataMigrationOverview` (response).
+/// `DataMigrationSettings` (request).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DataMigrationSettings {
@@ -363,6 +511,16 @@ pub struct DataMigrationSettings {
     /// Policies.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub migration_policies: Option<MigrationPolicies>,
+}
+
+/// `DataMigrationOverview` (response): the settings and policies in effect, defaults filled in.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DataMigrationOverview {
+    /// Maintenance.
+    pub maintenance_settings: MaintenanceSettings,
+    /// Policies.
+    pub migration_policies: MigrationPolicies,
 }
 
 /// `MigrationReportPrefixes`.
@@ -534,7 +692,7 @@ pub struct ReportOverview {
     pub checksum_crc64_nvme: Option<String>,
     /// Blocking findings by category (`access`, `metadata`, `data`, `internal`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub invalid_findings: Option<BTreeMap<String, i64>>,
+    pub invalid_findings: Option<BTreeMap<FindingCategory, i64>>,
 }
 
 impl ReportOverview {
@@ -554,13 +712,10 @@ pub struct MigrationOutputOverview {
     /// Report bucket ARN.
     pub bucket: String,
     /// Table compatibility report (CSV).
-    #[serde(default)]
     pub table_compatibility_report: ReportOverview,
     /// Object compatibility report (manifest).
-    #[serde(default)]
     pub object_compatibility_report: ReportOverview,
     /// Object migration report (manifest).
-    #[serde(default)]
     pub object_migration_report: ReportOverview,
 }
 
@@ -610,7 +765,7 @@ pub struct GetTableMigrationResponse {
     /// Source.
     pub source: SourceConfiguration,
     /// Settings.
-    pub data_migration: DataMigrationSettings,
+    pub data_migration: DataMigrationOverview,
     /// Reports.
     pub migration_output: MigrationOutputOverview,
 }
@@ -644,6 +799,15 @@ pub struct MigrationSummary {
     pub state_updated_at: String,
 }
 
+/// `GetTableMigrationRequest` (query string): one of the two.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GetTableMigrationRequest {
+    /// Query `migrationId`.
+    pub migration_id: Option<String>,
+    /// Query `tableARN`: the table's most recent migration.
+    pub table_arn: Option<String>,
+}
+
 /// `ListTableMigrationsRequest` (all query string).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ListTableMigrationsRequest {
@@ -670,37 +834,86 @@ pub struct ListTableMigrationsRequest {
 #[serde(rename_all = "camelCase")]
 pub struct ListTableMigrationsResponse {
     /// Newest first; may be empty while `nextToken` is set.
-    #[serde(default)]
     pub migrations: Vec<MigrationSummary>,
     /// Absent on the last page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_token: Option<String>,
 }
 
-/// `GetTableResponse` (the members the migration guard reads; others are ignored).
+/// `GetTableRequest` (query string): `tableArn`, or bucket, namespace and name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GetTableRequest {
+    /// Query `tableBucketARN`.
+    pub table_bucket_arn: Option<String>,
+    /// Query `namespace`.
+    pub namespace: Option<String>,
+    /// Query `name`.
+    pub name: Option<String>,
+    /// Query `tableArn` (this spelling: the model's `locationName`).
+    pub table_arn: Option<String>,
+}
+
+/// `ReplicationInformation`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplicationInformation {
+    /// `sourceTableARN`.
+    #[serde(rename = "sourceTableARN")]
+    pub source_table_arn: String,
+}
+
+/// `ManagedTableInformation`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ManagedTableInformation {
+    /// Set for a replica table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replication_information: Option<ReplicationInformation>,
+}
+
+/// `GetTableResponse`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GetTableResponse {
     /// Name.
     pub name: String,
+    /// `customer` or `aws`.
+    pub r#type: TableType,
     /// `tableARN`.
     #[serde(rename = "tableARN")]
     pub table_arn: String,
     /// Namespace path.
-    #[serde(default)]
     pub namespace: Vec<String>,
+    /// Namespace ID.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace_id: Option<String>,
     /// Version token.
-    #[serde(default)]
     pub version_token: String,
     /// Current metadata file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata_location: Option<String>,
     /// Warehouse location.
-    #[serde(default)]
     pub warehouse_location: String,
+    /// ISO 8601.
+    pub created_at: String,
+    /// Account that created it.
+    pub created_by: String,
     /// Set (`migration.s3tables.amazonaws.com`) while a migration owns the table.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub managed_by_service: Option<String>,
+    /// ISO 8601.
+    pub modified_at: String,
+    /// Account that last modified it.
+    pub modified_by: String,
+    /// Owner.
+    pub owner_account_id: String,
+    /// `ICEBERG`.
+    pub format: OpenTableFormat,
+    /// Table bucket ID.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub table_bucket_id: Option<String>,
+    /// Replication details.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub managed_table_information: Option<ManagedTableInformation>,
 }
 
 /// `GetTableMetadataLocationResponse`.

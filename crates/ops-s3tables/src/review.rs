@@ -1,7 +1,9 @@
 //! Plan review: parse the table compatibility report (CSV at
 //! `migrationOutput.tableCompatibilityReport.key`), classify each column's type change, collect
-//! invalid findings by category and every column-wide data loss (`setNull`, `dropped`), and
-//! decide whether the plan may be approved.
+//! invalid findings by category, every column-wide data loss (`setNull`, `dropped`) and every
+//! converted column, and decide whether the plan may be approved. What the review does not
+//! recognise (a new `schemaTransformation.*` class, finding type or outcome) fails closed: the
+//! plan cannot be verified.
 
 use std::collections::BTreeMap;
 
@@ -93,7 +95,41 @@ impl Finding {
         self.outcome()
             .is_some_and(|o| o.eq_ignore_ascii_case("setNull") || o.eq_ignore_ascii_case("dropped"))
     }
+
+    /// What about this row the review cannot interpret: a `schemaTransformation.*` class, a
+    /// finding type or an outcome outside the known ones.
+    pub fn unrecognised(&self) -> Option<String> {
+        let what = self.field_path().unwrap_or("the table");
+        if let Some((head, tail)) = self.finding_subcategory.split_once('.')
+            && head.eq_ignore_ascii_case("schemaTransformation")
+            && TransformationClass::parse(tail).is_none()
+        {
+            return Some(format!(
+                "unknown type-change class {} on {what}",
+                self.finding_subcategory
+            ));
+        }
+        let known_type = ["invalid", "informational"]
+            .iter()
+            .any(|t| self.finding_type.eq_ignore_ascii_case(t));
+        if !known_type {
+            return Some(format!(
+                "unknown finding type '{}' ({}) on {what}",
+                self.finding_type, self.finding_subcategory
+            ));
+        }
+        if let Some(o) = self.outcome()
+            && !KNOWN_OUTCOMES.iter().any(|k| o.eq_ignore_ascii_case(k))
+        {
+            return Some(format!("unknown outcome '{o}' on {what}"));
+        }
+        None
+    }
 }
+
+/// Outcomes a finding's `details.outcome` may have: migrated as is, written null column-wide,
+/// left out, or failing the migration.
+const KNOWN_OUTCOMES: [&str; 4] = ["migrated", "setNull", "dropped", "failed"];
 
 /// Parses the CSV report (header `finding_type,finding_category,finding_subcategory,details`,
 /// RFC 4180 quoting).
@@ -190,6 +226,8 @@ pub struct PlanReview {
     pub data_loss: Vec<(String, String)>,
     /// Columns converted (not lossless; accept consciously).
     pub converted: Vec<String>,
+    /// Findings the review does not recognise.
+    pub unrecognised: Vec<String>,
 }
 
 /// What the review allows.
@@ -197,10 +235,17 @@ pub struct PlanReview {
 pub enum Verdict {
     /// Safe to approve.
     Approvable,
-    /// Approvable only with the operator's explicit confirmation of the listed losses.
-    NeedsConfirmation(Vec<String>),
+    /// Approvable only when the operator confirms these columns by name.
+    NeedsConfirmation {
+        /// Column-wide losses (`setNull`, `dropped`), described.
+        data_loss: Vec<String>,
+        /// Converted columns, described.
+        converted: Vec<String>,
+    },
     /// Blocked: cancel the migration.
     Cancel(Vec<String>),
+    /// Findings the review cannot interpret: stop, never approve.
+    CannotVerify(Vec<String>),
 }
 
 impl PlanReview {
@@ -213,7 +258,7 @@ impl PlanReview {
         ] {
             for (k, v) in r.invalid_findings.iter().flatten() {
                 if *v > 0 {
-                    *invalid_by_category.entry(k.clone()).or_insert(0) += v;
+                    *invalid_by_category.entry(k.to_string()).or_insert(0) += v;
                 }
             }
         }
@@ -221,7 +266,11 @@ impl PlanReview {
         let mut data_loss = Vec::new();
         let mut converted = Vec::new();
         let mut invalid = Vec::new();
+        let mut unrecognised = Vec::new();
         for f in findings {
+            if let Some(u) = f.unrecognised() {
+                unrecognised.push(u);
+            }
             let field = f.field_path().unwrap_or("?").to_string();
             if let Some(class) = f.class() {
                 columns.insert(field.clone(), class);
@@ -243,12 +292,17 @@ impl PlanReview {
             invalid_findings: invalid,
             data_loss,
             converted,
+            unrecognised,
         }
     }
 
-    /// The decision: invalid findings or unsupported/incompatible changes kept → cancel;
-    /// `setNull`/`dropped` → confirmation; otherwise approvable.
+    /// The decision: unrecognised findings → cannot verify; invalid findings or
+    /// unsupported/incompatible changes kept → cancel; `setNull`/`dropped` or converted
+    /// columns → confirmation by name; otherwise approvable.
     pub fn verdict(&self) -> Verdict {
+        if !self.unrecognised.is_empty() {
+            return Verdict::CannotVerify(self.unrecognised.clone());
+        }
         let mut blocking: Vec<String> = self
             .invalid_by_category
             .iter()
@@ -277,13 +331,19 @@ impl PlanReview {
         if !blocking.is_empty() {
             return Verdict::Cancel(blocking);
         }
-        if !self.data_loss.is_empty() {
-            return Verdict::NeedsConfirmation(
-                self.data_loss
+        if !self.data_loss.is_empty() || !self.converted.is_empty() {
+            return Verdict::NeedsConfirmation {
+                data_loss: self
+                    .data_loss
                     .iter()
                     .map(|(c, o)| format!("column {c}: {o} (the whole column)"))
                     .collect(),
-            );
+                converted: self
+                    .converted
+                    .iter()
+                    .map(|c| format!("column {c}: converted (values may change)"))
+                    .collect(),
+            };
         }
         Verdict::Approvable
     }
@@ -317,6 +377,75 @@ informational,metadata,schemaTransformation.Converted,\"{\"\"fieldPath\"\":\"\"c
         let f = parse_report(&csv)?;
         assert!(f[3].loses_column());
         assert!(!f[0].loses_column());
+        Ok(())
+    }
+
+    fn record() -> GetTableMigrationResponse {
+        let v = serde_json::json!({
+            "migrationId": "m-1", "tableBucketARN": "arn:b", "namespace": "ns", "name": "t",
+            "type": "start", "state": "pendingReview", "roleARN": "arn:r",
+            "reviewMigrationPlan": true, "hasValidPlan": true,
+            "createdAt": "2026-11-04T00:00:00Z", "stateUpdatedAt": "2026-11-04T00:00:00Z",
+            "sourceType": "glueTable",
+            "source": {"glueTable": {"catalogId": "1", "databaseName": "db", "tableName": "s"}},
+            "dataMigration": {"maintenanceSettings": {}, "migrationPolicies": {}},
+            "migrationOutput": {"bucket": "arn:aws:s3:::r", "tableCompatibilityReport": {},
+                "objectCompatibilityReport": {}, "objectMigrationReport": {}}
+        });
+        match serde_json::from_value(v) {
+            Ok(r) => r,
+            Err(e) => panic!("record: {e}"),
+        }
+    }
+
+    fn row(class: &str, field: &str, outcome: &str) -> String {
+        format!(
+            "informational,metadata,schemaTransformation.{class},\"{{\"\"fieldPath\"\":\"\"{field}\"\",\"\"outcome\"\":\"\"{outcome}\"\"}}\"\n"
+        )
+    }
+
+    fn review(rows: &[String]) -> Result<PlanReview, String> {
+        let csv = format!(
+            "finding_type,finding_category,finding_subcategory,details\n{}",
+            rows.concat()
+        );
+        Ok(PlanReview::new(&record(), parse_report(&csv)?))
+    }
+
+    #[test]
+    fn converted_columns_need_confirmation_like_data_loss() -> Result<(), String> {
+        let r = review(&[
+            row("lossless", "id", "migrated"),
+            row("converted", "code", "migrated"),
+        ])?;
+        assert_eq!(
+            r.verdict(),
+            Verdict::NeedsConfirmation {
+                data_loss: vec![],
+                converted: vec!["column code: converted (values may change)".into()],
+            }
+        );
+        let r = review(&[row("widened", "qty", "migrated")])?;
+        assert_eq!(r.verdict(), Verdict::Approvable);
+        Ok(())
+    }
+
+    #[test]
+    fn unrecognised_classes_types_and_outcomes_fail_closed() -> Result<(), String> {
+        for rows in [
+            vec![row("truncated", "ts", "migrated")],
+            vec![row("lossless", "id", "rounded")],
+            vec![
+                "blocking,metadata,schemaTransformation.lossless,\"{\"\"fieldPath\"\":\"\"id\"\"}\"\n"
+                    .to_string(),
+            ],
+        ] {
+            let r = review(&rows)?;
+            match r.verdict() {
+                Verdict::CannotVerify(what) => assert_eq!(what.len(), 1, "{what:?}"),
+                other => return Err(format!("{rows:?}: expected CannotVerify, got {other:?}")),
+            }
+        }
         Ok(())
     }
 

@@ -1,72 +1,113 @@
 //! A local S3 Tables migration service: serves the six migration operations (plus GetTable and
-//! GetTableMetadataLocation) on 127.0.0.1 and migrates for real against moto — reads the Glue
-//! table, its partitions and Parquet objects, plans, writes the three reports to the report
-//! bucket, creates the destination in moto S3 Tables, writes Iceberg data and metadata into the
-//! table's warehouse and commits it (UpdateTableMetadataLocation).
+//! GetTableMetadataLocation) on 127.0.0.1 over HTTPS and migrates for real against moto — reads
+//! the Glue table, its partitions and Parquet objects, plans, writes the three reports to the
+//! report bucket, creates the destination in moto S3 Tables, and writes Iceberg data into the
+//! table's warehouse, committing as it goes.
 //!
-//! States follow the service: new → planning → pendingReview → queued → migrating →
-//! succeeded | failed, and cancelling → cancelled. Failure codes produced: resourceNotFound,
-//! sourceNotSupported (`EMPTY_TABLE`), tableCompatibilityReport (destination exists, or invalid
-//! findings), objectCompatibilityReport (an object overwritten in place before a sync),
-//! rolePermissions (a role in [`EmulatorConfig::refuse_roles`]).
+//! As strict as the service, so a test passes only where the service would let it:
+//! - every request must carry a SigV4 signature (signing name `s3tables`) by one of the
+//!   configured callers, verified with `aws-sigv4` ([`Verifier`]); otherwise 403;
+//! - requests are routed, decoded and validated from the emulator's own reading of the service
+//!   model ([`crate::service_model`]): wire names, locations, required members, enum values,
+//!   lengths, ranges and patterns, and unknown members refused (400 `ValidationException`);
+//!   responses are built from its own records and checked against the model's output shapes;
+//! - states follow the service: new → planning → pendingReview → queued → migrating →
+//!   succeeded | failed, and a cancel goes through cancelling (the work in progress finishes)
+//!   to cancelled, or failed if an object failed;
+//! - a migration commits each object's data as it migrates it, so a failed or cancelled one
+//!   leaves what it committed in the table;
+//! - a sync's statistics cover the whole table after the sync (objects migrated earlier count);
+//! - a start whose planning failed before creating the table leaves the name free for a new
+//!   start.
+//!
+//! Failure codes produced: resourceNotFound, sourceNotSupported (`EMPTY_TABLE`),
+//! tableCompatibilityReport (destination exists, or invalid findings), objectCompatibilityReport
+//! (an object overwritten in place before a sync), rolePermissions (a role in
+//! [`EmulatorConfig::refuse_roles`]), objectMigrationReport (an object that fails to convert).
 
+mod auth;
 pub mod plan;
+mod record;
 mod run;
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
-use serde_json::json;
+use serde_json::{Value, json};
+
+pub use auth::{Refused, Verifier};
+use record::{Kind, Record, Report, State};
 
 use crate::aws::AwsRest;
-use crate::client::{S3TablesClient, TableRef};
-use crate::http_server::{Request, Response, serve};
-use crate::model::*;
+use crate::client::encode;
+use crate::http_server::{Request, Response, serve, serve_tls};
+use crate::service_model::{Operation, RequestParts, ServiceModel};
 use crate::sign::Signer;
+use crate::source::SourceObject;
+
+/// The operations the emulator serves.
+const SERVED: [&str; 8] = [
+    "StartTableMigration",
+    "GetTableMigration",
+    "ListTableMigrations",
+    "UpdateTableMigration",
+    "SyncTableMigration",
+    "CompleteTableMigration",
+    "GetTable",
+    "GetTableMetadataLocation",
+];
 
 /// How the emulator reaches moto and behaves.
 #[derive(Debug, Clone)]
 pub struct EmulatorConfig {
     /// moto's endpoint (S3, Glue and S3 Tables).
     pub moto_endpoint: String,
-    /// Signing credentials and region for moto.
+    /// Signing credentials and region for moto; the region is also the one callers must sign
+    /// for.
     pub signer: Signer,
     /// Access key, secret and region for the destination catalog's FileIO.
     pub access_key_id: String,
     /// Secret.
     pub secret_access_key: String,
+    /// Callers accepted, as (access key ID, secret): every request must be signed by one.
+    pub callers: Vec<(String, String)>,
     /// Roles the emulated service refuses to assume (→ `rolePermissions`).
     pub refuse_roles: Vec<String>,
-    /// Pause between state changes, so pollers can watch each state.
+    /// Pause between state changes and between migrated objects, so pollers can watch each.
     pub step_delay: Duration,
 }
 
-/// One migration record.
+/// One migration and the emulator's working state for it.
 #[derive(Debug, Clone)]
 pub(crate) struct Migration {
-    pub(crate) record: GetTableMigrationResponse,
-    /// Destination table's ARN bucket/namespace/name key.
+    pub(crate) record: Record,
+    /// Destination table's bucket/namespace/name key.
     pub(crate) table_key: String,
-    /// Objects planned: key → etag.
-    pub(crate) planned: Vec<crate::source::SourceObject>,
+    /// Objects to migrate.
+    pub(crate) planned: Vec<SourceObject>,
     pub(crate) table_plan: plan::TablePlan,
     pub(crate) cancel_requested: bool,
+    /// A planning or migrating task owns the migration.
+    pub(crate) busy: bool,
 }
 
-/// What the emulator knows about a destination table it created.
+/// What the emulator knows about a destination table.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct TableState {
+    /// Set once a migration created the table.
     pub(crate) table_arn: Option<String>,
+    /// Source objects committed to the table: key → ETag.
     pub(crate) migrated: BTreeMap<String, String>,
     pub(crate) completed: bool,
-    pub(crate) start: Option<StartTableMigrationRequest>,
+    /// The start's decoded input (member names): source, settings, schema.
+    pub(crate) start: Option<Value>,
     pub(crate) last_plan: Option<plan::TablePlan>,
 }
 
 #[derive(Debug, Default)]
-pub(crate) struct State {
+pub(crate) struct EmulatorState {
     pub(crate) migrations: Vec<Migration>,
     pub(crate) tables: HashMap<String, TableState>,
 }
@@ -76,8 +117,9 @@ pub(crate) struct State {
 pub struct Emulator {
     pub(crate) config: EmulatorConfig,
     pub(crate) aws: AwsRest,
-    pub(crate) moto_s3tables: S3TablesClient,
-    pub(crate) state: Arc<Mutex<State>>,
+    pub(crate) http: reqwest::Client,
+    pub(crate) verifier: Verifier,
+    pub(crate) state: Arc<Mutex<EmulatorState>>,
 }
 
 pub(crate) fn now() -> String {
@@ -90,26 +132,73 @@ pub(crate) fn table_key(bucket_arn: &str, namespace: &str, name: &str) -> String
     format!("{bucket_arn}|{namespace}|{name}")
 }
 
+type Answer = Result<Value, Response>;
+
+fn bad_request(message: impl AsRef<str>) -> Response {
+    Response::error(400, "BadRequestException", message.as_ref())
+}
+
+fn conflict(message: impl AsRef<str>) -> Response {
+    Response::error(409, "ConflictException", message.as_ref())
+}
+
+fn not_found(message: impl AsRef<str>) -> Response {
+    Response::error(404, "NotFoundException", message.as_ref())
+}
+
+fn internal(message: impl AsRef<str>) -> Response {
+    Response::error(500, "InternalServerErrorException", message.as_ref())
+}
+
+fn text<'a>(v: &'a Value, member: &str) -> Option<&'a str> {
+    v.get(member).and_then(Value::as_str)
+}
+
 impl Emulator {
     /// An emulator over moto.
     pub fn new(config: EmulatorConfig) -> Self {
         let aws = AwsRest::new(&config.signer, &config.moto_endpoint, &config.moto_endpoint);
-        let moto_s3tables =
-            S3TablesClient::new(config.moto_endpoint.clone(), config.signer.clone());
+        let verifier = Verifier::new(
+            config.callers.iter().cloned(),
+            config.signer.region(),
+            "s3tables",
+        );
+        let http = crate::client::http_client(&crate::client::HttpSettings::default())
+            .unwrap_or_else(|e| {
+                tracing::warn!(error = %e, "falling back to reqwest's default client for moto");
+                reqwest::Client::new()
+            });
         Emulator {
             config,
             aws,
-            moto_s3tables,
+            http,
+            verifier,
             state: Arc::default(),
         }
     }
 
-    pub(crate) fn with_state<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
+    pub(crate) fn with_state<T>(&self, f: impl FnOnce(&mut EmulatorState) -> T) -> T {
         let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
         f(&mut guard)
     }
 
-    /// Serves on `addr` (port 0 picks one); returns the bound address and the server task.
+    /// Serves HTTPS on `addr` (port 0 picks one) with `tls`; returns the bound address and the
+    /// server task.
+    pub async fn serve_tls(
+        self,
+        addr: SocketAddr,
+        tls: Arc<rustls::ServerConfig>,
+    ) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
+        let this = Arc::new(self);
+        serve_tls(addr, tls, move |req| {
+            let this = this.clone();
+            async move { this.handle(req).await }
+        })
+        .await
+    }
+
+    /// Serves plain HTTP on `addr` (for trials without a certificate; the service is HTTPS
+    /// only).
     pub async fn serve(
         self,
         addr: SocketAddr,
@@ -124,92 +213,119 @@ impl Emulator {
 
     async fn handle(&self, req: Request) -> Response {
         tracing::debug!(method = %req.method, path = %req.path, "request");
-        let route = (
-            req.method.as_str(),
-            req.segments.first().map(String::as_str),
-        );
-        match route {
-            ("POST", Some("start-table-migration")) => self.start(&req).await,
-            ("GET", Some("get-table-migration")) => self.get(&req),
-            ("GET", Some("list-table-migrations")) => self.list(&req),
-            ("POST", Some("update-table-migration")) => self.update(&req),
-            ("POST", Some("sync-table-migration")) => self.sync(&req).await,
-            ("POST", Some("complete-table-migration")) => self.complete(&req),
-            ("GET", Some("get-table")) => self.get_table(&req).await,
-            ("GET", Some("tables")) if req.segments.len() == 5 => {
-                match self
-                    .moto_s3tables
-                    .get_table_metadata_location(
-                        &req.segments[1],
-                        &req.segments[2],
-                        &req.segments[3],
-                    )
-                    .await
-                {
-                    Ok(r) => Response::json(200, &json!(r)),
-                    Err(e) => client_error(&e),
-                }
-            }
-            _ => Response::error(
+        if let Err(refused) = self.verifier.verify(&req, SystemTime::now()) {
+            tracing::info!(error = refused.error_type, message = %refused.message, "refused");
+            return Response::error(403, refused.error_type, &refused.message);
+        }
+        let model = match ServiceModel::get() {
+            Ok(m) => m,
+            Err(e) => return internal(e),
+        };
+        let Some(op) = model.route(&SERVED, &req.method, &req.segments) else {
+            return Response::error(
                 404,
-                "NotFoundException",
-                &format!("no route for {} {}", req.method, req.path),
-            ),
+                "UnknownOperationException",
+                &format!("the emulator serves no {} {}", req.method, req.path),
+            );
+        };
+        let parts = RequestParts {
+            segments: &req.segments,
+            query: &req.query,
+            headers: &req.headers,
+            body: &req.body,
+        };
+        let input = match model.decode_input(op, parts) {
+            Ok(v) => v,
+            Err(e) => return Response::error(400, "ValidationException", &e.0),
+        };
+        let answer = match op.name.as_str() {
+            "StartTableMigration" => self.start(&input).await,
+            "GetTableMigration" => self.get(&input),
+            "ListTableMigrations" => self.list(&input),
+            "UpdateTableMigration" => self.update(&input),
+            "SyncTableMigration" => self.sync(&input),
+            "CompleteTableMigration" => self.complete(&input),
+            "GetTable" => self.get_table(&input).await,
+            "GetTableMetadataLocation" => self.metadata_location(&input).await,
+            other => Err(internal(format!("{other} is not served"))),
+        };
+        match answer {
+            Err(resp) => resp,
+            Ok(out) => respond(model, op, &out),
         }
     }
 
-    async fn start(&self, req: &Request) -> Response {
-        let body: StartTableMigrationRequest = match serde_json::from_slice(&req.body) {
-            Ok(b) => b,
-            Err(e) => return validation(&format!("StartTableMigration body: {e}")),
+    async fn start(&self, input: &Value) -> Answer {
+        let d = &input["destinationTable"];
+        let (Some(bucket_arn), Some(namespace), Some(name)) = (
+            text(d, "tableBucketARN"),
+            text(d, "namespace"),
+            text(d, "name"),
+        ) else {
+            return Err(bad_request("destinationTable is incomplete"));
         };
-        let Some(glue) = body.source.glue_table.clone() else {
-            return Response::error(400, "BadRequestException", "source.glueTable is required");
-        };
-        if body.migration_output.bucket.is_empty() {
-            return Response::error(
-                400,
-                "BadRequestException",
-                "migrationOutput.bucket is required",
-            );
+        if text(input, "sourceType") != Some("glueTable") || input["source"]["glueTable"].is_null()
+        {
+            return Err(bad_request(
+                "sourceType must name the member set in source (glueTable)",
+            ));
         }
-        let d = &body.destination_table;
-        let key = table_key(&d.table_bucket_arn, &d.namespace, &d.name);
-        // A table an earlier migration created keeps its name taken until it is deleted.
-        let taken = self.with_state(|s| s.tables.contains_key(&key));
-        if taken {
-            return Response::error(
-                409,
-                "ConflictException",
-                &format!(
-                    "table {}.{} already exists from an earlier migration",
-                    d.namespace, d.name
-                ),
-            );
+        if !d["icebergSortOrder"].is_null() {
+            check_sort_order(d)?;
+        }
+        let key = table_key(bucket_arn, namespace, name);
+        let clash = self.with_state(|s| {
+            let created = s
+                .tables
+                .get(&key)
+                .and_then(|t| t.table_arn.clone())
+                .map(|_| {
+                    format!("table {namespace}.{name} exists (an earlier migration created it)")
+                });
+            let running = s
+                .migrations
+                .iter()
+                .find(|m| m.table_key == key && !m.record.state.terminal())
+                .map(|m| {
+                    format!(
+                        "migration {} into {namespace}.{name} is {}",
+                        m.record.id, m.record.state
+                    )
+                });
+            created.or(running)
+        });
+        if let Some(why) = clash {
+            return Err(conflict(why));
         }
         let id = uuid::Uuid::new_v4().to_string();
-        let record = GetTableMigrationResponse {
-            migration_id: id.clone(),
-            table_bucket_arn: d.table_bucket_arn.clone(),
-            namespace: d.namespace.clone(),
+        let output = &input["migrationOutput"];
+        let prefixes = &output["prefixes"];
+        let report = |member: &str| Report {
+            prefix: text(prefixes, member).map(str::to_string),
+            ..Default::default()
+        };
+        let record = Record {
+            id: id.clone(),
+            table_bucket_arn: bucket_arn.into(),
+            namespace: namespace.into(),
+            name: name.into(),
             table_arn: None,
-            name: d.name.clone(),
-            r#type: MigrationType::Start,
-            state: MigrationState::New,
-            role_arn: body.role_arn.clone(),
-            review_migration_plan: body.review_migration_plan.unwrap_or(false),
+            kind: Kind::Start,
+            state: State::New,
+            role_arn: text(input, "roleARN").unwrap_or_default().into(),
+            review: input["reviewMigrationPlan"].as_bool().unwrap_or(false),
             has_valid_plan: None,
             created_at: now(),
             state_updated_at: now(),
-            failure_reason: None,
-            planning_stats: None,
-            migration_stats: None,
-            source_type: MigrationSourceType::GlueTable,
-            source: SourceConfiguration {
-                glue_table: Some(glue),
-            },
-            data_migration: body.data_migration.clone().unwrap_or_default(),
-            migration_output: output_overview(&body.migration_output),
+            failure: None,
+            planning: None,
+            stats: None,
+            source: input["source"].clone(),
+            data_migration: record::data_migration_overview(input.get("dataMigration")),
+            bucket: text(output, "bucket").unwrap_or_default().into(),
+            table_report: report("tableCompatibilityReport"),
+            object_report: report("objectCompatibilityReport"),
+            migration_report: report("objectMigrationReport"),
         };
         self.with_state(|s| {
             s.migrations.push(Migration {
@@ -218,75 +334,89 @@ impl Emulator {
                 planned: Vec::new(),
                 table_plan: plan::TablePlan::default(),
                 cancel_requested: false,
+                busy: true,
             });
-            s.tables.entry(key.clone()).or_default().start = Some(body.clone());
+            // A start whose planning failed before creating the table left the name free; this
+            // start's settings replace that one's.
+            let t = s.tables.entry(key.clone()).or_default();
+            t.start = Some(input.clone());
+            t.last_plan = None;
+            t.migrated.clear();
         });
         let this = self.clone();
         let mid = id.clone();
-        tokio::spawn(async move { this.plan(&mid, &body.migration_output).await });
-        Response::json(202, &json!({"migrationId": id, "state": "new"}))
+        tokio::spawn(async move { this.plan(&mid).await });
+        Ok(json!({"migrationId": id, "state": State::New.wire()}))
     }
 
-    async fn sync(&self, req: &Request) -> Response {
-        let body: SyncTableMigrationRequest = match serde_json::from_slice(&req.body) {
-            Ok(b) => b,
-            Err(e) => return validation(&format!("SyncTableMigration body: {e}")),
-        };
+    fn sync(&self, input: &Value) -> Answer {
+        let table_arn = text(input, "tableARN").unwrap_or_default().to_string();
         let found = self.with_state(|s| {
             let (key, table) = s
                 .tables
                 .iter()
-                .find(|(_, t)| t.table_arn.as_deref() == Some(body.table_arn.as_str()))?;
-            let busy = s
-                .migrations
-                .iter()
-                .find(|m| &m.table_key == key && !m.record.state.is_terminal())
-                .map(|m| m.record.migration_id.clone());
-            Some((key.clone(), table.completed, busy, table.start.clone()))
+                .find(|(_, t)| t.table_arn.as_deref() == Some(table_arn.as_str()))?;
+            let mine = s.migrations.iter().filter(|m| &m.table_key == key);
+            let busy = mine
+                .clone()
+                .find(|m| !m.record.state.terminal())
+                .map(|m| (m.record.id.clone(), m.record.state));
+            let valid = mine.clone().any(|m| m.record.has_valid_plan == Some(true));
+            Some((
+                key.clone(),
+                table.completed,
+                busy,
+                valid,
+                table.start.clone(),
+            ))
         });
-        let Some((key, completed, busy, Some(start))) = found else {
-            return Response::error(
-                404,
-                "NotFoundException",
-                &format!("no migrated table {}", body.table_arn),
-            );
+        let Some((key, completed, busy, valid, Some(start))) = found else {
+            return Err(not_found(format!("no migrated table {table_arn}")));
         };
         if completed {
-            return Response::error(
-                400,
-                "BadRequestException",
+            return Err(bad_request(
                 "the table's migration is complete; it cannot be synced",
-            );
+            ));
         }
-        if let Some(m) = busy {
-            return Response::error(
-                409,
-                "ConflictException",
-                &format!("migration {m} on this table is still in progress"),
-            );
+        if let Some((m, state)) = busy {
+            return Err(conflict(format!(
+                "migration {m} on this table is {state}; a sync needs it to end first"
+            )));
+        }
+        if !valid {
+            return Err(conflict(
+                "no start or sync of this table has a valid plan to sync from",
+            ));
         }
         let id = uuid::Uuid::new_v4().to_string();
-        let d = &start.destination_table;
-        let record = GetTableMigrationResponse {
-            migration_id: id.clone(),
-            table_bucket_arn: d.table_bucket_arn.clone(),
-            namespace: d.namespace.clone(),
-            table_arn: Some(body.table_arn.clone()),
-            name: d.name.clone(),
-            r#type: MigrationType::Sync,
-            state: MigrationState::New,
-            role_arn: body.role_arn.clone(),
-            review_migration_plan: body.review_migration_plan.unwrap_or(false),
+        let d = &start["destinationTable"];
+        let output = &input["migrationOutput"];
+        let report = |member: &str| Report {
+            prefix: text(&output["prefixes"], member).map(str::to_string),
+            ..Default::default()
+        };
+        let record = Record {
+            id: id.clone(),
+            table_bucket_arn: text(d, "tableBucketARN").unwrap_or_default().into(),
+            namespace: text(d, "namespace").unwrap_or_default().into(),
+            name: text(d, "name").unwrap_or_default().into(),
+            table_arn: Some(table_arn),
+            kind: Kind::Sync,
+            state: State::New,
+            role_arn: text(input, "roleARN").unwrap_or_default().into(),
+            review: input["reviewMigrationPlan"].as_bool().unwrap_or(false),
             has_valid_plan: None,
             created_at: now(),
             state_updated_at: now(),
-            failure_reason: None,
-            planning_stats: None,
-            migration_stats: None,
-            source_type: MigrationSourceType::GlueTable,
-            source: start.source.clone(),
-            data_migration: start.data_migration.clone().unwrap_or_default(),
-            migration_output: output_overview(&body.migration_output),
+            failure: None,
+            planning: None,
+            stats: None,
+            source: start["source"].clone(),
+            data_migration: record::data_migration_overview(start.get("dataMigration")),
+            bucket: text(output, "bucket").unwrap_or_default().into(),
+            table_report: report("tableCompatibilityReport"),
+            object_report: report("objectCompatibilityReport"),
+            migration_report: report("objectMigrationReport"),
         };
         self.with_state(|s| {
             s.migrations.push(Migration {
@@ -295,266 +425,301 @@ impl Emulator {
                 planned: Vec::new(),
                 table_plan: plan::TablePlan::default(),
                 cancel_requested: false,
+                busy: true,
             })
         });
         let this = self.clone();
         let mid = id.clone();
-        let output = body.migration_output.clone();
-        tokio::spawn(async move { this.plan(&mid, &output).await });
-        Response::json(202, &json!({"migrationId": id, "state": "new"}))
+        tokio::spawn(async move { this.plan(&mid).await });
+        Ok(json!({"migrationId": id, "state": State::New.wire()}))
     }
 
-    fn find(&self, req: &Request) -> Result<GetTableMigrationResponse, Response> {
-        let id = req.query("migrationId");
-        let arn = req.query("tableARN");
+    /// The migration a request names: by `migrationId`, or the most recent into `tableARN`
+    /// (exactly one of the two).
+    fn find(&self, input: &Value) -> Result<Record, Response> {
+        let id = text(input, "migrationId");
+        let arn = text(input, "tableARN");
+        if id.is_some() == arn.is_some() {
+            return Err(bad_request(
+                "specify either migrationId or tableARN, not both",
+            ));
+        }
         self.with_state(|s| {
             s.migrations
                 .iter()
                 .rev()
-                .find(|m| {
-                    id.is_some_and(|i| m.record.migration_id == i)
-                        || (id.is_none() && arn.is_some() && m.record.table_arn.as_deref() == arn)
+                .find(|m| match (id, arn) {
+                    (Some(i), _) => m.record.id == i,
+                    (None, Some(a)) => m.record.table_arn.as_deref() == Some(a),
+                    _ => false,
                 })
                 .map(|m| m.record.clone())
         })
-        .ok_or_else(|| {
-            Response::error(
-                404,
-                "NotFoundException",
-                "no migration with that migrationId or tableARN",
-            )
-        })
+        .ok_or_else(|| not_found("no migration with that migrationId or tableARN"))
     }
 
-    fn get(&self, req: &Request) -> Response {
-        match self.find(req) {
-            Ok(r) => Response::json(200, &json!(r)),
-            Err(e) => e,
-        }
+    fn get(&self, input: &Value) -> Answer {
+        self.find(input).map(|r| r.to_value())
     }
 
-    fn list(&self, req: &Request) -> Response {
-        let bucket = req.query("tableBucketARN");
-        let arn = req.query("tableARN");
+    fn list(&self, input: &Value) -> Answer {
+        let bucket = text(input, "tableBucketARN");
+        let arn = text(input, "tableARN");
+        let namespace = text(input, "namespace");
+        let name = text(input, "name");
         if bucket.is_none() == arn.is_none() {
-            return Response::error(
-                400,
-                "BadRequestException",
-                "specify either tableBucketARN or tableARN",
-            );
+            return Err(bad_request("specify either tableBucketARN or tableARN"));
         }
-        let state = match req.query("state").map(str::parse::<MigrationState>) {
-            Some(Err(e)) => return validation(&e.to_string()),
-            Some(Ok(s)) => Some(s),
-            None => None,
+        if namespace.is_some() && bucket.is_none() {
+            return Err(bad_request("namespace requires tableBucketARN"));
+        }
+        if name.is_some() && namespace.is_none() {
+            return Err(bad_request("name requires tableBucketARN and namespace"));
+        }
+        let state = text(input, "state").and_then(State::parse);
+        let valid = input["hasValidPlan"].as_bool();
+        let max = input["maxResults"].as_u64().unwrap_or(100).max(1) as usize;
+        let start: usize = match text(input, "nextToken") {
+            None => 0,
+            Some(t) => t
+                .parse()
+                .map_err(|_| bad_request(format!("nextToken '{t}' is not valid")))?,
         };
-        let valid = req.query("hasValidPlan").map(|v| v == "true");
-        let max: usize = req
-            .query("maxResults")
-            .and_then(|m| m.parse().ok())
-            .unwrap_or(100);
-        let start: usize = req
-            .query("nextToken")
-            .and_then(|t| t.parse().ok())
-            .unwrap_or(0);
-        let all: Vec<MigrationSummary> = self.with_state(|s| {
+        let all: Vec<Record> = self.with_state(|s| {
             s.migrations
                 .iter()
                 .rev()
                 .map(|m| &m.record)
                 .filter(|r| bucket.is_none_or(|b| r.table_bucket_arn == b))
-                .filter(|r| req.query("namespace").is_none_or(|n| r.namespace == n))
-                .filter(|r| req.query("name").is_none_or(|n| r.name == n))
+                .filter(|r| namespace.is_none_or(|n| r.namespace == n))
+                .filter(|r| name.is_none_or(|n| r.name == n))
                 .filter(|r| arn.is_none_or(|a| r.table_arn.as_deref() == Some(a)))
-                .map(|r| MigrationSummary {
-                    migration_id: r.migration_id.clone(),
-                    table_bucket_arn: r.table_bucket_arn.clone(),
-                    namespace: r.namespace.clone(),
-                    table_arn: r.table_arn.clone(),
-                    name: r.name.clone(),
-                    r#type: r.r#type,
-                    state: r.state,
-                    has_valid_plan: r.has_valid_plan,
-                    created_at: r.created_at.clone(),
-                    state_updated_at: r.state_updated_at.clone(),
-                })
+                .cloned()
                 .collect()
         });
         // Like the service, filters apply within a page of the scope, so a page can be empty
-        // and still carry a nextToken.
-        let page: Vec<_> = all
+        // and still carry a nextToken; migrations still planning are not listed under a
+        // hasValidPlan filter.
+        let page: Vec<Value> = all
             .iter()
             .skip(start)
-            .take(max.max(1))
+            .take(max)
             .filter(|r| state.is_none_or(|st| r.state == st))
             .filter(|r| valid.is_none_or(|v| r.has_valid_plan == Some(v)))
-            .cloned()
+            .map(Record::summary)
             .collect();
-        let next = (start + max.max(1) < all.len()).then(|| (start + max.max(1)).to_string());
-        Response::json(
-            200,
-            &json!(ListTableMigrationsResponse {
-                migrations: page,
-                next_token: next
-            }),
-        )
-    }
-
-    fn update(&self, req: &Request) -> Response {
-        let body: UpdateTableMigrationRequest = match serde_json::from_slice(&req.body) {
-            Ok(b) => b,
-            Err(_) => {
-                return validation(&format!(
-                    "1 validation error detected: Value at 'requestedState' failed to satisfy \
-                     constraint: Member must satisfy enum value set: [{}]",
-                    MigrationRequestedState::values().join(", ")
-                ));
-            }
-        };
-        let current = match self.find(req) {
-            Ok(r) => r,
-            Err(e) => return e,
-        };
-        let id = current.migration_id.clone();
-        let next = match (body.requested_state, current.state) {
-            (MigrationRequestedState::Queued, MigrationState::PendingReview) => {
-                MigrationState::Queued
-            }
-            (MigrationRequestedState::Cancelled, MigrationState::Migrating) => {
-                MigrationState::Cancelling
-            }
-            (MigrationRequestedState::Cancelled, s)
-                if !s.is_terminal() && s != MigrationState::Cancelling =>
-            {
-                MigrationState::Cancelled
-            }
-            (r, s) => {
-                return Response::error(
-                    409,
-                    "ConflictException",
-                    &format!("migration {id} is {s}; cannot move it to {r}"),
-                );
-            }
-        };
-        self.set_state(&id, next);
-        self.with_state(|s| {
-            if let Some(m) = s
-                .migrations
-                .iter_mut()
-                .find(|m| m.record.migration_id == id)
-            {
-                m.cancel_requested = body.requested_state == MigrationRequestedState::Cancelled;
-            }
-        });
-        if next == MigrationState::Queued {
-            let this = self.clone();
-            let mid = id.clone();
-            tokio::spawn(async move { this.migrate(&mid).await });
+        let mut out = json!({ "migrations": page });
+        if start + max < all.len() {
+            out["nextToken"] = json!((start + max).to_string());
         }
-        Response::json(
-            200,
-            &json!(UpdateTableMigrationResponse {
-                migration_id: id,
-                state: next,
-                table_arn: current.table_arn
-            }),
-        )
+        Ok(out)
     }
 
-    fn complete(&self, req: &Request) -> Response {
-        let Some(arn) = req.query("tableARN") else {
-            return Response::error(400, "BadRequestException", "tableARN is required");
+    fn update(&self, input: &Value) -> Answer {
+        let current = self.find(input)?;
+        let id = current.id.clone();
+        let requested = text(input, "requestedState").unwrap_or_default();
+        let next = match (requested, current.state) {
+            ("queued", State::PendingReview) => State::Queued,
+            (
+                "cancelled",
+                State::New
+                | State::Planning
+                | State::PendingReview
+                | State::Queued
+                | State::Migrating,
+            ) => State::Cancelling,
+            (r, s) => {
+                return Err(conflict(format!(
+                    "migration {id} is {s}; cannot move it to {r}"
+                )));
+            }
         };
+        let idle = self.with_state(|s| {
+            let m = s.migrations.iter_mut().find(|m| m.record.id == id)?;
+            if next == State::Cancelling {
+                m.cancel_requested = true;
+            } else {
+                m.busy = true;
+            }
+            Some(!m.busy)
+        });
+        self.set_state(&id, next);
+        match next {
+            State::Queued => {
+                let this = self.clone();
+                let mid = id.clone();
+                tokio::spawn(async move { this.migrate(&mid).await });
+            }
+            // No task owns a migration waiting for review: finish the cancel here.
+            State::Cancelling if idle == Some(true) => {
+                let this = self.clone();
+                let mid = id.clone();
+                tokio::spawn(async move {
+                    this.step().await;
+                    this.set_state(&mid, State::Cancelled);
+                });
+            }
+            _ => {}
+        }
+        let mut out = json!({"migrationId": id, "state": next.wire()});
+        if let Some(arn) = current.table_arn {
+            out["tableARN"] = json!(arn);
+        }
+        Ok(out)
+    }
+
+    fn complete(&self, input: &Value) -> Answer {
+        let arn = text(input, "tableARN").unwrap_or_default().to_string();
         self.with_state(|s| {
             let Some((key, table)) = s
                 .tables
                 .iter_mut()
-                .find(|(_, t)| t.table_arn.as_deref() == Some(arn))
+                .find(|(_, t)| t.table_arn.as_deref() == Some(arn.as_str()))
             else {
-                return Response::error(
-                    404,
-                    "NotFoundException",
-                    &format!("no migrated table {arn}"),
-                );
+                return Err(not_found(format!("no migrated table {arn}")));
             };
             if table.completed {
-                return Response::error(
-                    409,
-                    "ConflictException",
-                    "the table's migration is already complete",
-                );
+                return Err(conflict("the table's migration is already complete"));
             }
             let latest = s.migrations.iter().rev().find(|m| &m.table_key == key);
-            if let Some(m) = latest.filter(|m| !m.record.state.is_terminal()) {
-                return Response::error(
-                    409,
-                    "ConflictException",
-                    &format!(
-                        "MIGRATION_IN_PROGRESS: migration {} is {}",
-                        m.record.migration_id, m.record.state
-                    ),
-                );
+            if let Some(m) = latest.filter(|m| !m.record.state.terminal()) {
+                return Err(conflict(format!(
+                    "MIGRATION_IN_PROGRESS: migration {} is {}",
+                    m.record.id, m.record.state
+                )));
             }
             table.completed = true;
-            Response::empty(204)
+            Ok(json!({}))
         })
     }
 
-    async fn get_table(&self, req: &Request) -> Response {
-        let table = match (req.query("tableArn"), req.query("tableBucketARN")) {
-            // moto's GetTable cannot look a table up by ARN; the emulator knows the names.
-            (Some(arn), _) => {
-                let key = self.with_state(|s| {
-                    s.tables
-                        .iter()
-                        .find(|(_, t)| t.table_arn.as_deref() == Some(arn))
-                        .map(|(k, _)| k.clone())
-                });
-                let parts = key.as_deref().map(|k| k.splitn(3, '|').collect::<Vec<_>>());
-                match parts.as_deref() {
-                    Some([b, n, t]) => TableRef::Name {
-                        table_bucket_arn: b.to_string(),
-                        namespace: n.to_string(),
-                        name: t.to_string(),
-                    },
-                    _ => TableRef::Arn(arn.into()),
+    async fn get_table(&self, input: &Value) -> Answer {
+        // moto cannot look a table up by ARN; the emulator knows the names of the tables it
+        // created.
+        let by_arn = text(input, "tableArn").map(|arn| {
+            self.with_state(|s| {
+                s.tables
+                    .iter()
+                    .find(|(_, t)| t.table_arn.as_deref() == Some(arn))
+                    .map(|(k, _)| k.clone())
+            })
+        });
+        let (bucket, namespace, name) = match by_arn {
+            Some(Some(key)) => {
+                let mut parts = key.splitn(3, '|').map(str::to_string);
+                (
+                    parts.next().unwrap_or_default(),
+                    parts.next().unwrap_or_default(),
+                    parts.next().unwrap_or_default(),
+                )
+            }
+            Some(None) => return Err(not_found("no table with that ARN")),
+            None => match (
+                text(input, "tableBucketARN"),
+                text(input, "namespace"),
+                text(input, "name"),
+            ) {
+                (Some(b), Some(n), Some(t)) => (b.into(), n.into(), t.into()),
+                _ => {
+                    return Err(bad_request(
+                        "specify tableArn, or tableBucketARN, namespace and name",
+                    ));
                 }
-            }
-            (None, Some(b)) => TableRef::Name {
-                table_bucket_arn: b.into(),
-                namespace: req.query("namespace").unwrap_or_default().into(),
-                name: req.query("name").unwrap_or_default().into(),
             },
-            _ => {
-                return Response::error(
-                    400,
-                    "BadRequestException",
-                    "tableArn or tableBucketARN is required",
-                );
-            }
         };
-        match self.moto_s3tables.get_table(&table).await {
-            Ok(mut t) => {
-                let managed = self.with_state(|s| {
-                    s.tables.values().any(|st| {
-                        st.table_arn.as_deref() == Some(t.table_arn.as_str()) && !st.completed
-                    })
-                });
-                t.managed_by_service =
-                    managed.then(|| "migration.s3tables.amazonaws.com".to_string());
-                Response::json(200, &json!(t))
+        let mut t = self.moto_get_table(&bucket, &namespace, &name).await?;
+        let arn = text(&t, "tableARN").unwrap_or_default().to_string();
+        let managed = self.with_state(|s| {
+            s.tables
+                .values()
+                .any(|st| st.table_arn.as_deref() == Some(arn.as_str()) && !st.completed)
+        });
+        if let Some(o) = t.as_object_mut() {
+            if managed {
+                o.insert(
+                    "managedByService".into(),
+                    json!("migration.s3tables.amazonaws.com"),
+                );
+            } else {
+                o.remove("managedByService");
             }
-            Err(e) => client_error(&e),
         }
+        Ok(t)
     }
 
-    pub(crate) fn set_state(&self, id: &str, state: MigrationState) {
+    async fn metadata_location(&self, input: &Value) -> Answer {
+        let path = format!(
+            "/tables/{}/{}/{}/metadata-location",
+            encode(text(input, "tableBucketARN").unwrap_or_default()),
+            encode(text(input, "namespace").unwrap_or_default()),
+            encode(text(input, "name").unwrap_or_default())
+        );
+        let (status, v) = self.moto_s3tables("GET", &path).await?;
+        moto_answer(status, v, "GetTableMetadataLocationResponse")
+    }
+
+    /// GetTable from moto, checked against the model and keyed by member names.
+    pub(crate) async fn moto_get_table(&self, bucket: &str, namespace: &str, name: &str) -> Answer {
+        let path = format!(
+            "/get-table?tableBucketARN={}&namespace={}&name={}",
+            encode(bucket),
+            encode(namespace),
+            encode(name)
+        );
+        let (status, v) = self.moto_s3tables("GET", &path).await?;
+        moto_answer(status, v, "GetTableResponse")
+    }
+
+    async fn moto_s3tables(
+        &self,
+        method: &str,
+        path_and_query: &str,
+    ) -> Result<(u16, Value), Response> {
+        let url = format!(
+            "{}{path_and_query}",
+            self.config.moto_endpoint.trim_end_matches('/')
+        );
+        let host = reqwest::Url::parse(&url)
+            .ok()
+            .and_then(|u| u.host_str().map(|h| (h.to_string(), u.port())))
+            .map(|(h, p)| p.map_or(h.clone(), |p| format!("{h}:{p}")))
+            .ok_or_else(|| internal(format!("bad moto endpoint {url}")))?;
+        let signer = self.config.signer.for_service("s3tables");
+        let signed = signer
+            .sign(method, &url, &[("host", &host)], b"")
+            .await
+            .map_err(|e| internal(e.to_string()))?;
+        let m =
+            reqwest::Method::from_bytes(method.as_bytes()).map_err(|e| internal(e.to_string()))?;
+        let mut req = self.http.request(m, &url);
+        for (k, v) in signed {
+            req = req.header(k, v);
+        }
+        let resp = req
+            .send()
+            .await
+            .map_err(|e| internal(format!("moto {method} {path_and_query}: {e}")))?;
+        let status = resp.status().as_u16();
+        let bytes = resp
+            .bytes()
+            .await
+            .map_err(|e| internal(format!("moto {method} {path_and_query}: {e}")))?;
+        Ok((
+            status,
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        ))
+    }
+
+    /// Moves a migration to `state`. An ended migration stays ended, and a cancelling one
+    /// ends (cancelled or failed) without passing through any other state.
+    pub(crate) fn set_state(&self, id: &str, state: State) {
         self.with_state(|s| {
-            if let Some(m) = s
-                .migrations
-                .iter_mut()
-                .find(|m| m.record.migration_id == id)
+            if let Some(m) = s.migrations.iter_mut().find(|m| m.record.id == id)
                 && m.record.state != state
+                && !m.record.state.terminal()
+                && (m.record.state != State::Cancelling
+                    || matches!(state, State::Cancelled | State::Failed))
             {
                 tracing::info!(migration_id = id, from = %m.record.state, to = %state, "state");
                 m.record.state = state;
@@ -565,53 +730,89 @@ impl Emulator {
 
     pub(crate) fn update_record(&self, id: &str, f: impl FnOnce(&mut Migration)) {
         self.with_state(|s| {
-            if let Some(m) = s
-                .migrations
-                .iter_mut()
-                .find(|m| m.record.migration_id == id)
-            {
+            if let Some(m) = s.migrations.iter_mut().find(|m| m.record.id == id) {
                 f(m);
             }
         });
     }
 
-    pub(crate) fn fail(&self, id: &str, code: MigrationFailureCode, detail: &str, valid: bool) {
-        tracing::warn!(migration_id = id, %code, detail, "migration failed");
+    pub(crate) fn fail(&self, id: &str, code: &'static str, detail: Option<&str>, valid: bool) {
+        tracing::warn!(migration_id = id, code, ?detail, "migration failed");
         self.update_record(id, |m| {
-            m.record.failure_reason = Some(MigrationFailureReason {
-                code,
-                detail: Some(detail.to_string()),
-            });
+            m.record.failure = Some((code, detail.map(str::to_string)));
             m.record.has_valid_plan = Some(valid);
         });
-        self.set_state(id, MigrationState::Failed);
+        self.set_state(id, State::Failed);
     }
 }
 
-fn output_overview(o: &MigrationOutputConfiguration) -> MigrationOutputOverview {
-    let p = o.prefixes.clone().unwrap_or_default();
-    let r = |prefix: Option<String>| ReportOverview {
-        prefix,
-        ..Default::default()
+/// Encodes an answer for the wire after checking it against the model's output shape: a
+/// response the model does not allow is the emulator's bug, reported as a 500 rather than sent.
+fn respond(model: &ServiceModel, op: &Operation, out: &Value) -> Response {
+    match model.encode_output(op, out) {
+        Ok(_) if op.output.is_none() => Response::empty(op.response_code),
+        Ok(wire) => Response::json(op.response_code, &wire),
+        Err(e) => {
+            tracing::error!(operation = %op.name, error = %e, "response does not fit the model");
+            internal(format!(
+                "the emulator's {} response does not fit the service model: {e}",
+                op.name
+            ))
+        }
+    }
+}
+
+/// A moto answer for `shape`: errors passed on, success checked against the model.
+fn moto_answer(status: u16, v: Value, shape: &str) -> Answer {
+    match status {
+        200 => ServiceModel::get()
+            .map_err(internal)?
+            .from_wire(shape, &v, shape)
+            .map_err(|e| internal(format!("moto's {shape} does not fit the model: {e}"))),
+        404 => Err(not_found(v["message"].as_str().unwrap_or("not found"))),
+        409 => Err(conflict(v["message"].as_str().unwrap_or("conflict"))),
+        400 => Err(bad_request(v["message"].as_str().unwrap_or("bad request"))),
+        s => Err(internal(format!("moto answered {s}: {v}"))),
+    }
+}
+
+/// StartTableMigration's checks of `icebergSortOrder`: it needs a schema, at most five fields,
+/// each naming a column of the schema with a transform that fits the column's type.
+fn check_sort_order(d: &Value) -> Result<(), Response> {
+    let Some(fields) = d["schema"]["fields"].as_array() else {
+        return Err(bad_request(
+            "icebergSortOrder needs a destination schema (destinationTable.schema)",
+        ));
     };
-    MigrationOutputOverview {
-        bucket: o.bucket.clone(),
-        table_compatibility_report: r(p.table_compatibility_report),
-        object_compatibility_report: r(p.object_compatibility_report),
-        object_migration_report: r(p.object_migration_report),
+    let sort = d["icebergSortOrder"]["fields"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    if sort.len() > 5 {
+        return Err(bad_request("a sort order can have up to five fields"));
     }
-}
-
-fn validation(message: &str) -> Response {
-    Response::error(400, "ValidationException", message)
-}
-
-fn client_error(e: &crate::Error) -> Response {
-    use crate::Error as E;
-    match e {
-        E::NotFound { message, .. } => Response::error(404, "NotFoundException", message),
-        E::Conflict { message, .. } => Response::error(409, "ConflictException", message),
-        E::BadRequest { message, .. } => Response::error(400, "BadRequestException", message),
-        other => Response::error(500, "InternalServerErrorException", &other.to_string()),
+    for f in &sort {
+        let id = f["sourceId"].as_i64();
+        let Some(column) = fields.iter().find(|c| c["id"].as_i64() == id) else {
+            return Err(bad_request(format!(
+                "sort field sourceId {} names no column of the schema",
+                id.unwrap_or_default()
+            )));
+        };
+        let transform = f["transform"].as_str().unwrap_or_default();
+        let ty = serde_json::from_value::<iceberg::spec::Type>(column["type"].clone()).ok();
+        let fits = match (transform.parse::<iceberg::spec::Transform>(), ty) {
+            (Ok(t), Some(iceberg::spec::Type::Primitive(p))) => {
+                t.result_type(&iceberg::spec::Type::Primitive(p)).is_ok()
+            }
+            _ => false,
+        };
+        if !fits {
+            return Err(bad_request(format!(
+                "sort field transform '{transform}' does not fit column {}",
+                column["name"].as_str().unwrap_or_default()
+            )));
+        }
     }
+    Ok(())
 }

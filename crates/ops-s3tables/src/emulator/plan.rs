@@ -1,11 +1,20 @@
 //! Planning: Glue column types → Iceberg types and their transformation class, under the
 //! destination schema and migration policies; the rows of the table compatibility report.
+//!
+//! The destination schema is read from the request as the emulator decoded it from the model
+//! (an `IcebergSchemaV2` value keyed by member names), not through the client's types.
 
 use iceberg::spec::{PrimitiveType, Type};
-use serde_json::json;
+use serde_json::{Value, json};
 
-use crate::model::{IcebergSchemaV2, IncompatibleValuesPolicy, UnmatchedSourceFieldsPolicy};
 use crate::review::{TransformationClass as C, csv_field};
+
+/// `unmatchedSourceFieldsPolicy`: leave unmatched source columns out.
+pub const DROP: &str = "drop";
+/// `incompatibleValuesPolicy`: write null where the type cannot hold the value.
+pub const SET_NULL: &str = "setNull";
+/// Either policy's default.
+pub const FAIL: &str = "fail";
 
 /// One destination column and how its values are produced.
 #[derive(Debug, Clone, PartialEq)]
@@ -130,13 +139,14 @@ pub fn change_class(from: &Type, to: &Type, default_class: C) -> C {
 }
 
 /// Plans the destination columns from the Glue columns and partition keys (`(name, type)`),
-/// an optional destination schema and the policies.
+/// an optional destination schema (`IcebergSchemaV2`, member names) and the policies
+/// (`unmatchedSourceFieldsPolicy`, `incompatibleValuesPolicy` values).
 pub fn plan_table(
     columns: &[(String, String)],
     partition_keys: &[(String, String)],
-    schema: Option<&IcebergSchemaV2>,
-    unmatched: UnmatchedSourceFieldsPolicy,
-    incompatible: IncompatibleValuesPolicy,
+    schema: Option<&Value>,
+    unmatched: &str,
+    incompatible: &str,
 ) -> TablePlan {
     let mut plan = TablePlan::default();
     let mut next_id = 1;
@@ -150,46 +160,43 @@ pub fn plan_table(
                    "partitionColumn": partition, "policy": policy, "outcome": outcome})
         };
         let Some((default_ty, default_class)) = glue_to_iceberg(glue_type) else {
-            let drop = unmatched == UnmatchedSourceFieldsPolicy::Drop && !partition;
+            let drop = unmatched == DROP && !partition;
             plan.rows.push(Row {
                 finding_type: if drop { "informational" } else { "invalid" },
                 category: "metadata",
                 subcategory: "schemaTransformation.unsupported".into(),
-                details: detail(
-                    None,
-                    unmatched.as_str(),
-                    if drop { "dropped" } else { "failed" },
-                ),
+                details: detail(None, unmatched, if drop { "dropped" } else { "failed" }),
             });
             continue;
         };
         let dest = match schema {
             None => Some((next_id, default_ty.clone(), false)),
-            Some(s) => s
-                .fields
-                .iter()
-                .find(|f| f.name.eq_ignore_ascii_case(name))
+            Some(s) => s["fields"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|f| {
+                    f["name"]
+                        .as_str()
+                        .is_some_and(|n| n.eq_ignore_ascii_case(name))
+                })
                 .map(|f| {
-                    let ty = serde_json::from_value::<Type>(f.r#type.clone()).ok();
+                    let ty = serde_json::from_value::<Type>(f["type"].clone()).ok();
                     (
-                        f.id,
+                        f["id"].as_i64().unwrap_or_default() as i32,
                         ty.unwrap_or(Type::Primitive(PrimitiveType::Binary)),
-                        f.required,
+                        f["required"].as_bool().unwrap_or(false),
                     )
                 }),
         };
         next_id += 1;
         let Some((id, ty, required)) = dest else {
-            let drop = unmatched == UnmatchedSourceFieldsPolicy::Drop && !partition;
+            let drop = unmatched == DROP && !partition;
             plan.rows.push(Row {
                 finding_type: if drop { "informational" } else { "invalid" },
                 category: "metadata",
                 subcategory: "unmatchedSourceField".into(),
-                details: detail(
-                    None,
-                    unmatched.as_str(),
-                    if drop { "dropped" } else { "failed" },
-                ),
+                details: detail(None, unmatched, if drop { "dropped" } else { "failed" }),
             });
             continue;
         };
@@ -197,11 +204,11 @@ pub fn plan_table(
         let dest_name = Some(ty.to_string());
         let mut set_null = false;
         let (finding_type, outcome, policy) = match class {
-            C::Incompatible if incompatible == IncompatibleValuesPolicy::SetNull && !required => {
+            C::Incompatible if incompatible == SET_NULL && !required => {
                 set_null = true;
-                ("informational", "setNull", incompatible.as_str())
+                ("informational", "setNull", incompatible)
             }
-            C::Incompatible | C::Unsupported => ("invalid", "failed", incompatible.as_str()),
+            C::Incompatible | C::Unsupported => ("invalid", "failed", incompatible),
             _ => ("informational", "migrated", "none"),
         };
         plan.rows.push(Row {
@@ -228,7 +235,6 @@ pub fn plan_table(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::SchemaV2Field;
 
     fn cols(v: &[(&str, &str)]) -> Vec<(String, String)> {
         v.iter()
@@ -242,8 +248,8 @@ mod tests {
             &cols(&[("id", "bigint"), ("qty", "smallint"), ("code", "char(3)")]),
             &cols(&[("region", "string")]),
             None,
-            UnmatchedSourceFieldsPolicy::Fail,
-            IncompatibleValuesPolicy::Fail,
+            FAIL,
+            FAIL,
         );
         let subs: Vec<_> = plan.rows.iter().map(|r| r.subcategory.as_str()).collect();
         assert_eq!(
@@ -261,32 +267,16 @@ mod tests {
 
     #[test]
     fn narrowing_is_incompatible_and_set_null_applies_column_wide() {
-        let schema = IcebergSchemaV2 {
-            r#type: "struct".into(),
-            fields: vec![SchemaV2Field {
-                id: 1,
-                name: "big".into(),
-                r#type: json!("int"),
-                required: false,
-                doc: None,
-            }],
-            schema_id: None,
-            identifier_field_ids: None,
-        };
-        let fail = plan_table(
-            &cols(&[("big", "bigint")]),
-            &[],
-            Some(&schema),
-            UnmatchedSourceFieldsPolicy::Fail,
-            IncompatibleValuesPolicy::Fail,
-        );
+        let schema = json!({"type": "struct",
+            "fields": [{"id": 1, "name": "big", "type": "int", "required": false}]});
+        let fail = plan_table(&cols(&[("big", "bigint")]), &[], Some(&schema), FAIL, FAIL);
         assert_eq!(fail.invalid(), 1);
         let set_null = plan_table(
             &cols(&[("big", "bigint"), ("extra", "int")]),
             &[],
             Some(&schema),
-            UnmatchedSourceFieldsPolicy::Drop,
-            IncompatibleValuesPolicy::SetNull,
+            DROP,
+            SET_NULL,
         );
         assert_eq!(set_null.invalid(), 0);
         assert!(set_null.columns[0].set_null);

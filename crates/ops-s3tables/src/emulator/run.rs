@@ -1,7 +1,7 @@
 //! The emulated migration job: planning (reports, destination table) and migrating (Parquet
-//! objects → Iceberg data files, one commit).
+//! objects → Iceberg data files, each object committed as it migrates).
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, RecordBatch, StringArray, new_null_array};
@@ -13,11 +13,10 @@ use ops_core::{CatalogFactory, CatalogHandle};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use serde_json::json;
 
-use super::plan::{TablePlan, plan_table};
+use super::plan::{FAIL, TablePlan, plan_table};
+use super::record::{Kind, Planning, Record, State, Stats, code};
 use super::{Emulator, now};
 use crate::aws::split_s3_uri;
-use crate::client::TableRef;
-use crate::model::*;
 use crate::source::{SourceObject, read_object, source_objects};
 
 type Fallible<T> = Result<T, String>;
@@ -34,6 +33,16 @@ fn report_key(prefix: Option<&str>, id: &str, kind: &str, file: &str) -> String 
     } else {
         format!("{p}/{id}/v1/{kind}/{file}")
     }
+}
+
+/// How planning ended when it did not fail unexpectedly.
+enum Planned {
+    /// Waiting for review, or a sync with nothing to migrate (succeeded).
+    Done,
+    /// No review asked for: migrate now.
+    Queue,
+    /// The migration failed (already recorded) or was cancelled.
+    Stopped,
 }
 
 impl Emulator {
@@ -82,99 +91,109 @@ impl Emulator {
     /// checksum); returns the manifest key and checksum.
     async fn put_manifested(
         &self,
-        m: &GetTableMigrationResponse,
+        m: &Record,
         prefix: Option<&str>,
         kind: &str,
         csv: String,
     ) -> Fallible<(String, String)> {
-        let data = report_key(prefix, &m.migration_id, kind, "data/part-00000.csv");
-        let data_sum = self
-            .put_report(&m.migration_output.bucket, &data, csv)
-            .await?;
-        let manifest_key = report_key(prefix, &m.migration_id, kind, "manifest.json");
-        let manifest = json!({"migrationId": m.migration_id,
+        let data = report_key(prefix, &m.id, kind, "data/part-00000.csv");
+        let data_sum = self.put_report(&m.bucket, &data, csv).await?;
+        let manifest_key = report_key(prefix, &m.id, kind, "manifest.json");
+        let manifest = json!({"migrationId": m.id,
             "files": [{"key": data, "format": "csv", "checksumCRC64NVME": data_sum}]});
         let sum = self
-            .put_report(
-                &m.migration_output.bucket,
-                &manifest_key,
-                manifest.to_string(),
-            )
+            .put_report(&m.bucket, &manifest_key, manifest.to_string())
             .await?;
         Ok((manifest_key, sum))
     }
 
-    async fn step(&self) {
+    pub(crate) async fn step(&self) {
         tokio::time::sleep(self.config.step_delay).await;
     }
 
-    /// Planning; any unexpected error fails the migration with `internalError`.
-    pub(crate) async fn plan(&self, id: &str, _output: &MigrationOutputConfiguration) {
-        self.step().await;
-        self.set_state(id, MigrationState::Planning);
-        self.step().await;
-        if let Err(e) = self.plan_inner(id).await {
-            self.fail(id, MigrationFailureCode::InternalError, &e, false);
+    fn cancel_requested(&self, id: &str) -> bool {
+        self.with_state(|st| {
+            st.migrations
+                .iter()
+                .find(|m| m.record.id == id)
+                .is_none_or(|m| m.cancel_requested)
+        })
+    }
+
+    /// Ends a task's ownership of the migration; a cancel it saw ends in `cancelled` (unless
+    /// the migration already failed).
+    fn release(&self, id: &str) {
+        let cancelling = self.with_state(|st| {
+            let m = st.migrations.iter_mut().find(|m| m.record.id == id)?;
+            m.busy = false;
+            Some(m.record.state == State::Cancelling)
+        });
+        if cancelling == Some(true) {
+            self.set_state(id, State::Cancelled);
         }
     }
 
-    async fn plan_inner(&self, id: &str) -> Fallible<()> {
+    /// Planning; any unexpected error fails the migration with `internalError`.
+    pub(crate) async fn plan(&self, id: &str) {
+        self.step().await;
+        let mut queue = false;
+        if !self.cancel_requested(id) {
+            self.set_state(id, State::Planning);
+            self.step().await;
+            match self.plan_inner(id).await {
+                Ok(Planned::Queue) => queue = true,
+                Ok(Planned::Done | Planned::Stopped) => {}
+                Err(e) => {
+                    tracing::warn!(migration_id = id, error = %e, "planning failed");
+                    self.fail(id, code::INTERNAL_ERROR, None, false);
+                }
+            }
+        }
+        if queue {
+            // The migrating task takes the migration over (it stays busy).
+            self.set_state(id, State::Queued);
+            let this = self.clone();
+            let mid = id.to_string();
+            tokio::spawn(async move { this.migrate(&mid).await });
+        } else {
+            self.release(id);
+        }
+    }
+
+    async fn plan_inner(&self, id: &str) -> Fallible<Planned> {
         let Some((m, key)) = self.with_state(|st| {
             st.migrations
                 .iter()
-                .find(|x| x.record.migration_id == id)
+                .find(|x| x.record.id == id)
                 .map(|x| (x.record.clone(), x.table_key.clone()))
         }) else {
-            return Ok(());
+            return Ok(Planned::Stopped);
         };
         if self.config.refuse_roles.contains(&m.role_arn) {
-            self.fail(
-                id,
-                MigrationFailureCode::RolePermissions,
-                &format!(
-                    "migration.s3tables.amazonaws.com cannot assume {}",
-                    m.role_arn
-                ),
-                false,
-            );
-            return Ok(());
+            self.fail(id, code::ROLE_PERMISSIONS, Some(m.role_arn.as_str()), false);
+            return Ok(Planned::Stopped);
         }
-        let Some(glue) = m.source.glue_table.clone() else {
-            return Err("no glueTable source".into());
-        };
-        let Some(table) = self
-            .aws
-            .glue_table(&glue.database_name, &glue.table_name)
-            .await
-            .map_err(s)?
-        else {
+        let glue = &m.source["glueTable"];
+        let (db, tbl) = (
+            glue["databaseName"].as_str().unwrap_or_default(),
+            glue["tableName"].as_str().unwrap_or_default(),
+        );
+        let Some(table) = self.aws.glue_table(db, tbl).await.map_err(s)? else {
             self.fail(
                 id,
-                MigrationFailureCode::ResourceNotFound,
-                &format!(
-                    "Glue table {}.{} not found",
-                    glue.database_name, glue.table_name
-                ),
+                code::RESOURCE_NOT_FOUND,
+                Some(format!("{db}.{tbl}").as_str()),
                 false,
             );
-            return Ok(());
+            return Ok(Planned::Stopped);
         };
-        let partitions = self
-            .aws
-            .glue_partitions(&glue.database_name, &glue.table_name)
-            .await
-            .map_err(s)?;
+        let partitions = self.aws.glue_partitions(db, tbl).await.map_err(s)?;
         let objects = source_objects(&self.aws, &table, &partitions)
             .await
             .map_err(s)?;
         if objects.is_empty() {
-            self.fail(
-                id,
-                MigrationFailureCode::SourceNotSupported,
-                "EMPTY_TABLE",
-                false,
-            );
-            return Ok(());
+            self.fail(id, code::SOURCE_NOT_SUPPORTED, Some("EMPTY_TABLE"), false);
+            return Ok(Planned::Stopped);
         }
         let cols = |v: &serde_json::Value| -> Vec<(String, String)> {
             v.as_array()
@@ -197,17 +216,18 @@ impl Emulator {
             (t.start, t.migrated, t.last_plan)
         });
         let start = start.ok_or("no start request recorded")?;
-        let policies = start
-            .data_migration
-            .as_ref()
-            .and_then(|d| d.migration_policies.clone())
-            .unwrap_or_default();
+        let policies = &m.data_migration["migrationPolicies"];
+        let unmatched = policies["unmatchedSourceFieldsPolicy"]
+            .as_str()
+            .unwrap_or(FAIL);
+        let incompatible = policies["incompatibleValuesPolicy"]
+            .as_str()
+            .unwrap_or(FAIL);
         let handle = self.destination(&m.table_bucket_arn).await?;
         let ident = TableIdent::new(NamespaceIdent::new(m.namespace.clone()), m.name.clone());
-        let out = &m.migration_output;
-        let sync = m.r#type == MigrationType::Sync;
-        let tc_prefix = out.table_compatibility_report.prefix.clone();
-        let oc_prefix = out.object_compatibility_report.prefix.clone();
+        let sync = m.kind == Kind::Sync;
+        let tc_prefix = m.table_report.prefix.clone();
+        let oc_prefix = m.object_report.prefix.clone();
 
         let plan = if sync {
             last_plan.ok_or("no earlier plan to sync from")?
@@ -220,11 +240,11 @@ impl Emulator {
             {
                 self.fail(
                     id,
-                    MigrationFailureCode::ResourceNotFound,
-                    &format!("namespace {} not found in the table bucket", m.namespace),
+                    code::RESOURCE_NOT_FOUND,
+                    Some(m.namespace.as_str()),
                     false,
                 );
-                return Ok(());
+                return Ok(Planned::Stopped);
             }
             if handle.catalog().table_exists(&ident).await.map_err(s)? {
                 let mut p = TablePlan::default();
@@ -240,50 +260,40 @@ impl Emulator {
                     "table-compatibility",
                     "report.csv",
                 );
-                let sum = self.put_report(&out.bucket, &k, p.csv()).await?;
+                let sum = self.put_report(&m.bucket, &k, p.csv()).await?;
                 self.update_record(id, |x| {
-                    x.record.migration_output.table_compatibility_report.key = Some(k);
-                    x.record
-                        .migration_output
-                        .table_compatibility_report
-                        .checksum_crc64_nvme = Some(sum);
-                    x.record
-                        .migration_output
-                        .table_compatibility_report
-                        .invalid_findings = Some([("metadata".to_string(), 1)].into());
+                    let r = &mut x.record.table_report;
+                    r.key = Some(k);
+                    r.checksum = Some(sum);
+                    r.invalid = [("metadata", 1)].into();
                 });
-                self.fail(
-                    id,
-                    MigrationFailureCode::TableCompatibilityReport,
-                    "the destination table already exists",
-                    false,
-                );
-                return Ok(());
+                self.fail(id, code::TABLE_COMPATIBILITY_REPORT, None, false);
+                return Ok(Planned::Stopped);
             }
             plan_table(
                 &columns,
                 &partition_keys,
-                start.destination_table.schema.as_ref(),
-                policies
-                    .unmatched_source_fields_policy
-                    .unwrap_or(UnmatchedSourceFieldsPolicy::Fail),
-                policies
-                    .incompatible_values_policy
-                    .unwrap_or(IncompatibleValuesPolicy::Fail),
+                start["destinationTable"].get("schema"),
+                unmatched,
+                incompatible,
             )
         };
 
-        // Object compatibility: sync refuses objects overwritten in place since they migrated.
+        // Object compatibility: a sync refuses objects overwritten in place since they migrated.
         let mut planned = Vec::new();
         let mut object_rows = String::from("key,size,etag,included,finding_type,finding\n");
         let mut modified = 0i64;
+        let mut already = 0i64;
         for o in &objects {
             let (included, finding_type, finding) = match migrated.get(&o.object.key) {
                 Some(etag) if etag != &o.object.etag => {
                     modified += 1;
                     (false, "invalid", "data.objectModified")
                 }
-                Some(_) => (false, "informational", "alreadyMigrated"),
+                Some(_) => {
+                    already += 1;
+                    (false, "informational", "alreadyMigrated")
+                }
                 None => {
                     planned.push(o.clone());
                     (true, "informational", "")
@@ -300,7 +310,7 @@ impl Emulator {
             "table-compatibility",
             "report.csv",
         );
-        let table_sum = self.put_report(&out.bucket, &k, plan.csv()).await?;
+        let table_sum = self.put_report(&m.bucket, &k, plan.csv()).await?;
         let (manifest, manifest_sum) = self
             .put_manifested(
                 &m,
@@ -310,71 +320,58 @@ impl Emulator {
             )
             .await?;
         let invalid = plan.invalid() as i64;
-        let partition_count = objects
-            .iter()
-            .map(|o| o.partition.clone())
-            .collect::<std::collections::BTreeSet<_>>()
-            .len() as i64;
+        let partition_count = if partition_keys.is_empty() {
+            0
+        } else {
+            objects
+                .iter()
+                .map(|o| o.partition.clone())
+                .collect::<BTreeSet<_>>()
+                .len() as i64
+        };
         let planned_n = planned.len() as i64;
         self.update_record(id, |x| {
-            let o = &mut x.record.migration_output;
-            o.table_compatibility_report.key = Some(k);
-            o.table_compatibility_report.checksum_crc64_nvme = Some(table_sum);
-            o.object_compatibility_report.checksum_crc64_nvme = Some(manifest_sum);
+            let r = &mut x.record;
+            r.table_report.key = Some(k);
+            r.table_report.checksum = Some(table_sum);
             if invalid > 0 {
-                o.table_compatibility_report.invalid_findings =
-                    Some([("metadata".to_string(), invalid)].into());
+                r.table_report.invalid = [("metadata", invalid)].into();
             }
-            o.object_compatibility_report.key = Some(manifest);
+            r.object_report.key = Some(manifest);
+            r.object_report.checksum = Some(manifest_sum);
             if modified > 0 {
-                o.object_compatibility_report.invalid_findings =
-                    Some([("data".to_string(), modified)].into());
+                r.object_report.invalid = [("data", modified)].into();
             }
-            x.record.planning_stats = Some(PlanningStats {
-                objects_scanned: Some(objects.len() as i64),
-                objects_planned: Some(planned_n),
-                partition_count: Some(partition_count),
+            // For a sync, the planned objects are all the table's data files after it,
+            // including those earlier migrations migrated; they count as migrated already.
+            r.planning = Some(Planning {
+                scanned: objects.len() as i64,
+                planned: planned_n + already,
+                partitions: partition_count,
             });
-            x.record.migration_stats = Some(MigrationStats {
-                objects_migrated: Some(0),
-                objects_failed_migration: Some(0),
-                objects_pending_migration: Some(planned_n),
+            r.stats = Some(Stats {
+                migrated: already,
+                failed: 0,
+                pending: planned_n,
             });
             x.planned = planned.clone();
             x.table_plan = plan.clone();
         });
         if modified > 0 {
-            self.fail(
-                id,
-                MigrationFailureCode::ObjectCompatibilityReport,
-                &format!(
-                    "{modified} migrated object(s) were overwritten in place (data.objectModified)"
-                ),
-                false,
-            );
-            return Ok(());
+            self.fail(id, code::OBJECT_COMPATIBILITY_REPORT, None, false);
+            return Ok(Planned::Stopped);
         }
         if invalid > 0 {
-            self.fail(
-                id,
-                MigrationFailureCode::TableCompatibilityReport,
-                &format!("{invalid} invalid finding(s) in the table compatibility report"),
-                false,
-            );
-            return Ok(());
+            self.fail(id, code::TABLE_COMPATIBILITY_REPORT, None, false);
+            return Ok(Planned::Stopped);
         }
         if !sync {
             self.create_destination(&handle, &ident, &plan).await?;
-            let arn = self
-                .moto_s3tables
-                .get_table(&TableRef::Name {
-                    table_bucket_arn: m.table_bucket_arn.clone(),
-                    namespace: m.namespace.clone(),
-                    name: m.name.clone(),
-                })
+            let t = self
+                .moto_get_table(&m.table_bucket_arn, &m.namespace, &m.name)
                 .await
-                .map_err(s)?
-                .table_arn;
+                .map_err(|r| String::from_utf8_lossy(&r.body).into_owned())?;
+            let arn = t["tableARN"].as_str().unwrap_or_default().to_string();
             self.with_state(|st| {
                 if let Some(t) = st.tables.get_mut(&key) {
                     t.table_arn = Some(arn.clone());
@@ -384,19 +381,19 @@ impl Emulator {
             self.update_record(id, |x| x.record.table_arn = Some(arn));
         }
         self.update_record(id, |x| x.record.has_valid_plan = Some(true));
+        if self.cancel_requested(id) {
+            return Ok(Planned::Stopped);
+        }
         if sync && planned_n == 0 {
-            self.set_state(id, MigrationState::Succeeded);
-            return Ok(());
+            self.set_state(id, State::Succeeded);
+            return Ok(Planned::Done);
         }
-        if m.review_migration_plan {
-            self.set_state(id, MigrationState::PendingReview);
+        if m.review {
+            self.set_state(id, State::PendingReview);
+            Ok(Planned::Done)
         } else {
-            self.set_state(id, MigrationState::Queued);
-            let this = self.clone();
-            let mid = id.to_string();
-            tokio::spawn(async move { this.migrate(&mid).await });
+            Ok(Planned::Queue)
         }
-        Ok(())
     }
 
     async fn create_destination(
@@ -437,39 +434,31 @@ impl Emulator {
         Ok(())
     }
 
-    /// Migrating: every planned object into one commit; all-or-nothing.
+    /// Migrating: each planned object is converted, written and committed before the next, so
+    /// what migrated stays committed when a later object fails or the migration is cancelled.
     pub(crate) async fn migrate(&self, id: &str) {
         self.step().await;
-        let cancelled = self.with_state(|st| {
-            st.migrations
-                .iter()
-                .find(|m| m.record.migration_id == id)
-                .is_none_or(|m| m.cancel_requested || m.record.state != MigrationState::Queued)
-        });
-        if cancelled {
-            return;
+        if !self.cancel_requested(id) {
+            self.set_state(id, State::Migrating);
+            self.step().await;
+            if let Err(e) = self.migrate_inner(id).await {
+                self.fail(id, code::OBJECT_MIGRATION_REPORT, None, true);
+                tracing::warn!(migration_id = id, error = %e, "migration failed");
+            }
         }
-        self.set_state(id, MigrationState::Migrating);
-        self.step().await;
-        match self.migrate_inner(id).await {
-            Ok(()) => {}
-            Err(e) => self.fail(id, MigrationFailureCode::ObjectMigrationReport, &e, true),
-        }
+        self.release(id);
     }
 
     async fn migrate_inner(&self, id: &str) -> Fallible<()> {
         let Some((m, key, planned, plan)) = self.with_state(|st| {
-            st.migrations
-                .iter()
-                .find(|x| x.record.migration_id == id)
-                .map(|x| {
-                    (
-                        x.record.clone(),
-                        x.table_key.clone(),
-                        x.planned.clone(),
-                        x.table_plan.clone(),
-                    )
-                })
+            st.migrations.iter().find(|x| x.record.id == id).map(|x| {
+                (
+                    x.record.clone(),
+                    x.table_key.clone(),
+                    x.planned.clone(),
+                    x.table_plan.clone(),
+                )
+            })
         }) else {
             return Ok(());
         };
@@ -477,13 +466,28 @@ impl Emulator {
         let ident = TableIdent::new(NamespaceIdent::new(m.namespace.clone()), m.name.clone());
         let table = handle.catalog().load_table(&ident).await.map_err(s)?;
         let target = ops_core::write::table_arrow_schema(&table).map_err(s)?;
-        let mut append = ops_core::ops::append::AppendBuilder::new(&handle, ident.clone());
         let mut report = String::from("key,etag,status,records,transformations,error_code\n");
         let mut rows_total = 0u64;
-        for o in &planned {
-            let batches = self.convert_object(o, &plan, &target).await;
-            let batches = match batches {
-                Ok(b) => b,
+        let mut failure = None;
+        let nulls: Vec<&str> = plan
+            .columns
+            .iter()
+            .filter(|c| c.set_null)
+            .map(|c| c.name.as_str())
+            .collect();
+        for (i, o) in planned.iter().enumerate() {
+            // A cancel lets the object in progress finish, then stops.
+            if i > 0 {
+                self.step().await;
+                if self.cancel_requested(id) {
+                    break;
+                }
+            }
+            let migrated = self
+                .migrate_object(&handle, &ident, &table, &target, o, &plan, id)
+                .await;
+            let rows = match migrated {
+                Ok(rows) => rows,
                 Err(e) => {
                     report.push_str(&format!(
                         "s3://{}/{},{},failed,0,,{}\n",
@@ -492,36 +496,18 @@ impl Emulator {
                         o.object.etag,
                         crate::review::csv_field(&e)
                     ));
-                    let (key, sum) = self
-                        .put_manifested(
-                            &m,
-                            m.migration_output.object_migration_report.prefix.as_deref(),
-                            "object-migration",
-                            report,
-                        )
-                        .await?;
                     self.update_record(id, |x| {
-                        let r = &mut x.record.migration_output.object_migration_report;
-                        r.key = Some(key);
-                        r.checksum_crc64_nvme = Some(sum);
-                        r.invalid_findings = Some([("data".to_string(), 1)].into());
+                        if let Some(st) = x.record.stats.as_mut() {
+                            st.failed += 1;
+                            st.pending -= 1;
+                        }
+                        x.record.migration_report.invalid = [("data", 1)].into();
                     });
-                    return Err(format!("s3://{}/{}: {e}", o.bucket, o.object.key));
+                    failure = Some(format!("s3://{}/{}: {e}", o.bucket, o.object.key));
+                    break;
                 }
             };
-            let rows: u64 = batches.iter().map(|b| b.num_rows() as u64).sum();
             rows_total += rows;
-            let stream = futures::stream::iter(batches.into_iter().map(Ok));
-            let written = ops_core::write::write_files(&table, stream)
-                .await
-                .map_err(s)?;
-            append = append.add_written(written);
-            let nulls: Vec<&str> = plan
-                .columns
-                .iter()
-                .filter(|c| c.set_null)
-                .map(|c| c.name.as_str())
-                .collect();
             report.push_str(&format!(
                 "s3://{}/{},{},migrated,{rows},{},\n",
                 o.bucket,
@@ -533,57 +519,76 @@ impl Emulator {
                     format!("setNull:{}", nulls.join("|"))
                 })
             ));
+            self.with_state(|st| {
+                if let Some(t) = st.tables.get_mut(&key) {
+                    t.migrated
+                        .insert(o.object.key.clone(), o.object.etag.clone());
+                }
+            });
             self.update_record(id, |x| {
-                if let Some(st) = x.record.migration_stats.as_mut() {
-                    st.objects_migrated = Some(st.objects_migrated.unwrap_or(0) + 1);
-                    st.objects_pending_migration =
-                        Some(st.objects_pending_migration.unwrap_or(1) - 1);
+                if let Some(st) = x.record.stats.as_mut() {
+                    st.migrated += 1;
+                    st.pending -= 1;
                 }
             });
         }
-        let cancel = self.with_state(|st| {
-            st.migrations
-                .iter()
-                .find(|x| x.record.migration_id == id)
-                .is_some_and(|x| x.cancel_requested)
-        });
-        if cancel {
-            self.set_state(id, MigrationState::Cancelled);
-            return Ok(());
-        }
-        if rows_total > 0 {
-            append
-                .with_properties(HashMap::from([(
-                    "s3tables.migration-id".to_string(),
-                    id.to_string(),
-                )]))
-                .await
-                .map_err(s)?;
-        }
+        // The object migration report is written once, when the migration ends.
         let (manifest, manifest_sum) = self
             .put_manifested(
                 &m,
-                m.migration_output.object_migration_report.prefix.as_deref(),
+                m.migration_report.prefix.as_deref(),
                 "object-migration",
                 report,
             )
             .await?;
-        self.with_state(|st| {
-            if let Some(t) = st.tables.get_mut(&key) {
-                for o in &planned {
-                    t.migrated
-                        .insert(o.object.key.clone(), o.object.etag.clone());
-                }
-            }
-        });
         self.update_record(id, |x| {
-            let r = &mut x.record.migration_output.object_migration_report;
+            let r = &mut x.record.migration_report;
             r.key = Some(manifest);
-            r.checksum_crc64_nvme = Some(manifest_sum);
+            r.checksum = Some(manifest_sum);
         });
-        tracing::info!(migration_id = id, rows = rows_total, objects = planned.len(), at = %now(), "migrated");
-        self.set_state(id, MigrationState::Succeeded);
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        tracing::info!(migration_id = id, rows = rows_total, at = %now(), "migrated");
+        if !self.cancel_requested(id) {
+            self.set_state(id, State::Succeeded);
+        }
         Ok(())
+    }
+
+    /// Converts, writes and commits one object; returns its rows.
+    #[allow(clippy::too_many_arguments)]
+    async fn migrate_object(
+        &self,
+        handle: &CatalogHandle,
+        ident: &TableIdent,
+        table: &iceberg::table::Table,
+        target: &arrow_schema::SchemaRef,
+        o: &SourceObject,
+        plan: &TablePlan,
+        id: &str,
+    ) -> Fallible<u64> {
+        let batches = self.convert_object(o, plan, target).await?;
+        let rows: u64 = batches.iter().map(|b| b.num_rows() as u64).sum();
+        if rows == 0 {
+            return Ok(0);
+        }
+        let stream = futures::stream::iter(batches.into_iter().map(Ok));
+        let written = ops_core::write::write_files(table, stream)
+            .await
+            .map_err(s)?;
+        ops_core::ops::append::AppendBuilder::new(handle, ident.clone())
+            .add_written(written)
+            .with_properties(HashMap::from([
+                ("s3tables.migration-id".to_string(), id.to_string()),
+                (
+                    "s3tables.source-object".to_string(),
+                    format!("s3://{}/{}", o.bucket, o.object.key),
+                ),
+            ]))
+            .await
+            .map_err(s)?;
+        Ok(rows)
     }
 
     /// Reads one Parquet object and gives its rows the destination schema: partition columns

@@ -1,0 +1,179 @@
+//! `iceberg-ops s3tables ...` as an operator runs it: against the S3 Tables emulator over HTTPS
+//! (a CA made for the test, trusted through `AWS_CA_BUNDLE`), every request SigV4-signed and
+//! verified, migrating a Glue table in moto through start, watch, review, approve and complete.
+
+// Tests report failures by panicking.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use ops_tests::s3tables::{EmulatorServer, ROLE, glue_orders_table, moto_for_migration};
+use ops_tests::servers::{AWS_KEY, AWS_REGION, AWS_SECRET, Moto};
+
+struct Run<'a> {
+    home: &'a Path,
+    endpoint: &'a str,
+    moto: &'a str,
+    ca: &'a Path,
+}
+
+impl Run<'_> {
+    fn s3tables(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_iceberg-ops"));
+        cmd.arg("s3tables")
+            .args(args)
+            .args(["--endpoint", self.endpoint, "--aws-endpoint", self.moto])
+            .args(["--region", AWS_REGION])
+            .current_dir(self.home)
+            .env("HOME", self.home)
+            .env("AWS_ACCESS_KEY_ID", AWS_KEY)
+            .env("AWS_SECRET_ACCESS_KEY", AWS_SECRET)
+            .env("AWS_CA_BUNDLE", self.ca)
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .env_remove("AWS_PROFILE")
+            .env_remove("AWS_SESSION_TOKEN")
+            .env_remove("PYICEBERG_HOME");
+        for (k, _) in std::env::vars() {
+            if k.starts_with("PYICEBERG_") {
+                cmd.env_remove(k);
+            }
+        }
+        for (k, v) in env {
+            if v.is_empty() {
+                cmd.env_remove(k);
+            } else {
+                cmd.env(k, v);
+            }
+        }
+        cmd.output().expect("run iceberg-ops")
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.s3tables(args, &[]);
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "{args:?}\n{stdout}\n{stderr}");
+        stdout
+    }
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).to_string(),
+        String::from_utf8_lossy(&o.stderr).to_string(),
+    )
+}
+
+#[test]
+fn the_runbook_over_https_with_verified_signatures() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let moto = Moto::start();
+    let bucket_arn = moto_for_migration(&moto);
+    glue_orders_table(&moto, "orders", true);
+    let emulator = rt.block_on(EmulatorServer::start(&moto, Duration::from_millis(20)));
+    let home = tempfile::tempdir().unwrap();
+    let moto_url = moto.endpoint();
+    std::fs::write(
+        home.path().join(".pyiceberg.yaml"),
+        format!(
+            "catalog:\n  dest:\n    type: s3tables\n    s3tables.table-bucket-arn: \"{bucket_arn}\"\n    \
+             s3tables.endpoint: {moto_url}\n    client.region: {AWS_REGION}\n    \
+             client.access-key-id: {AWS_KEY}\n    client.secret-access-key: {AWS_SECRET}\n    \
+             s3.endpoint: {moto_url}\n    s3.region: {AWS_REGION}\n    \
+             s3.access-key-id: {AWS_KEY}\n    s3.secret-access-key: {AWS_SECRET}\n    \
+             s3.path-style-access: \"true\"\n"
+        ),
+    )
+    .unwrap();
+    let run = Run {
+        home: home.path(),
+        endpoint: &emulator.endpoint,
+        moto: &moto_url,
+        ca: &emulator.ca_path,
+    };
+
+    let started = run.ok(&[
+        "start",
+        "--catalog-id",
+        "123456789012",
+        "--source-database",
+        "db",
+        "--source-table",
+        "orders",
+        "--table-bucket-arn",
+        &bucket_arn,
+        "--namespace",
+        "mig",
+        "--name",
+        "orders",
+        "--role-arn",
+        ROLE,
+        "--report-bucket",
+        "reports",
+        "--output",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(started.trim()).unwrap();
+    let id = v["migrationId"].as_str().unwrap().to_string();
+
+    let watch = [
+        "watch",
+        &id,
+        "--planning-interval",
+        "1",
+        "--migrating-interval",
+        "1",
+    ];
+    let planned = run.ok(&watch);
+    assert!(planned.contains("state=pendingReview"), "{planned}");
+    let review = run.ok(&["review", &id]);
+    assert!(
+        review.contains("code") && review.contains("Converted"),
+        "{review}"
+    );
+    assert!(
+        review.contains("verdict: approve only with --confirm-converted code"),
+        "{review}"
+    );
+
+    // Approval without naming the converted column is refused.
+    let out = run.s3tables(&["approve", &id], &[]);
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success());
+    assert!(stderr.contains("--confirm-converted code"), "{stderr}");
+    let approved = run.ok(&["approve", &id, "--confirm-converted", "code"]);
+    assert!(approved.contains("queued"), "{approved}");
+    let done = run.ok(&watch);
+    assert!(done.contains("state=succeeded"), "{done}");
+
+    // A wrong secret is refused by the emulator's signature check; without the test CA the
+    // certificate is not trusted.
+    let listing = [
+        "list",
+        "--table-bucket-arn",
+        bucket_arn.as_str(),
+        "--output",
+        "json",
+    ];
+    let out = run.s3tables(&listing, &[("AWS_SECRET_ACCESS_KEY", "wrong")]);
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success());
+    assert!(stderr.contains("signature refused"), "{stderr}");
+    let out = run.s3tables(&listing, &[("AWS_CA_BUNDLE", "")]);
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("request to https://127.0.0.1"), "{stderr}");
+    let listed = run.ok(&listing);
+    assert!(listed.contains(&id), "{listed}");
+
+    let completed = run.ok(&["complete", &id, "--catalog", "dest"]);
+    assert!(
+        completed.contains("completed") && completed.contains("6 rows"),
+        "{completed}"
+    );
+    let status = run.ok(&["status", &id]);
+    assert!(status.contains("state=succeeded"), "{status}");
+    drop(emulator);
+    drop(rt);
+}
