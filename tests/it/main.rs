@@ -3,8 +3,10 @@
 mod catalogs;
 mod commit_layer;
 mod common;
+mod corpus;
 mod datamig;
 mod datamig_copy;
+mod datamig_migrator;
 mod datamig_sources;
 mod filters;
 mod ops;

@@ -21,6 +21,7 @@
 //! When official iceberg-rust actions can express an operation, this module is what they replace.
 
 mod aws;
+mod first_metadata;
 mod glue;
 mod metadata_json;
 mod rest;
@@ -36,6 +37,8 @@ use std::time::{Duration, Instant};
 use iceberg::spec::TableProperties;
 use iceberg::table::Table;
 use iceberg::{MetadataLocation, TableIdent, TableRequirement, TableUpdate};
+
+pub use first_metadata::keep_field_ids;
 
 use crate::catalog::{CatalogHandle, CatalogKind, CatalogSettings};
 use crate::{Error, Result};

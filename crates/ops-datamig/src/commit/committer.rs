@@ -7,8 +7,9 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use futures::TryStreamExt;
 use iceberg::TableIdent;
-use iceberg::spec::Struct;
+use iceberg::spec::{DataFile, ManifestContentType, ManifestStatus, Struct, Transform};
 use iceberg::table::Table;
 use ops_checkpoint::CheckpointStore;
 use ops_core::CatalogHandle;
@@ -18,6 +19,7 @@ use ops_core::write::WrittenFiles;
 
 use super::history::{MIGRATION_BATCH_PROPERTY, MIGRATION_JOB_PROPERTY, live_files};
 use crate::execute::worker::{BatchWork, Payload};
+use crate::plan::read::PlannedRead;
 use crate::{MigrationError, MigrationResult, Progress, Result, WriteMode};
 
 /// Commits batches in order (see the module docs).
@@ -30,6 +32,20 @@ pub(crate) struct Committer {
     /// overwrite_partition: files that were live before the job and are still live, by
     /// partition of the default spec; the first commit touching a partition removes them.
     preexisting: HashMap<Struct, Vec<String>>,
+    /// overwrite_partition: files live before the job and still live that were written under
+    /// an older partition spec, with that spec's id. Their rows' partitions of the current
+    /// spec are known only row by row: a batch replacing a partition one of them may hold
+    /// rewrites it, keeping the rows outside the replaced partitions (in current-spec files
+    /// that join `preexisting`).
+    older: Vec<(DataFile, i32)>,
+    /// overwrite_partition: the current spec's partitions this run replaced.
+    replaced: HashSet<Struct>,
+    /// overwrite_partition: the destination snapshot the job started from.
+    dest_snapshot_before: Option<i64>,
+    /// overwrite_partition: data files other writers added since the job started, by (spec,
+    /// partition), and the snapshots already looked at.
+    foreign: HashMap<(i32, Struct), Vec<String>>,
+    foreign_seen: HashSet<i64>,
     upsert_keys: Vec<String>,
     /// The destination as of this job's last commit.
     pub dest: Table,
@@ -77,7 +93,9 @@ pub(crate) struct CommitterSetup {
 impl Committer {
     pub async fn new(s: CommitterSetup) -> Result<Self> {
         let mut preexisting: HashMap<Struct, Vec<String>> = HashMap::new();
+        let mut older = Vec::new();
         if s.mode == WriteMode::OverwritePartition {
+            refuse_resume_after_respec(&s)?;
             if let Some(id) = s.dest_snapshot_before
                 && s.dest.metadata().snapshot_by_id(id).is_none()
             {
@@ -101,14 +119,8 @@ impl Committer {
                     continue;
                 }
                 if spec_id != default_spec {
-                    return Err(MigrationError::InvalidInput(format!(
-                        "destination {} holds {} under partition spec {spec_id}, not the current \
-                         spec {default_spec}; overwrite_partition cannot tell which partition \
-                         of the current spec its rows belong to — rewrite that data first, or \
-                         use append",
-                        s.dest_name,
-                        file.file_path()
-                    )));
+                    older.push((file, spec_id));
+                    continue;
                 }
                 preexisting
                     .entry(ops_core::ops::canonical_partition(file.partition()))
@@ -123,6 +135,11 @@ impl Committer {
             mode: s.mode,
             job_id: s.job_id,
             preexisting,
+            older,
+            replaced: HashSet::new(),
+            dest_snapshot_before: s.dest_snapshot_before,
+            foreign: HashMap::new(),
+            foreign_seen: HashSet::new(),
             upsert_keys: s.upsert_keys,
             dest: s.dest,
             store: s.store,
@@ -280,22 +297,70 @@ impl Committer {
                     .await?
             }
             WriteMode::OverwritePartition => {
+                self.refuse_foreign_files(&written).await?;
                 let mut victims = Vec::new();
+                let mut new_keys = HashSet::new();
                 for f in &written.files {
                     let key = ops_core::ops::canonical_partition(f.partition());
                     if let Some(paths) = self.preexisting.remove(&key) {
                         victims.extend(paths);
                     }
+                    if !self.replaced.contains(&key) {
+                        new_keys.insert(key);
+                    }
                 }
-                // Validated from this job's last view of the destination: another writer's
-                // files in a partition this batch replaces or writes make it a conflict rather
-                // than rows silently replaced or kept beside the replacement.
-                OverwriteBuilder::new(&self.handle, self.ident.clone())
+                let replaced_before = self.replaced.clone();
+                self.replaced.extend(new_keys.iter().cloned());
+                let respec = match self.respec_older(&new_keys).await {
+                    Ok(r) => r,
+                    Err(e) => {
+                        self.replaced = replaced_before;
+                        return Err(e);
+                    }
+                };
+                victims.extend(
+                    respec
+                        .removed
+                        .iter()
+                        .map(|(f, _)| f.file_path().to_string()),
+                );
+                let mut properties = self.properties(index);
+                if !respec.removed.is_empty() {
+                    properties.insert(
+                        RESPEC_PROPERTY.to_string(),
+                        respec.removed.len().to_string(),
+                    );
+                }
+                let kept = respec.kept.clone();
+                // Validated from this job's last view of the destination (and, by
+                // `refuse_foreign_files`, from the job's start up to that view): another
+                // writer's files in a partition this batch replaces or writes make it a
+                // conflict rather than rows silently replaced or kept beside the replacement.
+                let committed = OverwriteBuilder::new(&self.handle, self.ident.clone())
                     .remove_files(victims)
                     .add_written(written)
+                    .add_files(respec.kept)
                     .validate_from_snapshot(self.dest.metadata().current_snapshot_id())
-                    .with_properties(self.properties(index))
-                    .await?
+                    .with_properties(properties)
+                    .await;
+                match committed {
+                    Ok(c) => {
+                        for f in kept {
+                            self.preexisting
+                                .entry(ops_core::ops::canonical_partition(f.partition()))
+                                .or_default()
+                                .push(f.file_path().to_string());
+                        }
+                        c
+                    }
+                    Err(e) => {
+                        // Not committed: the older files stay to be decided again.
+                        self.replaced = replaced_before;
+                        self.older.extend(respec.removed);
+                        discard_files(&self.dest, &kept).await;
+                        return Err(e.into());
+                    }
+                }
             }
             WriteMode::Upsert => {
                 return Err(MigrationError::InvalidInput(format!(
@@ -307,6 +372,153 @@ impl Committer {
         };
         self.dest = table;
         Ok(vec![metrics.snapshot_id])
+    }
+
+    /// The older-spec files that may hold rows of `new_keys` (partitions of the current spec
+    /// this batch replaces first), rewritten: each is read (its deletes applied) and written
+    /// again under the current spec, and the files of partitions replaced so far are dropped.
+    /// Returns the files to remove (taken out of `older`) and the files to add.
+    async fn respec_older(&mut self, new_keys: &HashSet<Struct>) -> Result<Respec> {
+        let mut out = Respec::default();
+        if new_keys.is_empty() || self.older.is_empty() {
+            return Ok(out);
+        }
+        let md = self.dest.metadata();
+        let current = md.default_partition_spec().clone();
+        let mut remaining = Vec::new();
+        for (file, spec_id) in std::mem::take(&mut self.older) {
+            let may_hold = match md.partition_spec_by_id(spec_id) {
+                Some(spec) => new_keys
+                    .iter()
+                    .any(|key| may_hold(&file, spec, &current, key)),
+                None => true,
+            };
+            if may_hold {
+                out.removed.push((file, spec_id));
+            } else {
+                remaining.push((file, spec_id));
+            }
+        }
+        self.older = remaining;
+        if out.removed.is_empty() {
+            return Ok(out);
+        }
+        let paths: HashSet<&str> = out.removed.iter().map(|(f, _)| f.file_path()).collect();
+        let result = async {
+            let read = PlannedRead::plan(&self.dest, md.current_snapshot_id(), None).await?;
+            let tasks = read
+                .tasks
+                .iter()
+                .filter(|t| paths.contains(t.data_file_path.as_str()))
+                .cloned()
+                .collect();
+            let stream = read
+                .with_tasks(tasks)
+                .stream(&self.dest, 65_536)?
+                .map_err(|e| ops_core::Error::InvalidInput(e.to_string()));
+            let written = ops_core::write::write_data_files(&self.dest, stream).await?;
+            Ok::<_, MigrationError>(written)
+        }
+        .await;
+        let written = match result {
+            Ok(w) => w,
+            Err(e) => {
+                self.older.extend(std::mem::take(&mut out.removed));
+                return Err(e);
+            }
+        };
+        let mut dropped = Vec::new();
+        for f in written {
+            if self
+                .replaced
+                .contains(&ops_core::ops::canonical_partition(f.partition()))
+            {
+                dropped.push(f);
+            } else {
+                out.kept.push(f);
+            }
+        }
+        discard_files(&self.dest, &dropped).await;
+        tracing::info!(
+            dest = %self.dest_name,
+            rewritten = out.removed.len(),
+            kept_files = out.kept.len(),
+            "older-spec files rewritten under the current spec, rows of replaced partitions left out"
+        );
+        Ok(out)
+    }
+
+    /// overwrite_partition, as Java's `ReplacePartitions` with `validateFromSnapshot(start)` and
+    /// `validateNoConflictingData()`: a data file another writer added, since the job started,
+    /// to a partition this batch writes is a conflict. The job commits batch by batch, so the
+    /// snapshots between its start and its last view of the destination that are not its own
+    /// are read here (each once); the overwrite itself validates from that view on.
+    async fn refuse_foreign_files(&mut self, written: &WrittenFiles) -> Result<()> {
+        let md = self.dest.metadata();
+        let mut next = md.current_snapshot_id();
+        let mut fresh = Vec::new();
+        while let Some(id) = next {
+            if Some(id) == self.dest_snapshot_before || !self.foreign_seen.insert(id) {
+                break;
+            }
+            let Some(snapshot) = md.snapshot_by_id(id) else {
+                break;
+            };
+            next = snapshot.parent_snapshot_id();
+            let ours = snapshot
+                .summary()
+                .additional_properties
+                .get(MIGRATION_JOB_PROPERTY)
+                .is_some_and(|j| j == &self.job_id);
+            if !ours {
+                fresh.push(snapshot.clone());
+            }
+        }
+        for snapshot in fresh {
+            let list = self.dest.manifest_list_reader(&snapshot).load().await?;
+            for mf in list.entries() {
+                if mf.content != ManifestContentType::Data
+                    || mf.added_snapshot_id != snapshot.snapshot_id()
+                {
+                    continue;
+                }
+                let manifest = mf.load_manifest(self.dest.file_io()).await?;
+                for entry in manifest.entries() {
+                    if entry.status() == ManifestStatus::Added
+                        && entry.snapshot_id() == Some(snapshot.snapshot_id())
+                    {
+                        self.foreign
+                            .entry((
+                                mf.partition_spec_id,
+                                ops_core::ops::canonical_partition(entry.data_file().partition()),
+                            ))
+                            .or_default()
+                            .push(entry.data_file().file_path().to_string());
+                    }
+                }
+            }
+        }
+        for f in &written.files {
+            let key = (
+                written.spec_id,
+                ops_core::ops::canonical_partition(f.partition()),
+            );
+            if let Some(path) = self.foreign.get(&key).and_then(|p| p.first()) {
+                return Err(MigrationError::Core(ops_core::Error::CommitConflict {
+                    table: self.dest_name.clone(),
+                    detail: format!(
+                        "another writer added {path} to partition {:?} after this \
+                         overwrite_partition job started (from snapshot {}); replacing the \
+                         partition now would drop or keep those rows without anyone deciding — \
+                         roll back the job's commits and run it again",
+                        key.1,
+                        self.dest_snapshot_before
+                            .map_or("none".to_string(), |s| s.to_string())
+                    ),
+                }));
+            }
+        }
+        Ok(())
     }
 
     /// Upserts one batch (one commit, or none when nothing changed).
@@ -332,4 +544,83 @@ impl Committer {
         }
         Ok(outcome.snapshot.into_iter().collect())
     }
+}
+
+/// Summary key on a batch snapshot that also rewrote files of older partition specs (their
+/// count): the kept rows' files it added are not the batch's output.
+const RESPEC_PROPERTY: &str = "iceberg-ops.migration-respec-files";
+
+/// Older-spec files a batch rewrites.
+#[derive(Default)]
+struct Respec {
+    /// Removed, with their spec ids.
+    removed: Vec<(DataFile, i32)>,
+    /// Their rows outside the replaced partitions, under the current spec.
+    kept: Vec<DataFile>,
+}
+
+/// Whether `file`, written under `spec`, may hold rows of the current spec's partition `key`:
+/// false only when a column both specs partition by identity has another value in the file's
+/// partition than in `key` (a bucket, truncate or time transform of the older spec implies
+/// nothing certain about the current one's, so the file is then read).
+fn may_hold(
+    file: &DataFile,
+    spec: &iceberg::spec::PartitionSpec,
+    current: &iceberg::spec::PartitionSpec,
+    key: &Struct,
+) -> bool {
+    let values = file.partition();
+    for (ci, cf) in current.fields().iter().enumerate() {
+        if cf.transform != Transform::Identity {
+            continue;
+        }
+        let Some(oi) = spec
+            .fields()
+            .iter()
+            .position(|f| f.source_id == cf.source_id && f.transform == Transform::Identity)
+        else {
+            continue;
+        };
+        let (Some(old), Some(new)) = (values.fields().get(oi), key.fields().get(ci)) else {
+            continue;
+        };
+        // Both canonical (as keys are): a NULL equals only a NULL.
+        let old = ops_core::ops::canonical_partition(&Struct::from_iter([old.clone()]));
+        let new = Struct::from_iter([new.clone()]);
+        if old != new {
+            return false;
+        }
+    }
+    true
+}
+
+/// Deletes data files this run wrote that will never be committed.
+async fn discard_files(dest: &Table, files: &[DataFile]) {
+    for f in files {
+        if let Err(e) = dest.file_io().delete(f.file_path()).await {
+            tracing::warn!(path = f.file_path(), error = %e, "cannot delete an uncommitted data file");
+        }
+    }
+}
+
+/// A resumed overwrite_partition whose earlier run rewrote older-spec files cannot tell the
+/// files it kept (rows of partitions not replaced yet) from the batches' own output: refused.
+fn refuse_resume_after_respec(s: &CommitterSetup) -> Result<()> {
+    let md = s.dest.metadata();
+    let respec = md.snapshots().any(|snap| {
+        let props = &snap.summary().additional_properties;
+        props.get(MIGRATION_JOB_PROPERTY) == Some(&s.job_id) && props.contains_key(RESPEC_PROPERTY)
+    });
+    if respec {
+        return Err(MigrationError::InvalidInput(format!(
+            "this overwrite_partition job already rewrote files of {}'s older partition specs, \
+             so a resume cannot tell the rows it kept from the rows it wrote; roll the \
+             destination back to snapshot {} and run the job afresh",
+            s.dest_name,
+            s.dest_snapshot_before
+                .map_or("none (the table was empty)".to_string(), |id| id
+                    .to_string())
+        )));
+    }
+    Ok(())
 }

@@ -40,7 +40,8 @@ use crate::{MigrationError, Result};
 const FIELD_ID: &str = "PARQUET:field_id";
 
 impl PlannedRead {
-    /// Streams the planned rows in task order, in `table`'s current schema.
+    /// Streams the planned rows in task order, in `table`'s current schema (or the one set
+    /// with [`PlannedRead::in_schema`]).
     pub fn stream(
         &self,
         table: &Table,
@@ -59,7 +60,10 @@ impl PlannedRead {
             .unwrap_or_else(|| md.current_schema())
             .clone();
         let read_arrow = Arc::new(schema_to_arrow_schema(&read_schema)?);
-        let target = ops_core::write::table_arrow_schema(table)?;
+        let target = match &self.target {
+            Some(schema) => Arc::new(schema_to_arrow_schema(schema)?),
+            None => ops_core::write::table_arrow_schema(table)?,
+        };
         let runtime = iceberg::Runtime::try_current()?;
         let reader = ArrowReaderBuilder::new(table.file_io().clone(), runtime)
             .with_data_file_concurrency_limit(1)

@@ -46,7 +46,7 @@ impl MigrationPlan {
         let plan = crate::plan::reconcile(
             &self.reconciler,
             self.write_mode,
-            source_table.metadata().current_schema(),
+            &crate::plan::pinned_schema(&source_table, self.source_snapshot_id),
             dest_table.metadata().current_schema(),
         )?;
         let predicate = crate::plan::row_predicate(
@@ -54,8 +54,12 @@ impl MigrationPlan {
             &source_table,
             self.source_snapshot_id,
         )?;
-        let read =
-            PlannedRead::plan(&source_table, self.source_snapshot_id, predicate.clone()).await?;
+        let read = PlannedRead::plan(&source_table, self.source_snapshot_id, predicate.clone())
+            .await?
+            .in_schema(crate::plan::pinned_schema(
+                &source_table,
+                self.source_snapshot_id,
+            ));
         let whole_files = if task.route == FileRoute::Rewrite {
             HashMap::new()
         } else {

@@ -39,6 +39,7 @@ use ops_reconcile::{ReconciliationPlan, SchemaReconciler};
 use serde_json::json;
 
 use self::resume::resumed;
+use crate::FileRoute;
 use crate::commit::committer::{Committer, CommitterSetup};
 use crate::commit::history::landed_batches;
 use crate::execute::worker::TaskContext;
@@ -81,6 +82,9 @@ pub struct DataMigrator {
     copy_mode: CopyMode,
     /// The snapshot the last `run` read; `verify` reads the source there.
     last_source_snapshot: Option<i64>,
+    /// Set when `create_dest` could not keep the source's field ids (the catalog's server
+    /// assigns them): why files whose ids differ are rewritten, said on each such file.
+    ids_renumbered: Option<String>,
 }
 
 impl std::fmt::Debug for DataMigrator {
@@ -133,6 +137,7 @@ impl DataMigrator {
             workers: None,
             copy_mode: CopyMode::Auto,
             last_source_snapshot: None,
+            ids_renumbered: None,
         }
     }
 
@@ -314,8 +319,13 @@ impl DataMigrator {
                 )
             }
         };
+        // Everything follows the pinned snapshot's schema, not the source's current one.
+        let source_schema = crate::plan::pinned_schema(&source, snapshot_id);
+        if let Some(state) = &resume {
+            self.check_source_schema(state, &source, snapshot_id, &source_schema)?;
+        }
         let predicate = self.predicate(&source, snapshot_id)?;
-        let mut plan = self.compute_plan(&source, &dest)?;
+        let mut plan = self.compute_plan_for(&source_schema, dest.metadata().current_schema())?;
         self.check_write_mode(&plan, Some(&dest))?;
 
         let mut result = MigrationResult {
@@ -324,7 +334,9 @@ impl DataMigrator {
             source_snapshot_id: snapshot_id,
             ..MigrationResult::default()
         };
-        let read = PlannedRead::plan(&source, snapshot_id, predicate.clone()).await?;
+        let read = PlannedRead::plan(&source, snapshot_id, predicate.clone())
+            .await?
+            .in_schema(source_schema.clone());
         let total = read.exact_rows();
         self.last_source_snapshot = snapshot_id;
         result.copy_mode = self.copy_mode;
@@ -341,6 +353,7 @@ impl DataMigrator {
         )
         .await?;
 
+        self.note_renumbered(&mut result);
         if self.dry_run {
             return Ok(Outcome::Ran(Box::new(
                 self.dry_run_read(started, &source, &read, plan, result)
@@ -349,10 +362,13 @@ impl DataMigrator {
         }
 
         // Pre-flight writes: schema first, then the checkpoint.
-        if !plan.auto_add_columns.is_empty() || !plan.widen_columns.is_empty() {
+        if !plan.auto_add_columns.is_empty()
+            || !plan.auto_add_nested_columns.is_empty()
+            || !plan.widen_columns.is_empty()
+        {
             let table = self.evolve_destination(&plan, &mut result).await?;
             dest = table;
-            plan = self.compute_plan(&source, &dest)?;
+            plan = self.compute_plan_for(&source_schema, dest.metadata().current_schema())?;
             whole = route_planned(
                 &source,
                 snapshot_id,
@@ -365,6 +381,7 @@ impl DataMigrator {
                 &mut result,
             )
             .await?;
+            self.note_renumbered(&mut result);
         }
         if plan_only {
             let tasks = split_tasks(&read, self.batch_rows, &routes_of(&whole, self.copy_mode));
@@ -377,7 +394,7 @@ impl DataMigrator {
                 source_uuid: source.metadata().uuid().to_string(),
                 dest_uuid: md.uuid().to_string(),
                 source_snapshot_id: snapshot_id,
-                source_schema_id: source.metadata().current_schema_id(),
+                source_schema_id: source_schema.schema_id(),
                 dest_schema_id: md.current_schema_id(),
                 dest_spec_id: md.default_partition_spec_id(),
                 dest_snapshot_before,
@@ -388,6 +405,7 @@ impl DataMigrator {
                 copy_mode: self.copy_mode,
                 total_rows: total,
                 tasks,
+                notes: self.ids_renumbered.iter().cloned().collect(),
             })));
         }
         let tasks = split_tasks(&read, self.batch_rows, &routes_of(&whole, self.copy_mode));
@@ -399,6 +417,7 @@ impl DataMigrator {
         }
         let mut job = settings;
         job.insert("job_id".into(), json!(job_id));
+        job.insert("source_schema_id".into(), json!(source_schema.schema_id()));
         job.insert("dest_snapshot_before".into(), json!(dest_snapshot_before));
         job.insert("task_layout".into(), json!(layout));
         if let (Some(s), None) = (&mut store, &resume) {
@@ -486,6 +505,19 @@ impl DataMigrator {
         crate::verify::verify(sides, method, sample_size).await
     }
 
+    /// Says on each file that is rewritten for want of equal field ids why the ids differ,
+    /// when `create_dest` could not keep them.
+    fn note_renumbered(&self, result: &mut MigrationResult) {
+        let Some(note) = &self.ids_renumbered else {
+            return;
+        };
+        for f in &mut result.files {
+            if f.route == FileRoute::Rewrite && f.reason.starts_with("the tables do not allow") {
+                f.reason = format!("{}; {note}", f.reason);
+            }
+        }
+    }
+
     fn read_batch_size(&self) -> usize {
         crate::execute::read_batch_size(self.batch_rows)
     }
@@ -502,13 +534,6 @@ impl DataMigrator {
     /// The row filter as a predicate over the snapshot being read.
     fn predicate(&self, source: &Table, snapshot: Option<i64>) -> Result<Option<Predicate>> {
         crate::plan::row_predicate(self.row_filter.as_ref(), source, snapshot)
-    }
-
-    fn compute_plan(&self, source: &Table, dest: &Table) -> Result<ReconciliationPlan> {
-        self.compute_plan_for(
-            source.metadata().current_schema(),
-            dest.metadata().current_schema(),
-        )
     }
 
     fn compute_plan_for(&self, src: &Schema, dst: &Schema) -> Result<ReconciliationPlan> {

@@ -8,7 +8,8 @@
 //! 3. The write mode's prerequisites on the reconciliation plan (upsert keys, format version).
 //! 4. A dry run stops here, reading the source through the plan and counting what a run would
 //!    write.
-//! 5. The plan's auto-added and widened columns, in one schema commit.
+//! 5. The plan's auto-added columns (nested fields too) and widened columns, in one schema
+//!    commit.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -107,6 +108,11 @@ impl DataMigrator {
                 }
             }
         }
+        if let Some(d) = dest
+            && d.metadata().default_partition_spec().is_unpartitioned()
+        {
+            self.refuse_unpartitioned_overwrite()?;
+        }
         if self.write_mode == WriteMode::Upsert
             && dest
                 .is_some_and(|d| d.metadata().format_version() == iceberg::spec::FormatVersion::V3)
@@ -117,6 +123,22 @@ impl DataMigrator {
             )));
         }
         Ok(())
+    }
+
+    /// overwrite_partition replaces the destination partitions the source writes; an
+    /// unpartitioned destination has one partition, so every row of it would be replaced by
+    /// the source's — a truncate-and-load nobody asked for by that name. Refused, as PyIceberg's
+    /// `dynamic_partition_overwrite` refuses an unpartitioned table.
+    fn refuse_unpartitioned_overwrite(&self) -> Result<()> {
+        if self.write_mode != WriteMode::OverwritePartition {
+            return Ok(());
+        }
+        Err(MigrationError::InvalidInput(format!(
+            "destination {} is unpartitioned, so overwrite_partition would replace the whole \
+             table; use append, upsert with keys, or delete its rows first (`iceberg-ops \
+             table delete`) and append",
+            self.dest.describe()
+        )))
     }
 
     /// Reads the planned source through `plan`, counting what a run would write.
@@ -150,7 +172,7 @@ impl DataMigrator {
     /// The destination does not exist: with `create_dest`, check everything against the schema
     /// it would get, then create it (a dry run only reports). `Some` is a finished dry run.
     pub(super) async fn create_destination(
-        &self,
+        &mut self,
         started: Instant,
         source: &Table,
     ) -> Result<Option<MigrationResult>> {
@@ -162,7 +184,6 @@ impl DataMigrator {
                 self.dest.describe()
             )));
         }
-        let (schema, spec) = self.dest_layout(source)?;
         let snapshot = match self.source_snapshot {
             Some(id) if source.metadata().snapshot_by_id(id).is_none() => {
                 return Err(MigrationError::InvalidInput(format!(
@@ -173,11 +194,22 @@ impl DataMigrator {
             Some(id) => Some(id),
             None => source.metadata().current_snapshot_id(),
         };
+        let pinned = crate::plan::pinned_schema(source, snapshot);
+        let (schema, spec) = self.dest_layout(source, &pinned)?;
         let predicate = self.predicate(source, snapshot)?;
-        let plan = self.compute_plan_for(source.metadata().current_schema(), &schema)?;
+        let plan = self.compute_plan_for(&pinned, &schema)?;
         self.check_write_mode(&plan, None)?;
+        if source
+            .metadata()
+            .default_partition_spec()
+            .is_unpartitioned()
+        {
+            self.refuse_unpartitioned_overwrite()?;
+        }
         if self.dry_run {
-            let read = PlannedRead::plan(source, snapshot, predicate).await?;
+            let read = PlannedRead::plan(source, snapshot, predicate)
+                .await?
+                .in_schema(pinned.clone());
             let result = MigrationResult {
                 source_snapshot_id: snapshot,
                 ..MigrationResult::default()
@@ -211,21 +243,45 @@ impl DataMigrator {
                 ns,
                 TableCreation::builder()
                     .name(self.dest.ident.name().to_string())
-                    .schema(schema)
-                    .partition_spec(spec)
+                    .schema(schema.clone())
+                    .partition_spec(spec.clone())
                     .build(),
             )
             .await?;
-        tracing::info!(dest = %table.identifier(), "destination created (create_dest)");
+        // iceberg numbered the new table's fields afresh; give them back the source's ids
+        // (nested too) so its files can be copied, where ops-core writes the metadata itself.
+        let kept = ops_core::commit::keep_field_ids(
+            &self.dest.handle,
+            &table,
+            &schema,
+            &spec,
+            source.metadata().last_column_id(),
+        )
+        .await?;
+        if kept.is_none() {
+            let note = format!(
+                "the destination was created on a {} catalog, whose server assigns new field \
+                 ids (create_dest cannot keep the source's), so files whose ids differ are \
+                 rewritten",
+                self.dest.handle.settings().kind()
+            );
+            tracing::warn!(dest = %table.identifier(), "{note}");
+            self.ids_renumbered = Some(note);
+        }
+        tracing::info!(dest = %table.identifier(), ids_kept = kept.is_some(), "destination created (create_dest)");
         Ok(None)
     }
 
-    /// The schema `create_dest` gives the destination: the source's current schema with the
-    /// reconciler's renames and coercions, every field keeping its id; and the source's
-    /// partition spec.
-    fn dest_layout(&self, source: &Table) -> Result<(Schema, UnboundPartitionSpec)> {
+    /// The schema `create_dest` gives the destination: the schema of the snapshot read
+    /// (`pinned`) with the reconciler's renames and coercions, every field keeping its id; and
+    /// the source's partition spec (the fields whose source column `pinned` has).
+    fn dest_layout(
+        &self,
+        source: &Table,
+        pinned: &Schema,
+    ) -> Result<(Schema, UnboundPartitionSpec)> {
         let md = source.metadata();
-        let current = md.current_schema();
+        let current = pinned;
         let mut fields = Vec::new();
         for f in current.as_struct().fields() {
             let mut f = (**f).clone();
@@ -250,12 +306,24 @@ impl DataMigrator {
             .with_fields(fields)
             .with_identifier_field_ids(current.identifier_field_ids())
             .build()?;
+        // The source's partition field ids too: a copied file's manifest entry carries its
+        // partition tuple by those ids.
         let source_spec = md.default_partition_spec();
-        let mut spec = UnboundPartitionSpec::builder();
-        for pf in source_spec.fields() {
-            spec = spec.add_partition_field(pf.source_id, pf.name.clone(), pf.transform)?;
-        }
-        Ok((schema, spec.build()))
+        let spec = UnboundPartitionSpec::builder()
+            .add_partition_fields(
+                source_spec
+                    .fields()
+                    .iter()
+                    .filter(|pf| pinned.field_by_id(pf.source_id).is_some())
+                    .map(|pf| iceberg::spec::UnboundPartitionField {
+                        source_id: pf.source_id,
+                        field_id: Some(pf.field_id),
+                        name: pf.name.clone(),
+                        transform: pf.transform,
+                    }),
+            )?
+            .build();
+        Ok((schema, spec))
     }
 
     /// Pre-flight write: the plan's auto-added and widened columns in one schema commit,
@@ -269,6 +337,13 @@ impl DataMigrator {
         for (name, ty) in &plan.auto_add_columns {
             evolve = evolve.add_column(name.clone(), ty.clone());
             result.schema_changes.push(name.clone());
+        }
+        // Nested fields a destination struct lacks, in the same commit (the writer projects
+        // source values into them by the plan made against the evolved schema).
+        for (parent, name, ty) in &plan.auto_add_nested_columns {
+            evolve =
+                evolve.add_nested_column(Some(parent.as_str()), name.clone(), ty.clone(), None);
+            result.schema_changes.push(format!("{parent}.{name}"));
         }
         for (name, _, to) in &plan.widen_columns {
             if let Type::Primitive(p) = to {

@@ -5,12 +5,14 @@
 //! 2. The checkpoint is validated against them and the tables: not completed, the same
 //!    settings, its source snapshot still there (and agreeing with an explicit one), its
 //!    batches' snapshots still in the destination's history.
-//! 3. The task layout must be the checkpointed one, or batch numbers would name other rows.
-//! 4. Tasks wholly before the resume point are counted, not read; batches that landed after it
+//! 3. The pinned snapshot's schema must be the one the checkpointed run read it in.
+//! 4. The task layout must be the checkpointed one, or batch numbers would name other rows.
+//! 5. Tasks wholly before the resume point are counted, not read; batches that landed after it
 //!    without a checkpoint entry are found by their tags (`commit::history`).
 
 use std::collections::BTreeMap;
 
+use iceberg::spec::Schema;
 use iceberg::table::Table;
 use ops_checkpoint::{CheckpointState, JobIdentity};
 use ops_reconcile::{MissingInDest, MissingInSource};
@@ -133,6 +135,49 @@ impl DataMigrator {
             )));
         }
         Ok((snapshot, job_id.to_string(), rollback_to))
+    }
+
+    /// Refuses a resume that would read the source in another schema than the checkpointed run
+    /// read it (batches would then carry other columns, e.g. NULLs for a column dropped since).
+    /// A checkpoint written before the schema id was recorded planned from the source's schema
+    /// of the time: accepted only when that is provably the pinned snapshot's (the source's
+    /// current schema is still it).
+    pub(super) fn check_source_schema(
+        &self,
+        state: &CheckpointState,
+        source: &Table,
+        snapshot: Option<i64>,
+        pinned: &Schema,
+    ) -> Result<()> {
+        let refuse = |reason: String| MigrationError::Resume {
+            path: self.checkpoint.clone().unwrap_or_default(),
+            reason,
+            committed_batches: state.last_committed_batch.map_or(0, |b| b + 1),
+            rollback_to: state
+                .job
+                .as_ref()
+                .and_then(|j| j.get("dest_snapshot_before"))
+                .and_then(Value::as_i64),
+        };
+        let snapshot = snapshot.map_or("none".to_string(), |s| s.to_string());
+        let current = source.metadata().current_schema_id();
+        match state.job.as_ref().and_then(|j| j.get("source_schema_id")) {
+            Some(had) if had.as_i64() == Some(i64::from(pinned.schema_id())) => Ok(()),
+            Some(had) => Err(refuse(format!(
+                "it read source snapshot {snapshot} in schema {had}, but that snapshot's schema \
+                 is now {}; resuming would write other columns than the committed batches",
+                pinned.schema_id()
+            ))),
+            None if current == pinned.schema_id() => Ok(()),
+            None => Err(refuse(format!(
+                "it was written by an older iceberg-ops that did not record the source schema \
+                 it planned with, and the source's schema changed since snapshot {snapshot} \
+                 (schema {} then, {current} now), so it cannot be checked that the rest would \
+                 be read in the same columns; roll the destination back to the snapshot before \
+                 the job and delete the checkpoint to start over",
+                pinned.schema_id()
+            ))),
+        }
     }
 
     /// Refuses a resume whose tasks would be cut into other batches than the checkpointed run

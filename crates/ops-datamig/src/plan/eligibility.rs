@@ -20,6 +20,7 @@ const NAME_MAPPING_PROPERTY: &str = "schema.name-mapping.default";
 /// The table-level conditions of a file copy: `Err` names the first one that fails.
 pub fn table_eligibility(
     source: &Table,
+    source_schema: &Schema,
     dest: &Table,
     plan: &ReconciliationPlan,
     write_mode: WriteMode,
@@ -44,7 +45,7 @@ pub fn table_eligibility(
             "the source has {NAME_MAPPING_PROPERTY}, so some of its files may lack field ids"
         ));
     }
-    plan_is_evolution(plan, smd.current_schema(), dmd.current_schema())?;
+    plan_is_evolution(plan, source_schema, dmd.current_schema())?;
     if smd.last_column_id() > dmd.last_column_id() {
         return Err(format!(
             "the source has assigned field ids up to {} but the destination's last-column-id is \

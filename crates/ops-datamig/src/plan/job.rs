@@ -78,6 +78,10 @@ pub struct MigrationPlan {
     pub total_rows: Option<u64>,
     /// The tasks, in batch order.
     pub tasks: Vec<MigrationTask>,
+    /// What a reader of the plan should know that the tasks do not say (e.g. that the
+    /// destination's field ids were assigned anew, so its files are rewritten, not copied).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// A run of source files and the batches it yields (see module docs).
@@ -309,12 +313,16 @@ impl MigrationPlan {
                 dest.metadata().uuid()
             )));
         }
-        if check_source && source.metadata().current_schema_id() != self.source_schema_id {
+        // The plan reads the pinned snapshot in its own schema: a later schema change of the
+        // source does not matter, the snapshot's schema must still be the one planned.
+        let pinned = crate::plan::pinned_schema(&source, self.source_snapshot_id).schema_id();
+        if check_source && pinned != self.source_schema_id {
             return Err(stale(format!(
-                "the schema of source {} changed (schema {} → {})",
+                "source {} reads snapshot {:?} in schema {}, but the plan was made for schema {}",
                 source_ref.describe(),
-                self.source_schema_id,
-                source.metadata().current_schema_id()
+                self.source_snapshot_id,
+                pinned,
+                self.source_schema_id
             )));
         }
         let md = dest.metadata();
@@ -436,6 +444,7 @@ mod tests {
             snapshot_id: Some(1),
             tasks,
             filtered: false,
+            target: None,
         }
     }
 

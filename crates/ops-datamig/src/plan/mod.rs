@@ -15,11 +15,24 @@ pub(crate) mod read;
 pub(crate) mod route;
 
 use iceberg::expr::Predicate;
-use iceberg::spec::Schema;
+use iceberg::spec::{Schema, SchemaRef};
 use iceberg::table::Table;
 use ops_reconcile::{ReconciliationPlan, SchemaReconciler};
 
 use crate::{Result, RowFilter, WriteMode};
+
+/// The schema of the snapshot being read (the source's current one without a snapshot, or for
+/// a snapshot that records none): a migration plans, filters and reads by it, so a column the
+/// source dropped, renamed or widened after that snapshot changes nothing in what it moves.
+pub(crate) fn pinned_schema(source: &Table, snapshot: Option<i64>) -> SchemaRef {
+    let md = source.metadata();
+    snapshot
+        .and_then(|id| md.snapshot_by_id(id))
+        .and_then(|s| s.schema_id())
+        .and_then(|id| md.schema_by_id(id))
+        .unwrap_or_else(|| md.current_schema())
+        .clone()
+}
 
 /// The row filter as a predicate over the snapshot being read.
 pub(crate) fn row_predicate(
@@ -28,18 +41,20 @@ pub(crate) fn row_predicate(
     snapshot: Option<i64>,
 ) -> Result<Option<Predicate>> {
     let md = source.metadata();
-    let read_schema = snapshot
-        .and_then(|id| md.snapshot_by_id(id))
-        .and_then(|s| s.schema_id())
-        .and_then(|id| md.schema_by_id(id))
-        .unwrap_or_else(|| md.current_schema());
+    let read_schema = &pinned_schema(source, snapshot);
     Ok(match row_filter {
         None => None,
-        Some(RowFilter::Expression(text)) => Some(ops_core::filter::parse_filter_at(
-            text,
-            md.current_schema(),
-            read_schema,
-        )?),
+        // Columns are named as in the snapshot read; a name it does not have is looked up in
+        // the current schema (a column renamed since is found under its new name too).
+        Some(RowFilter::Expression(text)) => Some(
+            match ops_core::filter::parse_filter_at(text, read_schema, read_schema) {
+                Ok(p) => p,
+                Err(pinned_err) => {
+                    ops_core::filter::parse_filter_at(text, md.current_schema(), read_schema)
+                        .map_err(|_| pinned_err)?
+                }
+            },
+        ),
         Some(RowFilter::Predicate(p)) => Some(p.clone()),
     })
 }

@@ -28,9 +28,18 @@ pub(crate) struct PlannedRead {
     pub tasks: Vec<FileScanTask>,
     /// True when a row filter is applied.
     pub filtered: bool,
+    /// The schema batches come out in (`None`: the table's current one); a migration's
+    /// source read uses the pinned snapshot's.
+    pub target: Option<iceberg::spec::SchemaRef>,
 }
 
 impl PlannedRead {
+    /// Batches come out in `schema` instead of the table's current schema.
+    pub fn in_schema(mut self, schema: iceberg::spec::SchemaRef) -> Self {
+        self.target = Some(schema);
+        self
+    }
+
     /// Plans `table` at `snapshot_id` with `filter`.
     pub async fn plan(
         table: &Table,
@@ -42,6 +51,7 @@ impl PlannedRead {
                 snapshot_id: None,
                 tasks: Vec::new(),
                 filtered: filter.is_some(),
+                target: None,
             });
         };
         let filtered = filter.is_some();
@@ -59,6 +69,7 @@ impl PlannedRead {
             snapshot_id: Some(id),
             tasks,
             filtered,
+            target: None,
         })
     }
 
@@ -85,6 +96,7 @@ impl PlannedRead {
             snapshot_id: self.snapshot_id,
             tasks,
             filtered: self.filtered,
+            target: self.target.clone(),
         }
     }
 }

@@ -127,7 +127,14 @@ pub async fn route_files(
     })?;
     let ineligible = match copy_mode {
         CopyMode::Rewrite => None,
-        _ => table_eligibility(source, dest, plan, write_mode).err(),
+        _ => table_eligibility(
+            source,
+            snapshot.schema(md)?.as_ref(),
+            dest,
+            plan,
+            write_mode,
+        )
+        .err(),
     };
     if let (Some(reason), CopyMode::Files | CopyMode::Reference) = (&ineligible, copy_mode) {
         return Err(MigrationError::InvalidInput(format!(

@@ -57,7 +57,10 @@ pub(crate) async fn verify(
         .snapshot
         .or_else(|| source.metadata().current_snapshot_id());
     let predicate = row_predicate(m.row_filter, &source, snapshot)?;
-    let src_read = PlannedRead::plan(&source, snapshot, predicate.clone()).await?;
+    let source_schema = crate::plan::pinned_schema(&source, snapshot);
+    let src_read = PlannedRead::plan(&source, snapshot, predicate.clone())
+        .await?
+        .in_schema(source_schema.clone());
     let dst_read = PlannedRead::plan(&dest, dest.metadata().current_snapshot_id(), None).await?;
     let mut result = VerificationResult {
         method,
@@ -86,7 +89,7 @@ pub(crate) async fn verify(
             let plan = reconcile(
                 m.reconciler,
                 m.write_mode,
-                source.metadata().current_schema(),
+                &source_schema,
                 dest.metadata().current_schema(),
             )?;
             let side = Compared::new(&plan, &dest)?;
