@@ -23,8 +23,8 @@
 //! tables are never modified: every write goes to a clone, a twin or a new table. Values are
 //! compared in Python, column by column (see `corpus_oracle.compare_arrow`).
 //!
-//! The script: `ICEBERG_OPS_CORPUS_SCRIPT`, else `../shared/corpus/make_corpus.py` beside the
-//! repository.
+//! The script: `ICEBERG_OPS_CORPUS_SCRIPT`, else `tests/corpus/make_corpus.py` (a copy of
+//! `../shared/corpus/make_corpus.py`, kept identical by `corpus_copy_matches_shared`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -289,21 +289,48 @@ fn specs_json() -> Value {
 
 // ------------------------------------------------------------------------------ the corpus
 
-/// `make_corpus.py`: `ICEBERG_OPS_CORPUS_SCRIPT`, else `../shared/corpus/` beside the repository.
+/// `make_corpus.py`: `ICEBERG_OPS_CORPUS_SCRIPT`, else the repository's copy in `tests/corpus/`.
+///
+/// The script's home is `../shared/corpus/` beside the repository, but CI runs on a clean clone
+/// that may have nothing beside it, so the repository carries a copy;
+/// [`corpus_copy_matches_shared`] keeps the two identical wherever both exist.
 fn corpus_script() -> anyhow::Result<PathBuf> {
     let path = match std::env::var_os("ICEBERG_OPS_CORPUS_SCRIPT") {
         Some(p) => PathBuf::from(p),
-        // CARGO_MANIFEST_DIR is <repo>/tests.
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/make_corpus.py"),
+        None => vendored_script(),
     };
     if !path.is_file() {
         bail!(
-            "the corpus script is not at {} (it lives in ../shared/corpus/ beside the repository; \
-             set ICEBERG_OPS_CORPUS_SCRIPT to its path)",
+            "the corpus script is not at {} (set ICEBERG_OPS_CORPUS_SCRIPT to the path of \
+             make_corpus.py)",
             path.display()
         );
     }
     Ok(path)
+}
+
+/// CARGO_MANIFEST_DIR is <repo>/tests.
+fn vendored_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/make_corpus.py")
+}
+
+/// The repository's copy of the corpus script is the shared one, byte for byte, where the
+/// shared one is present (a workstation beside `../shared`); a clean clone without it has only
+/// the copy, which is then what every corpus case runs.
+#[test]
+fn corpus_copy_matches_shared() -> TestResult {
+    let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/make_corpus.py");
+    if !shared.is_file() {
+        return Ok(());
+    }
+    let ours = std::fs::read(vendored_script()).context("read tests/corpus/make_corpus.py")?;
+    let theirs = std::fs::read(&shared).with_context(|| format!("read {}", shared.display()))?;
+    anyhow::ensure!(
+        ours == theirs,
+        "tests/corpus/make_corpus.py differs from {}: copy the shared script over it",
+        shared.display()
+    );
+    Ok(())
 }
 
 fn sql_props(dir: &Path, warehouse: &Path) -> BTreeMap<String, String> {
