@@ -432,11 +432,12 @@ impl SchemaReconciler {
                     )),
                     MissingInSource::Skip if !target.is_nullable() => problems.push(format!(
                         "destination column '{name}' is required and has no source column, so \
-                         it cannot be skipped; map a source column to it"
+                         it cannot be skipped (its rows would read null); map a source column \
+                         to it with column_mapping, or make it optional in the destination"
                     )),
                     MissingInSource::Skip => warnings.push(format!(
                         "destination column '{name}' is not in the source and is left out of \
-                         the projected batches"
+                         the projected batches; the rows written read null in it"
                     )),
                 },
             }
