@@ -5,6 +5,7 @@ mod commit_layer;
 mod common;
 mod datamig;
 mod datamig_copy;
+mod datamig_nested;
 mod datamig_sources;
 mod filters;
 mod ops;
