@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use iceberg::{NamespaceIdent, TableIdent};
 use ops_core::CatalogHandle;
-use ops_datamig::{CopyMode, DataMigrator, MigrationError};
+use ops_datamig::{CopyMode, DataMigrator, MigrationError, WriteMode};
 use ops_reconcile::{MissingInSource, SchemaReconciler};
 use serde_json::Value;
 
@@ -39,9 +39,11 @@ fn py_rows(props: &BTreeMap<String, String>, table: &str) -> anyhow::Result<Vec<
 
 /// The corpus's `nested` table (shared/corpus/make_corpus.py), written by PyIceberg in two
 /// appends: struct in struct, list<struct>, map<string, list<long>>, list<list<int>>,
-/// list<string>, NULL at every level, partitioned by a field inside a struct. With `widened`,
-/// `dst.nested_auto` and `dst.nested_rewrite` are created too, each the same table with the promotions Iceberg allows inside the
-/// nesting (items.element.qty and matrix's ints to long, address.geo.lat float to double).
+/// list<string>, list<int>, NULL at every level, partitioned by a field inside a struct. With
+/// `widened`, `dst.nested_auto` and `dst.nested_rewrite` are created too, each the same table
+/// with the promotions Iceberg allows inside the nesting (items.element.qty, matrix's and nums'
+/// ints to long, address.geo.lat float to double). `extra` runs after, with `schema`, `spec` and
+/// `row` in scope.
 const NESTED: &str = r#"
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
@@ -59,6 +61,7 @@ def schema(qty, lat):
         NestedField(4, "attrs", MapType(40, StringType(), 41, ListType(42, LongType(), element_required=False), value_required=False)),
         NestedField(5, "matrix", ListType(50, ListType(51, qty, element_required=False), element_required=False)),
         NestedField(6, "tags", ListType(60, StringType(), element_required=False)),
+        NestedField(7, "nums", ListType(70, qty, element_required=False)),
     )
 
 spec = PartitionSpec(PartitionField(21, 1000, IdentityTransform(), "city"))
@@ -78,21 +81,22 @@ def row(i):
         "attrs": None if i % 5 == 0 else {} if i % 5 == 1 else {"a": [i, None], "b": None, "c": []},
         "matrix": None if i % 8 == 0 else [[i, None], None, []],
         "tags": None if i % 3 == 0 else [f"t{i % 4}", None],
+        "nums": None if i % 10 == 0 else [i, None, -i, 2**31 - 1 - i],
     }
 
 n = 600
 t.append(pa.Table.from_pylist([row(i) for i in range(n // 2)], schema=t.schema().as_arrow()))
 t.append(pa.Table.from_pylist([row(i) for i in range(n // 2, n)], schema=t.schema().as_arrow()))
-emit(len(t.scan().to_arrow()))
 "#;
 
 async fn nested_fixture(
     dir: &std::path::Path,
     widened: bool,
+    extra: &str,
 ) -> anyhow::Result<(BTreeMap<String, String>, CatalogHandle)> {
     let props = sqlite(dir);
     let code = format!(
-        "WIDENED = {}\n{NESTED}",
+        "WIDENED = {}\n{NESTED}\n{extra}\nemit(len(t.scan().to_arrow()))\n",
         if widened { "True" } else { "False" }
     );
     assert_eq!(py(&props, &code)?, Value::from(600));
@@ -101,11 +105,15 @@ async fn nested_fixture(
 }
 
 fn migrator(handle: &CatalogHandle, table: &str) -> anyhow::Result<DataMigrator> {
+    migrator_to(handle, table, table)
+}
+
+fn migrator_to(handle: &CatalogHandle, source: &str, dest: &str) -> anyhow::Result<DataMigrator> {
     Ok(DataMigrator::new(
         handle,
-        TableIdent::from_strs(["src", table])?,
+        TableIdent::from_strs(["src", source])?,
         handle,
-        TableIdent::from_strs(["dst", table])?,
+        TableIdent::from_strs(["dst", dest])?,
     )
     .batch_rows(97))
 }
@@ -116,7 +124,7 @@ fn migrator(handle: &CatalogHandle, table: &str) -> anyhow::Result<DataMigrator>
 async fn a_nested_table_written_by_pyiceberg_rewrites_with_identical_values() -> TestResult {
     init_tracing();
     let dir = tempfile::tempdir()?;
-    let (props, handle) = nested_fixture(dir.path(), false).await?;
+    let (props, handle) = nested_fixture(dir.path(), false, "").await?;
     let result = migrator(&handle, "nested")?
         .create_dest(true)
         .copy_mode(CopyMode::Rewrite)
@@ -166,7 +174,7 @@ async fn a_nested_table_written_by_pyiceberg_rewrites_with_identical_values() ->
 async fn nested_promotions_are_applied_element_by_element() -> TestResult {
     init_tracing();
     let dir = tempfile::tempdir()?;
-    let (props, handle) = nested_fixture(dir.path(), true).await?;
+    let (props, handle) = nested_fixture(dir.path(), true, "").await?;
     for (mode, name) in [
         (CopyMode::Auto, "nested_auto"),
         (CopyMode::Rewrite, "nested_rewrite"),
@@ -199,6 +207,94 @@ async fn nested_promotions_are_applied_element_by_element() -> TestResult {
         assert_eq!(out["got"], out["want"], "{mode:?}");
         assert_eq!(out["got"].as_array().map(Vec::len), Some(600));
     }
+    Ok(())
+}
+
+/// Destinations for the modes that decode rows besides a plain rewrite: `dst.nested_upsert`
+/// holds stale versions of every even source key and keys the source lacks; `dst.nested_ow`
+/// holds rows in a partition the source also has (`c1`, replaced) and in one it lacks (`zz`,
+/// kept); `dst.nested_renamed` is the source's schema with `id` named `row_id`.
+const MODES: &str = r#"
+from pyiceberg.schema import Schema as _Schema
+def stale(i, city):
+    r = row(i)
+    r["tags"] = ["stale"]
+    r["items"] = [{"sku": "old", "qty": -1}]
+    r["address"] = {"city": city, "geo": None}
+    return r
+up = catalog.create_table("dst.nested_upsert", schema=schema(IntegerType(), FloatType()), partition_spec=spec)
+up.append(pa.Table.from_pylist([stale(i, "c2") for i in range(0, n, 2)] + [stale(i, "c3") for i in range(1000, 1010)],
+                                schema=up.schema().as_arrow()))
+ow = catalog.create_table("dst.nested_ow", schema=schema(IntegerType(), FloatType()), partition_spec=spec)
+ow.append(pa.Table.from_pylist([stale(i, "c1") for i in range(2000, 2010)] + [stale(i, "zz") for i in range(3000, 3010)],
+                                schema=ow.schema().as_arrow()))
+s = schema(IntegerType(), FloatType())
+renamed = _Schema(*[NestedField(f.field_id, "row_id" if f.name == "id" else f.name, f.field_type, required=f.required)
+                    for f in s.fields])
+catalog.create_table("dst.nested_renamed", schema=renamed, partition_spec=spec)
+"#;
+
+/// Item 3: the other modes that decode rows (upsert, overwrite_partition, a rename of a
+/// top-level column) carry the nested columns through unchanged; PyIceberg reads the result.
+#[tokio::test(flavor = "multi_thread")]
+async fn nested_tables_upsert_overwrite_partitions_and_rename_columns() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let (props, handle) = nested_fixture(dir.path(), false, MODES).await?;
+    let source = py_rows(&props, "src.nested")?;
+    assert_eq!(source.len(), 600);
+    let id = |r: &Value| r["id"].as_i64().unwrap_or(-1);
+
+    // Upsert by id: every source key ends with the source's row, other keys stay.
+    let before = py_rows(&props, "dst.nested_upsert")?;
+    let result = migrator_to(&handle, "nested", "nested_upsert")?
+        .write_mode(WriteMode::Upsert)
+        .upsert_keys(["id"])
+        .run()
+        .await
+        .map_err(|e| anyhow::anyhow!("upsert: {e}"))?;
+    assert_eq!(result.rows_moved, 600);
+    let mut want: Vec<Value> = source.clone();
+    want.extend(before.into_iter().filter(|r| id(r) >= 1000));
+    sort_rows(&mut want);
+    assert_eq!(py_rows(&props, "dst.nested_upsert")?, want);
+
+    // overwrite_partition: the source's partitions (`c1` among them) are replaced, `zz` stays.
+    let before = py_rows(&props, "dst.nested_ow")?;
+    let result = migrator_to(&handle, "nested", "nested_ow")?
+        .write_mode(WriteMode::OverwritePartition)
+        .copy_mode(CopyMode::Rewrite)
+        .run()
+        .await
+        .map_err(|e| anyhow::anyhow!("overwrite_partition: {e}"))?;
+    assert_eq!(result.rows_moved, 600);
+    let mut want: Vec<Value> = source.clone();
+    want.extend(before.into_iter().filter(|r| r["address"]["city"] == "zz"));
+    sort_rows(&mut want);
+    assert_eq!(want.len(), 610);
+    assert_eq!(py_rows(&props, "dst.nested_ow")?, want);
+
+    // A rename of another column: the nested columns are rewritten beside it.
+    let result = migrator_to(&handle, "nested", "nested_renamed")?
+        .schema_reconciler(SchemaReconciler::new().rename("id", "row_id"))
+        .run()
+        .await
+        .map_err(|e| anyhow::anyhow!("rename: {e}"))?;
+    assert_eq!(result.rows_moved, 600);
+    let mut want: Vec<Value> = source
+        .iter()
+        .map(|r| {
+            let mut r = r.clone();
+            if let Some(o) = r.as_object_mut()
+                && let Some(v) = o.remove("id")
+            {
+                o.insert("row_id".into(), v);
+            }
+            r
+        })
+        .collect();
+    sort_rows(&mut want);
+    assert_eq!(py_rows(&props, "dst.nested_renamed")?, want);
     Ok(())
 }
 
