@@ -7,6 +7,7 @@ mod corpus;
 mod datamig;
 mod datamig_copy;
 mod datamig_migrator;
+mod datamig_nested;
 mod datamig_sources;
 mod filters;
 mod ops;

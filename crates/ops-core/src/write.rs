@@ -12,7 +12,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use arrow_arith::boolean::{and, and_not, not};
-use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch, Scalar, StructArray};
+use arrow_array::{
+    Array, ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions, Scalar, StructArray,
+    new_null_array,
+};
 use arrow_ord::cmp::not_distinct;
 use arrow_schema::{DataType, SchemaRef};
 use arrow_select::filter::filter_record_batch;
@@ -274,24 +277,47 @@ impl PartitionSplitter {
 }
 
 /// Gives `batch` the table's Arrow schema (field ids), checking names and types column by column.
+///
+/// The batch may leave out optional columns, as PyIceberg's append accepts a frame without them
+/// (and a reconciler's `on_missing_in_source = skip` does): they are written as nulls, which is
+/// what every reader returns for them. The columns the batch has keep the table's order; a
+/// required column it lacks is an error naming it.
 pub fn conform(batch: &RecordBatch, target: &SchemaRef) -> Result<RecordBatch> {
     let got = batch.schema();
-    if got.fields().len() != target.fields().len() {
-        let names = |s: &arrow_schema::Schema| {
-            s.fields()
-                .iter()
-                .map(|f| f.name().as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        return Err(Error::InvalidInput(format!(
+    let names = |s: &arrow_schema::Schema| {
+        s.fields()
+            .iter()
+            .map(|f| f.name().as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mismatch = || {
+        Error::InvalidInput(format!(
             "batch has columns [{}] but the table has [{}]",
             names(&got),
             names(target)
-        )));
-    }
-    for (g, t) in got.fields().iter().zip(target.fields()) {
-        if g.name() != t.name() || !same_type(g.data_type(), t.data_type()) {
+        ))
+    };
+    let mut columns = Vec::with_capacity(target.fields().len());
+    let mut next = 0;
+    for t in target.fields() {
+        let Some(g) = got.fields().get(next).filter(|g| g.name() == t.name()) else {
+            if got.fields().iter().any(|g| g.name() == t.name()) {
+                // Present, but out of the table's order.
+                return Err(mismatch());
+            }
+            if !t.is_nullable() {
+                return Err(Error::InvalidInput(format!(
+                    "batch has no column '{}', which the table requires (batch columns: [{}]); \
+                     give every row a value for it",
+                    t.name(),
+                    names(&got)
+                )));
+            }
+            columns.push(new_null_array(t.data_type(), batch.num_rows()));
+            continue;
+        };
+        if !same_type(g.data_type(), t.data_type()) {
             return Err(Error::InvalidInput(format!(
                 "batch column '{}' ({}) does not match table column '{}' ({})",
                 g.name(),
@@ -300,20 +326,23 @@ pub fn conform(batch: &RecordBatch, target: &SchemaRef) -> Result<RecordBatch> {
                 t.data_type()
             )));
         }
-        if !g.is_nullable() || t.is_nullable() {
-            continue;
-        }
-        let column = batch.column_by_name(g.name());
-        if column.is_some_and(|c| c.null_count() > 0) {
+        let column = batch.column(next);
+        if g.is_nullable() && !t.is_nullable() && column.null_count() > 0 {
             return Err(Error::InvalidInput(format!(
                 "column '{}' is required but the batch has nulls in it",
                 t.name()
             )));
         }
+        columns.push(column.clone());
+        next += 1;
     }
-    Ok(RecordBatch::try_new(
+    if next != got.fields().len() {
+        return Err(mismatch());
+    }
+    Ok(RecordBatch::try_new_with_options(
         target.clone(),
-        batch.columns().to_vec(),
+        columns,
+        &RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
     )?)
 }
 
@@ -535,6 +564,73 @@ mod tests {
         let (fast, slow) = split_both(0..400, &regions)?;
         assert_eq!(fast.len(), 80);
         assert_eq!(fast, slow);
+        Ok(())
+    }
+
+    /// The table `id long required, v string, extra long` as Arrow.
+    fn three_columns() -> Result<SchemaRef> {
+        use iceberg::spec::{NestedField, PrimitiveType, Schema, Type};
+        let schema = Schema::builder()
+            .with_fields(vec![
+                NestedField::required(1, "id", Type::Primitive(PrimitiveType::Long)).into(),
+                NestedField::optional(2, "v", Type::Primitive(PrimitiveType::String)).into(),
+                NestedField::optional(3, "extra", Type::Primitive(PrimitiveType::Long)).into(),
+            ])
+            .build()?;
+        Ok(Arc::new(schema_to_arrow_schema(&schema)?))
+    }
+
+    fn batch_of(columns: &[&str]) -> Result<RecordBatch> {
+        let column = |name: &str| -> ArrayRef {
+            match name {
+                "v" => Arc::new(arrow_array::StringArray::from(vec![Some("a"), None])),
+                _ => Arc::new(arrow_array::Int64Array::from(vec![1, 2])),
+            }
+        };
+        Ok(RecordBatch::try_from_iter(
+            columns.iter().map(|c| (*c, column(c))),
+        )?)
+    }
+
+    #[test]
+    fn a_batch_without_an_optional_column_is_written_with_nulls_in_it() -> Result<()> {
+        let target = three_columns()?;
+        let out = conform(&batch_of(&["id", "v"])?, &target)?;
+        assert_eq!(out.schema(), target);
+        assert_eq!(out.column(2).null_count(), 2);
+        let out = conform(&batch_of(&["id", "extra"])?, &target)?;
+        assert_eq!(out.column(1).null_count(), 2);
+        assert_eq!(out.column(2).null_count(), 0);
+        let out = conform(&batch_of(&["id"])?, &target)?;
+        assert_eq!(out.num_rows(), 2);
+        Ok(())
+    }
+
+    #[test]
+    fn a_batch_without_a_required_column_or_out_of_order_is_refused() -> Result<()> {
+        let target = three_columns()?;
+        let err = |columns: &[&str]| -> Result<String> {
+            Ok(match conform(&batch_of(columns)?, &target) {
+                Err(e) => e.to_string(),
+                Ok(_) => String::new(),
+            })
+        };
+        let missing = err(&["v", "extra"])?;
+        assert!(
+            missing.contains("no column 'id'") && missing.contains("requires"),
+            "{missing}"
+        );
+        for columns in [
+            &["id", "extra", "v"][..],
+            &["id", "v", "extra", "more"],
+            &["id", "w"],
+        ] {
+            let e = err(columns)?;
+            assert!(
+                e.contains("but the table has [id, v, extra]"),
+                "{columns:?}: {e}"
+            );
+        }
         Ok(())
     }
 

@@ -92,10 +92,28 @@ fn int_digits(bits: u8) -> u8 {
     }
 }
 
+/// The Arrow types that hold the same Iceberg value: they differ in offset width or layout only.
+fn same_representation(from: &DataType, to: &DataType) -> bool {
+    use DataType::*;
+    let strings = |t: &DataType| matches!(t, Utf8 | LargeUtf8 | Utf8View);
+    let bytes = |t: &DataType| matches!(t, Binary | LargeBinary | BinaryView);
+    (strings(from) && strings(to)) || (bytes(from) && bytes(to))
+}
+
 /// Classifies a primitive (non-nested) cast.
 pub(crate) fn cast_kind(from: &DataType, to: &DataType) -> CastKind {
     use DataType::*;
-    if from == to || matches!(from, Null) || matches!(to, Utf8 | LargeUtf8 | Utf8View) {
+    if let Dictionary(_, values) = from
+        && !matches!(to, Dictionary(_, _))
+    {
+        // Decoding a dictionary is lossless; what follows is the cast of its values.
+        return cast_kind(values, to);
+    }
+    if from == to
+        || matches!(from, Null)
+        || matches!(to, Utf8 | LargeUtf8 | Utf8View)
+        || same_representation(from, to)
+    {
         return CastKind::Exact;
     }
     if is_text(from) {

@@ -53,6 +53,8 @@
 
 mod cast;
 mod error;
+#[cfg(test)]
+mod nested_tests;
 mod plan;
 mod project;
 mod promote;

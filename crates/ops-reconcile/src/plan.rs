@@ -432,11 +432,12 @@ impl SchemaReconciler {
                     )),
                     MissingInSource::Skip if !target.is_nullable() => problems.push(format!(
                         "destination column '{name}' is required and has no source column, so \
-                         it cannot be skipped; map a source column to it"
+                         it cannot be skipped (its rows would read null); map a source column \
+                         to it with column_mapping, or make it optional in the destination"
                     )),
                     MissingInSource::Skip => warnings.push(format!(
                         "destination column '{name}' is not in the source and is left out of \
-                         the projected batches"
+                         the projected batches; the rows written read null in it"
                     )),
                 },
             }
@@ -599,7 +600,13 @@ fn leaf_casts(from: &DataType, to: &DataType, sp: &str, dp: &str, out: &mut Vec<
                 }
             }
         }
-        (DataType::List(f), DataType::List(t)) => leaf_casts(
+        (DataType::Dictionary(_, v), _) if !matches!(to, DataType::Dictionary(_, _)) => {
+            leaf_casts(v, to, sp, dp, out)
+        }
+        (
+            DataType::List(f) | DataType::LargeList(f),
+            DataType::List(t) | DataType::LargeList(t),
+        ) => leaf_casts(
             f.data_type(),
             t.data_type(),
             &format!("{sp}.element"),
@@ -607,7 +614,15 @@ fn leaf_casts(from: &DataType, to: &DataType, sp: &str, dp: &str, out: &mut Vec<
             out,
         ),
         (DataType::Map(f, _), DataType::Map(t, _)) => {
-            leaf_casts(f.data_type(), t.data_type(), sp, dp, out)
+            for (ff, tf, part) in map_entries(f, t).unwrap_or_default() {
+                leaf_casts(
+                    ff.data_type(),
+                    tf.data_type(),
+                    &format!("{sp}.{part}"),
+                    &format!("{dp}.{part}"),
+                    out,
+                );
+            }
         }
         _ if from != to => out.push(LeafCast {
             source_path: sp.to_string(),
@@ -616,6 +631,24 @@ fn leaf_casts(from: &DataType, to: &DataType, sp: &str, dp: &str, out: &mut Vec<
             to: to.clone(),
         }),
         _ => {}
+    }
+}
+
+/// The (source, target, "key" | "value") field pairs of two maps' entries, matched by position
+/// as [`crate::project_batch`] matches them; `None` unless both are (key, value) structs.
+fn map_entries<'a>(
+    from: &'a Field,
+    to: &'a Field,
+) -> Option<Vec<(&'a FieldRef, &'a FieldRef, &'static str)>> {
+    match (from.data_type(), to.data_type()) {
+        (DataType::Struct(f), DataType::Struct(t)) if f.len() == 2 && t.len() == 2 => Some(
+            f.iter()
+                .zip(t.iter())
+                .zip(["key", "value"])
+                .map(|((ff, tf), part)| (ff, tf, part))
+                .collect(),
+        ),
+        _ => None,
     }
 }
 
@@ -680,7 +713,13 @@ fn extend_nested(
             }
             DataType::Struct(children.into())
         }
-        (DataType::List(f), DataType::List(t)) => {
+        (DataType::Dictionary(_, v), _) if !matches!(to, DataType::Dictionary(_, _)) => {
+            extend_nested(v, to, sp, dp, add, extras)
+        }
+        (
+            DataType::List(f) | DataType::LargeList(f),
+            DataType::List(t) | DataType::LargeList(t),
+        ) => {
             let dt = extend_nested(
                 f.data_type(),
                 t.data_type(),
@@ -689,7 +728,11 @@ fn extend_nested(
                 add,
                 extras,
             );
-            DataType::List(Arc::new(t.as_ref().clone().with_data_type(dt)))
+            let element = Arc::new(t.as_ref().clone().with_data_type(dt));
+            match to {
+                DataType::LargeList(_) => DataType::LargeList(element),
+                _ => DataType::List(element),
+            }
         }
         (DataType::Map(f, _), DataType::Map(t, sorted)) => {
             let (DataType::Struct(fe), DataType::Struct(te)) = (f.data_type(), t.data_type())
@@ -790,9 +833,19 @@ fn castable(from: &DataType, to: &DataType) -> bool {
                     None => tf.is_nullable(),
                 })
         }
-        (DataType::List(f), DataType::List(t)) | (DataType::Map(f, _), DataType::Map(t, _)) => {
-            castable(f.data_type(), t.data_type())
+        (DataType::Dictionary(_, v), _) if !matches!(to, DataType::Dictionary(_, _)) => {
+            castable(v, to)
         }
+        (
+            DataType::List(f) | DataType::LargeList(f),
+            DataType::List(t) | DataType::LargeList(t),
+        ) => castable(f.data_type(), t.data_type()),
+        (DataType::Map(f, _), DataType::Map(t, _)) => match map_entries(f, t) {
+            Some(pairs) => pairs
+                .iter()
+                .all(|(ff, tf, _)| castable(ff.data_type(), tf.data_type())),
+            None => false,
+        },
         _ => arrow_cast::can_cast_types(from, to),
     }
 }

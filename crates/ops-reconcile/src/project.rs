@@ -2,12 +2,15 @@ use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::{
-    Array, ArrayRef, ListArray, MapArray, RecordBatch, RecordBatchOptions, StructArray,
-    new_null_array,
+    Array, ArrayRef, BooleanArray, GenericListArray, MapArray, OffsetSizeTrait, RecordBatch,
+    RecordBatchOptions, StructArray, make_array, new_null_array,
 };
-use arrow_schema::DataType;
+use arrow_buffer::{BooleanBufferBuilder, NullBuffer, OffsetBuffer, ScalarBuffer};
+use arrow_schema::{DataType, FieldRef, Fields};
+use arrow_select::filter::filter;
+use arrow_select::take::take;
 
-use crate::cast::cast_primitive;
+use crate::cast::{CastKind, cast_kind, cast_primitive};
 use crate::{CastMode, ReconcileError, ReconciliationPlan};
 
 /// Projects one source batch through `plan`: renames, casts (nested types child by child) and
@@ -98,6 +101,12 @@ fn child_index(
 /// child becomes nulls), list and map values converted recursively, primitives cast safely (a
 /// value the cast would change is an error, see [`CastMode::Safe`]). `column` names the value in
 /// errors.
+///
+/// Changing only the Arrow representation of a value (list ↔ large list, string ↔ large string
+/// ↔ string view, binary likewise, a dictionary to its values) is lossless and needs no check. A
+/// nested cast applies the primitive rules to the child values, so a lossy element is reported
+/// with its full path (`items.element.qty`, `m.value`). Elements a slice or a null slot hides
+/// are neither converted nor written.
 pub fn convert_array(
     array: &ArrayRef,
     to: &DataType,
@@ -115,65 +124,248 @@ pub fn convert_array_with(
     how: ChildMatch,
     mode: CastMode,
 ) -> Result<ArrayRef, ReconcileError> {
+    // Recursion follows the schema's nesting, never the data: each call goes one type level down.
     if array.data_type() == to {
         return Ok(array.clone());
     }
     match (array.data_type(), to) {
-        (DataType::Struct(from_fields), DataType::Struct(to_fields)) => {
-            let s = array.as_struct();
-            let mut children = Vec::with_capacity(to_fields.len());
-            for f in to_fields {
-                let path = format!("{column}.{}", f.name());
-                match child_index(from_fields, f, how) {
-                    Some(i) => children.push(convert_array_with(
-                        s.column(i),
-                        f.data_type(),
-                        &path,
-                        how,
-                        mode,
-                    )?),
-                    None if f.is_nullable() => {
-                        children.push(new_null_array(f.data_type(), s.len()))
-                    }
-                    None => {
-                        return Err(ReconcileError::MissingSourceColumn {
-                            column: path,
-                            available: s.column_names().join(", "),
-                        });
-                    }
-                }
-            }
-            Ok(Arc::new(StructArray::try_new(
-                to_fields.clone(),
-                children,
-                s.nulls().cloned(),
-            )?))
+        (DataType::Dictionary(_, _), _) if !matches!(to, DataType::Dictionary(_, _)) => {
+            let dictionary = array.as_any_dictionary();
+            let decoded = take(dictionary.values().as_ref(), dictionary.keys(), None)?;
+            convert_array_with(&decoded, to, column, how, mode)
         }
-        (DataType::List(_), DataType::List(to_field)) => {
-            let l = array.as_list::<i32>();
-            let path = format!("{column}.element");
-            let values = convert_array_with(l.values(), to_field.data_type(), &path, how, mode)?;
-            Ok(Arc::new(ListArray::try_new(
-                to_field.clone(),
-                l.offsets().clone(),
-                values,
-                l.nulls().cloned(),
-            )?))
+        (DataType::Struct(from_fields), DataType::Struct(to_fields)) => {
+            convert_struct(array.as_struct(), from_fields, to_fields, column, how, mode)
+        }
+        (DataType::List(_), DataType::List(t)) => {
+            convert_list::<i32, i32>(array.as_list(), t, column, how, mode)
+        }
+        (DataType::LargeList(_), DataType::List(t)) => {
+            convert_list::<i64, i32>(array.as_list(), t, column, how, mode)
+        }
+        (DataType::List(_), DataType::LargeList(t)) => {
+            convert_list::<i32, i64>(array.as_list(), t, column, how, mode)
+        }
+        (DataType::LargeList(_), DataType::LargeList(t)) => {
+            convert_list::<i64, i64>(array.as_list(), t, column, how, mode)
         }
         (DataType::Map(_, _), DataType::Map(to_entries, sorted)) => {
-            let m = array.as_map();
-            let entries: ArrayRef = Arc::new(m.entries().clone());
-            let entries = convert_array_with(&entries, to_entries.data_type(), column, how, mode)?;
-            Ok(Arc::new(MapArray::try_new(
-                to_entries.clone(),
-                m.offsets().clone(),
-                entries.as_struct().clone(),
-                m.nulls().cloned(),
-                *sorted,
-            )?))
+            convert_map(array.as_map(), to_entries, *sorted, column, how, mode)
         }
         _ => cast_primitive(array, to, column, mode),
     }
+}
+
+fn convert_struct(
+    s: &StructArray,
+    from_fields: &Fields,
+    to_fields: &Fields,
+    column: &str,
+    how: ChildMatch,
+    mode: CastMode,
+) -> Result<ArrayRef, ReconcileError> {
+    let parent = s.nulls().filter(|n| n.null_count() > 0);
+    let mut children = Vec::with_capacity(to_fields.len());
+    for f in to_fields {
+        let path = format!("{column}.{}", f.name());
+        let child = match child_index(from_fields, f, how) {
+            Some(i) => {
+                let child = s.column(i);
+                // A child's values under a null struct are not data (Arrow leaves them
+                // undefined): nulled before the cast, they cannot fail it.
+                let child = match parent {
+                    Some(p) if !never_fails(child.data_type(), f.data_type()) => {
+                        with_nulls(child, p)?
+                    }
+                    _ => child.clone(),
+                };
+                convert_array_with(&child, f.data_type(), &path, how, mode)?
+            }
+            None if f.is_nullable() => new_null_array(f.data_type(), s.len()),
+            None => {
+                return Err(ReconcileError::MissingSourceColumn {
+                    column: path,
+                    available: s.column_names().join(", "),
+                });
+            }
+        };
+        if !f.is_nullable() {
+            require_values(&child, parent, &path)?;
+        }
+        children.push(child);
+    }
+    Ok(Arc::new(StructArray::try_new(
+        to_fields.clone(),
+        children,
+        s.nulls().cloned(),
+    )?))
+}
+
+fn convert_list<S: OffsetSizeTrait, T: OffsetSizeTrait>(
+    list: &GenericListArray<S>,
+    to_field: &FieldRef,
+    column: &str,
+    how: ChildMatch,
+    mode: CastMode,
+) -> Result<ArrayRef, ReconcileError> {
+    let path = format!("{column}.element");
+    let (values, offsets) =
+        visible_values::<S, T>(list.value_offsets(), list.nulls(), list.values(), column)?;
+    let values = convert_array_with(&values, to_field.data_type(), &path, how, mode)?;
+    if !to_field.is_nullable() {
+        require_values(&values, None, &path)?;
+    }
+    Ok(Arc::new(GenericListArray::<T>::try_new(
+        to_field.clone(),
+        offsets,
+        values,
+        list.nulls().cloned(),
+    )?))
+}
+
+fn convert_map(
+    map: &MapArray,
+    to_entries: &FieldRef,
+    sorted: bool,
+    column: &str,
+    how: ChildMatch,
+    mode: CastMode,
+) -> Result<ArrayRef, ReconcileError> {
+    let DataType::Struct(to_kv) = to_entries.data_type() else {
+        return Err(ReconcileError::Schema(format!(
+            "map column '{column}': the target entries are {}, not a struct",
+            to_entries.data_type()
+        )));
+    };
+    let entries: ArrayRef = Arc::new(map.entries().clone());
+    let (entries, offsets) =
+        visible_values::<i32, i32>(map.value_offsets(), map.nulls(), &entries, column)?;
+    let entries = entries.as_struct();
+    if entries.num_columns() != 2 || to_kv.len() != 2 {
+        return Err(ReconcileError::Schema(format!(
+            "map column '{column}': entries must be (key, value) structs"
+        )));
+    }
+    // Keys and values by position: writers name the entry fields differently.
+    let mut kv = Vec::with_capacity(2);
+    for (i, (f, part)) in to_kv.iter().zip(["key", "value"]).enumerate() {
+        let path = format!("{column}.{part}");
+        let converted = convert_array_with(entries.column(i), f.data_type(), &path, how, mode)?;
+        if !f.is_nullable() {
+            require_values(&converted, None, &path)?;
+        }
+        kv.push(converted);
+    }
+    let entries = StructArray::try_new(to_kv.clone(), kv, entries.nulls().cloned())?;
+    Ok(Arc::new(MapArray::try_new(
+        to_entries.clone(),
+        offsets,
+        entries,
+        map.nulls().cloned(),
+        sorted,
+    )?))
+}
+
+/// The child values a list-like array shows, with offsets from 0 in the target offset type: the
+/// values outside a slice, and those behind a null slot (Arrow allows a null list to cover
+/// values), are left out, so they are neither cast nor written.
+fn visible_values<S: OffsetSizeTrait, T: OffsetSizeTrait>(
+    offsets: &[S],
+    nulls: Option<&NullBuffer>,
+    values: &ArrayRef,
+    column: &str,
+) -> Result<(ArrayRef, OffsetBuffer<T>), ReconcileError> {
+    let (Some(first), Some(last)) = (offsets.first(), offsets.last()) else {
+        return Ok((values.slice(0, 0), OffsetBuffer::new_empty()));
+    };
+    let (first, last) = (first.as_usize(), last.as_usize());
+    let hidden = |i: usize| nulls.is_some_and(|n| n.is_null(i)) && offsets[i + 1] > offsets[i];
+    let slots = offsets.len() - 1;
+    let compact = nulls.is_some_and(|n| n.null_count() > 0) && (0..slots).any(hidden);
+    let too_many = || ReconcileError::Cast {
+        column: column.to_string(),
+        from: values.data_type().to_string(),
+        to: format!("a list with {}-bit offsets", 8 * std::mem::size_of::<T>()),
+        value: None,
+        message: "the batch holds more child values than the offsets can address; read \
+                  smaller batches"
+            .to_string(),
+    };
+    let mut out = Vec::with_capacity(offsets.len());
+    out.push(T::usize_as(0));
+    let mut end = 0usize;
+    let visible = if compact {
+        let mut keep = BooleanBufferBuilder::new(last - first);
+        for i in 0..slots {
+            let len = (offsets[i + 1] - offsets[i]).as_usize();
+            let shown = !hidden(i);
+            keep.append_n(len, shown);
+            if shown {
+                end += len;
+            }
+            out.push(T::from_usize(end).ok_or_else(too_many)?);
+        }
+        let keep = BooleanArray::new(keep.finish(), None);
+        filter(&values.slice(first, last - first), &keep)?
+    } else {
+        for pair in offsets.windows(2) {
+            end += (pair[1] - pair[0]).as_usize();
+            out.push(T::from_usize(end).ok_or_else(too_many)?);
+        }
+        values.slice(first, last - first)
+    };
+    Ok((visible, OffsetBuffer::new(ScalarBuffer::from(out))))
+}
+
+/// True when converting `from` to `to` cannot fail or change a value, whatever the values:
+/// representation changes and exact widenings, at every level.
+fn never_fails(from: &DataType, to: &DataType) -> bool {
+    match (from, to) {
+        (DataType::Dictionary(_, v), _) if !matches!(to, DataType::Dictionary(_, _)) => {
+            never_fails(v, to)
+        }
+        (DataType::Struct(f), DataType::Struct(t)) => t.iter().all(|tf| {
+            f.iter()
+                .find(|ff| ff.name() == tf.name())
+                .is_some_and(|ff| never_fails(ff.data_type(), tf.data_type()))
+        }),
+        (
+            DataType::List(f) | DataType::LargeList(f),
+            DataType::List(t) | DataType::LargeList(t),
+        )
+        | (DataType::Map(f, _), DataType::Map(t, _)) => never_fails(f.data_type(), t.data_type()),
+        _ => from == to || cast_kind(from, to) == CastKind::Exact,
+    }
+}
+
+/// `array` with the slots `extra` marks null made null too.
+fn with_nulls(array: &ArrayRef, extra: &NullBuffer) -> Result<ArrayRef, ReconcileError> {
+    let nulls = NullBuffer::union(array.nulls(), Some(extra));
+    Ok(make_array(
+        array.to_data().into_builder().nulls(nulls).build()?,
+    ))
+}
+
+/// Refuses nulls in a required field where its parent (if any) has a value.
+fn require_values(
+    array: &ArrayRef,
+    parent: Option<&NullBuffer>,
+    path: &str,
+) -> Result<(), ReconcileError> {
+    let Some(nulls) = array.nulls().filter(|n| n.null_count() > 0) else {
+        return Ok(());
+    };
+    let nulls = match parent {
+        None => nulls.null_count(),
+        Some(p) => (p.inner() & &!nulls.inner()).count_set_bits(),
+    };
+    if nulls == 0 {
+        return Ok(());
+    }
+    Err(ReconcileError::NullInRequired {
+        column: path.to_string(),
+        nulls,
+    })
 }
 
 #[cfg(test)]
@@ -290,7 +482,7 @@ mod tests {
         )
         .unwrap();
         let item = Arc::new(Field::new("element", DataType::Int32, false));
-        let lists = ListArray::try_new(
+        let lists = arrow_array::ListArray::try_new(
             item.clone(),
             arrow_buffer::OffsetBuffer::from_lengths([2, 1]),
             Arc::new(Int32Array::from(vec![7, 8, 9])),
