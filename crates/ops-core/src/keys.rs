@@ -406,7 +406,9 @@ fn column_predicate(name: &str, column: &ArrayRef, ty: &PrimitiveType) -> Option
     // Arrow's row order is Iceberg's order for every type handled here (numbers, dates and
     // times by value, strings, binary, fixed and uuid bytewise, false < true).
     let converter = RowConverter::new(vec![SortField::new(column.data_type().clone())]).ok()?;
-    let rows = converter.convert_columns(std::slice::from_ref(column)).ok()?;
+    let rows = converter
+        .convert_columns(std::slice::from_ref(column))
+        .ok()?;
     let (mut min, mut max) = (0usize, 0usize);
     let mut distinct: Vec<usize> = Vec::new();
     let mut few = true;
@@ -462,7 +464,10 @@ fn datum_at(column: &ArrayRef, row: usize, ty: &PrimitiveType) -> Option<Datum> 
             Datum::date(column.as_primitive::<Date32Type>().value(row))
         }
         (PrimitiveType::Decimal { .. }, DataType::Decimal128(..)) => Datum::try_from_bytes(
-            &column.as_primitive::<Decimal128Type>().value(row).to_be_bytes(),
+            &column
+                .as_primitive::<Decimal128Type>()
+                .value(row)
+                .to_be_bytes(),
             ty.clone(),
         )
         .ok()?,
@@ -473,7 +478,9 @@ fn datum_at(column: &ArrayRef, row: usize, ty: &PrimitiveType) -> Option<Datum> 
             | PrimitiveType::TimestamptzNs,
             DataType::Timestamp(..),
         ) => Datum::try_from_bytes(&i64_at(column)?.to_le_bytes(), ty.clone()).ok()?,
-        (PrimitiveType::String, DataType::Utf8) => Datum::string(column.as_string::<i32>().value(row)),
+        (PrimitiveType::String, DataType::Utf8) => {
+            Datum::string(column.as_string::<i32>().value(row))
+        }
         (PrimitiveType::String, DataType::LargeUtf8) => {
             Datum::string(column.as_string::<i64>().value(row))
         }
@@ -623,7 +630,10 @@ mod tests {
             )
         };
         assert!(s.may_match(&ids, &f(0, 5, "a", "c")));
-        assert!(!s.may_match(&ids, &f(0, 5, "m", "z")), "(1, a) and (9, z) lie outside");
+        assert!(
+            !s.may_match(&ids, &f(0, 5, "m", "z")),
+            "(1, a) and (9, z) lie outside"
+        );
         assert!(!s.may_match(&ids, &f(2, 8, "a", "z")));
         assert!(s.may_match(&ids, &f(9, 9, "z", "zz")));
         // Bounds written in an older type (int before a widening to long) still compare.

@@ -45,12 +45,9 @@ pub fn encodable_type(data_type: &DataType) -> DataType {
     }
     match data_type {
         DataType::Map(entries, _) => DataType::List(retyped(entries, true)),
-        DataType::Struct(fields) => DataType::Struct(
-            fields
-                .iter()
-                .map(|f| retyped(f, false))
-                .collect::<Fields>(),
-        ),
+        DataType::Struct(fields) => {
+            DataType::Struct(fields.iter().map(|f| retyped(f, false)).collect::<Fields>())
+        }
         DataType::List(f) => DataType::List(retyped(f, false)),
         DataType::LargeList(f) => DataType::LargeList(retyped(f, false)),
         DataType::FixedSizeList(f, n) => DataType::FixedSizeList(retyped(f, false), *n),
@@ -149,7 +146,10 @@ fn sort_entries(entries: &ArrayRef, offsets: &[i32]) -> Result<ArrayRef> {
     for w in offsets.windows(2) {
         let (lo, hi) = (w[0] as usize, w[1] as usize);
         let run = &mut order[lo..hi];
-        if run.windows(2).all(|p| rows.row(p[0] as usize) <= rows.row(p[1] as usize)) {
+        if run
+            .windows(2)
+            .all(|p| rows.row(p[0] as usize) <= rows.row(p[1] as usize))
+        {
             continue;
         }
         sorted_already = false;

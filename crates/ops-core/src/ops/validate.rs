@@ -54,7 +54,10 @@ impl ConflictCheck {
         let filter = self.filter.clone().map(BoundPredicate::rewrite_not);
         let read = |f: &DataFile| {
             filter.as_ref().is_some_and(|p| may_match(p, f))
-                || self.keys.as_ref().is_some_and(|(k, ids)| k.may_match(ids, f))
+                || self
+                    .keys
+                    .as_ref()
+                    .is_some_and(|(k, ids)| k.may_match(ids, f))
         };
         // Ancestry first, from metadata alone: what the caller read must still be history.
         let mut between = Vec::new();
