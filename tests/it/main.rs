@@ -6,6 +6,7 @@ mod common;
 mod datamig;
 mod datamig_copy;
 mod datamig_sources;
+mod datamig_upsert;
 mod filters;
 mod ops;
 mod runner;

@@ -18,7 +18,7 @@ use ops_core::write::WrittenFiles;
 
 use super::history::{MIGRATION_BATCH_PROPERTY, MIGRATION_JOB_PROPERTY, live_files};
 use crate::execute::worker::{BatchWork, Payload};
-use crate::{MigrationError, MigrationResult, Progress, Result, WriteMode};
+use crate::{MigrationError, MigrationResult, OnDuplicateKeys, Progress, Result, WriteMode};
 
 /// Commits batches in order (see the module docs).
 pub(crate) struct Committer {
@@ -31,6 +31,7 @@ pub(crate) struct Committer {
     /// partition of the default spec; the first commit touching a partition removes them.
     preexisting: HashMap<Struct, Vec<String>>,
     upsert_keys: Vec<String>,
+    on_duplicate_keys: OnDuplicateKeys,
     /// The destination as of this job's last commit.
     pub dest: Table,
     pub store: Option<CheckpointStore>,
@@ -60,6 +61,7 @@ pub(crate) struct CommitterSetup {
     pub mode: WriteMode,
     pub job_id: String,
     pub upsert_keys: Vec<String>,
+    pub on_duplicate_keys: OnDuplicateKeys,
     pub dest: Table,
     pub dest_snapshot_before: Option<i64>,
     pub store: Option<CheckpointStore>,
@@ -124,6 +126,7 @@ impl Committer {
             job_id: s.job_id,
             preexisting,
             upsert_keys: s.upsert_keys,
+            on_duplicate_keys: s.on_duplicate_keys,
             dest: s.dest,
             store: s.store,
             landed: s.landed,
@@ -321,6 +324,7 @@ impl Committer {
             &self.ident,
             &self.dest,
             &self.upsert_keys,
+            self.on_duplicate_keys,
             batches,
             props,
         )
