@@ -217,7 +217,7 @@ mod tests {
         let m = maps();
         assert!(RowConverter::new(vec![SortField::new(m.data_type().clone())]).is_err());
         let conv = converter([m.data_type()]).unwrap();
-        let rows = convert(&conv, &[m.clone()]).unwrap();
+        let rows = convert(&conv, std::slice::from_ref(&m)).unwrap();
         assert_eq!(rows.row(0), rows.row(1), "same entries, other order");
         assert_ne!(rows.row(0), rows.row(4), "another value");
         assert_ne!(rows.row(2), rows.row(3), "NULL map is not the empty map");
@@ -243,7 +243,7 @@ mod tests {
             ),
         ]));
         let conv = converter([s.data_type()]).unwrap();
-        let rows = convert(&conv, &[s.clone()]).unwrap();
+        let rows = convert(&conv, std::slice::from_ref(&s)).unwrap();
         assert_eq!(rows.row(0), rows.row(1));
         assert_ne!(rows.row(0), rows.row(4));
         // A slice (offsets not starting at 0) encodes as the whole does.

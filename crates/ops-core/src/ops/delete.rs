@@ -333,7 +333,7 @@ enum Matcher {
     Filter {
         /// For file statistics: no `NOT` left.
         pruning: BoundPredicate,
-        evaluator: crate::eval::Evaluator,
+        evaluator: Box<crate::eval::Evaluator>,
     },
     Keys {
         keys: Arc<KeySet>,
@@ -348,7 +348,7 @@ impl Matcher {
                 let bound = filter.bind(Arc::new(read_schema(table).clone()), true)?;
                 Matcher::Filter {
                     pruning: bound.clone().rewrite_not(),
-                    evaluator: crate::eval::Evaluator::new(bound),
+                    evaluator: Box::new(crate::eval::Evaluator::new(bound)),
                 }
             }
             DeleteTarget::Keys(keys) => {
