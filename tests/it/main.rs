@@ -9,6 +9,7 @@ mod datamig_copy;
 mod datamig_migrator;
 mod datamig_nested;
 mod datamig_sources;
+mod datamig_upsert;
 mod filters;
 mod ops;
 mod runner;

@@ -45,6 +45,12 @@ pub enum Mode {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Duplicates {
+    Error,
+    Last,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Method {
     #[value(name = "row_count", alias = "row-count")]
     RowCount,
@@ -171,6 +177,10 @@ pub struct MigrateArgs {
     /// Key columns for upsert, comma-separated.
     #[arg(long, value_delimiter = ',')]
     upsert_keys: Option<Vec<String>>,
+    /// Upsert: a key repeated within one batch is an error, or the row that comes last in the
+    /// source's order wins (highest data sequence number, then file order, then row order).
+    #[arg(long, value_enum, default_value_t = Duplicates::Error)]
+    on_duplicate_keys: Duplicates,
     /// Checkpoint file: progress is recorded there and an existing one is resumed.
     #[arg(long, value_name = "PATH")]
     checkpoint: Option<PathBuf>,
@@ -393,6 +403,10 @@ async fn run_migrate(factory: &CatalogFactory, args: MigrateArgs) -> anyhow::Res
             CopyMode::Files => ops_datamig::CopyMode::Files,
             CopyMode::Reference => ops_datamig::CopyMode::Reference,
         });
+    m = m.on_duplicate_keys(match args.on_duplicate_keys {
+        Duplicates::Error => ops_datamig::OnDuplicateKeys::Error,
+        Duplicates::Last => ops_datamig::OnDuplicateKeys::Last,
+    });
     if let Some(keys) = &args.upsert_keys {
         m = m.upsert_keys(keys.clone());
     }

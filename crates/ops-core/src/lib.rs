@@ -29,7 +29,9 @@ pub mod commit;
 mod error;
 pub mod eval;
 pub mod filter;
+pub mod keys;
 pub mod ops;
+pub mod rows;
 pub mod scan;
 pub mod write;
 

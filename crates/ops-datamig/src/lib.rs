@@ -66,6 +66,6 @@ pub use plan::eligibility::table_eligibility;
 pub use plan::job::{self, BatchOutput, MigrationPlan, MigrationTask, TableLocator, TaskOutput};
 pub use plan::route::{FileRouting, PlannedFile, route_files};
 pub use types::{
-    CopyMode, FileRoute, MigrationResult, PartitionStrategy, Progress, RoutedFile, RowFilter,
-    VerificationResult, VerifyMethod, WriteMode,
+    CopyMode, FileRoute, MigrationResult, OnDuplicateKeys, PartitionStrategy, Progress, RoutedFile,
+    RowFilter, VerificationResult, VerifyMethod, WriteMode,
 };

@@ -58,6 +58,50 @@ impl FromStr for WriteMode {
     }
 }
 
+/// What an upsert does with a key the source holds more than once within one chunk
+/// (`--on-duplicate-keys`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnDuplicateKeys {
+    /// Refuse the chunk, naming the key and its rows (the seed's rule; earlier chunks stay
+    /// committed).
+    #[default]
+    Error,
+    /// Keep, for each key, the row that comes last in the source's order — highest data
+    /// sequence number, then the file's position in the planned file order, then the row's
+    /// position in the file — the order a resume replays. For sources fed by change capture.
+    Last,
+}
+
+impl OnDuplicateKeys {
+    /// The CLI spelling: `error`, `last`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnDuplicateKeys::Error => "error",
+            OnDuplicateKeys::Last => "last",
+        }
+    }
+}
+
+impl fmt::Display for OnDuplicateKeys {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for OnDuplicateKeys {
+    type Err = MigrationError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "error" => Ok(OnDuplicateKeys::Error),
+            "last" => Ok(OnDuplicateKeys::Last),
+            other => Err(MigrationError::InvalidInput(format!(
+                "unknown on_duplicate_keys '{other}'; use error or last"
+            ))),
+        }
+    }
+}
+
 /// Whether source data files may be copied byte for byte instead of decoded and re-encoded
 /// (`--copy-mode`); see [`route_files`](crate::route_files).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use futures::{StreamExt, TryStreamExt};
 use iceberg::TableIdent;
 use iceberg::arrow::{ArrowReaderBuilder, schema_to_arrow_schema};
-use iceberg::expr::{Bind, Predicate};
+use iceberg::expr::{Bind, BoundPredicate, Predicate};
 use iceberg::scan::FileScanTask;
 use iceberg::spec::{DataFile, Operation};
 use iceberg::table::Table;
@@ -38,6 +38,7 @@ use super::snapshot::{
     spec_by_id,
 };
 use super::validate::may_match;
+use crate::keys::KeySet;
 use crate::{CatalogHandle, Error, Result};
 
 /// Deletes matching rows (see the module docs).
@@ -309,28 +310,88 @@ pub(crate) async fn plan_delete(
     filter: Predicate,
     write: bool,
 ) -> Result<Option<DeletePlan>> {
-    plan_delete_except(table, cache, filter, write, &HashSet::new()).await
+    plan_delete_except(
+        table,
+        cache,
+        DeleteTarget::Filter(filter),
+        write,
+        &HashSet::new(),
+    )
+    .await
+}
+
+/// The rows a copy-on-write delete removes: those where a filter is TRUE, or those whose key
+/// is in a set ([`crate::keys`]: matched by hash, not by a predicate as large as the set).
+#[derive(Clone)]
+pub(crate) enum DeleteTarget {
+    Filter(Predicate),
+    Keys(Arc<KeySet>),
+}
+
+/// A [`DeleteTarget`] bound to a table: which files may hold such rows, which rows they are.
+enum Matcher {
+    Filter {
+        /// For file statistics: no `NOT` left.
+        pruning: BoundPredicate,
+        evaluator: Box<crate::eval::Evaluator>,
+    },
+    Keys {
+        keys: Arc<KeySet>,
+        ids: Vec<i32>,
+    },
+}
+
+impl Matcher {
+    fn new(table: &Table, target: DeleteTarget) -> Result<Self> {
+        Ok(match target {
+            DeleteTarget::Filter(filter) => {
+                let bound = filter.bind(Arc::new(read_schema(table).clone()), true)?;
+                Matcher::Filter {
+                    pruning: bound.clone().rewrite_not(),
+                    evaluator: Box::new(crate::eval::Evaluator::new(bound)),
+                }
+            }
+            DeleteTarget::Keys(keys) => {
+                let ids = keys.field_ids(table.metadata().current_schema())?;
+                Matcher::Keys { keys, ids }
+            }
+        })
+    }
+
+    fn may_match(&self, file: &DataFile) -> bool {
+        match self {
+            Matcher::Filter { pruning, .. } => may_match(pruning, file),
+            Matcher::Keys { keys, ids } => keys.may_match(ids, file),
+        }
+    }
+
+    /// TRUE for the rows of `batch` (in the table's current schema) to delete.
+    fn evaluate(&self, batch: &arrow_array::RecordBatch) -> Result<arrow_array::BooleanArray> {
+        match self {
+            Matcher::Filter { evaluator, .. } => evaluator.evaluate(batch),
+            Matcher::Keys { keys, ids } => keys.matches(ids, batch),
+        }
+    }
 }
 
 /// [`plan_delete`], leaving out the files in `skip` (an overwrite removes them whole).
 pub(crate) async fn plan_delete_except(
     table: &Table,
     cache: &ManifestCache,
-    filter: Predicate,
+    target: DeleteTarget,
     write: bool,
     skip: &HashSet<String>,
 ) -> Result<Option<DeletePlan>> {
     let Some(snapshot_id) = table.metadata().current_snapshot_id() else {
         return Ok(None);
     };
-    let bound = filter.bind(Arc::new(read_schema(table).clone()), true)?;
     // Files whose column statistics allow a TRUE row (missing or incomparable statistics —
     // a column the file predates, a value written before a widening — count as "may").
-    let pruning = bound.clone().rewrite_not();
+    let matcher = Arc::new(Matcher::new(table, target)?);
     let candidates: Vec<LiveFile> = live_data_files(table, cache)
         .await?
         .into_iter()
-        .filter(|f| !skip.contains(f.file.file_path()) && may_match(&pruning, &f.file))
+        .filter(|f| !skip.contains(f.file.file_path()) && matcher.may_match(&f.file))
         .collect();
     if candidates.is_empty() {
         return Ok(None);
@@ -349,7 +410,6 @@ pub(crate) async fn plan_delete_except(
         return Ok(None);
     }
     let target = crate::write::table_arrow_schema(table)?;
-    let evaluator = Arc::new(crate::eval::Evaluator::new(bound.clone()));
     let reader =
         ArrowReaderBuilder::new(table.file_io().clone(), iceberg::Runtime::try_current()?).build();
     let mut plan = DeletePlan {
@@ -368,7 +428,7 @@ pub(crate) async fn plan_delete_except(
             let kept = Arc::new(AtomicU64::new(0));
             let (read_c, kept_c) = (read.clone(), kept.clone());
             let target_schema = target.clone();
-            let evaluator = evaluator.clone();
+            let matcher = matcher.clone();
             let batches = reader
                 .clone()
                 .read(futures::stream::iter(file_tasks.into_iter().map(Ok)).boxed())?
@@ -376,7 +436,7 @@ pub(crate) async fn plan_delete_except(
                 .map_err(Error::from)
                 .map(move |b| {
                     let b = crate::scan::project_by_field_id(&b?, &read_schema, &target_schema)?;
-                    let keep = crate::eval::not_true(&evaluator.evaluate(&b)?);
+                    let keep = crate::eval::not_true(&matcher.evaluate(&b)?);
                     let out = arrow_select::filter::filter_record_batch(&b, &keep)?;
                     read_c.fetch_add(b.num_rows() as u64, Ordering::Relaxed);
                     kept_c.fetch_add(out.num_rows() as u64, Ordering::Relaxed);

@@ -4,12 +4,18 @@
 //! 1. Load the table. The snapshot the caller read at is `validate_from_snapshot` (default:
 //!    the snapshot this builder first loads).
 //! 2. With an overwrite filter, plan a copy-on-write delete of the rows where it is TRUE (see
-//!    [`super::delete`]): the files it drops or rewrites join the files to remove.
+//!    [`super::delete`]); with keys to delete ([`OverwriteBuilder::delete_keys`]), of the rows
+//!    whose key is in the [`KeySet`]: the files it drops or rewrites join the files to remove.
 //! 3. Validate every snapshot committed since the caller's read ([`super::validate`]): no data
-//!    file added that may match the conflict detection filter (default: the overwrite filter;
-//!    with neither, any file added in a touched partition — those of the removed and added
-//!    files), no file the overwrite depends on removed, no delete file that may apply to a
-//!    rewritten file. A failure is a conflict and nothing is written.
+//!    file added that may match the conflict detection filter or key set (default: the
+//!    overwrite filter or the keys to delete; with none, any file added in a touched partition
+//!    — those of the removed and added files), no file the overwrite depends on removed, no
+//!    delete file that may apply to a rewritten file. A failure is a conflict and nothing is
+//!    written.
+//!
+//! Keys, not predicates, for an upsert: a predicate naming many composite keys is an `OR` of
+//! `AND`s as deep as the keys are many; a [`KeySet`] is matched by hash and judged against file
+//! statistics key by key (see [`crate::keys`]), linear in the keys.
 //! 4. Produce a snapshot that marks the removed files DELETED and adds the new ones under the
 //!    spec they were written with. A concurrent commit that passes validation is rebased onto.
 
@@ -23,12 +29,13 @@ use iceberg::expr::{Bind, Predicate};
 use iceberg::spec::{DataFile, Operation};
 use iceberg::table::Table;
 
-use super::delete::{RowFilter, plan_delete_except, read_schema};
+use super::delete::{DeleteTarget, RowFilter, plan_delete_except, read_schema};
 use super::snapshot::{
     ManifestCache, PartitionKey, SnapshotMetrics, SnapshotProducer, canonical_partition,
     commit_snapshot, live_data_files,
 };
 use super::validate::ConflictCheck;
+use crate::keys::KeySet;
 use crate::write::WrittenFiles;
 use crate::{CatalogHandle, Error, Result};
 
@@ -42,8 +49,10 @@ pub struct OverwriteBuilder {
     /// this builder first loads the table).
     add: Vec<(Option<i32>, DataFile)>,
     overwrite_filter: Option<RowFilter>,
+    delete_keys: Option<Arc<KeySet>>,
     validate_from: Option<Option<i64>>,
     conflict_filter: Option<RowFilter>,
+    conflict_keys: Option<Arc<KeySet>>,
     properties: HashMap<String, String>,
 }
 
@@ -63,8 +72,10 @@ impl OverwriteBuilder {
             remove: Vec::new(),
             add: Vec::new(),
             overwrite_filter: None,
+            delete_keys: None,
             validate_from: None,
             conflict_filter: None,
+            conflict_keys: None,
             properties: HashMap::new(),
         }
     }
@@ -103,6 +114,15 @@ impl OverwriteBuilder {
         self
     }
 
+    /// Also delete (copy-on-write, in the same snapshot) the rows whose values in the key
+    /// columns are one of `keys`' keys; the columns are top-level columns named as in the
+    /// table's current schema. Only files whose statistics allow one of the keys are read
+    /// (see [`KeySet::may_match`]). Not combined with an overwrite filter.
+    pub fn delete_keys(mut self, keys: Arc<KeySet>) -> Self {
+        self.delete_keys = Some(keys);
+        self
+    }
+
     /// The snapshot the caller read at (Java's `validateFromSnapshot`); `None` if the table was
     /// empty. Every commit after it is validated against this overwrite.
     pub fn validate_from_snapshot(mut self, snapshot_id: Option<i64>) -> Self {
@@ -118,6 +138,17 @@ impl OverwriteBuilder {
         self
     }
 
+    /// The rows the caller's decision depends on, as keys (an upsert's: every key it read,
+    /// inserted or updated): a commit since [`Self::validate_from_snapshot`] that added or
+    /// removed a data file whose statistics allow one of them — or a delete file that may
+    /// apply to one — makes this overwrite a conflict. Java's `MergingSnapshotProducer` with
+    /// the keys as its conflict detection filter; with [`Self::conflict_detection_filter`]
+    /// too, either one is enough for a conflict. Defaults to the keys to delete.
+    pub fn conflict_detection_keys(mut self, keys: Arc<KeySet>) -> Self {
+        self.conflict_keys = Some(keys);
+        self
+    }
+
     /// Extra snapshot summary properties.
     pub fn with_properties(mut self, properties: HashMap<String, String>) -> Self {
         self.properties.extend(properties);
@@ -125,7 +156,16 @@ impl OverwriteBuilder {
     }
 
     async fn execute(self) -> Result<(Table, SnapshotMetrics)> {
-        if self.remove.is_empty() && self.add.is_empty() && self.overwrite_filter.is_none() {
+        if self.overwrite_filter.is_some() && self.delete_keys.is_some() {
+            return Err(Error::InvalidInput(
+                "an overwrite deletes rows by a filter or by keys, not both".to_string(),
+            ));
+        }
+        if self.remove.is_empty()
+            && self.add.is_empty()
+            && self.overwrite_filter.is_none()
+            && self.delete_keys.is_none()
+        {
             let table = self.handle.catalog().load_table(&self.ident).await?;
             return Ok((table, SnapshotMetrics::default()));
         }
@@ -174,11 +214,16 @@ impl OverwriteBuilder {
             .as_ref()
             .map(|f| f.resolve(&base))
             .transpose()?;
-        if let Some(filter) = &overwrite_filter
+        let delete = match (&overwrite_filter, &self.delete_keys) {
+            (Some(filter), _) => Some(DeleteTarget::Filter(filter.clone())),
+            (None, Some(keys)) => Some(DeleteTarget::Keys(keys.clone())),
+            (None, None) => None,
+        };
+        if let Some(target) = delete
             && let Some(plan) = plan_delete_except(
                 &base,
                 &cache,
-                filter.clone(),
+                target,
                 true,
                 // Files removed explicitly go whole; rewriting them too would duplicate rows.
                 &self.remove.iter().cloned().collect(),
@@ -207,11 +252,16 @@ impl OverwriteBuilder {
                     }
                 }
             }
-            let conflict_filter = match &self.conflict_filter {
-                Some(f) => Some(f.resolve(&base)?),
-                None => overwrite_filter.clone(),
-            };
-            if conflict_filter.is_none() {
+            let (conflict_filter, conflict_keys) =
+                match (&self.conflict_filter, &self.conflict_keys) {
+                    (None, None) => (overwrite_filter.clone(), self.delete_keys.clone()),
+                    (f, k) => (f.as_ref().map(|f| f.resolve(&base)).transpose()?, k.clone()),
+                };
+            if let Some(keys) = conflict_keys {
+                let ids = keys.field_ids(base.metadata().current_schema())?;
+                check.keys = Some((keys, ids));
+            }
+            if conflict_filter.is_none() && check.keys.is_none() {
                 // Without a filter saying which rows the caller's decision read, any file added
                 // where this overwrite removes or writes is presumed to matter.
                 check.partitions = check.removed_partitions.clone();

@@ -124,6 +124,7 @@ impl ReplacePartitionsBuilder {
                 let check = ConflictCheck {
                     since,
                     filter: None,
+                    keys: None,
                     partitions: touched,
                     removed: victims.iter().cloned().collect(),
                     removed_partitions,

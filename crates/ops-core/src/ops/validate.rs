@@ -17,12 +17,14 @@
 //! of date. If `main` no longer descends from S (rolled back), that is a conflict too.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use iceberg::expr::{BoundPredicate, PredicateOperator};
 use iceberg::spec::{DataContentType, DataFile, Datum};
 use iceberg::table::Table;
 
 use super::snapshot::{LiveFile, ManifestCache, Overlap, PartitionKey, changes_of, overlap};
+use crate::keys::KeySet;
 use crate::{Error, Result};
 
 /// What a read-modify-write operation depends on.
@@ -32,6 +34,9 @@ pub(crate) struct ConflictCheck {
     pub since: Option<i64>,
     /// Rows the operation's decision depends on (bound to the current schema).
     pub filter: Option<BoundPredicate>,
+    /// Rows the operation's decision depends on, by key, with the key columns' field ids
+    /// ([`crate::keys`]): a file whose statistics allow one of the keys matters.
+    pub keys: Option<(Arc<KeySet>, Vec<i32>)>,
     /// Partitions the operation replaces or writes to, canonicalised.
     pub partitions: HashSet<PartitionKey>,
     /// Data files the operation removes (by path) and their partitions.
@@ -47,6 +52,13 @@ impl ConflictCheck {
             detail,
         };
         let filter = self.filter.clone().map(BoundPredicate::rewrite_not);
+        let read = |f: &DataFile| {
+            filter.as_ref().is_some_and(|p| may_match(p, f))
+                || self
+                    .keys
+                    .as_ref()
+                    .is_some_and(|(k, ids)| k.may_match(ids, f))
+        };
         // Ancestry first, from metadata alone: what the caller read must still be history.
         let mut between = Vec::new();
         let mut cursor = md.current_snapshot_id();
@@ -90,13 +102,13 @@ impl ConflictCheck {
                             f.file.partition()
                         )));
                     }
-                    if filter.as_ref().is_some_and(|p| may_match(p, &f.file)) {
+                    if read(&f.file) {
                         return Err(conflict(format!(
                             "snapshot {id} added {path}, which may hold rows this operation \
                              read (conflict detection filter)"
                         )));
                     }
-                } else if self.delete_applies(f, filter.as_ref()) {
+                } else if self.delete_applies(f, read(&f.file)) {
                     return Err(conflict(format!(
                         "snapshot {id} added delete file {path}, which may delete rows this \
                          operation read or rewrites; they would come back"
@@ -107,7 +119,7 @@ impl ConflictCheck {
                 let path = f.file.file_path();
                 if self.removed.contains(path)
                     || self.partitions.contains(&f.key())
-                    || filter.as_ref().is_some_and(|p| may_match(p, &f.file))
+                    || read(&f.file)
                 {
                     return Err(conflict(format!(
                         "snapshot {id} removed {path}, which this operation depends on"
@@ -122,14 +134,15 @@ impl ConflictCheck {
         self.partitions.iter().map(|(s, _)| *s).collect()
     }
 
-    fn delete_applies(&self, delete: &LiveFile, filter: Option<&BoundPredicate>) -> bool {
+    /// `read`: whether the delete file's statistics may match the rows this operation read.
+    fn delete_applies(&self, delete: &LiveFile, read: bool) -> bool {
         let key = delete.key();
         // A delete file of an unpartitioned spec (an empty tuple) may apply to any partition.
         let global = delete.file.partition().fields().is_empty();
         (!self.removed.is_empty() && (global || self.removed_partitions.contains(&key)))
             || self.partitions.contains(&key)
             || (global && !self.partitions.is_empty())
-            || filter.is_some_and(|p| may_match(p, &delete.file))
+            || read
     }
 }
 

@@ -20,7 +20,7 @@ use ops_core::write::WrittenFiles;
 use super::history::{MIGRATION_BATCH_PROPERTY, MIGRATION_JOB_PROPERTY, live_files};
 use crate::execute::worker::{BatchWork, Payload};
 use crate::plan::read::PlannedRead;
-use crate::{MigrationError, MigrationResult, Progress, Result, WriteMode};
+use crate::{MigrationError, MigrationResult, OnDuplicateKeys, Progress, Result, WriteMode};
 
 /// Commits batches in order (see the module docs).
 pub(crate) struct Committer {
@@ -47,6 +47,7 @@ pub(crate) struct Committer {
     foreign: HashMap<(i32, Struct), Vec<String>>,
     foreign_seen: HashSet<i64>,
     upsert_keys: Vec<String>,
+    on_duplicate_keys: OnDuplicateKeys,
     /// The destination as of this job's last commit.
     pub dest: Table,
     pub store: Option<CheckpointStore>,
@@ -76,6 +77,7 @@ pub(crate) struct CommitterSetup {
     pub mode: WriteMode,
     pub job_id: String,
     pub upsert_keys: Vec<String>,
+    pub on_duplicate_keys: OnDuplicateKeys,
     pub dest: Table,
     pub dest_snapshot_before: Option<i64>,
     pub store: Option<CheckpointStore>,
@@ -141,6 +143,7 @@ impl Committer {
             foreign: HashMap::new(),
             foreign_seen: HashSet::new(),
             upsert_keys: s.upsert_keys,
+            on_duplicate_keys: s.on_duplicate_keys,
             dest: s.dest,
             store: s.store,
             landed: s.landed,
@@ -533,6 +536,7 @@ impl Committer {
             &self.ident,
             &self.dest,
             &self.upsert_keys,
+            self.on_duplicate_keys,
             batches,
             props,
         )

@@ -25,7 +25,7 @@ use super::committer::{Committer, CommitterSetup};
 use super::history::{landed_batches, rolled_back};
 use crate::execute::worker::{BatchWork, Payload};
 use crate::plan::job::{MigrationPlan, TaskOutput, files_from_json};
-use crate::{MigrationError, MigrationResult, Result};
+use crate::{MigrationError, MigrationResult, OnDuplicateKeys, Result};
 
 impl MigrationPlan {
     /// Commits the outputs of every task in batch order, one commit per batch, tagged with the
@@ -144,6 +144,7 @@ impl MigrationPlan {
             mode: self.write_mode,
             job_id: self.job_id.clone(),
             upsert_keys: Vec::new(),
+            on_duplicate_keys: OnDuplicateKeys::Error,
             dest: dest_table.clone(),
             dest_snapshot_before: self.dest_snapshot_before,
             store,

@@ -1,39 +1,40 @@
 //! Upsert one chunk: copy-on-write, one commit, unchanged rows untouched.
 //!
-//! 1. Refuse a chunk holding a key twice (earlier chunks stay committed).
-//! 2. Read the destination rows with the chunk's keys (a key predicate pushed into the scan) at
-//!    the current snapshot `S`, and classify every chunk row: new key → insert; same key and
+//! 1. A key held twice in the chunk: refused (`on_duplicate_keys error`, earlier chunks stay
+//!    committed), or the last row of each key in the chunk's (the source's) order is kept
+//!    (`last`).
+//! 2. Read the destination rows with the chunk's keys at the current snapshot `S` — the scan is
+//!    pruned by a flat per-column predicate ([`KeySet::pruning_predicate`]: `IN` or range), the
+//!    rows it reads are matched exactly by the chunk's [`KeySet`] (row-encoded keys in a hash
+//!    table, one probe per row) — and classify every chunk row: new key → insert; same key and
 //!    same values → unchanged (not written); same key, other values → update.
-//! 3. One `OverwriteBuilder` commit: delete the updated keys' rows (copy-on-write
-//!    `overwrite_filter`), add the inserted and updated rows, validated from `S` with the chunk's
-//!    keys as the conflict filter — a concurrent writer touching those keys is a conflict, not a
-//!    silent lost update. Nothing to write → no commit.
+//! 3. One `OverwriteBuilder` commit: delete the updated keys' rows (copy-on-write,
+//!    [`OverwriteBuilder::delete_keys`]), add the inserted and updated rows, validated from `S`
+//!    with the chunk's keys as the conflict detection keys — a concurrent writer adding or
+//!    removing a file that may hold one of them is a conflict, not a silent lost update (Java's
+//!    `MergingSnapshotProducer` with the keys as its filter). Nothing to write → no commit.
 //!
-//! Keys: any primitive column but `time` (iceberg 0.10.1's reader cannot filter on it) —
-//! boolean, int, long, float, double, decimal, date, timestamp(tz)(_ns), string, uuid, fixed,
-//! binary. A NULL key is refused, as the seed's PyIceberg `Table.upsert` refuses it; so are NaN
-//! and -0.0 float keys, which a key filter cannot match one-to-one.
+//! Nothing here builds a predicate per key: a predicate naming every key is an `OR` of `AND`s
+//! as deep as the chunk is long, which overflowed the stack at 100,000 two-column keys.
+//!
+//! Keys: any primitive column — boolean, int, long, float, double, decimal, date, time,
+//! timestamp(tz)(_ns), string, uuid, fixed, binary. A NULL key is refused, as the seed's
+//! PyIceberg `Table.upsert` refuses it, and so is a NaN float key (it equals nothing, so its row
+//! would be inserted again on every run); `-0.0` and `0.0` are one key. Rows are compared with
+//! arrow's row format, map columns included ([`ops_core::rows`]).
 
 use std::collections::HashMap;
-use std::collections::HashSet;
 
-use arrow_array::cast::AsArray;
-use arrow_array::types::{
-    Date32Type, Decimal128Type, Float32Type, Float64Type, Int32Type, Int64Type,
-};
-use arrow_array::{Array, ArrayRef, RecordBatch, UInt32Array};
+use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch, UInt32Array};
 use arrow_cast::display::{ArrayFormatter, FormatOptions};
-use arrow_row::{RowConverter, SortField};
-use arrow_schema::DataType;
 use futures::StreamExt;
 use iceberg::TableIdent;
-use iceberg::expr::{Predicate, Reference};
-use iceberg::spec::{Datum, PrimitiveType};
 use iceberg::table::Table;
 use ops_core::CatalogHandle;
+use ops_core::keys::KeySet;
 use ops_core::ops::overwrite::OverwriteBuilder;
 
-use crate::{MigrationError, Result};
+use crate::{MigrationError, OnDuplicateKeys, Result};
 
 /// What one chunk's upsert did.
 pub(crate) struct UpsertOutcome {
@@ -48,6 +49,7 @@ pub(crate) async fn upsert_chunk(
     ident: &TableIdent,
     dest: &Table,
     keys: &[String],
+    duplicates: OnDuplicateKeys,
     batches: &[RecordBatch],
     properties: HashMap<String, String>,
 ) -> Result<UpsertOutcome> {
@@ -57,24 +59,25 @@ pub(crate) async fn upsert_chunk(
         .map(|b| ops_core::write::conform(b, &target))
         .collect::<ops_core::Result<Vec<_>>>()?;
     let batch = arrow_select::concat::concat_batches(&target, &conformed)?;
-    let key_idx: Vec<usize> = keys
-        .iter()
-        .map(|k| {
-            target.index_of(k).map_err(|_| {
-                MigrationError::InvalidInput(format!(
-                    "upsert key '{k}' is not a destination column"
-                ))
-            })
-        })
-        .collect::<Result<_>>()?;
-    let key_converter = converter(key_idx.iter().map(|&i| batch.column(i).data_type()))?;
-    let row_converter = converter(batch.columns().iter().map(|c| c.data_type()))?;
-    let key_cols: Vec<ArrayRef> = key_idx.iter().map(|&i| batch.column(i).clone()).collect();
     let schema = dest.metadata().current_schema();
-    let mut key_datums = Vec::with_capacity(keys.len());
-    for (k, col) in keys.iter().zip(&key_cols) {
+    let mut key_idx = Vec::with_capacity(keys.len());
+    for k in keys {
+        let i = target.index_of(k).map_err(|_| {
+            MigrationError::InvalidInput(format!("upsert key '{k}' is not a destination column"))
+        })?;
+        if schema
+            .field_by_name(k)
+            .and_then(|f| f.field_type.as_primitive_type())
+            .is_none()
+        {
+            return Err(MigrationError::InvalidInput(format!(
+                "upsert key '{k}' is not a primitive column of the destination; keys must be \
+                 primitive columns"
+            )));
+        }
+        let col = batch.column(i);
         // As the seed's PyIceberg `Table.upsert` (which fails on a None key literal): a NULL key
-        // cannot be matched by the key filter, so it is refused rather than guessed at.
+        // matches no row, so it is refused rather than guessed at.
         if col.null_count() > 0 {
             return Err(MigrationError::InvalidInput(format!(
                 "upsert key column '{k}' holds {} null value(s) in this batch; upsert keys must \
@@ -83,66 +86,78 @@ pub(crate) async fn upsert_chunk(
                 col.null_count()
             )));
         }
-        let ty = schema
-            .field_by_name(k)
-            .and_then(|f| f.field_type.as_primitive_type())
-            .ok_or_else(|| {
-                MigrationError::InvalidInput(format!(
-                    "upsert key '{k}' is not a primitive column of the destination; keys must \
-                     be primitive columns"
-                ))
-            })?;
-        key_datums.push(datums(col, ty, k)?);
-    }
-    let chunk_keys = key_converter.convert_columns(&key_cols)?;
-    let chunk_rows = row_converter.convert_columns(batch.columns())?;
-    let mut first_row: HashMap<Vec<u8>, usize> = HashMap::new();
-    for i in 0..batch.num_rows() {
-        if let Some(&j) = first_row.get(chunk_keys.row(i).as_ref()) {
+        if let Some(row) = nan_row(col) {
             return Err(MigrationError::InvalidInput(format!(
-                "upsert batch holds key ({}) twice (rows {j} and {i} of the batch); \
-                 deduplicate the source on the upsert keys",
-                describe_key(&key_cols, i)
+                "upsert key '{k}' is NaN in row {row} of this batch; a NaN key equals no row, so \
+                 it would be inserted again on every run — clean the key or filter those rows out"
             )));
         }
-        first_row.insert(chunk_keys.row(i).as_ref().to_vec(), i);
+        key_idx.push(i);
+    }
+    let key_cols = |b: &RecordBatch| -> Vec<ArrayRef> {
+        key_idx.iter().map(|&i| b.column(i).clone()).collect()
+    };
+    let mut chunk_keys = KeySet::new(keys.iter().cloned(), key_cols(&batch))?;
+    let mut positions = chunk_keys.positions(&key_cols(&batch))?;
+    let mut batch = batch;
+    if chunk_keys.len() < batch.num_rows() {
+        let keep = distinct_rows(&positions, chunk_keys.len(), duplicates, &batch, &key_idx)?;
+        batch = arrow_select::take::take_record_batch(&batch, &UInt32Array::from(keep))?;
+        // Re-indexed so that a key's position is its row in the deduplicated chunk.
+        chunk_keys = KeySet::new(keys.iter().cloned(), key_cols(&batch))?;
+        positions = chunk_keys.positions(&key_cols(&batch))?;
     }
 
-    let all_keys = key_predicate(keys, &key_datums, 0..batch.num_rows());
     let since = dest.metadata().current_snapshot_id();
-    let mut existing: HashMap<Vec<u8>, Vec<u8>> = HashMap::new();
+    // The encoded destination row of each chunk key found there, by key position.
+    let mut existing: Vec<Option<Box<[u8]>>> = vec![None; chunk_keys.len()];
     if since.is_some() {
-        // The key range, not the key list: iceberg's reader tests an `IN` list one literal at a
-        // time for every row (minutes for a 50,000-key chunk); a range prunes files by their
-        // bounds just as well and costs two comparisons a row. Rows are matched exactly below.
-        let range = key_range(keys, &key_datums);
-        let mut stream = ops_core::scan::scan_filtered(dest, since, Some(range)).await?;
+        let converter = ops_core::rows::converter(target.fields().iter().map(|f| f.data_type()))?;
+        let pruning = chunk_keys.pruning_predicate(dest);
+        let mut stream = ops_core::scan::scan_filtered(dest, since, Some(pruning)).await?;
         while let Some(b) = stream.next().await {
             let b = ops_core::write::conform(&b?, &target)?;
-            let kc: Vec<ArrayRef> = key_idx.iter().map(|&i| b.column(i).clone()).collect();
-            let ks = key_converter.convert_columns(&kc)?;
-            let rs = row_converter.convert_columns(b.columns())?;
-            for i in 0..b.num_rows() {
-                let key = ks.row(i);
-                if first_row.contains_key(key.as_ref()) {
-                    existing.insert(key.as_ref().to_vec(), rs.row(i).as_ref().to_vec());
-                }
+            let found = chunk_keys.positions(&key_cols(&b))?;
+            let mask: BooleanArray = found.iter().map(|p| Some(p.is_some())).collect();
+            if mask.true_count() == 0 {
+                continue;
+            }
+            let hits = arrow_select::filter::filter_record_batch(&b, &mask)?;
+            let rows = ops_core::rows::convert(&converter, hits.columns())?;
+            for (r, pos) in found.into_iter().flatten().enumerate() {
+                existing[pos as usize] = Some(rows.row(r).as_ref().into());
             }
         }
     }
     let mut write: Vec<u32> = Vec::new();
-    let mut updated: Vec<usize> = Vec::new();
+    let mut updated: Vec<u32> = Vec::new();
     let mut inserted = 0u64;
-    for i in 0..batch.num_rows() {
-        match existing.get(chunk_keys.row(i).as_ref()) {
+    let mut chunk_rows = None;
+    for (i, pos) in positions.iter().enumerate() {
+        let Some(pos) = pos else {
+            return Err(MigrationError::InvalidInput(format!(
+                "upsert row {i} of this batch lost its key while being matched; please report"
+            )));
+        };
+        match &existing[*pos as usize] {
             None => {
                 inserted += 1;
                 write.push(i as u32);
             }
-            Some(row) if row.as_slice() == chunk_rows.row(i).as_ref() => {}
-            Some(_) => {
-                updated.push(i);
-                write.push(i as u32);
+            Some(stored) => {
+                // Encoded only when some key exists in the destination.
+                if chunk_rows.is_none() {
+                    let converter =
+                        ops_core::rows::converter(target.fields().iter().map(|f| f.data_type()))?;
+                    chunk_rows = Some(ops_core::rows::convert(&converter, batch.columns())?);
+                }
+                let same = chunk_rows
+                    .as_ref()
+                    .is_some_and(|rows| rows.row(i).as_ref() == &**stored);
+                if !same {
+                    updated.push(i as u32);
+                    write.push(i as u32);
+                }
             }
         }
     }
@@ -159,25 +174,76 @@ pub(crate) async fn upsert_chunk(
     let mut builder = OverwriteBuilder::new(handle, ident.clone())
         .add_written(written)
         .validate_from_snapshot(since)
-        .conflict_detection_filter(all_keys)
+        .conflict_detection_keys(std::sync::Arc::new(chunk_keys))
         .with_properties(properties);
+    let updated_count = updated.len() as u64;
     if !updated.is_empty() {
-        builder =
-            builder.overwrite_filter(key_predicate(keys, &key_datums, updated.iter().copied()));
+        let take = UInt32Array::from(updated);
+        let cols = key_cols(&batch)
+            .iter()
+            .map(|c| arrow_select::take::take(c.as_ref(), &take, None))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        builder = builder.delete_keys(std::sync::Arc::new(KeySet::new(
+            keys.iter().cloned(),
+            cols,
+        )?));
     }
     let (table, metrics) = builder.await?;
     Ok(UpsertOutcome {
         table: Some(table),
         snapshot: Some(metrics.snapshot_id),
         inserted,
-        updated: updated.len() as u64,
+        updated: updated_count,
     })
 }
 
-fn converter<'a>(types: impl Iterator<Item = &'a DataType>) -> Result<RowConverter> {
-    Ok(RowConverter::new(
-        types.map(|t| SortField::new(t.clone())).collect(),
-    )?)
+/// The rows of a chunk to keep, one per key, in chunk order: with `Error`, a key held twice is
+/// refused; with `Last`, each key's last row is kept. `positions`: each row's key position
+/// among `distinct` keys.
+fn distinct_rows(
+    positions: &[Option<u32>],
+    distinct: usize,
+    duplicates: OnDuplicateKeys,
+    batch: &RecordBatch,
+    key_idx: &[usize],
+) -> Result<Vec<u32>> {
+    let mut last: Vec<Option<u32>> = vec![None; distinct];
+    for (i, pos) in positions.iter().enumerate() {
+        let Some(pos) = pos else { continue };
+        let slot = &mut last[*pos as usize];
+        if let (OnDuplicateKeys::Error, Some(j)) = (duplicates, *slot) {
+            let cols: Vec<ArrayRef> = key_idx.iter().map(|&k| batch.column(k).clone()).collect();
+            return Err(MigrationError::InvalidInput(format!(
+                "upsert batch holds key ({}) twice (rows {j} and {i} of the batch); deduplicate \
+                 the source on the upsert keys, or keep the last row of each key with \
+                 --on-duplicate-keys last",
+                describe_key(&cols, i)
+            )));
+        }
+        *slot = Some(i as u32);
+    }
+    let mut keep: Vec<u32> = last.into_iter().flatten().collect();
+    keep.sort_unstable();
+    Ok(keep)
+}
+
+/// The first row of `col` holding NaN, if it is a float column.
+fn nan_row(col: &ArrayRef) -> Option<usize> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Float32Type, Float64Type};
+    match col.data_type() {
+        arrow_schema::DataType::Float32 => col
+            .as_primitive::<Float32Type>()
+            .values()
+            .iter()
+            .position(|v| v.is_nan()),
+        arrow_schema::DataType::Float64 => col
+            .as_primitive::<Float64Type>()
+            .values()
+            .iter()
+            .position(|v| v.is_nan()),
+        _ => None,
+    }
 }
 
 fn describe_key(cols: &[ArrayRef], row: usize) -> String {
@@ -192,198 +258,62 @@ fn describe_key(cols: &[ArrayRef], row: usize) -> String {
         .join(", ")
 }
 
-/// The key values of `col` (no nulls: refused before) as Iceberg literals of the key column's
-/// type `ty`, for the key filter.
-///
-/// Float and double keys: NaN is refused (it equals nothing under IEEE comparison, so its row
-/// could never be found again and every run would insert it anew), and so is -0.0 (equal to 0.0
-/// under IEEE comparison — the overwrite filter's — but a different key to arrow's row format),
-/// so each key value has one meaning.
-fn datums(col: &ArrayRef, ty: &PrimitiveType, name: &str) -> Result<Vec<Datum>> {
-    let rows = col.len();
-    let unsupported = || {
-        MigrationError::InvalidInput(format!(
-            "upsert key '{name}' has type {ty} (Arrow {}), which upsert keys do not support; use \
-             a boolean, int, long, float, double, decimal, date, timestamp, timestamptz, string, \
-             uuid, fixed or binary column",
-            col.data_type()
-        ))
-    };
-    let as_i64 = |col: &ArrayRef| -> Result<Vec<i64>> {
-        let raw = arrow_cast::cast(col, &DataType::Int64)?;
-        Ok(raw.as_primitive::<Int64Type>().values().to_vec())
-    };
-    let float_check = |v: f64, row: usize| -> Result<()> {
-        if v.is_nan() || (v == 0.0 && v.is_sign_negative()) {
-            return Err(MigrationError::InvalidInput(format!(
-                "upsert key '{name}' is {} in row {row} of this batch; a NaN or -0.0 float key \
-                 cannot be matched reliably (NaN equals nothing, -0.0 equals 0.0 in a filter) \
-                 — clean the key or filter those rows out",
-                if v.is_nan() { "NaN" } else { "-0.0" }
-            )));
-        }
-        Ok(())
-    };
-    Ok(match (ty, col.data_type()) {
-        (PrimitiveType::Boolean, DataType::Boolean) => {
-            let a = col.as_boolean();
-            (0..rows).map(|r| Datum::bool(a.value(r))).collect()
-        }
-        (PrimitiveType::Int, DataType::Int32) => {
-            let a = col.as_primitive::<Int32Type>();
-            (0..rows).map(|r| Datum::int(a.value(r))).collect()
-        }
-        (PrimitiveType::Date, DataType::Date32) => {
-            let a = col.as_primitive::<Date32Type>();
-            (0..rows).map(|r| Datum::date(a.value(r))).collect()
-        }
-        (PrimitiveType::Long, DataType::Int64) => {
-            let a = col.as_primitive::<Int64Type>();
-            (0..rows).map(|r| Datum::long(a.value(r))).collect()
-        }
-        (PrimitiveType::Float, DataType::Float32) => {
-            let a = col.as_primitive::<Float32Type>();
-            (0..rows)
-                .map(|r| {
-                    float_check(f64::from(a.value(r)), r)?;
-                    Ok(Datum::float(a.value(r)))
-                })
-                .collect::<Result<_>>()?
-        }
-        (PrimitiveType::Double, DataType::Float64) => {
-            let a = col.as_primitive::<Float64Type>();
-            (0..rows)
-                .map(|r| {
-                    float_check(a.value(r), r)?;
-                    Ok(Datum::double(a.value(r)))
-                })
-                .collect::<Result<_>>()?
-        }
-        (PrimitiveType::Decimal { .. }, DataType::Decimal128(..)) => {
-            let a = col.as_primitive::<Decimal128Type>();
-            (0..rows)
-                .map(|r| Datum::try_from_bytes(&a.value(r).to_be_bytes(), ty.clone()))
-                .collect::<iceberg::Result<_>>()?
-        }
-        // iceberg 0.10.1's reader cannot turn a time literal into an Arrow filter (it panics),
-        // and the key lookup is such a filter.
-        (PrimitiveType::Time, _) => {
-            return Err(MigrationError::InvalidInput(format!(
-                "upsert key '{name}' has type time, which iceberg 0.10.1 cannot filter on; use \
-                 a long key (microseconds since midnight) or another key column"
-            )));
-        }
-        (
-            PrimitiveType::Timestamp
-            | PrimitiveType::Timestamptz
-            | PrimitiveType::TimestampNs
-            | PrimitiveType::TimestamptzNs,
-            DataType::Timestamp(..),
-        ) => as_i64(col)?
-            .into_iter()
-            .map(|v| Datum::try_from_bytes(&v.to_le_bytes(), ty.clone()))
-            .collect::<iceberg::Result<_>>()?,
-        (PrimitiveType::String, DataType::Utf8) => {
-            let a = col.as_string::<i32>();
-            (0..rows).map(|r| Datum::string(a.value(r))).collect()
-        }
-        (PrimitiveType::String, DataType::LargeUtf8) => {
-            let a = col.as_string::<i64>();
-            (0..rows).map(|r| Datum::string(a.value(r))).collect()
-        }
-        (PrimitiveType::Uuid | PrimitiveType::Fixed(_), DataType::FixedSizeBinary(_)) => {
-            let a = col.as_fixed_size_binary();
-            (0..rows)
-                .map(|r| Datum::try_from_bytes(a.value(r), ty.clone()))
-                .collect::<iceberg::Result<_>>()?
-        }
-        (PrimitiveType::Binary, DataType::LargeBinary) => {
-            let a = col.as_binary::<i64>();
-            (0..rows)
-                .map(|r| Datum::binary(a.value(r).iter().copied()))
-                .collect()
-        }
-        (PrimitiveType::Binary, DataType::Binary) => {
-            let a = col.as_binary::<i32>();
-            (0..rows)
-                .map(|r| Datum::binary(a.value(r).iter().copied()))
-                .collect()
-        }
-        _ => return Err(unsupported()),
-    })
-}
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
 
-/// Rows whose keys are those of `rows` (`datums`: one vector of key values per key column).
-/// `min <= k AND k <= max` for every key column whose values are ordered (all of them but
-/// mixed or unordered literals, which are left unbounded).
-fn key_range(keys: &[String], datums: &[Vec<Datum>]) -> Predicate {
-    let mut out = Predicate::AlwaysTrue;
-    for (k, col) in keys.iter().zip(datums) {
-        let mut bounds: Option<(&Datum, &Datum)> = None;
-        let mut ordered = true;
-        for d in col {
-            bounds = match bounds {
-                None => Some((d, d)),
-                Some((lo, hi)) => match (d.partial_cmp(lo), d.partial_cmp(hi)) {
-                    (Some(a), Some(b)) => Some((
-                        if a.is_lt() { d } else { lo },
-                        if b.is_gt() { d } else { hi },
-                    )),
-                    _ => {
-                        ordered = false;
-                        break;
-                    }
-                },
-            };
-        }
-        if let (true, Some((lo, hi))) = (ordered, bounds) {
-            let range = Reference::new(k.clone())
-                .greater_than_or_equal_to(lo.clone())
-                .and(Reference::new(k.clone()).less_than_or_equal_to(hi.clone()));
-            out = match out {
-                Predicate::AlwaysTrue => range,
-                p => p.and(range),
-            };
-        }
-    }
-    out
-}
+    use arrow_array::{Int64Array, StringArray};
+    use arrow_schema::{DataType, Field, Schema};
 
-fn key_predicate(
-    keys: &[String],
-    datums: &[Vec<Datum>],
-    rows: impl Iterator<Item = usize>,
-) -> Predicate {
-    let rows: Vec<usize> = rows.collect();
-    if let ([key], [col]) = (keys, datums) {
-        let mut seen = HashSet::new();
-        let mut values = Vec::with_capacity(rows.len());
-        for r in rows {
-            if let Some(d) = col.get(r)
-                && seen.insert(d.literal().clone())
-            {
-                values.push(d.clone());
-            }
-        }
-        return Reference::new(key.clone()).is_in(values);
+    use super::*;
+
+    fn chunk() -> (RecordBatch, Vec<Option<u32>>, usize) {
+        let batch = RecordBatch::try_new(
+            Arc::new(Schema::new(vec![
+                Field::new("k", DataType::Int64, false),
+                Field::new("t", DataType::Utf8, false),
+                Field::new("v", DataType::Utf8, true),
+            ])),
+            vec![
+                Arc::new(Int64Array::from(vec![1, 2, 1, 3, 2, 1])),
+                Arc::new(StringArray::from(vec!["a", "a", "a", "a", "b", "a"])),
+                Arc::new(StringArray::from(vec!["r0", "r1", "r2", "r3", "r4", "r5"])),
+            ],
+        )
+        .unwrap();
+        let keys = KeySet::new(
+            ["k", "t"],
+            vec![batch.column(0).clone(), batch.column(1).clone()],
+        )
+        .unwrap();
+        let positions = keys
+            .positions(&[batch.column(0).clone(), batch.column(1).clone()])
+            .unwrap();
+        (batch, positions, keys.len())
     }
-    let mut out: Option<Predicate> = None;
-    for r in rows {
-        let mut conj: Option<Predicate> = None;
-        for (k, c) in keys.iter().zip(datums) {
-            let Some(d) = c.get(r) else { continue };
-            let eq = Reference::new(k.clone()).equal_to(d.clone());
-            conj = Some(match conj {
-                None => eq,
-                Some(p) => p.and(eq),
-            });
-        }
-        if let Some(c) = conj {
-            out = Some(match out {
-                None => c,
-                Some(p) => p.or(c),
-            });
-        }
+
+    #[test]
+    fn the_last_row_of_each_key_is_kept_in_chunk_order() {
+        let (batch, positions, distinct) = chunk();
+        assert_eq!(distinct, 4);
+        let keep = distinct_rows(&positions, distinct, OnDuplicateKeys::Last, &batch, &[0, 1]);
+        // (1,a): rows 0, 2, 5 → 5; (2,a): 1; (3,a): 3; (2,b): 4.
+        assert_eq!(keep.unwrap(), vec![1, 3, 4, 5]);
     }
-    out.unwrap_or(Predicate::AlwaysFalse)
+
+    #[test]
+    fn a_repeated_key_is_an_error_naming_it_and_its_rows() {
+        let (batch, positions, distinct) = chunk();
+        let err = distinct_rows(
+            &positions,
+            distinct,
+            OnDuplicateKeys::Error,
+            &batch,
+            &[0, 1],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("key (1, a) twice (rows 0 and 2"), "{err}");
+        assert!(err.contains("--on-duplicate-keys last"), "{err}");
+    }
 }

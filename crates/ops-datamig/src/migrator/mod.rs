@@ -48,8 +48,8 @@ use crate::plan::read::PlannedRead;
 use crate::plan::route::{route_planned, routes_of};
 use crate::types::TableRef;
 use crate::{
-    CopyMode, MigrationError, MigrationResult, PartitionStrategy, Progress, Result, RowFilter,
-    VerificationResult, VerifyMethod, WriteMode,
+    CopyMode, MigrationError, MigrationResult, OnDuplicateKeys, PartitionStrategy, Progress,
+    Result, RowFilter, VerificationResult, VerifyMethod, WriteMode,
 };
 
 /// The default `batch_rows`.
@@ -73,6 +73,7 @@ pub struct DataMigrator {
     batch_rows: usize,
     write_mode: WriteMode,
     upsert_keys: Option<Vec<String>>,
+    on_duplicate_keys: OnDuplicateKeys,
     checkpoint: Option<PathBuf>,
     progress: Option<Progress>,
     dry_run: bool,
@@ -98,6 +99,7 @@ impl std::fmt::Debug for DataMigrator {
             .field("batch_rows", &self.batch_rows)
             .field("write_mode", &self.write_mode)
             .field("upsert_keys", &self.upsert_keys)
+            .field("on_duplicate_keys", &self.on_duplicate_keys)
             .field("checkpoint", &self.checkpoint)
             .field("dry_run", &self.dry_run)
             .finish_non_exhaustive()
@@ -130,6 +132,7 @@ impl DataMigrator {
             batch_rows: DEFAULT_BATCH_ROWS,
             write_mode: WriteMode::Append,
             upsert_keys: None,
+            on_duplicate_keys: OnDuplicateKeys::Error,
             checkpoint: None,
             progress: None,
             dry_run: false,
@@ -180,6 +183,13 @@ impl DataMigrator {
     /// The key columns of an upsert (destination names); required for upsert only.
     pub fn upsert_keys(mut self, keys: impl IntoIterator<Item = impl Into<String>>) -> Self {
         self.upsert_keys = Some(keys.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// What an upsert does with a key repeated within one chunk: refuse it (the default) or
+    /// keep the row that comes last in the source's order (see [`OnDuplicateKeys`]).
+    pub fn on_duplicate_keys(mut self, rule: OnDuplicateKeys) -> Self {
+        self.on_duplicate_keys = rule;
         self
     }
 
@@ -334,9 +344,13 @@ impl DataMigrator {
             source_snapshot_id: snapshot_id,
             ..MigrationResult::default()
         };
-        let read = PlannedRead::plan(&source, snapshot_id, predicate.clone())
+        let mut read = PlannedRead::plan(&source, snapshot_id, predicate.clone())
             .await?
             .in_schema(source_schema.clone());
+        if self.write_mode == WriteMode::Upsert {
+            // A later row of a key wins: newer commits' files after older ones.
+            read.order_by_sequence_number(&source).await?;
+        }
         let total = read.exact_rows();
         self.last_source_snapshot = snapshot_id;
         result.copy_mode = self.copy_mode;
@@ -444,6 +458,7 @@ impl DataMigrator {
             mode: self.write_mode,
             job_id: job_id.clone(),
             upsert_keys: self.upsert_keys.clone().unwrap_or_default(),
+            on_duplicate_keys: self.on_duplicate_keys,
             dest: dest.clone(),
             dest_snapshot_before,
             store: store.take(),

@@ -24,7 +24,9 @@ use ops_reconcile::ReconciliationPlan;
 
 use super::DataMigrator;
 use crate::plan::read::PlannedRead;
-use crate::{MigrationError, MigrationResult, PartitionStrategy, Result, WriteMode};
+use crate::{
+    MigrationError, MigrationResult, OnDuplicateKeys, PartitionStrategy, Result, WriteMode,
+};
 
 impl DataMigrator {
     /// Checks the settings alone (the seed's constructor `ValueError`s).
@@ -75,6 +77,14 @@ impl DataMigrator {
                 }
             }
             (None, _) => {}
+        }
+        if self.on_duplicate_keys != OnDuplicateKeys::Error && self.write_mode != WriteMode::Upsert
+        {
+            return Err(MigrationError::InvalidInput(format!(
+                "on_duplicate_keys is only used by write_mode upsert, not {}; drop it or set \
+                 write_mode upsert",
+                self.write_mode
+            )));
         }
         Ok(())
     }

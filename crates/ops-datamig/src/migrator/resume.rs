@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use super::DataMigrator;
 use crate::commit::history::rolled_back;
 use crate::plan::job::MigrationTask;
-use crate::{MigrationError, Result, RowFilter};
+use crate::{MigrationError, OnDuplicateKeys, Result, RowFilter};
 
 impl DataMigrator {
     /// The settings a resumed run must share with the run that started the checkpoint.
@@ -51,7 +51,16 @@ impl DataMigrator {
             },
         });
         match settings {
-            Value::Object(m) => m,
+            Value::Object(mut m) => {
+                // Only when not the default: checkpoints from before the setting existed resume.
+                if self.on_duplicate_keys != OnDuplicateKeys::Error {
+                    m.insert(
+                        "on_duplicate_keys".into(),
+                        json!(self.on_duplicate_keys.as_str()),
+                    );
+                }
+                m
+            }
             _ => JobIdentity::new(),
         }
     }

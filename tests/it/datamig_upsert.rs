@@ -1,0 +1,655 @@
+//! Upsert at scale and by shape: composite keys of every key type (1–4 columns), a 100k-row
+//! two-column-key chunk (once a stack overflow), a racing writer touching a chunk's keys,
+//! `on_duplicate_keys last` across commits and within a file, map columns, and the corpus `keys`
+//! table against PyIceberg's own `Table.upsert` on a twin. PyIceberg reads every result.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+use iceberg::spec::{NestedField, PrimitiveType, Schema, Type};
+use iceberg::table::Table;
+use iceberg::{NamespaceIdent, TableCreation, TableIdent};
+use ops_core::CatalogHandle;
+use ops_datamig::{DataMigrator, OnDuplicateKeys, WriteMode};
+use serde_json::{Value, json};
+
+use crate::common::*;
+
+fn sqlite(dir: &std::path::Path) -> BTreeMap<String, String> {
+    props(&[
+        ("type", "sql"),
+        ("uri", &format!("sqlite:///{}/catalog.db", dir.display())),
+        ("warehouse", &format!("file://{}/wh", dir.display())),
+    ])
+}
+
+fn py(catalog: &BTreeMap<String, String>, code: &str) -> anyhow::Result<Value> {
+    ops_tests::oracle::pyiceberg("lake", catalog, code)
+}
+
+fn sorted(mut rows: Vec<Value>) -> Vec<Value> {
+    rows.sort_by_key(|r| r.to_string());
+    rows
+}
+
+fn rows_of(v: &Value) -> Vec<Value> {
+    sorted(v.as_array().cloned().unwrap_or_default())
+}
+
+/// `ns.name(<key columns> required, v string)`, unpartitioned; key columns `k0`, `k1`, ...
+async fn keyed(
+    handle: &CatalogHandle,
+    ns: &str,
+    name: &str,
+    types: &[PrimitiveType],
+) -> anyhow::Result<Table> {
+    let catalog = handle.catalog();
+    let namespace = NamespaceIdent::new(ns.into());
+    if !catalog.namespace_exists(&namespace).await? {
+        catalog.create_namespace(&namespace, HashMap::new()).await?;
+    }
+    let mut fields: Vec<_> = types
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            NestedField::required(i as i32 + 1, format!("k{i}"), Type::Primitive(t.clone())).into()
+        })
+        .collect();
+    fields.push(
+        NestedField::optional(
+            types.len() as i32 + 1,
+            "v",
+            Type::Primitive(PrimitiveType::String),
+        )
+        .into(),
+    );
+    let schema = Schema::builder().with_fields(fields).build()?;
+    Ok(catalog
+        .create_table(
+            &namespace,
+            TableCreation::builder()
+                .name(name.into())
+                .schema(schema)
+                .build(),
+        )
+        .await?)
+}
+
+/// Appends one file of `keys` (one array per key column, cast to the table's types) and `v`.
+async fn append(
+    handle: &CatalogHandle,
+    table: &Table,
+    keys: Vec<ArrayRef>,
+    v: Vec<String>,
+) -> anyhow::Result<()> {
+    let target = ops_core::write::table_arrow_schema(table)?;
+    let mut columns = Vec::new();
+    for (k, field) in keys.iter().zip(target.fields()) {
+        columns.push(arrow_cast::cast(k, field.data_type())?);
+    }
+    columns.push(arrow_cast::cast(
+        &(Arc::new(StringArray::from(v)) as ArrayRef),
+        target.field(keys.len()).data_type(),
+    )?);
+    let batch = RecordBatch::try_new(target, columns)?;
+    ops_core::append::append(
+        handle,
+        table,
+        futures::stream::iter([Ok(batch)]),
+        HashMap::new(),
+    )
+    .await?;
+    Ok(())
+}
+
+fn upsert(handle: &CatalogHandle, src: [&str; 2], dst: [&str; 2], keys: &[&str]) -> DataMigrator {
+    DataMigrator::new(
+        handle,
+        TableIdent::from_strs(src).expect("static names"),
+        handle,
+        TableIdent::from_strs(dst).expect("static names"),
+    )
+    .write_mode(WriteMode::Upsert)
+    .upsert_keys(keys.iter().copied())
+}
+
+/// Five distinct values of `ty` (two for boolean) at `rows`, as an Arrow array.
+fn values(ty: &PrimitiveType, rows: &[usize]) -> anyhow::Result<ArrayRef> {
+    fn pick<T: Copy>(v: &[T], rows: &[usize]) -> Vec<T> {
+        rows.iter().map(|&r| v[r % v.len()]).collect()
+    }
+    const MICROS: [i64; 5] = [
+        1_700_000_000_000_000,
+        1_700_000_000_000_001,
+        -1,
+        0,
+        1_800_000_000_123_456,
+    ];
+    const FIXED: [[u8; 16]; 5] = [[1; 16], [2; 16], [0; 16], [0xff; 16], [7; 16]];
+    Ok(match ty {
+        PrimitiveType::Boolean => {
+            Arc::new(arrow_array::BooleanArray::from(pick(&[false, true], rows)))
+        }
+        PrimitiveType::Int => Arc::new(arrow_array::Int32Array::from(pick(
+            &[3, -1, 0, i32::MAX, 7],
+            rows,
+        ))),
+        PrimitiveType::Long => {
+            Arc::new(Int64Array::from(pick(&[3, -1, 0, i64::MIN, 1 << 40], rows)))
+        }
+        PrimitiveType::Float => Arc::new(arrow_array::Float32Array::from(pick(
+            &[1.5, -2.25, 0.0, 1e30, 3.0],
+            rows,
+        ))),
+        PrimitiveType::Double => Arc::new(arrow_array::Float64Array::from(pick(
+            &[1.5, -2.25, 0.0, 1e300, 3.0],
+            rows,
+        ))),
+        PrimitiveType::Decimal { precision, scale } => Arc::new(
+            arrow_array::Decimal128Array::from(pick(&[150i128, -150, 1, 99_999_999, 0], rows))
+                .with_precision_and_scale(*precision as u8, *scale as i8)?,
+        ),
+        PrimitiveType::Date => Arc::new(arrow_array::Date32Array::from(pick(
+            &[0, -1, 19_000, 20_000, 1],
+            rows,
+        ))),
+        PrimitiveType::Time => Arc::new(arrow_array::Time64MicrosecondArray::from(pick(
+            &[0, 3_600_000_000, 1, 86_399_999_999, 5],
+            rows,
+        ))),
+        PrimitiveType::Timestamp => Arc::new(arrow_array::TimestampMicrosecondArray::from(pick(
+            &MICROS, rows,
+        ))),
+        PrimitiveType::Timestamptz => Arc::new(
+            arrow_array::TimestampMicrosecondArray::from(pick(&MICROS, rows))
+                .with_timezone("+00:00"),
+        ),
+        PrimitiveType::String => {
+            Arc::new(StringArray::from(pick(&["a", "", "é", "zz", "b"], rows)))
+        }
+        PrimitiveType::Uuid | PrimitiveType::Fixed(_) => Arc::new(
+            arrow_array::FixedSizeBinaryArray::try_from_iter(pick(&FIXED, rows).into_iter())?,
+        ),
+        PrimitiveType::Binary => {
+            let v: [&[u8]; 5] = [b"a", b"\x00\xff", b"", b"abc", b"zz"];
+            Arc::new(arrow_array::LargeBinaryArray::from(pick(&v, rows)))
+        }
+        other => anyhow::bail!("no test values for {other}"),
+    })
+}
+
+/// Every key type, in 1 to 4 key columns (boolean from 2, with a long beside it: it has two
+/// values). The source holds keys K0..K3, the destination K0 (same row), K1 (another value)
+/// and K4; after the upsert the destination holds the source's rows and its K4 row (PyIceberg
+/// reads both), one update and two inserts; a second run changes nothing. Column `j` of row `r`
+/// holds value `(r + j) mod 5` of its type, so every key column takes part in the key.
+#[tokio::test(flavor = "multi_thread")]
+async fn composite_keys_of_every_type_upsert_in_one_to_four_columns() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let cat = sqlite(dir.path());
+    let handle = open("lake", &cat).await?;
+    let types = [
+        PrimitiveType::Boolean,
+        PrimitiveType::Int,
+        PrimitiveType::Long,
+        PrimitiveType::Float,
+        PrimitiveType::Double,
+        PrimitiveType::Decimal {
+            precision: 10,
+            scale: 2,
+        },
+        PrimitiveType::Date,
+        PrimitiveType::Time,
+        PrimitiveType::Timestamp,
+        PrimitiveType::Timestamptz,
+        PrimitiveType::String,
+        PrimitiveType::Uuid,
+        PrimitiveType::Fixed(16),
+        PrimitiveType::Binary,
+    ];
+    let mut names = Vec::new();
+    for (t, ty) in types.iter().enumerate() {
+        for n in 1..=4usize {
+            let cols: Vec<PrimitiveType> = if *ty == PrimitiveType::Boolean {
+                if n == 1 {
+                    continue;
+                }
+                (0..n)
+                    .map(|j| {
+                        if j % 2 == 0 {
+                            PrimitiveType::Boolean
+                        } else {
+                            PrimitiveType::Long
+                        }
+                    })
+                    .collect()
+            } else {
+                vec![ty.clone(); n]
+            };
+            let name = format!("t{t}_{n}");
+            let src = keyed(&handle, "src", &name, &cols).await?;
+            let dst = keyed(&handle, "dst", &name, &cols).await?;
+            let key_cols = |rows: &[usize]| -> anyhow::Result<Vec<ArrayRef>> {
+                cols.iter()
+                    .enumerate()
+                    .map(|(j, c)| {
+                        let shifted: Vec<usize> = rows.iter().map(|r| r + j).collect();
+                        values(c, &shifted)
+                    })
+                    .collect()
+            };
+            append(
+                &handle,
+                &src,
+                key_cols(&[0, 1, 2, 3])?,
+                vec!["s0".into(), "s1".into(), "s2".into(), "s3".into()],
+            )
+            .await?;
+            append(
+                &handle,
+                &dst,
+                key_cols(&[0, 1, 4])?,
+                vec!["s0".into(), "old".into(), "kept".into()],
+            )
+            .await?;
+            names.push((name, n));
+        }
+    }
+    let list = serde_json::to_string(&names.iter().map(|(n, _)| n).collect::<Vec<_>>())?;
+    let before = py(
+        &cat,
+        &format!(
+            "emit({{n: {{'src': rows(catalog.load_table('src.' + n)), 'kept': [r for r in \
+             rows(catalog.load_table('dst.' + n)) if r['v'] == 'kept']}} for n in {list}}})"
+        ),
+    )?;
+    for (name, n) in &names {
+        let keys: Vec<String> = (0..*n).map(|j| format!("k{j}")).collect();
+        let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+        let run = || {
+            upsert(
+                &handle,
+                ["src", name.as_str()],
+                ["dst", name.as_str()],
+                &keys,
+            )
+            .batch_rows(3)
+        };
+        let result = run().run().await?;
+        assert_eq!(
+            (result.rows_inserted, result.rows_updated),
+            (Some(2), Some(1)),
+            "{name}"
+        );
+        let again = run().run().await?;
+        assert_eq!(
+            (again.rows_inserted, again.rows_updated),
+            (Some(0), Some(0)),
+            "{name} again"
+        );
+    }
+    let after = py(
+        &cat,
+        &format!("emit({{n: rows(catalog.load_table('dst.' + n)) for n in {list}}})"),
+    )?;
+    for (name, _) in &names {
+        let mut want = rows_of(&before[name]["src"]);
+        want.extend(rows_of(&before[name]["kept"]));
+        assert_eq!(rows_of(&after[name]), sorted(want), "{name}");
+    }
+    Ok(())
+}
+
+/// Two long key columns, 100,000 source rows into 50,000, one 50,000-row chunk at a time: the
+/// key predicate used to nest one level per key and overflowed the stack (the process aborted).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_two_column_key_upserts_100k_rows_into_50k() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let cat = sqlite(dir.path());
+    let handle = open("lake", &cat).await?;
+    let types = [PrimitiveType::Long, PrimitiveType::Long];
+    let src = keyed(&handle, "src", "big", &types).await?;
+    let dst = keyed(&handle, "dst", "big", &types).await?;
+    let cols = |range: std::ops::Range<i64>| -> Vec<ArrayRef> {
+        vec![
+            Arc::new(Int64Array::from_iter_values(
+                range.clone().map(|i| i % 1000),
+            )),
+            Arc::new(Int64Array::from_iter_values(range.map(|i| i / 1000))),
+        ]
+    };
+    append(
+        &handle,
+        &src,
+        cols(0..100_000),
+        (0..100_000).map(|i| format!("s{i}")).collect(),
+    )
+    .await?;
+    // Even rows equal the source's, odd ones differ.
+    append(
+        &handle,
+        &dst,
+        cols(0..50_000),
+        (0..50_000)
+            .map(|i| {
+                if i % 2 == 0 {
+                    format!("s{i}")
+                } else {
+                    format!("d{i}")
+                }
+            })
+            .collect(),
+    )
+    .await?;
+    let result = upsert(&handle, ["src", "big"], ["dst", "big"], &["k0", "k1"])
+        .batch_rows(50_000)
+        .run()
+        .await?;
+    assert_eq!(
+        (result.rows_inserted, result.rows_updated),
+        (Some(50_000), Some(25_000))
+    );
+    let out = py(
+        &cat,
+        "t = catalog.load_table('dst.big').scan().to_arrow()\n\
+         v = t.column('v').to_pylist()\n\
+         keys = set(zip(t.column('k0').to_pylist(), t.column('k1').to_pylist()))\n\
+         emit({'rows': t.num_rows, 'keys': len(keys), 'from_source': sum(1 for x in v if x.startswith('s'))})",
+    )?;
+    assert_eq!(
+        out,
+        json!({"rows": 100_000, "keys": 100_000, "from_source": 100_000})
+    );
+    Ok(())
+}
+
+/// A writer that adds a row with one of a chunk's keys after the upsert's view of the
+/// destination and before its commit makes that commit a conflict (Java's
+/// `MergingSnapshotProducer` with the keys as its conflict filter); a row with a key far from
+/// the chunk's does not. The racer writes between two chunks: the committer's view of the
+/// destination is the one its last commit returned.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_racing_writer_adding_one_of_the_chunks_keys_is_a_conflict() -> TestResult {
+    init_tracing();
+    for (racer_key, conflict) in [((7i64, "b"), true), ((9_999, "zzz"), false)] {
+        let dir = tempfile::tempdir()?;
+        let cat = sqlite(dir.path());
+        let handle = open("lake", &cat).await?;
+        let types = [PrimitiveType::Long, PrimitiveType::String];
+        let src = keyed(&handle, "src", "race", &types).await?;
+        keyed(&handle, "dst", "race", &types).await?;
+        // Chunk 0: keys 0..5; chunk 1: keys 5..10 (tenant "b").
+        append(
+            &handle,
+            &src,
+            vec![
+                Arc::new(Int64Array::from_iter_values(0..10)),
+                Arc::new(StringArray::from_iter_values(
+                    (0..10).map(|i| if i < 5 { "a" } else { "b" }),
+                )),
+            ],
+            (0..10).map(|i| format!("s{i}")).collect(),
+        )
+        .await?;
+        let raced = Arc::new(AtomicBool::new(false));
+        let (h, r) = (handle.clone(), raced.clone());
+        let rt = tokio::runtime::Handle::current();
+        let result = upsert(&handle, ["src", "race"], ["dst", "race"], &["k0", "k1"])
+            .batch_rows(5)
+            .progress(move |_, _| {
+                if r.swap(true, Ordering::SeqCst) {
+                    return;
+                }
+                tokio::task::block_in_place(|| {
+                    rt.block_on(async {
+                        let t = h
+                            .catalog()
+                            .load_table(&TableIdent::from_strs(["dst", "race"])?)
+                            .await?;
+                        append(
+                            &h,
+                            &t,
+                            vec![
+                                Arc::new(Int64Array::from(vec![racer_key.0])),
+                                Arc::new(StringArray::from(vec![racer_key.1])),
+                            ],
+                            vec!["racer".into()],
+                        )
+                        .await
+                    })
+                })
+                .expect("the racer's append");
+            })
+            .run()
+            .await;
+        assert!(raced.load(Ordering::SeqCst));
+        if conflict {
+            let err = result.err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(err.contains("conflict"), "{err}");
+            // Chunk 0 and the racer's row are in; chunk 1 is not.
+            let out = py(&cat, "emit(len(rows(catalog.load_table('dst.race'))))")?;
+            assert_eq!(out, json!(6));
+        } else {
+            let result = result?;
+            assert_eq!(result.rows_inserted, Some(10));
+            let out = py(&cat, "emit(len(rows(catalog.load_table('dst.race'))))")?;
+            assert_eq!(out, json!(11));
+        }
+    }
+    Ok(())
+}
+
+/// `on_duplicate_keys last`: for each key, the row that comes last in the source's order —
+/// highest data sequence number, then file order, then row order — wins, whether the repeats
+/// fall in one chunk or several; `error` (the default) refuses a chunk holding a key twice.
+/// The source is written by PyIceberg, one commit per file, and the expected rows are built
+/// in Python from the commits in order.
+#[tokio::test(flavor = "multi_thread")]
+async fn duplicate_keys_keep_the_last_row_in_source_order() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let cat = sqlite(dir.path());
+    let handle = open("lake", &cat).await?;
+    let want = py(
+        &cat,
+        "from pyiceberg.schema import Schema\n\
+         from pyiceberg.types import NestedField, LongType, StringType\n\
+         s = Schema(NestedField(1, 'k0', LongType(), required=True), \
+                    NestedField(2, 'k1', StringType(), required=True), \
+                    NestedField(3, 'v', StringType()))\n\
+         catalog.create_namespace('src')\n\
+         catalog.create_namespace('dst')\n\
+         src = catalog.create_table('src.dups', schema=s)\n\
+         commits = [\n\
+           [(1, 'a', 'c1r0'), (2, 'a', 'c1r1'), (1, 'a', 'c1r2')],\n\
+           [(1, 'a', 'c2r0'), (3, 'b', 'c2r1')],\n\
+           [(2, 'a', 'c3r0'), (3, 'b', 'c3r1'), (3, 'b', 'c3r2')],\n\
+           [(4, 'x', 'c4r0')],\n\
+           [(5, 'y', 'c5r0'), (5, 'y', 'c5r1')],\n\
+         ]\n\
+         sa = s.as_arrow()\n\
+         for c in commits: src.append(pa.Table.from_pylist([{'k0': k, 'k1': t, 'v': v} for k, t, v in c], schema=sa))\n\
+         seed = [{'k0': 1, 'k1': 'a', 'v': 'old'}, {'k0': 9, 'k1': 'z', 'v': 'kept'}]\n\
+         for n in ['one', 'many', 'err']: catalog.create_table('dst.' + n, schema=s).append(pa.Table.from_pylist(seed, schema=sa))\n\
+         last = {(k, t): {'k0': k, 'k1': t, 'v': v} for c in commits for k, t, v in c}\n\
+         last.setdefault((9, 'z'), seed[1])\n\
+         emit(sorted(last.values(), key=lambda r: json.dumps(r, sort_keys=True)))",
+    )?;
+    let want = rows_of(&want);
+    assert_eq!(want.len(), 6);
+    // One chunk (repeats within it), and one file per chunk (repeats across chunks).
+    for (dst, batch_rows) in [("one", 1_000), ("many", 1)] {
+        let result = upsert(&handle, ["src", "dups"], ["dst", dst], &["k0", "k1"])
+            .on_duplicate_keys(OnDuplicateKeys::Last)
+            .batch_rows(batch_rows)
+            .run()
+            .await?;
+        assert!(result.rows_inserted.is_some());
+        let got = py(
+            &cat,
+            &format!("emit(rows(catalog.load_table('dst.{dst}')))"),
+        )?;
+        assert_eq!(rows_of(&got), want, "batch_rows {batch_rows}");
+    }
+    let err = upsert(&handle, ["src", "dups"], ["dst", "err"], &["k0", "k1"])
+        .batch_rows(1_000)
+        .run()
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(
+        err.contains("twice") && err.contains("--on-duplicate-keys last"),
+        "{err}"
+    );
+    // `last` belongs to upserts only.
+    let err = DataMigrator::new(
+        &handle,
+        TableIdent::from_strs(["src", "dups"])?,
+        &handle,
+        TableIdent::from_strs(["dst", "err"])?,
+    )
+    .on_duplicate_keys(OnDuplicateKeys::Last)
+    .run()
+    .await
+    .err()
+    .map(|e| e.to_string())
+    .unwrap_or_default();
+    assert!(err.contains("on_duplicate_keys"), "{err}");
+    Ok(())
+}
+
+/// A table with a map column upserts (arrow's row format has no maps: rows are compared with
+/// maps as their entries sorted by key, so a map written in another entry order is the same).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_table_with_a_map_column_upserts() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let cat = sqlite(dir.path());
+    let handle = open("lake", &cat).await?;
+    let want = py(
+        &cat,
+        "from pyiceberg.schema import Schema\n\
+         from pyiceberg.types import NestedField, LongType, StringType, MapType\n\
+         s = Schema(NestedField(1, 'k', LongType(), required=True), \
+                    NestedField(2, 'm', MapType(3, StringType(), 4, LongType(), value_required=False)), \
+                    NestedField(5, 'v', StringType()))\n\
+         catalog.create_namespace('src')\n\
+         catalog.create_namespace('dst')\n\
+         ts, td = catalog.create_table('src.m', schema=s), catalog.create_table('dst.m', schema=s)\n\
+         sa = ts.schema().as_arrow()\n\
+         src = [{'k': 1, 'm': [('a', 1), ('b', 2)], 'v': 'x'}, {'k': 2, 'm': [('c', 3)], 'v': 'y'}, \
+                {'k': 3, 'm': None, 'v': 'z'}, {'k': 4, 'm': [], 'v': 'w'}]\n\
+         dst = [{'k': 1, 'm': [('b', 2), ('a', 1)], 'v': 'x'}, {'k': 2, 'm': [('c', 4)], 'v': 'y'}, \
+                {'k': 4, 'm': [], 'v': 'w'}, {'k': 5, 'm': [('q', None)], 'v': 'kept'}]\n\
+         ts.append(pa.Table.from_pylist(src, schema=sa))\n\
+         td.append(pa.Table.from_pylist(dst, schema=sa))\n\
+         emit(rows(catalog.load_table('src.m')) + [r for r in rows(catalog.load_table('dst.m')) if r['v'] == 'kept'])",
+    )?;
+    let result = upsert(&handle, ["src", "m"], ["dst", "m"], &["k"])
+        .run()
+        .await?;
+    // k=1: the same entries in another order, unchanged; k=2 updated; k=3 inserted.
+    assert_eq!(
+        (result.rows_inserted, result.rows_updated),
+        (Some(1), Some(1))
+    );
+    let got = py(&cat, "emit(rows(catalog.load_table('dst.m')))")?;
+    // PyIceberg reads k=1 in the order the destination stored it; compare by entries.
+    let canon = |rows: Vec<Value>| -> Vec<Value> {
+        sorted(
+            rows.into_iter()
+                .map(|mut r| {
+                    if let Some(m) = r.get_mut("m").and_then(Value::as_array_mut) {
+                        m.sort_by_key(|e| e.to_string());
+                    }
+                    r
+                })
+                .collect(),
+        )
+    };
+    assert_eq!(canon(rows_of(&got)), canon(rows_of(&want)));
+    Ok(())
+}
+
+/// The corpus `keys` table (composite key tenant, id, day; 100 keys of the first file repeated
+/// in a later one) upserts with `on_duplicate_keys last` as PyIceberg's `Table.upsert` does on
+/// a twin fed the source's files in commit order; with the default the chunk is refused.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_corpus_keys_table_upserts_like_pyiceberg() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let cat = sqlite(dir.path());
+    // `keys` of /work/shared/corpus/make_corpus.py (n = 3,000), as it writes it.
+    py(
+        &cat,
+        "import datetime as dt\n\
+         from pyiceberg.schema import Schema\n\
+         from pyiceberg.types import NestedField, StringType, LongType, DateType, DoubleType\n\
+         n = 3000\n\
+         s = Schema(NestedField(1, 'tenant', StringType(), required=True), NestedField(2, 'id', LongType(), required=True), \
+                    NestedField(3, 'day', DateType(), required=True), NestedField(4, 'v', StringType()), \
+                    NestedField(5, 'amount', DoubleType()), identifier_field_ids=[1, 2, 3])\n\
+         catalog.create_namespace('corpus')\n\
+         t = catalog.create_table('corpus.keys', schema=s)\n\
+         sa = t.schema().as_arrow()\n\
+         half = n // 2\n\
+         base = dt.date(2026, 1, 1)\n\
+         t.append(pa.Table.from_pylist([{'tenant': f't{i % 7}', 'id': i // 7, 'day': base + dt.timedelta(days=i % 3), \
+                    'v': f'first{i}', 'amount': i * 1.5} for i in range(half)], schema=sa))\n\
+         t.append(pa.Table.from_pylist([{'tenant': f't{i % 7}', 'id': i // 7, 'day': base + dt.timedelta(days=i % 3), \
+                    'v': f'second{i}', 'amount': -i * 1.5} for i in list(range(half, n)) + list(range(0, 700, 7))], schema=sa))\n\
+         emit(0)",
+    )?;
+    let handle = open("lake", &cat).await?;
+    // Both destinations start with some of the keys under other values, and one key of their
+    // own; the twin takes the source's files one PyIceberg upsert each, oldest commit first.
+    py(
+        &cat,
+        "import pyarrow.parquet as pq\n\
+         import datetime as dt\n\
+         src = catalog.load_table('corpus.keys')\n\
+         sa = src.schema().as_arrow()\n\
+         seed = [{'tenant': f't{i % 7}', 'id': i // 7, 'day': dt.date(2026, 1, 1) + dt.timedelta(days=i % 3), \
+                  'v': f'seed{i}', 'amount': 0.5} for i in range(0, 3000, 5)]\n\
+         seed.append({'tenant': 'own', 'id': -1, 'day': dt.date(2020, 1, 1), 'v': 'own', 'amount': None})\n\
+         for n in ['ours', 'twin', 'err']: catalog.create_table('corpus.' + n, schema=src.schema()).append(pa.Table.from_pylist(seed, schema=sa))\n\
+         twin = catalog.load_table('corpus.twin')\n\
+         entries = src.inspect.entries().to_pylist()\n\
+         files = sorted((e['sequence_number'], e['data_file']['file_path']) for e in entries if e['status'] != 2)\n\
+         for _, path in files: twin.upsert(pq.read_table(path.removeprefix('file://')).select(sa.names).cast(sa), join_cols=['tenant', 'id', 'day'])\n\
+         emit(len(files))",
+    )?;
+    let result = upsert(
+        &handle,
+        ["corpus", "keys"],
+        ["corpus", "ours"],
+        &["tenant", "id", "day"],
+    )
+    .on_duplicate_keys(OnDuplicateKeys::Last)
+    .run()
+    .await?;
+    assert!(result.rows_updated.unwrap_or(0) > 0);
+    let out = py(
+        &cat,
+        "emit({'ours': rows(catalog.load_table('corpus.ours')), 'twin': rows(catalog.load_table('corpus.twin'))})",
+    )?;
+    assert_eq!(rows_of(&out["ours"]), rows_of(&out["twin"]));
+    let err = upsert(
+        &handle,
+        ["corpus", "keys"],
+        ["corpus", "err"],
+        &["tenant", "id", "day"],
+    )
+    .run()
+    .await
+    .err()
+    .map(|e| e.to_string())
+    .unwrap_or_default();
+    assert!(err.contains("twice"), "{err}");
+    Ok(())
+}
