@@ -8,6 +8,7 @@ mod datamig_copy;
 mod datamig_sources;
 mod filters;
 mod ops;
+mod rest_tls;
 mod runner;
 mod runner_recovery;
 mod s3tables_migration;

@@ -1,13 +1,18 @@
 //! What the AWS-backed pointers (Glue, S3 Tables) share: SDK configuration from a catalog's
 //! settings, and error messages that keep the SDK's source chain.
 
-use aws_config::{BehaviorVersion, Region, SdkConfig};
+use aws_config::{BehaviorVersion, ConfigLoader, Region, SdkConfig};
 
 use crate::catalog::CatalogSettings;
 
+/// The AWS configuration loader every AWS client of ops-core starts from.
+pub(crate) fn config_loader() -> ConfigLoader {
+    aws_config::defaults(BehaviorVersion::latest())
+}
+
 /// The AWS SDK configuration a catalog's settings describe (as the catalog crates build it).
 pub(super) async fn sdk_config(settings: &CatalogSettings, endpoint: Option<&str>) -> SdkConfig {
-    let mut loader = aws_config::defaults(BehaviorVersion::latest());
+    let mut loader = config_loader();
     if let Some(endpoint) = endpoint {
         loader = loader.endpoint_url(endpoint);
     }
