@@ -25,10 +25,7 @@ async fn rest_catalog_over_https_trusts_the_configured_ca() -> TestResult {
     init_tracing();
     let dir = tempfile::tempdir()?;
     let ca = TestCa::new(dir.path(), "one");
-    let rustberg = Rustberg::start_with(RustbergOptions {
-        tls: Some(&ca),
-        ..Default::default()
-    });
+    let rustberg = Rustberg::start_with(RustbergOptions { tls: Some(&ca) });
     assert!(rustberg.uri().starts_with("https://"));
     let ca_path = ca.ca_pem.display().to_string();
     let p = props(&[
@@ -54,10 +51,7 @@ async fn wrong_ca_is_a_clear_error_naming_catalog_uri_and_key() -> TestResult {
     let dir = tempfile::tempdir()?;
     let ca = TestCa::new(dir.path(), "right");
     let other = TestCa::new(dir.path(), "wrong");
-    let rustberg = Rustberg::start_with(RustbergOptions {
-        tls: Some(&ca),
-        ..Default::default()
-    });
+    let rustberg = Rustberg::start_with(RustbergOptions { tls: Some(&ca) });
     let other_path = other.ca_pem.display().to_string();
     for extra in [vec![("ssl.cabundle", other_path.as_str())], vec![]] {
         let mut p = props(&[("type", "rest"), ("uri", &rustberg.uri())]);
@@ -97,10 +91,7 @@ async fn disabled_verification_reaches_an_untrusted_server() -> TestResult {
     init_tracing();
     let dir = tempfile::tempdir()?;
     let ca = TestCa::new(dir.path(), "unknown");
-    let rustberg = Rustberg::start_with(RustbergOptions {
-        tls: Some(&ca),
-        ..Default::default()
-    });
+    let rustberg = Rustberg::start_with(RustbergOptions { tls: Some(&ca) });
     let p = props(&[
         ("type", "rest"),
         ("uri", &rustberg.uri()),

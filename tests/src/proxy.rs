@@ -54,13 +54,23 @@ struct Shared {
 /// A running proxy; stops when dropped.
 pub struct FaultProxy {
     shared: Arc<Shared>,
-    /// The port it listens on (plain HTTP).
+    /// The port it listens on.
     pub port: u16,
+    https: bool,
 }
 
 impl FaultProxy {
     /// Proxies 127.0.0.1:`port` → 127.0.0.1:`upstream`.
     pub fn start(upstream: u16) -> FaultProxy {
+        Self::start_inner(upstream, None)
+    }
+
+    /// The same, serving HTTPS with `cert` (a TLS terminator in front of a plain server).
+    pub fn start_tls(upstream: u16, cert: &crate::tls::CertFiles) -> FaultProxy {
+        Self::start_inner(upstream, Some(crate::tls::server_config(cert, None)))
+    }
+
+    fn start_inner(upstream: u16, tls: Option<Arc<rustls::ServerConfig>>) -> FaultProxy {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind proxy");
         let port = listener.local_addr().expect("addr").port();
         let shared = Arc::new(Shared {
@@ -70,22 +80,37 @@ impl FaultProxy {
             stop: AtomicBool::new(false),
         });
         let s = shared.clone();
+        let tls_used = tls.is_some();
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 if s.stop.load(Ordering::SeqCst) {
                     return;
                 }
                 let Ok(stream) = stream else { continue };
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
                 let s = s.clone();
-                std::thread::spawn(move || handle(stream, &s));
+                let tls = tls.clone();
+                std::thread::spawn(move || match tls {
+                    None => handle(stream, &s),
+                    Some(config) => {
+                        if let Ok(conn) = rustls::ServerConnection::new(config) {
+                            handle(rustls::StreamOwned::new(conn, stream), &s);
+                        }
+                    }
+                });
             }
         });
-        FaultProxy { shared, port }
+        FaultProxy {
+            shared,
+            port,
+            https: tls_used,
+        }
     }
 
-    /// `http://127.0.0.1:<port>`.
+    /// `http://127.0.0.1:<port>` (`https://` when it serves TLS).
     pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        let scheme = if self.https { "https" } else { "http" };
+        format!("{scheme}://127.0.0.1:{}", self.port)
     }
 
     /// Adds a rule (rules are tried in the order added).
@@ -117,7 +142,7 @@ impl Drop for FaultProxy {
 }
 
 /// Reads one request: (request line + headers with `Connection: close`, method, path, body).
-fn read_request(reader: &mut BufReader<TcpStream>) -> Option<(String, String, String, Vec<u8>)> {
+fn read_request<S: Read>(reader: &mut BufReader<S>) -> Option<(String, String, String, Vec<u8>)> {
     let mut line = String::new();
     if reader.read_line(&mut line).ok()? == 0 {
         return None;
@@ -154,8 +179,7 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> Option<(String, String, St
     Some((head, method, path, body))
 }
 
-fn handle(stream: TcpStream, shared: &Shared) {
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
+fn handle<S: Read + Write>(stream: S, shared: &Shared) {
     let mut reader = BufReader::new(stream);
     // One request per connection: the proxy answers with `Connection: close`.
     let Some((head, method, path, body)) = read_request(&mut reader) else {
@@ -189,10 +213,8 @@ fn handle(stream: TcpStream, shared: &Shared) {
             );
             return;
         }
-        Some(Fault::Drop) => {
-            let _ = client.shutdown(std::net::Shutdown::Both);
-            return;
-        }
+        // Dropping the stream closes the connection without an answer.
+        Some(Fault::Drop) => return,
         Some(Fault::Stall(d)) => std::thread::sleep(d),
         None => {}
     }

@@ -31,7 +31,8 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 pub fn install_crypto_provider() {
     if rustls::crypto::CryptoProvider::get_default().is_none() {
         // Losing the race to another thread installing one is fine: either way a provider is
-        // installed, and it is the only one this workspace builds rustls with.
+        // installed. Other crates may build rustls with ring too (sqlx, the S3 Tables client);
+        // with two providers compiled in, rustls has no default until one is installed.
         let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
     }
 }
@@ -267,6 +268,54 @@ pub fn client(tls: &TlsOptions, timeouts: Timeouts) -> Result<reqwest::Client, T
         })
 }
 
+/// The CA bundle AWS clients trust, as the AWS CLI finds it: `AWS_CA_BUNDLE`, else `ca_bundle`
+/// of the active profile (`profile`, else `AWS_PROFILE`, else `default`) in `AWS_CONFIG_FILE`
+/// (default `~/.aws/config`). aws-config reads neither, so ops-core passes it to the SDK
+/// clients' TLS context (see `commit::aws::config_loader`).
+pub fn aws_ca_bundle(profile: Option<&str>) -> Option<PathBuf> {
+    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+    if let Some(path) = var("AWS_CA_BUNDLE") {
+        return Some(PathBuf::from(path));
+    }
+    let file = var("AWS_CONFIG_FILE")
+        .map(PathBuf::from)
+        .or_else(|| var("HOME").map(|h| PathBuf::from(h).join(".aws/config")))?;
+    let text = std::fs::read_to_string(file).ok()?;
+    let profile = profile
+        .map(str::to_string)
+        .or_else(|| std::env::var("AWS_PROFILE").ok().filter(|p| !p.is_empty()))
+        .unwrap_or_else(|| "default".to_string());
+    profile_value(&text, &profile, "ca_bundle").map(PathBuf::from)
+}
+
+/// `key` in `[default]` / `[profile NAME]` of an AWS config file.
+fn profile_value(text: &str, profile: &str, key: &str) -> Option<String> {
+    let mut in_section = false;
+    for line in text.lines() {
+        let line = line.trim();
+        if line.starts_with('#') || line.starts_with(';') || line.is_empty() {
+            continue;
+        }
+        if let Some(section) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            let section = section.trim();
+            let name = section
+                .strip_prefix("profile ")
+                .map(str::trim)
+                .unwrap_or(section);
+            in_section = name == profile;
+            continue;
+        }
+        if in_section
+            && let Some((k, v)) = line.split_once('=')
+            && k.trim() == key
+        {
+            let v = v.trim();
+            return (!v.is_empty()).then(|| v.to_string());
+        }
+    }
+    None
+}
+
 /// Bounded retries with exponential backoff and jitter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryPolicy {
@@ -434,6 +483,22 @@ mod tests {
         let boxed: Box<dyn std::error::Error + Send + Sync> = Box::new(outer);
         assert!(tls_cause(boxed.as_ref()).is_some());
         assert!(tls_cause(&std::io::Error::other("plain")).is_none());
+    }
+
+    #[test]
+    fn aws_profile_ca_bundle_is_read_like_the_cli() {
+        let text = "# comment\n[default]\nregion = eu-west-1\nca_bundle = /etc/a.pem\n\n\
+                    [profile corp]\nca_bundle=/etc/corp.pem\n[sso-session x]\nca_bundle = /no\n";
+        assert_eq!(
+            profile_value(text, "default", "ca_bundle").as_deref(),
+            Some("/etc/a.pem")
+        );
+        assert_eq!(
+            profile_value(text, "corp", "ca_bundle").as_deref(),
+            Some("/etc/corp.pem")
+        );
+        assert_eq!(profile_value(text, "other", "ca_bundle"), None);
+        assert_eq!(profile_value(text, "default", "output"), None);
     }
 
     #[test]

@@ -261,7 +261,13 @@ pub async fn open_settings(settings: CatalogSettings) -> Result<CatalogHandle> {
             .await
         }
         CatalogKind::S3Tables => {
-            let builder = iceberg_catalog_s3tables::S3TablesCatalogBuilder::default();
+            // The SDK client the commits use too: the same AWS_CA_BUNDLE trust, which the
+            // catalog crate's own client would not have.
+            let config =
+                crate::commit::aws_sdk_config(&settings, settings.iceberg_property("endpoint_url"))
+                    .await?;
+            let builder = iceberg_catalog_s3tables::S3TablesCatalogBuilder::default()
+                .with_client(aws_sdk_s3tables::Client::new(&config));
             load(builder, storage, name, props).await
         }
         CatalogKind::Memory => {

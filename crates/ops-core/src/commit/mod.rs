@@ -27,7 +27,7 @@ mod rest;
 mod s3tables;
 mod sql;
 
-pub(crate) use aws::config_loader as aws_config_loader;
+pub(crate) use aws::{config_loader as aws_config_loader, sdk_config as aws_sdk_config};
 
 use std::collections::HashMap;
 use std::future::Future;

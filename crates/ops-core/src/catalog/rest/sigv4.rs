@@ -40,8 +40,10 @@ impl Signer {
                 format!("catalog '{}': {message}", opts.catalog),
             )
         };
-        let mut loader = crate::commit::aws_config_loader();
-        if let Some(profile) = opts.get("client.profile-name") {
+        let profile = opts.get("client.profile-name");
+        let mut loader = crate::commit::aws_config_loader(&opts.catalog, profile)
+            .map_err(|m| IcebergError::new(ErrorKind::DataInvalid, m))?;
+        if let Some(profile) = profile {
             loader = loader.profile_name(profile);
         }
         let static_keys = match (
