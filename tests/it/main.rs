@@ -9,6 +9,7 @@ mod datamig_sources;
 mod filters;
 mod ops;
 mod rest_tls;
+mod rest_vended;
 mod runner;
 mod runner_recovery;
 mod s3tables_migration;

@@ -20,12 +20,17 @@ use iceberg_catalog_rest::{
 use reqwest::{Method, StatusCode};
 
 use super::client::{Reply, RestClient};
+use super::vended::VendedS3Credentials;
 
 /// A REST catalog reached through iceberg-ops' own client (see the module docs of
 /// [`crate::catalog`]'s REST support).
 pub struct RestCatalog {
     client: Arc<RestClient>,
     storage: Arc<dyn StorageFactory>,
+    /// The FileIO of each table last loaded or created: a commit's answer carries no `config`
+    /// or credentials, so the table it returns keeps the FileIO (vended credentials and their
+    /// renewal) its caller committed with, as Java's and PyIceberg's tables do.
+    file_ios: std::sync::Mutex<HashMap<TableIdent, FileIO>>,
 }
 
 impl std::fmt::Debug for RestCatalog {
@@ -50,57 +55,41 @@ fn is_client_key(key: &str) -> bool {
 
 impl RestCatalog {
     pub(crate) fn new(client: Arc<RestClient>, storage: Arc<dyn StorageFactory>) -> Self {
-        RestCatalog { client, storage }
+        RestCatalog {
+            client,
+            storage,
+            file_ios: std::sync::Mutex::new(HashMap::new()),
+        }
     }
 
-    /// The FileIO for a table as PyIceberg builds it: catalog properties, then the table's
-    /// properties, its `config`, and the longest-prefix `storage-credentials` entry for its
-    /// metadata location, later ones winning (vended credentials beat configured ones).
-    fn file_io(
-        &self,
-        metadata: &iceberg::spec::TableMetadata,
-        config: HashMap<String, String>,
-        credentials: Option<Vec<StorageCredential>>,
-        metadata_location: Option<&str>,
-    ) -> FileIO {
-        let mut props: BTreeMap<String, String> = self
-            .client
-            .props()
-            .iter()
-            .filter(|(k, _)| !is_client_key(k))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        props.extend(
-            metadata
-                .properties()
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone())),
-        );
-        props.extend(config);
-        if let Some(best) = best_credential(
-            credentials.as_deref().unwrap_or_default(),
-            metadata_location,
-        ) {
-            props.extend(best.config.clone());
-        }
-        FileIOBuilder::new(self.storage.clone())
-            .with_props(props)
-            .build()
+    /// The FileIO for a table as PyIceberg builds it (see [`file_io_props`]); expiring vended
+    /// S3 credentials are renewed through the catalog before they run out.
+    fn file_io(&self, table: &TableIdent, props: BTreeMap<String, String>) -> FileIO {
+        let renewing =
+            VendedS3Credentials::loader(self.client.clone(), table.clone(), &props, file_io_props);
+        let storage: Arc<dyn StorageFactory> = match renewing {
+            Some(loader) => Arc::new(
+                iceberg_storage_opendal::OpenDalResolvingStorageFactory::new()
+                    .with_s3_credential_loader(loader),
+            ),
+            None => self.storage.clone(),
+        };
+        FileIOBuilder::new(storage).with_props(props).build()
     }
 
     fn table_from(&self, ident: TableIdent, result: LoadTableResult) -> iceberg::Result<Table> {
-        let file_io = self.file_io(
-            &result.metadata,
-            result.config,
-            result.storage_credentials,
-            result.metadata_location.as_deref(),
-        );
+        let metadata = result.metadata.clone();
+        let metadata_location = result.metadata_location.clone();
+        let file_io = self.file_io(&ident, file_io_props(&self.client, result));
+        if let Ok(mut known) = self.file_ios.lock() {
+            known.insert(ident.clone(), file_io.clone());
+        }
         let mut builder = Table::builder()
             .identifier(ident)
             .file_io(file_io)
-            .metadata(result.metadata)
+            .metadata(metadata)
             .runtime(iceberg::Runtime::try_current()?);
-        if let Some(location) = result.metadata_location {
+        if let Some(location) = metadata_location {
             builder = builder.metadata_location(location);
         }
         builder.build()
@@ -154,6 +143,9 @@ impl RestCatalog {
             .client
             .call(Method::DELETE, &self.client.table_url(table), &query, None)
             .await?;
+        if let Ok(mut known) = self.file_ios.lock() {
+            known.remove(table);
+        }
         match reply.status {
             StatusCode::OK | StatusCode::NO_CONTENT => Ok(()),
             StatusCode::NOT_FOUND => Err(self.not_found(
@@ -164,6 +156,33 @@ impl RestCatalog {
             _ => Err(self.client.unexpected(&reply)),
         }
     }
+}
+
+/// A table's FileIO properties as PyIceberg builds them: catalog properties, then the table's
+/// properties, its `config`, and the longest-prefix `storage-credentials` entry for its metadata
+/// location, later ones winning (vended credentials beat configured ones).
+fn file_io_props(client: &RestClient, result: LoadTableResult) -> BTreeMap<String, String> {
+    let mut props: BTreeMap<String, String> = client
+        .props()
+        .iter()
+        .filter(|(k, _)| !is_client_key(k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    props.extend(
+        result
+            .metadata
+            .properties()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone())),
+    );
+    props.extend(result.config);
+    if let Some(best) = best_credential(
+        result.storage_credentials.as_deref().unwrap_or_default(),
+        result.metadata_location.as_deref(),
+    ) {
+        props.extend(best.config.clone());
+    }
+    props
 }
 
 /// The storage credential whose prefix is the longest prefix of `location` (Java's
@@ -549,15 +568,29 @@ impl Catalog for RestCatalog {
             }
             _ => return Err(self.client.unexpected(&reply)),
         };
-        self.table_from(
-            ident,
-            LoadTableResult {
-                metadata_location: Some(response.metadata_location),
-                metadata: response.metadata,
-                config: HashMap::new(),
-                storage_credentials: None,
-            },
-        )
+        let known = self
+            .file_ios
+            .lock()
+            .ok()
+            .and_then(|known| known.get(&ident).cloned());
+        let Some(file_io) = known else {
+            return self.table_from(
+                ident,
+                LoadTableResult {
+                    metadata_location: Some(response.metadata_location),
+                    metadata: response.metadata,
+                    config: HashMap::new(),
+                    storage_credentials: None,
+                },
+            );
+        };
+        Table::builder()
+            .identifier(ident)
+            .file_io(file_io)
+            .metadata(response.metadata)
+            .metadata_location(response.metadata_location)
+            .runtime(iceberg::Runtime::try_current()?)
+            .build()
     }
 }
 

@@ -512,6 +512,10 @@ fn base_headers(opts: &RestOptions) -> iceberg::Result<HeaderMap> {
         value.set_sensitive(true);
         headers.insert(name, value);
     }
+    // PyIceberg asks for vended credentials unless a header says otherwise (`setdefault`).
+    headers
+        .entry(HeaderName::from_static("x-iceberg-access-delegation"))
+        .or_insert(HeaderValue::from_static("vended-credentials"));
     Ok(headers)
 }
 

@@ -22,6 +22,7 @@ mod auth;
 mod catalog;
 mod client;
 mod sigv4;
+mod vended;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
