@@ -55,13 +55,15 @@ impl Vended {
     }
 
     /// Whether it is time to ask for new ones: a fifth of their lifetime ahead of the expiry,
-    /// at most two minutes (OpenDAL's signer stops caching credentials two minutes ahead).
+    /// at most two minutes (OpenDAL's signer stops caching credentials two minutes ahead) and
+    /// at least fifteen seconds (its SigV4 signer refuses credentials with less than ten
+    /// seconds left).
     fn due(&self, now: SystemTime) -> bool {
         let lifetime = self
             .expires_at
             .duration_since(self.received)
             .unwrap_or_default();
-        let margin = (lifetime / 5).min(Duration::from_secs(120));
+        let margin = (lifetime / 5).clamp(Duration::from_secs(15), Duration::from_secs(120));
         now + margin >= self.expires_at
     }
 }
@@ -205,8 +207,8 @@ mod tests {
         assert!(!hour.due(now));
         assert!(!hour.due(now + Duration::from_secs(3600 - 121)));
         assert!(hour.due(now + Duration::from_secs(3600 - 119)));
-        let short = Vended::from_props(&props(Duration::from_secs(10))).expect("complete");
-        assert!(!short.due(now + Duration::from_secs(7)));
-        assert!(short.due(now + Duration::from_secs(9)));
+        let short = Vended::from_props(&props(Duration::from_secs(60))).expect("complete");
+        assert!(!short.due(now + Duration::from_secs(44)));
+        assert!(short.due(now + Duration::from_secs(46)));
     }
 }
