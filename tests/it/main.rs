@@ -12,6 +12,8 @@ mod datamig_sources;
 mod datamig_upsert;
 mod filters;
 mod ops;
+mod rest_tls;
+mod rest_vended;
 mod runner;
 mod runner_recovery;
 mod s3tables_migration;

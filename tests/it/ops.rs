@@ -383,6 +383,32 @@ async fn every_operation_on_rest() -> TestResult {
     every_operation(&handle, "rest", &p, "rs").await
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn every_operation_on_rest_over_https_with_oauth2() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let ca = ops_tests::tls::TestCa::new(dir.path(), "ops");
+    // Tokens live 20 s: a long run renews them on the way.
+    let issuer = ops_tests::issuer::Issuer::start(ops_tests::issuer::IssuerOptions {
+        lifetime: std::time::Duration::from_secs(20),
+        tls: Some(ca.server("issuer")),
+        ..Default::default()
+    });
+    let rustberg = Rustberg::start();
+    let gateway = issuer.gateway(rustberg.server.port, &ca.server("gateway"), "rustberg");
+    let p = props(&[
+        ("type", "rest"),
+        ("uri", &gateway.uri()),
+        ("ssl.cabundle", &ca.ca_pem.display().to_string()),
+        ("credential", &issuer.credential()),
+        ("oauth2-server-uri", &issuer.token_url()),
+    ]);
+    let handle = open("secure", &p).await?;
+    every_operation(&handle, "secure", &p, "rs").await?;
+    assert!(gateway.passed() > 0);
+    Ok(())
+}
+
 /// Append, overwrite and rollback through the AWS catalogs; PyIceberg checks Glue.
 async fn aws_basics(
     handle: &CatalogHandle,

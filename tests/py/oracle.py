@@ -62,9 +62,25 @@ def emit(obj):
     sys.stdout.flush()
 
 
+def _nest_ssl(properties):
+    # PyIceberg reads `ssl` as a nested mapping (ssl: {cabundle, client: {cert, key}}), as
+    # .pyiceberg.yaml writes it; the tests pass the flat keys iceberg-ops reads.
+    out = {}
+    for key, value in properties.items():
+        if key.startswith("ssl."):
+            node = out.setdefault("ssl", {})
+            parts = key.split(".")[1:]
+            for part in parts[:-1]:
+                node = node.setdefault(part, {})
+            node[parts[-1]] = False if value == "false" else value
+        else:
+            out[key] = value
+    return out
+
+
 def main():
     request = json.load(sys.stdin)
-    catalog = load_catalog(request["catalog"], **request["properties"])
+    catalog = load_catalog(request["catalog"], **_nest_ssl(request["properties"]))
     scope = {
         "catalog": catalog,
         "pa": pa,

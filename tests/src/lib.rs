@@ -11,6 +11,11 @@
 //! - [`oracle::pyiceberg`] — runs a PyIceberg snippet against a catalog and returns its JSON.
 //! - [`servers::TestCa`] — a CA made for the test and server certificates it issues, for TLS.
 //! - [`s3tables`] — a Glue Hive/Parquet source in moto and the S3 Tables emulator over HTTPS.
+//! - [`tls::TestCa`] — a certificate authority made per test, for rustberg over HTTPS
+//!   ([`servers::RustbergOptions`]) and `ssl.*` keys.
+//! - [`issuer::Issuer`] — an OAuth2 token endpoint and JWKS (RS256, short-lived tokens on
+//!   request) for rustberg's JWT authentication.
+//! - [`proxy::FaultProxy`] — an HTTP proxy that answers 503, drops or stalls chosen requests.
 //! - [`fake_glue::FakeGlue`] — a Glue endpoint whose answers the test controls (moto's Glue
 //!   ignores `VersionId`), recording the `UpdateTable` requests it refuses.
 //!
@@ -23,7 +28,10 @@
 
 pub mod fake_glue;
 pub mod http;
+pub mod issuer;
 pub mod oracle;
+pub mod proxy;
 pub mod s3tables;
 pub mod servers;
+pub mod tls;
 pub mod tools;

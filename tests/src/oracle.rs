@@ -18,7 +18,15 @@ pub fn pyiceberg(
     code: &str,
 ) -> anyhow::Result<serde_json::Value> {
     let request = serde_json::json!({ "catalog": name, "properties": properties, "code": code });
-    let mut child = Command::new(tools::python())
+    let mut command = Command::new(tools::python());
+    if properties.contains_key("ssl.cabundle") {
+        // requests lets these variables override a session's `verify` (its issue 3829), which
+        // would hide the `ssl.cabundle` the test configured.
+        command
+            .env_remove("REQUESTS_CA_BUNDLE")
+            .env_remove("CURL_CA_BUNDLE");
+    }
+    let mut child = command
         .arg(tools::py_script("oracle.py"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

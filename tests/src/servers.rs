@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::{http, tools};
+use crate::{http, tls, tools};
 
 /// A port nobody listens on right now.
 pub fn free_port() -> u16 {
@@ -27,6 +27,8 @@ pub struct Server {
     log_path: PathBuf,
     /// Keeps the server's scratch directory alive as long as the server.
     pub dir: tempfile::TempDir,
+    /// The CA its HTTPS certificate chains to; `None`: plain HTTP.
+    https_ca: Option<PathBuf>,
 }
 
 impl Server {
@@ -37,7 +39,19 @@ impl Server {
         dir: tempfile::TempDir,
         ready_path: &str,
     ) -> Self {
+        Self::start_with_ca(name, command, port, dir, ready_path, None)
+    }
+
+    fn start_with_ca(
+        name: &'static str,
+        command: Command,
+        port: u16,
+        dir: tempfile::TempDir,
+        ready_path: &str,
+        https_ca: Option<PathBuf>,
+    ) -> Self {
         let mut server = Server::spawn(name, command, port, dir);
+        server.https_ca = https_ca;
         server.wait_ready(ready_path, Duration::from_secs(60));
         server
     }
@@ -59,13 +73,19 @@ impl Server {
             port,
             log_path,
             dir,
+            https_ca: None,
         }
     }
 
     fn wait_ready(&mut self, path: &str, timeout: Duration) {
         let port = self.port;
+        let ca = self.https_ca.clone();
         self.wait_until(&format!("answer GET {path}"), timeout, || {
-            matches!(http::request(port, "GET", path, &[], b""), Ok((status, _)) if status < 500)
+            let status = match &ca {
+                None => http::request(port, "GET", path, &[], b"").map(|(s, _)| s),
+                Some(ca) => tls::https_status(port, ca, path),
+            };
+            matches!(status, Ok(status) if status < 500)
         });
     }
 
@@ -100,9 +120,14 @@ impl Server {
         std::fs::read_to_string(&self.log_path).unwrap_or_default()
     }
 
-    /// `http://127.0.0.1:<port>`.
+    /// `http://127.0.0.1:<port>`, or `https://` when it serves TLS.
     pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        let scheme = if self.https_ca.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://127.0.0.1:{}", self.port)
     }
 }
 
@@ -131,9 +156,23 @@ pub struct Rustberg {
     pub server: Server,
 }
 
+/// How to run rustberg: plain HTTP (the default) or HTTPS with a certificate from a test CA;
+/// never with its own authentication (see [`crate::issuer`] for why, and for the OAuth2
+/// resource server the tests put in front of it instead).
+#[derive(Default, Clone, Copy)]
+pub struct RustbergOptions<'a> {
+    /// Serve HTTPS with a certificate this CA signs.
+    pub tls: Option<&'a tls::TestCa>,
+}
+
 impl Rustberg {
-    /// Starts rustberg and waits until `/v1/config` answers.
+    /// Starts rustberg (plain HTTP, no authentication) and waits until `/v1/config` answers.
     pub fn start() -> Self {
+        Self::start_with(RustbergOptions::default())
+    }
+
+    /// Starts rustberg as `opts` says and waits until `/v1/config` answers.
+    pub fn start_with(opts: RustbergOptions<'_>) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         // rustberg's file:// catalog is a single redb database file, not a directory.
         let catalog = dir.path().join("catalog.redb");
@@ -141,21 +180,30 @@ impl Rustberg {
         std::fs::create_dir_all(&warehouse).expect("mkdir warehouse");
         let port = free_port();
         let mut cmd = Command::new(tools::rustberg());
-        cmd.args([
-            "--dev",
-            "--no-auth",
-            "--insecure-http",
-            "--host",
-            "127.0.0.1",
-        ])
-        .args(["--port", &port.to_string()])
-        .arg("--catalog-url")
-        .arg(format!("file://{}", catalog.display()))
-        .arg("--warehouse")
-        .arg(format!("file://{}", warehouse.display()))
-        .current_dir(dir.path());
+        cmd.args(["--host", "127.0.0.1"])
+            .args(["--port", &port.to_string()])
+            .arg("--catalog-url")
+            .arg(format!("file://{}", catalog.display()))
+            .arg("--warehouse")
+            .arg(format!("file://{}", warehouse.display()))
+            .current_dir(dir.path());
+        cmd.args(["--dev", "--no-auth"]);
+        let https_ca = match opts.tls {
+            None => {
+                cmd.arg("--insecure-http");
+                None
+            }
+            Some(ca) => {
+                let cert = ca.server(&format!("rustberg-{port}"));
+                cmd.arg("--tls-cert")
+                    .arg(&cert.cert)
+                    .arg("--tls-key")
+                    .arg(&cert.key);
+                Some(ca.ca_pem.clone())
+            }
+        };
         Rustberg {
-            server: Server::start("rustberg", cmd, port, dir, "/v1/config"),
+            server: Server::start_with_ca("rustberg", cmd, port, dir, "/v1/config", https_ca),
         }
     }
 
@@ -660,4 +708,71 @@ fn tls_files(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
     // PostgreSQL refuses a key others can read.
     std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).expect("chmod key");
     (dir.join("ca.crt"), dir.join("server.crt"), key)
+}
+
+/// A reverse proxy that checks each request's SigV4 signature with botocore
+/// (`tests/py/sigv4_proxy.py`) before passing it to `upstream`; refused requests get 403.
+pub struct SigV4Proxy {
+    /// The running proxy.
+    pub server: Server,
+}
+
+/// What a [`SigV4Proxy`] expects requests to be signed with.
+#[derive(Debug, Clone)]
+pub struct SigV4Expect<'a> {
+    /// Signing name (`glue`, `s3tables`, `execute-api`).
+    pub service: &'a str,
+    /// Region.
+    pub region: &'a str,
+    /// Access key id.
+    pub access_key: &'a str,
+    /// Secret access key.
+    pub secret_key: &'a str,
+    /// Session token, when the credentials are temporary.
+    pub session_token: Option<&'a str>,
+}
+
+impl SigV4Proxy {
+    /// Starts the proxy in front of 127.0.0.1:`upstream`.
+    pub fn start(upstream: u16, expect: &SigV4Expect<'_>) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let port = free_port();
+        let mut cmd = Command::new(tools::python());
+        cmd.arg(tools::py_script("sigv4_proxy.py"))
+            .args(["--port", &port.to_string()])
+            .args(["--upstream", &upstream.to_string()])
+            .args(["--service", expect.service])
+            .args(["--region", expect.region])
+            .args(["--access-key", expect.access_key])
+            .args(["--secret-key", expect.secret_key])
+            .current_dir(dir.path());
+        if let Some(t) = expect.session_token {
+            cmd.args(["--session-token", t]);
+        }
+        SigV4Proxy {
+            server: Server::start("sigv4-proxy", cmd, port, dir, "/__sigv4"),
+        }
+    }
+
+    /// `http://127.0.0.1:<port>`.
+    pub fn url(&self) -> String {
+        self.server.url()
+    }
+
+    /// (requests whose signature botocore verified, reasons of the refused ones).
+    pub fn stats(&self) -> (u64, Vec<String>) {
+        let (status, body) = http::request(self.server.port, "GET", "/__sigv4", &[], b"")
+            .expect("sigv4 proxy stats");
+        assert_eq!(status, 200, "{body}");
+        let v: serde_json::Value = serde_json::from_str(&body).expect("stats JSON");
+        let refused = v["refused"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|r| r.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        (v["verified"].as_u64().unwrap_or(0), refused)
+    }
 }

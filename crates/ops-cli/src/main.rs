@@ -60,6 +60,9 @@ enum Command {
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() -> ExitCode {
+    // rustls is built with one provider (aws-lc-rs), installed before any client exists so no
+    // library picks another or finds none.
+    ops_core::http::install_crypto_provider();
     let cli = Cli::parse();
     init_tracing(cli.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread()

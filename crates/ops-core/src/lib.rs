@@ -29,6 +29,7 @@ pub mod commit;
 mod error;
 pub mod eval;
 pub mod filter;
+pub mod http;
 pub mod keys;
 pub mod ops;
 pub mod rows;

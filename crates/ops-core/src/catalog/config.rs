@@ -8,11 +8,17 @@
 //! 2. environment variables `PYICEBERG_CATALOG__<NAME>__<KEY>` are merged over the file. Within
 //!    `<KEY>`, `__` becomes `.` and `_` becomes `-`, so `PYICEBERG_CATALOG__PROD__S3__ACCESS_KEY_ID`
 //!    sets `s3.access-key-id` of catalog `prod`;
-//! 3. catalog names and keys are case-insensitive (lower-cased on load).
+//! 3. catalog names and keys are case-insensitive (lower-cased on load), except the name part
+//!    of `header.<Name>`, which is kept as written (it is shown by `catalog list`; HTTP header
+//!    names are case-insensitive anyway);
+//! 4. nested mappings flatten to dotted keys, as PyIceberg writes `ssl:` → `cabundle:`,
+//!    `client:` → `cert:`/`key:` (`ssl.cabundle`, `ssl.client.cert`, `ssl.client.key`).
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
+
+use serde_yaml_ng as yaml;
 
 use super::ConfigError;
 
@@ -74,7 +80,7 @@ impl CatalogDefinition {
             name: name.to_lowercase(),
             properties: properties
                 .into_iter()
-                .map(|(k, v)| (k.into().to_lowercase(), v.into()))
+                .map(|(k, v)| (normalise_key(&k.into()), v.into()))
                 .collect(),
             origin: Origin::Inline,
         }
@@ -200,19 +206,18 @@ impl CatalogConfig {
             path: path.to_path_buf(),
             reason,
         };
-        let doc: serde_yaml::Value =
-            serde_yaml::from_str(text).map_err(|e| unreadable(e.to_string()))?;
+        let doc: yaml::Value = yaml::from_str(text).map_err(|e| unreadable(e.to_string()))?;
         let root = match doc {
-            serde_yaml::Value::Null => return Ok(()),
-            serde_yaml::Value::Mapping(m) => m,
+            yaml::Value::Null => return Ok(()),
+            yaml::Value::Mapping(m) => m,
             _ => return Err(unreadable("the top level must be a mapping".into())),
         };
         let Some(catalogs) = lookup_ci(&root, "catalog") else {
             return Ok(());
         };
         let catalogs = match catalogs {
-            serde_yaml::Value::Null => return Ok(()),
-            serde_yaml::Value::Mapping(m) => m,
+            yaml::Value::Null => return Ok(()),
+            yaml::Value::Mapping(m) => m,
             _ => {
                 return Err(unreadable(
                     "`catalog` must map catalog names to properties".into(),
@@ -225,23 +230,9 @@ impl CatalogConfig {
                 .to_lowercase();
             let mut properties = BTreeMap::new();
             match props {
-                serde_yaml::Value::Null => {}
-                serde_yaml::Value::Mapping(m) => {
-                    for (k, v) in m {
-                        let key = scalar_to_string(k)
-                            .ok_or_else(|| {
-                                unreadable(format!("catalog '{name}': keys must be strings"))
-                            })?
-                            .to_lowercase();
-                        let value = scalar_to_string(v).ok_or_else(|| {
-                            unreadable(format!(
-                                "catalog '{name}', key '{key}': the value must be a string, \
-                                 number or boolean"
-                            ))
-                        })?;
-                        properties.insert(key, value);
-                    }
-                }
+                yaml::Value::Null => {}
+                yaml::Value::Mapping(m) => flatten(&name, "", m, &mut properties)
+                    .map_err(|reason| unreadable(format!("catalog '{name}', {reason}")))?,
                 _ => {
                     return Err(unreadable(format!(
                         "catalog '{name}' must be a mapping of properties"
@@ -276,6 +267,9 @@ impl CatalogConfig {
             if let Origin::File(p) = &def.origin {
                 def.origin = Origin::FileAndEnvironment(p.clone());
             }
+            // `header.X-Api-Key` from the file and `header.x-api-key` from the environment are
+            // the same header: the environment's replaces it.
+            def.properties.retain(|k, _| !k.eq_ignore_ascii_case(&key));
             def.properties.insert(key, value.to_string());
         }
     }
@@ -298,17 +292,56 @@ fn parse_env_var(var: &str) -> Option<(String, String)> {
     Some((name, key))
 }
 
-fn lookup_ci<'a>(map: &'a serde_yaml::Mapping, key: &str) -> Option<&'a serde_yaml::Value> {
+/// Lower-cases a key, but keeps the case of a header's name (`header.X-Api-Key`).
+pub(crate) fn normalise_key(key: &str) -> String {
+    match key.get(..7) {
+        Some(prefix) if prefix.eq_ignore_ascii_case("header.") => format!("header.{}", &key[7..]),
+        _ => key.to_lowercase(),
+    }
+}
+
+/// Flattens a catalog's (possibly nested) mapping into dotted keys. Depth is bounded by the
+/// YAML the user wrote, and walked with an explicit stack, not recursion.
+fn flatten(
+    catalog: &str,
+    prefix: &str,
+    map: &yaml::Mapping,
+    out: &mut BTreeMap<String, String>,
+) -> Result<(), String> {
+    let mut stack: Vec<(String, &yaml::Mapping)> = vec![(prefix.to_string(), map)];
+    while let Some((prefix, map)) = stack.pop() {
+        for (k, v) in map {
+            let part = scalar_to_string(k).ok_or_else(|| "keys must be strings".to_string())?;
+            let key = normalise_key(&format!("{prefix}{part}"));
+            match v {
+                yaml::Value::Mapping(inner) => stack.push((format!("{key}."), inner)),
+                yaml::Value::Null => {}
+                other => {
+                    let value = scalar_to_string(other).ok_or_else(|| {
+                        format!(
+                            "key '{key}': the value must be a string, number, boolean or a \
+                             mapping of those (catalog '{catalog}')"
+                        )
+                    })?;
+                    out.insert(key, value);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn lookup_ci<'a>(map: &'a yaml::Mapping, key: &str) -> Option<&'a yaml::Value> {
     map.iter()
         .find(|(k, _)| k.as_str().is_some_and(|s| s.eq_ignore_ascii_case(key)))
         .map(|(_, v)| v)
 }
 
-fn scalar_to_string(v: &serde_yaml::Value) -> Option<String> {
+fn scalar_to_string(v: &yaml::Value) -> Option<String> {
     match v {
-        serde_yaml::Value::String(s) => Some(s.clone()),
-        serde_yaml::Value::Bool(b) => Some(b.to_string()),
-        serde_yaml::Value::Number(n) => Some(n.to_string()),
+        yaml::Value::String(s) => Some(s.clone()),
+        yaml::Value::Bool(b) => Some(b.to_string()),
+        yaml::Value::Number(n) => Some(n.to_string()),
         _ => None,
     }
 }
@@ -398,16 +431,58 @@ mod tests {
     }
 
     #[test]
-    fn nested_values_are_rejected_with_the_key() -> Result<(), Box<dyn std::error::Error>> {
+    fn nested_ssl_keys_flatten_as_pyiceberg_writes_them() -> Result<(), Box<dyn std::error::Error>>
+    {
         let dir = tempfile::tempdir()?;
         std::fs::write(
             dir.path().join(PYICEBERG_YAML),
-            "catalog:\n  a:\n    uri: {x: 1}\n",
+            "catalog:\n  prod:\n    uri: https://h\n    ssl:\n      cabundle: /etc/ca.pem\n      \
+             client:\n        cert: /c.pem\n        key: /c.key\n  lab:\n    uri: https://l\n    \
+             ssl:\n      cabundle: false\n    header.X-Api-Key: k1\n    header:\n      \
+             X-Tenant: acme\n",
+        )?;
+        let cfg = CatalogConfig::load_from(&sources(dir.path(), &[]))?;
+        let prod = &cfg.get("prod").ok_or("prod missing")?.properties;
+        assert_eq!(prod["ssl.cabundle"], "/etc/ca.pem");
+        assert_eq!(prod["ssl.client.cert"], "/c.pem");
+        assert_eq!(prod["ssl.client.key"], "/c.key");
+        let lab = &cfg.get("lab").ok_or("lab missing")?.properties;
+        assert_eq!(lab["ssl.cabundle"], "false");
+        assert_eq!(lab["header.X-Api-Key"], "k1");
+        assert_eq!(lab["header.X-Tenant"], "acme");
+        Ok(())
+    }
+
+    #[test]
+    fn environment_header_replaces_the_file_header_of_any_case()
+    -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        std::fs::write(
+            dir.path().join(PYICEBERG_YAML),
+            "catalog:\n  a:\n    uri: http://a\n    header.X-Api-Key: from-file\n",
+        )?;
+        let cfg = CatalogConfig::load_from(&sources(
+            dir.path(),
+            &[("PYICEBERG_CATALOG__A__HEADER__X_API_KEY", "from-env")],
+        ))?;
+        let a = &cfg.get("a").ok_or("a missing")?.properties;
+        let headers: Vec<_> = a.iter().filter(|(k, _)| k.starts_with("header.")).collect();
+        assert_eq!(headers.len(), 1, "{headers:?}");
+        assert_eq!(a["header.x-api-key"], "from-env");
+        Ok(())
+    }
+
+    #[test]
+    fn sequence_values_are_rejected_with_the_key() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        std::fs::write(
+            dir.path().join(PYICEBERG_YAML),
+            "catalog:\n  a:\n    ssl:\n      cabundle: [1, 2]\n",
         )?;
         let err = CatalogConfig::load_from(&sources(dir.path(), &[]))
             .err()
             .ok_or("expected an error")?;
-        assert!(err.to_string().contains("'uri'"), "{err}");
+        assert!(err.to_string().contains("'ssl.cabundle'"), "{err}");
         Ok(())
     }
 

@@ -80,6 +80,8 @@ pub struct CatalogHandle {
     catalog: Arc<dyn Catalog>,
     settings: CatalogSettings,
     committer: Arc<crate::commit::Committer>,
+    /// A REST catalog's client, which commits go through too (same trust and credentials).
+    rest: Option<Arc<super::rest::RestClient>>,
 }
 
 impl CatalogHandle {
@@ -102,6 +104,10 @@ impl CatalogHandle {
     /// The clients ops-core commits through (created on first use, shared by clones).
     pub(crate) fn committer(&self) -> &crate::commit::Committer {
         &self.committer
+    }
+    /// The REST client reads went through (REST catalogs only).
+    pub(crate) fn rest_client(&self) -> Option<&Arc<super::rest::RestClient>> {
+        self.rest.as_ref()
     }
 }
 
@@ -238,6 +244,7 @@ pub async fn open_settings(settings: CatalogSettings) -> Result<CatalogHandle> {
             reason,
         )));
     }
+    let mut rest_client = None;
     let catalog = match settings.kind {
         CatalogKind::Sql => {
             load(
@@ -249,13 +256,9 @@ pub async fn open_settings(settings: CatalogSettings) -> Result<CatalogHandle> {
             .await
         }
         CatalogKind::Rest => {
-            load(
-                iceberg_catalog_rest::RestCatalogBuilder::default(),
-                storage,
-                name,
-                props,
-            )
-            .await
+            let client = connect_rest(&settings).await?;
+            rest_client = Some(client.clone());
+            Ok(Arc::new(super::rest::RestCatalog::new(client, storage)) as Arc<dyn Catalog>)
         }
         CatalogKind::Glue => {
             load(
@@ -267,7 +270,13 @@ pub async fn open_settings(settings: CatalogSettings) -> Result<CatalogHandle> {
             .await
         }
         CatalogKind::S3Tables => {
-            let builder = iceberg_catalog_s3tables::S3TablesCatalogBuilder::default();
+            // The SDK client the commits use too: the same AWS_CA_BUNDLE trust, which the
+            // catalog crate's own client would not have.
+            let config =
+                crate::commit::aws_sdk_config(&settings, settings.iceberg_property("endpoint_url"))
+                    .await?;
+            let builder = iceberg_catalog_s3tables::S3TablesCatalogBuilder::default()
+                .with_client(aws_sdk_s3tables::Client::new(&config));
             load(builder, storage, name, props).await
         }
         CatalogKind::Memory => {
@@ -285,6 +294,7 @@ pub async fn open_settings(settings: CatalogSettings) -> Result<CatalogHandle> {
         catalog,
         settings,
         committer: Arc::default(),
+        rest: rest_client,
     })
 }
 
@@ -321,6 +331,27 @@ async fn postgres_reachable(uri: &str) -> std::result::Result<(), String> {
             POSTGRES_CONNECT_TIMEOUT.as_secs()
         ))),
     }
+}
+
+/// The HTTP client (TLS files read now, so a bad one is a configuration error naming its key)
+/// and the `/v1/config` handshake.
+async fn connect_rest(settings: &CatalogSettings) -> Result<Arc<super::rest::RestClient>> {
+    let opts = super::rest::RestOptions::from_settings(settings);
+    let http =
+        crate::http::client(&opts.tls, opts.timeouts).map_err(|e| ConfigError::InvalidValue {
+            catalog: settings.name.clone(),
+            key: e.key().to_string(),
+            origin: settings.origin.to_string(),
+            reason: e.to_string(),
+        })?;
+    let client = super::rest::RestClient::connect(opts, http)
+        .await
+        .map_err(|source| Error::CatalogOpen {
+            catalog: settings.name.clone(),
+            kind: settings.kind.to_string(),
+            source: Box::new(source),
+        })?;
+    Ok(Arc::new(client))
 }
 
 async fn load<B>(
@@ -619,11 +650,7 @@ fn translate_rest(ctx: &Ctx<'_>) -> Result<BTreeMap<String, String>, ConfigError
             "a REST catalog URI must start with http:// or https://",
         ));
     }
-    if let Some(cred) = ctx.get("credential")
-        && cred.trim().is_empty()
-    {
-        return Err(ctx.invalid("credential", "expected client_id:client_secret"));
-    }
+    super::rest::validate(ctx.props, &|key, reason| ctx.invalid(key, reason))?;
     let mut out = ctx.passthrough(&["uri"]);
     out.insert("uri".into(), uri.trim_end_matches('/').to_string());
     Ok(out)

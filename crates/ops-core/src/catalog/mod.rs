@@ -6,6 +6,7 @@
 mod config;
 mod factory;
 pub mod redact;
+pub mod rest;
 
 use std::fmt;
 use std::path::PathBuf;

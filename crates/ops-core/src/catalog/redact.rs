@@ -5,10 +5,11 @@ use std::fmt;
 
 const SECRET_MARKERS: [&str; 5] = ["secret", "token", "credential", "password", "session"];
 
-/// True when a property of this name holds a secret.
+/// True when a property of this name holds a secret. Every `header.*` value counts: headers
+/// carry API keys and tokens under names no list can anticipate (`X-Api-Key`, `X-Auth`, ...).
 pub fn is_secret_key(key: &str) -> bool {
     let key = key.to_ascii_lowercase();
-    SECRET_MARKERS.iter().any(|m| key.contains(m))
+    key.starts_with("header.") || SECRET_MARKERS.iter().any(|m| key.contains(m))
 }
 
 /// The value as it may be shown: secrets masked, a URI's password removed.
@@ -64,6 +65,9 @@ mod tests {
         assert_eq!(display_value("credential", "id:secret"), "***");
         assert_eq!(display_value("s3.session-token", "x"), "***");
         assert_eq!(display_value("uri", "http://h:1"), "http://h:1");
+        assert_eq!(display_value("header.X-Api-Key", "k-123"), "***");
+        assert_eq!(display_value("header.x-tenant", "acme"), "***");
+        assert_eq!(display_value("ssl.cabundle", "/etc/ca.pem"), "/etc/ca.pem");
     }
 
     #[test]

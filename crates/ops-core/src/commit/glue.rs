@@ -17,7 +17,7 @@ pub(super) struct GluePointer {
 
 impl GluePointer {
     pub(super) async fn connect(settings: &CatalogSettings) -> Result<Self> {
-        let config = super::aws::sdk_config(settings, settings.iceberg_property("uri")).await;
+        let config = super::aws::sdk_config(settings, settings.iceberg_property("uri")).await?;
         Ok(Self {
             client: aws_sdk_glue::Client::new(&config),
             catalog_id: settings.iceberg_property("catalog_id").map(str::to_string),

@@ -28,6 +28,8 @@ mod rest;
 mod s3tables;
 mod sql;
 
+pub(crate) use aws::{config_loader as aws_config_loader, sdk_config as aws_sdk_config};
+
 use std::collections::HashMap;
 use std::future::Future;
 use std::str::FromStr;
@@ -60,7 +62,6 @@ pub struct TableChange {
 #[derive(Debug, Default)]
 pub struct Committer {
     sql: tokio::sync::OnceCell<sql::SqlPointer>,
-    rest: tokio::sync::OnceCell<rest::RestPointer>,
     glue: tokio::sync::OnceCell<glue::GluePointer>,
     s3tables: tokio::sync::OnceCell<s3tables::S3TablesPointer>,
 }
@@ -136,11 +137,11 @@ async fn commit_inner(handle: &CatalogHandle, base: &Table, change: TableChange)
     // an unreachable service leaves no orphaned metadata file behind.
     let pointer = match settings.kind() {
         CatalogKind::Rest => {
-            let rest = committer
-                .rest
-                .get_or_try_init(|| rest::RestPointer::connect(settings))
-                .await?;
-            return rest.commit(base, change).await;
+            let client = handle.rest_client().ok_or_else(|| Error::Catalog {
+                catalog: settings.name().to_string(),
+                message: "this REST catalog handle has no client to commit through".into(),
+            })?;
+            return rest::commit(client, base, change).await;
         }
         _ if !commits_supported(settings) => return Err(unsupported(settings)),
         CatalogKind::Memory => return Err(unsupported(settings)),

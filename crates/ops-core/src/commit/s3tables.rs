@@ -16,7 +16,7 @@ pub(super) struct S3TablesPointer {
 
 impl S3TablesPointer {
     pub(super) async fn connect(settings: &CatalogSettings) -> Result<Self> {
-        let config = sdk_config(settings, settings.iceberg_property("endpoint_url")).await;
+        let config = sdk_config(settings, settings.iceberg_property("endpoint_url")).await?;
         let bucket_arn = settings
             .iceberg_property("table_bucket_arn")
             .ok_or_else(|| Error::Catalog {

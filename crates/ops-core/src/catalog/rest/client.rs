@@ -1,0 +1,547 @@
+//! One catalog's HTTP transport: the `/v1/config` handshake, authentication, SigV4 signing,
+//! retries, and errors that name the catalog, the URL and the key to change.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use bytes::Bytes;
+use iceberg::{Error as IcebergError, ErrorKind};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use reqwest::{Method, StatusCode};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+
+use super::auth::{Auth, Bearer};
+use super::sigv4::Signer;
+use super::{RestOptions, decode, encode};
+use crate::http::{self, RetryPolicy, SendFailure};
+
+/// The REST spec version this client speaks (as iceberg-catalog-rest 0.10.1 announces it).
+const SPEC_VERSION: &str = "0.14.1";
+
+/// A response read to the end.
+#[derive(Debug)]
+pub(crate) struct Reply {
+    pub status: StatusCode,
+    pub body: Bytes,
+    /// `METHOD url`, for messages.
+    pub what: String,
+}
+
+#[derive(Deserialize)]
+struct ConfigResponse {
+    #[serde(default)]
+    defaults: BTreeMap<String, String>,
+    #[serde(default)]
+    overrides: BTreeMap<String, String>,
+}
+
+#[derive(Deserialize)]
+struct ErrorBody {
+    error: ErrorModel,
+}
+
+#[derive(Deserialize)]
+struct ErrorModel {
+    #[serde(default)]
+    message: String,
+    #[serde(default, rename = "type")]
+    kind: String,
+}
+
+/// A REST catalog's client, shared by its reads and commits.
+pub(crate) struct RestClient {
+    catalog: String,
+    /// Base URI after the server's `uri` override, no trailing slash.
+    uri: String,
+    /// `{uri}/v1` or `{uri}/v1/{prefix}`.
+    base: String,
+    /// PyIceberg's merge: server defaults < configured properties < server overrides.
+    props: BTreeMap<String, String>,
+    http: reqwest::Client,
+    headers: HeaderMap,
+    auth: Auth,
+    signer: Option<Signer>,
+    retry: RetryPolicy,
+    separator: String,
+}
+
+impl std::fmt::Debug for RestClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RestClient")
+            .field("catalog", &self.catalog)
+            .field("base", &self.base)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RestClient {
+    /// Builds the client and reads `/v1/config`. TLS files were checked by the caller
+    /// ([`crate::http::rustls_config`] errors become configuration errors there).
+    pub(crate) async fn connect(
+        opts: RestOptions,
+        http: reqwest::Client,
+    ) -> iceberg::Result<RestClient> {
+        let headers = base_headers(&opts)?;
+        let signer = if opts.sigv4_enabled() {
+            Some(Signer::from_options(&opts).await?)
+        } else {
+            None
+        };
+        let auth = Auth::from_options(&opts);
+        let mut client = RestClient {
+            catalog: opts.catalog.clone(),
+            uri: opts.uri.clone(),
+            base: format!("{}/v1", opts.uri),
+            props: opts.props.clone(),
+            http,
+            headers,
+            auth,
+            signer,
+            retry: opts.retry,
+            separator: "\u{1f}".into(),
+        };
+        let mut query = Vec::new();
+        if let Some(w) = opts.get("warehouse") {
+            query.push(("warehouse", w.to_string()));
+        }
+        let url = format!("{}/v1/config", client.uri);
+        let reply = client.call(Method::GET, &url, &query, None).await?;
+        if reply.status != StatusCode::OK {
+            return Err(client.unexpected(&reply));
+        }
+        let config: ConfigResponse = client.parse(&reply)?;
+        let mut props = config.defaults;
+        props.extend(opts.props.clone());
+        props.extend(config.overrides);
+        if let Some(uri) = props.get("uri").filter(|u| !u.trim().is_empty()) {
+            client.uri = uri.trim().trim_end_matches('/').to_string();
+        }
+        client.base = match props
+            .get("prefix")
+            .map(|p| p.trim().trim_matches('/'))
+            .filter(|p| !p.is_empty())
+        {
+            Some(prefix) => format!("{}/v1/{prefix}", client.uri),
+            None => format!("{}/v1", client.uri),
+        };
+        if let Some(sep) = props.get("namespace-separator") {
+            let sep = decode(sep);
+            if sep.is_empty() {
+                return Err(client.error(
+                    ErrorKind::DataInvalid,
+                    "`namespace-separator` is empty; remove it or set a separator".into(),
+                ));
+            }
+            client.separator = sep;
+        }
+        // A token endpoint the server advertises applies unless one was configured.
+        if let Some(endpoint) = config_value(&props, "oauth2-server-uri") {
+            client.auth.set_default_endpoint(endpoint);
+        }
+        client.props = props;
+        tracing::debug!(catalog = %client.catalog, base = %client.base, "REST catalog configured");
+        Ok(client)
+    }
+
+    /// The catalog's name.
+    pub(crate) fn catalog(&self) -> &str {
+        &self.catalog
+    }
+
+    /// Catalog properties after the `/v1/config` merge.
+    pub(crate) fn props(&self) -> &BTreeMap<String, String> {
+        &self.props
+    }
+
+    /// `{base}/namespaces`.
+    pub(crate) fn namespaces_url(&self) -> String {
+        format!("{}/namespaces", self.base)
+    }
+
+    /// The path segment of a namespace: each level encoded, joined by the separator.
+    pub(crate) fn namespace_segment(&self, ns: &iceberg::NamespaceIdent) -> String {
+        ns.iter()
+            .map(|p| encode(p))
+            .collect::<Vec<_>>()
+            .join(&encode(&self.separator))
+    }
+
+    /// The namespace joined with the separator, unencoded (for a `parent=` query value).
+    pub(crate) fn namespace_param(&self, ns: &iceberg::NamespaceIdent) -> String {
+        ns.join(&self.separator)
+    }
+
+    /// `{base}/namespaces/{ns}`.
+    pub(crate) fn namespace_url(&self, ns: &iceberg::NamespaceIdent) -> String {
+        format!("{}/namespaces/{}", self.base, self.namespace_segment(ns))
+    }
+
+    /// `{base}/namespaces/{ns}/tables/{name}`.
+    pub(crate) fn table_url(&self, table: &iceberg::TableIdent) -> String {
+        format!(
+            "{}/tables/{}",
+            self.namespace_url(table.namespace()),
+            encode(table.name())
+        )
+    }
+
+    /// `{base}/{path}`.
+    pub(crate) fn url(&self, path: &str) -> String {
+        format!("{}/{path}", self.base)
+    }
+
+    /// An error about this catalog.
+    pub(crate) fn error(&self, kind: ErrorKind, message: String) -> IcebergError {
+        IcebergError::new(kind, format!("catalog '{}': {message}", self.catalog))
+    }
+
+    /// Parses a JSON reply.
+    pub(crate) fn parse<T: DeserializeOwned>(&self, reply: &Reply) -> iceberg::Result<T> {
+        serde_json::from_slice(&reply.body).map_err(|e| {
+            self.error(
+                ErrorKind::Unexpected,
+                format!(
+                    "{} answered {} with a body that is not the expected JSON ({e}): {}",
+                    reply.what,
+                    reply.status,
+                    brief(&reply.body)
+                ),
+            )
+        })
+    }
+
+    /// A status the caller has no meaning for.
+    pub(crate) fn unexpected(&self, reply: &Reply) -> IcebergError {
+        let detail = server_message(&reply.body);
+        let hint = match reply.status {
+            StatusCode::INTERNAL_SERVER_ERROR
+            | StatusCode::BAD_GATEWAY
+            | StatusCode::SERVICE_UNAVAILABLE
+            | StatusCode::GATEWAY_TIMEOUT => " (retried; the service is failing)",
+            _ => "",
+        };
+        self.error(
+            ErrorKind::Unexpected,
+            format!("{} answered {}{hint}: {detail}", reply.what, reply.status),
+        )
+    }
+
+    /// Sends one request with authentication, signing and retries, and reads the reply.
+    ///
+    /// Retried: a request that never left (connection refused or reset while connecting), a
+    /// 429 or 503 (the server did not act on it; `Retry-After` honoured), and for GET and HEAD
+    /// also timeouts, resets and 502/504. A 401 refreshes an OAuth2 token once. A POST that may
+    /// have reached the server is never repeated: its outcome is reported as unknown.
+    pub(crate) async fn call(
+        &self,
+        method: Method,
+        url: &str,
+        query: &[(&str, String)],
+        body: Option<Vec<u8>>,
+    ) -> iceberg::Result<Reply> {
+        let idempotent = matches!(method, Method::GET | Method::HEAD);
+        let mut url = reqwest::Url::parse(url).map_err(|e| {
+            self.error(
+                ErrorKind::DataInvalid,
+                format!("'{url}' is not a valid URL ({e}); check `uri`"),
+            )
+        })?;
+        if !query.is_empty() {
+            let mut pairs = url.query_pairs_mut();
+            for (k, v) in query {
+                pairs.append_pair(k, v);
+            }
+        }
+        let what = format!("{method} {}", strip_query(&url));
+        let mut retries = 0u32;
+        let mut refreshed = false;
+        loop {
+            let bearer = self.auth.bearer(self).await?;
+            let request = self
+                .build(&method, &url, body.as_deref(), bearer.as_ref())
+                .await?;
+            tracing::debug!(catalog = %self.catalog, request = %what, "REST request");
+            let response = match self.http.execute(request).await {
+                Ok(r) => r,
+                Err(e) => {
+                    let retriable = match http::classify(&e) {
+                        SendFailure::NotSent => true,
+                        SendFailure::Tls => false,
+                        SendFailure::MaybeSent => idempotent,
+                    };
+                    if retriable && retries < self.retry.max_retries {
+                        retries += 1;
+                        self.pause(retries, None, &what, &http::chain_message(&e))
+                            .await;
+                        continue;
+                    }
+                    return Err(self.transport_error(&what, &e, idempotent));
+                }
+            };
+            let status = response.status();
+            if matches!(status.as_u16(), 401 | 419) && !refreshed && self.auth.can_refresh() {
+                refreshed = true;
+                if let Some(b) = &bearer {
+                    self.auth.invalidate(b.generation).await;
+                }
+                tracing::debug!(catalog = %self.catalog, request = %what, "401: refreshing the token once");
+                continue;
+            }
+            let transient = matches!(status.as_u16(), 429 | 503)
+                || (idempotent && matches!(status.as_u16(), 502 | 504));
+            if transient && retries < self.retry.max_retries {
+                retries += 1;
+                let after = http::retry_after(response.headers());
+                self.pause(retries, after, &what, status.as_str()).await;
+                continue;
+            }
+            let body = match response.bytes().await {
+                Ok(b) => b,
+                Err(e) => {
+                    if idempotent && retries < self.retry.max_retries {
+                        retries += 1;
+                        self.pause(retries, None, &what, &http::chain_message(&e))
+                            .await;
+                        continue;
+                    }
+                    return Err(self.transport_error(&what, &e, idempotent));
+                }
+            };
+            let reply = Reply { status, body, what };
+            return match status.as_u16() {
+                401 | 419 => Err(self.unauthorized(&reply, refreshed)),
+                403 => Err(self.error(
+                    ErrorKind::Unexpected,
+                    format!(
+                        "{} answered 403 Forbidden: the credentials were accepted but may not do \
+                         this ({}); check the principal's grants, or `scope`",
+                        reply.what,
+                        server_message(&reply.body)
+                    ),
+                )),
+                _ => Ok(reply),
+            };
+        }
+    }
+
+    /// Serialises `value` and sends it.
+    pub(crate) async fn call_json<T: serde::Serialize>(
+        &self,
+        method: Method,
+        url: &str,
+        value: &T,
+    ) -> iceberg::Result<Reply> {
+        let body = serde_json::to_vec(value).map_err(|e| {
+            self.error(
+                ErrorKind::Unexpected,
+                format!("cannot serialise the request: {e}"),
+            )
+        })?;
+        self.call(method, url, &[], Some(body)).await
+    }
+
+    async fn pause(&self, retry: u32, after: Option<Duration>, what: &str, cause: &str) {
+        let wait = self.retry.backoff(retry, after);
+        tracing::info!(
+            catalog = %self.catalog,
+            request = %what,
+            cause,
+            retry,
+            max = self.retry.max_retries,
+            wait_ms = wait.as_millis() as u64,
+            "retrying a REST request"
+        );
+        tokio::time::sleep(wait).await;
+    }
+
+    async fn build(
+        &self,
+        method: &Method,
+        url: &reqwest::Url,
+        body: Option<&[u8]>,
+        bearer: Option<&Bearer>,
+    ) -> iceberg::Result<reqwest::Request> {
+        let mut headers = self.headers.clone();
+        if let Some(b) = bearer {
+            let value = HeaderValue::try_from(format!("Bearer {}", b.token)).map_err(|_| {
+                self.error(
+                    ErrorKind::DataInvalid,
+                    "the OAuth2 token is not a valid header value; check `token`".into(),
+                )
+            })?;
+            headers.insert(reqwest::header::AUTHORIZATION, value);
+        }
+        let body = body.unwrap_or_default();
+        if let Some(signer) = &self.signer {
+            signer.sign(self, method, url, &mut headers, body).await?;
+        }
+        let mut request = reqwest::Request::new(method.clone(), url.clone());
+        *request.headers_mut() = headers;
+        if !body.is_empty() {
+            *request.body_mut() = Some(reqwest::Body::from(body.to_vec()));
+        }
+        Ok(request)
+    }
+
+    /// POSTs a form to the token endpoint (no bearer, no signing), with retries as a read.
+    pub(crate) async fn post_form(
+        &self,
+        url: &str,
+        form: &[(&str, &str)],
+    ) -> Result<Reply, String> {
+        let mut retries = 0;
+        let what = format!("POST {url}");
+        loop {
+            let mut headers = self.headers.clone();
+            headers.insert(
+                reqwest::header::CONTENT_TYPE,
+                HeaderValue::from_static("application/x-www-form-urlencoded"),
+            );
+            let result = self.http.post(url).headers(headers).form(form).send().await;
+            match result {
+                Err(e) => {
+                    if http::classify(&e) != SendFailure::Tls && retries < self.retry.max_retries {
+                        retries += 1;
+                        self.pause(retries, None, &what, &http::chain_message(&e))
+                            .await;
+                        continue;
+                    }
+                    return Err(self.describe_transport(&e));
+                }
+                Ok(response) => {
+                    let status = response.status();
+                    if matches!(status.as_u16(), 429 | 502 | 503 | 504)
+                        && retries < self.retry.max_retries
+                    {
+                        retries += 1;
+                        let after = http::retry_after(response.headers());
+                        self.pause(retries, after, &what, status.as_str()).await;
+                        continue;
+                    }
+                    let body = response
+                        .bytes()
+                        .await
+                        .map_err(|e| self.describe_transport(&e))?;
+                    return Ok(Reply { status, body, what });
+                }
+            }
+        }
+    }
+
+    fn describe_transport(&self, e: &reqwest::Error) -> String {
+        let chain = http::chain_message(e);
+        if let Some(tls) = http::tls_cause(e) {
+            return format!(
+                "the TLS handshake failed ({tls}); the server's certificate is not trusted: set \
+                 `ssl.cabundle` to the PEM file of the CA that signed it (or SSL_CERT_FILE for \
+                 every client)"
+            );
+        }
+        if e.is_timeout() {
+            return format!(
+                "timed out ({chain}); raise `rest.client.socket-timeout-ms` if the service is slow"
+            );
+        }
+        if e.is_connect() {
+            return format!("cannot connect ({chain}); check `uri` and that the service is up");
+        }
+        chain
+    }
+
+    fn transport_error(&self, what: &str, e: &reqwest::Error, idempotent: bool) -> IcebergError {
+        let mut message = format!("{what} failed: {}", self.describe_transport(e));
+        if !idempotent && http::classify(e) == SendFailure::MaybeSent {
+            message.push_str(
+                "; the request may have reached the catalog, so its outcome is unknown (it was \
+                 not repeated)",
+            );
+        }
+        self.error(ErrorKind::Unexpected, message)
+    }
+
+    fn unauthorized(&self, reply: &Reply, refreshed: bool) -> IcebergError {
+        let server = server_message(&reply.body);
+        let advice = self.auth.advice_on_401(refreshed);
+        self.error(
+            ErrorKind::Unexpected,
+            format!(
+                "{} answered {}: {advice} (server: {server})",
+                reply.what, reply.status
+            ),
+        )
+    }
+}
+
+/// `Content-Type`, `User-Agent`, `X-Client-Version` and every `header.<name>` (names as
+/// written; values validated).
+fn base_headers(opts: &RestOptions) -> iceberg::Result<HeaderMap> {
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        reqwest::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    headers.insert(
+        HeaderName::from_static("x-client-version"),
+        HeaderValue::from_static(SPEC_VERSION),
+    );
+    headers.insert(
+        reqwest::header::USER_AGENT,
+        HeaderValue::from_static(concat!("iceberg-ops/", env!("CARGO_PKG_VERSION"))),
+    );
+    for (key, value) in &opts.props {
+        let Some(name) = key
+            .get(..7)
+            .filter(|p| p.eq_ignore_ascii_case("header."))
+            .map(|_| &key[7..])
+        else {
+            continue;
+        };
+        let bad = |what: &str| {
+            IcebergError::new(
+                ErrorKind::DataInvalid,
+                format!(
+                    "catalog '{}': `{key}` is not a valid HTTP header {what}",
+                    opts.catalog
+                ),
+            )
+        };
+        let name = HeaderName::try_from(name).map_err(|_| bad("name"))?;
+        // The value may be a secret: the error never repeats it.
+        let mut value = HeaderValue::try_from(value.as_str()).map_err(|_| bad("value"))?;
+        value.set_sensitive(true);
+        headers.insert(name, value);
+    }
+    // PyIceberg asks for vended credentials unless a header says otherwise (`setdefault`).
+    headers
+        .entry(HeaderName::from_static("x-iceberg-access-delegation"))
+        .or_insert(HeaderValue::from_static("vended-credentials"));
+    Ok(headers)
+}
+
+fn config_value(props: &BTreeMap<String, String>, key: &str) -> Option<String> {
+    props
+        .get(key)
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+}
+
+fn strip_query(url: &reqwest::Url) -> String {
+    let mut u = url.clone();
+    u.set_query(None);
+    u.to_string()
+}
+
+/// The server's error message (`{"error": {"message", "type"}}`), else the start of the body.
+pub(crate) fn server_message(body: &[u8]) -> String {
+    match serde_json::from_slice::<ErrorBody>(body) {
+        Ok(e) if !e.error.kind.is_empty() => format!("{}: {}", e.error.kind, e.error.message),
+        Ok(e) => e.error.message,
+        Err(_) if body.is_empty() => "no body".into(),
+        Err(_) => brief(body),
+    }
+}
+
+fn brief(body: &[u8]) -> String {
+    String::from_utf8_lossy(body).chars().take(500).collect()
+}

@@ -1,0 +1,511 @@
+//! HTTP clients: rustls with one explicitly chosen crypto provider, the trust store and client
+//! certificate of a catalog's `ssl.*` keys, connect and read timeouts, and the retry policy
+//! every REST read and commit goes through.
+//!
+//! Trust follows PyIceberg, whose `requests` session this replaces:
+//!
+//! - by default the server certificate must chain to a root in webpki's bundle (Mozilla's) or in
+//!   the platform's store, which `SSL_CERT_FILE` / `SSL_CERT_DIR` replace (OpenSSL's variables,
+//!   read by rustls-native-certs);
+//! - `ssl.cabundle: /path/ca.pem` trusts exactly the certificates in that file (`requests`'
+//!   `verify=path`); `ssl.cabundle: false` turns verification off, with a warning;
+//! - `ssl.client.cert` + `ssl.client.key` (or one PEM holding both in `ssl.client.cert`)
+//!   present a client certificate (mutual TLS).
+//!
+//! The crypto provider is aws-lc-rs, which the AWS SDK clients already build; ring is never
+//! asked for. [`install_crypto_provider`] makes it the process default, so any rustls user that
+//! asks for the default (reqwest clients built without a preconfigured TLS config, opendal's
+//! reqwest) gets the same one rather than a panic.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+/// Installs aws-lc-rs as rustls' process-wide crypto provider, unless one is installed already.
+///
+/// Call it first thing in `main` (and in test servers); ops-core also calls it before building
+/// any client, so library users need not. Idempotent and cheap.
+pub fn install_crypto_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // Losing the race to another thread installing one is fine: either way a provider is
+        // installed. Other crates may build rustls with ring too (sqlx, the S3 Tables client);
+        // with two providers compiled in, rustls has no default until one is installed.
+        let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    }
+}
+
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    install_crypto_provider();
+    rustls::crypto::CryptoProvider::get_default()
+        .cloned()
+        .unwrap_or_else(|| Arc::new(rustls::crypto::aws_lc_rs::default_provider()))
+}
+
+/// Which certificates a client trusts.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Trust {
+    /// webpki's roots plus the platform's (or `SSL_CERT_FILE` / `SSL_CERT_DIR`).
+    #[default]
+    Default,
+    /// Exactly the certificates in this PEM file (`ssl.cabundle`).
+    CaBundle(PathBuf),
+    /// No verification at all (`ssl.cabundle: false`).
+    Disabled,
+}
+
+/// TLS settings of one client.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TlsOptions {
+    /// Server certificate trust.
+    pub trust: Trust,
+    /// Client certificate chain (PEM), for mutual TLS.
+    pub client_cert: Option<PathBuf>,
+    /// Its private key (PEM); `None` when the key is in `client_cert`'s file.
+    pub client_key: Option<PathBuf>,
+}
+
+/// Why a TLS configuration could not be built; names the file and, through [`TlsError::key`],
+/// the catalog key that pointed at it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TlsError {
+    /// A CA bundle could not be read or holds no certificate.
+    #[error("CA bundle {}: {reason}", path.display())]
+    CaBundle {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The client certificate or key could not be read or does not fit.
+    #[error("client certificate {}: {reason}", path.display())]
+    ClientCert {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+}
+
+impl TlsError {
+    /// The PyIceberg key that names the offending file.
+    pub fn key(&self) -> &'static str {
+        match self {
+            TlsError::CaBundle { .. } => "ssl.cabundle",
+            TlsError::ClientCert { .. } => "ssl.client.cert",
+        }
+    }
+}
+
+/// A rustls client configuration for `tls` (ALPN left to the HTTP client).
+pub fn rustls_config(tls: &TlsOptions) -> Result<rustls::ClientConfig, TlsError> {
+    let provider = provider();
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| TlsError::CaBundle {
+            path: PathBuf::new(),
+            reason: format!("the crypto provider supports no TLS version: {e}"),
+        })?;
+    let builder = match &tls.trust {
+        Trust::Disabled => builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(NoVerification(provider))),
+        Trust::CaBundle(path) => builder.with_root_certificates(bundle_roots(path)?),
+        Trust::Default => builder.with_root_certificates(default_roots()),
+    };
+    match &tls.client_cert {
+        None => Ok(builder.with_no_client_auth()),
+        Some(cert_path) => {
+            let key_path = tls.client_key.as_deref().unwrap_or(cert_path);
+            let client_err = |path: &Path, reason: String| TlsError::ClientCert {
+                path: path.to_path_buf(),
+                reason,
+            };
+            let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert_path)
+                .map_err(|e| client_err(cert_path, e.to_string()))?
+                .collect::<Result<_, _>>()
+                .map_err(|e| client_err(cert_path, e.to_string()))?;
+            if chain.is_empty() {
+                return Err(client_err(cert_path, "holds no PEM certificate".into()));
+            }
+            let key = PrivateKeyDer::from_pem_file(key_path)
+                .map_err(|e| client_err(key_path, format!("no usable PEM private key ({e})")))?;
+            builder
+                .with_client_auth_cert(chain, key)
+                .map_err(|e| client_err(cert_path, e.to_string()))
+        }
+    }
+}
+
+fn bundle_roots(path: &Path) -> Result<rustls::RootCertStore, TlsError> {
+    let err = |reason: String| TlsError::CaBundle {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
+        .map_err(|e| err(e.to_string()))?
+        .collect::<Result<_, _>>()
+        .map_err(|e| err(e.to_string()))?;
+    let mut roots = rustls::RootCertStore::empty();
+    let (added, ignored) = roots.add_parsable_certificates(certs);
+    if added == 0 {
+        return Err(err(if ignored > 0 {
+            format!("none of its {ignored} certificates could be parsed")
+        } else {
+            "holds no PEM certificate (-----BEGIN CERTIFICATE-----)".into()
+        }));
+    }
+    Ok(roots)
+}
+
+fn default_roots() -> rustls::RootCertStore {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    let native = rustls_native_certs::load_native_certs();
+    for e in &native.errors {
+        // One unreadable file in /etc/ssl/certs must not take the others down.
+        tracing::debug!(error = %e, "skipping part of the platform's certificate store");
+    }
+    let (_, ignored) = roots.add_parsable_certificates(native.certs);
+    if ignored > 0 {
+        tracing::debug!(
+            ignored,
+            "platform certificates rustls cannot parse were skipped"
+        );
+    }
+    roots
+}
+
+/// `ssl.cabundle: false`: accept any certificate, but still check the handshake signatures
+/// (so the connection is at least to whoever holds the key of the certificate it sent).
+#[derive(Debug)]
+struct NoVerification(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for NoVerification {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &rustls::pki_types::ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// Connect and read timeouts of one client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// Establishing the TCP connection and TLS session.
+    pub connect: Duration,
+    /// Longest wait for the next bytes of a response (not the whole response: a large
+    /// metadata file may take longer, as long as it keeps coming).
+    pub read: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            connect: Duration::from_secs(10),
+            read: Duration::from_secs(60),
+        }
+    }
+}
+
+/// A reqwest client with `tls` and `timeouts`.
+pub fn client(tls: &TlsOptions, timeouts: Timeouts) -> Result<reqwest::Client, TlsError> {
+    let config = rustls_config(tls)?;
+    if tls.trust == Trust::Disabled {
+        tracing::warn!(
+            "TLS certificate verification is disabled (ssl.cabundle: false): anyone on the \
+             network path can read and change this traffic"
+        );
+    }
+    reqwest::Client::builder()
+        .use_preconfigured_tls(config)
+        .connect_timeout(timeouts.connect)
+        .read_timeout(timeouts.read)
+        .build()
+        .map_err(|e| TlsError::CaBundle {
+            path: PathBuf::new(),
+            reason: format!("the HTTP client could not be built: {e}"),
+        })
+}
+
+/// The CA bundle AWS clients trust, as the AWS CLI finds it: `AWS_CA_BUNDLE`, else `ca_bundle`
+/// of the active profile (`profile`, else `AWS_PROFILE`, else `default`) in `AWS_CONFIG_FILE`
+/// (default `~/.aws/config`). aws-config reads neither, so ops-core passes it to the SDK
+/// clients' TLS context (see `commit::aws::config_loader`).
+pub fn aws_ca_bundle(profile: Option<&str>) -> Option<PathBuf> {
+    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+    if let Some(path) = var("AWS_CA_BUNDLE") {
+        return Some(PathBuf::from(path));
+    }
+    let file = var("AWS_CONFIG_FILE")
+        .map(PathBuf::from)
+        .or_else(|| var("HOME").map(|h| PathBuf::from(h).join(".aws/config")))?;
+    let text = std::fs::read_to_string(file).ok()?;
+    let profile = profile
+        .map(str::to_string)
+        .or_else(|| std::env::var("AWS_PROFILE").ok().filter(|p| !p.is_empty()))
+        .unwrap_or_else(|| "default".to_string());
+    profile_value(&text, &profile, "ca_bundle").map(PathBuf::from)
+}
+
+/// `key` in `[default]` / `[profile NAME]` of an AWS config file.
+fn profile_value(text: &str, profile: &str, key: &str) -> Option<String> {
+    let mut in_section = false;
+    for line in text.lines() {
+        let line = line.trim();
+        if line.starts_with('#') || line.starts_with(';') || line.is_empty() {
+            continue;
+        }
+        if let Some(section) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            let section = section.trim();
+            let name = section
+                .strip_prefix("profile ")
+                .map(str::trim)
+                .unwrap_or(section);
+            in_section = name == profile;
+            continue;
+        }
+        if in_section
+            && let Some((k, v)) = line.split_once('=')
+            && k.trim() == key
+        {
+            let v = v.trim();
+            return (!v.is_empty()).then(|| v.to_string());
+        }
+    }
+    None
+}
+
+/// Bounded retries with exponential backoff and jitter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt (0: none).
+    pub max_retries: u32,
+    /// Wait before the first retry; doubled for each further one.
+    pub initial_backoff: Duration,
+    /// Longest wait between two attempts (also caps a server's `Retry-After`).
+    pub max_backoff: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_retries: 4,
+            initial_backoff: Duration::from_millis(250),
+            max_backoff: Duration::from_secs(10),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// The wait before retry number `retry` (1-based): exponential with ±20% jitter, or the
+    /// server's `Retry-After` when it gave one, capped at `max_backoff`.
+    pub fn backoff(&self, retry: u32, retry_after: Option<Duration>) -> Duration {
+        if let Some(after) = retry_after {
+            return after.min(self.max_backoff);
+        }
+        let exp = self
+            .initial_backoff
+            .saturating_mul(1u32 << retry.saturating_sub(1).min(16));
+        let capped = exp.min(self.max_backoff);
+        // Jitter from the clock's sub-second noise: enough to spread clients that failed
+        // together, without a random-number dependency.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let factor = 0.8 + f64::from(nanos % 1000) / 2500.0; // 0.8 ..= 1.2
+        capped.mul_f64(factor).min(self.max_backoff)
+    }
+}
+
+/// `Retry-After` in seconds (the HTTP-date form is rare from APIs and ignored).
+pub fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    headers
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse::<u64>()
+        .ok()
+        .map(Duration::from_secs)
+}
+
+/// What a failed send means for a retry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendFailure {
+    /// The request never left (connection refused, DNS, reset during connect): safe to retry
+    /// any request.
+    NotSent,
+    /// The server's certificate or the TLS handshake was refused: retrying cannot help.
+    Tls,
+    /// It may have reached the server (timeout, reset mid-response): retry only what is
+    /// idempotent.
+    MaybeSent,
+}
+
+/// Classifies a reqwest error.
+pub fn classify(err: &reqwest::Error) -> SendFailure {
+    if tls_cause(err).is_some() {
+        return SendFailure::Tls;
+    }
+    if err.is_connect() {
+        SendFailure::NotSent
+    } else {
+        SendFailure::MaybeSent
+    }
+}
+
+/// The rustls error behind a failed request, if the TLS handshake is what failed.
+pub fn tls_cause<'a>(err: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(e) = source {
+        if let Some(tls) = e.downcast_ref::<rustls::Error>() {
+            return Some(tls);
+        }
+        // An io::Error's `source()` skips the error it wraps (it returns that error's source),
+        // and tokio-rustls wraps the rustls error in one: look inside instead.
+        source = match e
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+        {
+            Some(inner) => Some(inner as &(dyn std::error::Error + 'static)),
+            None => e.source(),
+        };
+    }
+    None
+}
+
+/// The innermost message of an error chain (reqwest's own Display stops at "error sending
+/// request"), joined with its outer ones.
+pub fn chain_message(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(e) = source {
+        let text = e.to_string();
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        source = e.source();
+    }
+    parts.join(": ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_and_is_capped() {
+        let p = RetryPolicy {
+            max_retries: 5,
+            initial_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_millis(500),
+        };
+        let first = p.backoff(1, None);
+        assert!(first >= Duration::from_millis(80) && first <= Duration::from_millis(120));
+        let third = p.backoff(3, None);
+        assert!(third >= Duration::from_millis(320) && third <= Duration::from_millis(480));
+        assert!(p.backoff(10, None) <= Duration::from_millis(500));
+        assert_eq!(
+            p.backoff(1, Some(Duration::from_secs(60))),
+            Duration::from_millis(500)
+        );
+    }
+
+    #[test]
+    fn missing_or_empty_ca_bundle_names_the_file() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let empty = dir.path().join("empty.pem");
+        std::fs::write(&empty, "not a certificate\n")?;
+        for path in [dir.path().join("missing.pem"), empty] {
+            let err = rustls_config(&TlsOptions {
+                trust: Trust::CaBundle(path.clone()),
+                ..Default::default()
+            })
+            .err()
+            .ok_or("expected an error")?;
+            assert_eq!(err.key(), "ssl.cabundle");
+            assert!(
+                err.to_string().contains(&path.display().to_string()),
+                "{err}"
+            );
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn tls_errors_are_found_inside_io_errors() {
+        let tls = rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer);
+        let inner = std::io::Error::new(std::io::ErrorKind::InvalidData, tls);
+        let outer = std::io::Error::other(inner);
+        assert!(tls_cause(&outer).is_some());
+        let boxed: Box<dyn std::error::Error + Send + Sync> = Box::new(outer);
+        assert!(tls_cause(boxed.as_ref()).is_some());
+        assert!(tls_cause(&std::io::Error::other("plain")).is_none());
+    }
+
+    #[test]
+    fn aws_profile_ca_bundle_is_read_like_the_cli() {
+        let text = "# comment\n[default]\nregion = eu-west-1\nca_bundle = /etc/a.pem\n\n\
+                    [profile corp]\nca_bundle=/etc/corp.pem\n[sso-session x]\nca_bundle = /no\n";
+        assert_eq!(
+            profile_value(text, "default", "ca_bundle").as_deref(),
+            Some("/etc/a.pem")
+        );
+        assert_eq!(
+            profile_value(text, "corp", "ca_bundle").as_deref(),
+            Some("/etc/corp.pem")
+        );
+        assert_eq!(profile_value(text, "other", "ca_bundle"), None);
+        assert_eq!(profile_value(text, "default", "output"), None);
+    }
+
+    #[test]
+    fn default_trust_has_roots() -> Result<(), Box<dyn std::error::Error>> {
+        // webpki's bundle alone is non-empty, whatever the machine's store holds.
+        assert!(!default_roots().is_empty());
+        rustls_config(&TlsOptions::default())?;
+        Ok(())
+    }
+}

@@ -1,0 +1,420 @@
+//! REST catalogs as production runs them: rustberg over HTTPS with a certificate from a CA the
+//! test makes, OAuth2 client credentials against a test issuer (RS256 JWTs, short-lived),
+//! retries and timeouts through a proxy that fails on cue, and the errors a user gets when the
+//! CA, the token or the credential is wrong.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use ops_tests::issuer::{Issuer, IssuerOptions};
+use ops_tests::proxy::{Fault, FaultProxy};
+use ops_tests::servers::{Rustberg, RustbergOptions};
+use ops_tests::tls::TestCa;
+
+use crate::common::*;
+
+fn error_text(result: anyhow::Result<ops_core::CatalogHandle>) -> String {
+    match result {
+        Ok(_) => String::from("<opened without error>"),
+        Err(e) => format!("{e:#}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rest_catalog_over_https_trusts_the_configured_ca() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let ca = TestCa::new(dir.path(), "one");
+    let rustberg = Rustberg::start_with(RustbergOptions { tls: Some(&ca) });
+    assert!(rustberg.uri().starts_with("https://"));
+    let ca_path = ca.ca_pem.display().to_string();
+    let p = props(&[
+        ("type", "rest"),
+        ("uri", &rustberg.uri()),
+        ("ssl.cabundle", &ca_path),
+    ]);
+    let handle = open("tlsrest", &p).await?;
+    // Reads (create, load, scan) and an ops-core commit (the append) over one client.
+    write_and_read_back(&handle, "tlsns").await?;
+    let (rows, _) = pyiceberg_orders("tlsrest", &p, "tlsns")?;
+    assert_eq!(
+        rows,
+        orders_json(SAMPLE),
+        "PyIceberg over https read other rows"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn wrong_ca_is_a_clear_error_naming_catalog_uri_and_key() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let ca = TestCa::new(dir.path(), "right");
+    let other = TestCa::new(dir.path(), "wrong");
+    let rustberg = Rustberg::start_with(RustbergOptions { tls: Some(&ca) });
+    let other_path = other.ca_pem.display().to_string();
+    for extra in [vec![("ssl.cabundle", other_path.as_str())], vec![]] {
+        let mut p = props(&[("type", "rest"), ("uri", &rustberg.uri())]);
+        p.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        let started = Instant::now();
+        let err = error_text(open("prod", &p).await);
+        assert!(err.contains("catalog 'prod'"), "{err}");
+        assert!(err.contains(&rustberg.uri()), "{err}");
+        assert!(err.contains("ssl.cabundle"), "{err}");
+        assert!(err.contains("certificate"), "{err}");
+        // A certificate that is not trusted is not retried.
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+    // A bundle that is not a certificate names the file and the key, before connecting.
+    let junk = dir.path().join("junk.pem");
+    std::fs::write(&junk, "hello")?;
+    let junk_path = junk.display().to_string();
+    let p = props(&[
+        ("type", "rest"),
+        ("uri", &rustberg.uri()),
+        ("ssl.cabundle", &junk_path),
+    ]);
+    let err = error_text(open("prod", &p).await);
+    assert!(
+        err.contains("'ssl.cabundle'") && err.contains(&junk_path),
+        "{err}"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn disabled_verification_reaches_an_untrusted_server() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let ca = TestCa::new(dir.path(), "unknown");
+    let rustberg = Rustberg::start_with(RustbergOptions { tls: Some(&ca) });
+    let p = props(&[
+        ("type", "rest"),
+        ("uri", &rustberg.uri()),
+        ("ssl.cabundle", "false"),
+    ]);
+    let handle = open("insecure", &p).await?;
+    handle.catalog().list_namespaces(None).await?;
+    Ok(())
+}
+
+/// Retries are observable through the proxy: which requests it failed, how many it saw.
+fn count(proxy: &FaultProxy, method: &str, path: &str) -> usize {
+    proxy
+        .seen()
+        .iter()
+        .filter(|s| s.method == method && s.path.contains(path))
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn reads_and_commits_retry_what_the_catalog_did_not_act_on() -> TestResult {
+    init_tracing();
+    let rustberg = Rustberg::start();
+    let proxy = FaultProxy::start(rustberg.server.port);
+    let p = props(&[
+        ("type", "rest"),
+        ("uri", &proxy.url()),
+        ("rest.client.socket-timeout-ms", "1500"),
+    ]);
+    // The handshake survives two 503s.
+    proxy.add("GET", "/v1/config", Fault::Unavailable, 2);
+    let handle = open("flaky", &p).await?;
+    assert_eq!(count(&proxy, "GET", "/v1/config"), 3);
+    let table = create_orders(&handle, "flakyns").await?;
+    let ident = table.identifier().clone();
+
+    // A read that stalls past the read timeout, and one whose connection drops, are repeated.
+    proxy.add(
+        "GET",
+        "/tables/orders",
+        Fault::Stall(Duration::from_secs(3)),
+        1,
+    );
+    proxy.add("GET", "/tables/orders", Fault::Drop, 1);
+    proxy.clear_seen();
+    handle.catalog().load_table(&ident).await?;
+    assert_eq!(count(&proxy, "GET", "/tables/orders"), 3);
+
+    // A commit answered 503 was not acted on: it is sent again and lands.
+    proxy.add("POST", "/tables/orders", Fault::Unavailable, 1);
+    proxy.clear_seen();
+    let batch = orders_batch(&table, SAMPLE)?;
+    let (table, _) = ops_core::append::append(
+        &handle,
+        &table,
+        futures::stream::iter([Ok(batch)]),
+        Default::default(),
+    )
+    .await?;
+    assert_eq!(count(&proxy, "POST", "/tables/orders"), 2);
+    assert_eq!(scan_json(&table).await?, orders_json(SAMPLE));
+
+    // A commit whose connection dropped after it was sent may have landed: it is not repeated,
+    // and the error says the outcome is unknown.
+    proxy.add("POST", "/tables/orders", Fault::Drop, 1);
+    proxy.clear_seen();
+    let batch = orders_batch(&table, &[(9, Some("us"), Some(1))])?;
+    let err = ops_core::append::append(
+        &handle,
+        &table,
+        futures::stream::iter([Ok(batch)]),
+        Default::default(),
+    )
+    .await
+    .err()
+    .map(|e| e.to_string())
+    .unwrap_or_default();
+    assert_eq!(count(&proxy, "POST", "/tables/orders"), 1, "{err}");
+    assert!(err.contains("outcome is unknown"), "{err}");
+    assert!(err.contains("catalog 'flaky'"), "{err}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn retries_are_bounded() -> TestResult {
+    init_tracing();
+    let rustberg = Rustberg::start();
+    let proxy = FaultProxy::start(rustberg.server.port);
+    proxy.add("GET", "/v1/config", Fault::Unavailable, 100);
+    let p = props(&[
+        ("type", "rest"),
+        ("uri", &proxy.url()),
+        ("rest.client.max-retries", "2"),
+    ]);
+    let err = error_text(open("down", &p).await);
+    assert_eq!(count(&proxy, "GET", "/v1/config"), 3, "{err}");
+    assert!(
+        err.contains("503") && err.contains("catalog 'down'"),
+        "{err}"
+    );
+    Ok(())
+}
+
+/// rustberg behind an OAuth2 resource server (HTTPS, tokens from `issuer` checked on every
+/// request; see `ops_tests::issuer` for why rustberg does not check them itself), with the
+/// issuer's token endpoint on HTTPS too.
+struct SecureCatalog {
+    _dir: tempfile::TempDir,
+    ca: TestCa,
+    issuer: Issuer,
+    gateway: ops_tests::issuer::Gateway,
+    _rustberg: Rustberg,
+}
+
+impl SecureCatalog {
+    fn start(lifetime: Duration, stale_first: usize) -> SecureCatalog {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ca = TestCa::new(dir.path(), "secure");
+        let issuer = Issuer::start(IssuerOptions {
+            lifetime,
+            stale_first,
+            tls: Some(ca.server("issuer")),
+            ..Default::default()
+        });
+        let rustberg = Rustberg::start();
+        let gateway = issuer.gateway(rustberg.server.port, &ca.server("gateway"), "rustberg");
+        SecureCatalog {
+            _dir: dir,
+            ca,
+            issuer,
+            gateway,
+            _rustberg: rustberg,
+        }
+    }
+
+    fn uri(&self) -> String {
+        self.gateway.uri()
+    }
+
+    fn props(&self, extra: &[(&str, &str)]) -> BTreeMap<String, String> {
+        let mut p = props(&[
+            ("type", "rest"),
+            ("uri", &self.uri()),
+            ("ssl.cabundle", &self.ca.ca_pem.display().to_string()),
+            ("oauth2-server-uri", &self.issuer.token_url()),
+        ]);
+        p.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        p
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn oauth2_tokens_are_fetched_refreshed_before_expiry_and_shared_with_commits() -> TestResult {
+    init_tracing();
+    let sc = SecureCatalog::start(Duration::from_secs(5), 0);
+    let credential = sc.issuer.credential();
+    let p = sc.props(&[
+        ("credential", &credential),
+        ("scope", "catalog"),
+        ("audience", "rustberg"),
+        ("resource", "urn:iceberg-ops:test"),
+    ]);
+    let handle = open("secure", &p).await?;
+    write_and_read_back(&handle, "secns").await?;
+    let first = sc.issuer.tokens_issued();
+    assert!(first >= 1);
+    let sent = &sc.issuer.requests()[0];
+    assert_eq!(
+        sent.get("client_id").map(String::as_str),
+        Some("ops-client")
+    );
+    assert_eq!(sent.get("scope").map(String::as_str), Some("catalog"));
+    assert_eq!(sent.get("audience").map(String::as_str), Some("rustberg"));
+    assert_eq!(
+        sent.get("resource").map(String::as_str),
+        Some("urn:iceberg-ops:test")
+    );
+
+    // Past the refresh point (lifetime minus a fifth): the next request fetches a new token
+    // first, and the commit after it goes out with that one.
+    tokio::time::sleep(Duration::from_millis(4200)).await;
+    let ident = iceberg::TableIdent::from_strs(["secns", "orders"])?;
+    let table = handle.catalog().load_table(&ident).await?;
+    let batch = orders_batch(&table, &[(6, Some("eu"), Some(60))])?;
+    ops_core::append::append(
+        &handle,
+        &table,
+        futures::stream::iter([Ok(batch)]),
+        Default::default(),
+    )
+    .await?;
+    assert!(sc.issuer.tokens_issued() > first);
+    // Refreshed ahead of expiry: the resource server never saw an expired token.
+    assert!(
+        sc.gateway.refused().is_empty(),
+        "{:?}",
+        sc.gateway.refused()
+    );
+
+    // PyIceberg, through the same issuer and CA, sees the rows.
+    let (rows, _) = pyiceberg_orders("secure", &p, "secns")?;
+    assert_eq!(rows.len(), SAMPLE.len() + 1);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refused_token_is_replaced_once() -> TestResult {
+    init_tracing();
+    // The first token is one the catalog refuses (expired as far as it can tell).
+    let sc = SecureCatalog::start(Duration::from_secs(3600), 1);
+    let credential = sc.issuer.credential();
+    let handle = open("secure", &sc.props(&[("credential", &credential)])).await?;
+    handle.catalog().list_namespaces(None).await?;
+    assert_eq!(sc.issuer.tokens_issued(), 2);
+    let refused = sc.gateway.refused();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert!(refused[0].contains("expired"), "{refused:?}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn auth_failures_name_the_catalog_uri_and_key_to_set() -> TestResult {
+    init_tracing();
+    let sc = SecureCatalog::start(Duration::from_secs(3600), 0);
+    let uri = sc.uri();
+
+    let err = error_text(open("prod", &sc.props(&[])).await);
+    assert!(
+        err.contains("catalog 'prod'") && err.contains(&uri),
+        "{err}"
+    );
+    assert!(err.contains("401"), "{err}");
+    assert!(
+        err.contains("`credential`") && err.contains("`token`"),
+        "{err}"
+    );
+
+    let expired = sc.issuer.mint(-3600);
+    let err = error_text(open("prod", &sc.props(&[("token", &expired)])).await);
+    assert!(
+        err.contains("catalog 'prod'") && err.contains(&uri),
+        "{err}"
+    );
+    assert!(err.contains("`token` was refused"), "{err}");
+    assert!(
+        !err.contains(&expired),
+        "the token leaked into the error: {err}"
+    );
+
+    let err = error_text(
+        open(
+            "prod",
+            &sc.props(&[("credential", "ops-client:not-the-secret")]),
+        )
+        .await,
+    );
+    assert!(err.contains("catalog 'prod'"), "{err}");
+    assert!(err.contains(&sc.issuer.token_url()), "{err}");
+    assert!(
+        err.contains("invalid_client") && err.contains("`credential`"),
+        "{err}"
+    );
+    assert!(!err.contains("not-the-secret"), "the secret leaked: {err}");
+
+    // A valid static token works.
+    let fresh = sc.issuer.mint(600);
+    let handle = open("prod", &sc.props(&[("token", &fresh)])).await?;
+    handle.catalog().list_namespaces(None).await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigv4_requests_pass_botocores_check() -> TestResult {
+    use ops_tests::servers::{SigV4Expect, SigV4Proxy};
+    init_tracing();
+    let rustberg = Rustberg::start();
+    let expect = SigV4Expect {
+        service: "glue",
+        region: "eu-west-1",
+        access_key: "AKIDEXAMPLE",
+        secret_key: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
+        session_token: Some("FwoGZXIvYXdzE//session+token="),
+    };
+    let proxy = SigV4Proxy::start(rustberg.server.port, &expect);
+    let p = props(&[
+        ("type", "rest"),
+        ("uri", &proxy.url()),
+        ("rest.sigv4-enabled", "true"),
+        ("rest.signing-name", "glue"),
+        ("rest.signing-region", "eu-west-1"),
+        ("client.access-key-id", expect.access_key),
+        ("client.secret-access-key", expect.secret_key),
+        ("client.session-token", "FwoGZXIvYXdzE//session+token="),
+    ]);
+    let handle = open("glue-rest", &p).await?;
+    // GET, HEAD, POST (with and without a body), query strings, a multi-level namespace whose
+    // path holds the 0x1F separator, and the commit.
+    write_and_read_back(&handle, "signed").await?;
+    let catalog = handle.catalog();
+    let nested = iceberg::NamespaceIdent::from_strs(["signed", "inner level"])?;
+    catalog
+        .create_namespace(&nested, Default::default())
+        .await?;
+    assert!(catalog.namespace_exists(&nested).await?);
+    let parent = iceberg::NamespaceIdent::new("signed".into());
+    let children = catalog.list_namespaces(Some(&parent)).await?;
+    assert!(children.contains(&nested), "{children:?}");
+    let (verified, refused) = proxy.stats();
+    assert!(refused.is_empty(), "botocore refused: {refused:#?}");
+    assert!(verified >= 8, "only {verified} requests verified");
+
+    // The check is not vacuous: a wrong secret is refused, and the error names the catalog.
+    let mut wrong = p.clone();
+    wrong.insert("client.secret-access-key".into(), "not-the-secret".into());
+    let err = error_text(open("glue-rest", &wrong).await);
+    assert!(
+        err.contains("catalog 'glue-rest'") && err.contains("403"),
+        "{err}"
+    );
+    let (_, refused) = proxy.stats();
+    assert!(
+        refused.iter().any(|r| r.contains("signature mismatch")),
+        "{refused:#?}"
+    );
+    Ok(())
+}

@@ -1,0 +1,231 @@
+//! An HTTP proxy in front of a server that misbehaves on cue: it answers 503, drops the
+//! connection after reading a request, or stalls, for the requests a rule picks — so retries,
+//! timeouts and "outcome unknown" reports can be tested against a real catalog behind it.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// What to do with a request a rule matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// Answer `503 Service Unavailable` with `Retry-After: 0`.
+    Unavailable,
+    /// Close the connection without answering (after reading the request).
+    Drop,
+    /// Wait this long, then forward it.
+    Stall(Duration),
+}
+
+/// Applies `fault` to the next `times` requests whose method is `method` and whose path
+/// contains `path`.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    /// HTTP method.
+    pub method: &'static str,
+    /// A substring of the path (query included).
+    pub path: String,
+    /// What to do.
+    pub fault: Fault,
+    /// How many matching requests still get it.
+    pub times: usize,
+}
+
+/// One request as the proxy saw it.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    /// HTTP method.
+    pub method: String,
+    /// Path and query.
+    pub path: String,
+    /// The fault applied, if any.
+    pub fault: Option<Fault>,
+}
+
+struct Shared {
+    upstream: u16,
+    rules: Mutex<Vec<Rule>>,
+    seen: Mutex<Vec<Seen>>,
+    stop: AtomicBool,
+}
+
+/// A running proxy; stops when dropped.
+pub struct FaultProxy {
+    shared: Arc<Shared>,
+    /// The port it listens on.
+    pub port: u16,
+    https: bool,
+}
+
+impl FaultProxy {
+    /// Proxies 127.0.0.1:`port` → 127.0.0.1:`upstream`.
+    pub fn start(upstream: u16) -> FaultProxy {
+        Self::start_inner(upstream, None)
+    }
+
+    /// The same, serving HTTPS with `cert` (a TLS terminator in front of a plain server).
+    pub fn start_tls(upstream: u16, cert: &crate::tls::CertFiles) -> FaultProxy {
+        Self::start_inner(upstream, Some(crate::tls::server_config(cert, None)))
+    }
+
+    fn start_inner(upstream: u16, tls: Option<Arc<rustls::ServerConfig>>) -> FaultProxy {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind proxy");
+        let port = listener.local_addr().expect("addr").port();
+        let shared = Arc::new(Shared {
+            upstream,
+            rules: Mutex::new(Vec::new()),
+            seen: Mutex::new(Vec::new()),
+            stop: AtomicBool::new(false),
+        });
+        let s = shared.clone();
+        let tls_used = tls.is_some();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                if s.stop.load(Ordering::SeqCst) {
+                    return;
+                }
+                let Ok(stream) = stream else { continue };
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
+                let s = s.clone();
+                let tls = tls.clone();
+                std::thread::spawn(move || match tls {
+                    None => handle(stream, &s),
+                    Some(config) => {
+                        if let Ok(conn) = rustls::ServerConnection::new(config) {
+                            handle(rustls::StreamOwned::new(conn, stream), &s);
+                        }
+                    }
+                });
+            }
+        });
+        FaultProxy {
+            shared,
+            port,
+            https: tls_used,
+        }
+    }
+
+    /// `http://127.0.0.1:<port>` (`https://` when it serves TLS).
+    pub fn url(&self) -> String {
+        let scheme = if self.https { "https" } else { "http" };
+        format!("{scheme}://127.0.0.1:{}", self.port)
+    }
+
+    /// Adds a rule (rules are tried in the order added).
+    pub fn add(&self, method: &'static str, path: &str, fault: Fault, times: usize) {
+        self.shared.rules.lock().expect("rules").push(Rule {
+            method,
+            path: path.to_string(),
+            fault,
+            times,
+        });
+    }
+
+    /// Every request so far.
+    pub fn seen(&self) -> Vec<Seen> {
+        self.shared.seen.lock().expect("seen").clone()
+    }
+
+    /// Forgets what was seen.
+    pub fn clear_seen(&self) {
+        self.shared.seen.lock().expect("seen").clear();
+    }
+}
+
+impl Drop for FaultProxy {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+    }
+}
+
+/// Reads one request: (request line + headers with `Connection: close`, method, path, body).
+fn read_request<S: Read>(reader: &mut BufReader<S>) -> Option<(String, String, String, Vec<u8>)> {
+    let mut line = String::new();
+    if reader.read_line(&mut line).ok()? == 0 {
+        return None;
+    }
+    let mut parts = line.split_whitespace();
+    let method = parts.next()?.to_string();
+    let path = parts.next()?.to_string();
+    let mut head = line.clone();
+    let mut length = 0usize;
+    loop {
+        let mut header = String::new();
+        if reader.read_line(&mut header).ok()? == 0 {
+            return None;
+        }
+        let trimmed = header.trim_end();
+        if trimmed.is_empty() {
+            break;
+        }
+        let name = trimmed.split(':').next().unwrap_or_default().trim();
+        if name.eq_ignore_ascii_case("connection") {
+            continue;
+        }
+        if name.eq_ignore_ascii_case("content-length") {
+            length = trimmed
+                .split_once(':')
+                .and_then(|(_, v)| v.trim().parse().ok())
+                .unwrap_or(0);
+        }
+        head.push_str(&header);
+    }
+    head.push_str("Connection: close\r\n\r\n");
+    let mut body = vec![0u8; length];
+    reader.read_exact(&mut body).ok()?;
+    Some((head, method, path, body))
+}
+
+fn handle<S: Read + Write>(stream: S, shared: &Shared) {
+    let mut reader = BufReader::new(stream);
+    // One request per connection: the proxy answers with `Connection: close`.
+    let Some((head, method, path, body)) = read_request(&mut reader) else {
+        return;
+    };
+    let fault = {
+        let mut rules = shared.rules.lock().expect("rules");
+        rules
+            .iter_mut()
+            .find(|r| r.times > 0 && r.method == method && path.contains(&r.path))
+            .map(|r| {
+                r.times -= 1;
+                r.fault
+            })
+    };
+    shared.seen.lock().expect("seen").push(Seen {
+        method: method.clone(),
+        path: path.clone(),
+        fault,
+    });
+    let mut client = reader.into_inner();
+    match fault {
+        Some(Fault::Unavailable) => {
+            let body =
+                r#"{"error":{"message":"try again","type":"ServiceUnavailable","code":503}}"#;
+            let _ = write!(
+                client,
+                "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 0\r\nContent-Type: \
+                 application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            return;
+        }
+        // Dropping the stream closes the connection without an answer.
+        Some(Fault::Drop) => return,
+        Some(Fault::Stall(d)) => std::thread::sleep(d),
+        None => {}
+    }
+    let Ok(mut upstream) = TcpStream::connect(("127.0.0.1", shared.upstream)) else {
+        return;
+    };
+    if upstream.write_all(head.as_bytes()).is_err() || upstream.write_all(&body).is_err() {
+        return;
+    }
+    let mut response = Vec::new();
+    let _ = upstream.read_to_end(&mut response);
+    let _ = client.write_all(&response);
+    let _ = client.flush();
+}
