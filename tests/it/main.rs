@@ -7,6 +7,7 @@ mod datamig;
 mod datamig_copy;
 mod datamig_sources;
 mod filters;
+mod filters_evolved;
 mod ops;
 mod runner;
 mod s3tables_migration;

@@ -30,6 +30,7 @@ mod error;
 pub mod eval;
 pub mod filter;
 pub mod ops;
+pub mod prune;
 pub mod scan;
 pub mod write;
 
