@@ -10,6 +10,9 @@
 //! fields added; then ids 300–599, with values beyond the old types' ranges and NaN. Every
 //! column has NULLs. For each column, filters with every operator on a value found only in the
 //! old files, only in the new ones, and in both.
+//!
+//! The corpus table `evolved` (three schema versions, three partition specs, 20,000 rows: the
+//! table of issue 15's report) runs through the same paths with a smaller set of filters.
 
 use std::collections::BTreeMap;
 
@@ -22,9 +25,8 @@ use serde_json::Value;
 
 use crate::common::*;
 
-/// Builds `fe.src` (see the module docs) and `twins` copies of it registered under
-/// `fe.ours{i}` and `fe.theirs{i}` (same metadata, so the same files).
-fn setup(twins: usize) -> String {
+/// PyIceberg code building `fe.src` (see the module docs).
+fn setup() -> String {
     format!(
         r#"
 import decimal
@@ -63,11 +65,6 @@ def new(i):
             'grp': None if i % 10 == 0 else [1, 2, 3, 2 ** 33][i % 4],
             'note': None if i % 3 == 0 else f'n{{i % 40:02}}'}}
 t.append(pa.Table.from_pylist([new(i) for i in range(300, 600)], schema=t.schema().as_arrow()))
-t = catalog.load_table('fe.src')
-for i in range({twins}):
-    for side in ('ours', 'theirs'):
-        catalog.register_table(f'fe.{{side}}{{i}}', t.metadata_location)
-emit('ok')
 "#
     )
 }
@@ -208,23 +205,160 @@ fn ident(name: &str) -> anyhow::Result<TableIdent> {
 }
 
 /// The source table and catalog, with `twins` registered copies.
+/// `setup` run by PyIceberg, then `twins` copies of `fe.src` registered under `fe.ours{i}` and
+/// `fe.theirs{i}` (same metadata, so the same files).
 async fn source(
     dir: &std::path::Path,
+    setup: &str,
     twins: usize,
 ) -> anyhow::Result<(BTreeMap<String, String>, CatalogHandle)> {
     let p = sqlite(dir);
     // Our side creates the catalog's tables first, as an operator's first command would.
     let handle = open("fe", &p).await?;
-    ops_tests::oracle::pyiceberg("fe", &p, &setup(twins))?;
+    let code = format!(
+        r#"{setup}
+t = catalog.load_table('fe.src')
+for i in range({twins}):
+    for side in ('ours', 'theirs'):
+        catalog.register_table(f'fe.{{side}}{{i}}', t.metadata_location)
+emit('ok')
+"#
+    );
+    ops_tests::oracle::pyiceberg("fe", &p, &code)?;
     Ok((p, handle))
+}
+
+/// A source table and the filters run on it.
+struct Case {
+    /// PyIceberg code creating `fe.src`.
+    setup: String,
+    filters: Vec<Filter>,
+    /// The first id of the rows written after the schema change ([`Placement`]).
+    split: i64,
+    /// Rows PyIceberg's scan must select for some filters (the figures of a report).
+    counts: Vec<(&'static str, usize)>,
+}
+
+/// The table of the module docs.
+fn matrix() -> Case {
+    Case {
+        setup: setup(),
+        filters: filters(),
+        split: 300,
+        counts: Vec::new(),
+    }
+}
+
+/// The corpus table `evolved` (/work/shared/corpus/make_corpus.py, 20,000 rows) as `fe.src`:
+/// three schema versions (`qty` int→long, `score` float→double, `price` decimal(9,2)→(12,2),
+/// `name` renamed `customer`, `note` added, `legacy` dropped, `note` moved first) and three
+/// partition specs (identity(region); + bucket(id), truncate(customer); truncate removed).
+/// Issue 15's report: `migrate-data --row-filter "qty >= 10"` copied 6,666 rows (only the
+/// files written after the widening) where PyIceberg reads 13,262.
+fn corpus_evolved() -> Case {
+    let setup = r#"
+import decimal
+from pyiceberg.schema import Schema
+from pyiceberg.types import NestedField, LongType, StringType, IntegerType, FloatType, DoubleType, DecimalType
+from pyiceberg.partitioning import PartitionSpec, PartitionField
+from pyiceberg.transforms import IdentityTransform, BucketTransform, TruncateTransform
+def arrow(table, rows):
+    return pa.Table.from_pylist(rows, schema=table.schema().as_arrow())
+catalog.create_namespace('fe')
+n = 20000
+s = Schema(
+    NestedField(1, "id", LongType(), required=True), NestedField(2, "region", StringType()),
+    NestedField(3, "qty", IntegerType()), NestedField(4, "score", FloatType()),
+    NestedField(5, "price", DecimalType(9, 2)), NestedField(6, "legacy", StringType()),
+    NestedField(7, "name", StringType(), required=False),
+)
+spec = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "region"))
+t = catalog.create_table("fe.src", schema=s, partition_spec=spec)
+third = n // 3
+t.append(arrow(t, [{"id": i, "region": ["eu", "us", None][i % 3], "qty": i % 1000, "score": i / 8,
+                    "price": decimal.Decimal(i % 10000) / 100, "legacy": f"old{i}", "name": f"n{i}"} for i in range(third)]))
+with t.update_schema() as up:
+    up.add_column("note", StringType())
+    up.rename_column("name", "customer")
+    up.update_column("qty", LongType())
+    up.update_column("score", DoubleType())
+    up.update_column("price", DecimalType(12, 2))
+with t.update_spec() as up:
+    up.add_field("id", BucketTransform(8), "id_bucket")
+    up.add_field("customer", TruncateTransform(3), "customer_trunc")
+t = catalog.load_table("fe.src")
+t.append(arrow(t, [{"id": i, "region": ["eu", "us", "apac"][i % 3], "qty": 2 ** 40 + i, "score": i / 3,
+                    "price": decimal.Decimal(i) + decimal.Decimal("1234567.89"), "legacy": None,
+                    "customer": f"cust{i}", "note": None if i % 2 else f"note{i}"} for i in range(third, 2 * third)]))
+with t.update_schema() as up:
+    up.delete_column("legacy")
+    up.move_first("note")
+with t.update_spec() as up:
+    up.remove_field("customer_trunc")
+t = catalog.load_table("fe.src")
+t.append(arrow(t, [{"id": i, "region": "latam", "qty": -i, "score": float("nan") if i % 50 == 0 else -i / 7,
+                    "price": None, "customer": None if i % 4 == 0 else f"late{i}", "note": "n"} for i in range(2 * third, n)]))
+"#;
+    use Placement::*;
+    // (ours, PyIceberg's text when it differs, placement). PyIceberg is asked with `AND col
+    // IS NOT NULL` for each column compared (see `Filter::oracle`); its delete always runs the
+    // oracle text.
+    let cases: [(&str, Option<&str>, Placement); 15] = [
+        ("qty >= 10", None, Both),
+        ("qty BETWEEN 5 AND 20", None, Old),
+        ("qty < 0", None, New),
+        ("qty IN (7, 1099511634776)", None, Both),
+        ("score > 800.5", None, Both),
+        ("score <= -2000", None, New),
+        ("price < 50", Some("price < 50.00"), Old),
+        ("price >= 1234600", Some("price >= 1234600.00"), New),
+        ("customer = 'n5'", None, Old),
+        ("customer LIKE 'cust66%'", None, New),
+        ("customer IS NULL", None, New),
+        ("note IS NULL", None, Both),
+        ("note = 'note6668'", None, New),
+        ("region = 'eu' AND qty >= 10", None, Both),
+        ("region IS NULL", None, Old),
+    ];
+    let filters = cases
+        .into_iter()
+        .map(|(ours, theirs, placement)| {
+            let text = theirs.unwrap_or(ours);
+            let columns: Vec<&str> = ["qty", "score", "price", "customer", "note", "region"]
+                .into_iter()
+                .filter(|c| ours.contains(c))
+                .collect();
+            let oracle = if ours.contains("IS NULL") {
+                text.to_string()
+            } else {
+                let not_null: Vec<String> =
+                    columns.iter().map(|c| format!("{c} IS NOT NULL")).collect();
+                format!("({text}) AND {}", not_null.join(" AND "))
+            };
+            Filter {
+                ours: ours.to_string(),
+                oracle,
+                direct: theirs.is_none(),
+                direct_delete: false,
+                placement,
+            }
+        })
+        .collect();
+    Case {
+        setup: setup.to_string(),
+        filters,
+        split: 6666,
+        counts: vec![("qty >= 10", 13_262)],
+    }
 }
 
 /// PyIceberg's scan of `fe.src` with each filter's oracle text and with its own text:
 /// [(oracle ids, direct ids)].
 fn pyiceberg_expected(
     p: &BTreeMap<String, String>,
-    filters: &[Filter],
+    case: &Case,
 ) -> anyhow::Result<Vec<(Vec<i64>, Vec<i64>)>> {
+    let filters = &case.filters;
     let pairs: Vec<(&str, &str)> = filters
         .iter()
         .map(|f| (f.oracle.as_str(), f.ours.as_str()))
@@ -248,10 +382,21 @@ emit([[ids(a), ids(b)] for a, b in {pairs}])
             id_list(&pair[0]).map_err(|e| anyhow::anyhow!("PyIceberg on {:?}: {e}", f.oracle))?;
         // PyIceberg refuses decimals at another scale; those cases are not compared directly.
         let direct = id_list(&pair[1]).unwrap_or_default();
-        check_placement(f, &oracle)?;
+        check_placement(f, &oracle, case.split)?;
         expected.push((oracle, direct));
     }
     anyhow::ensure!(expected.len() == filters.len(), "oracle answered {out}");
+    for (text, rows) in &case.counts {
+        let found = filters
+            .iter()
+            .zip(&expected)
+            .find(|(f, _)| f.ours == *text)
+            .map(|(_, (ids, _))| ids.len());
+        anyhow::ensure!(
+            found == Some(*rows),
+            "PyIceberg: {text} selects {found:?} rows"
+        );
+    }
     Ok(expected)
 }
 
@@ -266,9 +411,9 @@ fn id_list(v: &Value) -> anyhow::Result<Vec<i64>> {
 }
 
 /// The matrix is only as good as its values: each lands where the case says.
-fn check_placement(f: &Filter, ids: &[i64]) -> anyhow::Result<()> {
-    let old = ids.iter().any(|&i| i < 300);
-    let new = ids.iter().any(|&i| i >= 300);
+fn check_placement(f: &Filter, ids: &[i64], split: i64) -> anyhow::Result<()> {
+    let old = ids.iter().any(|&i| i < split);
+    let new = ids.iter().any(|&i| i >= split);
     let ok = match f.placement {
         Placement::Old => old && !new,
         Placement::New => new && !old,
@@ -326,14 +471,19 @@ fn compare(
 
 #[tokio::test(flavor = "multi_thread")]
 async fn scan_with_a_filter_on_evolved_columns_matches_pyiceberg() -> TestResult {
+    scan_matrix(&matrix()).await
+}
+
+/// `scan_filtered` with each filter against PyIceberg's filtered scan.
+async fn scan_matrix(case: &Case) -> TestResult {
     init_tracing();
     let dir = tempfile::tempdir()?;
-    let (p, handle) = source(dir.path(), 0).await?;
-    let filters = filters();
-    let expected = pyiceberg_expected(&p, &filters)?;
+    let (p, handle) = source(dir.path(), &case.setup, 0).await?;
+    let filters = &case.filters;
+    let expected = pyiceberg_expected(&p, case)?;
     let table = handle.catalog().load_table(&ident("src")?).await?;
     let mut ours = Vec::new();
-    for f in &filters {
+    for f in filters {
         let predicate = ops_core::filter::parse_filter(&f.ours, table.metadata().current_schema())?;
         let batches: Vec<arrow_array::RecordBatch> =
             ops_core::scan::scan_filtered(&table, None, Some(predicate))
@@ -342,17 +492,17 @@ async fn scan_with_a_filter_on_evolved_columns_matches_pyiceberg() -> TestResult
                 .await?;
         ours.push(ids_of(&batches)?);
     }
-    compare("scan", &filters, &expected, &ours)
+    compare("scan", filters, &expected, &ours)
 }
 
 /// Migrates `fe.src` with each filter into a new table per filter, then checks the copies
 /// (read by PyIceberg) and `verify` row_count with the filter.
-async fn migrate_matrix(mode: CopyMode) -> TestResult {
+async fn migrate_matrix(mode: CopyMode, case: &Case) -> TestResult {
     init_tracing();
     let dir = tempfile::tempdir()?;
-    let (p, handle) = source(dir.path(), 0).await?;
-    let filters = filters();
-    let expected = pyiceberg_expected(&p, &filters)?;
+    let (p, handle) = source(dir.path(), &case.setup, 0).await?;
+    let filters = &case.filters;
+    let expected = pyiceberg_expected(&p, case)?;
     // A few jobs at a time: each has its own destination.
     let failed: Vec<String> = futures::stream::iter(filters.iter().enumerate())
         .map(|(i, f)| {
@@ -392,27 +542,51 @@ async fn migrate_matrix(mode: CopyMode) -> TestResult {
         .flatten()
         .map(id_list)
         .collect::<anyhow::Result<Vec<_>>>()?;
-    compare(&format!("migrate-data {mode}"), &filters, &expected, &ours)
+    compare(&format!("migrate-data {mode}"), filters, &expected, &ours)
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn migrate_rewrite_with_a_filter_on_evolved_columns_matches_pyiceberg() -> TestResult {
-    migrate_matrix(CopyMode::Rewrite).await
+    migrate_matrix(CopyMode::Rewrite, &matrix()).await
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn migrate_auto_with_a_filter_on_evolved_columns_matches_pyiceberg() -> TestResult {
-    migrate_matrix(CopyMode::Auto).await
+    migrate_matrix(CopyMode::Auto, &matrix()).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn corpus_evolved_scan_with_filters_matches_pyiceberg() -> TestResult {
+    scan_matrix(&corpus_evolved()).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn corpus_evolved_migrate_rewrite_with_filters_matches_pyiceberg() -> TestResult {
+    migrate_matrix(CopyMode::Rewrite, &corpus_evolved()).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn corpus_evolved_migrate_auto_with_filters_matches_pyiceberg() -> TestResult {
+    migrate_matrix(CopyMode::Auto, &corpus_evolved()).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn corpus_evolved_delete_with_filters_matches_pyiceberg() -> TestResult {
+    delete_matrix(&corpus_evolved()).await
 }
 
 /// `table delete` on `fe.ours{i}`, PyIceberg's `Table.delete` on its twin `fe.theirs{i}`: the
 /// rows left must be the same.
 #[tokio::test(flavor = "multi_thread")]
 async fn delete_with_a_filter_on_evolved_columns_matches_pyiceberg() -> TestResult {
+    delete_matrix(&matrix()).await
+}
+
+async fn delete_matrix(case: &Case) -> TestResult {
     init_tracing();
     let dir = tempfile::tempdir()?;
-    let filters = filters();
-    let (p, handle) = source(dir.path(), filters.len()).await?;
+    let filters = &case.filters;
+    let (p, handle) = source(dir.path(), &case.setup, filters.len()).await?;
     let failed: Vec<String> = futures::stream::iter(filters.iter().enumerate())
         .map(|(i, f)| {
             let handle = &handle;
@@ -461,7 +635,7 @@ emit(out)
         ours.push(id_list(&pair[1])?);
     }
     anyhow::ensure!(ours.len() == filters.len(), "oracle answered {out}");
-    compare("table delete", &filters, &expected, &ours)
+    compare("table delete", filters, &expected, &ours)
 }
 
 /// A scan of the snapshot written before the widening, with a filter naming columns as they
@@ -472,7 +646,7 @@ emit(out)
 async fn scan_of_the_snapshot_before_the_widening_matches_pyiceberg() -> TestResult {
     init_tracing();
     let dir = tempfile::tempdir()?;
-    let (p, handle) = source(dir.path(), 0).await?;
+    let (p, handle) = source(dir.path(), &setup(), 0).await?;
     let table = handle.catalog().load_table(&ident("src")?).await?;
     let md = table.metadata();
     let first = md
