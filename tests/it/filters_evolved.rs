@@ -27,8 +27,7 @@ use crate::common::*;
 
 /// PyIceberg code building `fe.src` (see the module docs).
 fn setup() -> String {
-    format!(
-        r#"
+    r#"
 import decimal
 from pyiceberg.schema import Schema
 from pyiceberg.types import NestedField, LongType, StringType, IntegerType, FloatType, DoubleType, DecimalType
@@ -41,9 +40,9 @@ s = Schema(NestedField(1, 'id', LongType(), required=True), NestedField(2, 'qty'
            NestedField(5, 'name', StringType()), NestedField(6, 'grp', IntegerType()))
 t = catalog.create_table('fe.src', schema=s, partition_spec=PartitionSpec(PartitionField(6, 1000, IdentityTransform(), 'grp')))
 def old(i):
-    return {{'id': i, 'qty': None if i % 9 == 0 else i % 40, 'score': None if i % 11 == 0 else (i % 40) / 4,
-            'price': None if i % 13 == 0 else D(i % 40) + D('0.25'), 'name': None if i % 8 == 0 else f'c{{i % 40:02}}',
-            'grp': None if i % 10 == 0 else i % 3}}
+    return {'id': i, 'qty': None if i % 9 == 0 else i % 40, 'score': None if i % 11 == 0 else (i % 40) / 4,
+            'price': None if i % 13 == 0 else D(i % 40) + D('0.25'), 'name': None if i % 8 == 0 else f'c{i % 40:02}',
+            'grp': None if i % 10 == 0 else i % 3}
 t.append(pa.Table.from_pylist([old(i) for i in range(300)], schema=t.schema().as_arrow()))
 with t.update_schema() as u:
     u.rename_column('name', 'customer')
@@ -58,15 +57,15 @@ with t.update_spec() as u:
 t = catalog.load_table('fe.src')
 def new(i):
     even = i % 2 == 0
-    return {{'id': i, 'qty': None if i % 9 == 0 else (20 + i % 40 if even else 2 ** 33 + i),
+    return {'id': i, 'qty': None if i % 9 == 0 else (20 + i % 40 if even else 2 ** 33 + i),
             'score': None if i % 11 == 0 else float('nan') if i % 50 == 7 else (5 + (i % 40) / 4 if even else i / 10),
             'price': None if i % 13 == 0 else (D(20 + i % 40) + D('0.25') if even else D('1234567890.12') - i),
-            'customer': None if i % 8 == 0 else f'c{{20 + i % 40:02}}',
+            'customer': None if i % 8 == 0 else f'c{20 + i % 40:02}',
             'grp': None if i % 10 == 0 else [1, 2, 3, 2 ** 33][i % 4],
-            'note': None if i % 3 == 0 else f'n{{i % 40:02}}'}}
+            'note': None if i % 3 == 0 else f'n{i % 40:02}'}
 t.append(pa.Table.from_pylist([new(i) for i in range(300, 600)], schema=t.schema().as_arrow()))
 "#
-    )
+    .to_string()
 }
 
 /// One filter: the text we run, the text PyIceberg runs, and where its matches lie.
