@@ -11,6 +11,7 @@ mod datamig_nested;
 mod datamig_sources;
 mod datamig_upsert;
 mod filters;
+mod filters_evolved;
 mod ops;
 mod rest_tls;
 mod rest_vended;

@@ -300,10 +300,8 @@ mod tests {
             ("address = 1", "'address' is a struct column"),
             ("tags.element = 'x'", "inside the list or map 'tags'"),
             ("id = 'x'", "'x' is not a valid long value for column 'id'"),
-            (
-                "qty = 99999999999",
-                "99999999999 is not a valid int value for column 'qty'",
-            ),
+            ("qty = 1.5", "1.5 is not a valid int value for column 'qty'"),
+            ("score = 1e39", "beyond the largest float"),
             (
                 "day = '31/01/2026'",
                 "'31/01/2026' is not a valid date value for column 'day'",
@@ -314,8 +312,15 @@ mod tests {
             ),
             (
                 "price = 1.234",
-                "is not a valid decimal(10, 2) value for column 'price'",
+                "1.234 is not a valid decimal(10, 2) value for column 'price': it has digits \
+                 beyond the 2 decimal place(s)",
             ),
+            (
+                "price IN (1, '0.001')",
+                "'0.001' is not a valid decimal(10, 2) value for column 'price'",
+            ),
+            ("price = '1.2.3'", "is not a valid decimal(10, 2) value"),
+            ("price = '1e'", "is not a valid decimal(10, 2) value"),
             (
                 "id IN (1, 'a')",
                 "'a' is not a valid long value for column 'id'",
@@ -398,6 +403,177 @@ mod tests {
             }
         }
         assert!(failed.is_empty(), "{failed:#?}");
+        Ok(())
+    }
+
+    fn dec(unscaled: i128, precision: u32, scale: u32) -> Datum {
+        Datum::try_from_bytes(
+            &unscaled.to_be_bytes(),
+            PrimitiveType::Decimal { precision, scale },
+        )
+        .unwrap_or_else(|e| panic!("decimal: {e}"))
+    }
+
+    /// A decimal literal is rescaled to the column's scale exactly (`0` is `0.00`, `1.5` is
+    /// `1.50`); one with digits beyond the scale is refused (above); one with more digits
+    /// than the precision lies beyond every value of the column.
+    #[test]
+    fn decimal_literals_take_the_columns_scale_exactly() -> TestResult {
+        let price = |unscaled| dec(unscaled, 10, 2);
+        let max = 9_999_999_999;
+        let cases: Vec<(&str, Predicate)> = vec![
+            ("price < 0", r("price").less_than(price(0))),
+            ("price < -0", r("price").less_than(price(0))),
+            ("price < 0.0", r("price").less_than(price(0))),
+            ("price = 1.5", r("price").equal_to(price(150))),
+            ("price = 1.500", r("price").equal_to(price(150))),
+            ("price = '1.5'", r("price").equal_to(price(150))),
+            ("price = -0.5", r("price").equal_to(price(-50))),
+            ("price = .5", r("price").equal_to(price(50))),
+            ("price = 1e2", r("price").equal_to(price(10_000))),
+            ("price = 125E-2", r("price").equal_to(price(125))),
+            ("price = 00012.30", r("price").equal_to(price(1230))),
+            ("price = 99999999.99", r("price").equal_to(price(max))),
+            (
+                "price BETWEEN 0 AND 1.5",
+                r("price")
+                    .greater_than_or_equal_to(price(0))
+                    .and(r("price").less_than_or_equal_to(price(150))),
+            ),
+            (
+                "price IN (1, 2.5)",
+                r("price").is_in([price(100), price(250)]),
+            ),
+            // Precision overflow: beyond every value, compared as SQL compares numbers.
+            (
+                "price < 100000000",
+                r("price").less_than_or_equal_to(price(max)),
+            ),
+            ("price = 123456789.5", r("price").greater_than(price(max))),
+            (
+                "price >= -100000000",
+                r("price").greater_than_or_equal_to(price(-max)),
+            ),
+            ("price = 1e30", r("price").greater_than(price(max))),
+            ("price IN (1, 100000000)", r("price").is_in([price(100)])),
+        ];
+        for (text, want) in cases {
+            assert_eq!(parse(text)?, want, "{text}");
+        }
+        Ok(())
+    }
+
+    /// An integer beyond the column type's range never equals a value of it: compared as SQL
+    /// compares numbers of different widths, so a NULL stays unknown (PyIceberg's AlwaysTrue
+    /// would also select it).
+    #[test]
+    fn integers_beyond_the_columns_type() -> TestResult {
+        let (max, min) = (Datum::int(i32::MAX), Datum::int(i32::MIN));
+        let q = || r("qty");
+        let cases: Vec<(&str, Predicate)> = vec![
+            ("qty = 99999999999", q().greater_than(max.clone())),
+            ("qty > 99999999999", q().greater_than(max.clone())),
+            ("qty >= 2147483648", q().greater_than(max.clone())),
+            (
+                "qty >= 2147483647",
+                q().greater_than_or_equal_to(max.clone()),
+            ),
+            ("qty < 99999999999", q().less_than_or_equal_to(max.clone())),
+            ("qty != 99999999999", q().less_than_or_equal_to(max.clone())),
+            ("NOT qty = 99999999999", !q().greater_than(max.clone())),
+            ("qty = -2147483649", q().less_than(min.clone())),
+            (
+                "qty > -2147483649",
+                q().greater_than_or_equal_to(min.clone()),
+            ),
+            ("qty < '-99999999999'", q().less_than(min.clone())),
+            ("99999999999 > qty", q().less_than_or_equal_to(max.clone())),
+            ("qty IN (1, 99999999999)", q().is_in([Datum::int(1)])),
+            ("qty IN (99999999999)", q().greater_than(max.clone())),
+            (
+                "qty NOT IN (-99999999999)",
+                q().greater_than_or_equal_to(min.clone()),
+            ),
+            (
+                "qty BETWEEN 5 AND 99999999999",
+                q().greater_than_or_equal_to(Datum::int(5))
+                    .and(q().less_than_or_equal_to(max.clone())),
+            ),
+            (
+                "id > 99999999999999999999999999999999999999999",
+                r("id").greater_than(Datum::long(i64::MAX)),
+            ),
+            (
+                "id = -9223372036854775809",
+                r("id").less_than(Datum::long(i64::MIN)),
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(parse(text)?, want, "{text}");
+        }
+        Ok(())
+    }
+
+    /// Literals take the column's type in the snapshot read (what iceberg binds them to), not
+    /// its current one: `int` before a widening to `long`, `float` before `double`,
+    /// `decimal(9, 2)` before `decimal(12, 2)`.
+    #[test]
+    fn literals_take_the_type_of_the_snapshot_read() -> TestResult {
+        let old = Schema::builder()
+            .with_fields(vec![
+                Arc::new(NestedField::optional(3, "qty", p(PrimitiveType::Int))),
+                Arc::new(NestedField::optional(6, "score", p(PrimitiveType::Float))),
+                Arc::new(NestedField::optional(
+                    7,
+                    "price",
+                    p(PrimitiveType::Decimal {
+                        precision: 9,
+                        scale: 2,
+                    }),
+                )),
+            ])
+            .build()?;
+        let current = Schema::builder()
+            .with_fields(vec![
+                Arc::new(NestedField::optional(3, "qty", p(PrimitiveType::Long))),
+                Arc::new(NestedField::optional(6, "score", p(PrimitiveType::Double))),
+                Arc::new(NestedField::optional(
+                    7,
+                    "price",
+                    p(PrimitiveType::Decimal {
+                        precision: 12,
+                        scale: 2,
+                    }),
+                )),
+            ])
+            .build()?;
+        let cases: Vec<(&str, Predicate)> = vec![
+            (
+                "qty >= 10",
+                r("qty").greater_than_or_equal_to(Datum::int(10)),
+            ),
+            (
+                "qty >= 8589934592",
+                r("qty").greater_than(Datum::int(i32::MAX)),
+            ),
+            ("score > 1.5", r("score").greater_than(Datum::float(1.5))),
+            ("price = 1.5", r("price").equal_to(dec(150, 9, 2))),
+            (
+                "price > 1234567890.12",
+                r("price").greater_than(dec(999_999_999, 9, 2)),
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(parse_filter_at(text, &current, &old)?, want, "{text}");
+        }
+        let e = parse_filter_at("qty = 'x'", &current, &old)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            e.contains("'x' is not a valid int value for column 'qty' (its type in the snapshot read; it is long now)"),
+            "{e}"
+        );
         Ok(())
     }
 

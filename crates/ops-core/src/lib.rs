@@ -32,6 +32,7 @@ pub mod filter;
 pub mod http;
 pub mod keys;
 pub mod ops;
+pub mod prune;
 pub mod rows;
 pub mod scan;
 pub mod write;

@@ -161,11 +161,13 @@ struct Context<'a> {
     read_schema: &'a Schema,
 }
 
-/// A filtered column: how the read schema names it, and its type for typing literals.
+/// A filtered column: how the read schema names it, and its type there for typing literals.
 struct Column {
     name: String,
     reference: Reference,
     ty: PrimitiveType,
+    /// Said after the type in messages when the current schema's type differs.
+    ty_note: String,
 }
 
 /// A literal as written: its text and whether it was quoted.
@@ -229,14 +231,23 @@ impl Context<'_> {
                 global: false,
             } => {
                 let col = self.column(expr)?;
-                let values = list
-                    .iter()
-                    .map(|v| self.typed(v, &col))
-                    .collect::<Result<Vec<_>>>()?;
-                Ok(if *negated {
-                    col.reference.is_not_in(values)
-                } else {
-                    col.reference.is_in(values)
+                let mut values = Vec::with_capacity(list.len());
+                // A literal beyond the column type's range equals no value of it.
+                let mut beyond = None;
+                for v in list {
+                    match self.typed(v, &col)? {
+                        Typed::Value(d) => values.push(d),
+                        other => beyond = Some(other),
+                    }
+                }
+                let reference = col.reference;
+                Ok(match (values.is_empty(), beyond) {
+                    // Every literal out of range: `x IN (..)` is `x = <one of them>`.
+                    (true, Some(b)) => {
+                        compare(reference, if *negated { Cmp::Ne } else { Cmp::Eq }, b)
+                    }
+                    _ if *negated => reference.is_not_in(values),
+                    _ => reference.is_in(values),
                 })
             }
             Expr::Between {
@@ -247,17 +258,11 @@ impl Context<'_> {
             } => {
                 let col = self.column(expr)?;
                 let (low, high) = (self.typed(low, &col)?, self.typed(high, &col)?);
-                let reference = col.reference;
+                let r = col.reference;
                 Ok(if *negated {
-                    reference
-                        .clone()
-                        .less_than(low)
-                        .or(reference.greater_than(high))
+                    compare(r.clone(), Cmp::Lt, low).or(compare(r, Cmp::Gt, high))
                 } else {
-                    reference
-                        .clone()
-                        .greater_than_or_equal_to(low)
-                        .and(reference.less_than_or_equal_to(high))
+                    compare(r.clone(), Cmp::Ge, low).and(compare(r, Cmp::Le, high))
                 })
             }
             Expr::Like {
@@ -315,16 +320,16 @@ impl Context<'_> {
             (false, false) => return Err(self.unsupported(whole)),
         };
         let col = self.column(column)?;
-        let datum = self.typed(value, &col)?;
-        let r = col.reference;
-        Ok(match op {
-            Eq => r.equal_to(datum),
-            NotEq => r.not_equal_to(datum),
-            Lt => r.less_than(datum),
-            LtEq => r.less_than_or_equal_to(datum),
-            Gt => r.greater_than(datum),
-            _ => r.greater_than_or_equal_to(datum),
-        })
+        let value = self.typed(value, &col)?;
+        let op = match op {
+            Eq => Cmp::Eq,
+            NotEq => Cmp::Ne,
+            Lt => Cmp::Lt,
+            LtEq => Cmp::Le,
+            Gt => Cmp::Gt,
+            _ => Cmp::Ge,
+        };
+        Ok(compare(col.reference, op, value))
     }
 
     /// PyIceberg's LIKE: a trailing `%` is a prefix match, no `%` is equality, `\%` is a
@@ -453,20 +458,37 @@ impl Context<'_> {
                 kind(&field.field_type)
             )));
         };
+        let added_later = || {
+            self.error(&format!(
+                "column '{full}' was added after the snapshot being read, whose rows have no \
+                 value for it"
+            ))
+        };
         let read_name = self
             .read_schema
             .name_by_field_id(field.id)
             .map(str::to_string)
-            .ok_or_else(|| {
-                self.error(&format!(
-                    "column '{full}' was added after the snapshot being read, whose rows have \
-                     no value for it"
-                ))
-            })?;
+            .ok_or_else(added_later)?;
+        // Literals take the type the snapshot read has (iceberg binds the filter to it and
+        // converts each literal to it): `int` for a column widened to `long` since.
+        let read_ty = match self
+            .read_schema
+            .field_by_id(field.id)
+            .map(|f| f.field_type.as_ref())
+        {
+            Some(Type::Primitive(t)) => t.clone(),
+            _ => return Err(added_later()),
+        };
+        let ty_note = if &read_ty == ty {
+            String::new()
+        } else {
+            format!(" (its type in the snapshot read; it is {ty} now)")
+        };
         Ok(Column {
             name: full,
             reference: Reference::new(read_name),
-            ty: ty.clone(),
+            ty: read_ty,
+            ty_note,
         })
     }
 
@@ -527,10 +549,19 @@ impl Context<'_> {
     }
 
     /// A literal typed by the column it is compared with.
-    fn typed(&self, e: &Expr, col: &Column) -> Result<Datum> {
+    fn typed(&self, e: &Expr, col: &Column) -> Result<Typed> {
         let lit = self.literal(e)?;
         let raw = lit.raw.as_str();
         let numeric = !lit.quoted;
+        let invalid = |why: &str| {
+            self.error(&format!(
+                "{} is not a valid {} value for column '{}'{}{why}",
+                lit.shown(),
+                col.ty,
+                col.name,
+                col.ty_note
+            ))
+        };
         let datum = match &col.ty {
             PrimitiveType::Boolean => match raw.to_ascii_lowercase().as_str() {
                 "true" => Some(Datum::bool(true)),
@@ -538,20 +569,61 @@ impl Context<'_> {
                 _ => None,
             },
             // Quoted numbers are accepted, as PyIceberg converts string literals.
-            PrimitiveType::Int => raw.trim().parse::<i32>().map(Datum::int).ok(),
-            PrimitiveType::Long => raw.trim().parse::<i64>().map(Datum::long).ok(),
-            PrimitiveType::Float => raw.trim().parse::<f32>().map(Datum::float).ok(),
-            PrimitiveType::Double => raw.trim().parse::<f64>().map(Datum::double).ok(),
+            PrimitiveType::Int => {
+                let int = |v: i64| i32::try_from(v).ok().map(Datum::int);
+                return integer(raw, i32::MIN.into(), i32::MAX.into(), int)
+                    .ok_or_else(|| invalid(""));
+            }
+            PrimitiveType::Long => {
+                return integer(raw, i64::MIN, i64::MAX, |v| Some(Datum::long(v)))
+                    .ok_or_else(|| invalid(""));
+            }
+            PrimitiveType::Float => match raw.trim().parse::<f32>() {
+                Ok(v) if v.is_infinite() && !names_infinity(raw) => {
+                    return Err(invalid(&format!(
+                        ": beyond the largest float ({:e})",
+                        f32::MAX
+                    )));
+                }
+                Ok(v) => Some(Datum::float(v)),
+                Err(_) => None,
+            },
+            PrimitiveType::Double => match raw.trim().parse::<f64>() {
+                Ok(v) if v.is_infinite() && !names_infinity(raw) => {
+                    return Err(invalid(&format!(
+                        ": beyond the largest double ({:e})",
+                        f64::MAX
+                    )));
+                }
+                Ok(v) => Some(Datum::double(v)),
+                Err(_) => None,
+            },
             PrimitiveType::Decimal { precision, scale } => {
-                Datum::decimal_from_str(pad_scale(raw.trim(), *scale))
-                    .ok()
-                    .and_then(|d| {
-                        d.to(&Type::Primitive(PrimitiveType::Decimal {
-                            precision: *precision,
-                            scale: *scale,
-                        }))
-                        .ok()
-                    })
+                let decimal = |unscaled: i128| {
+                    Datum::try_from_bytes(&unscaled.to_be_bytes(), col.ty.clone()).ok()
+                };
+                // The largest value the column holds, unscaled: 10^precision - 1.
+                let max =
+                    (0..*precision).fold(0i128, |m, _| m.saturating_mul(10).saturating_add(9));
+                let typed = match decimal_unscaled(raw, *precision, *scale) {
+                    Ok(v) => decimal(v).map(Typed::Value),
+                    Err(DecimalError::NotANumber) => None,
+                    Err(DecimalError::Scale) => {
+                        return Err(invalid(&format!(
+                            ": it has digits beyond the {scale} decimal place(s) the column \
+                             keeps, so it cannot be compared exactly; write it with at most \
+                             {scale}"
+                        )));
+                    }
+                    // Beyond every value the column holds, as an integer beyond an int column.
+                    Err(DecimalError::Precision { negative: false }) => {
+                        decimal(max).map(Typed::AboveMax)
+                    }
+                    Err(DecimalError::Precision { negative: true }) => {
+                        decimal(-max).map(Typed::BelowMin)
+                    }
+                };
+                return typed.ok_or_else(|| invalid(""));
             }
             PrimitiveType::String if !numeric => Some(Datum::string(raw)),
             PrimitiveType::Date if !numeric => Datum::date_from_str(raw).ok(),
@@ -561,29 +633,145 @@ impl Context<'_> {
             PrimitiveType::Uuid if !numeric => Datum::uuid_from_str(raw).ok(),
             _ => None,
         };
-        datum.ok_or_else(|| {
-            self.error(&format!(
-                "{} is not a valid {} value for column '{}'",
-                lit.shown(),
-                col.ty,
-                col.name
-            ))
-        })
+        datum.map(Typed::Value).ok_or_else(|| invalid(""))
     }
 }
 
-/// `12.5` as `12.50` for a scale of 2: the same value written at the column's scale, which the
-/// decimal conversion needs. More fractional digits than the scale are left for it to refuse.
-fn pad_scale(raw: &str, scale: u32) -> String {
-    let frac = raw.split_once('.').map_or(0, |(_, f)| f.len());
-    let Ok(missing) = usize::try_from(scale) else {
-        return raw.to_string();
-    };
-    if frac >= missing || raw.contains(['e', 'E']) {
-        return raw.to_string();
+/// A literal typed by its column.
+enum Typed {
+    /// A value of the column's type.
+    Value(Datum),
+    /// A number above every value of the column's type (an integer beyond `int`, a decimal
+    /// with more digits than its precision); holds the type's largest value.
+    AboveMax(Datum),
+    /// A number below every value of the column's type; holds the type's smallest value.
+    BelowMin(Datum),
+}
+
+/// A comparison operator.
+#[derive(Clone, Copy)]
+enum Cmp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+/// `r op value`. A literal beyond the column type's range is compared exactly as SQL compares
+/// numbers of different types: `qty < 99999999999` on an `int` column holds for every
+/// non-NULL `qty` and is unknown for a NULL one, so it becomes `qty <= 2147483647`, and
+/// `qty = 99999999999`, never true, becomes `qty > 2147483647`. (PyIceberg makes them
+/// `AlwaysTrue`/`AlwaysFalse`, which also selects, or under NOT drops, the NULL rows.)
+fn compare(r: Reference, op: Cmp, value: Typed) -> Predicate {
+    match value {
+        Typed::Value(d) => match op {
+            Cmp::Eq => r.equal_to(d),
+            Cmp::Ne => r.not_equal_to(d),
+            Cmp::Lt => r.less_than(d),
+            Cmp::Le => r.less_than_or_equal_to(d),
+            Cmp::Gt => r.greater_than(d),
+            Cmp::Ge => r.greater_than_or_equal_to(d),
+        },
+        Typed::AboveMax(max) => match op {
+            Cmp::Eq | Cmp::Gt | Cmp::Ge => r.greater_than(max),
+            Cmp::Ne | Cmp::Lt | Cmp::Le => r.less_than_or_equal_to(max),
+        },
+        Typed::BelowMin(min) => match op {
+            Cmp::Eq | Cmp::Lt | Cmp::Le => r.less_than(min),
+            Cmp::Ne | Cmp::Gt | Cmp::Ge => r.greater_than_or_equal_to(min),
+        },
     }
-    let dot = if raw.contains('.') { "" } else { "." };
-    format!("{raw}{dot}{}", "0".repeat(missing - frac))
+}
+
+/// An integer literal for a column whose values lie in `min..=max`, as `make` builds them;
+/// `None` when `raw` is not an integer.
+fn integer(raw: &str, min: i64, max: i64, make: impl Fn(i64) -> Option<Datum>) -> Option<Typed> {
+    let t = raw.trim();
+    let digits = t.strip_prefix(['+', '-']).unwrap_or(t);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let negative = t.starts_with('-');
+    Some(match t.parse::<i128>() {
+        Ok(v) if v > i128::from(max) => Typed::AboveMax(make(max)?),
+        Ok(v) if v < i128::from(min) => Typed::BelowMin(make(min)?),
+        Ok(v) => Typed::Value(make(i64::try_from(v).ok()?)?),
+        // More digits than an i128 holds.
+        Err(_) if negative => Typed::BelowMin(make(min)?),
+        Err(_) => Typed::AboveMax(make(max)?),
+    })
+}
+
+fn names_infinity(raw: &str) -> bool {
+    let t = raw.trim().trim_start_matches(['+', '-']);
+    t.eq_ignore_ascii_case("inf") || t.eq_ignore_ascii_case("infinity")
+}
+
+/// Why a literal is not a value of a decimal column.
+#[derive(Debug, PartialEq, Eq)]
+enum DecimalError {
+    NotANumber,
+    /// A non-zero digit beyond the column's scale.
+    Scale,
+    /// More digits than the column's precision: beyond its largest (or smallest) value.
+    Precision {
+        negative: bool,
+    },
+}
+
+/// `raw` (`-12.5`, `'0'`, `1.50`, `1e3`) as the unscaled value of a `decimal(precision, scale)`,
+/// exactly: `1.5` at scale 2 is 150, `1.500` too; `1.234` at scale 2 has no exact value.
+fn decimal_unscaled(
+    raw: &str,
+    precision: u32,
+    scale: u32,
+) -> std::result::Result<i128, DecimalError> {
+    let t = raw.trim();
+    let (negative, body) = match t.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, t.strip_prefix('+').unwrap_or(t)),
+    };
+    let (mantissa, exponent) = match body.split_once(['e', 'E']) {
+        Some((m, e)) => (m, e.parse::<i32>().map_err(|_| DecimalError::NotANumber)?),
+        None => (body, 0),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    if (int.is_empty() && frac.is_empty())
+        || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit())
+    {
+        return Err(DecimalError::NotANumber);
+    }
+    // The value is digits × 10^shift at the column's scale.
+    let mut digits: Vec<u8> = int.bytes().chain(frac.bytes()).map(|b| b - b'0').collect();
+    let frac_len = i64::try_from(frac.len()).map_err(|_| DecimalError::NotANumber)?;
+    let mut shift = i64::from(exponent) - frac_len + i64::from(scale);
+    while shift < 0 && digits.last() == Some(&0) {
+        digits.pop();
+        shift += 1;
+    }
+    let first = digits.iter().position(|&d| d != 0).unwrap_or(digits.len());
+    let digits = &digits[first..];
+    if digits.is_empty() {
+        return Ok(0);
+    }
+    if shift < 0 {
+        return Err(DecimalError::Scale);
+    }
+    let len = i64::try_from(digits.len()).map_err(|_| DecimalError::Precision { negative })?;
+    if len + shift > i64::from(precision) {
+        return Err(DecimalError::Precision { negative });
+    }
+    // At most `precision` (≤ 38) digits: fits an i128.
+    let mut value: i128 = 0;
+    for &d in digits {
+        value = value * 10 + i128::from(d);
+    }
+    for _ in 0..shift {
+        value *= 10;
+    }
+    Ok(if negative { -value } else { value })
 }
 
 fn is_column(e: &Expr) -> bool {

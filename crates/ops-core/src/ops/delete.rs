@@ -37,8 +37,8 @@ use super::snapshot::{
     LiveFile, ManifestCache, SnapshotMetrics, SnapshotProducer, commit_snapshot, live_data_files,
     spec_by_id,
 };
-use super::validate::may_match;
 use crate::keys::KeySet;
+use crate::prune::may_match;
 use crate::{CatalogHandle, Error, Result};
 
 /// Deletes matching rows (see the module docs).

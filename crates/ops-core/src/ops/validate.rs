@@ -19,12 +19,13 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use iceberg::expr::{BoundPredicate, PredicateOperator};
-use iceberg::spec::{DataContentType, DataFile, Datum};
+use iceberg::expr::BoundPredicate;
+use iceberg::spec::DataContentType;
 use iceberg::table::Table;
 
 use super::snapshot::{LiveFile, ManifestCache, Overlap, PartitionKey, changes_of, overlap};
 use crate::keys::KeySet;
+use crate::prune::may_match;
 use crate::{Error, Result};
 
 /// What a read-modify-write operation depends on.
@@ -143,95 +144,5 @@ impl ConflictCheck {
             || self.partitions.contains(&key)
             || (global && !self.partitions.is_empty())
             || read
-    }
-}
-
-/// Whether `file`'s column statistics allow a row matching `predicate` (inclusive: true when
-/// statistics are missing or cannot be compared). `predicate` must have no `NOT` left.
-pub(crate) fn may_match(predicate: &BoundPredicate, file: &DataFile) -> bool {
-    match predicate {
-        BoundPredicate::AlwaysTrue => true,
-        BoundPredicate::AlwaysFalse => false,
-        BoundPredicate::And(e) => {
-            let [l, r] = e.inputs();
-            may_match(l, file) && may_match(r, file)
-        }
-        BoundPredicate::Or(e) => {
-            let [l, r] = e.inputs();
-            may_match(l, file) || may_match(r, file)
-        }
-        BoundPredicate::Not(_) => true,
-        BoundPredicate::Unary(e) => {
-            let id = e.term().field().id;
-            let nulls = file.null_value_counts().get(&id).copied();
-            let values = file.value_counts().get(&id).copied();
-            match e.op() {
-                PredicateOperator::IsNull => nulls != Some(0),
-                PredicateOperator::NotNull => {
-                    !matches!((nulls, values), (Some(n), Some(v)) if n == v)
-                }
-                PredicateOperator::IsNan => file.nan_value_counts().get(&id).copied() != Some(0),
-                _ => true,
-            }
-        }
-        BoundPredicate::Binary(e) => {
-            let id = e.term().field().id;
-            // Bounds exclude NaN: a file that may hold NaN may hold rows any comparison's
-            // negation matches.
-            if file.nan_value_counts().get(&id).is_some_and(|n| *n > 0)
-                || (matches!(
-                    e.literal().data_type(),
-                    iceberg::spec::PrimitiveType::Float | iceberg::spec::PrimitiveType::Double
-                ) && !file.nan_value_counts().contains_key(&id))
-            {
-                return true;
-            }
-            let lower = file.lower_bounds().get(&id);
-            let upper = file.upper_bounds().get(&id);
-            let lit = e.literal();
-            let le = |a: Option<&Datum>, b: &Datum| {
-                a.is_none_or(|a| !matches!(a.partial_cmp(b), Some(std::cmp::Ordering::Greater)))
-            };
-            let lt = |a: Option<&Datum>, b: &Datum| {
-                a.is_none_or(|a| {
-                    !matches!(
-                        a.partial_cmp(b),
-                        Some(std::cmp::Ordering::Greater | std::cmp::Ordering::Equal)
-                    )
-                })
-            };
-            let ge = |a: Option<&Datum>, b: &Datum| {
-                a.is_none_or(|a| !matches!(a.partial_cmp(b), Some(std::cmp::Ordering::Less)))
-            };
-            let gt = |a: Option<&Datum>, b: &Datum| {
-                a.is_none_or(|a| {
-                    !matches!(
-                        a.partial_cmp(b),
-                        Some(std::cmp::Ordering::Less | std::cmp::Ordering::Equal)
-                    )
-                })
-            };
-            match e.op() {
-                PredicateOperator::LessThan => lt(lower, lit),
-                PredicateOperator::LessThanOrEq => le(lower, lit),
-                PredicateOperator::GreaterThan => gt(upper, lit),
-                PredicateOperator::GreaterThanOrEq => ge(upper, lit),
-                PredicateOperator::Eq => le(lower, lit) && ge(upper, lit),
-                _ => true,
-            }
-        }
-        BoundPredicate::Set(e) => {
-            let id = e.term().field().id;
-            let lower = file.lower_bounds().get(&id);
-            let upper = file.upper_bounds().get(&id);
-            match e.op() {
-                PredicateOperator::In => e.literals().iter().any(|lit| {
-                    lower.is_none_or(|l| l.partial_cmp(lit) != Some(std::cmp::Ordering::Greater))
-                        && upper
-                            .is_none_or(|u| u.partial_cmp(lit) != Some(std::cmp::Ordering::Less))
-                }),
-                _ => true,
-            }
-        }
     }
 }

@@ -5,16 +5,16 @@
 //! A resumable migration numbers its batches, so here the tasks are sorted by file path (and
 //! read one file after the other, see `execute::read`).
 //!
-//! 1. Refuse the hazards of a partition column widened after files were written (iceberg's
-//!    planner would prune such files under a filter, or miss the deletes that apply to them).
-//! 2. Plan the snapshot's files with the row filter, then sort the tasks by path and offset.
+//! 1. Refuse the hazard of a partition column widened after files were written (iceberg's
+//!    planner would miss the deletes that apply to the older files).
+//! 2. Plan the snapshot's files with the row filter (`ops_core::scan::plan_files`, which prunes
+//!    files written under a column's older type correctly), then sort the tasks by path and
+//!    offset.
 
 use std::collections::{HashMap, HashSet};
 
-use futures::TryStreamExt;
 use iceberg::expr::Predicate;
 use iceberg::scan::FileScanTask;
-use iceberg::spec::Schema;
 use iceberg::table::Table;
 
 use crate::{MigrationError, Result};
@@ -55,13 +55,10 @@ impl PlannedRead {
             });
         };
         let filtered = filter.is_some();
-        refuse_widened_hazards(table, id, filter.as_ref()).await?;
-        let mut builder = table.scan().snapshot_id(id).select_all();
-        if let Some(f) = filter {
-            builder = builder.with_filter(f);
-        }
-        let mut tasks: Vec<FileScanTask> =
-            builder.build()?.plan_files().await?.try_collect().await?;
+        refuse_widened_hazards(table, id).await?;
+        // ops-core's planning: iceberg's planner alone would prune every file written before
+        // a filtered column was widened (it compares `int` bounds with a `long` literal).
+        let mut tasks = ops_core::scan::plan_files(table, id, filter.as_ref()).await?;
         tasks.sort_by(|a, b| {
             (a.data_file_path.as_str(), a.start).cmp(&(b.data_file_path.as_str(), b.start))
         });
@@ -169,40 +166,11 @@ fn widened_partition_sources(table: &Table) -> Vec<(i32, String)> {
     out
 }
 
-/// Field ids a predicate refers to, by name in `schema`.
-fn referenced_ids(p: &Predicate, schema: &Schema, out: &mut HashSet<i32>) {
-    let mut name = |n: &str| {
-        if let Some(f) = schema.field_by_name(n) {
-            out.insert(f.id);
-        }
-    };
-    match p {
-        Predicate::AlwaysTrue | Predicate::AlwaysFalse => {}
-        Predicate::And(e) | Predicate::Or(e) => {
-            for i in e.inputs() {
-                referenced_ids(i, schema, out);
-            }
-        }
-        Predicate::Not(e) => {
-            for i in e.inputs() {
-                referenced_ids(i, schema, out);
-            }
-        }
-        Predicate::Unary(e) => name(e.term().name()),
-        Predicate::Binary(e) => name(e.term().name()),
-        Predicate::Set(e) => name(e.term().name()),
-    }
-}
-
 /// iceberg 0.10.1 reads a partition value written before its source column was widened with
-/// the old type, so its planner (a) never matches such a file against a filter on that column
-/// — the file is pruned and its rows lost — and (b) never matches delete files written after
-/// the widening to it — deleted rows come back. Both are refused here, naming the column.
-async fn refuse_widened_hazards(
-    table: &Table,
-    snapshot_id: i64,
-    filter: Option<&Predicate>,
-) -> Result<()> {
+/// the old type, so its planner never matches delete files written after the widening to such
+/// a file — deleted rows would come back. Refused here, naming the column. (A row filter on
+/// such a column is planned by ops-core, which compares across the column's types.)
+async fn refuse_widened_hazards(table: &Table, snapshot_id: i64) -> Result<()> {
     let widened = widened_partition_sources(table);
     if widened.is_empty() {
         return Ok(());
@@ -213,24 +181,6 @@ async fn refuse_widened_hazards(
         .map(|(_, n)| n.as_str())
         .collect::<Vec<_>>()
         .join(", ");
-    if let Some(f) = filter {
-        let schema = md
-            .snapshot_by_id(snapshot_id)
-            .and_then(|s| s.schema_id())
-            .and_then(|id| md.schema_by_id(id))
-            .unwrap_or_else(|| md.current_schema());
-        let mut ids = HashSet::new();
-        referenced_ids(f, schema, &mut ids);
-        if widened.iter().any(|(id, _)| ids.contains(id)) {
-            return Err(MigrationError::InvalidInput(format!(
-                "the row filter of {} uses partition column(s) {names}, widened since some \
-                 files were written; iceberg 0.10.1 would skip those files (their partition \
-                 values keep the old type), losing their rows — filter on another column, or \
-                 rewrite the source's old files first",
-                table.identifier()
-            )));
-        }
-    }
     if let Some(snapshot) = md.snapshot_by_id(snapshot_id) {
         let list = table.manifest_list_reader(snapshot).load().await?;
         let has_deletes = list.entries().iter().any(|m| {
