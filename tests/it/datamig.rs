@@ -1078,6 +1078,10 @@ emit({})
         "price <= 5.0 and note <> 'z'",
         "price = 0.0",
         "price < 0.0",
+        // NOT of a comparison that is FALSE for NaN is TRUE: the file holding NaN with upper
+        // bound 3.0 must not be pruned (iceberg's planner rewrites this to `price >= 4.0`).
+        "not (price < 4.0)",
+        "price not between 1 and 4",
     ];
     for (i, filter) in filters.iter().enumerate() {
         let dst = format!("dst{i}");

@@ -271,7 +271,11 @@ fn trusted(p: &Predicate, read_schema: &Schema, md: &TableMetadata) -> bool {
                     pf.source_id == field.id && matches!(pf.transform, Transform::Truncate(_))
                 })
             });
-        if !one_type || !literals_fit || decimal_truncate {
+        // iceberg 0.10.1's planner rewrites `NOT (d < x)` to `d >= x` and prunes on bounds that
+        // leave NaN out, so a file holding NaN (for which the NOT is TRUE) would be dropped;
+        // `prune::may_match` keeps files with NaN and the row evaluator decides.
+        let floating = matches!(ty, PrimitiveType::Float | PrimitiveType::Double);
+        if !one_type || !literals_fit || decimal_truncate || floating {
             return false;
         }
     }
