@@ -1081,7 +1081,7 @@ emit({})
         // NOT of a comparison that is FALSE for NaN is TRUE: the file holding NaN with upper
         // bound 3.0 must not be pruned (iceberg's planner rewrites this to `price >= 4.0`).
         "not (price < 4.0)",
-        "price not between 1 and 4",
+        "not (price > 1.0 and price < 4.0)",
     ];
     for (i, filter) in filters.iter().enumerate() {
         let dst = format!("dst{i}");
