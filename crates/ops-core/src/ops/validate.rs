@@ -20,7 +20,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use iceberg::expr::BoundPredicate;
-use iceberg::spec::DataContentType;
+use iceberg::spec::{DataContentType, DataFile};
 use iceberg::table::Table;
 
 use super::snapshot::{LiveFile, ManifestCache, Overlap, PartitionKey, changes_of, overlap};
