@@ -250,6 +250,16 @@ async fn start_review_approve_complete_and_sync() -> TestResult {
         t.managed_by_service.as_deref(),
         Some("migration.s3tables.amazonaws.com")
     );
+    // GetTableMetadataLocation, whose signed path carries the bucket ARN in one segment
+    // (encoded on the wire, encoded again in the canonical request), passes the emulator's
+    // signature check and names the table GetTable does.
+    let location = env
+        .guard
+        .client()
+        .get_table_metadata_location(&env.bucket_arn, "mig", "orders")
+        .await?;
+    assert!(location.metadata_location.is_some());
+    assert_eq!(location.metadata_location, t.metadata_location);
 
     // Sync after appending one object migrates only that object; its statistics cover the
     // whole table (the three objects migrated before count).
@@ -780,5 +790,107 @@ async fn listing_pages_through_empty_pages() -> TestResult {
         .list_table_migrations(&ListTableMigrationsRequest::default())
         .await;
     assert!(matches!(bare, Err(Error::BadRequest { .. })), "{bare:?}");
+    Ok(())
+}
+
+/// The client's signature of GetTableMetadataLocation (the bucket ARN inside a path segment,
+/// so the canonical URI encodes it twice) equals botocore's SigV4Auth over the same request.
+#[tokio::test]
+async fn metadata_location_signature_matches_botocore() -> TestResult {
+    use std::io::Write;
+    use std::sync::{Arc, Mutex};
+
+    use ops_s3tables::http_server::{Request, Response, serve};
+
+    let seen: Arc<Mutex<Vec<Request>>> = Arc::default();
+    let log = seen.clone();
+    let (addr, _task) = serve(([127, 0, 0, 1], 0).into(), move |req| {
+        log.lock().unwrap_or_else(|e| e.into_inner()).push(req);
+        async {
+            Response::json(
+                200,
+                &json!({"versionToken": "v", "warehouseLocation": "s3://w",
+                        "metadataLocation": "s3://w/metadata/1.metadata.json"}),
+            )
+        }
+    })
+    .await?;
+    let client = S3TablesClient::new(format!("http://{addr}"), signer());
+    let arn = format!("arn:aws:s3tables:{AWS_REGION}:{ACCOUNT}:bucket/tables");
+    client
+        .get_table_metadata_location(&arn, "mig", "orders")
+        .await?;
+    let req = seen
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .pop()
+        .ok_or_else(|| anyhow::anyhow!("no request"))?;
+    let auth = req.header("authorization").unwrap_or_default().to_string();
+    let field = |name: &str| {
+        auth.split([' ', ','])
+            .find_map(|p| p.trim().strip_prefix(name))
+            .unwrap_or_default()
+            .to_string()
+    };
+    let signed_headers = field("SignedHeaders=");
+    let headers: serde_json::Map<String, Value> = signed_headers
+        .split(';')
+        .map(|h| (h.to_string(), json!(req.header(h).unwrap_or_default())))
+        .collect();
+    assert!(
+        req.target.contains("arn%3Aaws%3As3tables"),
+        "the ARN is one encoded segment: {}",
+        req.target
+    );
+    let input = json!({
+        "url": format!("http://{addr}{}", req.target),
+        "headers": headers,
+        "key": AWS_KEY,
+        "secret": ops_tests::servers::AWS_SECRET,
+        "region": AWS_REGION,
+    });
+    let code = r#"
+import json, sys
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
+i = json.load(sys.stdin)
+req = AWSRequest(method="GET", url=i["url"], headers=i["headers"])
+req.context["timestamp"] = i["headers"]["x-amz-date"]
+auth = SigV4Auth(Credentials(i["key"], i["secret"]), "s3tables", i["region"])
+cr = auth.canonical_request(req)
+print(auth.signature(auth.string_to_sign(req, cr), req))
+print(cr.split("\n")[1])
+"#;
+    let mut child = std::process::Command::new(ops_tests::tools::python())
+        .args(["-c", code])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()?;
+    child
+        .stdin
+        .take()
+        .ok_or_else(|| anyhow::anyhow!("stdin"))?
+        .write_all(input.to_string().as_bytes())?;
+    let out = child.wait_with_output()?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    anyhow::ensure!(
+        out.status.success(),
+        "botocore: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut lines = stdout.lines();
+    let botocore = lines.next().unwrap_or_default();
+    let canonical_uri = lines.next().unwrap_or_default();
+    assert!(
+        canonical_uri.contains("arn%253Aaws%253As3tables"),
+        "botocore's canonical URI double-encodes: {canonical_uri}"
+    );
+    assert_eq!(
+        field("Signature="),
+        botocore,
+        "canonical URI {canonical_uri}"
+    );
     Ok(())
 }

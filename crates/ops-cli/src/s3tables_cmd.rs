@@ -43,7 +43,7 @@ pub struct Common {
 /// Report location options.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// Report bucket (name or arn:aws:s3:::name).
+    /// Report bucket (name, or its ARN arn:<partition>:s3:::name).
     #[arg(long)]
     report_bucket: String,
     /// One key prefix for all three reports.
@@ -52,11 +52,16 @@ pub struct ReportArgs {
 }
 
 impl ReportArgs {
-    fn output(&self) -> MigrationOutputConfiguration {
+    /// The output configuration; a bucket given by name gets the ARN of `region`'s partition.
+    fn output(&self, region: &str) -> MigrationOutputConfiguration {
         let bucket = if self.report_bucket.starts_with("arn:") {
             self.report_bucket.clone()
         } else {
-            format!("arn:aws:s3:::{}", self.report_bucket)
+            format!(
+                "arn:{}:s3:::{}",
+                ops_s3tables::aws::partition_of_region(region),
+                self.report_bucket
+            )
         };
         let p = Some(self.report_prefix.clone());
         MigrationOutputConfiguration {
@@ -201,7 +206,7 @@ pub enum Command {
         stuck_after_minutes: u64,
         /// The slowest plain S3 copy rate assumed, in MiB/s: the stuck limit grows by the
         /// source's size at this rate while the migration copies.
-        #[arg(long, default_value_t = 10)]
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
         copy_mib_per_sec: u64,
         #[command(flatten)]
         common: Common,
@@ -248,6 +253,7 @@ pub async fn run(factory: &ops_core::CatalogFactory, cmd: Command) -> anyhow::Re
             report,
             common,
         } => {
+            let g = guard(&common).await?;
             let policies = MigrationPolicies {
                 unmatched_source_fields_policy: unmatched_source_fields
                     .map(|s| s.parse())
@@ -282,9 +288,9 @@ pub async fn run(factory: &ops_core::CatalogFactory, cmd: Command) -> anyhow::Re
                     },
                 ),
                 review_migration_plan: Some(!no_review),
-                migration_output: report.output(),
+                migration_output: report.output(g.client().signer().region()),
             };
-            let r = guard(&common).await?.start(req).await?;
+            let r = g.start(req).await?;
             print(
                 common.output,
                 serde_json::to_value(&r)?,
@@ -389,13 +395,14 @@ pub async fn run(factory: &ops_core::CatalogFactory, cmd: Command) -> anyhow::Re
             report,
             common,
         } => {
-            let r = guard(&common)
-                .await?
+            let g = guard(&common).await?;
+            let migration_output = report.output(g.client().signer().region());
+            let r = g
                 .sync(SyncTableMigrationRequest {
                     role_arn,
                     table_arn,
                     review_migration_plan: Some(!no_review),
-                    migration_output: report.output(),
+                    migration_output,
                 })
                 .await?;
             print(
@@ -414,7 +421,23 @@ pub async fn run(factory: &ops_core::CatalogFactory, cmd: Command) -> anyhow::Re
                 .client()
                 .get_table_migration(Some(&migration_id), None)
                 .await?;
-            let rows = destination_rows(factory, &catalog, &m.namespace, &m.name).await?;
+            // Parity must count the migration's own table: the catalog could name another
+            // bucket holding a table of the same name, so the table it loads must be the one
+            // the service reports for the migration's table bucket.
+            let expected = g
+                .client()
+                .get_table_metadata_location(&m.table_bucket_arn, &m.namespace, &m.name)
+                .await?
+                .metadata_location;
+            let rows = destination_rows(
+                factory,
+                &catalog,
+                &m.table_bucket_arn,
+                &m.namespace,
+                &m.name,
+                expected.as_deref(),
+            )
+            .await?;
             let out = g.complete(&migration_id, rows).await?;
             let human = if out.completed_now {
                 format!(
@@ -525,12 +548,16 @@ fn human_status(m: &GetTableMigrationResponse, advice: &str) -> String {
     s
 }
 
-/// Rows in the destination table's current snapshot (`total-records`).
+/// Rows in the destination table's current snapshot (`total-records`), after checking that the
+/// table `catalog` loads is the migration's: its metadata location must be the one S3 Tables
+/// reports for the migration's table bucket (`expected`).
 async fn destination_rows(
     factory: &ops_core::CatalogFactory,
     catalog: &str,
+    table_bucket_arn: &str,
     namespace: &str,
     name: &str,
+    expected: Option<&str>,
 ) -> anyhow::Result<i64> {
     let handle = factory.open(catalog).await?;
     let ident = iceberg::TableIdent::new(
@@ -538,6 +565,14 @@ async fn destination_rows(
         name.to_string(),
     );
     let table = handle.catalog().load_table(&ident).await?;
+    check_same_table(
+        catalog,
+        table_bucket_arn,
+        namespace,
+        name,
+        expected,
+        table.metadata_location(),
+    )?;
     let Some(snapshot) = table.metadata().current_snapshot() else {
         return Ok(0);
     };
@@ -548,4 +583,77 @@ async fn destination_rows(
         .context("the destination snapshot has no total-records summary")?
         .parse()
         .context("total-records is not a number")
+}
+
+/// Refuses a table whose metadata location is not the migration table's.
+fn check_same_table(
+    catalog: &str,
+    table_bucket_arn: &str,
+    namespace: &str,
+    name: &str,
+    expected: Option<&str>,
+    loaded: Option<&str>,
+) -> anyhow::Result<()> {
+    match (expected, loaded) {
+        (Some(e), Some(l)) if e == l => Ok(()),
+        (e, l) => anyhow::bail!(
+            "catalog '{catalog}' loaded {namespace}.{name} at metadata location {}, but the \
+             migration's table in {table_bucket_arn} is at {}: parity would count another \
+             table; point --catalog at the table bucket {table_bucket_arn}",
+            l.unwrap_or("(none)"),
+            e.unwrap_or("(none: the table has no metadata yet)")
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn report_buckets_by_name_take_the_regions_partition() {
+        let r = ReportArgs {
+            report_bucket: "reports".into(),
+            report_prefix: "p".into(),
+        };
+        assert_eq!(r.output("cn-north-1").bucket, "arn:aws-cn:s3:::reports");
+        assert_eq!(
+            r.output("us-gov-west-1").bucket,
+            "arn:aws-us-gov:s3:::reports"
+        );
+        assert_eq!(r.output("us-east-1").bucket, "arn:aws:s3:::reports");
+    }
+
+    #[test]
+    fn a_zero_copy_rate_is_refused() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(subcommand)]
+            cmd: Command,
+        }
+        let parsed = |rate: &str| {
+            Cli::try_parse_from(["s3tables", "watch", "m-1", "--copy-mib-per-sec", rate])
+        };
+        assert!(parsed("0").is_err());
+        assert!(parsed("1").is_ok());
+    }
+
+    #[test]
+    fn parity_refuses_a_table_other_than_the_migrations() {
+        let bucket = "arn:aws:s3tables:us-east-1:123456789012:bucket/tables";
+        let mine = Some("s3://mine/metadata/00001.metadata.json");
+        let other = Some("s3://other/metadata/00001.metadata.json");
+        assert!(check_same_table("dest", bucket, "mig", "t", mine, mine).is_ok());
+        let e = check_same_table("wrong", bucket, "mig", "t", mine, other)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            e.contains("s3://mine/") && e.contains("s3://other/") && e.contains(bucket),
+            "{e}"
+        );
+        assert!(check_same_table("dest", bucket, "mig", "t", None, other).is_err());
+        assert!(check_same_table("dest", bucket, "mig", "t", None, None).is_err());
+    }
 }

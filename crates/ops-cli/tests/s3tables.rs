@@ -167,6 +167,63 @@ fn the_runbook_over_https_with_verified_signatures() {
     let listed = run.ok(&listing);
     assert!(listed.contains(&id), "{listed}");
 
+    // A table of the same name and rows in another table bucket: parity through a catalog
+    // over that bucket must not pass for this migration.
+    let other_arn = moto.create_table_bucket("other");
+    moto.create_namespace(&other_arn, "mig");
+    let config = std::fs::read_to_string(home.path().join(".pyiceberg.yaml")).unwrap();
+    let wrong = config
+        .replacen("  dest:", "  wrong:", 1)
+        .replace(&bucket_arn, &other_arn)
+        .replacen("catalog:\n", "", 1);
+    std::fs::write(
+        home.path().join(".pyiceberg.yaml"),
+        format!("{config}{wrong}"),
+    )
+    .unwrap();
+    let other = run.ok(&[
+        "start",
+        "--catalog-id",
+        "123456789012",
+        "--source-database",
+        "db",
+        "--source-table",
+        "orders",
+        "--table-bucket-arn",
+        &other_arn,
+        "--namespace",
+        "mig",
+        "--name",
+        "orders",
+        "--role-arn",
+        ROLE,
+        "--report-bucket",
+        "reports",
+        "--output",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(other.trim()).unwrap();
+    let other_id = v["migrationId"].as_str().unwrap().to_string();
+    let other_watch = [
+        "watch",
+        &other_id,
+        "--planning-interval",
+        "1",
+        "--migrating-interval",
+        "1",
+    ];
+    run.ok(&other_watch);
+    run.ok(&["approve", &other_id, "--confirm-converted", "code"]);
+    let other_done = run.ok(&other_watch);
+    assert!(other_done.contains("state=succeeded"), "{other_done}");
+    let out = run.s3tables(&["complete", &id, "--catalog", "wrong"], &[]);
+    let (stdout, stderr) = text(&out);
+    assert!(!out.status.success(), "{stdout}");
+    assert!(
+        stderr.contains("parity would count another table") && stderr.contains(&bucket_arn),
+        "{stderr}"
+    );
+
     let completed = run.ok(&["complete", &id, "--catalog", "dest"]);
     assert!(
         completed.contains("completed") && completed.contains("6 rows"),

@@ -322,9 +322,27 @@ fn host_of(url: &str) -> Result<String> {
     })
 }
 
-/// Splits `s3://bucket/key` (or `s3a://`, `arn:aws:s3:::bucket`) into bucket and key.
+/// The ARN partition of a region (`aws-cn` for `cn-*`, `aws-us-gov` for `us-gov-*`, else
+/// `aws`), for the ARN of a bucket given by name.
+pub fn partition_of_region(region: &str) -> &'static str {
+    if region.starts_with("cn-") {
+        "aws-cn"
+    } else if region.starts_with("us-gov-") {
+        "aws-us-gov"
+    } else {
+        "aws"
+    }
+}
+
+/// Splits `s3://bucket/key` (or `s3a://`, `arn:<partition>:s3:::bucket` in any AWS partition:
+/// `aws`, `aws-cn`, `aws-us-gov`, ...) into bucket and key.
 pub fn split_s3_uri(uri: &str) -> Option<(String, String)> {
-    if let Some(bucket) = uri.strip_prefix("arn:aws:s3:::") {
+    if let Some(rest) = uri.strip_prefix("arn:") {
+        let (partition, rest) = rest.split_once(':')?;
+        if !partition.starts_with("aws") {
+            return None;
+        }
+        let bucket = rest.strip_prefix("s3:::")?;
         return Some((bucket.trim_end_matches('/').to_string(), String::new()));
     }
     let rest = uri
@@ -389,5 +407,16 @@ mod tests {
             Some(("reports".into(), String::new()))
         );
         assert_eq!(split_s3_uri("/local"), None);
+        for arn in ["arn:aws-cn:s3:::reports", "arn:aws-us-gov:s3:::reports"] {
+            assert_eq!(
+                split_s3_uri(arn),
+                Some(("reports".to_string(), String::new())),
+                "{arn}"
+            );
+        }
+        assert_eq!(split_s3_uri("arn:aws:s3tables:us-east-1:1:bucket/b"), None);
+        assert_eq!(partition_of_region("cn-north-1"), "aws-cn");
+        assert_eq!(partition_of_region("us-gov-west-1"), "aws-us-gov");
+        assert_eq!(partition_of_region("eu-west-1"), "aws");
     }
 }

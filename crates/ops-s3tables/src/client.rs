@@ -30,8 +30,11 @@ pub struct RetryPolicy {
     pub max_attempts: u32,
     /// Delay cap of the first retry; doubles each retry (the delay is drawn below the cap).
     pub base_delay: Duration,
-    /// Longest delay between attempts, also the most a `Retry-After` is honoured for.
+    /// Longest backoff between attempts (a server's `Retry-After` is honoured beyond it).
     pub max_delay: Duration,
+    /// The most time one operation may spend on its attempts and the waits between them: a
+    /// retry whose wait (a `Retry-After` included) would end past it is not made.
+    pub deadline: Duration,
 }
 
 impl Default for RetryPolicy {
@@ -40,6 +43,7 @@ impl Default for RetryPolicy {
             max_attempts: 5,
             base_delay: Duration::from_millis(200),
             max_delay: Duration::from_secs(20),
+            deadline: Duration::from_secs(300),
         }
     }
 }
@@ -47,14 +51,31 @@ impl Default for RetryPolicy {
 impl RetryPolicy {
     /// The delay before retry number `retry` (0-based): "full jitter" as the AWS SDKs do, a
     /// uniform draw below `min(max_delay, base_delay * 2^retry)`, so clients that failed
-    /// together do not retry together. A server's `Retry-After` wins, up to `max_delay`.
+    /// together do not retry together. A server's `Retry-After` wins as it is (the deadline
+    /// bounds it: see [`RetryPolicy::next_wait`]).
     pub fn delay(&self, retry: u32, retry_after: Option<Duration>) -> Duration {
         if let Some(after) = retry_after {
-            return after.min(self.max_delay);
+            return after;
         }
         let factor = 1u32.checked_shl(retry.min(16)).unwrap_or(u32::MAX);
         let cap = self.base_delay.saturating_mul(factor).min(self.max_delay);
         cap.mul_f64(fastrand::f64())
+    }
+
+    /// The wait before the next attempt of an operation that began at `began` after `attempt`
+    /// attempts, or `None` when no attempt is left or the wait would end past the deadline.
+    pub fn next_wait(
+        &self,
+        attempt: u32,
+        retry_after: Option<Duration>,
+        began: std::time::Instant,
+    ) -> Option<Duration> {
+        if attempt >= self.max_attempts.max(1) {
+            return None;
+        }
+        let delay = self.delay(attempt.saturating_sub(1), retry_after);
+        let ends = began.elapsed().checked_add(delay)?;
+        (ends <= self.deadline).then_some(delay)
     }
 }
 
@@ -67,6 +88,9 @@ pub struct HttpSettings {
     /// Most time to wait for any read of a response (a stalled server is a retryable failure,
     /// not a hang).
     pub read_timeout: Duration,
+    /// Most time for a whole request, from sending it to the end of the response body (a
+    /// server trickling bytes never trips the read timeout).
+    pub request_timeout: Duration,
     /// Extra trusted CA certificates (PEM), added to the platform's roots; the AWS CLI's
     /// `AWS_CA_BUNDLE`.
     pub ca_bundle: Option<PathBuf>,
@@ -77,6 +101,7 @@ impl Default for HttpSettings {
         HttpSettings {
             connect_timeout: Duration::from_secs(10),
             read_timeout: Duration::from_secs(60),
+            request_timeout: Duration::from_secs(300),
             ca_bundle: None,
         }
     }
@@ -128,6 +153,7 @@ pub fn http_client(settings: &HttpSettings) -> Result<reqwest::Client> {
         .use_preconfigured_tls(tls)
         .connect_timeout(settings.connect_timeout)
         .read_timeout(settings.read_timeout)
+        .timeout(settings.request_timeout)
         .build()
         .map_err(|e| Error::Config(format!("HTTP client: {e}")))
 }
@@ -285,9 +311,6 @@ enum Attempt {
     Lost { sent: bool, error: Error },
 }
 
-/// Allowance for the service's clock and ours when matching a migration to our attempt.
-const CLOCK_SKEW: chrono::Duration = chrono::Duration::minutes(5);
-
 impl S3TablesClient {
     /// A client from the standard AWS chain (credentials through its identity cache); `endpoint`
     /// overrides the regional endpoint (for the emulator), `region` the chain's region.
@@ -357,16 +380,20 @@ impl S3TablesClient {
         &self.http
     }
 
-    /// StartTableMigration (`POST /start-table-migration`, 202). After an ambiguous failure the
-    /// destination's migrations are listed first: a start of the same source created since
-    /// this call began is returned rather than started again.
+    /// StartTableMigration (`POST /start-table-migration`, 202). The destination's migrations
+    /// are listed before the first attempt; after an ambiguous failure they are listed again
+    /// and a start of the same source and role that was not there before is returned rather
+    /// than started again (an older start, even a recent one, is never taken for this one).
     pub async fn start_table_migration(
         &self,
         request: &StartTableMigrationRequest,
     ) -> Result<StartTableMigrationResponse> {
-        let began = chrono::Utc::now();
         let body = encode_body(&START, request)?;
-        let lookup = async || self.find_start(request, began).await;
+        let before = baseline(self.start_scope_ids(request).await);
+        let lookup = async || match &before {
+            Some(before) => self.find_start(request, before).await,
+            None => Ok(None),
+        };
         self.non_idempotent(&START, "/start-table-migration", &[], body, lookup)
             .await
     }
@@ -464,16 +491,20 @@ impl S3TablesClient {
             .await
     }
 
-    /// SyncTableMigration (`POST /sync-table-migration`, 202). After an ambiguous failure the
-    /// table's migrations are listed first: a sync created since this call began is returned
-    /// rather than started again.
+    /// SyncTableMigration (`POST /sync-table-migration`, 202). The table's migrations are
+    /// listed before the first attempt; after an ambiguous failure a sync with this request's
+    /// role and report output that was not there before is returned rather than started again
+    /// (an earlier sync, even a recent one, is never taken for this one).
     pub async fn sync_table_migration(
         &self,
         request: &SyncTableMigrationRequest,
     ) -> Result<SyncTableMigrationResponse> {
-        let began = chrono::Utc::now();
         let body = encode_body(&SYNC, request)?;
-        let lookup = async || self.find_sync(request, began).await;
+        let before = baseline(self.sync_scope_ids(request).await);
+        let lookup = async || match &before {
+            Some(before) => self.find_sync(request, before).await,
+            None => Ok(None),
+        };
         self.non_idempotent(&SYNC, "/sync-table-migration", &[], body, lookup)
             .await
     }
@@ -523,12 +554,49 @@ impl S3TablesClient {
         decode(&GET_METADATA_LOCATION, &bytes)
     }
 
-    /// A start of `request`'s source into its destination created since `began` (less the
-    /// clock allowance), newest first.
+    /// The migrations into `request`'s destination, listed before the first attempt so that
+    /// a lookup after an ambiguous failure only considers migrations created since.
+    async fn start_scope_ids(
+        &self,
+        request: &StartTableMigrationRequest,
+    ) -> Result<std::collections::HashSet<String>> {
+        let d = &request.destination_table;
+        Ok(self
+            .list_all_table_migrations(&ListTableMigrationsRequest {
+                table_bucket_arn: Some(d.table_bucket_arn.clone()),
+                namespace: Some(d.namespace.clone()),
+                name: Some(d.name.clone()),
+                ..Default::default()
+            })
+            .await?
+            .into_iter()
+            .map(|m| m.migration_id)
+            .collect())
+    }
+
+    /// The migrations of `request`'s table before the first attempt (see
+    /// [`Self::start_scope_ids`]).
+    async fn sync_scope_ids(
+        &self,
+        request: &SyncTableMigrationRequest,
+    ) -> Result<std::collections::HashSet<String>> {
+        Ok(self
+            .list_all_table_migrations(&ListTableMigrationsRequest {
+                table_arn: Some(request.table_arn.clone()),
+                ..Default::default()
+            })
+            .await?
+            .into_iter()
+            .map(|m| m.migration_id)
+            .collect())
+    }
+
+    /// A start of `request`'s source into its destination, with its role, that is not in
+    /// `before`.
     async fn find_start(
         &self,
         request: &StartTableMigrationRequest,
-        began: chrono::DateTime<chrono::Utc>,
+        before: &std::collections::HashSet<String>,
     ) -> Result<Option<StartTableMigrationResponse>> {
         let d = &request.destination_table;
         let candidates = self
@@ -540,13 +608,16 @@ impl S3TablesClient {
             })
             .await?;
         for s in candidates {
-            if s.r#type != MigrationType::Start || !created_since(&s.created_at, began) {
+            if s.r#type != MigrationType::Start || before.contains(&s.migration_id) {
                 continue;
             }
             let m = self
                 .get_table_migration(Some(&s.migration_id), None)
                 .await?;
-            if m.source == request.source && m.role_arn == request.role_arn {
+            if m.source == request.source
+                && m.role_arn == request.role_arn
+                && same_output(&request.migration_output, &m.migration_output)
+            {
                 tracing::info!(migration_id = %m.migration_id, "the start had taken effect");
                 return Ok(Some(StartTableMigrationResponse {
                     migration_id: m.migration_id,
@@ -557,11 +628,11 @@ impl S3TablesClient {
         Ok(None)
     }
 
-    /// A sync of `request`'s table created since `began` (less the clock allowance).
+    /// A sync of `request`'s table, with its role and report bucket, that is not in `before`.
     async fn find_sync(
         &self,
         request: &SyncTableMigrationRequest,
-        began: chrono::DateTime<chrono::Utc>,
+        before: &std::collections::HashSet<String>,
     ) -> Result<Option<SyncTableMigrationResponse>> {
         let candidates = self
             .list_all_table_migrations(&ListTableMigrationsRequest {
@@ -569,16 +640,24 @@ impl S3TablesClient {
                 ..Default::default()
             })
             .await?;
-        Ok(candidates
-            .into_iter()
-            .find(|s| s.r#type == MigrationType::Sync && created_since(&s.created_at, began))
-            .map(|s| {
-                tracing::info!(migration_id = %s.migration_id, "the sync had taken effect");
-                SyncTableMigrationResponse {
-                    migration_id: s.migration_id,
-                    state: s.state,
-                }
-            }))
+        for s in candidates {
+            if s.r#type != MigrationType::Sync || before.contains(&s.migration_id) {
+                continue;
+            }
+            let m = self
+                .get_table_migration(Some(&s.migration_id), None)
+                .await?;
+            if m.role_arn == request.role_arn
+                && same_output(&request.migration_output, &m.migration_output)
+            {
+                tracing::info!(migration_id = %m.migration_id, "the sync had taken effect");
+                return Ok(Some(SyncTableMigrationResponse {
+                    migration_id: m.migration_id,
+                    state: m.state,
+                }));
+            }
+        }
+        Ok(None)
     }
 
     /// The migration, when its state shows the requested change already happened.
@@ -626,6 +705,7 @@ impl S3TablesClient {
         lookup: impl AsyncFn() -> Result<Option<T>>,
     ) -> Result<T> {
         let url = self.url(path, query);
+        let began = std::time::Instant::now();
         let mut attempt = 0u32;
         let mut ambiguous = false;
         loop {
@@ -691,10 +771,9 @@ impl S3TablesClient {
                     (None, error)
                 }
             };
-            if attempt >= self.retry.max_attempts.max(1) {
+            let Some(delay) = self.retry.next_wait(attempt, retry_after, began) else {
                 return Err(failure);
-            }
-            let delay = self.retry.delay(attempt - 1, retry_after);
+            };
             tracing::debug!(operation = route.name, attempt, ?delay, error = %failure, "retrying");
             tokio::time::sleep(delay).await;
         }
@@ -711,6 +790,7 @@ impl S3TablesClient {
         debug_assert!(route.idempotency == Idempotency::Idempotent);
         let url = self.url(path, query);
         let body = body.unwrap_or_default();
+        let began = std::time::Instant::now();
         let mut attempt = 0u32;
         loop {
             attempt += 1;
@@ -741,10 +821,9 @@ impl S3TablesClient {
                 }
                 Attempt::Lost { error, .. } => (None, error),
             };
-            if attempt >= self.retry.max_attempts.max(1) {
+            let Some(delay) = self.retry.next_wait(attempt, retry_after, began) else {
                 return Err(failure);
-            }
-            let delay = self.retry.delay(attempt - 1, retry_after);
+            };
             tracing::debug!(operation = route.name, attempt, ?delay, error = %failure, "retrying");
             tokio::time::sleep(delay).await;
         }
@@ -831,12 +910,31 @@ impl S3TablesClient {
     }
 }
 
-/// Whether an ISO 8601 `created_at` is at or after `began`, less the clock allowance. An
-/// unreadable time does not match.
-fn created_since(created_at: &str, began: chrono::DateTime<chrono::Utc>) -> bool {
-    chrono::DateTime::parse_from_rfc3339(created_at)
-        .map(|t| t.with_timezone(&chrono::Utc) >= began - CLOCK_SKEW)
-        .unwrap_or(false)
+/// The migration ids listed before a non-idempotent call. When they cannot be listed the call
+/// still goes out, but an ambiguous failure is then never matched to an existing migration
+/// (it could be an older one): the request is resent, and the service's 409 stops a second
+/// start or sync of the table.
+fn baseline(
+    listed: Result<std::collections::HashSet<String>>,
+) -> Option<std::collections::HashSet<String>> {
+    listed
+        .inspect_err(|e| {
+            tracing::warn!(error = %e, "cannot list the table's migrations before the call; \
+                           an ambiguous failure will not be looked up")
+        })
+        .ok()
+}
+
+/// Whether a migration's reports go where `request` asked (bucket and each prefix).
+fn same_output(request: &MigrationOutputConfiguration, got: &MigrationOutputOverview) -> bool {
+    let p = request.prefixes.as_ref();
+    request.bucket == got.bucket
+        && p.and_then(|p| p.table_compatibility_report.as_deref())
+            == got.table_compatibility_report.prefix.as_deref()
+        && p.and_then(|p| p.object_compatibility_report.as_deref())
+            == got.object_compatibility_report.prefix.as_deref()
+        && p.and_then(|p| p.object_migration_report.as_deref())
+            == got.object_migration_report.prefix.as_deref()
 }
 
 /// `Retry-After`: delay-seconds or an HTTP date.
@@ -990,6 +1088,7 @@ mod tests {
                 max_attempts: 3,
                 base_delay: Duration::from_millis(1),
                 max_delay: Duration::from_millis(5),
+                deadline: Duration::from_secs(60),
             });
         Ok((client, log))
     }
@@ -1039,7 +1138,11 @@ mod tests {
         let resp = client.start_table_migration(&start_request()).await?;
         assert_eq!(resp.migration_id, "m-1");
         assert_eq!(resp.state, MigrationState::New);
-        let reqs = requests(&log);
+        // (The destination's migrations are listed first, for a lookup after a failure.)
+        let reqs: Vec<Request> = requests(&log)
+            .into_iter()
+            .filter(|r| r.method == "POST")
+            .collect();
         assert_eq!(reqs.len(), 1);
         assert_eq!(reqs[0].method, "POST");
         assert_eq!(reqs[0].path, "/start-table-migration");
@@ -1178,6 +1281,7 @@ mod tests {
                 max_attempts: 3,
                 base_delay: Duration::from_millis(1),
                 max_delay: Duration::from_millis(5),
+                deadline: Duration::from_secs(60),
             });
         Ok((client, log))
     }
@@ -1228,10 +1332,11 @@ mod tests {
     #[tokio::test]
     async fn a_start_that_took_effect_behind_a_server_error_is_found_not_resent()
     -> anyhow::Result<()> {
-        let (client, log) = routed(|req, _| match req.path.as_str() {
+        let (client, log) = routed(|req, n| match req.path.as_str() {
             "/start-table-migration" => {
                 Response::error(503, "InternalServerErrorException", "busy")
             }
+            "/list-table-migrations" if n == 0 => Response::json(200, &json!({"migrations": []})),
             "/list-table-migrations" => {
                 Response::json(200, &summaries(&[record("m-7", "planning", "start")]))
             }
@@ -1277,7 +1382,7 @@ mod tests {
             ("/start-table-migration", _) => {
                 Response::error(409, "ConflictException", "table exists")
             }
-            ("/list-table-migrations", 0) => Response::json(200, &json!({"migrations": []})),
+            ("/list-table-migrations", 0 | 1) => Response::json(200, &json!({"migrations": []})),
             ("/list-table-migrations", _) => {
                 Response::json(200, &summaries(&[record("m-9", "new", "start")]))
             }
@@ -1298,9 +1403,13 @@ mod tests {
     #[tokio::test]
     async fn update_and_sync_after_an_ambiguous_failure_are_looked_up_first() -> anyhow::Result<()>
     {
-        let (client, log) = routed(|req, _| match req.path.as_str() {
+        let (client, log) = routed(|req, n| match req.path.as_str() {
             "/update-table-migration" | "/sync-table-migration" => {
                 Response::error(500, "InternalServerErrorException", "lost")
+            }
+            // Before the sync, only the start; after it, the sync too.
+            "/list-table-migrations" if n == 0 => {
+                Response::json(200, &summaries(&[record("m-1", "succeeded", "start")]))
             }
             "/list-table-migrations" => Response::json(
                 200,
@@ -1309,7 +1418,10 @@ mod tests {
                     record("m-1", "succeeded", "start"),
                 ]),
             ),
-            _ => Response::json(200, &record("m-1", "queued", "start")),
+            _ => match req.query("migrationId") {
+                Some("s-1") => Response::json(200, &record("s-1", "planning", "sync")),
+                _ => Response::json(200, &record("m-1", "queued", "start")),
+            },
         })
         .await?;
         let r = client
@@ -1338,6 +1450,91 @@ mod tests {
         Ok(())
     }
 
+    fn sync_request() -> SyncTableMigrationRequest {
+        SyncTableMigrationRequest {
+            role_arn: "arn:aws:iam::123456789012:role/mig".into(),
+            table_arn: "arn:aws:s3tables:us-east-1:123456789012:bucket/b/table/t".into(),
+            review_migration_plan: Some(true),
+            migration_output: MigrationOutputConfiguration {
+                bucket: "arn:aws:s3:::reports".into(),
+                prefixes: None,
+            },
+        }
+    }
+
+    /// A migration that existed before the call is never taken for it, however recent and
+    /// whatever its state: a second sync whose response is lost is sent again, not answered
+    /// with the first (already succeeded) sync; a start restarted after a failed one is not
+    /// given the failed id.
+    #[tokio::test]
+    async fn an_older_migration_is_not_taken_for_a_lost_start_or_sync() -> anyhow::Result<()> {
+        let (client, log) = routed(|req, n| match (req.path.as_str(), n) {
+            ("/sync-table-migration", 0) => {
+                Response::error(500, "InternalServerErrorException", "lost")
+            }
+            ("/sync-table-migration", _) => {
+                Response::json(202, &json!({"migrationId": "s-new", "state": "new"}))
+            }
+            ("/list-table-migrations", _) => Response::json(
+                200,
+                &summaries(&[
+                    record("s-old", "succeeded", "sync"),
+                    record("m-1", "succeeded", "start"),
+                ]),
+            ),
+            _ => Response::json(200, &record("s-old", "succeeded", "sync")),
+        })
+        .await?;
+        let r = client.sync_table_migration(&sync_request()).await?;
+        assert_eq!(r.migration_id, "s-new");
+        assert_eq!(posts(&log, "/sync-table-migration"), 2);
+
+        let (client, log) = routed(|req, n| match (req.path.as_str(), n) {
+            ("/start-table-migration", 0) => {
+                Response::error(503, "InternalServerErrorException", "busy")
+            }
+            ("/start-table-migration", _) => {
+                Response::json(202, &json!({"migrationId": "m-new", "state": "new"}))
+            }
+            ("/list-table-migrations", _) => {
+                Response::json(200, &summaries(&[record("m-old", "failed", "start")]))
+            }
+            _ => Response::json(200, &record("m-old", "failed", "start")),
+        })
+        .await?;
+        let r = client.start_table_migration(&start_request()).await?;
+        assert_eq!(r.migration_id, "m-new");
+        assert_eq!(posts(&log, "/start-table-migration"), 2);
+        Ok(())
+    }
+
+    /// A new sync of the table by another role or into other reports is not this request's.
+    #[tokio::test]
+    async fn a_lost_sync_matches_only_its_role_and_reports() -> anyhow::Result<()> {
+        let (client, log) = routed(|req, n| match (req.path.as_str(), n) {
+            ("/sync-table-migration", 0) => {
+                Response::error(500, "InternalServerErrorException", "lost")
+            }
+            ("/sync-table-migration", _) => {
+                Response::json(202, &json!({"migrationId": "s-mine", "state": "new"}))
+            }
+            ("/list-table-migrations", 0) => Response::json(200, &json!({"migrations": []})),
+            ("/list-table-migrations", _) => {
+                Response::json(200, &summaries(&[record("s-theirs", "planning", "sync")]))
+            }
+            _ => {
+                let mut r = record("s-theirs", "planning", "sync");
+                r["roleARN"] = json!("arn:aws:iam::123456789012:role/other");
+                Response::json(200, &r)
+            }
+        })
+        .await?;
+        let r = client.sync_table_migration(&sync_request()).await?;
+        assert_eq!(r.migration_id, "s-mine");
+        assert_eq!(posts(&log, "/sync-table-migration"), 2);
+        Ok(())
+    }
+
     #[tokio::test]
     async fn retry_after_is_honoured() -> anyhow::Result<()> {
         let (client, _log) = routed(|_, n| {
@@ -1350,10 +1547,12 @@ mod tests {
             }
         })
         .await?;
+        // Honoured beyond max_delay (the backoff cap), within the deadline.
         let client = client.with_retry(RetryPolicy {
             max_attempts: 2,
             base_delay: Duration::from_millis(1),
-            max_delay: Duration::from_secs(5),
+            max_delay: Duration::from_millis(100),
+            deadline: Duration::from_secs(60),
         });
         let began = std::time::Instant::now();
         client
@@ -1373,6 +1572,7 @@ mod tests {
             max_attempts: 5,
             base_delay: Duration::from_millis(100),
             max_delay: Duration::from_secs(1),
+            deadline: Duration::from_secs(30),
         };
         let draws: Vec<Duration> = (0..64).map(|_| p.delay(2, None)).collect();
         assert!(
@@ -1383,10 +1583,48 @@ mod tests {
         assert!(distinct.len() > 32, "{draws:?}");
         assert!((0..64).all(|_| p.delay(9, None) <= Duration::from_secs(1)));
         assert_eq!(
-            p.delay(0, Some(Duration::from_secs(60))),
-            Duration::from_secs(1),
-            "Retry-After is capped by max_delay"
+            p.delay(0, Some(Duration::from_secs(20))),
+            Duration::from_secs(20),
+            "Retry-After is honoured beyond max_delay"
         );
+        let now = std::time::Instant::now();
+        assert_eq!(
+            p.next_wait(1, Some(Duration::from_secs(20)), now),
+            Some(Duration::from_secs(20))
+        );
+        assert_eq!(
+            p.next_wait(1, Some(Duration::from_secs(60)), now),
+            None,
+            "a wait past the deadline is not made"
+        );
+        assert_eq!(p.next_wait(5, None, now), None, "no attempt left");
+    }
+
+    #[tokio::test]
+    async fn a_whole_request_is_bounded_by_the_request_timeout() -> anyhow::Result<()> {
+        let (addr, _task) = serve(([127, 0, 0, 1], 0).into(), |_req| async {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            Response::empty(200)
+        })
+        .await?;
+        let signer = Signer::new(Credentials::for_tests(), "us-east-1", "s3tables");
+        let settings = HttpSettings {
+            read_timeout: Duration::from_secs(120),
+            request_timeout: Duration::from_millis(300),
+            ..HttpSettings::default()
+        };
+        let client = S3TablesClient::with_http(format!("http://{addr}"), signer, &settings)?
+            .with_retry(RetryPolicy {
+                max_attempts: 1,
+                ..RetryPolicy::default()
+            });
+        let r = tokio::time::timeout(
+            Duration::from_secs(10),
+            client.list_table_migrations(&ListTableMigrationsRequest::default()),
+        )
+        .await;
+        assert!(matches!(r, Ok(Err(_))), "{r:?}");
+        Ok(())
     }
 
     #[tokio::test]
@@ -1406,6 +1644,7 @@ mod tests {
                 max_attempts: 2,
                 base_delay: Duration::from_millis(1),
                 max_delay: Duration::from_millis(5),
+                deadline: Duration::from_secs(60),
             });
         let began = std::time::Instant::now();
         let r = tokio::time::timeout(

@@ -656,7 +656,12 @@ async fn every_operation_sends_each_member_where_the_model_says() {
                 )),
                 Err(e) => problems.push(format!("{op} ({fill:?}): {e}")),
             }
-            let reqs = log.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            let mut reqs = log.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            // Start and Sync list the table's migrations first (for a lookup after an
+            // ambiguous failure); that listing is ListTableMigrations' own request.
+            if matches!(op, "StartTableMigration" | "SyncTableMigration") {
+                reqs.retain(|r| r.path != "/list-table-migrations");
+            }
             match reqs.as_slice() {
                 [one] => problems.extend(
                     check_request(op, &m, one)

@@ -66,15 +66,16 @@ pub enum GuardError {
         /// The columns the operator confirmed.
         confirmed: Vec<String>,
     },
-    /// The plan's policies can lose data, so it must be reviewed.
+    /// A plan must be reviewed: without review nobody confirms its converted or lost columns.
     #[error(
-        "{what}: with {policies} a whole column can be lost, so the plan must be reviewed \
-         (reviewMigrationPlan true) and its losses confirmed by column; drop --no-review"
+        "{what}: the plan must be reviewed (reviewMigrationPlan true) so that its converted \
+         columns and column-wide losses are confirmed by name ({policies}); drop --no-review"
     )]
     ReviewRequired {
         /// The request refused.
         what: String,
-        /// The lossy policies.
+        /// What the plan could do unconfirmed: the lossy policies, or conversions, which
+        /// every policy allows.
         policies: String,
     },
     /// Complete was refused by the service and the table is not completed.
@@ -179,7 +180,11 @@ impl WaitPolicy {
     /// The stuck limit for a source of `bytes` (`None`: unknown, the base limit).
     pub fn stuck_limit(&self, bytes: Option<u64>) -> Duration {
         let copy = bytes
-            .map(|b| Duration::from_secs_f64(b as f64 / self.copy_bytes_per_sec.max(1) as f64))
+            .map(|b| {
+                // A huge size at a slow rate is longer than a Duration: no limit then.
+                Duration::try_from_secs_f64(b as f64 / self.copy_bytes_per_sec.max(1) as f64)
+                    .unwrap_or(Duration::MAX)
+            })
             .unwrap_or_default();
         self.stuck_after.saturating_add(copy)
     }
@@ -212,6 +217,14 @@ fn lossy_policies(p: &MigrationPolicies) -> Option<String> {
         lossy.push("unmatchedSourceFieldsPolicy drop");
     }
     (!lossy.is_empty()).then(|| lossy.join(" and "))
+}
+
+/// What a plan without review could do that nobody confirmed.
+fn unconfirmed(p: &MigrationPolicies) -> String {
+    match lossy_policies(p) {
+        Some(lossy) => format!("with {lossy} a whole column can be lost"),
+        None => "every policy lets a plan convert columns".into(),
+    }
 }
 
 /// What [`MigrationGuard::complete`] did.
@@ -257,8 +270,9 @@ impl MigrationGuard {
         &self.client
     }
 
-    /// StartTableMigration with review on unless the caller turned it off explicitly, which
-    /// is refused when a policy can lose whole columns (nobody would confirm the loss).
+    /// StartTableMigration with review on. Turning review off is refused whatever the
+    /// policies: the runbook always reviews, and even under the default `fail` policies a plan
+    /// can convert columns, which must be confirmed by name (`--confirm-converted`).
     pub async fn start(
         &self,
         mut request: StartTableMigrationRequest,
@@ -270,18 +284,18 @@ impl MigrationGuard {
             .into());
         }
         let review = *request.review_migration_plan.get_or_insert(true);
-        let policies = request
-            .data_migration
-            .as_ref()
-            .and_then(|d| d.migration_policies.clone())
-            .unwrap_or_default();
-        if !review && let Some(policies) = lossy_policies(&policies) {
+        if !review {
+            let policies = request
+                .data_migration
+                .as_ref()
+                .and_then(|d| d.migration_policies.clone())
+                .unwrap_or_default();
             return Err(GuardError::ReviewRequired {
                 what: format!(
                     "a start of {}.{} without review",
                     request.destination_table.namespace, request.destination_table.name
                 ),
-                policies,
+                policies: unconfirmed(&policies),
             });
         }
         Ok(self.client.start_table_migration(&request).await?)
@@ -553,12 +567,10 @@ impl MigrationGuard {
                 .client
                 .get_table_migration(None, Some(&request.table_arn))
                 .await?;
-            if let Some(policies) = lossy_policies(&latest.data_migration.migration_policies) {
-                return Err(GuardError::ReviewRequired {
-                    what: format!("a sync of {} without review", request.table_arn),
-                    policies,
-                });
-            }
+            return Err(GuardError::ReviewRequired {
+                what: format!("a sync of {} without review", request.table_arn),
+                policies: unconfirmed(&latest.data_migration.migration_policies),
+            });
         }
         Ok(self.client.sync_table_migration(&request).await?)
     }
@@ -825,6 +837,16 @@ mod tests {
         Ok(MigrationGuard::new(client, aws).with_wait(wait))
     }
 
+    #[test]
+    fn a_huge_source_at_a_slow_rate_does_not_overflow_the_stuck_limit() {
+        let w = WaitPolicy {
+            copy_bytes_per_sec: 1,
+            ..WaitPolicy::default()
+        };
+        assert_eq!(w.stuck_limit(Some(u64::MAX)), Duration::MAX);
+        assert!(w.stuck_limit(Some(1024)) > w.stuck_after);
+    }
+
     #[tokio::test]
     async fn a_migration_without_state_change_is_reported_stuck() -> anyhow::Result<()> {
         let wait = WaitPolicy {
@@ -1076,8 +1098,11 @@ mod tests {
         let sent = Arc::new(AtomicUsize::new(0));
         let seen = sent.clone();
         let g = guard_with(
-            move |_| {
-                seen.fetch_add(1, Ordering::SeqCst);
+            move |req| {
+                // Starts sent (the listing before a start is not one).
+                if req.method == "POST" {
+                    seen.fetch_add(1, Ordering::SeqCst);
+                }
                 Response::json(202, &json!({"migrationId": "m-1", "state": "new"}))
             },
             WaitPolicy::default(),
@@ -1095,6 +1120,17 @@ mod tests {
         match g.start(req.clone()).await {
             Err(e @ GuardError::ReviewRequired { .. }) => {
                 assert!(e.to_string().contains("setNull"), "{e}")
+            }
+            other => anyhow::bail!("expected ReviewRequired, got {other:?}"),
+        }
+        assert_eq!(sent.load(Ordering::SeqCst), 0);
+        // Under the default fail policies too: a plan can still convert columns, which
+        // nobody would confirm without review.
+        let mut fail = req.clone();
+        fail.data_migration = None;
+        match g.start(fail).await {
+            Err(e @ GuardError::ReviewRequired { .. }) => {
+                assert!(e.to_string().contains("convert"), "{e}")
             }
             other => anyhow::bail!("expected ReviewRequired, got {other:?}"),
         }

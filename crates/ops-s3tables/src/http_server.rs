@@ -236,6 +236,15 @@ where
         .find(|(k, _)| k == "content-length")
         .and_then(|(_, v)| v.parse().ok())
         .unwrap_or(0);
+    if length > MAX_BODY {
+        // Refused before reading: a client cannot make the server buffer what it claims.
+        let refusal = Response::error(
+            413,
+            "RequestEntityTooLargeException",
+            &format!("request body of {length} bytes exceeds {MAX_BODY}"),
+        );
+        return write_response(&mut stream, &refusal).await;
+    }
     let mut body = buf[head_end + 4..].to_vec();
     while body.len() < length {
         let n = stream.read(&mut chunk).await?;
@@ -269,6 +278,17 @@ where
         body,
     };
     let response = handler(request).await;
+    write_response(&mut stream, &response).await
+}
+
+/// The largest request body served (the model's largest request, a start with a full schema,
+/// is far smaller).
+const MAX_BODY: usize = 16 << 20;
+
+async fn write_response<S: AsyncWrite + Unpin>(
+    stream: &mut S,
+    response: &Response,
+) -> std::io::Result<()> {
     let mut out = format!(
         "HTTP/1.1 {} {}\r\ncontent-length: {}\r\nconnection: close\r\n",
         response.status,
@@ -293,9 +313,38 @@ fn reason(status: u16) -> &'static str {
         403 => "Forbidden",
         404 => "Not Found",
         409 => "Conflict",
+        413 => "Content Too Large",
         503 => "Service Unavailable",
         429 => "Too Many Requests",
         500 => "Internal Server Error",
         _ => "Status",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_body_larger_than_the_cap_is_refused_unread() -> anyhow::Result<()> {
+        let (addr, _task) = serve(([127, 0, 0, 1], 0).into(), |_req| async {
+            Response::json(200, &serde_json::json!({}))
+        })
+        .await?;
+        let mut conn = tokio::net::TcpStream::connect(addr).await?;
+        conn.write_all(
+            b"POST /start-table-migration HTTP/1.1\r\nhost: x\r\ncontent-length: 99999999999\r\n\r\n{",
+        )
+        .await?;
+        let mut answer = Vec::new();
+        tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            conn.read_to_end(&mut answer),
+        )
+        .await
+        .map_err(|_| anyhow::anyhow!("the server waited for the claimed body"))??;
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(answer.starts_with("HTTP/1.1 413 "), "{answer}");
+        Ok(())
     }
 }

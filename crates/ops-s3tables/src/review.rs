@@ -267,14 +267,21 @@ impl PlanReview {
         let mut converted = Vec::new();
         let mut invalid = Vec::new();
         let mut unrecognised = Vec::new();
-        for f in findings {
+        for (row, f) in findings.into_iter().enumerate() {
             if let Some(u) = f.unrecognised() {
                 unrecognised.push(u);
             }
-            let field = f.field_path().unwrap_or("?").to_string();
+            // A row without fieldPath keeps its own entry: rows must not merge into one.
+            let field = f
+                .field_path()
+                .map(str::to_string)
+                .unwrap_or_else(|| format!("(report row {}, no fieldPath)", row + 1));
             if let Some(class) = f.class() {
-                columns.insert(field.clone(), class);
-                if class == TransformationClass::Converted {
+                // A column reported more than once keeps its most severe class (the enum's
+                // order), so a later lossless row cannot hide an incompatible one.
+                let kept = columns.entry(field.clone()).or_insert(class);
+                *kept = (*kept).max(class);
+                if class == TransformationClass::Converted && !converted.contains(&field) {
                     converted.push(field.clone());
                 }
             }
@@ -402,6 +409,46 @@ informational,metadata,schemaTransformation.Converted,\"{\"\"fieldPath\"\":\"\"c
         format!(
             "informational,metadata,schemaTransformation.{class},\"{{\"\"fieldPath\"\":\"\"{field}\"\",\"\"outcome\"\":\"\"{outcome}\"\"}}\"\n"
         )
+    }
+
+    #[test]
+    fn a_column_reported_twice_keeps_its_most_severe_class() -> Result<(), String> {
+        let r = review(&[
+            row("incompatible", "big", "migrated"),
+            row("lossless", "big", "migrated"),
+        ])?;
+        assert_eq!(
+            r.columns.get("big"),
+            Some(&TransformationClass::Incompatible)
+        );
+        assert!(
+            matches!(r.verdict(), Verdict::Cancel(_)),
+            "{:?}",
+            r.verdict()
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn rows_without_field_path_stay_apart() -> Result<(), String> {
+        let pathless = |class: &str| {
+            format!(
+                "informational,metadata,schemaTransformation.{class},\"{{\"\"outcome\"\":\"\"migrated\"\"}}\"\n"
+            )
+        };
+        let r = review(&[pathless("incompatible"), pathless("lossless")])?;
+        assert_eq!(r.columns.len(), 2, "{:?}", r.columns);
+        assert!(
+            r.columns
+                .values()
+                .any(|c| *c == TransformationClass::Incompatible)
+        );
+        assert!(
+            matches!(r.verdict(), Verdict::Cancel(_)),
+            "{:?}",
+            r.verdict()
+        );
+        Ok(())
     }
 
     fn review(rows: &[String]) -> Result<PlanReview, String> {

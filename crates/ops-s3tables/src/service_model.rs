@@ -268,7 +268,17 @@ impl ServiceModel {
                     max: int(s, "max"),
                     pattern: text(s, "pattern"),
                 },
-                "integer" | "long" => Shape::Integer {
+                // A Smithy `integer` is 32-bit: its range is bounded by i32 even where the
+                // model gives no min or max (a `long` is the i64 JSON numbers carry).
+                "integer" => Shape::Integer {
+                    min: Some(
+                        int(s, "min").map_or(i64::from(i32::MIN), |m| m.max(i64::from(i32::MIN))),
+                    ),
+                    max: Some(
+                        int(s, "max").map_or(i64::from(i32::MAX), |m| m.min(i64::from(i32::MAX))),
+                    ),
+                },
+                "long" => Shape::Integer {
                     min: int(s, "min"),
                     max: int(s, "max"),
                 },
@@ -681,4 +691,27 @@ fn full_match(pattern: &str, s: &str) -> Result<bool, Invalid> {
         cache.insert(pattern.to_string(), re);
     }
     Ok(cache.get(pattern).is_some_and(|re| re.is_match(s)))
+}
+
+#[cfg(test)]
+mod integer_tests {
+    use super::*;
+
+    #[test]
+    fn an_integer_member_is_bounded_by_i32() -> Result<(), String> {
+        let m = ServiceModel::get()?;
+        let big = serde_json::json!(3_000_000_000i64);
+        assert!(
+            m.from_wire("MigrationMinSnapshotsToKeep", &big, "x")
+                .is_err()
+        );
+        assert!(m.from_wire("Integer", &big, "x").is_err());
+        assert!(
+            m.from_wire("MigrationMinSnapshotsToKeep", &serde_json::json!(5), "x")
+                .is_ok()
+        );
+        // A long keeps the i64 range.
+        assert!(m.from_wire("Long", &big, "x").is_ok());
+        Ok(())
+    }
 }

@@ -108,7 +108,10 @@ impl Verifier {
         let auth = parse_authorization(header).ok_or_else(|| {
             refuse(
                 "IncompleteSignatureException",
-                format!("Authorization header is not a SigV4 signature: {header}"),
+                // The value is never echoed (into the answer or the logs): it can carry a
+                // credential of another scheme.
+                "Authorization header is not a SigV4 signature (AWS4-HMAC-SHA256 Credential=..., \
+                 SignedHeaders=..., Signature=...)",
             )
         })?;
         let Some(secret) = self.keys.get(auth.access_key) else {
@@ -265,6 +268,24 @@ mod tests {
             "us-east-1",
             "s3tables",
         )
+    }
+
+    #[tokio::test]
+    async fn a_malformed_authorization_header_is_not_echoed() -> anyhow::Result<()> {
+        let mut req = signed("secret", "GET", "/get-table-migration?migrationId=m", b"").await?;
+        for (k, v) in &mut req.headers {
+            if k.as_str() == "authorization" {
+                *v = "Bearer sekrit-token-123".into();
+            }
+        }
+        match verifier().verify(&req, SystemTime::now()) {
+            Err(refused) => {
+                assert_eq!(refused.error_type, "IncompleteSignatureException");
+                assert!(!refused.message.contains("sekrit"), "{}", refused.message);
+            }
+            Ok(()) => anyhow::bail!("a Bearer header was accepted"),
+        }
+        Ok(())
     }
 
     #[tokio::test]

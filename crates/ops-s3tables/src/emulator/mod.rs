@@ -273,30 +273,10 @@ impl Emulator {
         if !d["icebergSortOrder"].is_null() {
             check_sort_order(d)?;
         }
-        let key = table_key(bucket_arn, namespace, name);
-        let clash = self.with_state(|s| {
-            let created = s
-                .tables
-                .get(&key)
-                .and_then(|t| t.table_arn.clone())
-                .map(|_| {
-                    format!("table {namespace}.{name} exists (an earlier migration created it)")
-                });
-            let running = s
-                .migrations
-                .iter()
-                .find(|m| m.table_key == key && !m.record.state.terminal())
-                .map(|m| {
-                    format!(
-                        "migration {} into {namespace}.{name} is {}",
-                        m.record.id, m.record.state
-                    )
-                });
-            created.or(running)
-        });
-        if let Some(why) = clash {
-            return Err(conflict(why));
+        if !d["schema"].is_null() {
+            plan::check_schema_types(&d["schema"]).map_err(bad_request)?;
         }
+        let key = table_key(bucket_arn, namespace, name);
         let id = uuid::Uuid::new_v4().to_string();
         let output = &input["migrationOutput"];
         let prefixes = &output["prefixes"];
@@ -327,7 +307,29 @@ impl Emulator {
             object_report: report("objectCompatibilityReport"),
             migration_report: report("objectMigrationReport"),
         };
+        // The check and the insert under one lock: of two concurrent starts of one table,
+        // exactly one is created and the other gets the 409.
         self.with_state(|s| {
+            let created = s
+                .tables
+                .get(&key)
+                .and_then(|t| t.table_arn.clone())
+                .map(|_| {
+                    format!("table {namespace}.{name} exists (an earlier migration created it)")
+                });
+            let running = s
+                .migrations
+                .iter()
+                .find(|m| m.table_key == key && !m.record.state.terminal())
+                .map(|m| {
+                    format!(
+                        "migration {} into {namespace}.{name} is {}",
+                        m.record.id, m.record.state
+                    )
+                });
+            if let Some(why) = created.or(running) {
+                return Err(conflict(why));
+            }
             s.migrations.push(Migration {
                 record,
                 table_key: key.clone(),
@@ -342,7 +344,8 @@ impl Emulator {
             t.start = Some(input.clone());
             t.last_plan = None;
             t.migrated.clear();
-        });
+            Ok(())
+        })?;
         let this = self.clone();
         let mid = id.clone();
         tokio::spawn(async move { this.plan(&mid).await });
@@ -418,7 +421,19 @@ impl Emulator {
             object_report: report("objectCompatibilityReport"),
             migration_report: report("objectMigrationReport"),
         };
+        // Checked again under the lock that inserts: of two concurrent syncs, exactly one is
+        // created and the other gets the 409.
         self.with_state(|s| {
+            if let Some(m) = s
+                .migrations
+                .iter()
+                .find(|m| m.table_key == key && !m.record.state.terminal())
+            {
+                return Err(conflict(format!(
+                    "migration {} on this table is {}; a sync needs it to end first",
+                    m.record.id, m.record.state
+                )));
+            }
             s.migrations.push(Migration {
                 record,
                 table_key: key,
@@ -426,8 +441,9 @@ impl Emulator {
                 table_plan: plan::TablePlan::default(),
                 cancel_requested: false,
                 busy: true,
-            })
-        });
+            });
+            Ok(())
+        })?;
         let this = self.clone();
         let mid = id.clone();
         tokio::spawn(async move { this.plan(&mid).await });
@@ -497,6 +513,11 @@ impl Emulator {
                 .cloned()
                 .collect()
         });
+        if start > all.len() {
+            return Err(bad_request(format!(
+                "nextToken '{start}' is not valid for this listing"
+            )));
+        }
         // Like the service, filters apply within a page of the scope, so a page can be empty
         // and still carry a nextToken; migrations still planning are not listed under a
         // hasValidPlan filter.
@@ -509,8 +530,8 @@ impl Emulator {
             .map(Record::summary)
             .collect();
         let mut out = json!({ "migrations": page });
-        if start + max < all.len() {
-            out["nextToken"] = json!((start + max).to_string());
+        if let Some(next) = start.checked_add(max).filter(|n| *n < all.len()) {
+            out["nextToken"] = json!(next.to_string());
         }
         Ok(out)
     }
@@ -815,4 +836,83 @@ fn check_sort_order(d: &Value) -> Result<(), Response> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use aws_credential_types::Credentials;
+
+    use super::*;
+
+    /// An emulator whose moto is unreachable and whose steps take an hour: a start stays
+    /// `new`, so the handlers' own checks are what the tests see.
+    fn emulator() -> Emulator {
+        Emulator::new(EmulatorConfig {
+            moto_endpoint: "http://127.0.0.1:9".into(),
+            signer: Signer::new(Credentials::for_tests(), "us-east-1", "s3tables"),
+            access_key_id: "AKID".into(),
+            secret_access_key: "secret".into(),
+            callers: Vec::new(),
+            refuse_roles: Vec::new(),
+            step_delay: Duration::from_secs(3600),
+        })
+    }
+
+    fn start_input(name: &str) -> Value {
+        json!({
+            "roleARN": "arn:aws:iam::123456789012:role/r",
+            "destinationTable": {"tableBucketARN": "arn:aws:s3tables:us-east-1:123456789012:bucket/b",
+                                 "namespace": "ns", "name": name},
+            "sourceType": "glueTable",
+            "source": {"glueTable": {"catalogId": "1", "databaseName": "db", "tableName": "s"}},
+            "reviewMigrationPlan": true,
+            "migrationOutput": {"bucket": "arn:aws:s3:::r"}
+        })
+    }
+
+    #[tokio::test]
+    async fn a_crafted_next_token_is_a_bad_request_not_a_panic() {
+        let emu = emulator();
+        for token in [usize::MAX.to_string(), "5".to_string()] {
+            let got = emu.list(&json!({
+                "tableBucketARN": "arn:aws:s3tables:us-east-1:123456789012:bucket/b",
+                "nextToken": token,
+                "maxResults": 10
+            }));
+            match got {
+                Err(r) => assert_eq!(r.status, 400, "{token}"),
+                Ok(v) => panic!("nextToken {token} answered {v}"),
+            }
+        }
+    }
+
+    /// Concurrent starts of one table: exactly one is created, the others get 409.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn of_concurrent_starts_of_one_table_exactly_one_wins() {
+        let emu = emulator();
+        for round in 0..40 {
+            let name = format!("t{round}");
+            let barrier = Arc::new(tokio::sync::Barrier::new(8));
+            let tasks: Vec<_> = (0..8)
+                .map(|_| {
+                    let emu = emu.clone();
+                    let barrier = barrier.clone();
+                    let input = start_input(&name);
+                    tokio::spawn(async move {
+                        barrier.wait().await;
+                        emu.start(&input).await
+                    })
+                })
+                .collect();
+            let mut won = 0;
+            for t in tasks {
+                match t.await {
+                    Ok(Ok(_)) => won += 1,
+                    Ok(Err(r)) => assert_eq!(r.status, 409),
+                    Err(e) => panic!("{e}"),
+                }
+            }
+            assert_eq!(won, 1, "table {name}: {won} starts created");
+        }
+    }
 }

@@ -138,6 +138,22 @@ pub fn change_class(from: &Type, to: &Type, default_class: C) -> C {
     }
 }
 
+/// Checks that every field of a destination schema (`IcebergSchemaV2`) has an Iceberg type
+/// this emulator reads; the message names the first that has not (StartTableMigration answers
+/// it with 400 rather than guessing a type).
+pub fn check_schema_types(schema: &Value) -> Result<(), String> {
+    for f in schema["fields"].as_array().into_iter().flatten() {
+        if serde_json::from_value::<Type>(f["type"].clone()).is_err() {
+            return Err(format!(
+                "destinationTable.schema field '{}' has type {} which is not an Iceberg type",
+                f["name"].as_str().unwrap_or("?"),
+                f["type"]
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Plans the destination columns from the Glue columns and partition keys (`(name, type)`),
 /// an optional destination schema (`IcebergSchemaV2`, member names) and the policies
 /// (`unmatchedSourceFieldsPolicy`, `incompatibleValuesPolicy` values).
@@ -244,6 +260,12 @@ mod tests {
 
     #[test]
     fn inferred_schema_classifies_glue_types() {
+        assert!(
+            check_schema_types(&json!({"fields": [{"id": 1, "name": "a", "type": "int"}]})).is_ok()
+        );
+        let bad =
+            check_schema_types(&json!({"fields": [{"id": 1, "name": "a", "type": "integr"}]}));
+        assert!(bad.is_err_and(|e| e.contains("'a'")));
         let plan = plan_table(
             &cols(&[("id", "bigint"), ("qty", "smallint"), ("code", "char(3)")]),
             &cols(&[("region", "string")]),

@@ -620,7 +620,7 @@ impl Emulator {
                         .find(|(k, _)| k.eq_ignore_ascii_case(&col.name))
                         .map(|(_, v)| v.clone());
                     let strings: ArrayRef = Arc::new(StringArray::from(vec![v; n]));
-                    arrow_cast::cast(&strings, ty).map_err(s)?
+                    strict_cast(&strings, ty, &col.name)?
                 } else {
                     let idx = batch
                         .schema()
@@ -628,7 +628,7 @@ impl Emulator {
                         .iter()
                         .position(|f| f.name().eq_ignore_ascii_case(&col.name));
                     match idx {
-                        Some(i) => arrow_cast::cast(batch.column(i), ty).map_err(s)?,
+                        Some(i) => strict_cast(batch.column(i), ty, &col.name)?,
                         None => new_null_array(ty, n),
                     }
                 };
@@ -638,6 +638,18 @@ impl Emulator {
         }
         Ok(out)
     }
+}
+
+/// Casts a column to its destination type, failing on a value the type cannot hold (pyarrow's
+/// safe cast; arrow's `safe: true` would turn it into a null, silently losing it): the object
+/// then fails and is listed in the objectMigrationReport, as the service does.
+fn strict_cast(array: &ArrayRef, ty: &DataType, column: &str) -> Fallible<ArrayRef> {
+    let options = arrow_cast::CastOptions {
+        safe: false,
+        ..Default::default()
+    };
+    arrow_cast::cast_with_options(array, ty, &options)
+        .map_err(|e| format!("column {column}: a value cannot be cast to {ty}: {e}"))
 }
 
 /// CRC-64/NVME (reflected polynomial 0x9A6C9329AC4BC9B5, init and xorout all ones), as S3's
@@ -662,6 +674,20 @@ pub(crate) fn crc64nvme_base64(data: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_value_the_destination_cannot_hold_fails_the_cast() {
+        let strings: ArrayRef = Arc::new(StringArray::from(vec![Some("12"), Some("abc")]));
+        let err = strict_cast(&strings, &DataType::Int32, "code").err();
+        assert!(
+            err.as_deref().is_some_and(|e| e.contains("column code")),
+            "{err:?}"
+        );
+        let wide: ArrayRef = Arc::new(arrow_array::Int64Array::from(vec![1, i64::MAX]));
+        assert!(strict_cast(&wide, &DataType::Int32, "n").is_err());
+        let ok: ArrayRef = Arc::new(StringArray::from(vec![Some("12"), None]));
+        assert!(strict_cast(&ok, &DataType::Int32, "n").is_ok());
+    }
 
     #[test]
     fn crc64nvme_matches_the_check_value() {
