@@ -154,6 +154,11 @@ t = catalog.load_table('src.t')
 with t.update_schema() as up:
     up.delete_column('legacy')
     up.add_column('extra', LongType())
+t = catalog.load_table('src.t')
+# A commit after the change: the pinned snapshot is no longer the head (the head is read in
+# the current schema, as Java and PyIceberg read it).
+t.append(pa.Table.from_pylist([{'id': 100, 'region': 'eu', 'extra': 1}],
+                              schema=t.schema().as_arrow()))
 emit(None)
 ";
 

@@ -21,10 +21,22 @@ use ops_reconcile::{ReconciliationPlan, SchemaReconciler};
 
 use crate::{Result, RowFilter, WriteMode};
 
-/// The schema of the snapshot being read (the source's current one without a snapshot, or for
-/// a snapshot that records none): a migration plans, filters and reads by it, so a column the
-/// source dropped, renamed or widened after that snapshot changes nothing in what it moves.
+/// The schema a migration plans, filters and reads by: an older snapshot's own schema, so a
+/// column the source dropped, renamed or widened after that snapshot changes nothing in what
+/// it moves; for the table's head (or no snapshot, or a snapshot that records none) the
+/// current schema, as Java reads a branch's head and PyIceberg an unpinned scan: a rename or
+/// a widening makes no snapshot, and the user names columns as the table has them now.
 pub(crate) fn pinned_schema(source: &Table, snapshot: Option<i64>) -> SchemaRef {
+    let md = source.metadata();
+    match snapshot {
+        Some(id) if Some(id) != md.current_snapshot_id() => snapshot_own_schema(source, Some(id)),
+        _ => md.current_schema().clone(),
+    }
+}
+
+/// The schema `snapshot` records (the current one without): what iceberg's planner binds a
+/// scan's filter to, so the filter handed to it must name columns as this schema does.
+fn snapshot_own_schema(source: &Table, snapshot: Option<i64>) -> SchemaRef {
     let md = source.metadata();
     snapshot
         .and_then(|id| md.snapshot_by_id(id))
@@ -41,13 +53,15 @@ pub(crate) fn row_predicate(
     snapshot: Option<i64>,
 ) -> Result<Option<Predicate>> {
     let md = source.metadata();
-    let read_schema = &pinned_schema(source, snapshot);
+    let named = &pinned_schema(source, snapshot);
+    let read_schema = &snapshot_own_schema(source, snapshot);
     Ok(match row_filter {
         None => None,
-        // Columns are named as in the snapshot read; a name it does not have is looked up in
-        // the current schema (a column renamed since is found under its new name too).
+        // Columns are named as in the schema the migration reads by; a name it does not have is
+        // looked up in the current schema (a column renamed since is found under its new name
+        // too). Either way the predicate names them as the snapshot's own schema does.
         Some(RowFilter::Expression(text)) => Some(
-            match ops_core::filter::parse_filter_at(text, read_schema, read_schema) {
+            match ops_core::filter::parse_filter_at(text, named, read_schema) {
                 Ok(p) => p,
                 Err(pinned_err) => {
                     ops_core::filter::parse_filter_at(text, md.current_schema(), read_schema)
