@@ -162,7 +162,9 @@ impl DataMigrator {
         self
     }
 
-    /// Read the source at this snapshot (default: its current one when `run` starts).
+    /// Read the source at this snapshot (default: its current one when `run` starts). An older
+    /// snapshot is planned, filtered and read in its own schema; the table's head in the
+    /// current one (see `plan::pinned_schema`).
     pub fn source_snapshot(mut self, snapshot_id: i64) -> Self {
         self.source_snapshot = Some(snapshot_id);
         self
@@ -205,8 +207,10 @@ impl DataMigrator {
         self
     }
 
-    /// Create the destination when it does not exist: the source's current schema with the
-    /// reconciler's renames and coercions (field ids kept) and the source's partition spec.
+    /// Create the destination when it does not exist: the schema the source is read in (see
+    /// [`Self::source_snapshot`]) with the reconciler's renames and coercions (field ids kept
+    /// where the catalog lets ops-core write the first metadata) and the source's partition
+    /// spec.
     pub fn create_dest(mut self, create: bool) -> Self {
         self.create_dest = create;
         self
