@@ -653,3 +653,130 @@ async fn the_corpus_keys_table_upserts_like_pyiceberg() -> TestResult {
     assert!(err.contains("twice"), "{err}");
     Ok(())
 }
+
+/// A key column renamed after the destination's last data commit (a rename makes no snapshot,
+/// so the snapshot's schema still has the old name): the upsert finds the stored rows by the
+/// key's new name. Once failed planning the key lookup ("Field id not found in schema").
+/// PyIceberg 0.12's own `Table.upsert` fails here too (its key scan yields batches under the
+/// snapshot's old names: `KeyError: 'Field "id" does not exist in schema'`), so the expected
+/// rows are written out and PyIceberg reads the result.
+#[tokio::test(flavor = "multi_thread")]
+async fn upsert_after_a_key_column_rename_without_a_data_commit_finds_the_stored_rows() -> TestResult
+{
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let cat = sqlite(dir.path());
+    py(
+        &cat,
+        "from pyiceberg.schema import Schema\n\
+         from pyiceberg.types import NestedField, LongType, StringType\n\
+         s = Schema(NestedField(1, 'k0', LongType(), required=True), \
+                    NestedField(2, 'k1', StringType(), required=True), \
+                    NestedField(3, 'v', StringType()))\n\
+         catalog.create_namespace('src')\n\
+         catalog.create_namespace('dst')\n\
+         seed = [{'k0': 1, 'k1': 'a', 'v': 'same'}, {'k0': 2, 'k1': 'a', 'v': 'old'}, \
+                 {'k0': 3, 'k1': 'b', 'v': 'kept'}]\n\
+         t = catalog.create_table('dst.ours', schema=s)\n\
+         t.append(pa.Table.from_pylist(seed, schema=s.as_arrow()))\n\
+         with t.update_schema() as u:\n\
+         \x20   u.rename_column('k0', 'id')\n\
+         \x20   u.rename_column('k1', 'region')\n\
+         renamed = catalog.load_table('dst.ours').schema()\n\
+         src = catalog.create_table('src.t', schema=renamed)\n\
+         src.append(pa.Table.from_pylist([{'id': 1, 'region': 'a', 'v': 'same'}, \
+                    {'id': 2, 'region': 'a', 'v': 'new'}, {'id': 4, 'region': 'c', 'v': 'added'}], \
+                    schema=renamed.as_arrow()))\n\
+         emit(0)",
+    )?;
+    let handle = open("lake", &cat).await?;
+    let result = upsert(&handle, ["src", "t"], ["dst", "ours"], &["id", "region"])
+        .run()
+        .await?;
+    assert_eq!(
+        (result.rows_inserted, result.rows_updated),
+        (Some(1), Some(1))
+    );
+    let got = py(&cat, "emit(rows(catalog.load_table('dst.ours')))")?;
+    let want = json!([
+        {"id": 1, "region": "a", "v": "same"},
+        {"id": 2, "region": "a", "v": "new"},
+        {"id": 3, "region": "b", "v": "kept"},
+        {"id": 4, "region": "c", "v": "added"},
+    ]);
+    assert_eq!(rows_of(&got), rows_of(&want));
+    Ok(())
+}
+
+/// A key the destination already holds in more than one row is refused, as PyIceberg 0.12's
+/// `Table.upsert` refuses it ("Target table has duplicate rows, aborting upsert") — here
+/// whatever the destination's file layout: PyIceberg checks one Arrow batch at a time, so
+/// duplicates in two files are healed, kept or written twice depending on which files differ.
+/// Once the upsert decided "unchanged" from one of the stored rows and left the stale one.
+/// The chunk commits nothing; `on_duplicate_keys` (the source's duplicates) changes nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_key_held_twice_by_the_destination_is_refused_like_pyiceberg() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let cat = sqlite(dir.path());
+    // Each destination: (name, files of (k, v)); the source holds k=1 'src' and k=7 'new'.
+    let theirs = py(
+        &cat,
+        "from pyiceberg.schema import Schema\n\
+         from pyiceberg.types import NestedField, LongType, StringType\n\
+         s = Schema(NestedField(1, 'k', LongType(), required=True), NestedField(2, 'v', StringType()))\n\
+         sa = s.as_arrow()\n\
+         catalog.create_namespace('src')\n\
+         catalog.create_namespace('dst')\n\
+         src = catalog.create_table('src.t', schema=s)\n\
+         src.append(pa.Table.from_pylist([{'k': 1, 'v': 'src'}, {'k': 7, 'v': 'new'}], schema=sa))\n\
+         cases = {'one_file': [[(1, 'src'), (1, 'stale'), (2, 'x')]], \
+                  'stale_second': [[(1, 'src'), (2, 'x')], [(1, 'stale')]], \
+                  'stale_first': [[(1, 'stale')], [(1, 'src'), (2, 'x')]], \
+                  'both_equal': [[(1, 'src')], [(1, 'src')]]}\n\
+         for n, files in cases.items():\n\
+         \x20   t = catalog.create_table('dst.' + n, schema=s)\n\
+         \x20   for f in files: t.append(pa.Table.from_pylist([{'k': k, 'v': v} for k, v in f], schema=sa))\n\
+         twin = catalog.create_table('dst.twin', schema=s)\n\
+         twin.append(pa.Table.from_pylist([{'k': 1, 'v': 'src'}, {'k': 1, 'v': 'stale'}], schema=sa))\n\
+         try:\n\
+         \x20   twin.upsert(src.scan().to_arrow(), join_cols=['k'])\n\
+         \x20   emit('no error')\n\
+         except ValueError as e:\n\
+         \x20   emit(str(e))",
+    )?;
+    assert_eq!(
+        theirs,
+        json!("Target table has duplicate rows, aborting upsert")
+    );
+    let handle = open("lake", &cat).await?;
+    for dst in ["one_file", "stale_second", "stale_first", "both_equal"] {
+        let before = py(
+            &cat,
+            &format!(
+                "t = catalog.load_table('dst.{dst}')\nemit([rows(t), len(t.metadata.snapshots)])"
+            ),
+        )?;
+        for duplicates in [OnDuplicateKeys::Error, OnDuplicateKeys::Last] {
+            let err = upsert(&handle, ["src", "t"], ["dst", dst], &["k"])
+                .on_duplicate_keys(duplicates)
+                .run()
+                .await
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(
+                err.contains("destination") && err.contains("(1)") && err.contains("table delete"),
+                "{dst}, {duplicates:?}: {err}"
+            );
+        }
+        let after = py(
+            &cat,
+            &format!(
+                "t = catalog.load_table('dst.{dst}')\nemit([rows(t), len(t.metadata.snapshots)])"
+            ),
+        )?;
+        assert_eq!(before, after, "{dst}: the destination changed");
+    }
+    Ok(())
+}

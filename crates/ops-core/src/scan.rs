@@ -40,9 +40,10 @@ pub async fn scan(
     scan_filtered(table, snapshot_id, None).await
 }
 
-/// As [`scan`], keeping only rows where `filter` is TRUE (column names as of the scanned
-/// snapshot; a comparison with NULL, or with a column a file predates, is unknown and the row
-/// is not kept).
+/// As [`scan`], keeping only rows where `filter` is TRUE (columns named as
+/// [`naming_schema`] says: as the table has them now when scanning its current snapshot; a
+/// comparison with NULL, or with a column a file predates, is unknown and the row is not
+/// kept).
 pub async fn scan_filtered(
     table: &Table,
     snapshot_id: Option<i64>,
@@ -116,6 +117,140 @@ fn filter_batch(
     Ok(arrow_select::filter::filter_record_batch(&read, &keep)?)
 }
 
+/// The schema a filter on `snapshot_id` of `table` names its columns by: the table's current
+/// schema for its current snapshot (or `None`), as Java reads a branch's head and PyIceberg an
+/// unpinned scan — a rename or a widening makes no snapshot, and a user names columns as the
+/// table has them now; an older snapshot's own schema (Java's `useSnapshot`), so a column
+/// dropped or renamed since is named as it was then.
+pub fn naming_schema(table: &Table, snapshot_id: Option<i64>) -> Arc<Schema> {
+    let md = table.metadata();
+    match snapshot_id {
+        Some(id) if Some(id) != md.current_snapshot_id() => {
+            snapshot_schema(table, id).unwrap_or_else(|_| md.current_schema().clone())
+        }
+        _ => md.current_schema().clone(),
+    }
+}
+
+/// `filter`, naming columns as `names` does, with its columns named as the schema
+/// `snapshot_id` (the current snapshot when `None`) was written with — the schema iceberg's
+/// planner binds a scan's filter to, by name. Columns are matched by field id, so after a
+/// rename with no data commit since (the snapshot still has the old name) the new name finds
+/// the column. Literals are left as they are: binding converts them to the snapshot's type
+/// (`int` for a column widened since).
+pub fn to_snapshot_names(
+    table: &Table,
+    snapshot_id: Option<i64>,
+    filter: &Predicate,
+    names: &Schema,
+) -> Result<Predicate> {
+    let md = table.metadata();
+    let Some(id) = snapshot_id.or_else(|| md.current_snapshot_id()) else {
+        return Ok(filter.clone());
+    };
+    let to = snapshot_schema(table, id)?;
+    if names.schema_id() == to.schema_id() && names.as_struct() == to.as_struct() {
+        return Ok(filter.clone());
+    }
+    rename_columns(filter, names, &to).map_err(|column| {
+        Error::InvalidInput(match names.field_id_by_name(&column) {
+            Some(_) => format!(
+                "filter column '{column}' of {} was added after snapshot {id} was written, \
+                 whose rows have no value for it",
+                table.identifier()
+            ),
+            None => format!(
+                "filter column '{column}' is not a column of {} (columns are named as the \
+                 table has them {})",
+                table.identifier(),
+                if Some(id) == md.current_snapshot_id() {
+                    "now".to_string()
+                } else {
+                    format!("at snapshot {id}")
+                }
+            ),
+        })
+    })
+}
+
+/// `filter` with each column named as in `from` renamed to its name in `to` (by field id);
+/// `Err(name)`: a column `from` or `to` lacks. Iterative: a filter's depth is the user's.
+fn rename_columns(
+    filter: &Predicate,
+    from: &Schema,
+    to: &Schema,
+) -> std::result::Result<Predicate, String> {
+    use iceberg::expr::{BinaryExpression, Reference, SetExpression, UnaryExpression};
+    enum Step<'a> {
+        Visit(&'a Predicate),
+        And,
+        Or,
+        Not,
+    }
+    let rename = |name: &str| -> std::result::Result<Reference, String> {
+        from.field_id_by_name(name)
+            .and_then(|id| to.name_by_field_id(id))
+            .map(Reference::new)
+            .ok_or_else(|| name.to_string())
+    };
+    // Each operator's operands are on `done` when it is popped (they were pushed after it).
+    fn pop(done: &mut Vec<Predicate>) -> Predicate {
+        done.pop().unwrap_or(Predicate::AlwaysTrue)
+    }
+    let mut steps = vec![Step::Visit(filter)];
+    let mut done: Vec<Predicate> = Vec::new();
+    while let Some(step) = steps.pop() {
+        match step {
+            Step::Visit(p) => match p {
+                Predicate::AlwaysTrue | Predicate::AlwaysFalse => done.push(p.clone()),
+                Predicate::And(e) | Predicate::Or(e) => {
+                    let [l, r] = e.inputs();
+                    steps.push(if matches!(p, Predicate::And(_)) {
+                        Step::And
+                    } else {
+                        Step::Or
+                    });
+                    steps.push(Step::Visit(r));
+                    steps.push(Step::Visit(l));
+                }
+                Predicate::Not(e) => {
+                    let [inner] = e.inputs();
+                    steps.push(Step::Not);
+                    steps.push(Step::Visit(inner));
+                }
+                Predicate::Unary(e) => done.push(Predicate::Unary(UnaryExpression::new(
+                    e.op(),
+                    rename(e.term().name())?,
+                ))),
+                Predicate::Binary(e) => done.push(Predicate::Binary(BinaryExpression::new(
+                    e.op(),
+                    rename(e.term().name())?,
+                    e.literal().clone(),
+                ))),
+                Predicate::Set(e) => done.push(Predicate::Set(SetExpression::new(
+                    e.op(),
+                    rename(e.term().name())?,
+                    e.literals().clone(),
+                ))),
+            },
+            Step::And | Step::Or => {
+                let r = pop(&mut done);
+                let l = pop(&mut done);
+                done.push(if matches!(step, Step::And) {
+                    l.and(r)
+                } else {
+                    l.or(r)
+                });
+            }
+            Step::Not => {
+                let inner = pop(&mut done);
+                done.push(!inner);
+            }
+        }
+    }
+    Ok(pop(&mut done))
+}
+
 /// The schema `snapshot_id` of `table` was written with (the current one when unrecorded).
 fn snapshot_schema(table: &Table, snapshot_id: i64) -> Result<Arc<Schema>> {
     let md = table.metadata();
@@ -134,7 +269,9 @@ fn snapshot_schema(table: &Table, snapshot_id: i64) -> Result<Arc<Schema>> {
 
 /// The file-scan tasks (delete files attached) of `table` at `snapshot_id`, without the files
 /// whose statistics or partition values rule out a row where `filter` is TRUE. `filter` names
-/// columns as the snapshot's schema does; each task carries it bound to that schema as
+/// columns as [`naming_schema`] does (the table's current schema at its current snapshot);
+/// they are renamed by field id to the snapshot's own schema ([`to_snapshot_names`]), which
+/// iceberg's planner binds to by name. Each task carries the filter bound to that schema as
 /// `predicate`, for the caller to evaluate on the rows ([`crate::eval`]) — clear it before
 /// handing a task to iceberg's reader, whose row filter does not follow SQL's logic.
 ///
@@ -145,11 +282,24 @@ pub async fn plan_files(
     snapshot_id: i64,
     filter: Option<&Predicate>,
 ) -> Result<Vec<FileScanTask>> {
+    let names = naming_schema(table, Some(snapshot_id));
+    plan_files_named(table, snapshot_id, filter, &names).await
+}
+
+/// As [`plan_files`], with `filter` naming columns as `names` does (any schema of `table`:
+/// the snapshot's own for a filter already named that way).
+pub async fn plan_files_named(
+    table: &Table,
+    snapshot_id: i64,
+    filter: Option<&Predicate>,
+    names: &Schema,
+) -> Result<Vec<FileScanTask>> {
     let read_schema = snapshot_schema(table, snapshot_id)?;
     let builder = table.scan().snapshot_id(snapshot_id).select_all();
     let Some(filter) = filter else {
         return Ok(builder.build()?.plan_files().await?.try_collect().await?);
     };
+    let filter = &to_snapshot_names(table, Some(snapshot_id), filter, names)?;
     let bound = filter.bind(read_schema.clone(), true)?;
     let (planner, left_out) = planner_filter(filter, &read_schema, table.metadata());
     tracing::debug!(
@@ -330,4 +480,59 @@ pub fn project_by_field_id(
         columns,
         &options,
     )?)
+}
+
+#[cfg(test)]
+mod tests {
+    use iceberg::expr::Reference;
+    use iceberg::spec::{Datum, NestedField, StructType};
+
+    use super::*;
+
+    fn schema(id: i32, names: [&str; 3]) -> Schema {
+        let address = Type::Struct(StructType::new(vec![Arc::new(NestedField::optional(
+            4,
+            names[2],
+            Type::Primitive(PrimitiveType::String),
+        ))]));
+        Schema::builder()
+            .with_schema_id(id)
+            .with_fields(vec![
+                Arc::new(NestedField::required(
+                    1,
+                    names[0],
+                    Type::Primitive(PrimitiveType::Long),
+                )),
+                Arc::new(NestedField::optional(
+                    2,
+                    names[1],
+                    Type::Primitive(PrimitiveType::String),
+                )),
+                Arc::new(NestedField::optional(3, "address", address)),
+            ])
+            .build()
+            .unwrap_or_else(|e| panic!("test schema: {e}"))
+    }
+
+    #[test]
+    fn columns_are_renamed_by_field_id_through_every_operator() {
+        let now = schema(1, ["id", "region", "town"]);
+        let then = schema(0, ["k", "area", "city"]);
+        let filter = !(Reference::new("id")
+            .greater_than(Datum::long(3))
+            .and(Reference::new("address.town").is_null()))
+        .or(Reference::new("region").is_in([Datum::string("eu"), Datum::string("us")]));
+        let want = !(Reference::new("k")
+            .greater_than(Datum::long(3))
+            .and(Reference::new("address.city").is_null()))
+        .or(Reference::new("area").is_in([Datum::string("eu"), Datum::string("us")]));
+        assert_eq!(rename_columns(&filter, &now, &then), Ok(want));
+        assert_eq!(
+            rename_columns(&Predicate::AlwaysFalse, &now, &then),
+            Ok(Predicate::AlwaysFalse)
+        );
+        // A name the naming schema lacks (here: the old name) is reported, not guessed.
+        let old = Reference::new("k").equal_to(Datum::long(1));
+        assert_eq!(rename_columns(&old, &now, &then), Err("k".to_string()));
+    }
 }

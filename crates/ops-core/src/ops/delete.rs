@@ -59,10 +59,13 @@ pub(crate) enum RowFilter {
 
 impl RowFilter {
     /// The predicate, naming columns as the current snapshot's schema does (what iceberg's
-    /// scan planning binds to).
+    /// scan planning binds to); given as a predicate or as text, the columns are named as the
+    /// table's current schema does (a rename makes no snapshot) and found by field id.
     pub(crate) fn resolve(&self, table: &Table) -> Result<Predicate> {
         match self {
-            RowFilter::Predicate(p) => Ok(p.clone()),
+            RowFilter::Predicate(p) => {
+                crate::scan::to_snapshot_names(table, None, p, table.metadata().current_schema())
+            }
             RowFilter::Text(text) => {
                 let md = table.metadata();
                 crate::filter::parse_filter_at(text, md.current_schema(), read_schema(table))
@@ -91,7 +94,8 @@ impl DeleteBuilder {
         }
     }
 
-    /// The rows to delete, as a predicate naming columns as in the current snapshot's schema.
+    /// The rows to delete, as a predicate naming columns as in the table's current schema (a
+    /// renamed column is matched by field id).
     pub fn with_filter(mut self, filter: Predicate) -> Self {
         self.filter = Some(RowFilter::Predicate(filter));
         self

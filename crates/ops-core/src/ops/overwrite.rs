@@ -102,7 +102,8 @@ impl OverwriteBuilder {
     }
 
     /// Also delete the rows where `filter` is TRUE (copy-on-write), in the same snapshot. The
-    /// filter names columns as the current snapshot's schema does.
+    /// filter names columns as the table's current schema does (a renamed column is matched
+    /// by field id).
     pub fn overwrite_filter(mut self, filter: Predicate) -> Self {
         self.overwrite_filter = Some(RowFilter::Predicate(filter));
         self

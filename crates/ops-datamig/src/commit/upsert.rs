@@ -125,7 +125,11 @@ pub(crate) async fn upsert_chunk(
             let hits = arrow_select::filter::filter_record_batch(&b, &mask)?;
             let rows = ops_core::rows::convert(&converter, hits.columns())?;
             for (r, pos) in found.into_iter().flatten().enumerate() {
-                existing[pos as usize] = Some(rows.row(r).as_ref().into());
+                let slot = &mut existing[pos as usize];
+                if slot.is_some() {
+                    return Err(held_twice(keys, &key_cols(&hits), r, ident));
+                }
+                *slot = Some(rows.row(r).as_ref().into());
             }
         }
     }
@@ -225,6 +229,48 @@ fn distinct_rows(
     let mut keep: Vec<u32> = last.into_iter().flatten().collect();
     keep.sort_unstable();
     Ok(keep)
+}
+
+/// A chunk key the destination holds in more than one row. Refused, as PyIceberg 0.12's
+/// `Table.upsert` refuses it ("Target table has duplicate rows, aborting upsert"): which of
+/// the stored rows the source's row replaces, and whether an equal one makes the key
+/// unchanged, would be a guess. PyIceberg checks one Arrow batch at a time, so it refuses
+/// duplicates read together and, for duplicates in two files, keeps them, collapses them or
+/// writes the source's row twice depending on which files differ; here the refusal does not
+/// depend on the layout. `on_duplicate_keys` is about the source's duplicates, not these.
+fn held_twice(
+    keys: &[String],
+    cols: &[ArrayRef],
+    row: usize,
+    ident: &TableIdent,
+) -> MigrationError {
+    let value = describe_key(cols, row);
+    let condition = keys
+        .iter()
+        .zip(cols)
+        .map(|(k, c)| {
+            let options = FormatOptions::default();
+            let literal = ArrayFormatter::try_new(c.as_ref(), &options)
+                .map(|f| f.value(row).to_string())
+                .unwrap_or_default();
+            if c.data_type().is_numeric()
+                || matches!(c.data_type(), arrow_schema::DataType::Boolean)
+            {
+                format!("{k} = {literal}")
+            } else {
+                format!("{k} = '{}'", literal.replace('\'', "''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" AND ");
+    MigrationError::InvalidInput(format!(
+        "upsert key ({}) = ({value}) is held by more than one row of the destination {ident}, \
+         so which row the source's replaces is ambiguous (PyIceberg's upsert refuses it too); \
+         the chunk was not committed (earlier chunks stay committed). Remove the key's rows \
+         (iceberg-ops table delete {ident} --where \"{condition}\") and re-run: the upsert \
+         then inserts the source's row",
+        keys.join(", ")
+    ))
 }
 
 /// The first row of `col` holding NaN, if it is a float column.

@@ -26,17 +26,14 @@ use crate::{Result, RowFilter, WriteMode};
 /// it moves; for the table's head (or no snapshot, or a snapshot that records none) the
 /// current schema, as Java reads a branch's head and PyIceberg an unpinned scan: a rename or
 /// a widening makes no snapshot, and the user names columns as the table has them now.
+/// The same rule as ops-core's scans and their filters (`ops_core::scan::naming_schema`).
 pub(crate) fn pinned_schema(source: &Table, snapshot: Option<i64>) -> SchemaRef {
-    let md = source.metadata();
-    match snapshot {
-        Some(id) if Some(id) != md.current_snapshot_id() => snapshot_own_schema(source, Some(id)),
-        _ => md.current_schema().clone(),
-    }
+    ops_core::scan::naming_schema(source, snapshot)
 }
 
 /// The schema `snapshot` records (the current one without): what iceberg's planner binds a
 /// scan's filter to, so the filter handed to it must name columns as this schema does.
-fn snapshot_own_schema(source: &Table, snapshot: Option<i64>) -> SchemaRef {
+pub(crate) fn snapshot_own_schema(source: &Table, snapshot: Option<i64>) -> SchemaRef {
     let md = source.metadata();
     snapshot
         .and_then(|id| md.snapshot_by_id(id))

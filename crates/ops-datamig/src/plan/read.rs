@@ -58,7 +58,10 @@ impl PlannedRead {
         refuse_widened_hazards(table, id).await?;
         // ops-core's planning: iceberg's planner alone would prune every file written before
         // a filtered column was widened (it compares `int` bounds with a `long` literal).
-        let mut tasks = ops_core::scan::plan_files(table, id, filter.as_ref()).await?;
+        // The filter names columns as the snapshot's own schema does (`plan::row_predicate`).
+        let names = crate::plan::snapshot_own_schema(table, Some(id));
+        let mut tasks =
+            ops_core::scan::plan_files_named(table, id, filter.as_ref(), &names).await?;
         tasks.sort_by(|a, b| {
             (a.data_file_path.as_str(), a.start).cmp(&(b.data_file_path.as_str(), b.start))
         });
