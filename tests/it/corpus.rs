@@ -294,7 +294,7 @@ fn specs_json() -> Value {
 /// The script's home is `../shared/corpus/` beside the repository, but CI runs on a clean clone
 /// that may have nothing beside it, so the repository carries a copy;
 /// [`corpus_copy_matches_shared`] keeps the two identical wherever both exist.
-fn corpus_script() -> anyhow::Result<PathBuf> {
+pub(crate) fn corpus_script() -> anyhow::Result<PathBuf> {
     let path = match std::env::var_os("ICEBERG_OPS_CORPUS_SCRIPT") {
         Some(p) => PathBuf::from(p),
         None => vendored_script(),

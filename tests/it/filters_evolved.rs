@@ -254,50 +254,22 @@ fn matrix() -> Case {
 /// partition specs (identity(region); + bucket(id), truncate(customer); truncate removed).
 /// Issue 15's report: `migrate-data --row-filter "qty >= 10"` copied 6,666 rows (only the
 /// files written after the widening) where PyIceberg reads 13,262.
-fn corpus_evolved() -> Case {
-    let setup = r#"
-import decimal
-from pyiceberg.schema import Schema
-from pyiceberg.types import NestedField, LongType, StringType, IntegerType, FloatType, DoubleType, DecimalType
-from pyiceberg.partitioning import PartitionSpec, PartitionField
-from pyiceberg.transforms import IdentityTransform, BucketTransform, TruncateTransform
-def arrow(table, rows):
-    return pa.Table.from_pylist(rows, schema=table.schema().as_arrow())
+fn corpus_evolved() -> anyhow::Result<Case> {
+    // The corpus script's own `evolved` (20,000 rows), registered as `fe.src`: one definition
+    // of the table, so the two cannot drift apart.
+    let setup = format!(
+        r#"
+import importlib.util
+spec = importlib.util.spec_from_file_location('make_corpus', {script})
+make_corpus = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(make_corpus)
 catalog.create_namespace('fe')
-n = 20000
-s = Schema(
-    NestedField(1, "id", LongType(), required=True), NestedField(2, "region", StringType()),
-    NestedField(3, "qty", IntegerType()), NestedField(4, "score", FloatType()),
-    NestedField(5, "price", DecimalType(9, 2)), NestedField(6, "legacy", StringType()),
-    NestedField(7, "name", StringType(), required=False),
-)
-spec = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "region"))
-t = catalog.create_table("fe.src", schema=s, partition_spec=spec)
-third = n // 3
-t.append(arrow(t, [{"id": i, "region": ["eu", "us", None][i % 3], "qty": i % 1000, "score": i / 8,
-                    "price": decimal.Decimal(i % 10000) / 100, "legacy": f"old{i}", "name": f"n{i}"} for i in range(third)]))
-with t.update_schema() as up:
-    up.add_column("note", StringType())
-    up.rename_column("name", "customer")
-    up.update_column("qty", LongType())
-    up.update_column("score", DoubleType())
-    up.update_column("price", DecimalType(12, 2))
-with t.update_spec() as up:
-    up.add_field("id", BucketTransform(8), "id_bucket")
-    up.add_field("customer", TruncateTransform(3), "customer_trunc")
-t = catalog.load_table("fe.src")
-t.append(arrow(t, [{"id": i, "region": ["eu", "us", "apac"][i % 3], "qty": 2 ** 40 + i, "score": i / 3,
-                    "price": decimal.Decimal(i) + decimal.Decimal("1234567.89"), "legacy": None,
-                    "customer": f"cust{i}", "note": None if i % 2 else f"note{i}"} for i in range(third, 2 * third)]))
-with t.update_schema() as up:
-    up.delete_column("legacy")
-    up.move_first("note")
-with t.update_spec() as up:
-    up.remove_field("customer_trunc")
-t = catalog.load_table("fe.src")
-t.append(arrow(t, [{"id": i, "region": "latam", "qty": -i, "score": float("nan") if i % 50 == 0 else -i / 7,
-                    "price": None, "customer": None if i % 4 == 0 else f"late{i}", "note": "n"} for i in range(2 * third, n)]))
-"#;
+catalog.create_namespace('corpus')
+make_corpus.evolved(catalog, 20000)
+catalog.register_table('fe.src', catalog.load_table('corpus.evolved').metadata_location)
+"#,
+        script = serde_json::to_string(&crate::corpus::corpus_script()?)?
+    );
     use Placement::*;
     // (ours, PyIceberg's text when it differs, placement). PyIceberg is asked with `AND col
     // IS NOT NULL` for each column compared (see `Filter::oracle`); its delete always runs the
@@ -343,12 +315,12 @@ t.append(arrow(t, [{"id": i, "region": "latam", "qty": -i, "score": float("nan")
             }
         })
         .collect();
-    Case {
-        setup: setup.to_string(),
+    Ok(Case {
+        setup,
         filters,
         split: 6666,
         counts: vec![("qty >= 10", 13_262)],
-    }
+    })
 }
 
 /// PyIceberg's scan of `fe.src` with each filter's oracle text and with its own text:
@@ -556,22 +528,22 @@ async fn migrate_auto_with_a_filter_on_evolved_columns_matches_pyiceberg() -> Te
 
 #[tokio::test(flavor = "multi_thread")]
 async fn corpus_evolved_scan_with_filters_matches_pyiceberg() -> TestResult {
-    scan_matrix(&corpus_evolved()).await
+    scan_matrix(&corpus_evolved()?).await
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn corpus_evolved_migrate_rewrite_with_filters_matches_pyiceberg() -> TestResult {
-    migrate_matrix(CopyMode::Rewrite, &corpus_evolved()).await
+    migrate_matrix(CopyMode::Rewrite, &corpus_evolved()?).await
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn corpus_evolved_migrate_auto_with_filters_matches_pyiceberg() -> TestResult {
-    migrate_matrix(CopyMode::Auto, &corpus_evolved()).await
+    migrate_matrix(CopyMode::Auto, &corpus_evolved()?).await
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn corpus_evolved_delete_with_filters_matches_pyiceberg() -> TestResult {
-    delete_matrix(&corpus_evolved()).await
+    delete_matrix(&corpus_evolved()?).await
 }
 
 /// `table delete` on `fe.ours{i}`, PyIceberg's `Table.delete` on its twin `fe.theirs{i}`: the
