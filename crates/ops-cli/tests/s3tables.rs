@@ -58,6 +58,47 @@ impl Run<'_> {
     }
 }
 
+impl Run<'_> {
+    /// `start` of the Glue table `db.orders` into `mig.orders` of `bucket_arn`: the migration id.
+    fn start(&self, bucket_arn: &str) -> String {
+        let started = self.ok(&[
+            "start",
+            "--catalog-id",
+            "123456789012",
+            "--source-database",
+            "db",
+            "--source-table",
+            "orders",
+            "--table-bucket-arn",
+            bucket_arn,
+            "--namespace",
+            "mig",
+            "--name",
+            "orders",
+            "--role-arn",
+            ROLE,
+            "--report-bucket",
+            "reports",
+            "--output",
+            "json",
+        ]);
+        let v: serde_json::Value = serde_json::from_str(started.trim()).unwrap();
+        v["migrationId"].as_str().unwrap().to_string()
+    }
+
+    /// `watch` of migration `id` until it waits for the operator or ends, polling every second.
+    fn watch(&self, id: &str) -> String {
+        self.ok(&[
+            "watch",
+            id,
+            "--planning-interval",
+            "1",
+            "--migrating-interval",
+            "1",
+        ])
+    }
+}
+
 fn text(o: &Output) -> (String, String) {
     (
         String::from_utf8_lossy(&o.stdout).to_string(),
@@ -93,39 +134,8 @@ fn the_runbook_over_https_with_verified_signatures() {
         ca: &emulator.ca_path,
     };
 
-    let started = run.ok(&[
-        "start",
-        "--catalog-id",
-        "123456789012",
-        "--source-database",
-        "db",
-        "--source-table",
-        "orders",
-        "--table-bucket-arn",
-        &bucket_arn,
-        "--namespace",
-        "mig",
-        "--name",
-        "orders",
-        "--role-arn",
-        ROLE,
-        "--report-bucket",
-        "reports",
-        "--output",
-        "json",
-    ]);
-    let v: serde_json::Value = serde_json::from_str(started.trim()).unwrap();
-    let id = v["migrationId"].as_str().unwrap().to_string();
-
-    let watch = [
-        "watch",
-        &id,
-        "--planning-interval",
-        "1",
-        "--migrating-interval",
-        "1",
-    ];
-    let planned = run.ok(&watch);
+    let id = run.start(&bucket_arn);
+    let planned = run.watch(&id);
     assert!(planned.contains("state=pendingReview"), "{planned}");
     let review = run.ok(&["review", &id]);
     assert!(
@@ -144,7 +154,7 @@ fn the_runbook_over_https_with_verified_signatures() {
     assert!(stderr.contains("--confirm-converted code"), "{stderr}");
     let approved = run.ok(&["approve", &id, "--confirm-converted", "code"]);
     assert!(approved.contains("queued"), "{approved}");
-    let done = run.ok(&watch);
+    let done = run.watch(&id);
     assert!(done.contains("state=succeeded"), "{done}");
 
     // A wrong secret is refused by the emulator's signature check; without the test CA the
@@ -181,40 +191,10 @@ fn the_runbook_over_https_with_verified_signatures() {
         format!("{config}{wrong}"),
     )
     .unwrap();
-    let other = run.ok(&[
-        "start",
-        "--catalog-id",
-        "123456789012",
-        "--source-database",
-        "db",
-        "--source-table",
-        "orders",
-        "--table-bucket-arn",
-        &other_arn,
-        "--namespace",
-        "mig",
-        "--name",
-        "orders",
-        "--role-arn",
-        ROLE,
-        "--report-bucket",
-        "reports",
-        "--output",
-        "json",
-    ]);
-    let v: serde_json::Value = serde_json::from_str(other.trim()).unwrap();
-    let other_id = v["migrationId"].as_str().unwrap().to_string();
-    let other_watch = [
-        "watch",
-        &other_id,
-        "--planning-interval",
-        "1",
-        "--migrating-interval",
-        "1",
-    ];
-    run.ok(&other_watch);
+    let other_id = run.start(&other_arn);
+    run.watch(&other_id);
     run.ok(&["approve", &other_id, "--confirm-converted", "code"]);
-    let other_done = run.ok(&other_watch);
+    let other_done = run.watch(&other_id);
     assert!(other_done.contains("state=succeeded"), "{other_done}");
     let out = run.s3tables(&["complete", &id, "--catalog", "wrong"], &[]);
     let (stdout, stderr) = text(&out);
