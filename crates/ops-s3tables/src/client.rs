@@ -560,18 +560,7 @@ impl S3TablesClient {
         &self,
         request: &StartTableMigrationRequest,
     ) -> Result<std::collections::HashSet<String>> {
-        let d = &request.destination_table;
-        Ok(self
-            .list_all_table_migrations(&ListTableMigrationsRequest {
-                table_bucket_arn: Some(d.table_bucket_arn.clone()),
-                namespace: Some(d.namespace.clone()),
-                name: Some(d.name.clone()),
-                ..Default::default()
-            })
-            .await?
-            .into_iter()
-            .map(|m| m.migration_id)
-            .collect())
+        self.scope_ids(&start_scope(request)).await
     }
 
     /// The migrations of `request`'s table before the first attempt (see
@@ -580,11 +569,15 @@ impl S3TablesClient {
         &self,
         request: &SyncTableMigrationRequest,
     ) -> Result<std::collections::HashSet<String>> {
+        self.scope_ids(&sync_scope(request)).await
+    }
+
+    async fn scope_ids(
+        &self,
+        scope: &ListTableMigrationsRequest,
+    ) -> Result<std::collections::HashSet<String>> {
         Ok(self
-            .list_all_table_migrations(&ListTableMigrationsRequest {
-                table_arn: Some(request.table_arn.clone()),
-                ..Default::default()
-            })
+            .list_all_table_migrations(scope)
             .await?
             .into_iter()
             .map(|m| m.migration_id)
@@ -598,34 +591,20 @@ impl S3TablesClient {
         request: &StartTableMigrationRequest,
         before: &std::collections::HashSet<String>,
     ) -> Result<Option<StartTableMigrationResponse>> {
-        let d = &request.destination_table;
-        let candidates = self
-            .list_all_table_migrations(&ListTableMigrationsRequest {
-                table_bucket_arn: Some(d.table_bucket_arn.clone()),
-                namespace: Some(d.namespace.clone()),
-                name: Some(d.name.clone()),
-                ..Default::default()
+        let found = self
+            .find_new(&start_scope(request), &MigrationType::Start, before, |m| {
+                m.source == request.source
+                    && m.role_arn == request.role_arn
+                    && same_output(&request.migration_output, &m.migration_output)
             })
             .await?;
-        for s in candidates {
-            if s.r#type != MigrationType::Start || before.contains(&s.migration_id) {
-                continue;
+        Ok(found.map(|m| {
+            tracing::info!(migration_id = %m.migration_id, "the start had taken effect");
+            StartTableMigrationResponse {
+                migration_id: m.migration_id,
+                state: m.state,
             }
-            let m = self
-                .get_table_migration(Some(&s.migration_id), None)
-                .await?;
-            if m.source == request.source
-                && m.role_arn == request.role_arn
-                && same_output(&request.migration_output, &m.migration_output)
-            {
-                tracing::info!(migration_id = %m.migration_id, "the start had taken effect");
-                return Ok(Some(StartTableMigrationResponse {
-                    migration_id: m.migration_id,
-                    state: m.state,
-                }));
-            }
-        }
-        Ok(None)
+        }))
     }
 
     /// A sync of `request`'s table, with its role and report bucket, that is not in `before`.
@@ -634,27 +613,39 @@ impl S3TablesClient {
         request: &SyncTableMigrationRequest,
         before: &std::collections::HashSet<String>,
     ) -> Result<Option<SyncTableMigrationResponse>> {
-        let candidates = self
-            .list_all_table_migrations(&ListTableMigrationsRequest {
-                table_arn: Some(request.table_arn.clone()),
-                ..Default::default()
+        let found = self
+            .find_new(&sync_scope(request), &MigrationType::Sync, before, |m| {
+                m.role_arn == request.role_arn
+                    && same_output(&request.migration_output, &m.migration_output)
             })
             .await?;
-        for s in candidates {
-            if s.r#type != MigrationType::Sync || before.contains(&s.migration_id) {
+        Ok(found.map(|m| {
+            tracing::info!(migration_id = %m.migration_id, "the sync had taken effect");
+            SyncTableMigrationResponse {
+                migration_id: m.migration_id,
+                state: m.state,
+            }
+        }))
+    }
+
+    /// The first migration of `kind` listed in `scope`, not in `before`, that `matches`: the
+    /// one lookup behind [`Self::find_start`] and [`Self::find_sync`].
+    async fn find_new(
+        &self,
+        scope: &ListTableMigrationsRequest,
+        kind: &MigrationType,
+        before: &std::collections::HashSet<String>,
+        matches: impl Fn(&GetTableMigrationResponse) -> bool,
+    ) -> Result<Option<GetTableMigrationResponse>> {
+        for s in self.list_all_table_migrations(scope).await? {
+            if &s.r#type != kind || before.contains(&s.migration_id) {
                 continue;
             }
             let m = self
                 .get_table_migration(Some(&s.migration_id), None)
                 .await?;
-            if m.role_arn == request.role_arn
-                && same_output(&request.migration_output, &m.migration_output)
-            {
-                tracing::info!(migration_id = %m.migration_id, "the sync had taken effect");
-                return Ok(Some(SyncTableMigrationResponse {
-                    migration_id: m.migration_id,
-                    state: m.state,
-                }));
+            if matches(&m) {
+                return Ok(Some(m));
             }
         }
         Ok(None)
@@ -923,6 +914,25 @@ fn baseline(
                            an ambiguous failure will not be looked up")
         })
         .ok()
+}
+
+/// What a start's lookup lists: the migrations into its destination.
+fn start_scope(request: &StartTableMigrationRequest) -> ListTableMigrationsRequest {
+    let d = &request.destination_table;
+    ListTableMigrationsRequest {
+        table_bucket_arn: Some(d.table_bucket_arn.clone()),
+        namespace: Some(d.namespace.clone()),
+        name: Some(d.name.clone()),
+        ..Default::default()
+    }
+}
+
+/// What a sync's lookup lists: the migrations of its table.
+fn sync_scope(request: &SyncTableMigrationRequest) -> ListTableMigrationsRequest {
+    ListTableMigrationsRequest {
+        table_arn: Some(request.table_arn.clone()),
+        ..Default::default()
+    }
 }
 
 /// Whether a migration's reports go where `request` asked (bucket and each prefix).
