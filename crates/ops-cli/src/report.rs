@@ -41,9 +41,12 @@ pub fn error_chain(err: &anyhow::Error) -> String {
 fn own_text(e: &(dyn StdError + 'static)) -> String {
     let mut text = layer_text(e);
     if let Some(src) = e.source() {
-        // Cut the source's text where this layer embedded it: both its raw `Display` and the
-        // cleaned one (an outer layer may have formatted either).
-        for embedded in [src.to_string(), layer_text(src)] {
+        // Cut the source's text where this layer embedded it: its whole `Display` (cleaned as
+        // this layer's text was), or just its message.
+        for embedded in [
+            readable_idents(&strip_kinds(&src.to_string())),
+            layer_text(src),
+        ] {
             if embedded.is_empty() {
                 continue;
             }
@@ -62,7 +65,47 @@ fn layer_text(e: &(dyn StdError + 'static)) -> String {
         Some(ice) => ice.kind().into_static().to_string(),
         None => e.to_string(),
     };
-    strip_kinds(&text)
+    readable_idents(&strip_kinds(&text))
+}
+
+/// `TableIdent { namespace: NamespaceIdent(["corpus"]), name: "x" }` (iceberg's catalogs
+/// format idents with `{:?}`) as `corpus.x`, and `NamespaceIdent(["a", "b"])` as `a.b`.
+pub fn readable_idents(text: &str) -> String {
+    const TABLE: &str = "TableIdent { namespace: NamespaceIdent([";
+    const NAMESPACE: &str = "NamespaceIdent([";
+    let mut out = text.to_string();
+    while let Some(at) = out.find(TABLE) {
+        let rest = &out[at + TABLE.len()..];
+        let Some(ns_end) = rest.find("]), name: \"") else {
+            break;
+        };
+        let after_ns = &rest[ns_end + "]), name: \"".len()..];
+        let Some(name_end) = after_ns.find("\" }") else {
+            break;
+        };
+        let readable = format!("{}.{}", dotted(&rest[..ns_end]), &after_ns[..name_end]);
+        let end = at + TABLE.len() + ns_end + "]), name: \"".len() + name_end + "\" }".len();
+        out.replace_range(at..end, &readable);
+    }
+    while let Some(at) = out.find(NAMESPACE) {
+        let rest = &out[at + NAMESPACE.len()..];
+        let Some(ns_end) = rest.find("])") else {
+            break;
+        };
+        let readable = dotted(&rest[..ns_end]);
+        let end = at + NAMESPACE.len() + ns_end + "])".len();
+        out.replace_range(at..end, &readable);
+    }
+    out
+}
+
+/// `"a", "b"` as `a.b`.
+fn dotted(quoted_list: &str) -> String {
+    quoted_list
+        .split(", ")
+        .map(|p| p.trim_matches('"'))
+        .collect::<Vec<_>>()
+        .join(".")
 }
 
 /// Removes `Kind => ` and `Kind, context: { … } => ` wherever an iceberg error was formatted
@@ -123,7 +166,11 @@ mod tests {
 
     impl std::fmt::Display for Open {
         fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            write!(f, "catalog 'prod' (rest) could not be opened: {}", self.source)
+            write!(
+                f,
+                "catalog 'prod' (rest) could not be opened: {}",
+                self.source
+            )
         }
     }
 
@@ -177,6 +224,24 @@ mod tests {
         );
         let err = anyhow::Error::new(iceberg::Error::new(ErrorKind::TableNotFound, ""));
         assert_eq!(error_chain(&err), "TableNotFound");
+    }
+
+    #[test]
+    fn idents_read_as_the_user_wrote_them() {
+        let ident = iceberg::TableIdent::from_strs(["corpus", "x"]).map_err(|e| e.to_string());
+        let ns = iceberg::NamespaceIdent::from_strs(["a", "b"]).map_err(|e| e.to_string());
+        let (Ok(ident), Ok(ns)) = (ident, ns) else {
+            panic!("idents");
+        };
+        let err = anyhow::Error::new(iceberg::Error::new(
+            ErrorKind::TableNotFound,
+            format!("No such table: {ident:?}"),
+        ))
+        .context(format!("namespace {ns:?} is empty"));
+        assert_eq!(
+            error_chain(&err),
+            "namespace a.b is empty: No such table: corpus.x"
+        );
     }
 
     #[test]
