@@ -344,12 +344,18 @@ fn a_wrong_ca_file_and_a_rejected_token_are_reported_once() {
     assert!(!out.status.success());
     let wrong_name = wrong.ca_pem.display().to_string();
     assert!(
-        stderr.contains(&format!("CA bundle {wrong_name} (`ssl.cabundle`) does not hold")),
+        stderr.contains(&format!(
+            "CA bundle {wrong_name} (`ssl.cabundle`) does not hold"
+        )),
         "{stderr}"
     );
     assert!(!stderr.contains("set `ssl.cabundle`"), "{stderr}");
     assert!(!stderr.contains("Unexpected =>"), "{stderr}");
-    assert_eq!(stderr.matches("TLS handshake failed").count(), 1, "{stderr}");
+    assert_eq!(
+        stderr.matches("TLS handshake failed").count(),
+        1,
+        "{stderr}"
+    );
     assert_eq!(stderr.matches("could not be opened").count(), 1, "{stderr}");
 
     config(&ca.ca_pem, "    token: not-a-token-the-issuer-signed\n");

@@ -506,7 +506,10 @@ mod tests {
         assert!(bundle.contains("does not hold the CA"), "{bundle}");
         assert!(!bundle.contains("set `ssl.cabundle`"), "{bundle}");
         let env = untrusted_advice(&Trust::Default, Some(Path::new("/x/env.pem")));
-        assert!(env.contains("/x/env.pem (SSL_CERT_FILE) does not hold"), "{env}");
+        assert!(
+            env.contains("/x/env.pem (SSL_CERT_FILE) does not hold"),
+            "{env}"
+        );
     }
 
     #[test]
