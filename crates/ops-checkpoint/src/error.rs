@@ -6,8 +6,8 @@ use std::path::PathBuf;
 pub enum CheckpointError {
     /// The file is not a valid checkpoint (bad JSON, missing or mistyped field).
     #[error(
-        "checkpoint {} is corrupt ({reason}); delete it or call CheckpointStore::reset() to start \
-         the migration over",
+        "checkpoint {} is corrupt ({reason}); delete it, or pass a new --checkpoint path, to \
+         start the migration over",
         path.display()
     )]
     Corrupt {

@@ -5,6 +5,7 @@ mod catalog_cmd;
 mod migrate_cmd;
 mod migrate_data_cmd;
 mod quickstart;
+mod report;
 mod s3tables_cmd;
 mod table_cmd;
 
@@ -81,7 +82,7 @@ fn main() -> ExitCode {
             if is_broken_pipe(&err) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("iceberg-ops: {err:#}");
+            eprintln!("iceberg-ops: {}", report::error_chain(&err));
             ExitCode::FAILURE
         }
     }

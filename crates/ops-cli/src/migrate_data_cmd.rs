@@ -311,7 +311,60 @@ pub async fn run_migrate_data(
     match cmd.step {
         Some(Step::RunTask(a)) => run_task(factory, a).await,
         Some(Step::Commit(a)) => commit(factory, a).await,
-        None => run_migrate(factory, cmd.run).await,
+        None => {
+            let hint = FlagHint::of(&cmd.run.job);
+            run_migrate(factory, cmd.run)
+                .await
+                .map_err(|e| hint.apply(e))
+        }
+    }
+}
+
+/// Which flag named the catalog a missing table was looked up in, so the error can say it.
+struct FlagHint {
+    source: String,
+    source_catalog: String,
+    dest: String,
+    dest_catalog: String,
+}
+
+impl FlagHint {
+    fn of(job: &Job) -> Self {
+        FlagHint {
+            source: job.source().to_string(),
+            source_catalog: job.source_catalog.clone(),
+            dest: job.dest().to_string(),
+            dest_catalog: job
+                .dest_catalog
+                .clone()
+                .unwrap_or_else(|| job.source_catalog.clone()),
+        }
+    }
+
+    /// `cannot load table T (catalog 'c')` (ops-datamig's wording) gains the flag to change.
+    fn apply(&self, err: anyhow::Error) -> anyhow::Error {
+        let text = crate::report::error_chain(&err);
+        let flag = if text.contains(&format!(
+            "cannot load table {} (catalog '{}')",
+            self.source, self.source_catalog
+        )) {
+            Some(("--source-catalog", &self.source_catalog))
+        } else if text.contains(&format!(
+            "cannot load table {} (catalog '{}')",
+            self.dest, self.dest_catalog
+        )) {
+            Some(("--dest-catalog", &self.dest_catalog))
+        } else {
+            None
+        };
+        match flag {
+            // Said after the cause, flattened: as context it would come first.
+            Some((flag, catalog)) => anyhow::anyhow!(
+                "{text}; check the table name, and that catalog '{catalog}' ({flag}) is the one \
+                 that holds it (`iceberg-ops table list --catalog {catalog}` lists its tables)"
+            ),
+            None => err,
+        }
     }
 }
 
@@ -486,8 +539,12 @@ async fn run_migrate(factory: &CatalogFactory, args: MigrateArgs) -> anyhow::Res
 }
 
 pub async fn run_verify(factory: &CatalogFactory, args: VerifyArgs) -> anyhow::Result<()> {
+    let hint = FlagHint::of(&args.job);
     let m = migrator(factory, &args.job).await?;
-    let v = m.verify(args.method.into(), args.sample_size).await?;
+    let v = m
+        .verify(args.method.into(), args.sample_size)
+        .await
+        .map_err(|e| hint.apply(anyhow::Error::new(e)))?;
     match args.output {
         Output::Json => println!("{}", serde_json::to_string_pretty(&v)?),
         Output::Text => print_verification(&v),
@@ -552,9 +609,10 @@ fn print_routes(r: &MigrationResult) {
     if r.files.is_empty() {
         return;
     }
-    let verb = if r.dry_run { "would be" } else { "were" };
+    // "1 copied" reads as done; a dry run says it would be.
+    let lead = if r.dry_run { "would be " } else { "" };
     println!(
-        "files     {} copied, {} referenced, {} rewritten ({verb}; --copy-mode {})",
+        "files     {lead}{} copied, {} referenced, {} rewritten (--copy-mode {})",
         r.files_copied, r.files_referenced, r.files_rewritten, r.copy_mode
     );
     let mut reasons: std::collections::BTreeMap<(String, &str), usize> = Default::default();

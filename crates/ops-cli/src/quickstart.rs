@@ -59,8 +59,17 @@ pub async fn run(factory: &CatalogFactory, args: Args) -> anyhow::Result<()> {
     if catalog.table_exists(&ident).await? {
         if !args.reset {
             let table = catalog.load_table(&ident).await?;
-            println!("table     {NAMESPACE}.{TABLE}: already exists (pass --reset to recreate)");
+            let reset = if args.catalog == ops_core::catalog::EMBEDDED_DEFAULT {
+                "iceberg-ops quickstart --reset".to_string()
+            } else {
+                format!("iceberg-ops quickstart --catalog {} --reset", args.catalog)
+            };
+            println!(
+                "table     {NAMESPACE}.{TABLE}: already exists, left as it is (`{reset}` drops \
+                 and recreates the sample tables)"
+            );
             report(&table);
+            next_steps(&handle);
             return Ok(());
         }
         catalog.drop_table(&ident).await?;
@@ -113,13 +122,55 @@ pub async fn run(factory: &CatalogFactory, args: Args) -> anyhow::Result<()> {
     report(&table);
     crate::migrate_cmd::quickstart_migrations(&handle, NAMESPACE).await?;
     migrate_copy(&handle, &ns, &ident).await?;
-    println!();
-    println!(
-        "next: `iceberg-ops catalog check {}` lists namespaces;",
-        handle.name()
-    );
-    println!("      PyIceberg reads the same table through the same catalog definition.");
+    next_steps(&handle);
     Ok(())
+}
+
+/// What to run next, and the catalog definition PyIceberg needs to read the same tables: the
+/// embedded catalog exists in no file, so `load_catalog('sqlite')` fails ("URI missing")
+/// until the user writes it down.
+fn next_steps(handle: &ops_core::CatalogHandle) {
+    let name = handle.name();
+    let flag = if name == ops_core::catalog::EMBEDDED_DEFAULT {
+        String::new()
+    } else {
+        format!(" --catalog {name}")
+    };
+    println!();
+    println!("next: `iceberg-ops table list {NAMESPACE}{flag}` lists the sample tables;");
+    println!("      `iceberg-ops table schema {NAMESPACE}.{COPY}{flag}` shows the migrated copy.");
+    let settings = handle.settings();
+    match settings.origin() {
+        ops_core::catalog::Origin::EmbeddedDefault => {
+            println!(
+                "      PyIceberg (with SQLAlchemy: pip install 'pyiceberg[sql-sqlite]') reads them \
+                 with this in ~/.pyiceberg.yaml or ./.pyiceberg.yaml:"
+            );
+            println!("{}", pyiceberg_yaml(name, settings));
+            println!(
+                "      then: load_catalog('{name}').load_table('{NAMESPACE}.{TABLE}').scan().to_arrow()"
+            );
+        }
+        origin => println!(
+            "      PyIceberg reads them through catalog '{name}' as defined in {origin}: \
+             load_catalog('{name}').load_table('{NAMESPACE}.{TABLE}')"
+        ),
+    }
+}
+
+/// The embedded catalog's definition in PyIceberg's format.
+fn pyiceberg_yaml(name: &str, settings: &ops_core::catalog::CatalogSettings) -> String {
+    let mut lines = vec![
+        "        catalog:".to_string(),
+        format!("          {name}:"),
+        "            type: sql".to_string(),
+    ];
+    for key in ["uri", "warehouse"] {
+        if let Some(v) = settings.property(key) {
+            lines.push(format!("            {key}: {v}"));
+        }
+    }
+    lines.join("\n")
 }
 
 /// Migrates the sample table into `orders_v2` (rename + widen) and verifies the copy.

@@ -2,9 +2,9 @@
 
 use anyhow::{Context, bail};
 use clap::{Subcommand, ValueEnum};
-use iceberg::TableIdent;
 use iceberg::spec::{NestedField, Type};
 use iceberg::table::Table;
+use iceberg::{NamespaceIdent, TableIdent};
 use ops_core::CatalogFactory;
 use ops_core::ops::delete::DeleteBuilder;
 use ops_core::ops::rollback::RollbackBuilder;
@@ -27,6 +27,17 @@ pub struct Target {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// List the tables of a namespace, or of every namespace (nested ones too) when NS is omitted.
+    List {
+        /// Namespace, e.g. sales or a.b; every namespace when omitted.
+        #[arg(value_name = "NS")]
+        namespace: Option<String>,
+        /// Catalog to list.
+        #[arg(long, default_value = ops_core::catalog::EMBEDDED_DEFAULT)]
+        catalog: String,
+        #[arg(long, value_enum, default_value_t = Output::Text)]
+        output: Output,
+    },
     /// List snapshots: id, parent, sequence number, time, operation and summary; `*` marks main.
     Snapshots {
         #[command(flatten)]
@@ -63,6 +74,15 @@ pub enum Command {
         #[arg(long = "to", value_name = "SNAPSHOT_ID")]
         to: i64,
     },
+    /// Make any snapshot of the table main's current one, ancestor or not (one commit; nothing
+    /// is deleted): Java's `ManageSnapshots.setCurrentSnapshot`.
+    SetCurrentSnapshot {
+        #[command(flatten)]
+        target: Target,
+        /// The snapshot main should point at.
+        #[arg(long = "to", value_name = "SNAPSHOT_ID")]
+        to: i64,
+    },
 }
 
 pub fn parse_ident(s: &str) -> anyhow::Result<TableIdent> {
@@ -81,8 +101,9 @@ async fn load(
     let handle = factory.open(&target.catalog).await?;
     let table = handle.catalog().load_table(&ident).await.with_context(|| {
         format!(
-            "cannot load {} from catalog '{}'",
-            target.table, target.catalog
+            "cannot load {} from catalog '{}' (--catalog; `iceberg-ops table list --catalog {}` \
+             lists its tables)",
+            target.table, target.catalog, target.catalog
         )
     })?;
     Ok((handle, table))
@@ -90,6 +111,11 @@ async fn load(
 
 pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
     match cmd {
+        Command::List {
+            namespace,
+            catalog,
+            output,
+        } => list_tables(factory, namespace.as_deref(), &catalog, output).await?,
         Command::Snapshots { target, output } => {
             let (_, table) = load(factory, &target).await?;
             show(&snapshots_json(&table), output, print_snapshots)?;
@@ -124,19 +150,102 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
             });
             show(&value, output, print_delete)?;
         }
-        Command::Rollback { target, to } => {
-            let (handle, table) = load(factory, &target).await?;
-            let (_, m) =
-                RollbackBuilder::to_snapshot(&handle, table.identifier().clone(), to).await?;
-            match m.from {
-                Some(from) if from == to => println!("{}: main is already at {to}", target.table),
-                from => println!(
-                    "{}: main moved from {} to {to}",
-                    target.table,
-                    from.map_or("(none)".to_string(), |f| f.to_string())
-                ),
+        Command::Rollback { target, to } => move_main(factory, &target, to, true).await?,
+        Command::SetCurrentSnapshot { target, to } => {
+            move_main(factory, &target, to, false).await?
+        }
+    }
+    Ok(())
+}
+
+/// `table list`: the given namespace's tables, or every namespace's (walked breadth-first with
+/// a queue, as namespaces nest to any depth).
+async fn list_tables(
+    factory: &CatalogFactory,
+    namespace: Option<&str>,
+    catalog: &str,
+    output: Output,
+) -> anyhow::Result<()> {
+    let handle = factory.open(catalog).await?;
+    let cat = handle.catalog();
+    let namespaces: Vec<NamespaceIdent> = match namespace {
+        Some(ns) => {
+            let parts: Vec<&str> = ns.split('.').collect();
+            if parts.iter().any(|p| p.is_empty()) {
+                bail!("'{ns}' is not a namespace (e.g. sales or a.b)");
+            }
+            let ident = NamespaceIdent::from_strs(parts)?;
+            if !cat.namespace_exists(&ident).await? {
+                bail!(
+                    "catalog '{catalog}' has no namespace '{ns}' (`iceberg-ops catalog check \
+                     {catalog}` lists them)"
+                );
+            }
+            vec![ident]
+        }
+        None => {
+            let mut seen = std::collections::BTreeSet::new();
+            let mut queue: std::collections::VecDeque<NamespaceIdent> =
+                cat.list_namespaces(None).await?.into();
+            while let Some(ns) = queue.pop_front() {
+                if !seen.insert(ns.clone().inner()) {
+                    continue;
+                }
+                queue.extend(cat.list_namespaces(Some(&ns)).await?);
+            }
+            seen.into_iter()
+                .map(NamespaceIdent::from_vec)
+                .collect::<Result<_, _>>()?
+        }
+    };
+    let mut tables: Vec<String> = Vec::new();
+    for ns in &namespaces {
+        let mut names: Vec<String> = cat
+            .list_tables(ns)
+            .await
+            .with_context(|| format!("list the tables of {}", ns.join(".")))?
+            .into_iter()
+            .map(|t| format!("{}.{}", t.namespace().join("."), t.name()))
+            .collect();
+        names.sort();
+        tables.extend(names);
+    }
+    match output {
+        Output::Json => println!("{}", serde_json::to_string_pretty(&tables)?),
+        Output::Text if tables.is_empty() => {
+            let scope = namespace.map_or("any namespace".to_string(), |n| format!("'{n}'"));
+            println!("no tables in {scope} of catalog '{catalog}'");
+        }
+        Output::Text => {
+            for t in &tables {
+                println!("{t}");
             }
         }
+    }
+    Ok(())
+}
+
+/// `table rollback` (an ancestor only) and `table set-current-snapshot` (any snapshot).
+async fn move_main(
+    factory: &CatalogFactory,
+    target: &Target,
+    to: i64,
+    ancestor_only: bool,
+) -> anyhow::Result<()> {
+    let (handle, table) = load(factory, target).await?;
+    let ident = table.identifier().clone();
+    let (_, m) = if ancestor_only {
+        RollbackBuilder::to_snapshot(&handle, ident, to).await?
+    } else {
+        RollbackBuilder::set_current_snapshot(&handle, ident, to).await?
+    };
+    match m.from {
+        Some(from) if from == to => println!("{}: main is already at {to}", target.table),
+        from => println!(
+            "{}: main moved from {} to {to}",
+            target.table,
+            from.map_or("(none)".to_string(), |f| f.to_string())
+        ),
     }
     Ok(())
 }
@@ -239,6 +348,51 @@ fn print_snapshots(snapshots: &Value) {
     }
 }
 
+/// A type as an operator reads it: `struct<city: string, geo: struct<lat: double, lon:
+/// double>>`, `list<string>`, `map<string, int>` (iceberg's `Display` runs a struct's field
+/// types together: `struct<stringstruct<doubledouble>>`). An explicit stack, not recursion: the
+/// nesting depth is the user's schema.
+fn type_text(ty: &Type) -> String {
+    enum Tok<'a> {
+        Ty(&'a Type),
+        Text(String),
+    }
+    let mut out = String::new();
+    let mut stack = vec![Tok::Ty(ty)];
+    while let Some(tok) = stack.pop() {
+        match tok {
+            Tok::Text(t) => out.push_str(&t),
+            Tok::Ty(Type::Primitive(p)) => out.push_str(&p.to_string()),
+            Tok::Ty(Type::Struct(s)) => {
+                out.push_str("struct<");
+                stack.push(Tok::Text(">".into()));
+                // Pushed last to first so they pop in order.
+                for (i, f) in s.fields().iter().enumerate().rev() {
+                    stack.push(Tok::Ty(f.field_type.as_ref()));
+                    let sep = if i == 0 { "" } else { ", " };
+                    stack.push(Tok::Text(format!("{sep}{}: ", f.name)));
+                }
+            }
+            Tok::Ty(Type::List(l)) => {
+                out.push_str("list<");
+                stack.push(Tok::Text(">".into()));
+                stack.push(Tok::Ty(l.element_field.field_type.as_ref()));
+            }
+            Tok::Ty(Type::Map(m)) => {
+                out.push_str("map<");
+                stack.push(Tok::Text(">".into()));
+                stack.push(Tok::Ty(m.value_field.field_type.as_ref()));
+                stack.push(Tok::Text(", ".into()));
+                stack.push(Tok::Ty(m.key_field.field_type.as_ref()));
+            }
+        }
+    }
+    out
+}
+
+// `field_json` and `print_fields` recurse once per nesting level of the schema; that depth is
+// bounded by serde_json's recursion limit (128), which every table's metadata went through when
+// it was loaded, so it cannot exhaust the stack.
 fn field_json(f: &NestedField) -> Value {
     let children: Vec<Value> = match f.field_type.as_ref() {
         Type::Struct(s) => s.fields().iter().map(|c| field_json(c)).collect(),
@@ -249,7 +403,7 @@ fn field_json(f: &NestedField) -> Value {
     let mut v = json!({
         "id": f.id,
         "name": f.name,
-        "type": f.field_type.to_string(),
+        "type": type_text(&f.field_type),
         "required": f.required,
     });
     if let Some(doc) = &f.doc {
@@ -268,6 +422,10 @@ fn schema_json(table: &Table) -> Value {
     json!({
         "schema_id": schema.schema_id(),
         "identifier_field_ids": schema.identifier_field_ids().collect::<Vec<_>>(),
+        "identifier_fields": schema
+            .identifier_field_ids()
+            .map(|id| schema.name_by_field_id(id).map_or_else(|| id.to_string(), str::to_string))
+            .collect::<Vec<_>>(),
         "fields": schema.as_struct().fields().iter().map(|f| field_json(f)).collect::<Vec<_>>(),
         "partition_spec": {
             "spec_id": spec.spec_id(),
@@ -306,6 +464,28 @@ fn print_fields(fields: &[Value], depth: usize) {
     }
 }
 
+/// `identifier fields: id (1), name (2)`: by name, as the operator writes them, with the ids the
+/// field lines show.
+fn identifier_line(schema: &Value) -> String {
+    let ids = schema["identifier_field_ids"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let names = schema["identifier_fields"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    if ids.is_empty() {
+        return "identifier fields: (none)".to_string();
+    }
+    let shown: Vec<String> = ids
+        .iter()
+        .zip(names.iter())
+        .map(|(id, name)| format!("{} ({id})", name.as_str().unwrap_or_default()))
+        .collect();
+    format!("identifier fields: {}", shown.join(", "))
+}
+
 fn print_schema(schema: &Value) {
     println!("schema {} (field id, name: type)", schema["schema_id"]);
     print_fields(
@@ -315,13 +495,7 @@ fn print_schema(schema: &Value) {
             .unwrap_or(&[]),
         1,
     );
-    let ids = schema["identifier_field_ids"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    if !ids.is_empty() {
-        println!("identifier fields: {}", Value::Array(ids));
-    }
+    println!("{}", identifier_line(schema));
     let spec = &schema["partition_spec"];
     let fields = spec["fields"].as_array().cloned().unwrap_or_default();
     if fields.is_empty() {
@@ -337,5 +511,125 @@ fn print_schema(schema: &Value) {
                 f["source_id"]
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iceberg::spec::{ListType, MapType, PrimitiveType, Schema, StructType};
+    use std::sync::Arc;
+
+    fn nested_schema() -> Schema {
+        let geo = StructType::new(vec![
+            Arc::new(NestedField::optional(
+                4,
+                "lat",
+                Type::Primitive(PrimitiveType::Double),
+            )),
+            Arc::new(NestedField::optional(
+                5,
+                "lon",
+                Type::Primitive(PrimitiveType::Double),
+            )),
+        ]);
+        let address = StructType::new(vec![
+            Arc::new(NestedField::optional(
+                3,
+                "city",
+                Type::Primitive(PrimitiveType::String),
+            )),
+            Arc::new(NestedField::optional(6, "geo", Type::Struct(geo))),
+        ]);
+        let tags = ListType::new(Arc::new(NestedField::list_element(
+            8,
+            Type::Primitive(PrimitiveType::String),
+            true,
+        )));
+        let attrs = MapType::new(
+            Arc::new(NestedField::map_key_element(
+                10,
+                Type::Primitive(PrimitiveType::String),
+            )),
+            Arc::new(NestedField::map_value_element(
+                11,
+                Type::Primitive(PrimitiveType::Int),
+                false,
+            )),
+        );
+        match Schema::builder()
+            .with_fields(vec![
+                Arc::new(NestedField::required(
+                    1,
+                    "id",
+                    Type::Primitive(PrimitiveType::Long),
+                )),
+                Arc::new(NestedField::required(
+                    2,
+                    "name",
+                    Type::Primitive(PrimitiveType::String),
+                )),
+                Arc::new(NestedField::optional(7, "address", Type::Struct(address))),
+                Arc::new(NestedField::optional(9, "tags", Type::List(tags))),
+                Arc::new(NestedField::optional(12, "attrs", Type::Map(attrs))),
+            ])
+            .with_identifier_field_ids(vec![2, 1])
+            .build()
+        {
+            Ok(s) => s,
+            Err(e) => panic!("test schema: {e}"),
+        }
+    }
+
+    #[test]
+    fn nested_types_read_as_written() {
+        let schema = nested_schema();
+        let ty = |name: &str| match schema.field_by_name(name) {
+            Some(f) => type_text(&f.field_type),
+            None => panic!("no {name}"),
+        };
+        assert_eq!(
+            ty("address"),
+            "struct<city: string, geo: struct<lat: double, lon: double>>"
+        );
+        assert_eq!(ty("tags"), "list<string>");
+        assert_eq!(ty("attrs"), "map<string, int>");
+        assert_eq!(ty("id"), "long");
+    }
+
+    #[test]
+    fn deep_nesting_does_not_recurse() {
+        let mut ty = Type::Primitive(PrimitiveType::Int);
+        for id in 0..20_000 {
+            ty = Type::List(ListType::new(Arc::new(NestedField::list_element(
+                id, ty, false,
+            ))));
+        }
+        let text = type_text(&ty);
+        assert!(text.starts_with("list<list<"));
+        assert_eq!(text.matches('<').count(), 20_000);
+        // Drop it without recursing through 20,000 levels on the test thread's stack either.
+        let mut ty = ty;
+        while let Type::List(l) = ty {
+            ty = match Arc::try_unwrap(l.element_field) {
+                Ok(f) => *f.field_type,
+                Err(_) => break,
+            };
+        }
+    }
+
+    #[test]
+    fn identifier_fields_by_name() {
+        let schema = nested_schema();
+        let value = json!({
+            "identifier_field_ids": schema.identifier_field_ids().collect::<Vec<_>>(),
+            "identifier_fields": schema
+                .identifier_field_ids()
+                .filter_map(|id| schema.name_by_field_id(id).map(str::to_string))
+                .collect::<Vec<_>>(),
+        });
+        let line = identifier_line(&value);
+        assert!(line.contains("name (2)"), "{line}");
+        assert!(line.contains("id (1)"), "{line}");
     }
 }

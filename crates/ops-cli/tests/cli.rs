@@ -44,10 +44,41 @@ fn quickstart_creates_the_sample_table_then_reports_it() {
     assert!(stdout.contains("12345 rows in 5 files"), "{stdout}");
     assert!(dir.path().join(".iceberg-ops/catalog.db").is_file());
 
+    // The PyIceberg definition of the embedded catalog, to paste: it is in no file.
+    let db = dir.path().join(".iceberg-ops/catalog.db");
+    assert!(
+        stdout.contains(&format!("            uri: sqlite:///{}", db.display())),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("          sqlite:\n            type: sql"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("warehouse: file://"), "{stdout}");
+
+    // The tables are listed, per namespace or all of them.
+    for args in [&["table", "list"][..], &["table", "list", "quickstart"][..]] {
+        let (listed, stderr) = text(&iceberg_ops(dir.path(), args, &[]));
+        assert_eq!(
+            listed.lines().collect::<Vec<_>>(),
+            ["quickstart.orders", "quickstart.orders_v2"],
+            "{stderr}"
+        );
+    }
+    let missing = iceberg_ops(dir.path(), &["table", "list", "nope"], &[]);
+    let (_, stderr) = text(&missing);
+    assert!(!missing.status.success());
+    assert!(stderr.contains("no namespace 'nope'"), "{stderr}");
+
     let again = iceberg_ops(dir.path(), &["quickstart"], &[]);
     let (stdout, stderr) = text(&again);
     assert!(again.status.success(), "{stdout}\n{stderr}");
     assert!(stdout.contains("already exists"), "{stdout}");
+    assert!(
+        stdout.contains("`iceberg-ops quickstart --reset`"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("type: sql"), "{stdout}");
     assert!(stdout.contains("12345 rows"), "{stdout}");
 
     let reset = iceberg_ops(dir.path(), &["quickstart", "--reset", "--rows", "10"], &[]);
@@ -266,6 +297,28 @@ fn table_snapshots_schema_and_rollback() {
     assert!(
         stderr.contains("ancestors (newest first): (none)"),
         "{stderr}"
+    );
+    // The advice is a command the CLI has, and it moves main forward again.
+    assert!(
+        stderr.contains("`iceberg-ops table set-current-snapshot`"),
+        "{stderr}"
+    );
+    let out = iceberg_ops(
+        dir.path(),
+        &[
+            "table",
+            "set-current-snapshot",
+            "quickstart.orders",
+            "--to",
+            &second_s,
+        ],
+        &[],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stdout.contains(&format!("main moved from {first} to {second}")),
+        "{stdout}"
     );
 
     let out = iceberg_ops(dir.path(), &["table", "schema", "orders"], &[]);

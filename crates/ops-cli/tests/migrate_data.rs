@@ -293,6 +293,27 @@ fn planned_tasks_run_in_other_processes_and_commit_in_batch_order() {
         outputs.push(file);
     }
     assert!(snapshots(cwd).is_empty());
+    // A task the plan does not have names the ids it does have, inclusive.
+    let out = run(
+        cwd,
+        &[
+            "migrate-data",
+            "run-task",
+            "--plan",
+            "plan.json",
+            "--task",
+            "99",
+            "--out",
+            "x.json",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains(&format!("it has tasks 0 to {}", tasks - 1))
+            || (tasks == 1 && stderr.contains("its only task is 0")),
+        "{stderr}"
+    );
 
     // A missing output is refused before anything is committed.
     let out = run(

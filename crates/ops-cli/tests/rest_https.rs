@@ -304,3 +304,65 @@ fn aws_ca_bundle_is_the_trust_of_the_aws_clients() {
     .unwrap();
     ok(&check(None), "check with the profile's ca_bundle");
 }
+
+/// A wrong CA file and a rejected token: the error names the file (not "set ssl.cabundle" to
+/// someone who did), and every cause is printed once, without iceberg's `Unexpected =>`.
+#[test]
+fn a_wrong_ca_file_and_a_rejected_token_are_reported_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    let ca = TestCa::new(cwd, "right");
+    let wrong = TestCa::new(cwd, "wrong");
+    let issuer = Issuer::start(IssuerOptions {
+        tls: Some(ca.server("issuer")),
+        ..Default::default()
+    });
+    let rustberg = Rustberg::start();
+    let gateway = issuer.gateway(rustberg.server.port, &ca.server("gateway"), "rustberg");
+    let config = |cabundle: &Path, auth: &str| {
+        std::fs::write(
+            cwd.join(".pyiceberg.yaml"),
+            format!(
+                "catalog:\n  prod:\n    uri: {}\n{auth}    ssl:\n      cabundle: {}\n",
+                gateway.uri(),
+                cabundle.display()
+            ),
+        )
+        .unwrap();
+    };
+
+    config(
+        &wrong.ca_pem,
+        &format!(
+            "    credential: {}\n    oauth2-server-uri: {}\n",
+            issuer.credential(),
+            issuer.token_url()
+        ),
+    );
+    let out = iceberg_ops(cwd, &["catalog", "check", "prod"], &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    let wrong_name = wrong.ca_pem.display().to_string();
+    assert!(
+        stderr.contains(&format!(
+            "CA bundle {wrong_name} (`ssl.cabundle`) does not hold"
+        )),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("set `ssl.cabundle`"), "{stderr}");
+    assert!(!stderr.contains("Unexpected =>"), "{stderr}");
+    assert_eq!(
+        stderr.matches("TLS handshake failed").count(),
+        1,
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("could not be opened").count(), 1, "{stderr}");
+
+    config(&ca.ca_pem, "    token: not-a-token-the-issuer-signed\n");
+    let out = iceberg_ops(cwd, &["catalog", "check", "prod"], &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("401"), "{stderr}");
+    assert!(!stderr.contains("Unexpected =>"), "{stderr}");
+    assert_eq!(stderr.matches("401").count(), 1, "{stderr}");
+}

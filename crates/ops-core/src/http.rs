@@ -416,6 +416,29 @@ pub fn tls_cause<'a>(err: &'a (dyn std::error::Error + 'static)) -> Option<&'a r
     None
 }
 
+/// What to tell the operator when the server's certificate was refused, given the trust that
+/// was configured: with no CA file, to configure one; with one (`ssl.cabundle`, or
+/// `SSL_CERT_FILE` for the default trust), that this file does not hold the CA that signed the
+/// server's certificate, because "set ssl.cabundle" is wrong advice to someone who did.
+pub fn untrusted_advice(trust: &Trust, ssl_cert_file: Option<&Path>) -> String {
+    match (trust, ssl_cert_file) {
+        (Trust::CaBundle(path), _) => format!(
+            "the server's certificate is not trusted: the CA bundle {} (`ssl.cabundle`) does not \
+             hold the CA that signed it; point `ssl.cabundle` at the PEM file of that CA",
+            path.display()
+        ),
+        (Trust::Default, Some(path)) => format!(
+            "the server's certificate is not trusted: {} (SSL_CERT_FILE) does not hold the CA \
+             that signed it; point SSL_CERT_FILE, or this catalog's `ssl.cabundle`, at the PEM \
+             file of that CA",
+            path.display()
+        ),
+        _ => "the server's certificate is not trusted: set `ssl.cabundle` to the PEM file of the \
+              CA that signed it (or SSL_CERT_FILE for every client)"
+            .to_string(),
+    }
+}
+
 /// The innermost message of an error chain (reqwest's own Display stops at "error sending
 /// request"), joined with its outer ones.
 pub fn chain_message(err: &(dyn std::error::Error + 'static)) -> String {
@@ -472,6 +495,21 @@ mod tests {
             );
         }
         Ok(())
+    }
+
+    #[test]
+    fn untrusted_advice_names_the_configured_ca_file() {
+        let none = untrusted_advice(&Trust::Default, None);
+        assert!(none.contains("set `ssl.cabundle`"), "{none}");
+        let bundle = untrusted_advice(&Trust::CaBundle(PathBuf::from("/x/wrongca.pem")), None);
+        assert!(bundle.contains("/x/wrongca.pem"), "{bundle}");
+        assert!(bundle.contains("does not hold the CA"), "{bundle}");
+        assert!(!bundle.contains("set `ssl.cabundle`"), "{bundle}");
+        let env = untrusted_advice(&Trust::Default, Some(Path::new("/x/env.pem")));
+        assert!(
+            env.contains("/x/env.pem (SSL_CERT_FILE) does not hold"),
+            "{env}"
+        );
     }
 
     #[test]

@@ -87,13 +87,59 @@ fn rollback_hint(committed: u64, rollback_to: Option<i64>) -> String {
     if committed == 0 {
         return String::new();
     }
-    let target = match rollback_to {
-        Some(id) => format!("snapshot {id}"),
-        None => "its empty state (it had no snapshot before the job)".to_string(),
+    // Said as the commands an operator runs: the destination's name is not known here.
+    let undo = match rollback_to {
+        Some(id) => format!(
+            "roll the destination back to snapshot {id} (`iceberg-ops table rollback NS.TABLE \
+             --to {id}`)"
+        ),
+        None => "empty the destination, which had no snapshot before the job (`iceberg-ops \
+                 table delete NS.TABLE --where true`)"
+            .to_string(),
     };
     format!(
-        ". {committed} batch(es) of this job are already committed: roll the destination back \
-         to {target} (iceberg-ops table rollback) before resetting the checkpoint, or a re-run \
-         writes those rows again"
+        ". {committed} batch(es) of this job are already committed: {undo} before deleting the \
+         checkpoint file, or a re-run writes those rows again"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The advice is what a CLI user can run: commands, a file to delete; not a library call.
+    #[test]
+    fn resume_refusals_say_what_the_cli_user_does() {
+        let err = MigrationError::Resume {
+            path: PathBuf::from("/x/job.ckpt"),
+            reason: "it records a completed migration".into(),
+            committed_batches: 3,
+            rollback_to: Some(42),
+        }
+        .to_string();
+        assert!(
+            err.contains("`iceberg-ops table rollback NS.TABLE --to 42`"),
+            "{err}"
+        );
+        assert!(err.contains("before deleting the checkpoint file"), "{err}");
+        assert!(!err.contains("reset"), "{err}");
+        let err = MigrationError::Resume {
+            path: PathBuf::from("/x/job.ckpt"),
+            reason: "r".into(),
+            committed_batches: 1,
+            rollback_to: None,
+        }
+        .to_string();
+        assert!(
+            err.contains("`iceberg-ops table delete NS.TABLE --where true`"),
+            "{err}"
+        );
+        let corrupt = ops_checkpoint::CheckpointError::Corrupt {
+            path: PathBuf::from("/x/job.ckpt"),
+            reason: "bad JSON".into(),
+        }
+        .to_string();
+        assert!(corrupt.contains("new --checkpoint path"), "{corrupt}");
+        assert!(!corrupt.contains("CheckpointStore"), "{corrupt}");
+    }
 }

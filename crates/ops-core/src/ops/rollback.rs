@@ -97,7 +97,7 @@ fn plan(
             let list: Vec<String> = ancestors.iter().map(i64::to_string).collect();
             return Err(Error::InvalidInput(format!(
                 "snapshot {target} is not an ancestor of {ident}'s current snapshot {}; \
-                 ancestors (newest first): {}. Use set-current-snapshot to move to it anyway",
+                 ancestors (newest first): {}. Use `iceberg-ops table set-current-snapshot` to move to it anyway",
                 current.map_or("(none)".to_string(), |c| c.to_string()),
                 if list.is_empty() {
                     "(none)".to_string()

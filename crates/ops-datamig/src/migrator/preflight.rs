@@ -268,7 +268,10 @@ impl DataMigrator {
             source.metadata().last_column_id(),
         )
         .await?;
-        if kept.is_none() {
+        // A server that numbers fields afresh often numbers them exactly as the source did
+        // (1..n in order): then nothing differs, and saying it does contradicts the routes
+        // ("same field ids").
+        if kept.is_none() && !same_field_ids(&schema, table.metadata().current_schema()) {
             let note = format!(
                 "the destination was created on a {} catalog, whose server assigns new field \
                  ids (create_dest cannot keep the source's), so files whose ids differ are \
@@ -363,5 +366,48 @@ impl DataMigrator {
         let (table, _) = evolve.await?;
         tracing::info!(dest = %self.dest.ident, added = ?result.schema_changes, "destination schema evolved");
         Ok(table)
+    }
+}
+
+/// Whether `created` gives every field of `wanted` (nested too, by full name) the same id.
+fn same_field_ids(wanted: &Schema, created: &Schema) -> bool {
+    let ids = wanted.field_id_to_name_map();
+    ids.len() == created.field_id_to_name_map().len()
+        && ids
+            .iter()
+            .all(|(id, name)| created.field_id_by_name(name) == Some(*id))
+}
+
+#[cfg(test)]
+mod ids_tests {
+    use super::*;
+    use iceberg::spec::{NestedField, PrimitiveType};
+
+    fn schema(ids: [i32; 2]) -> Option<Schema> {
+        Schema::builder()
+            .with_fields(vec![
+                Arc::new(NestedField::required(
+                    ids[0],
+                    "id",
+                    Type::Primitive(PrimitiveType::Long),
+                )),
+                Arc::new(NestedField::optional(
+                    ids[1],
+                    "v",
+                    Type::Primitive(PrimitiveType::String),
+                )),
+            ])
+            .build()
+            .ok()
+    }
+
+    #[test]
+    fn renumbering_is_reported_only_when_ids_differ() {
+        let (Some(a), Some(same), Some(other)) = (schema([1, 2]), schema([1, 2]), schema([2, 1]))
+        else {
+            panic!("schemas");
+        };
+        assert!(same_field_ids(&a, &same));
+        assert!(!same_field_ids(&a, &other));
     }
 }

@@ -87,8 +87,8 @@ impl DataMigrator {
         };
         if state.completed {
             return Err(refuse(
-                "it records a completed migration; delete the file (or call \
-                 CheckpointStore::reset()) to run the job again"
+                "it records a completed migration; delete the file, or pass a new \
+                 --checkpoint path, to run the job again"
                     .into(),
             ));
         }

@@ -244,10 +244,11 @@ impl MigrationPlan {
     /// The task with id `id`.
     pub fn task(&self, id: usize) -> Result<&MigrationTask> {
         self.tasks.get(id).ok_or_else(|| {
-            MigrationError::InvalidInput(format!(
-                "the plan has no task {id}; it has tasks 0..{}",
-                self.tasks.len()
-            ))
+            MigrationError::InvalidInput(match self.tasks.len() {
+                0 => format!("the plan has no task {id}; it has no tasks"),
+                1 => format!("the plan has no task {id}; its only task is 0"),
+                n => format!("the plan has no task {id}; it has tasks 0 to {}", n - 1),
+            })
         })
     }
 }

@@ -64,6 +64,8 @@ pub(crate) struct RestClient {
     signer: Option<Signer>,
     retry: RetryPolicy,
     separator: String,
+    /// The configured trust, named when the server's certificate is refused.
+    trust: http::Trust,
 }
 
 impl std::fmt::Debug for RestClient {
@@ -100,6 +102,7 @@ impl RestClient {
             signer,
             retry: opts.retry,
             separator: "\u{1f}".into(),
+            trust: opts.tls.trust.clone(),
         };
         let mut query = Vec::new();
         if let Some(w) = opts.get("warehouse") {
@@ -432,10 +435,13 @@ impl RestClient {
     fn describe_transport(&self, e: &reqwest::Error) -> String {
         let chain = http::chain_message(e);
         if let Some(tls) = http::tls_cause(e) {
+            // rustls-native-certs reads SSL_CERT_FILE in place of the platform's store.
+            let env_file = std::env::var_os("SSL_CERT_FILE")
+                .filter(|v| !v.is_empty())
+                .map(std::path::PathBuf::from);
             return format!(
-                "the TLS handshake failed ({tls}); the server's certificate is not trusted: set \
-                 `ssl.cabundle` to the PEM file of the CA that signed it (or SSL_CERT_FILE for \
-                 every client)"
+                "the TLS handshake failed ({tls}); {}",
+                http::untrusted_advice(&self.trust, env_file.as_deref())
             );
         }
         if e.is_timeout() {
