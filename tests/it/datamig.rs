@@ -429,15 +429,17 @@ async fn counters_count_written_bytes_and_widened_columns() -> TestResult {
     source(&handle, &rows(1000, true)).await?;
     dest(&handle, "dst", PrimitiveType::Int).await?;
     let job = |dry: bool| -> anyhow::Result<DataMigrator> {
-        Ok(DataMigrator::new(&handle, ident("src")?, &handle, ident("dst")?)
-            .schema_reconciler(
-                SchemaReconciler::new()
-                    .rename("amount", "total")
-                    .coerce("total", Type::Primitive(PrimitiveType::Long)),
-            )
-            .copy_mode(CopyMode::Rewrite)
-            .batch_rows(100)
-            .dry_run(dry))
+        Ok(
+            DataMigrator::new(&handle, ident("src")?, &handle, ident("dst")?)
+                .schema_reconciler(
+                    SchemaReconciler::new()
+                        .rename("amount", "total")
+                        .coerce("total", Type::Primitive(PrimitiveType::Long)),
+                )
+                .copy_mode(CopyMode::Rewrite)
+                .batch_rows(100)
+                .dry_run(dry),
+        )
     };
     let estimate = job(true)?.run().await?;
     let estimated = estimate.estimated_bytes.unwrap_or_default();
@@ -447,8 +449,7 @@ async fn counters_count_written_bytes_and_widened_columns() -> TestResult {
     // Ten 100-row chunks cut from two 500-row reads: within a few bytes of the estimate
     // (bitmaps and offsets per chunk), not five times it.
     assert!(
-        result.bytes_moved > 0
-            && result.bytes_moved.abs_diff(estimated) * 20 < estimated,
+        result.bytes_moved > 0 && result.bytes_moved.abs_diff(estimated) * 20 < estimated,
         "bytes_moved {} against an estimate of {estimated}",
         result.bytes_moved
     );
@@ -493,7 +494,11 @@ async fn resume_after_crashes(db: SqlCatalog) -> TestResult {
     let again = job()?.run().await?;
     // Batch 0 skipped (checkpointed); 1-3 recorded as landed, not "skipped".
     assert_eq!(
-        (again.rows_moved, again.batches_skipped, again.batches_committed),
+        (
+            again.rows_moved,
+            again.batches_skipped,
+            again.batches_committed
+        ),
         (0, 1, 3)
     );
     assert!(again.new_snapshots.is_empty());

@@ -5,7 +5,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef, BooleanArray, Int32Array, Int64Array, RecordBatch, StringArray, StructArray};
+use arrow_array::{
+    Array, ArrayRef, BooleanArray, Int32Array, Int64Array, RecordBatch, StringArray, StructArray,
+};
 use arrow_schema::DataType;
 use iceberg::spec::{NestedField, PrimitiveType, Schema, Transform, Type, UnboundPartitionSpec};
 use iceberg::table::Table;
@@ -39,7 +41,8 @@ async fn people(
             NestedField::optional(2, parent, address).into(),
         ])
         .build()?;
-    let mut spec = UnboundPartitionSpec::builder().add_partition_field(3, "city", Transform::Identity)?;
+    let mut spec =
+        UnboundPartitionSpec::builder().add_partition_field(3, "city", Transform::Identity)?;
     if bucket {
         spec = spec.add_partition_field(4, "zip_bucket", Transform::Bucket(4))?;
     }
@@ -75,10 +78,7 @@ async fn append(handle: &CatalogHandle, table: &Table, ids: &[i64]) -> anyhow::R
     )?;
     let batch = RecordBatch::try_new(
         schema,
-        vec![
-            Arc::new(Int64Array::from(ids.to_vec())),
-            Arc::new(parent),
-        ],
+        vec![Arc::new(Int64Array::from(ids.to_vec())), Arc::new(parent)],
     )?;
     let files =
         ops_core::write::write_data_files(table, futures::stream::iter([Ok(batch)])).await?;

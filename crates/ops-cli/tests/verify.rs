@@ -98,7 +98,11 @@ fn a_duplicated_row_is_never_a_match() {
     ] {
         let (out, v) = verify(cwd, method, size);
         assert!(!out.status.success(), "{method} {size}: exit 0 on {v}");
-        assert_eq!(v["matches"], serde_json::json!(false), "{method} {size}: {v}");
+        assert_eq!(
+            v["matches"],
+            serde_json::json!(false),
+            "{method} {size}: {v}"
+        );
         if method != "partition_hash" {
             assert_eq!(v["source_count"], serde_json::json!(1000), "{v}");
             assert_eq!(v["dest_count"], serde_json::json!(1001), "{v}");

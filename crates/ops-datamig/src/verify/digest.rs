@@ -25,10 +25,10 @@ use arrow_row::{RowConverter, Rows, SortField};
 use arrow_schema::{DataType, Fields, Schema, SchemaRef};
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use iceberg::arrow::PARQUET_FIELD_ID_META_KEY;
 use iceberg::table::Table;
 use iceberg::transform::{BoxedTransformFunction, create_transform_function};
 use ops_reconcile::ReconciliationPlan;
+use parquet::arrow::PARQUET_FIELD_ID_META_KEY;
 use twox_hash::XxHash3_128;
 
 use super::canonical;
@@ -265,7 +265,11 @@ impl Sample {
             e.0 += 1;
         } else if self.smallest.len() < k {
             self.smallest.insert(h, (1, row.to_vec()));
-        } else if self.smallest.last_key_value().is_some_and(|(top, _)| h < *top) {
+        } else if self
+            .smallest
+            .last_key_value()
+            .is_some_and(|(top, _)| h < *top)
+        {
             self.smallest.insert(h, (1, row.to_vec()));
             self.smallest.pop_last();
         }
@@ -303,9 +307,7 @@ fn nested_column(batch: &RecordBatch, path: &[usize]) -> Result<ArrayRef> {
         .ok_or_else(missing)?
         .clone();
     for i in steps {
-        let parent = column
-            .as_struct_opt()
-            .ok_or_else(missing)?;
+        let parent = column.as_struct_opt().ok_or_else(missing)?;
         let child = parent.columns().get(*i).ok_or_else(missing)?;
         let nulls = NullBuffer::union(parent.nulls(), child.nulls());
         column = make_array(child.to_data().into_builder().nulls(nulls).build()?);
@@ -374,8 +376,7 @@ pub(super) fn compare_samples(a: &Sample, b: &Sample, k: usize, result: &mut Ver
         .iter()
         .filter(|(h, e)| b.smallest.get(h) != Some(e))
         .count()
-        + b
-            .smallest
+        + b.smallest
             .keys()
             .filter(|h| !a.smallest.contains_key(h))
             .count();
@@ -488,8 +489,14 @@ mod tests {
     async fn sample_never_matches_a_copy_that_differs_whatever_the_sample_size() {
         type Edit = Box<dyn Fn(&mut Vec<Row>)>;
         let edits: Vec<(&str, Edit)> = vec![
-            ("a duplicated row", Box::new(|r: &mut Vec<Row>| r.push(r[500].clone()))),
-            ("a missing row", Box::new(|r: &mut Vec<Row>| drop(r.remove(777)))),
+            (
+                "a duplicated row",
+                Box::new(|r: &mut Vec<Row>| r.push(r[500].clone())),
+            ),
+            (
+                "a missing row",
+                Box::new(|r: &mut Vec<Row>| drop(r.remove(777))),
+            ),
             (
                 "a row duplicated, another missing",
                 Box::new(|r: &mut Vec<Row>| {
@@ -497,9 +504,18 @@ mod tests {
                     r.remove(900);
                 }),
             ),
-            ("one column changed", Box::new(|r: &mut Vec<Row>| r[321].1 = Some("x".into()))),
-            ("a value made NULL", Box::new(|r: &mut Vec<Row>| r[654].2 = None)),
-            ("0.0 made -0.0", Box::new(|r: &mut Vec<Row>| r[0].2 = Some(-0.0))),
+            (
+                "one column changed",
+                Box::new(|r: &mut Vec<Row>| r[321].1 = Some("x".into())),
+            ),
+            (
+                "a value made NULL",
+                Box::new(|r: &mut Vec<Row>| r[654].2 = None),
+            ),
+            (
+                "0.0 made -0.0",
+                Box::new(|r: &mut Vec<Row>| r[0].2 = Some(-0.0)),
+            ),
         ];
         for (what, edit) in edits {
             for k in [10, 50, 100, 200, 2000] {
@@ -564,10 +580,7 @@ mod tests {
         .expect("struct");
         let schema = Arc::new(Schema::new(vec![
             id(Field::new("id", DataType::Int64, false), 1),
-            id(
-                Field::new("address", address.data_type().clone(), true),
-                4,
-            ),
+            id(Field::new("address", address.data_type().clone(), true), 4),
         ]));
         let b = RecordBatch::try_new(
             schema.clone(),
@@ -586,8 +599,10 @@ mod tests {
             )],
         );
         let digests = c.partition_digests(side(vec![b])).await.expect("digests");
-        let mut labels: Vec<(String, u64)> =
-            digests.values().map(|d| (d.label.clone(), d.rows)).collect();
+        let mut labels: Vec<(String, u64)> = digests
+            .values()
+            .map(|d| (d.label.clone(), d.rows))
+            .collect();
         labels.sort();
         assert_eq!(
             labels,

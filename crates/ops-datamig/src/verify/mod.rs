@@ -22,8 +22,8 @@
 //! Rows the destination held before the migration, upserts and partition overwrites make the
 //! sides differ by design; interpret the result accordingly.
 
-mod count;
 mod canonical;
+mod count;
 mod digest;
 
 use ops_reconcile::SchemaReconciler;
