@@ -264,9 +264,10 @@ pub struct MigrationResult {
     /// Rows written by this run (batches skipped on resume excluded); 0 for a dry run. For
     /// upserts, incoming rows, not distinct keys.
     pub rows_moved: u64,
-    /// Arrow (in-memory) bytes of every chunk handed to the writer — of the rows it holds, not
-    /// the buffers a sliced chunk shares with its neighbours (pyarrow's `nbytes`); not the
-    /// Parquet size.
+    /// Arrow (in-memory) bytes of every chunk handed to the writer, the seed's
+    /// `sum(chunk.nbytes)`: pyarrow's `nbytes`, the buffer ranges a chunk's rows reference
+    /// (list and map entries included), not the buffers a sliced chunk shares with its
+    /// neighbours; not the Parquet size.
     pub bytes_moved: u64,
     /// Every destination snapshot this run created, in commit order.
     pub new_snapshots: Vec<i64>,

@@ -254,7 +254,7 @@ async fn execute(
         while let Some(piece) = prx.recv().await {
             match piece? {
                 Piece::Rows(index, batch) => {
-                    bytes += arrow_bytes(&batch);
+                    bytes += crate::nbytes::arrow_bytes(&batch);
                     if ctx.mode == WriteMode::Upsert {
                         rows_acc.push(batch);
                         continue;
@@ -469,47 +469,4 @@ pub(crate) fn deal(tasks: &[MigrationTask], workers: usize) -> Vec<Vec<Migration
         out[t.id % workers].push(t.clone());
     }
     out
-}
-
-/// Arrow bytes of the rows `batch` holds (pyarrow's `nbytes`): a slice counts its own rows, not
-/// the whole buffers it shares with the batch it was cut from.
-pub(crate) fn arrow_bytes(batch: &RecordBatch) -> u64 {
-    batch
-        .columns()
-        .iter()
-        .map(|c| {
-            let data = c.to_data();
-            // Only a malformed array has no slice size; its buffers are then the best answer.
-            data.get_slice_memory_size()
-                .unwrap_or_else(|_| c.get_array_memory_size()) as u64
-        })
-        .sum()
-}
-
-#[cfg(test)]
-mod bytes_tests {
-    use std::sync::Arc;
-
-    use arrow_array::{Int64Array, RecordBatch, StringArray};
-
-    use super::arrow_bytes;
-
-    #[test]
-    fn a_slice_counts_its_own_rows_not_the_buffers_it_shares() {
-        let ids = Int64Array::from_iter_values(0..1000);
-        let names = StringArray::from_iter_values((0..1000).map(|i| format!("name-{i:04}")));
-        let batch = RecordBatch::try_from_iter([
-            ("id", Arc::new(ids) as _),
-            ("name", Arc::new(names) as _),
-        ])
-        .expect("batch");
-        let whole = arrow_bytes(&batch);
-        let tenths: u64 = (0..10)
-            .map(|i| arrow_bytes(&batch.slice(i * 100, 100)))
-            .sum();
-        // 8-byte ids, 4-byte offsets, 9-byte names: arrow's slice size counts one offset per
-        // row, so the slices add up to the whole, not to ten times its buffers.
-        assert_eq!(whole, 1000 * 8 + 1000 * 4 + 1000 * 9);
-        assert_eq!(tenths, whole);
-    }
 }

@@ -166,7 +166,7 @@ impl DataMigrator {
         while let Some(batch) = stream.next().await {
             let projected = ops_reconcile::project_batch(&batch?, &plan)?;
             rows += projected.num_rows() as u64;
-            bytes += crate::execute::worker::arrow_bytes(&projected);
+            bytes += crate::nbytes::arrow_bytes(&projected);
         }
         if let Some(p) = &self.progress {
             p(rows, Some(rows));
