@@ -2,90 +2,61 @@
 //!
 //! `arrow_row` gives every value a byte string that is equal exactly when the values are, except
 //! in two places that matter here:
-//! - it has no map support. A map is, underneath, a list of `(key, value)` entry structs, so it is
-//!   encoded as that list with each map's entries sorted by key: an Iceberg map has no order, and
-//!   two maps holding the same entries in another order are the same value.
+//! - it has no map support. [`ops_core::rows`] (which upsert's key sets use too) encodes a map as
+//!   the list of its `(key, value)` entries sorted by key: an Iceberg map has no order, and two
+//!   maps holding the same entries in another order are the same value.
 //! - floating point is encoded by its bits, so two NaNs with different payloads would differ.
-//!   Every NaN is made the one canonical NaN (NaN equals NaN, as Iceberg's and pyarrow's equality
-//!   of a copied value has it); -0.0 and 0.0 stay different (Iceberg orders -0.0 before 0.0, a
-//!   copy keeps the sign).
+//!   Here every NaN is first made the one canonical NaN (NaN equals NaN, as Iceberg's and
+//!   pyarrow's equality of a copied value has it); -0.0 and 0.0 stay different (Iceberg orders
+//!   -0.0 before 0.0, a copy keeps the sign). Only verify does this: an upsert's key matching is
+//!   SQL equality, where NaN matches nothing.
 //!
-//! The converted type is a function of the input type alone ([`canonical_type`]), so a converter
-//! built from the schema encodes every batch of it. Recursion follows the type's nesting, never
-//! the data.
+//! The NaN step keeps every type as it is, so a converter built from the schema
+//! ([`converter`]) encodes every batch of it. Recursion follows the type's nesting, never the
+//! data.
 
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float32Type, Float64Type};
 use arrow_array::{
-    Array, ArrayRef, FixedSizeListArray, GenericListArray, OffsetSizeTrait, StructArray,
-    UInt32Array,
+    Array, ArrayRef, FixedSizeListArray, GenericListArray, MapArray, OffsetSizeTrait, StructArray,
 };
-use arrow_row::{RowConverter, SortField};
-use arrow_schema::{DataType, Field, FieldRef, Fields};
+use arrow_row::RowConverter;
+use arrow_schema::{DataType, FieldRef};
 
 use crate::Result;
 
-/// Whether `data_type` needs converting (holds a map or floating point anywhere).
-fn needs(data_type: &DataType) -> bool {
+/// Whether `data_type` holds floating point anywhere.
+fn has_float(data_type: &DataType) -> bool {
     match data_type {
-        DataType::Map(..) | DataType::Float32 | DataType::Float64 => true,
-        DataType::Struct(fields) => fields.iter().any(|f| needs(f.data_type())),
-        DataType::List(f)
+        // Iceberg has no half floats.
+        DataType::Float32 | DataType::Float64 => true,
+        DataType::Struct(fields) => fields.iter().any(|f| has_float(f.data_type())),
+        DataType::Map(f, _)
+        | DataType::List(f)
         | DataType::LargeList(f)
         | DataType::ListView(f)
         | DataType::LargeListView(f)
-        | DataType::FixedSizeList(f, _) => needs(f.data_type()),
-        DataType::Dictionary(_, v) => needs(v),
+        | DataType::FixedSizeList(f, _) => has_float(f.data_type()),
+        DataType::Dictionary(_, v) => has_float(v),
         _ => false,
     }
 }
 
-/// The type [`canonical`] turns a column of `data_type` into.
-pub(super) fn canonical_type(data_type: &DataType) -> DataType {
-    if !needs(data_type) {
-        return data_type.clone();
-    }
-    match data_type {
-        DataType::Map(entries, _) => DataType::List(retyped(entries, true)),
-        DataType::Struct(fields) => {
-            DataType::Struct(fields.iter().map(|f| retyped(f, false)).collect::<Fields>())
-        }
-        DataType::List(f) => DataType::List(retyped(f, false)),
-        DataType::LargeList(f) => DataType::LargeList(retyped(f, false)),
-        DataType::FixedSizeList(f, n) => DataType::FixedSizeList(retyped(f, false), *n),
-        DataType::Dictionary(_, v) => canonical_type(v),
-        other => other.clone(),
-    }
-}
-
-/// `field` with its type made canonical (`nullable`: a list of a map's entries may not promise
-/// non-null entries the way the map's entries field does).
-fn retyped(field: &FieldRef, nullable: bool) -> FieldRef {
-    Arc::new(
-        Field::new(
-            field.name(),
-            canonical_type(field.data_type()),
-            field.is_nullable() || nullable,
-        )
-        .with_metadata(field.metadata().clone()),
-    )
-}
-
 /// A row converter for columns of `types` after [`canonical`].
 pub(super) fn converter<'a>(types: impl IntoIterator<Item = &'a DataType>) -> Result<RowConverter> {
-    Ok(RowConverter::new(
-        types
-            .into_iter()
-            .map(|t| SortField::new(canonical_type(t)))
-            .collect(),
-    )?)
+    Ok(ops_core::rows::converter(types)?)
 }
 
 /// `array` as `arrow_row` should encode it (see the module docs).
 pub(super) fn canonical(array: &ArrayRef) -> Result<ArrayRef> {
-    if !needs(array.data_type()) {
+    Ok(ops_core::rows::encodable(&one_nan(array)?)?)
+}
+
+/// `array` with every NaN, at any depth, the canonical NaN; its type unchanged.
+fn one_nan(array: &ArrayRef) -> Result<ArrayRef> {
+    if !has_float(array.data_type()) {
         return Ok(array.clone());
     }
     Ok(match array.data_type() {
@@ -99,16 +70,16 @@ pub(super) fn canonical(array: &ArrayRef) -> Result<ArrayRef> {
                 .as_primitive::<Float64Type>()
                 .unary::<_, Float64Type>(|v| if v.is_nan() { f64::NAN } else { v }),
         ),
-        DataType::Map(entries_field, _) => {
+        DataType::Map(field, ordered) => {
             let map = array.as_map();
             let entries: ArrayRef = Arc::new(map.entries().clone());
-            let entries = canonical(&entries)?;
-            let sorted = sort_entries(&entries, map.value_offsets())?;
-            Arc::new(GenericListArray::<i32>::try_new(
-                retyped(entries_field, true),
+            let entries = one_nan(&entries)?;
+            Arc::new(MapArray::try_new(
+                field.clone(),
                 map.offsets().clone(),
-                sorted,
+                entries.as_struct().clone(),
                 map.nulls().cloned(),
+                *ordered,
             )?)
         }
         DataType::Struct(fields) => {
@@ -116,23 +87,29 @@ pub(super) fn canonical(array: &ArrayRef) -> Result<ArrayRef> {
             let columns = s
                 .columns()
                 .iter()
-                .map(canonical)
+                .map(one_nan)
                 .collect::<Result<Vec<_>>>()?;
-            let fields: Fields = fields.iter().map(|f| retyped(f, false)).collect();
-            Arc::new(StructArray::try_new(fields, columns, s.nulls().cloned())?)
+            Arc::new(StructArray::try_new(
+                fields.clone(),
+                columns,
+                s.nulls().cloned(),
+            )?)
         }
         DataType::List(f) => list::<i32>(array, f)?,
         DataType::LargeList(f) => list::<i64>(array, f)?,
         DataType::FixedSizeList(f, n) => {
             let l = array.as_fixed_size_list();
             Arc::new(FixedSizeListArray::try_new(
-                retyped(f, false),
+                f.clone(),
                 *n,
-                canonical(l.values())?,
+                one_nan(l.values())?,
                 l.nulls().cloned(),
             )?)
         }
-        DataType::Dictionary(_, v) => canonical(&arrow_cast::cast(array, v)?)?,
+        DataType::Dictionary(..) => {
+            let d = array.as_any_dictionary();
+            d.with_values(one_nan(d.values())?)
+        }
         // List views do not come out of Iceberg readers; arrow_row refuses them clearly.
         _ => array.clone(),
     })
@@ -141,48 +118,18 @@ pub(super) fn canonical(array: &ArrayRef) -> Result<ArrayRef> {
 fn list<O: OffsetSizeTrait>(array: &ArrayRef, field: &FieldRef) -> Result<ArrayRef> {
     let l = array.as_list::<O>();
     Ok(Arc::new(GenericListArray::<O>::try_new(
-        retyped(field, false),
+        field.clone(),
         l.offsets().clone(),
-        canonical(l.values())?,
+        one_nan(l.values())?,
         l.nulls().cloned(),
     )?))
 }
 
-/// `entries` (a struct of key and value) with the entries of each map — the ranges of
-/// `offsets` — in the row order of their keys (map keys are unique, so that order is total).
-fn sort_entries(entries: &ArrayRef, offsets: &[i32]) -> Result<ArrayRef> {
-    let keys = entries.as_struct().column(0).clone();
-    let converter = RowConverter::new(vec![SortField::new(keys.data_type().clone())])?;
-    let rows = converter.convert_columns(&[keys])?;
-    let mut order: Vec<u32> = (0..entries.len() as u32).collect();
-    let mut moved = false;
-    for w in offsets.windows(2) {
-        let (lo, hi) = (w[0] as usize, w[1] as usize);
-        let Some(run) = order.get_mut(lo..hi) else {
-            continue;
-        };
-        if run
-            .windows(2)
-            .all(|p| rows.row(p[0] as usize) <= rows.row(p[1] as usize))
-        {
-            continue;
-        }
-        moved = true;
-        run.sort_by(|a, b| rows.row(*a as usize).cmp(&rows.row(*b as usize)));
-    }
-    if !moved {
-        return Ok(entries.clone());
-    }
-    Ok(arrow_select::take::take(
-        entries.as_ref(),
-        &UInt32Array::from(order),
-        None,
-    )?)
-}
-
 #[cfg(test)]
 mod tests {
-    use arrow_array::builder::{Int64Builder, ListBuilder, MapBuilder, StringBuilder};
+    use arrow_array::builder::{
+        Float64Builder, Int64Builder, ListBuilder, MapBuilder, StringBuilder,
+    };
     use arrow_array::{Float64Array, StructArray};
     use arrow_schema::Field;
 
@@ -254,5 +201,25 @@ mod tests {
         let sliced = encode(s.slice(1, 2));
         assert_eq!(all[0], all[1]);
         assert_eq!(sliced, all[1..3].to_vec());
+    }
+
+    #[test]
+    fn nan_inside_a_map_value_or_a_struct_is_one_value() {
+        let other_nan = f64::from_bits(f64::NAN.to_bits() | 1);
+        let mut b = MapBuilder::new(None, StringBuilder::new(), Float64Builder::new());
+        for v in [f64::NAN, other_nan, -0.0, 0.0] {
+            b.keys().append_value("k");
+            b.values().append_value(v);
+            b.append(true).expect("map");
+        }
+        let rows = encode(Arc::new(b.finish()));
+        assert_eq!(rows[0], rows[1]);
+        assert_ne!(rows[2], rows[3]);
+        let s: ArrayRef = Arc::new(StructArray::from(vec![(
+            Arc::new(Field::new("f", DataType::Float64, true)),
+            Arc::new(Float64Array::from(vec![f64::NAN, other_nan])) as ArrayRef,
+        )]));
+        let rows = encode(s);
+        assert_eq!(rows[0], rows[1]);
     }
 }
