@@ -824,11 +824,8 @@ matrix! {
         copy_auto,
         copy_rewrite,
         copy_filter,
-        #[ignore = "issue 15 item 5: sample verify matches a copy with a row missing or duplicated (fix on branch verify)"]
         verify_auto,
-        #[ignore = "issue 15 item 5: sample verify matches a copy with a row missing or duplicated (fix on branch verify)"]
         verify_rewrite,
-        #[ignore = "issue 15 item 5: sample verify matches a copy with a row missing or duplicated (fix on branch verify)"]
         verify_filter,
         delete,
         upsert,
@@ -837,11 +834,8 @@ matrix! {
         copy_auto,
         copy_rewrite,
         copy_filter,
-        #[ignore = "issue 15 item 5: sample verify matches a copy with a row missing or duplicated (fix on branch verify)"]
         verify_auto,
-        #[ignore = "issue 15 item 5: sample verify matches a copy with a row missing or duplicated (fix on branch verify)"]
         verify_rewrite,
-        #[ignore = "issue 15 item 5: sample verify matches a copy with a row missing or duplicated (fix on branch verify)"]
         verify_filter,
         delete,
         upsert,
@@ -851,11 +845,8 @@ matrix! {
         copy_auto,
         copy_rewrite,
         copy_filter,
-        #[ignore = "issue 15 item 5: sample verify matches a copy with a row missing or duplicated (fix on branch verify)"]
         verify_auto,
-        #[ignore = "issue 15 item 5: sample verify matches a copy with a row missing or duplicated (fix on branch verify)"]
         verify_rewrite,
-        #[ignore = "issue 15 item 5: sample verify matches a copy with a row missing or duplicated (fix on branch verify)"]
         verify_filter,
         delete,
         upsert,
@@ -865,9 +856,7 @@ matrix! {
         copy_auto,
         copy_rewrite,
         copy_filter,
-        #[ignore = "issue 15 item 5: sample verify matches a copy with a row missing or duplicated (fix on branch verify)"]
         verify_auto,
-        #[ignore = "issue 15 item 5: sample verify matches a copy with a row missing or duplicated (fix on branch verify)"]
         verify_rewrite,
         verify_filter,
         delete,
@@ -878,11 +867,8 @@ matrix! {
         copy_auto,
         copy_rewrite,
         copy_filter,
-        #[ignore = "issue 15 item 5: sample verify matches a copy with a row missing or duplicated (fix on branch verify)"]
         verify_auto,
-        #[ignore = "issue 15 item 5: sample verify matches a copy with a row missing or duplicated (fix on branch verify)"]
         verify_rewrite,
-        #[ignore = "issue 15 item 5: sample verify matches a copy with a row missing or duplicated (fix on branch verify)"]
         verify_filter,
         delete,
         upsert,
@@ -891,9 +877,7 @@ matrix! {
         copy_auto,
         copy_rewrite,
         copy_filter,
-        #[ignore = "issue 15 item 5: sample verify matches a copy with a row missing or duplicated (fix on branch verify)"]
         verify_auto,
-        #[ignore = "issue 15 item 5: sample verify matches a copy with a row missing or duplicated (fix on branch verify)"]
         verify_rewrite,
         verify_filter,
         delete,
@@ -904,11 +888,8 @@ matrix! {
         copy_auto,
         copy_rewrite,
         copy_filter,
-        #[ignore = "issue 15 item 5: sample verify matches a copy with a row missing or duplicated (fix on branch verify)"]
         verify_auto,
-        #[ignore = "issue 15 item 5: sample verify matches a copy with a row missing or duplicated (fix on branch verify)"]
         verify_rewrite,
-        #[ignore = "issue 15 item 5: sample verify matches a copy with a row missing or duplicated (fix on branch verify)"]
         verify_filter,
         delete,
         upsert,
@@ -917,11 +898,8 @@ matrix! {
         copy_auto,
         copy_rewrite,
         copy_filter,
-        #[ignore = "issue 15 item 5: sample verify matches a copy with a row missing or duplicated (fix on branch verify)"]
         verify_auto,
-        #[ignore = "issue 15 item 5: sample verify matches a copy with a row missing or duplicated (fix on branch verify)"]
         verify_rewrite,
-        #[ignore = "issue 15 item 5: sample verify matches a copy with a row missing or duplicated (fix on branch verify)"]
         verify_filter,
         delete,
         upsert,
@@ -930,11 +908,8 @@ matrix! {
         copy_auto,
         copy_rewrite,
         copy_filter,
-        #[ignore = "issue 15 item 5: sample verify matches a copy with a row missing or duplicated (fix on branch verify)"]
         verify_auto,
-        #[ignore = "issue 15 item 5: sample verify matches a copy with a row missing or duplicated (fix on branch verify)"]
         verify_rewrite,
-        #[ignore = "issue 15 item 5: sample verify matches a copy with a row missing or duplicated (fix on branch verify)"]
         verify_filter,
         delete,
         upsert,
@@ -944,11 +919,8 @@ matrix! {
         copy_auto,
         copy_rewrite,
         copy_filter,
-        #[ignore = "issue 15 item 5: sample verify matches a copy with a row missing or duplicated (fix on branch verify)"]
         verify_auto,
-        #[ignore = "issue 15 item 5: sample verify matches a copy with a row missing or duplicated (fix on branch verify)"]
         verify_rewrite,
-        #[ignore = "issue 15 item 5: sample verify matches a copy with a row missing or duplicated (fix on branch verify)"]
         verify_filter,
         delete,
         upsert,
@@ -958,11 +930,8 @@ matrix! {
         copy_auto,
         copy_rewrite,
         copy_filter,
-        #[ignore = "issue 15 item 5: sample verify matches a copy with a row missing or duplicated (fix on branch verify)"]
         verify_auto,
-        #[ignore = "issue 15 item 5: sample verify matches a copy with a row missing or duplicated (fix on branch verify)"]
         verify_rewrite,
-        #[ignore = "issue 15 item 5: sample verify matches a copy with a row missing or duplicated (fix on branch verify)"]
         verify_filter,
         delete,
         upsert,
@@ -971,11 +940,8 @@ matrix! {
         copy_auto,
         copy_rewrite,
         copy_filter,
-        #[ignore = "issue 15 item 5: sample verify matches a copy with a row missing or duplicated (fix on branch verify)"]
         verify_auto,
-        #[ignore = "issue 15 item 5: sample verify matches a copy with a row missing or duplicated (fix on branch verify)"]
         verify_rewrite,
-        #[ignore = "issue 15 item 5: sample verify matches a copy with a row missing or duplicated (fix on branch verify)"]
         verify_filter,
         delete,
         upsert,
@@ -987,7 +953,6 @@ matrix! {
         copy_filter,
         verify_auto,
         verify_rewrite,
-        #[ignore = "issue 15 item 5: sample verify matches a copy with a row missing or duplicated (fix on branch verify)"]
         verify_filter,
         delete,
         upsert,
@@ -997,11 +962,8 @@ matrix! {
         copy_auto,
         copy_rewrite,
         copy_filter,
-        #[ignore = "issue 15 item 5: sample verify matches a copy with a row missing or duplicated (fix on branch verify)"]
         verify_auto,
-        #[ignore = "issue 15 item 5: sample verify matches a copy with a row missing or duplicated (fix on branch verify)"]
         verify_rewrite,
-        #[ignore = "issue 15 item 5: sample verify matches a copy with a row missing or duplicated (fix on branch verify)"]
         verify_filter,
         delete,
         upsert,

@@ -18,3 +18,4 @@ mod rest_vended;
 mod runner;
 mod runner_recovery;
 mod s3tables_migration;
+mod verify;

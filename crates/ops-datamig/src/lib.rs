@@ -52,6 +52,7 @@ mod commit;
 mod error;
 mod execute;
 mod migrator;
+mod nbytes;
 mod plan;
 #[cfg(test)]
 mod testing;

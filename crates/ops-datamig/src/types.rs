@@ -264,11 +264,15 @@ pub struct MigrationResult {
     /// Rows written by this run (batches skipped on resume excluded); 0 for a dry run. For
     /// upserts, incoming rows, not distinct keys.
     pub rows_moved: u64,
-    /// Arrow (in-memory) bytes of every chunk handed to the writer; not the Parquet size.
+    /// Arrow (in-memory) bytes of every chunk handed to the writer, the seed's
+    /// `sum(chunk.nbytes)`: pyarrow's `nbytes`, the buffer ranges a chunk's rows reference
+    /// (list and map entries included), not the buffers a sliced chunk shares with its
+    /// neighbours; not the Parquet size.
     pub bytes_moved: u64,
     /// Every destination snapshot this run created, in commit order.
     pub new_snapshots: Vec<i64>,
-    /// Columns added to the destination (auto-add), in source order.
+    /// Columns this run added to the destination (auto-add), in source order, then the columns
+    /// it widened (a type coercion to a legal promotion), in plan order.
     pub schema_changes: Vec<String>,
     /// Wall-clock seconds across pre-flight, streaming and post-flight.
     pub duration_seconds: f64,
@@ -293,7 +297,8 @@ pub struct MigrationResult {
     pub rows_updated: Option<u64>,
     /// Batches this run committed (or recorded, when found already landed).
     pub batches_committed: u64,
-    /// Batches skipped because the checkpoint (or the destination's history) already had them.
+    /// Batches skipped because the checkpoint already had them (a batch found landed in the
+    /// destination's history is recorded and counted in `batches_committed`).
     pub batches_skipped: u64,
     /// The job id stamped into every snapshot summary (`iceberg-ops.migration-job`).
     pub job_id: Option<String>,

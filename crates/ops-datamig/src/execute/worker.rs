@@ -254,7 +254,7 @@ async fn execute(
         while let Some(piece) = prx.recv().await {
             match piece? {
                 Piece::Rows(index, batch) => {
-                    bytes += batch.get_array_memory_size() as u64;
+                    bytes += crate::nbytes::arrow_bytes(&batch);
                     if ctx.mode == WriteMode::Upsert {
                         rows_acc.push(batch);
                         continue;

@@ -166,7 +166,7 @@ impl DataMigrator {
         while let Some(batch) = stream.next().await {
             let projected = ops_reconcile::project_batch(&batch?, &plan)?;
             rows += projected.num_rows() as u64;
-            bytes += projected.get_array_memory_size() as u64;
+            bytes += crate::nbytes::arrow_bytes(&projected);
         }
         if let Some(p) = &self.progress {
             p(rows, Some(rows));
@@ -361,6 +361,7 @@ impl DataMigrator {
         for (name, _, to) in &plan.widen_columns {
             if let Type::Primitive(p) = to {
                 evolve = evolve.widen_column(name.clone(), p.clone());
+                result.schema_changes.push(name.clone());
             }
         }
         let (table, _) = evolve.await?;

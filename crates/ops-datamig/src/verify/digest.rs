@@ -4,24 +4,34 @@
 //! - `partition_hash`: per destination partition (any transform, computed from the row) the
 //!   count and the wrapping sum of the row hashes form an order-independent digest. Memory is
 //!   one entry per partition, never a table.
-//! - `sample`: on each side the `sample_size` rows with the smallest row hashes (a bottom-k
-//!   sketch): the same rows are chosen on both sides whatever the read order.
+//! - `sample`: on each side the `sample_size` distinct rows with the smallest row hashes (a
+//!   bottom-k sketch) with how many times each occurs: the same rows are chosen on both sides
+//!   whatever the read order. A sketch of hashes cannot see everything by itself (a duplicated
+//!   row hashes like its original, a changed row outside the sketch is not in it), so each side's
+//!   row count and the wrapping sum of all its row hashes (the whole-table digest
+//!   `partition_hash` keeps per partition) are compared too: both are free, every row is streamed
+//!   and hashed anyway. Rows with different counts never match.
+//!
+//! Rows are encoded after [`super::canonical`] (maps as sorted entry lists, one NaN).
 
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, RecordBatch};
+use arrow_array::cast::AsArray;
+use arrow_array::{Array, ArrayRef, RecordBatch, make_array};
+use arrow_buffer::NullBuffer;
 use arrow_cast::display::{ArrayFormatter, FormatOptions};
-use arrow_row::{RowConverter, SortField};
-use arrow_schema::{Schema, SchemaRef};
+use arrow_row::{RowConverter, Rows, SortField};
+use arrow_schema::{DataType, Fields, Schema, SchemaRef};
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use iceberg::spec::PartitionSpecRef;
 use iceberg::table::Table;
 use iceberg::transform::{BoxedTransformFunction, create_transform_function};
 use ops_reconcile::ReconciliationPlan;
+use parquet::arrow::PARQUET_FIELD_ID_META_KEY;
 use twox_hash::XxHash3_128;
 
+use super::canonical;
 use crate::{MigrationError, Result, VerificationResult};
 
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -34,9 +44,10 @@ pub(super) struct Digest {
 /// The columns both sides are compared on and how a row's partition is computed.
 pub(super) struct Compared {
     target: SchemaRef,
-    spec: PartitionSpecRef,
-    /// (column index in `target`, transform, partition field name)
-    partition: Vec<(usize, BoxedTransformFunction, String)>,
+    partitioned: bool,
+    /// (path of child indexes to the source column in `target`, through structs; transform;
+    /// partition field name)
+    partition: Vec<(Vec<usize>, BoxedTransformFunction, String)>,
 }
 
 impl Compared {
@@ -58,11 +69,13 @@ impl Compared {
         let schema = md.current_schema();
         let mut partition = Vec::new();
         for f in spec.fields() {
-            let column = schema
-                .field_by_id(f.source_id)
-                .map(|c| c.name.clone())
-                .unwrap_or_default();
-            let index = target.index_of(&column).map_err(|_| {
+            // The source column may sit inside a struct (`address.city`): found by field id, so
+            // a renamed parent does not matter.
+            let path = path_of(target.fields(), f.source_id).ok_or_else(|| {
+                let column = schema
+                    .name_by_field_id(f.source_id)
+                    .map(str::to_string)
+                    .unwrap_or_else(|| format!("field id {}", f.source_id));
                 MigrationError::InvalidInput(format!(
                     "partition source column '{column}' of the destination is not among the \
                      migrated columns; partition_hash cannot place source rows — use row_count \
@@ -70,16 +83,28 @@ impl Compared {
                 ))
             })?;
             partition.push((
-                index,
+                path,
                 create_transform_function(&f.transform)?,
                 f.name.clone(),
             ));
         }
-        Ok(Self {
+        Ok(Self::with_partition(
             target,
-            spec,
+            !spec.fields().is_empty(),
             partition,
-        })
+        ))
+    }
+
+    fn with_partition(
+        target: SchemaRef,
+        partitioned: bool,
+        partition: Vec<(Vec<usize>, BoxedTransformFunction, String)>,
+    ) -> Self {
+        Self {
+            target,
+            partitioned,
+            partition,
+        }
     }
 
     fn select(&self, batch: &RecordBatch) -> Result<RecordBatch> {
@@ -125,19 +150,23 @@ impl Compared {
     }
 
     fn converter(&self) -> Result<RowConverter> {
-        Ok(RowConverter::new(
-            self.target
-                .fields()
-                .iter()
-                .map(|f| SortField::new(f.data_type().clone()))
-                .collect(),
-        )?)
+        canonical::converter(self.target.fields().iter().map(|f| f.data_type()))
+    }
+
+    /// Every row's canonical encoding.
+    fn rows(&self, converter: &RowConverter, batch: &RecordBatch) -> Result<Rows> {
+        let columns = batch
+            .columns()
+            .iter()
+            .map(canonical::canonical)
+            .collect::<Result<Vec<_>>>()?;
+        Ok(converter.convert_columns(&columns)?)
     }
 
     /// xxh3-128 of every row's canonical encoding.
     fn row_hashes(&self, converter: &RowConverter, batch: &RecordBatch) -> Result<Vec<u128>> {
-        let rows = converter.convert_columns(batch.columns())?;
-        Ok(rows
+        Ok(self
+            .rows(converter, batch)?
             .iter()
             .map(|r| XxHash3_128::oneshot(r.as_ref()))
             .collect())
@@ -155,8 +184,8 @@ impl Compared {
             let values: Vec<ArrayRef> = self
                 .partition
                 .iter()
-                .map(|(i, t, _)| t.transform(batch.column(*i).clone()))
-                .collect::<iceberg::Result<_>>()?;
+                .map(|(path, t, _)| Ok(t.transform(nested_column(&batch, path)?)?))
+                .collect::<Result<_>>()?;
             let key_converter = RowConverter::new(
                 values
                     .iter()
@@ -188,7 +217,7 @@ impl Compared {
     }
 
     fn label(&self, formatters: &[ArrayFormatter<'_>], row: usize) -> String {
-        if self.spec.fields().is_empty() {
+        if !self.partitioned {
             return "<unpartitioned>".into();
         }
         self.partition
@@ -199,31 +228,91 @@ impl Compared {
             .join("/")
     }
 
-    /// The `k` rows with the smallest hashes (and how many rows were seen).
-    pub(super) async fn bottom_k(
+    /// One side's row count, whole-table digest and its `k` distinct rows with the smallest
+    /// hashes, each with how many times it occurs.
+    pub(super) async fn sample(
         &self,
         mut stream: BoxStream<'static, Result<RecordBatch>>,
         k: usize,
-    ) -> Result<(Vec<(u128, Vec<u8>)>, u64)> {
+    ) -> Result<Sample> {
         let converter = self.converter()?;
-        let mut heap: BinaryHeap<(u128, Vec<u8>)> = BinaryHeap::new();
-        let mut seen = 0u64;
+        let mut out = Sample::default();
         while let Some(batch) = stream.next().await {
             let batch = self.select(&batch?)?;
-            let rows = converter.convert_columns(batch.columns())?;
-            for r in rows.iter() {
-                seen += 1;
+            for r in self.rows(&converter, &batch)?.iter() {
                 let h = XxHash3_128::oneshot(r.as_ref());
-                if heap.len() < k {
-                    heap.push((h, r.as_ref().to_vec()));
-                } else if heap.peek().is_some_and(|top| h < top.0) {
-                    heap.pop();
-                    heap.push((h, r.as_ref().to_vec()));
-                }
+                out.add(h, r.as_ref(), k);
             }
         }
-        Ok((heap.into_sorted_vec(), seen))
+        Ok(out)
     }
+}
+
+/// What `sample` keeps of one side (see the module docs).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(super) struct Sample {
+    rows: u64,
+    sum: u128,
+    /// Row hash → (occurrences, the row's encoding).
+    smallest: BTreeMap<u128, (u64, Vec<u8>)>,
+}
+
+impl Sample {
+    fn add(&mut self, h: u128, row: &[u8], k: usize) {
+        self.rows += 1;
+        self.sum = self.sum.wrapping_add(h);
+        if let Some(e) = self.smallest.get_mut(&h) {
+            e.0 += 1;
+        } else if self.smallest.len() < k {
+            self.smallest.insert(h, (1, row.to_vec()));
+        } else if self
+            .smallest
+            .last_key_value()
+            .is_some_and(|(top, _)| h < *top)
+        {
+            self.smallest.insert(h, (1, row.to_vec()));
+            self.smallest.pop_last();
+        }
+    }
+}
+
+/// Child indexes from `fields` down to the field with Iceberg id `id`, through structs only (a
+/// partition source is never inside a list or a map); `None` when no compared column holds it.
+fn path_of(fields: &Fields, id: i32) -> Option<Vec<usize>> {
+    let id = id.to_string();
+    // Depth-first with an explicit stack: (fields, path to them).
+    let mut stack: Vec<(&Fields, Vec<usize>)> = vec![(fields, Vec::new())];
+    while let Some((fields, prefix)) = stack.pop() {
+        for (i, f) in fields.iter().enumerate() {
+            let mut path = prefix.clone();
+            path.push(i);
+            if f.metadata().get(PARQUET_FIELD_ID_META_KEY) == Some(&id) {
+                return Some(path);
+            }
+            if let DataType::Struct(children) = f.data_type() {
+                stack.push((children, path));
+            }
+        }
+    }
+    None
+}
+
+/// The column at `path` (see [`path_of`]); a field of a NULL struct is NULL.
+fn nested_column(batch: &RecordBatch, path: &[usize]) -> Result<ArrayRef> {
+    let mut steps = path.iter();
+    let missing = || MigrationError::InvalidInput(format!("no column at {path:?}"));
+    let mut column = batch
+        .columns()
+        .get(*steps.next().ok_or_else(missing)?)
+        .ok_or_else(missing)?
+        .clone();
+    for i in steps {
+        let parent = column.as_struct_opt().ok_or_else(missing)?;
+        let child = parent.columns().get(*i).ok_or_else(missing)?;
+        let nulls = NullBuffer::union(parent.nulls(), child.nulls());
+        column = make_array(child.to_data().into_builder().nulls(nulls).build()?);
+    }
+    Ok(column)
 }
 
 pub(super) fn compare_partitions(
@@ -271,23 +360,257 @@ pub(super) fn compare_partitions(
     result.matches = result.mismatched_partitions.is_empty();
 }
 
-pub(super) fn compare_samples(
-    (a, src_rows): (Vec<(u128, Vec<u8>)>, u64),
-    (b, dst_rows): (Vec<(u128, Vec<u8>)>, u64),
-    k: usize,
-    result: &mut VerificationResult,
-) {
-    result.source_count = Some(src_rows);
-    result.dest_count = Some(dst_rows);
-    let compared = (k as u64).min(src_rows).min(dst_rows);
-    result.sample_size = Some(compared);
-    let differing = a.iter().zip(&b).filter(|(x, y)| x != y).count() + a.len().abs_diff(b.len());
-    result.matches = differing == 0;
+pub(super) fn compare_samples(a: &Sample, b: &Sample, k: usize, result: &mut VerificationResult) {
+    result.source_count = Some(a.rows);
+    result.dest_count = Some(b.rows);
+    result.sample_size = Some((k as u64).min(a.rows).min(b.rows));
+    if a.rows != b.rows {
+        result.details.push(format!(
+            "source has {} row(s), destination has {}",
+            a.rows, b.rows
+        ));
+    }
+    // Sampled rows present on one side only, or with other multiplicities (a duplicate).
+    let differing = a
+        .smallest
+        .iter()
+        .filter(|(h, e)| b.smallest.get(h) != Some(e))
+        .count()
+        + b.smallest
+            .keys()
+            .filter(|h| !a.smallest.contains_key(h))
+            .count();
     if differing > 0 {
         result.details.push(format!(
-            "{differing} of the {} sampled row(s) (smallest row hashes) differ between source \
-             ({src_rows} rows) and destination ({dst_rows} rows)",
-            a.len().max(b.len())
+            "{differing} of the sampled distinct row(s) (smallest row hashes, at most {k} a side) \
+             differ in presence or in how often they occur"
         ));
+    } else if a.rows == b.rows && a.sum != b.sum {
+        result.details.push(format!(
+            "the {} sampled row(s) agree, but the digest of all rows differs: rows outside the \
+             sample differ (partition_hash names their partitions)",
+            a.smallest.len()
+        ));
+    }
+    result.matches = a.rows == b.rows && a.sum == b.sum && differing == 0;
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use arrow_array::builder::{Int64Builder, ListBuilder, MapBuilder, StringBuilder};
+    use arrow_array::{Float64Array, Int64Array, StringArray, StructArray};
+    use arrow_schema::Field;
+    use futures::stream;
+
+    use super::*;
+    use crate::VerifyMethod;
+
+    fn id(f: Field, id: i32) -> Field {
+        f.with_metadata(HashMap::from([(
+            PARQUET_FIELD_ID_META_KEY.to_string(),
+            id.to_string(),
+        )]))
+    }
+
+    fn schema() -> SchemaRef {
+        Arc::new(Schema::new(vec![
+            id(Field::new("id", DataType::Int64, false), 1),
+            id(Field::new("name", DataType::Utf8, true), 2),
+            id(Field::new("x", DataType::Float64, true), 3),
+        ]))
+    }
+
+    type Row = (i64, Option<String>, Option<f64>);
+
+    fn rows(n: i64) -> Vec<Row> {
+        (0..n)
+            .map(|i| (i, Some(format!("n{}", i % 17)), Some(i as f64 / 4.0)))
+            .collect()
+    }
+
+    fn batch(rows: &[Row]) -> RecordBatch {
+        RecordBatch::try_new(
+            schema(),
+            vec![
+                Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0))),
+                Arc::new(StringArray::from_iter(rows.iter().map(|r| r.1.clone()))),
+                Arc::new(Float64Array::from_iter(rows.iter().map(|r| r.2))),
+            ],
+        )
+        .expect("batch")
+    }
+
+    fn side(batches: Vec<RecordBatch>) -> BoxStream<'static, Result<RecordBatch>> {
+        stream::iter(batches.into_iter().map(Ok)).boxed()
+    }
+
+    async fn sample(src: Vec<RecordBatch>, dst: Vec<RecordBatch>, k: usize) -> VerificationResult {
+        let target = src[0].schema();
+        let c = Compared::with_partition(target, false, Vec::new());
+        let a = c.sample(side(src), k).await.expect("source");
+        let b = c.sample(side(dst), k).await.expect("dest");
+        let mut result = VerificationResult {
+            method: VerifyMethod::Sample,
+            matches: false,
+            source_count: None,
+            dest_count: None,
+            sample_size: None,
+            mismatched_partitions: Vec::new(),
+            details: Vec::new(),
+        };
+        compare_samples(&a, &b, k, &mut result);
+        result
+    }
+
+    /// Source of 1,000 rows in two batches; the destination `edit`ed from it, in another order.
+    async fn sample_after(edit: impl Fn(&mut Vec<Row>), k: usize) -> VerificationResult {
+        let src = rows(1000);
+        let mut dst = src.clone();
+        edit(&mut dst);
+        dst.reverse();
+        let (a, b) = src.split_at(400);
+        let (c, d) = dst.split_at(dst.len() / 3);
+        sample(vec![batch(a), batch(b)], vec![batch(c), batch(d)], k).await
+    }
+
+    #[tokio::test]
+    async fn sample_matches_an_identical_copy_in_any_order() {
+        for k in [1, 10, 1000, 5000] {
+            let v = sample_after(|_| {}, k).await;
+            assert!(v.matches, "{k}: {v:?}");
+            assert_eq!((v.source_count, v.dest_count), (Some(1000), Some(1000)));
+            assert_eq!(v.sample_size, Some(k.min(1000) as u64));
+        }
+    }
+
+    #[tokio::test]
+    async fn sample_never_matches_a_copy_that_differs_whatever_the_sample_size() {
+        type Edit = Box<dyn Fn(&mut Vec<Row>)>;
+        let edits: Vec<(&str, Edit)> = vec![
+            (
+                "a duplicated row",
+                Box::new(|r: &mut Vec<Row>| r.push(r[500].clone())),
+            ),
+            (
+                "a missing row",
+                Box::new(|r: &mut Vec<Row>| drop(r.remove(777))),
+            ),
+            (
+                "a row duplicated, another missing",
+                Box::new(|r: &mut Vec<Row>| {
+                    r.push(r[3].clone());
+                    r.remove(900);
+                }),
+            ),
+            (
+                "one column changed",
+                Box::new(|r: &mut Vec<Row>| r[321].1 = Some("x".into())),
+            ),
+            (
+                "a value made NULL",
+                Box::new(|r: &mut Vec<Row>| r[654].2 = None),
+            ),
+            (
+                "0.0 made -0.0",
+                Box::new(|r: &mut Vec<Row>| r[0].2 = Some(-0.0)),
+            ),
+        ];
+        for (what, edit) in edits {
+            for k in [10, 50, 100, 200, 2000] {
+                let v = sample_after(&edit, k).await;
+                assert!(!v.matches, "{what}, sample {k}: {v:?}");
+                assert!(!v.details.is_empty(), "{what}: {v:?}");
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn nan_matches_nan_whatever_its_payload() {
+        let payload = f64::from_bits(f64::NAN.to_bits() | 7);
+        let mut src = rows(10);
+        src[4].2 = Some(f64::NAN);
+        let mut dst = src.clone();
+        dst[4].2 = Some(payload);
+        let v = sample(vec![batch(&src)], vec![batch(&dst)], 3).await;
+        assert!(v.matches, "{v:?}");
+    }
+
+    /// A map<string, list<long>> column (the corpus's), one map per row.
+    fn map_batch(maps: &[Vec<(&str, i64)>]) -> RecordBatch {
+        let mut b = MapBuilder::new(
+            None,
+            StringBuilder::new(),
+            ListBuilder::new(Int64Builder::new()),
+        );
+        for m in maps {
+            for (k, v) in m {
+                b.keys().append_value(k);
+                b.values().values().append_value(*v);
+                b.values().append(true);
+            }
+            b.append(true).expect("map");
+        }
+        let m = b.finish();
+        let schema = Arc::new(Schema::new(vec![id(
+            Field::new("m", m.data_type().clone(), true),
+            1,
+        )]));
+        RecordBatch::try_new(schema, vec![Arc::new(m)]).expect("batch")
+    }
+
+    #[tokio::test]
+    async fn map_columns_compare_by_their_entries() {
+        let src = map_batch(&[vec![("a", 1), ("b", 2)], vec![("c", 3)]]);
+        let reordered = map_batch(&[vec![("c", 3)], vec![("b", 2), ("a", 1)]]);
+        let changed = map_batch(&[vec![("a", 1), ("b", 5)], vec![("c", 3)]]);
+        assert!(sample(vec![src.clone()], vec![reordered], 1).await.matches);
+        assert!(!sample(vec![src], vec![changed], 1).await.matches);
+    }
+
+    #[tokio::test]
+    async fn a_field_inside_a_struct_partitions_rows_and_a_null_struct_gives_null() {
+        let city = id(Field::new("city", DataType::Utf8, true), 5);
+        let address = StructArray::try_new(
+            vec![city.clone()].into(),
+            vec![Arc::new(StringArray::from(vec!["paris", "oslo", "paris"])) as ArrayRef],
+            Some(NullBuffer::from(vec![true, true, false])),
+        )
+        .expect("struct");
+        let schema = Arc::new(Schema::new(vec![
+            id(Field::new("id", DataType::Int64, false), 1),
+            id(Field::new("address", address.data_type().clone(), true), 4),
+        ]));
+        let b = RecordBatch::try_new(
+            schema.clone(),
+            vec![Arc::new(Int64Array::from(vec![1, 2, 3])), Arc::new(address)],
+        )
+        .expect("batch");
+        let path = path_of(schema.fields(), 5).expect("path");
+        assert_eq!(path, vec![1, 0]);
+        let c = Compared::with_partition(
+            schema,
+            true,
+            vec![(
+                path,
+                create_transform_function(&iceberg::spec::Transform::Identity).expect("t"),
+                "address.city".into(),
+            )],
+        );
+        let digests = c.partition_digests(side(vec![b])).await.expect("digests");
+        let mut labels: Vec<(String, u64)> = digests
+            .values()
+            .map(|d| (d.label.clone(), d.rows))
+            .collect();
+        labels.sort();
+        assert_eq!(
+            labels,
+            vec![
+                ("address.city=null".to_string(), 1),
+                ("address.city=oslo".to_string(), 1),
+                ("address.city=paris".to_string(), 1),
+            ]
+        );
     }
 }

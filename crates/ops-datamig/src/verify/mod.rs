@@ -9,14 +9,20 @@
 //!   is encoded canonically with arrow's row format and hashed (xxh3-128); per destination
 //!   partition (any transform, computed from the row) the count and the wrapping sum of the row
 //!   hashes form an order-independent digest. Memory is one entry per partition, never a table.
-//! - `sample` — on each side the `sample_size` rows with the smallest row hashes (a bottom-k
-//!   sketch, streamed): the same rows are chosen on both sides whatever the read order, so a
-//!   large identical copy never reports a false mismatch.
+//! - `sample` — on each side the `sample_size` distinct rows with the smallest row hashes and
+//!   their multiplicities (a bottom-k sketch, streamed): the same rows are chosen on both sides
+//!   whatever the read order, so a large identical copy never reports a false mismatch. Each
+//!   side's row count and the sum of all its row hashes are compared too, so a duplicated,
+//!   missing or changed row outside the sample is never reported as a match.
+//!
+//! Rows are hashed in a canonical form: a map as its entries sorted by key, every NaN alike
+//! (-0.0 and 0.0 differ).
 //!
 //! Caveat (the seed's): the source is compared with the destination's whole current state.
 //! Rows the destination held before the migration, upserts and partition overwrites make the
 //! sides differ by design; interpret the result accordingly.
 
+mod canonical;
 mod count;
 mod digest;
 
@@ -100,9 +106,9 @@ pub(crate) async fn verify(
                 let b = side.partition_digests(dst).await?;
                 compare_partitions(&a, &b, &mut result);
             } else {
-                let a = side.bottom_k(src, sample_size).await?;
-                let b = side.bottom_k(dst, sample_size).await?;
-                compare_samples(a, b, sample_size, &mut result);
+                let a = side.sample(src, sample_size).await?;
+                let b = side.sample(dst, sample_size).await?;
+                compare_samples(&a, &b, sample_size, &mut result);
             }
         }
     }
