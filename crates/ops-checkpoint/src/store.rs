@@ -487,7 +487,7 @@ mod tests {
                 "{content:?} → {err:?}"
             );
             assert!(
-                msg.contains(&path.display().to_string()) && msg.contains("reset()"),
+                msg.contains(&path.display().to_string()) && msg.contains("delete it"),
                 "{msg}"
             );
         }

@@ -57,13 +57,19 @@ fn quickstart_creates_the_sample_table_then_reports_it() {
     assert!(stdout.contains("warehouse: file://"), "{stdout}");
 
     // The tables are listed, per namespace or all of them.
-    for args in [&["table", "list"][..], &["table", "list", "quickstart"][..]] {
+    // Every namespace: the migration history table too; one namespace: only its tables.
+    let everything = [
+        "_iceberg_ops.migration_history",
+        "quickstart.customers",
+        "quickstart.orders",
+        "quickstart.orders_v2",
+    ];
+    for (args, expected) in [
+        (&["table", "list"][..], &everything[..]),
+        (&["table", "list", "quickstart"][..], &everything[1..]),
+    ] {
         let (listed, stderr) = text(&iceberg_ops(dir.path(), args, &[]));
-        assert_eq!(
-            listed.lines().collect::<Vec<_>>(),
-            ["quickstart.orders", "quickstart.orders_v2"],
-            "{stderr}"
-        );
+        assert_eq!(listed.lines().collect::<Vec<_>>(), expected, "{stderr}");
     }
     let missing = iceberg_ops(dir.path(), &["table", "list", "nope"], &[]);
     let (_, stderr) = text(&missing);
