@@ -418,3 +418,72 @@ async fn sigv4_requests_pass_botocores_check() -> TestResult {
     );
     Ok(())
 }
+
+/// A gateway that forwarded a commit, which the catalog applied, and then answered 503 (Envoy's
+/// "upstream reset before headers"): the retry is refused with 409 because the first attempt
+/// moved the table. That 409 is not a clean conflict — the files the first attempt wrote are the
+/// table's current snapshot — so they must not be deleted, and the rows must not land twice.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_retried_commit_refused_with_409_keeps_the_snapshot_it_may_have_made() -> TestResult {
+    init_tracing();
+    let rustberg = Rustberg::start();
+    let proxy = FaultProxy::start(rustberg.server.port);
+    let p = props(&[("type", "rest"), ("uri", &proxy.url())]);
+    let handle = open("gw", &p).await?;
+    let table = create_orders(&handle, "gwns").await?;
+    let ident = table.identifier().clone();
+    let batch = orders_batch(&table, SAMPLE)?;
+    let (table, _) = ops_core::append::append(
+        &handle,
+        &table,
+        futures::stream::iter([Ok(batch)]),
+        Default::default(),
+    )
+    .await?;
+
+    proxy.add("POST", "/tables/orders", Fault::ForwardThenUnavailable, 1);
+    proxy.clear_seen();
+    let batch = orders_batch(&table, &[(9, Some("us"), Some(1))])?;
+    let outcome = ops_core::append::append(
+        &handle,
+        &table,
+        futures::stream::iter([Ok(batch)]),
+        Default::default(),
+    )
+    .await;
+    let posts = count(&proxy, "POST", "/tables/orders");
+    // Whatever the append reports, the table must stay readable and hold row 9 at most once.
+    let reloaded = handle.catalog().load_table(&ident).await?;
+    let rows = scan_json(&reloaded).await.map_err(|e| {
+        anyhow::anyhow!(
+            "the table is unreadable after the append ({} POSTs, outcome {:?}): {e:#}",
+            posts,
+            outcome.as_ref().map(|_| ()).map_err(|e| e.to_string())
+        )
+    })?;
+    let nines = rows.iter().filter(|r| r["id"] == 9).count();
+    assert!(nines <= 1, "row 9 landed {nines} times: {rows:?}");
+    Ok(())
+}
+
+/// PyIceberg 0.12 (LegacyOAuth2AuthManager.__init__) fetches a token with `credential` at once,
+/// replacing a configured `token`: with both set, the credential's token is what is sent.
+#[tokio::test(flavor = "multi_thread")]
+async fn credential_wins_over_a_configured_token_as_in_pyiceberg() -> TestResult {
+    init_tracing();
+    let sc = SecureCatalog::start(Duration::from_secs(3600), 0);
+    let credential = sc.issuer.credential();
+    let token = sc.issuer.mint(600);
+    let handle = open(
+        "both",
+        &sc.props(&[("credential", &credential), ("token", &token)]),
+    )
+    .await?;
+    handle.catalog().list_namespaces(None).await?;
+    assert_eq!(
+        sc.issuer.tokens_issued(),
+        1,
+        "the credential was not exchanged for a token; the configured token was sent instead"
+    );
+    Ok(())
+}
