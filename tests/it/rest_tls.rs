@@ -452,6 +452,7 @@ async fn a_retried_commit_refused_with_409_keeps_the_snapshot_it_may_have_made()
     )
     .await;
     let posts = count(&proxy, "POST", "/tables/orders");
+    assert_eq!(posts, 2, "the commit answered 503 was not sent again");
     // Whatever the append reports, the table must stay readable and hold row 9 at most once.
     let reloaded = handle.catalog().load_table(&ident).await?;
     let rows = scan_json(&reloaded).await.map_err(|e| {
@@ -463,6 +464,37 @@ async fn a_retried_commit_refused_with_409_keeps_the_snapshot_it_may_have_made()
     })?;
     let nines = rows.iter().filter(|r| r["id"] == 9).count();
     assert!(nines <= 1, "row 9 landed {nines} times: {rows:?}");
+    // The retry's 409 was about the first attempt, which landed: the append reports success.
+    let (appended, _) = outcome?;
+    assert_eq!(nines, 1, "{rows:?}");
+    assert_eq!(
+        appended.metadata().current_snapshot_id(),
+        reloaded.metadata().current_snapshot_id()
+    );
+
+    // The same through iceberg's own commit path (Catalog::update_table from a transaction,
+    // whose retry on a retryable conflict would append the rows a second time).
+    let files = ops_core::write::write_data_files(
+        &reloaded,
+        futures::stream::iter([Ok(orders_batch(&reloaded, &[(10, Some("eu"), Some(2))])?)]),
+    )
+    .await?;
+    proxy.add("POST", "/tables/orders", Fault::ForwardThenUnavailable, 1);
+    let tx = iceberg::transaction::Transaction::new(&reloaded);
+    let tx = iceberg::transaction::ApplyTransactionAction::apply(
+        tx.fast_append().add_data_files(files),
+        tx,
+    )?;
+    let outcome = tx.commit(handle.catalog().as_ref()).await;
+    let after = handle.catalog().load_table(&ident).await?;
+    let rows = scan_json(&after).await?;
+    let tens = rows.iter().filter(|r| r["id"] == 10).count();
+    assert_eq!(tens, 1, "{rows:?}");
+    let committed = outcome?;
+    assert_eq!(
+        committed.metadata().current_snapshot_id(),
+        after.metadata().current_snapshot_id()
+    );
     Ok(())
 }
 
