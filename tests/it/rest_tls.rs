@@ -519,3 +519,31 @@ async fn credential_wins_over_a_configured_token_as_in_pyiceberg() -> TestResult
     );
     Ok(())
 }
+
+/// A token endpoint answering an `expires_in` beyond what the clock can add (u64::MAX seconds)
+/// is a token with no known expiry, not a panic.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_absurd_expires_in_is_no_known_expiry() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let ca = TestCa::new(dir.path(), "huge");
+    let issuer = Issuer::start(IssuerOptions {
+        tls: Some(ca.server("issuer")),
+        announced_expires_in: Some(u64::MAX),
+        ..Default::default()
+    });
+    let rustberg = Rustberg::start();
+    let gateway = issuer.gateway(rustberg.server.port, &ca.server("gateway"), "rustberg");
+    let p = props(&[
+        ("type", "rest"),
+        ("uri", &gateway.uri()),
+        ("ssl.cabundle", &ca.ca_pem.display().to_string()),
+        ("oauth2-server-uri", &issuer.token_url()),
+        ("credential", &issuer.credential()),
+    ]);
+    let handle = open("huge", &p).await?;
+    handle.catalog().list_namespaces(None).await?;
+    handle.catalog().list_namespaces(None).await?;
+    assert_eq!(issuer.tokens_issued(), 1);
+    Ok(())
+}
