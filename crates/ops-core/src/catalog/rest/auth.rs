@@ -84,7 +84,13 @@ impl Auth {
                 client_secret: c.to_string(),
             },
         });
-        let token = opts.get("token").map(str::to_string);
+        // PyIceberg 0.12 (LegacyOAuth2AuthManager.__init__ → _refresh_token) fetches a token
+        // with `credential` at once, replacing a configured `token`: with both set, the
+        // configured token is never sent.
+        let token = opts
+            .get("token")
+            .filter(|_| credential.is_none())
+            .map(str::to_string);
         let mut params = vec![(
             "scope".to_string(),
             opts.get("scope").unwrap_or("catalog").to_string(),
@@ -99,7 +105,7 @@ impl Auth {
             configured_endpoint: opts.get("oauth2-server-uri").map(str::to_string),
             default_endpoint: format!("{}/v1/oauth/tokens", opts.uri),
             params,
-            had_token: token.is_some(),
+            had_token: opts.get("token").is_some(),
             state: Mutex::new(State {
                 token,
                 ..State::default()
