@@ -418,3 +418,132 @@ async fn sigv4_requests_pass_botocores_check() -> TestResult {
     );
     Ok(())
 }
+
+/// A gateway that forwarded a commit, which the catalog applied, and then answered 503 (Envoy's
+/// "upstream reset before headers"): the retry is refused with 409 because the first attempt
+/// moved the table. That 409 is not a clean conflict — the files the first attempt wrote are the
+/// table's current snapshot — so they must not be deleted, and the rows must not land twice.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_retried_commit_refused_with_409_keeps_the_snapshot_it_may_have_made() -> TestResult {
+    init_tracing();
+    let rustberg = Rustberg::start();
+    let proxy = FaultProxy::start(rustberg.server.port);
+    let p = props(&[("type", "rest"), ("uri", &proxy.url())]);
+    let handle = open("gw", &p).await?;
+    let table = create_orders(&handle, "gwns").await?;
+    let ident = table.identifier().clone();
+    let batch = orders_batch(&table, SAMPLE)?;
+    let (table, _) = ops_core::append::append(
+        &handle,
+        &table,
+        futures::stream::iter([Ok(batch)]),
+        Default::default(),
+    )
+    .await?;
+
+    proxy.add("POST", "/tables/orders", Fault::ForwardThenUnavailable, 1);
+    proxy.clear_seen();
+    let batch = orders_batch(&table, &[(9, Some("us"), Some(1))])?;
+    let outcome = ops_core::append::append(
+        &handle,
+        &table,
+        futures::stream::iter([Ok(batch)]),
+        Default::default(),
+    )
+    .await;
+    let posts = count(&proxy, "POST", "/tables/orders");
+    assert_eq!(posts, 2, "the commit answered 503 was not sent again");
+    // Whatever the append reports, the table must stay readable and hold row 9 at most once.
+    let reloaded = handle.catalog().load_table(&ident).await?;
+    let rows = scan_json(&reloaded).await.map_err(|e| {
+        anyhow::anyhow!(
+            "the table is unreadable after the append ({} POSTs, outcome {:?}): {e:#}",
+            posts,
+            outcome.as_ref().map(|_| ()).map_err(|e| e.to_string())
+        )
+    })?;
+    let nines = rows.iter().filter(|r| r["id"] == 9).count();
+    assert!(nines <= 1, "row 9 landed {nines} times: {rows:?}");
+    // The retry's 409 was about the first attempt, which landed: the append reports success.
+    let (appended, _) = outcome?;
+    assert_eq!(nines, 1, "{rows:?}");
+    assert_eq!(
+        appended.metadata().current_snapshot_id(),
+        reloaded.metadata().current_snapshot_id()
+    );
+
+    // The same through iceberg's own commit path (Catalog::update_table from a transaction,
+    // whose retry on a retryable conflict would append the rows a second time).
+    let files = ops_core::write::write_data_files(
+        &reloaded,
+        futures::stream::iter([Ok(orders_batch(&reloaded, &[(10, Some("eu"), Some(2))])?)]),
+    )
+    .await?;
+    proxy.add("POST", "/tables/orders", Fault::ForwardThenUnavailable, 1);
+    let tx = iceberg::transaction::Transaction::new(&reloaded);
+    let tx = iceberg::transaction::ApplyTransactionAction::apply(
+        tx.fast_append().add_data_files(files),
+        tx,
+    )?;
+    let outcome = tx.commit(handle.catalog().as_ref()).await;
+    let after = handle.catalog().load_table(&ident).await?;
+    let rows = scan_json(&after).await?;
+    let tens = rows.iter().filter(|r| r["id"] == 10).count();
+    assert_eq!(tens, 1, "{rows:?}");
+    let committed = outcome?;
+    assert_eq!(
+        committed.metadata().current_snapshot_id(),
+        after.metadata().current_snapshot_id()
+    );
+    Ok(())
+}
+
+/// PyIceberg 0.12 (LegacyOAuth2AuthManager.__init__) fetches a token with `credential` at once,
+/// replacing a configured `token`: with both set, the credential's token is what is sent.
+#[tokio::test(flavor = "multi_thread")]
+async fn credential_wins_over_a_configured_token_as_in_pyiceberg() -> TestResult {
+    init_tracing();
+    let sc = SecureCatalog::start(Duration::from_secs(3600), 0);
+    let credential = sc.issuer.credential();
+    let token = sc.issuer.mint(600);
+    let handle = open(
+        "both",
+        &sc.props(&[("credential", &credential), ("token", &token)]),
+    )
+    .await?;
+    handle.catalog().list_namespaces(None).await?;
+    assert_eq!(
+        sc.issuer.tokens_issued(),
+        1,
+        "the credential was not exchanged for a token; the configured token was sent instead"
+    );
+    Ok(())
+}
+
+/// A token endpoint answering an `expires_in` beyond what the clock can add (u64::MAX seconds)
+/// is a token with no known expiry, not a panic.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_absurd_expires_in_is_no_known_expiry() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let ca = TestCa::new(dir.path(), "huge");
+    let issuer = Issuer::start(IssuerOptions {
+        tls: Some(ca.server("issuer")),
+        announced_expires_in: Some(u64::MAX),
+        ..Default::default()
+    });
+    let rustberg = Rustberg::start();
+    let gateway = issuer.gateway(rustberg.server.port, &ca.server("gateway"), "rustberg");
+    let p = props(&[
+        ("type", "rest"),
+        ("uri", &gateway.uri()),
+        ("ssl.cabundle", &ca.ca_pem.display().to_string()),
+        ("oauth2-server-uri", &issuer.token_url()),
+        ("credential", &issuer.credential()),
+    ]);
+    let handle = open("huge", &p).await?;
+    handle.catalog().list_namespaces(None).await?;
+    handle.catalog().list_namespaces(None).await?;
+    assert_eq!(issuer.tokens_issued(), 1);
+    Ok(())
+}

@@ -46,6 +46,9 @@ pub struct IssuerOptions {
     /// The first this many tokens are already expired although `expires_in` says otherwise
     /// (a revoked token, as the catalog sees it).
     pub stale_first: usize,
+    /// Announce this `expires_in` instead of the lifetime (the token's `exp` still follows the
+    /// lifetime), as a server that answers a nonsense value.
+    pub announced_expires_in: Option<u64>,
 }
 
 impl Default for IssuerOptions {
@@ -57,6 +60,7 @@ impl Default for IssuerOptions {
             default_audience: "rustberg".into(),
             tls: None,
             stale_first: 0,
+            announced_expires_in: None,
         }
     }
 }
@@ -443,10 +447,14 @@ impl Shared {
             lifetime
         };
         let token = self.jwt(&audience, valid_for);
+        let expires_in = self
+            .opts
+            .announced_expires_in
+            .unwrap_or(self.opts.lifetime.as_secs());
         (
             200,
             serde_json::json!({
-                "access_token": token, "token_type": "bearer", "expires_in": lifetime,
+                "access_token": token, "token_type": "bearer", "expires_in": expires_in,
                 "issued_token_type": "urn:ietf:params:oauth:token-type:access_token",
             })
             .to_string(),

@@ -17,6 +17,9 @@ pub enum Fault {
     Drop,
     /// Wait this long, then forward it.
     Stall(Duration),
+    /// Forward it (the server acts on it), then answer `503` instead of the server's reply, as
+    /// a gateway whose upstream connection broke after the request was handled.
+    ForwardThenUnavailable,
 }
 
 /// Applies `fault` to the next `times` requests whose method is `method` and whose path
@@ -216,7 +219,7 @@ fn handle<S: Read + Write>(stream: S, shared: &Shared) {
         // Dropping the stream closes the connection without an answer.
         Some(Fault::Drop) => return,
         Some(Fault::Stall(d)) => std::thread::sleep(d),
-        None => {}
+        Some(Fault::ForwardThenUnavailable) | None => {}
     }
     let Ok(mut upstream) = TcpStream::connect(("127.0.0.1", shared.upstream)) else {
         return;
@@ -226,6 +229,17 @@ fn handle<S: Read + Write>(stream: S, shared: &Shared) {
     }
     let mut response = Vec::new();
     let _ = upstream.read_to_end(&mut response);
+    if fault == Some(Fault::ForwardThenUnavailable) {
+        let body =
+            r#"{"error":{"message":"upstream reset","type":"ServiceUnavailable","code":503}}"#;
+        let _ = write!(
+            client,
+            "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: \
+             {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        return;
+    }
     let _ = client.write_all(&response);
     let _ = client.flush();
 }

@@ -125,9 +125,10 @@ pub struct EmulatorServer {
 impl EmulatorServer {
     /// Starts the emulator on the current tokio runtime.
     pub async fn start(moto: &Moto, step_delay: Duration) -> Self {
-        // rustls is built with two crypto providers in this workspace: pick one for the
-        // process, as the binaries do.
-        let _ = rustls::crypto::ring::default_provider().install_default();
+        // rustls is built with two crypto providers in this workspace: install the one the
+        // product installs (ops-core's aws-lc-rs), so whichever server starts first, ops-core
+        // runs with its own provider as in production.
+        crate::tls::install_provider();
         let ca = TestCa::new();
         let cert = ca.server_cert();
         let dir = tempfile::tempdir().expect("tempdir");

@@ -47,6 +47,20 @@ pub enum Error {
         detail: String,
     },
 
+    /// A commit may or may not have landed: its connection failed after the request was sent,
+    /// the catalog answered 5xx, or a repeated request was refused (a 409 after a 503 may mean
+    /// the first attempt landed). The files it wrote are kept, since the table may reference
+    /// them; reload the table to see (Java's `CommitStateUnknownException`).
+    #[error(
+        "commit to {table}: its outcome is unknown ({detail}); the files it wrote are kept; reload the table before trying again"
+    )]
+    CommitStateUnknown {
+        /// The table.
+        table: String,
+        /// Why it is unknown.
+        detail: String,
+    },
+
     /// The catalog service refused or failed a request.
     #[error("catalog '{catalog}': {message}")]
     Catalog {

@@ -255,6 +255,7 @@ impl StepError {
                 ops_core::Error::CatalogOpen { .. } => "CatalogOpen",
                 ops_core::Error::Io { .. } => "IoError",
                 ops_core::Error::CommitConflict { .. } => "CommitConflict",
+                ops_core::Error::CommitStateUnknown { .. } => "CommitStateUnknown",
                 ops_core::Error::Catalog { .. } => "CatalogError",
                 ops_core::Error::Iceberg(_) => "IcebergError",
                 ops_core::Error::Arrow(_) => "ArrowError",

@@ -3,7 +3,25 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-const SECRET_MARKERS: [&str; 5] = ["secret", "token", "credential", "password", "session"];
+/// Parts of property names that hold secrets. Beyond the obvious words these cover PyIceberg's
+/// credential-bearing keys whose names say none of them (pyiceberg/io/__init__.py):
+/// `adls.account-key`, `adls.connection-string` (it embeds `AccountKey=`), `hdfs.kerberos_ticket`; and the usual spellings of keys in headers and custom FileIO
+/// properties (`api-key`, `private-key`, `passwd`).
+const SECRET_MARKERS: [&str; 13] = [
+    "secret",
+    "token",
+    "credential",
+    "password",
+    "passwd",
+    "session",
+    "account-key",
+    "accountkey",
+    "connection-string",
+    "ticket",
+    "api-key",
+    "apikey",
+    "private-key",
+];
 
 /// True when a property of this name holds a secret. Every `header.*` value counts: headers
 /// carry API keys and tokens under names no list can anticipate (`X-Api-Key`, `X-Auth`, ...).
@@ -68,6 +86,52 @@ mod tests {
         assert_eq!(display_value("header.X-Api-Key", "k-123"), "***");
         assert_eq!(display_value("header.x-tenant", "acme"), "***");
         assert_eq!(display_value("ssl.cabundle", "/etc/ca.pem"), "/etc/ca.pem");
+    }
+
+    /// Every credential-bearing key PyIceberg 0.12 defines (pyiceberg/io/__init__.py and the
+    /// catalogs' modules) is masked; the non-secret neighbours are not.
+    #[test]
+    fn every_pyiceberg_credential_key_is_masked() {
+        for key in [
+            "s3.secret-access-key",
+            "s3.session-token",
+            "client.secret-access-key",
+            "client.session-token",
+            "glue.secret-access-key",
+            "glue.session-token",
+            "dynamodb.secret-access-key",
+            "dynamodb.session-token",
+            "adls.account-key",
+            "adls.connection-string",
+            "adls.sas-token",
+            "adls.sas-token.myaccount.dfs.core.windows.net",
+            "adls.credential",
+            "adls.client-secret",
+            "adls.token",
+            "gcs.oauth2.token",
+            "gcp.bigquery.credentials-info",
+            "hf.token",
+            "hdfs.kerberos_ticket",
+            "token",
+            "credential",
+            "rest.signing-secret",
+            "my.api-key",
+            "ssl.client.private-key-password",
+        ] {
+            assert_eq!(display_value(key, "v4lue"), "***", "{key} was shown");
+        }
+        for key in [
+            "adls.account-name",
+            "adls.tenant-id",
+            "s3.endpoint",
+            "s3.region",
+            "gcs.project-id",
+            "hf.endpoint",
+            "warehouse",
+            "ssl.client.key",
+        ] {
+            assert_eq!(display_value(key, "v4lue"), "v4lue", "{key} was masked");
+        }
     }
 
     #[test]

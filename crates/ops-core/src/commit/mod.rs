@@ -141,7 +141,7 @@ async fn commit_inner(handle: &CatalogHandle, base: &Table, change: TableChange)
                 catalog: settings.name().to_string(),
                 message: "this REST catalog handle has no client to commit through".into(),
             })?;
-            return rest::commit(client, base, change).await;
+            return rest::commit(client, handle, base, change).await;
         }
         _ if !commits_supported(settings) => return Err(unsupported(settings)),
         CatalogKind::Memory => return Err(unsupported(settings)),

@@ -84,7 +84,13 @@ impl Auth {
                 client_secret: c.to_string(),
             },
         });
-        let token = opts.get("token").map(str::to_string);
+        // PyIceberg 0.12 (LegacyOAuth2AuthManager.__init__ → _refresh_token) fetches a token
+        // with `credential` at once, replacing a configured `token`: with both set, the
+        // configured token is never sent.
+        let token = opts
+            .get("token")
+            .filter(|_| credential.is_none())
+            .map(str::to_string);
         let mut params = vec![(
             "scope".to_string(),
             opts.get("scope").unwrap_or("catalog").to_string(),
@@ -99,7 +105,7 @@ impl Auth {
             configured_endpoint: opts.get("oauth2-server-uri").map(str::to_string),
             default_endpoint: format!("{}/v1/oauth/tokens", opts.uri),
             params,
-            had_token: token.is_some(),
+            had_token: opts.get("token").is_some(),
             state: Mutex::new(State {
                 token,
                 ..State::default()
@@ -134,11 +140,11 @@ impl Auth {
         if due {
             match self.fetch(client).await {
                 Ok((token, expires_in)) => {
-                    let now = Instant::now();
+                    let (expires_at, refresh_at) = deadlines(Instant::now(), expires_in);
                     state.token = Some(token);
                     state.generation += 1;
-                    state.expires_at = expires_in.map(|d| now + d);
-                    state.refresh_at = expires_in.map(|d| now + d - margin(d));
+                    state.expires_at = expires_at;
+                    state.refresh_at = refresh_at;
                 }
                 Err(e) => {
                     // A refresh ahead of expiry may fail while the old token still works.
@@ -257,6 +263,20 @@ impl Auth {
             token.expires_in.map(Duration::from_secs),
         ))
     }
+}
+
+/// When a token fetched at `now` expires and when to refresh it. An `expires_in` too far out
+/// for the clock (a server answering u64::MAX) means no known expiry, as no `expires_in` does.
+fn deadlines(now: Instant, expires_in: Option<Duration>) -> (Option<Instant>, Option<Instant>) {
+    let Some(lifetime) = expires_in else {
+        return (None, None);
+    };
+    let Some(expires_at) = now.checked_add(lifetime) else {
+        return (None, None);
+    };
+    // The margin is at most the lifetime, so this is never before `now`.
+    let refresh_at = expires_at.checked_sub(margin(lifetime)).unwrap_or(now);
+    (Some(expires_at), Some(refresh_at))
 }
 
 /// How long before expiry a token is refreshed.

@@ -525,6 +525,8 @@ impl Catalog for RestCatalog {
 
     async fn update_table(&self, mut commit: TableCommit) -> iceberg::Result<Table> {
         let ident = commit.identifier().clone();
+        let updates = commit.take_updates();
+        let adds = super::added_snapshots(&updates);
         let reply = self
             .client
             .call_json(
@@ -533,10 +535,33 @@ impl Catalog for RestCatalog {
                 &CommitTableRequest {
                     identifier: Some(ident.clone()),
                     requirements: commit.take_requirements(),
-                    updates: commit.take_updates(),
+                    updates,
                 },
             )
             .await?;
+        if reply.retried && !reply.status.is_success() {
+            // The request was sent again after an answer (a gateway's 503) that may have come
+            // after the catalog applied it; a 409 then is the repeat hitting the first attempt's
+            // result. Not retryable: a transaction retry would apply the change a second time.
+            // See commit/rest.rs.
+            if !adds.is_empty()
+                && let Ok(table) = self.load_table(&ident).await
+                && adds
+                    .iter()
+                    .all(|id| table.metadata().snapshot_by_id(*id).is_some())
+            {
+                return Ok(table);
+            }
+            return Err(self.client.error(
+                ErrorKind::Unexpected,
+                format!(
+                    "{} answered {} to a repeated commit ({}): the commit state of {ident} is                      unknown, the first attempt may have landed; reload the table before trying                      again",
+                    reply.what,
+                    reply.status,
+                    super::server_message(&reply.body)
+                ),
+            ));
+        }
         let response: CommitTableResponse = match reply.status {
             StatusCode::OK => self.client.parse(&reply)?,
             StatusCode::NOT_FOUND => {

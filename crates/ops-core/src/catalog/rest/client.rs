@@ -26,6 +26,10 @@ pub(crate) struct Reply {
     pub body: Bytes,
     /// `METHOD url`, for messages.
     pub what: String,
+    /// An earlier attempt of this request was answered (429/503) or failed and was sent again.
+    /// A gateway may answer 503 after the catalog acted, so for a commit this reply may be the
+    /// answer to a change that already landed (a 409 then means "you already did this").
+    pub retried: bool,
 }
 
 #[derive(Deserialize)]
@@ -233,9 +237,11 @@ impl RestClient {
     /// Sends one request with authentication, signing and retries, and reads the reply.
     ///
     /// Retried: a request that never left (connection refused or reset while connecting), a
-    /// 429 or 503 (the server did not act on it; `Retry-After` honoured), and for GET and HEAD
-    /// also timeouts, resets and 502/504. A 401 refreshes an OAuth2 token once. A POST that may
-    /// have reached the server is never repeated: its outcome is reported as unknown.
+    /// 429 or 503 (`Retry-After` honoured), and for GET and HEAD also timeouts, resets and
+    /// 502/504. A 401 refreshes an OAuth2 token once. A POST whose connection failed after it
+    /// may have reached the server is never repeated: its outcome is reported as unknown. A 503
+    /// normally means the catalog did not act, but a gateway can answer 503 after forwarding,
+    /// so [`Reply::retried`] tells a commit that its answer may be about a repeat.
     pub(crate) async fn call(
         &self,
         method: Method,
@@ -311,7 +317,12 @@ impl RestClient {
                     return Err(self.transport_error(&what, &e, idempotent));
                 }
             };
-            let reply = Reply { status, body, what };
+            let reply = Reply {
+                status,
+                body,
+                what,
+                retried: retries > 0,
+            };
             return match status.as_u16() {
                 401 | 419 => Err(self.unauthorized(&reply, refreshed)),
                 403 => Err(self.error(
@@ -426,7 +437,12 @@ impl RestClient {
                         .bytes()
                         .await
                         .map_err(|e| self.describe_transport(&e))?;
-                    return Ok(Reply { status, body, what });
+                    return Ok(Reply {
+                        status,
+                        body,
+                        what,
+                        retried: retries > 0,
+                    });
                 }
             }
         }

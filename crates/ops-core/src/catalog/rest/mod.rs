@@ -163,6 +163,18 @@ impl RestOptions {
 
 /// Percent-encodes one path segment or query value (RFC 3986 unreserved characters kept), as
 /// PyIceberg's `quote(part, safe="")` does.
+/// The ids of the snapshots a commit adds: what shows whether a commit whose answer was lost
+/// or ambiguous landed.
+pub(crate) fn added_snapshots(updates: &[iceberg::TableUpdate]) -> Vec<i64> {
+    updates
+        .iter()
+        .filter_map(|u| match u {
+            iceberg::TableUpdate::AddSnapshot { snapshot } => Some(snapshot.snapshot_id()),
+            _ => None,
+        })
+        .collect()
+}
+
 pub(crate) fn encode(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
