@@ -51,6 +51,13 @@ fn own_text(e: &(dyn StdError + 'static)) -> String {
                 continue;
             }
             if let Some(at) = text.find(&embedded) {
+                // Embedded mid-sentence (`batch 0 failed: {source}; no batch was committed`),
+                // the source's text is part of this layer's sentence: keep it there, and the
+                // chain skips the source as already said.
+                let after = text[at + embedded.len()..].trim_start_matches([')', ' ']);
+                if !after.is_empty() {
+                    return tidy(&text);
+                }
                 text.replace_range(at..at + embedded.len(), "");
             }
         }
@@ -241,6 +248,34 @@ mod tests {
         assert_eq!(
             error_chain(&err),
             "namespace a.b is empty: No such table: corpus.x"
+        );
+    }
+
+    /// Like ops-datamig's `Batch`: the source's text in the middle of the sentence.
+    #[derive(Debug)]
+    struct Batch;
+
+    impl std::fmt::Display for Batch {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "batch 0 failed: {}; no batch was committed", Tls)
+        }
+    }
+
+    impl StdError for Batch {
+        fn source(&self) -> Option<&(dyn StdError + 'static)> {
+            Some(&Tls)
+        }
+    }
+
+    /// A source embedded mid-sentence stays where its layer put it, once; cutting it out
+    /// printed `batch 0 failed: ; no batch was committed: invalid peer certificate: …`.
+    #[test]
+    fn a_cause_in_the_middle_of_a_sentence_stays_there() {
+        let err = anyhow::Error::new(Batch).context("migrate-data");
+        assert_eq!(
+            error_chain(&err),
+            "migrate-data: batch 0 failed: invalid peer certificate: UnknownIssuer; no batch \
+             was committed"
         );
     }
 

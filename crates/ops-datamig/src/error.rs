@@ -26,7 +26,7 @@ pub enum MigrationError {
     #[error(
         "cannot resume from checkpoint {}: {reason}{}",
         path.display(),
-        rollback_hint(*committed_batches, *rollback_to)
+        rollback_hint(dest, *committed_batches, *rollback_to)
     )]
     Resume {
         /// The checkpoint file.
@@ -37,6 +37,8 @@ pub enum MigrationError {
         committed_batches: u64,
         /// The destination snapshot before the job wrote anything (`dest_snapshot_before`).
         rollback_to: Option<i64>,
+        /// The destination as CLI commands name it (`NS.T --catalog C`), for the advice.
+        dest: String,
     },
 
     /// A batch failed mid-stream; every earlier batch is committed (and checkpointed).
@@ -83,19 +85,20 @@ impl From<iceberg::Error> for MigrationError {
     }
 }
 
-fn rollback_hint(committed: u64, rollback_to: Option<i64>) -> String {
+fn rollback_hint(dest: &str, committed: u64, rollback_to: Option<i64>) -> String {
     if committed == 0 {
         return String::new();
     }
-    // Said as the commands an operator runs: the destination's name is not known here.
+    // Said as the commands an operator runs, on the job's destination.
     let undo = match rollback_to {
         Some(id) => format!(
-            "roll the destination back to snapshot {id} (`iceberg-ops table rollback NS.TABLE \
+            "roll the destination back to snapshot {id} (`iceberg-ops table rollback {dest} \
              --to {id}`)"
         ),
-        None => "empty the destination, which had no snapshot before the job (`iceberg-ops \
-                 table delete NS.TABLE --where true`)"
-            .to_string(),
+        None => format!(
+            "empty the destination, which had no snapshot before the job (`iceberg-ops table \
+             delete {dest} --where true`)"
+        ),
     };
     format!(
         ". {committed} batch(es) of this job are already committed: {undo} before deleting the \
@@ -115,10 +118,11 @@ mod tests {
             reason: "it records a completed migration".into(),
             committed_batches: 3,
             rollback_to: Some(42),
+            dest: "db.orders --catalog prod".into(),
         }
         .to_string();
         assert!(
-            err.contains("`iceberg-ops table rollback NS.TABLE --to 42`"),
+            err.contains("`iceberg-ops table rollback db.orders --catalog prod --to 42`"),
             "{err}"
         );
         assert!(err.contains("before deleting the checkpoint file"), "{err}");
@@ -128,10 +132,11 @@ mod tests {
             reason: "r".into(),
             committed_batches: 1,
             rollback_to: None,
+            dest: "db.orders --catalog prod".into(),
         }
         .to_string();
         assert!(
-            err.contains("`iceberg-ops table delete NS.TABLE --where true`"),
+            err.contains("`iceberg-ops table delete db.orders --catalog prod --where true`"),
             "{err}"
         );
         let corrupt = ops_checkpoint::CheckpointError::Corrupt {

@@ -423,6 +423,11 @@ impl TableRef {
         format!("{} (catalog '{}')", self.ident, self.handle.name())
     }
 
+    /// The table as a CLI command names it: `NS.T --catalog C`, for advice an operator runs.
+    pub(crate) fn cli_args(&self) -> String {
+        format!("{} --catalog {}", self.ident, self.handle.name())
+    }
+
     pub(crate) async fn load(&self) -> Result<Table> {
         self.handle
             .catalog()

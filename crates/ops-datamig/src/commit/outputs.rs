@@ -87,6 +87,7 @@ impl MigrationPlan {
                         reason,
                         committed_batches: committed,
                         rollback_to: self.dest_snapshot_before,
+                        dest: dest_ref.cli_args(),
                     };
                     if state.completed {
                         return Err(refuse(
@@ -117,6 +118,7 @@ impl MigrationPlan {
                             ),
                             committed_batches: state.last_committed_batch.map_or(0, |b| b + 1),
                             rollback_to: self.dest_snapshot_before,
+                            dest: dest_ref.cli_args(),
                         });
                     }
                 }

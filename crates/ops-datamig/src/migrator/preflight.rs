@@ -241,6 +241,7 @@ impl DataMigrator {
                 ),
                 committed_batches: 0,
                 rollback_to: None,
+                dest: self.dest.cli_args(),
             });
         }
         let catalog = self.dest.handle.catalog();

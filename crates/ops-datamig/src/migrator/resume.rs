@@ -84,6 +84,7 @@ impl DataMigrator {
             reason,
             committed_batches: committed,
             rollback_to,
+            dest: self.dest.cli_args(),
         };
         if state.completed {
             return Err(refuse(
@@ -167,6 +168,7 @@ impl DataMigrator {
                 .as_ref()
                 .and_then(|j| j.get("dest_snapshot_before"))
                 .and_then(Value::as_i64),
+            dest: self.dest.cli_args(),
         };
         let snapshot = snapshot.map_or("none".to_string(), |s| s.to_string());
         let current = source.metadata().current_schema_id();
@@ -213,6 +215,7 @@ impl DataMigrator {
                     .into(),
                 committed_batches: state.last_committed_batch.map_or(0, |b| b + 1),
                 rollback_to: dest_snapshot_before,
+                dest: self.dest.cli_args(),
             });
         }
         Ok(())
