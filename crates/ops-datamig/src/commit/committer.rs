@@ -280,7 +280,11 @@ impl Committer {
         let mut run: Vec<BatchWork> = Vec::new();
         let mut works = works.into_iter();
         while let Some(work) = works.next() {
+            // Only batches whose worker wrote their manifest: their commit is the metadata
+            // alone, which is what waits behind the writing. A file-copy batch has no rows to
+            // write, so grouping it would only turn many small commits into one late one.
             let joins = self.mode == WriteMode::Append
+                && work.manifest.is_some()
                 && matches!(&work.payload, Payload::Written(w) if !w.files.is_empty());
             if joins {
                 run.push(work);
@@ -903,7 +907,7 @@ mod tests {
         let log_before = c.dest.metadata().metadata_log().len();
         let mut works = Vec::new();
         for index in 1..4 {
-            works.push(batch(&c.dest, index, index != 2).await?);
+            works.push(batch(&c.dest, index, true).await?);
         }
         c.handle_group(works).await.map_err(|(_, e)| e)?;
         assert_eq!(c.next_batch(), 4);
@@ -930,6 +934,27 @@ mod tests {
         assert_eq!(result.rows_moved, 1 + 2 + 3 + 4);
         assert_eq!(result.batches_committed, 4);
         assert_eq!(result.new_snapshots.len(), 4);
+        Ok(())
+    }
+
+    /// A batch without a prepared manifest (a file copy's) commits on its own, between the
+    /// series of prepared ones around it: its commit is not the metadata alone.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_batch_without_a_prepared_manifest_commits_alone() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let mut c = committer(dir.path()).await?;
+        let log_before = c.dest.metadata().metadata_log().len();
+        let mut works = Vec::new();
+        for index in 0..5 {
+            works.push(batch(&c.dest, index, index != 2).await?);
+        }
+        c.handle_group(works).await.map_err(|(_, e)| e)?;
+        assert_eq!(c.next_batch(), 5);
+        // [0, 1] together, 2 alone, [3, 4] together: three commits, each one metadata file
+        // (one by one there would be five).
+        let md = c.dest.metadata();
+        assert_eq!(md.metadata_log().len(), log_before + 3);
+        assert_eq!(md.snapshots().count(), 5);
         Ok(())
     }
 
