@@ -100,6 +100,8 @@ impl AppendBuilder {
     async fn execute(self) -> Result<(Table, SnapshotMetrics)> {
         let default_spec: std::sync::Mutex<Option<i32>> = std::sync::Mutex::new(None);
         let prepared = &self.prepared;
+        let landed: std::sync::Mutex<Option<SnapshotMetrics>> = std::sync::Mutex::new(None);
+        let landed_ref = &landed;
         let committed =
             commit_snapshot_from(&self.handle, &self.ident, self.known.clone(), |base| {
                 let spec = *default_spec
@@ -116,6 +118,13 @@ impl AppendBuilder {
                     if files.is_empty() && prepared.is_none() {
                         return Ok(None);
                     }
+                    // An earlier attempt landed although it was reported as failed: done.
+                    if let Some(p) = prepared
+                        && let Some(m) = p.landed_in(&base).await?
+                    {
+                        *landed_ref.lock().unwrap_or_else(|p| p.into_inner()) = Some(m);
+                        return Ok(None);
+                    }
                     let cache = ManifestCache::new(&base);
                     let mut producer = SnapshotProducer::new(&base, &cache, Operation::Append)
                         .add_files_by_spec(files)
@@ -127,11 +136,16 @@ impl AppendBuilder {
                 }
             })
             .await?;
-        // A prepared manifest the snapshot did not take is referenced by nothing.
+        let committed = match landed.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            Some(m) => (committed.0, m),
+            None => committed,
+        };
+        // A prepared manifest the snapshot did not take is referenced by nothing — unless a
+        // snapshot was made with it after all.
         let (table, metrics) = &committed;
         for p in self.prepared.iter().chain(&self.leftover) {
             if p.snapshot_id() != metrics.snapshot_id {
-                p.discard(table).await;
+                p.discard_unless_committed(table).await;
             }
         }
         Ok(committed)
@@ -203,6 +217,37 @@ impl AppendSeries {
             &self.ident,
             Some(self.base.clone()),
             |base| async move {
+                // One swap made every snapshot of an earlier attempt or none: if the first
+                // prepared one is in the table, the attempt landed although it was reported
+                // as failed.
+                if let Some(first) = appends.iter().find_map(|a| a.prepared.as_ref())
+                    && first.landed_in(&base).await?.is_some()
+                {
+                    let mut metrics = Vec::with_capacity(appends.len());
+                    for append in appends {
+                        let landed = match &append.prepared {
+                            Some(p) => p.landed_in(&base).await?,
+                            None if append.written.files.is_empty() => {
+                                metrics.push(None);
+                                continue;
+                            }
+                            None => None,
+                        };
+                        let Some(m) = landed else {
+                            return Err(crate::Error::CommitStateUnknown {
+                                table: base.identifier().to_string(),
+                                detail: format!(
+                                    "snapshot {} of this series is in the table but not all \
+                                     of the series' appends can be found there",
+                                    first.snapshot_id()
+                                ),
+                            });
+                        };
+                        metrics.push(Some(m));
+                    }
+                    *out_ref.lock().unwrap_or_else(|p| p.into_inner()) = metrics;
+                    return Ok(None);
+                }
                 let mut metrics = Vec::with_capacity(appends.len());
                 let mut change = crate::commit::TableChange::default();
                 let mut current = base.clone();
@@ -259,7 +304,7 @@ impl AppendSeries {
             if let Some(p) = &append.prepared
                 && m.as_ref().map(|m| m.snapshot_id) != Some(p.snapshot_id())
             {
-                p.discard(&table).await;
+                p.discard_unless_committed(&table).await;
             }
         }
         Ok((table, metrics))
@@ -442,6 +487,74 @@ mod tests {
         let list = ManifestCache::new(&table).manifest_list(snapshot).await?;
         assert!(list.iter().all(|m| m.manifest_path != prepared.path()));
         assert_eq!(rows(&table).await?, 2);
+        Ok(())
+    }
+
+    /// An append that landed although its caller was told it failed (a lost answer, Glue's or
+    /// S3 Tables' SDK retry then reporting a conflict) and is tried again on a base that does
+    /// not show it yet: the retry finds its snapshot in the reloaded table and is done. It adds
+    /// the files no second time and keeps the manifest the landed snapshot lists.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_retried_append_that_had_landed_is_not_added_again() -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let (handle, base) = table(dir.path()).await?;
+        let written = write(&base, vec![1, 2, 3]).await?;
+        let prepared = PreparedManifest::write(&base, &written)
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("files were written"))?;
+        let (landed, _) = AppendBuilder::new(&handle, base.identifier().clone())
+            .with_base(base.clone())
+            .add_prepared(prepared.clone())
+            .await?;
+        // The retry starts from the base the first attempt started from.
+        let (table, metrics) = AppendBuilder::new(&handle, base.identifier().clone())
+            .with_base(base.clone())
+            .add_prepared(prepared.clone())
+            .await?;
+        assert_eq!(metrics.snapshot_id, prepared.snapshot_id());
+        assert_eq!(metrics.added_records, 3);
+        assert_eq!(table.metadata().snapshots().count(), 1);
+        assert_eq!(table.metadata_location(), landed.metadata_location());
+        assert!(table.file_io().exists(prepared.path()).await?);
+        assert_eq!(rows(&table).await?, 3);
+        Ok(())
+    }
+
+    /// The same for a series: its snapshots are all in the table, so a retry from the old
+    /// base is done, with each append's snapshot as its outcome.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_retried_series_that_had_landed_is_not_added_again() -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let (handle, base) = table(dir.path()).await?;
+        let mut appends = Vec::new();
+        for ids in [vec![1, 2], vec![3]] {
+            let written = write(&base, ids).await?;
+            let prepared = PreparedManifest::write(&base, &written).await?;
+            appends.push(SeriesAppend {
+                written,
+                prepared,
+                properties: HashMap::new(),
+            });
+        }
+        let series = |appends: &[SeriesAppend]| {
+            appends
+                .iter()
+                .cloned()
+                .fold(AppendSeries::new(&handle, base.clone()), |s, a| s.append(a))
+        };
+        let (_, first) = series(&appends).await?;
+        let (table, again) = series(&appends).await?;
+        let ids = |m: &[Option<SnapshotMetrics>]| -> Vec<Option<i64>> {
+            m.iter().map(|m| m.as_ref().map(|m| m.snapshot_id)).collect()
+        };
+        assert_eq!(ids(&again), ids(&first));
+        assert_eq!(table.metadata().snapshots().count(), 2);
+        for a in &appends {
+            if let Some(p) = &a.prepared {
+                assert!(table.file_io().exists(p.path()).await?);
+            }
+        }
+        assert_eq!(rows(&table).await?, 3);
         Ok(())
     }
 

@@ -338,6 +338,45 @@ impl PreparedManifest {
             && md.snapshot_by_id(self.snapshot_id).is_none()
     }
 
+    /// Whether a commit holding this manifest already landed in `table` — an attempt whose
+    /// answer was lost, retried on a base that now holds it: the snapshot with its id and the
+    /// metrics that snapshot had. Java fixes one snapshot id per producer, so a re-applied
+    /// append fails "snapshot already exists" rather than adding its files twice; here the
+    /// landed attempt is the outcome. A snapshot with its id that does not list the manifest is
+    /// not ours: the outcome is unknown, and nothing may be deleted.
+    pub(crate) async fn landed_in(&self, table: &Table) -> Result<Option<SnapshotMetrics>> {
+        let Some(snapshot) = table.metadata().snapshot_by_id(self.snapshot_id) else {
+            return Ok(None);
+        };
+        let list = ManifestCache::new(table).manifest_list(snapshot).await?;
+        if !list.iter().any(|m| m.manifest_path == self.path()) {
+            return Err(Error::CommitStateUnknown {
+                table: table.identifier().to_string(),
+                detail: format!(
+                    "snapshot {} exists but does not list the manifest {} that was written for \
+                     it",
+                    self.snapshot_id,
+                    self.path()
+                ),
+            });
+        }
+        Ok(Some(SnapshotMetrics {
+            snapshot_id: self.snapshot_id,
+            added_files: self.files.len() as u64,
+            removed_files: 0,
+            added_records: self.files.iter().map(|f| f.record_count()).sum(),
+            removed_records: 0,
+        }))
+    }
+
+    /// Deletes the manifest unless a snapshot of `table` was made with it: for a manifest no
+    /// commit took.
+    pub async fn discard_unless_committed(&self, table: &Table) {
+        if table.metadata().snapshot_by_id(self.snapshot_id).is_none() {
+            self.discard(table).await;
+        }
+    }
+
     /// Deletes the manifest (never the data files): for a manifest no commit will take.
     pub async fn discard(&self, table: &Table) {
         crate::commit::delete_quietly(table.file_io(), &[self.path().to_string()]).await;

@@ -958,6 +958,26 @@ mod tests {
         Ok(())
     }
 
+    /// A group that fails part-way has committed the batches before the failure, and the
+    /// committer counts them: the local executor reads `batches_done` after the group to say
+    /// how many batches are in the table (a re-run without a checkpoint would add them again).
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_group_failing_part_way_counts_what_it_committed() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let mut c = committer(dir.path()).await?;
+        let works = vec![
+            batch(&c.dest, 0, true).await?,
+            batch(&c.dest, 1, true).await?,
+            // Batch 1 again, without a manifest: refused after [0, 1] landed as a series.
+            batch(&c.dest, 1, false).await?,
+        ];
+        let (index, _) = c.handle_group(works).await.err().ok_or("refused")?;
+        assert_eq!(index, 1);
+        assert_eq!(c.batches_done, 2);
+        assert_eq!(c.dest.metadata().snapshots().count(), 2);
+        Ok(())
+    }
+
     /// Batches out of order are refused, and their files and prepared manifests deleted.
     #[tokio::test(flavor = "multi_thread")]
     async fn a_group_out_of_order_is_refused_and_discarded() -> TestResult {

@@ -180,11 +180,12 @@ impl DataMigrator {
         if pending.is_empty() {
             return Ok(());
         }
-        let done = committer.batches_done;
         let begun = std::time::Instant::now();
         let handled = committer.handle_group(std::mem::take(pending)).await;
         tally.committing += begun.elapsed();
         tally.rounds += 1;
-        handled.map_err(|(index, e)| self.batch_error(index, done, e))
+        // Counted after the group: the batches of it that landed before the failure are
+        // committed, and the error must say so (a re-run without a checkpoint adds them twice).
+        handled.map_err(|(index, e)| self.batch_error(index, committer.batches_done, e))
     }
 }
