@@ -213,9 +213,29 @@ async fn commit_inner(handle: &CatalogHandle, base: &Table, change: TableChange)
         Ok(Swap::Conflict(detail)) => {
             // An SDK retry of an update whose response was lost reports a conflict although the
             // first try landed (Java's checkCommitStatus): look before deleting anything.
-            if let Ok(current) = handle.catalog().load_table(&ident).await
-                && current.metadata_location() == Some(new_location.as_str())
-            {
+            // Landed means: the table points at our file, or did and another writer has
+            // committed on top since (our file is in its metadata log). If the table cannot be
+            // read, nobody knows, and the file must stay: deleting it could leave the pointer
+            // on a missing file.
+            let current = match handle.catalog().load_table(&ident).await {
+                Ok(current) => current,
+                Err(e) => {
+                    return Err(Error::CommitStateUnknown {
+                        table: ident.to_string(),
+                        detail: format!(
+                            "the catalog reported a conflict ({detail}) and the table could not \
+                             be reloaded to check whether the commit landed: {e}"
+                        ),
+                    });
+                }
+            };
+            let landed = current.metadata_location() == Some(new_location.as_str())
+                || current
+                    .metadata()
+                    .metadata_log()
+                    .iter()
+                    .any(|l| l.metadata_file == new_location);
+            if landed {
                 tracing::info!(table = %ident, "a conflict was reported but the commit landed");
                 return Ok(current);
             }

@@ -224,8 +224,163 @@ pub(crate) struct SnapshotProducer<'a> {
     cache: &'a ManifestCache,
     operation: Operation,
     added: Vec<(i32, DataFile)>,
+    /// A manifest of added files written ahead of the commit ([`PreparedManifest`]).
+    prepared: Option<&'a PreparedManifest>,
     removed: HashSet<String>,
     properties: HashMap<String, String>,
+}
+
+/// A manifest of ADDED data files written before the commit, for a snapshot id chosen then:
+/// a writer can prepare it beside writing the data, so the commit that takes it writes only the
+/// manifest list and the metadata (Java's `AppendFiles.appendManifest` takes a manifest written
+/// ahead in the same way). The manifest is exactly the one the commit would have written: same
+/// entries, same snapshot id, sequence numbers inherited from the manifest list.
+///
+/// The commit uses it while the table's current schema, the files' partition spec and the
+/// format version are those it was written under and the snapshot id is still free; otherwise
+/// the files are added as if handed in alone and the prepared manifest is deleted.
+#[derive(Debug, Clone)]
+pub struct PreparedManifest {
+    snapshot_id: i64,
+    schema_id: i32,
+    spec_id: i32,
+    format: FormatVersion,
+    manifest: ManifestFile,
+    /// As written into the manifest (partition values fitted to the spec).
+    files: Vec<DataFile>,
+}
+
+impl PreparedManifest {
+    /// Writes the manifest of `written` (files written under spec `written.spec_id` of
+    /// `table`'s current schema) for a new snapshot id; `None` when there are no files.
+    pub async fn write(
+        table: &Table,
+        written: &crate::write::WrittenFiles,
+    ) -> Result<Option<Self>> {
+        if written.files.is_empty() {
+            return Ok(None);
+        }
+        let md = table.metadata();
+        let format = md.format_version();
+        if format == FormatVersion::V3 {
+            return Ok(None);
+        }
+        let spec = md
+            .partition_spec_by_id(written.spec_id)
+            .cloned()
+            .ok_or_else(|| {
+                Error::InvalidInput(format!(
+                    "the files were written under partition spec {} of {}, which it does not have",
+                    written.spec_id,
+                    table.identifier()
+                ))
+            })?;
+        let schema = md.current_schema().clone();
+        let partition_type = spec.partition_type(&schema)?;
+        let snapshot_id = new_snapshot_id(table);
+        let path = format!("{}/{}-m0.avro", metadata_dir(table), Uuid::now_v7());
+        let mut writer = manifest_writer(table, &path, snapshot_id, schema.clone(), &spec)?;
+        let mut files = Vec::with_capacity(written.files.len());
+        for file in &written.files {
+            let file = fit_partition(table, &spec, &partition_type, file.clone())?;
+            if file.content_type() != DataContentType::Data {
+                return Err(Error::InvalidInput(
+                    "only data files can be added by this operation".into(),
+                ));
+            }
+            // A negative sequence number leaves it unset: inherited from the manifest list.
+            writer.add_file(file.clone(), -1)?;
+            files.push(file);
+        }
+        let manifest = match writer.write_manifest_file().await {
+            Ok(m) => m,
+            Err(e) => {
+                crate::commit::delete_quietly(table.file_io(), &[path]).await;
+                return Err(e.into());
+            }
+        };
+        Ok(Some(Self {
+            snapshot_id,
+            schema_id: schema.schema_id(),
+            spec_id: written.spec_id,
+            format,
+            manifest,
+            files,
+        }))
+    }
+
+    /// Where the manifest is.
+    pub fn path(&self) -> &str {
+        &self.manifest.manifest_path
+    }
+
+    /// The snapshot id the manifest was written for.
+    pub fn snapshot_id(&self) -> i64 {
+        self.snapshot_id
+    }
+
+    /// The data files it lists.
+    pub fn files(&self) -> &[DataFile] {
+        &self.files
+    }
+
+    /// The partition spec its files were written under.
+    pub fn spec_id(&self) -> i32 {
+        self.spec_id
+    }
+
+    /// Whether a snapshot of `table`'s current version can take it as is.
+    fn fits(&self, table: &Table) -> bool {
+        let md = table.metadata();
+        md.format_version() == self.format
+            && md.current_schema_id() == self.schema_id
+            && md.partition_spec_by_id(self.spec_id).is_some()
+            && md.snapshot_by_id(self.snapshot_id).is_none()
+    }
+
+    /// Whether a commit holding this manifest already landed in `table` — an attempt whose
+    /// answer was lost, retried on a base that now holds it: the snapshot with its id and the
+    /// metrics that snapshot had. Java fixes one snapshot id per producer, so a re-applied
+    /// append fails "snapshot already exists" rather than adding its files twice; here the
+    /// landed attempt is the outcome. A snapshot with its id that does not list the manifest is
+    /// not ours: the outcome is unknown, and nothing may be deleted.
+    pub(crate) async fn landed_in(&self, table: &Table) -> Result<Option<SnapshotMetrics>> {
+        let Some(snapshot) = table.metadata().snapshot_by_id(self.snapshot_id) else {
+            return Ok(None);
+        };
+        let list = ManifestCache::new(table).manifest_list(snapshot).await?;
+        if !list.iter().any(|m| m.manifest_path == self.path()) {
+            return Err(Error::CommitStateUnknown {
+                table: table.identifier().to_string(),
+                detail: format!(
+                    "snapshot {} exists but does not list the manifest {} that was written for \
+                     it",
+                    self.snapshot_id,
+                    self.path()
+                ),
+            });
+        }
+        Ok(Some(SnapshotMetrics {
+            snapshot_id: self.snapshot_id,
+            added_files: self.files.len() as u64,
+            removed_files: 0,
+            added_records: self.files.iter().map(|f| f.record_count()).sum(),
+            removed_records: 0,
+        }))
+    }
+
+    /// Deletes the manifest unless a snapshot of `table` was made with it: for a manifest no
+    /// commit took.
+    pub async fn discard_unless_committed(&self, table: &Table) {
+        if table.metadata().snapshot_by_id(self.snapshot_id).is_none() {
+            self.discard(table).await;
+        }
+    }
+
+    /// Deletes the manifest (never the data files): for a manifest no commit will take.
+    pub async fn discard(&self, table: &Table) {
+        crate::commit::delete_quietly(table.file_io(), &[self.path().to_string()]).await;
+    }
 }
 
 impl<'a> SnapshotProducer<'a> {
@@ -235,6 +390,7 @@ impl<'a> SnapshotProducer<'a> {
             cache,
             operation,
             added: Vec::new(),
+            prepared: None,
             removed: HashSet::new(),
             properties: HashMap::new(),
         }
@@ -256,6 +412,18 @@ impl<'a> SnapshotProducer<'a> {
         files: impl IntoIterator<Item = (i32, DataFile)>,
     ) -> Self {
         self.added.extend(files);
+        self
+    }
+
+    /// Added files with their manifest already written: used when it fits the table, else its
+    /// files are added like the others.
+    pub(crate) fn add_prepared(mut self, prepared: &'a PreparedManifest) -> Self {
+        if prepared.fits(self.table) {
+            self.prepared = Some(prepared);
+        } else {
+            self.added
+                .extend(prepared.files.iter().map(|f| (prepared.spec_id, f.clone())));
+        }
         self
     }
 
@@ -301,7 +469,10 @@ impl<'a> SnapshotProducer<'a> {
             }
         }
         let parent = md.current_snapshot().cloned();
-        let snapshot_id = new_snapshot_id(table);
+        let snapshot_id = match self.prepared {
+            Some(p) => p.snapshot_id,
+            None => new_snapshot_id(table),
+        };
         let sequence_number = if version == FormatVersion::V1 {
             0
         } else {
@@ -400,8 +571,15 @@ impl<'a> SnapshotProducer<'a> {
         .await?;
         let mut manifests = merged;
 
-        let added_files = self.added.len() as u64;
-        let added_records: u64 = self.added.iter().map(|(_, f)| f.record_count()).sum();
+        let prepared_files = self.prepared.map_or(&[][..], |p| &p.files[..]);
+        let added_files = (self.added.len() + prepared_files.len()) as u64;
+        let added_records: u64 = self
+            .added
+            .iter()
+            .map(|(_, f)| f)
+            .chain(prepared_files)
+            .map(DataFile::record_count)
+            .sum();
         let mut by_spec: BTreeMap<i32, Vec<DataFile>> = BTreeMap::new();
         for (spec_id, file) in &self.added {
             by_spec.entry(*spec_id).or_default().push(file.clone());
@@ -428,6 +606,23 @@ impl<'a> SnapshotProducer<'a> {
                 writer.add_file(file, -1)?;
             }
             manifests.insert(0, writer.write_manifest_file().await?);
+        }
+        if let Some(p) = self.prepared {
+            // `fits` checked the spec and schema it was written under are the table's.
+            let spec = md
+                .partition_spec_by_id(p.spec_id)
+                .cloned()
+                .ok_or_else(|| Error::CommitConflict {
+                    table: table.identifier().to_string(),
+                    detail: format!(
+                        "the files were written under partition spec {}, which the table no                          longer has",
+                        p.spec_id
+                    ),
+                })?;
+            for file in &p.files {
+                collector.add_file(file, schema.clone(), spec.clone());
+            }
+            manifests.insert(0, p.manifest.clone());
         }
 
         let list_path = format!("{metadata_dir}/snap-{snapshot_id}-0-{commit_uuid}.avro");

@@ -13,7 +13,8 @@ use iceberg::spec::{DataFile, ManifestContentType, ManifestStatus, Struct, Trans
 use iceberg::table::Table;
 use ops_checkpoint::CheckpointStore;
 use ops_core::CatalogHandle;
-use ops_core::ops::append::AppendBuilder;
+use ops_core::ops::PreparedManifest;
+use ops_core::ops::append::{AppendBuilder, AppendSeries, SeriesAppend};
 use ops_core::ops::overwrite::OverwriteBuilder;
 use ops_core::write::WrittenFiles;
 
@@ -169,6 +170,7 @@ impl Committer {
             rows,
             bytes,
             payload,
+            manifest,
         } = work;
         if !matches!(payload, Payload::Skipped) && index < self.next {
             return Err(MigrationError::InvalidInput(format!(
@@ -179,6 +181,15 @@ impl Committer {
         }
         // Files this run wrote are deleted if their commit is refused; referenced ones never.
         let owned = matches!(payload, Payload::Written(_));
+        // Only a written batch of an append comes with one; anything else would leave it behind.
+        let manifest = match (manifest, &payload, self.mode) {
+            (Some(m), Payload::Written(_), WriteMode::Append) => Some(m),
+            (Some(m), _, _) => {
+                m.discard(&self.dest).await;
+                None
+            }
+            (None, _, _) => None,
+        };
         match payload {
             Payload::Skipped => {
                 self.rows_done += rows;
@@ -204,7 +215,8 @@ impl Committer {
             }
             Payload::Written(w) | Payload::Referenced(w) => {
                 let files = owned.then(|| w.clone());
-                let snapshots = match self.commit_files(index, w).await {
+                let prepared = manifest.clone();
+                let snapshots = match self.commit_files(index, w, manifest).await {
                     Ok(s) => s,
                     Err(e) => {
                         // A refused commit did not land: its files are garbage. When the outcome
@@ -218,6 +230,9 @@ impl Committer {
                         );
                         match files {
                             Some(files) if definite => {
+                                if let Some(m) = &prepared {
+                                    m.discard(&self.dest).await;
+                                }
                                 crate::execute::worker::discard(
                                     &self.dest,
                                     Payload::Written(files),
@@ -250,6 +265,149 @@ impl Committer {
             p(self.rows_done, self.total);
         }
         Ok(())
+    }
+
+    /// Commits, records or counts batches that were all waiting at once, in index order.
+    /// Consecutive written batches of an append commit together ([`AppendSeries`]): one
+    /// snapshot each, as [`Self::handle`] makes, but one metadata file and one catalog swap for
+    /// all of them, so a committer that fell behind its workers catches up instead of paying
+    /// each batch's `fsync`s in turn. On failure returns the first batch of the failed commit
+    /// with the error.
+    pub async fn handle_group(
+        &mut self,
+        works: Vec<BatchWork>,
+    ) -> std::result::Result<(), (u64, MigrationError)> {
+        let mut run: Vec<BatchWork> = Vec::new();
+        let mut works = works.into_iter();
+        while let Some(work) = works.next() {
+            // Only batches whose worker wrote their manifest: their commit is the metadata
+            // alone, which is what waits behind the writing. A file-copy batch has no rows to
+            // write, so grouping it would only turn many small commits into one late one.
+            let joins = self.mode == WriteMode::Append
+                && work.manifest.is_some()
+                && matches!(&work.payload, Payload::Written(w) if !w.files.is_empty());
+            if joins {
+                run.push(work);
+                continue;
+            }
+            let index = work.index;
+            let outcome = match self.commit_run(std::mem::take(&mut run)).await {
+                Ok(()) => self.handle(work).await.map_err(|e| (index, e)),
+                Err(e) => {
+                    self.discard_run(vec![work]).await;
+                    Err(e)
+                }
+            };
+            if outcome.is_err() {
+                // Never to be committed: the batches after the failed one.
+                self.discard_run(works.collect()).await;
+                return outcome;
+            }
+        }
+        self.commit_run(run).await
+    }
+
+    /// Commits written batches of an append as one series (one alone as [`Self::handle`]).
+    async fn commit_run(
+        &mut self,
+        mut run: Vec<BatchWork>,
+    ) -> std::result::Result<(), (u64, MigrationError)> {
+        if run.len() <= 1 {
+            if let Some(work) = run.pop() {
+                let index = work.index;
+                self.handle(work).await.map_err(|e| (index, e))?;
+            }
+            return Ok(());
+        }
+        let first = run[0].index;
+        let mut expected = self.next;
+        let mut disorder = None;
+        for w in &run {
+            if w.index < expected {
+                disorder = Some(MigrationError::InvalidInput(format!(
+                    "batch {} arrived after batch {}; batches commit in increasing order (a \
+                     task output holds a batch twice or out of order)",
+                    w.index,
+                    expected.saturating_sub(1)
+                )));
+                break;
+            }
+            expected = w.index + 1;
+        }
+        if let Some(e) = disorder {
+            self.discard_run(run).await;
+            return Err((first, e));
+        }
+        let mut series = AppendSeries::new(&self.handle, self.dest.clone());
+        for w in &run {
+            let Payload::Written(written) = &w.payload else {
+                continue;
+            };
+            series = series.append(SeriesAppend {
+                written: if w.manifest.is_some() {
+                    WrittenFiles::default()
+                } else {
+                    written.clone()
+                },
+                prepared: w.manifest.clone(),
+                properties: self.properties(w.index),
+            });
+        }
+        let (table, metrics) = match series.await {
+            Ok(r) => r,
+            Err(e) => {
+                let e = MigrationError::from(e);
+                // As in `handle`: a refused commit's files are garbage; an unknown outcome's
+                // may be in the table.
+                let definite = matches!(
+                    e,
+                    MigrationError::Core(
+                        ops_core::Error::CommitConflict { .. } | ops_core::Error::InvalidInput(_)
+                    )
+                );
+                if definite {
+                    self.discard_run(run).await;
+                } else {
+                    let paths: Vec<&str> = run
+                        .iter()
+                        .filter_map(|w| match &w.payload {
+                            Payload::Written(f) => Some(f),
+                            _ => None,
+                        })
+                        .flat_map(|f| f.files.iter().map(|f| f.file_path()))
+                        .collect();
+                    tracing::warn!(
+                        first_batch = first,
+                        ?paths,
+                        "commit outcome unknown; its data files are kept"
+                    );
+                }
+                return Err((first, e));
+            }
+        };
+        self.dest = table;
+        tracing::debug!(
+            first_batch = first,
+            batches = run.len(),
+            "committed batches together"
+        );
+        for (w, m) in run.into_iter().zip(metrics) {
+            let snapshots: Vec<i64> = m.map(|m| m.snapshot_id).into_iter().collect();
+            self.committed(w.index, w.rows, w.bytes, snapshots)
+                .map_err(|e| (w.index, e))?;
+            self.next = w.index + 1;
+            if let Some(p) = &self.progress {
+                p(self.rows_done, self.total);
+            }
+        }
+        Ok(())
+    }
+
+    /// Deletes the files and prepared manifests of written batches that will not be committed.
+    async fn discard_run(&self, run: Vec<BatchWork>) {
+        for w in run {
+            w.discard(&self.dest).await;
+        }
     }
 
     /// The index after the last batch handled: where a failure is reported.
@@ -290,16 +448,25 @@ impl Committer {
         ])
     }
 
-    async fn commit_files(&mut self, index: u64, written: WrittenFiles) -> Result<Vec<i64>> {
+    async fn commit_files(
+        &mut self,
+        index: u64,
+        written: WrittenFiles,
+        manifest: Option<PreparedManifest>,
+    ) -> Result<Vec<i64>> {
         let (table, metrics) = match self.mode {
             WriteMode::Append => {
                 // From the table the previous commit returned: no reload and re-parse of the
                 // metadata per batch (a stale base is refused by the catalog and redone).
-                AppendBuilder::new(&self.handle, self.ident.clone())
+                let append = AppendBuilder::new(&self.handle, self.ident.clone())
                     .with_base(self.dest.clone())
-                    .add_written(written)
-                    .with_properties(self.properties(index))
-                    .await?
+                    .with_properties(self.properties(index));
+                // The worker wrote the files' manifest: the commit writes the manifest list and
+                // the metadata only.
+                match manifest {
+                    Some(m) => append.add_prepared(m).await?,
+                    None => append.add_written(written).await?,
+                }
             }
             WriteMode::OverwritePartition => {
                 self.refuse_foreign_files(&written).await?;
@@ -629,4 +796,216 @@ fn refuse_resume_after_respec(s: &CommitterSetup) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    use arrow_array::{Int64Array, RecordBatch};
+    use iceberg::spec::{NestedField, PrimitiveType, Schema, Type};
+    use iceberg::{NamespaceIdent, TableCreation};
+    use ops_core::catalog::{CatalogConfig, CatalogDefinition};
+
+    use super::*;
+
+    type TestResult = std::result::Result<(), Box<dyn std::error::Error>>;
+
+    async fn committer(
+        dir: &std::path::Path,
+    ) -> std::result::Result<Committer, Box<dyn std::error::Error>> {
+        let props: BTreeMap<String, String> = [
+            ("type".to_string(), "sql".to_string()),
+            (
+                "uri".into(),
+                format!("sqlite:///{}/catalog.db", dir.display()),
+            ),
+            ("warehouse".into(), format!("file://{}/wh", dir.display())),
+        ]
+        .into();
+        let mut config = CatalogConfig::empty();
+        config.insert(CatalogDefinition::inline("t", props));
+        let handle = ops_core::CatalogFactory::new(config).open("t").await?;
+        let ns = NamespaceIdent::new("ns".into());
+        handle
+            .catalog()
+            .create_namespace(&ns, HashMap::new())
+            .await?;
+        let schema = Schema::builder()
+            .with_fields(vec![
+                NestedField::required(1, "id", Type::Primitive(PrimitiveType::Long)).into(),
+            ])
+            .build()?;
+        let dest = handle
+            .catalog()
+            .create_table(
+                &ns,
+                TableCreation::builder()
+                    .name("t".into())
+                    .schema(schema)
+                    .build(),
+            )
+            .await?;
+        Ok(Committer::new(CommitterSetup {
+            handle,
+            ident: dest.identifier().clone(),
+            dest_name: "ns.t".into(),
+            mode: WriteMode::Append,
+            job_id: "job".into(),
+            upsert_keys: Vec::new(),
+            on_duplicate_keys: OnDuplicateKeys::default(),
+            dest,
+            dest_snapshot_before: None,
+            store: None,
+            landed: BTreeMap::new(),
+            progress: None,
+            total: None,
+            resumed_batches: 0,
+            resumed_rows: 0,
+            resume_from: 0,
+        })
+        .await?)
+    }
+
+    async fn batch(
+        dest: &Table,
+        index: u64,
+        prepare: bool,
+    ) -> std::result::Result<BatchWork, Box<dyn std::error::Error>> {
+        let ids: Vec<i64> = (0..=index as i64).collect();
+        let rows = ids.len() as u64;
+        let batch = RecordBatch::try_new(
+            ops_core::write::table_arrow_schema(dest)?,
+            vec![Arc::new(Int64Array::from(ids))],
+        )?;
+        let written =
+            ops_core::write::write_files(dest, futures::stream::iter([Ok(batch)])).await?;
+        let manifest = if prepare {
+            PreparedManifest::write(dest, &written).await?
+        } else {
+            None
+        };
+        Ok(BatchWork {
+            index,
+            rows,
+            bytes: 0,
+            payload: Payload::Written(written),
+            manifest,
+        })
+    }
+
+    /// Batches waiting together commit as one series: a snapshot per batch, tagged with its
+    /// index, each the child of the one before, and one metadata file (one pointer swap) for
+    /// all of them — one by one, each batch wrote its own.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn waiting_batches_commit_together_one_snapshot_each() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let mut c = committer(dir.path()).await?;
+        let first = batch(&c.dest, 0, true).await?;
+        c.handle(first).await?;
+        let log_before = c.dest.metadata().metadata_log().len();
+        let mut works = Vec::new();
+        for index in 1..4 {
+            works.push(batch(&c.dest, index, true).await?);
+        }
+        c.handle_group(works).await.map_err(|(_, e)| e)?;
+        assert_eq!(c.next_batch(), 4);
+        let md = c.dest.metadata();
+        assert_eq!(md.metadata_log().len(), log_before + 1);
+        let mut snapshot = md.current_snapshot().cloned();
+        let mut seen = Vec::new();
+        while let Some(s) = snapshot {
+            let props = &s.summary().additional_properties;
+            assert_eq!(props.get(MIGRATION_JOB_PROPERTY), Some(&"job".to_string()));
+            seen.push(
+                props
+                    .get(MIGRATION_BATCH_PROPERTY)
+                    .cloned()
+                    .unwrap_or_default(),
+            );
+            snapshot = s
+                .parent_snapshot_id()
+                .and_then(|p| md.snapshot_by_id(p).cloned());
+        }
+        assert_eq!(seen, ["3", "2", "1", "0"]);
+        let mut result = MigrationResult::default();
+        c.finish(&mut result);
+        assert_eq!(result.rows_moved, 1 + 2 + 3 + 4);
+        assert_eq!(result.batches_committed, 4);
+        assert_eq!(result.new_snapshots.len(), 4);
+        Ok(())
+    }
+
+    /// A batch without a prepared manifest (a file copy's) commits on its own, between the
+    /// series of prepared ones around it: its commit is not the metadata alone.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_batch_without_a_prepared_manifest_commits_alone() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let mut c = committer(dir.path()).await?;
+        let log_before = c.dest.metadata().metadata_log().len();
+        let mut works = Vec::new();
+        for index in 0..5 {
+            works.push(batch(&c.dest, index, index != 2).await?);
+        }
+        c.handle_group(works).await.map_err(|(_, e)| e)?;
+        assert_eq!(c.next_batch(), 5);
+        // [0, 1] together, 2 alone, [3, 4] together: three commits, each one metadata file
+        // (one by one there would be five).
+        let md = c.dest.metadata();
+        assert_eq!(md.metadata_log().len(), log_before + 3);
+        assert_eq!(md.snapshots().count(), 5);
+        Ok(())
+    }
+
+    /// A group that fails part-way has committed the batches before the failure, and the
+    /// committer counts them: the local executor reads `batches_done` after the group to say
+    /// how many batches are in the table (a re-run without a checkpoint would add them again).
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_group_failing_part_way_counts_what_it_committed() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let mut c = committer(dir.path()).await?;
+        let works = vec![
+            batch(&c.dest, 0, true).await?,
+            batch(&c.dest, 1, true).await?,
+            // Batch 1 again, without a manifest: refused after [0, 1] landed as a series.
+            batch(&c.dest, 1, false).await?,
+        ];
+        let (index, _) = c.handle_group(works).await.err().ok_or("refused")?;
+        assert_eq!(index, 1);
+        assert_eq!(c.batches_done, 2);
+        assert_eq!(c.dest.metadata().snapshots().count(), 2);
+        Ok(())
+    }
+
+    /// Batches out of order are refused, and their files and prepared manifests deleted.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_group_out_of_order_is_refused_and_discarded() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let mut c = committer(dir.path()).await?;
+        let works = vec![
+            batch(&c.dest, 1, true).await?,
+            batch(&c.dest, 0, true).await?,
+        ];
+        let paths: Vec<String> = works
+            .iter()
+            .flat_map(|w| {
+                let Payload::Written(f) = &w.payload else {
+                    return Vec::new();
+                };
+                let mut p: Vec<String> =
+                    f.files.iter().map(|f| f.file_path().to_string()).collect();
+                p.extend(w.manifest.iter().map(|m| m.path().to_string()));
+                p
+            })
+            .collect();
+        assert_eq!(paths.len(), 4);
+        let (index, _) = c.handle_group(works).await.err().ok_or("refused")?;
+        assert_eq!(index, 1);
+        for p in paths {
+            assert!(!c.dest.file_io().exists(&p).await?, "{p} left behind");
+        }
+        assert!(c.dest.metadata().current_snapshot().is_none());
+        Ok(())
+    }
 }

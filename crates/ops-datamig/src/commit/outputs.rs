@@ -194,6 +194,7 @@ impl MigrationPlan {
                         rows: b.rows,
                         bytes: b.bytes,
                         payload,
+                        manifest: None,
                     };
                     if last_checkpointed.is_some_and(|l| index <= l) {
                         // Already checkpointed: the store must not see it again.

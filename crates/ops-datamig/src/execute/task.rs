@@ -91,6 +91,7 @@ impl MigrationPlan {
             cancel: AtomicBool::new(false),
             by_path,
             whole_files,
+            prepare_manifests: false,
         });
         let (tx, mut rx) = tokio::sync::mpsc::channel(1);
         let worker = tokio::spawn(super::worker::run_worker(ctx, vec![task], tx));

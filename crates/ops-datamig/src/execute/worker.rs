@@ -47,6 +47,19 @@ pub(crate) struct BatchWork {
     pub rows: u64,
     pub bytes: u64,
     pub payload: Payload,
+    /// The manifest of a written batch's files, written by the worker for the committer's
+    /// append (local appends only): one file less to write on the committer's serial path.
+    pub manifest: Option<ops_core::ops::PreparedManifest>,
+}
+
+impl BatchWork {
+    /// Deletes what this batch wrote (see [`discard`]) and its prepared manifest.
+    pub async fn discard(self, dest: &Table) {
+        if let Some(m) = &self.manifest {
+            m.discard(dest).await;
+        }
+        discard(dest, self.payload).await;
+    }
 }
 
 /// A worker's messages, per task in order: its batches, then `TaskDone`.
@@ -74,6 +87,9 @@ pub(crate) struct TaskContext {
     pub whole_files: HashMap<String, DataFile>,
     /// Position of each planned file in `read.tasks`.
     pub by_path: HashMap<String, usize>,
+    /// Appends: write each batch's manifest beside its data (for a committer in this process;
+    /// a task output carries only data files).
+    pub prepare_manifests: bool,
 }
 
 impl TaskContext {
@@ -149,12 +165,12 @@ enum Piece {
 /// is gone or has cancelled.
 async fn send(ctx: &TaskContext, out: mpsc::Sender<Result<WorkerMsg>>, work: BatchWork) -> bool {
     if ctx.cancel.load(Ordering::SeqCst) {
-        discard(&ctx.dest, work.payload).await;
+        work.discard(&ctx.dest).await;
         return false;
     }
     if let Err(mpsc::error::SendError(msg)) = out.send(Ok(WorkerMsg::Batch(work))).await {
         if let Ok(WorkerMsg::Batch(work)) = msg {
-            discard(&ctx.dest, work.payload).await;
+            work.discard(&ctx.dest).await;
         }
         return false;
     }
@@ -216,6 +232,7 @@ async fn execute_whole(
             rows,
             bytes,
             payload,
+            manifest: None,
         },
     )
     .await)
@@ -276,6 +293,7 @@ async fn execute(
                     }
                 }
                 Piece::End(index, rows) => {
+                    let mut manifest = None;
                     let payload = if index < ctx.resume_from {
                         Payload::Skipped
                     } else if ctx.landed.contains(&index) {
@@ -284,7 +302,25 @@ async fn execute(
                         Payload::Rows(std::mem::take(&mut rows_acc))
                     } else {
                         match current.take() {
-                            Some(open) => Payload::Written(open.finish().await?),
+                            Some(open) => {
+                                let written = open.finish().await?;
+                                if ctx.prepare_manifests && ctx.mode == WriteMode::Append {
+                                    // Written here, in parallel with the other worker and the
+                                    // committer, instead of on the committer's serial path.
+                                    match ops_core::ops::PreparedManifest::write(
+                                        &ctx.dest, &written,
+                                    )
+                                    .await
+                                    {
+                                        Ok(m) => manifest = m,
+                                        Err(e) => {
+                                            discard(&ctx.dest, Payload::Written(written)).await;
+                                            return Err(e.into());
+                                        }
+                                    }
+                                }
+                                Payload::Written(written)
+                            }
                             None => Payload::Written(WrittenFiles {
                                 spec_id: ctx.dest.metadata().default_partition_spec_id(),
                                 files: Vec::new(),
@@ -296,6 +332,7 @@ async fn execute(
                         rows,
                         bytes: std::mem::take(&mut bytes),
                         payload,
+                        manifest,
                     };
                     if !send(ctx, out.clone(), work).await {
                         return Ok(false);

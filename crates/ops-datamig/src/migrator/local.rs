@@ -15,6 +15,16 @@ use crate::execute::worker::{TaskContext, WorkerMsg};
 use crate::plan::job::MigrationTask;
 use crate::{MigrationError, Result, WriteMode};
 
+/// At most this many waiting batches commit as one series: a conflict redoes the whole series.
+const MAX_GROUP: usize = 32;
+
+/// The committer's time spent committing, and in how many rounds.
+#[derive(Default)]
+struct Tally {
+    committing: std::time::Duration,
+    rounds: u64,
+}
+
 impl DataMigrator {
     /// The default executor: workers (one per core) execute the tasks, this task commits.
     pub(super) async fn execute_locally(
@@ -55,58 +65,94 @@ impl DataMigrator {
                 tx,
             )));
         }
+        // Where the committer's time goes: committing, or waiting for a worker's next batch
+        // (logged at the end; the figures the pipeline is tuned by).
+        let mut tally = Tally::default();
+        let mut waiting = std::time::Duration::ZERO;
+        let started = std::time::Instant::now();
         let outcome = async {
-            for task in tasks {
-                if ctx.fully_resumed(task) {
-                    continue;
-                }
+            // Tasks in order, each from the worker that has it. A batch is committed as soon as
+            // nothing else is waiting; batches that are all waiting (the committer fell behind)
+            // are taken together, across tasks, and committed as one series.
+            let mut order = tasks.iter().filter(|t| !ctx.fully_resumed(t));
+            let mut current = order.next();
+            let mut pending: Vec<crate::execute::worker::BatchWork> = Vec::new();
+            while let Some(task) = current {
                 let rx = &mut receivers[task.id % workers];
-                loop {
-                    let msg = match rx.recv().await {
-                        Some(Ok(m)) => m,
-                        Some(Err(e)) => {
-                            return Err(self.batch_error(
-                                committer.next_batch(),
-                                committer.batches_done,
-                                e,
-                            ));
+                let received = if pending.is_empty() {
+                    let asked = std::time::Instant::now();
+                    let r = rx.recv().await;
+                    waiting += asked.elapsed();
+                    r
+                } else if pending.len() >= MAX_GROUP {
+                    self.flush(&mut pending, &mut *committer, &mut tally)
+                        .await?;
+                    continue;
+                } else {
+                    match rx.try_recv() {
+                        Ok(m) => Some(m),
+                        Err(tokio::sync::mpsc::error::TryRecvError::Empty) => {
+                            self.flush(&mut pending, &mut *committer, &mut tally)
+                                .await?;
+                            continue;
                         }
-                        None => {
-                            return Err(MigrationError::InvalidInput(format!(
-                                "the worker executing task {} stopped without a result",
-                                task.id
-                            )));
-                        }
-                    };
-                    match msg {
-                        WorkerMsg::TaskDone(id) if id == task.id => break,
-                        WorkerMsg::TaskDone(id) => {
-                            return Err(MigrationError::InvalidInput(format!(
-                                "internal: task {id} finished while task {} was expected",
-                                task.id
-                            )));
-                        }
-                        WorkerMsg::Batch(work) => {
-                            let index = work.index;
-                            let done = committer.batches_done;
-                            committer
-                                .handle(work)
-                                .await
-                                .map_err(|e| self.batch_error(index, done, e))?;
-                        }
+                        Err(tokio::sync::mpsc::error::TryRecvError::Disconnected) => None,
                     }
+                };
+                let msg = match received {
+                    Some(Ok(m)) => m,
+                    Some(Err(e)) => {
+                        // The batches before the failure still commit, as they would have one
+                        // by one.
+                        self.flush(&mut pending, &mut *committer, &mut tally)
+                            .await?;
+                        return Err(self.batch_error(
+                            committer.next_batch(),
+                            committer.batches_done,
+                            e,
+                        ));
+                    }
+                    None => {
+                        self.flush(&mut pending, &mut *committer, &mut tally)
+                            .await?;
+                        return Err(MigrationError::InvalidInput(format!(
+                            "the worker executing task {} stopped without a result",
+                            task.id
+                        )));
+                    }
+                };
+                match msg {
+                    WorkerMsg::TaskDone(id) if id == task.id => current = order.next(),
+                    WorkerMsg::TaskDone(id) => {
+                        self.flush(&mut pending, &mut *committer, &mut tally)
+                            .await?;
+                        return Err(MigrationError::InvalidInput(format!(
+                            "internal: task {id} finished while task {} was expected",
+                            task.id
+                        )));
+                    }
+                    WorkerMsg::Batch(work) => pending.push(work),
                 }
             }
-            Ok(())
+            self.flush(&mut pending, &mut *committer, &mut tally).await
         }
         .await;
+        tracing::info!(
+            workers,
+            batches = committer.batches_done,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            commit_rounds = tally.rounds,
+            committing_ms = tally.committing.as_millis() as u64,
+            waiting_for_workers_ms = waiting.as_millis() as u64,
+            "local execution: the committer's time"
+        );
         if outcome.is_err() {
             // Stop the workers and delete the files they wrote that will never be committed.
             ctx.cancel.store(true, Ordering::SeqCst);
             for rx in &mut receivers {
                 while let Some(msg) = rx.recv().await {
                     if let Ok(WorkerMsg::Batch(work)) = msg {
-                        crate::execute::worker::discard(&ctx.dest, work.payload).await;
+                        work.discard(&ctx.dest).await;
                     }
                 }
             }
@@ -122,5 +168,24 @@ impl DataMigrator {
             }
         }
         outcome
+    }
+
+    /// Commits the batches waiting in `pending` (see [`Committer::handle_group`]).
+    async fn flush(
+        &self,
+        pending: &mut Vec<crate::execute::worker::BatchWork>,
+        committer: &mut Committer,
+        tally: &mut Tally,
+    ) -> Result<()> {
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let begun = std::time::Instant::now();
+        let handled = committer.handle_group(std::mem::take(pending)).await;
+        tally.committing += begun.elapsed();
+        tally.rounds += 1;
+        // Counted after the group: the batches of it that landed before the failure are
+        // committed, and the error must say so (a re-run without a checkpoint adds them twice).
+        handled.map_err(|(index, e)| self.batch_error(index, committer.batches_done, e))
     }
 }

@@ -488,6 +488,7 @@ impl DataMigrator {
             cancel: AtomicBool::new(false),
             by_path,
             whole_files: whole,
+            prepare_manifests: true,
         });
         let outcome = self.execute_locally(&ctx, &tasks, &mut committer).await;
         let mut store = committer.store.take();
