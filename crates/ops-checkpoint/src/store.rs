@@ -107,6 +107,46 @@ impl CheckpointStore {
         self.persist(&state)
     }
 
+    /// [`mark_committed`](Self::mark_committed) for several batches, in increasing order, with
+    /// one write of the file: for batches that landed in one commit (one catalog swap), whose
+    /// checkpoint would otherwise cost a file rewrite and two `fsync`s each. Repeating the last
+    /// call exactly is a retry, as for `mark_committed`.
+    pub fn mark_committed_many(
+        &mut self,
+        batches: &[(u64, Vec<i64>)],
+    ) -> Result<(), CheckpointError> {
+        let Some((last_batch, _)) = batches.last() else {
+            return Ok(());
+        };
+        let mut state = self
+            .load()?
+            .cloned()
+            .unwrap_or_else(|| CheckpointState::fresh(None, None));
+        let all: Vec<i64> = batches
+            .iter()
+            .flat_map(|(_, ids)| ids.iter().copied())
+            .collect();
+        if state.last_committed_batch == Some(*last_batch)
+            && state.dest_snapshot_ids.ends_with(&all)
+        {
+            return self.persist(&state);
+        }
+        for (batch, ids) in batches {
+            if let Some(last) = state.last_committed_batch
+                && *batch <= last
+            {
+                return Err(CheckpointError::OutOfOrder {
+                    path: self.path.clone(),
+                    batch: *batch,
+                    last,
+                });
+            }
+            state.last_committed_batch = Some(*batch);
+            state.dest_snapshot_ids.extend_from_slice(ids);
+        }
+        self.persist(&state)
+    }
+
     /// Marks the migration complete; the file stays for auditing until [`reset`](Self::reset).
     pub fn mark_completed(&mut self) -> Result<(), CheckpointError> {
         let mut state = self
@@ -377,6 +417,40 @@ mod tests {
         }
         assert_eq!(std::fs::read(&path)?, before);
         assert_eq!(store.dest_snapshot_ids()?, vec![1]);
+        Ok(())
+    }
+
+    /// Batches of one commit are recorded with one write, as one-by-one calls would record
+    /// them; a repeat is a retry, a batch out of order refuses the whole call.
+    #[test]
+    fn several_batches_are_recorded_with_one_write() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("c.json");
+        let mut store = CheckpointStore::new(&path);
+        store.mark_committed(0, &[10])?;
+        let group = vec![(1, vec![11]), (2, vec![]), (3, vec![13])];
+        store.mark_committed_many(&group)?;
+        assert_eq!(store.last_committed()?, Some(3));
+        assert_eq!(store.dest_snapshot_ids()?, vec![10, 11, 13]);
+        store.mark_committed_many(&group)?;
+        assert_eq!(store.dest_snapshot_ids()?, vec![10, 11, 13]);
+        let before = std::fs::read(&path)?;
+        let err = store
+            .mark_committed_many(&[(4, vec![14]), (4, vec![15])])
+            .err();
+        assert!(matches!(
+            err,
+            Some(CheckpointError::OutOfOrder {
+                batch: 4,
+                last: 4,
+                ..
+            })
+        ));
+        assert_eq!(std::fs::read(&path)?, before);
+        drop(store);
+        let mut again = CheckpointStore::new(&path);
+        assert_eq!(again.last_committed()?, Some(3));
+        assert_eq!(again.dest_snapshot_ids()?, vec![10, 11, 13]);
         Ok(())
     }
 

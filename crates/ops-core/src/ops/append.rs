@@ -545,7 +545,9 @@ mod tests {
         let (_, first) = series(&appends).await?;
         let (table, again) = series(&appends).await?;
         let ids = |m: &[Option<SnapshotMetrics>]| -> Vec<Option<i64>> {
-            m.iter().map(|m| m.as_ref().map(|m| m.snapshot_id)).collect()
+            m.iter()
+                .map(|m| m.as_ref().map(|m| m.snapshot_id))
+                .collect()
         };
         assert_eq!(ids(&again), ids(&first));
         assert_eq!(table.metadata().snapshots().count(), 2);
