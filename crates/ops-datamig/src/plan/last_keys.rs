@@ -36,7 +36,7 @@ use crate::{FileRoute, MigrationError, Result};
 
 /// Each key's last batch (see the module docs).
 pub(crate) struct LastBatches {
-    encoder: KeyEncoder,
+    encoder: Arc<KeyEncoder>,
     /// Index of each key column in the destination's Arrow schema.
     key_idx: Vec<usize>,
     last: HashMap<Box<[u8]>, u64>,
@@ -101,17 +101,9 @@ impl LastBatches {
             })??;
         }
         drop(running);
-        let last = Arc::try_unwrap(last)
-            .map_err(|_| {
-                MigrationError::InvalidInput("internal: the key pre-pass is still running".into())
-            })?
-            .into_inner()
-            .map_err(|_| {
-                MigrationError::InvalidInput("internal: a key pre-pass task panicked".into())
-            })?;
-        let encoder = Arc::try_unwrap(encoder).map_err(|_| {
-            MigrationError::InvalidInput("internal: the key pre-pass is still running".into())
-        })?;
+        let last = std::mem::take(&mut *last.lock().map_err(|_| {
+            MigrationError::InvalidInput("internal: a key pre-pass task panicked".into())
+        })?);
         // The keys' bytes plus, per key, the map entry (boxed slice, batch index), its control
         // byte and the allocation's overhead: about 60 bytes.
         let bytes: usize = last.keys().map(|k| k.len() + 60).sum();
