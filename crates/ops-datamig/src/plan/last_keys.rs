@@ -77,11 +77,20 @@ impl LastBatches {
             .collect();
         let encoder = Arc::new(KeyEncoder::new(types)?);
         let last: Arc<Mutex<HashMap<Box<[u8]>, u64>>> = Arc::default();
-        let jobs = tasks
+        // Owned tasks and a JoinSet: no closure borrowing across an await (which makes the
+        // migrator's future fail `Send` for callers that spawn it), and dropping the set on an
+        // error aborts the tasks still reading.
+        let mut todo = tasks
             .iter()
             .filter(|t| t.route == FileRoute::Rewrite && !ctx.fully_resumed(t))
             .cloned()
-            .map(|task| {
+            .collect::<Vec<_>>()
+            .into_iter();
+        let mut running = tokio::task::JoinSet::new();
+        let mut rows = 0u64;
+        loop {
+            while running.len() < workers.max(1) {
+                let Some(task) = todo.next() else { break };
                 let (ctx, encoder, last, target, key_idx) = (
                     Arc::clone(ctx),
                     Arc::clone(&encoder),
@@ -89,18 +98,17 @@ impl LastBatches {
                     target.clone(),
                     key_idx.clone(),
                 );
-                tokio::spawn(async move {
+                running.spawn(async move {
                     scan_task(&ctx, &task, &encoder, &last, &target, &key_idx).await
-                })
-            });
-        let mut running = futures::stream::iter(jobs).buffer_unordered(workers.max(1));
-        let mut rows = 0u64;
-        while let Some(joined) = running.next().await {
+                });
+            }
+            let Some(joined) = running.join_next().await else {
+                break;
+            };
             rows += joined.map_err(|join| {
                 MigrationError::InvalidInput(format!("the upsert key pre-pass failed: {join}"))
             })??;
         }
-        drop(running);
         let last = std::mem::take(&mut *last.lock().map_err(|_| {
             MigrationError::InvalidInput("internal: a key pre-pass task panicked".into())
         })?);
