@@ -780,3 +780,293 @@ async fn a_key_held_twice_by_the_destination_is_refused_like_pyiceberg() -> Test
     }
     Ok(())
 }
+
+// ---------------------------------------------- `on_duplicate_keys last` across batches
+
+/// A change feed: four commits of `src.cdc(k long, v string)` repeating keys across commits
+/// (and one within a commit); `seed` is what the destinations hold before the upsert, `final`
+/// each key's last row in commit order (the seed's for a key the source never holds).
+const CDC: &str = "from pyiceberg.schema import Schema\n\
+from pyiceberg.types import NestedField, LongType, StringType\n\
+s = Schema(NestedField(1, 'k', LongType(), required=True), NestedField(2, 'v', StringType()))\n\
+sa = s.as_arrow()\n\
+commits = [[(k, f'c1-{k}') for k in range(40)],\n\
+           [(k, f'c2-{k}') for k in range(0, 40, 2)] + [(0, 'c2b-0')],\n\
+           [(k, f'c3-{k}') for k in list(range(0, 40, 3)) + list(range(40, 50))],\n\
+           [(k, f'c4-{k}') for k in range(0, 50, 5)]]\n\
+seed = [{'k': k, 'v': f'old-{k}'} for k in range(0, 60, 4)]\n\
+last = {r['k']: r for r in seed}\n\
+for c in commits:\n\
+\x20   for k, v in c: last[k] = {'k': k, 'v': v}\n\
+final = sorted(last.values(), key=lambda r: json.dumps(r, sort_keys=True))\n";
+
+/// Writes the feed's source and the named destinations (seeded); emits `final`.
+fn cdc_setup(catalog: &BTreeMap<String, String>, dests: &[&str]) -> anyhow::Result<Value> {
+    let names = dests
+        .iter()
+        .map(|d| format!("'{d}'"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    py(
+        catalog,
+        &format!(
+            "{CDC}catalog.create_namespace('src')\n\
+             catalog.create_namespace('dst')\n\
+             src = catalog.create_table('src.cdc', schema=s)\n\
+             for c in commits: src.append(pa.Table.from_pylist([{{'k': k, 'v': v}} for k, v in c], schema=sa))\n\
+             for n in [{names}]: catalog.create_table('dst.' + n, schema=s).append(pa.Table.from_pylist(seed, schema=sa))\n\
+             emit(final)"
+        ),
+    )
+}
+
+/// Python: `audit(t, key_cols, before, final)` reads every snapshot of `t` but `before` (the
+/// destination's state before the job) with PyIceberg and lists what breaks the rule of
+/// `on_duplicate_keys last`: each key shows its row of `before` or its row of `final`, once,
+/// and a key `before` holds is never missing.
+const AUDIT: &str = concat!(
+    "def audit(t, key_cols, before, final):\n",
+    "    key = lambda r: json.dumps([r[c] for c in key_cols])\n",
+    "    whole = lambda r: json.dumps(r, sort_keys=True)\n",
+    "    old = rows(t, before) if before is not None else []\n",
+    "    allowed = {}\n",
+    "    for r in old + final: allowed.setdefault(key(r), set()).add(whole(r))\n",
+    "    bad = []\n",
+    "    for snap in t.snapshots():\n",
+    "        if snap.snapshot_id == before: continue\n",
+    "        seen = set()\n",
+    "        for r in rows(t, snap.snapshot_id):\n",
+    "            if key(r) in seen: bad.append([snap.snapshot_id, 'twice', r])\n",
+    "            seen.add(key(r))\n",
+    "            if whole(r) not in allowed.get(key(r), ()): bad.append([snap.snapshot_id, 'value', r])\n",
+    "        gone = [key(r) for r in old if key(r) not in seen]\n",
+    "        if gone: bad.append([snap.snapshot_id, 'missing', gone[:3]])\n",
+    "    return bad[:10]\n",
+);
+
+/// The job's commits on `dst.<name>` as (snapshot id, batch index), oldest first.
+fn job_commits(catalog: &BTreeMap<String, String>, name: &str) -> anyhow::Result<Vec<(i64, u64)>> {
+    let out = py(
+        catalog,
+        &format!(
+            "t = catalog.load_table('dst.{name}')\n\
+             emit([[s.snapshot_id, int(s.summary.additional_properties['iceberg-ops.migration-batch'])] \
+                   for s in t.snapshots() if s.summary and 'iceberg-ops.migration-batch' in s.summary.additional_properties])"
+        ),
+    )?;
+    Ok(out
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|p| Some((p[0].as_i64()?, p[1].as_u64()?)))
+        .collect())
+}
+
+/// `on_duplicate_keys last` with keys repeated across batches: every snapshot the job commits
+/// shows each key with its old destination row or the source's last one — never a row a later
+/// batch supersedes — and running the same upsert again commits nothing. Once batch 1 wrote a
+/// key's older row and batch 2 its last one, so a snapshot between them showed the older row
+/// and every re-run wrote both again.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_last_upsert_never_commits_a_superseded_row_and_a_rerun_is_a_no_op() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let cat = sqlite(dir.path());
+    let want = rows_of(&cdc_setup(&cat, &["cdc"])?);
+    let handle = open("lake", &cat).await?;
+    let before = py(
+        &cat,
+        "emit(catalog.load_table('dst.cdc').metadata.current_snapshot_id)",
+    )?;
+    let job = || {
+        upsert(&handle, ["src", "cdc"], ["dst", "cdc"], &["k"])
+            .on_duplicate_keys(OnDuplicateKeys::Last)
+            .batch_rows(9)
+    };
+    let first = job().run().await?;
+    assert!(first.new_snapshots.len() > 2, "{:?}", first.new_snapshots);
+    let out = py(
+        &cat,
+        &format!(
+            "{AUDIT}{CDC}t = catalog.load_table('dst.cdc')\n\
+             emit({{'bad': audit(t, ['k'], {before}, final), 'rows': rows(t)}})"
+        ),
+    )?;
+    assert_eq!(out["bad"], json!([]), "snapshots showing a superseded row");
+    assert_eq!(rows_of(&out["rows"]), want);
+    // Each key written once: inserted + updated = the keys the source changes.
+    assert_eq!(
+        first.rows_inserted.unwrap_or(0) + first.rows_updated.unwrap_or(0),
+        want.iter()
+            .filter(|r| !r["v"].as_str().unwrap_or("").starts_with("old-"))
+            .count() as u64
+    );
+
+    let again = job().run().await?;
+    assert!(
+        again.new_snapshots.is_empty(),
+        "a re-run committed {:?}",
+        again.new_snapshots
+    );
+    assert_eq!(
+        (again.rows_inserted, again.rows_updated),
+        (Some(0), Some(0))
+    );
+    let out = py(&cat, "emit(rows(catalog.load_table('dst.cdc')))")?;
+    assert_eq!(rows_of(&out), want);
+    Ok(())
+}
+
+/// A `last` upsert stopped after some batches (as a kill leaves it: committed and checkpointed,
+/// or committed and not yet checkpointed) and resumed from its checkpoint makes the same
+/// decisions as the uninterrupted run — the same batches commit, the same final table — and
+/// no snapshot of either shows a superseded row. The key pre-pass reads the pinned snapshot,
+/// so the resumed run finds each key's last batch where the first run did.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_resumed_last_upsert_makes_the_same_decisions() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let cat = sqlite(dir.path());
+    let want = rows_of(&cdc_setup(&cat, &["cdc"])?);
+    let handle = open("lake", &cat).await?;
+    let before = py(
+        &cat,
+        "emit(catalog.load_table('dst.cdc').metadata.current_snapshot_id)",
+    )?;
+    let checkpoint = dir.path().join("cp.json");
+    let job = || {
+        upsert(&handle, ["src", "cdc"], ["dst", "cdc"], &["k"])
+            .on_duplicate_keys(OnDuplicateKeys::Last)
+            .batch_rows(9)
+            .checkpoint(&checkpoint)
+    };
+    job().run().await?;
+    let full = job_commits(&cat, "cdc")?;
+    assert!(full.len() >= 4, "{full:?}");
+    let edit = |last: u64, ids: &[i64]| -> anyhow::Result<()> {
+        let mut v: Value = serde_json::from_slice(&std::fs::read(&checkpoint)?)?;
+        v["completed"] = json!(false);
+        v["last_committed_batch"] = json!(last);
+        v["dest_snapshot_ids"] = json!(ids);
+        std::fs::write(&checkpoint, serde_json::to_vec_pretty(&v)?)?;
+        Ok(())
+    };
+    let ident = TableIdent::from_strs(["dst", "cdc"])?;
+
+    // Killed after the second commit, before the third: the resume commits the rest again.
+    ops_core::ops::rollback::RollbackBuilder::to_snapshot(&handle, ident.clone(), full[1].0)
+        .await?;
+    edit(full[1].1, &[full[0].0, full[1].0])?;
+    let resumed = job().run().await?;
+    let again = job_commits(&cat, "cdc")?;
+    let batches = |c: &[(i64, u64)]| c.iter().map(|(_, b)| *b).collect::<Vec<_>>();
+    // The full run's commits, then the resumed run's: the batches after the second again.
+    assert_eq!(resumed.new_snapshots.len(), full.len() - 2);
+    assert_eq!(batches(&again[full.len()..]), batches(&full[2..]));
+
+    // Killed after the third commit landed but before its checkpoint: recorded, and the rest
+    // committed again.
+    let landed_at = again[full.len()].0;
+    ops_core::ops::rollback::RollbackBuilder::to_snapshot(&handle, ident.clone(), landed_at)
+        .await?;
+    edit(full[1].1, &[full[0].0, full[1].0])?;
+    let resumed = job().run().await?;
+    assert_eq!(resumed.new_snapshots.len(), full.len() - 3);
+    let third = job_commits(&cat, "cdc")?;
+    assert_eq!(batches(&third[full.len() * 2 - 2..]), batches(&full[3..]));
+
+    let out = py(
+        &cat,
+        &format!(
+            "{AUDIT}{CDC}t = catalog.load_table('dst.cdc')\n\
+             emit({{'bad': audit(t, ['k'], {before}, final), 'rows': rows(t)}})"
+        ),
+    )?;
+    assert_eq!(out["bad"], json!([]), "snapshots showing a superseded row");
+    assert_eq!(rows_of(&out["rows"]), want, "the same final table");
+    Ok(())
+}
+
+/// The corpus `keys` table as `make_corpus.py` writes it (20,000 rows; 100 keys of the first
+/// file repeated at the end of the second) upserted with `on_duplicate_keys last` in batches of
+/// 7,000, so a repeated key's two rows fall in different batches: the result holds each key's
+/// last row in commit order, no snapshot of the job shows a key's first row, and a re-run
+/// commits nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_corpus_keys_table_in_7000_row_batches_never_shows_a_superseded_row() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let out = std::process::Command::new(ops_tests::tools::python())
+        .arg(crate::corpus::corpus_script()?)
+        .arg("--warehouse")
+        .arg(dir.path())
+        .args(["--rows", "20000", "--only", "keys"])
+        .output()?;
+    anyhow::ensure!(
+        out.status.success(),
+        "make_corpus.py: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let cat = props(&[
+        ("type", "sql"),
+        (
+            "uri",
+            &format!("sqlite:///{}/catalog.db", dir.path().display()),
+        ),
+        (
+            "warehouse",
+            &format!("file://{}/warehouse", dir.path().display()),
+        ),
+    ]);
+    let corpus = |code: &str| ops_tests::oracle::pyiceberg("corpus", &cat, code);
+    // The destination starts with a fifth of the keys under other values. The expected table
+    // is built by PyIceberg from the source's files read in commit order, each key's later row
+    // replacing its earlier one (PyIceberg's `Table.upsert` fed 10,000-row files builds a
+    // filter per row and is too slow for a test).
+    let before = corpus(
+        "import pyarrow.parquet as pq\n\
+         src = catalog.load_table('corpus.keys')\n\
+         sa = src.schema().as_arrow()\n\
+         key = lambda r: (r['tenant'], r['id'], r['day'])\n\
+         seed = list({key(r): r for r in src.scan().to_arrow().to_pylist()}.values())[::5]\n\
+         for r in seed: r['v'] = 'seed'\n\
+         catalog.create_table('corpus.ours', schema=src.schema()).append(pa.Table.from_pylist(seed, schema=sa))\n\
+         last = {key(r): r for r in seed}\n\
+         entries = src.inspect.entries().to_pylist()\n\
+         files = sorted((e['sequence_number'], e['data_file']['file_path']) for e in entries if e['status'] != 2)\n\
+         for _, path in files:\n\
+         \x20   for r in pq.read_table(path.removeprefix('file://')).select(sa.names).cast(sa).to_pylist(): last[key(r)] = r\n\
+         catalog.create_table('corpus.want', schema=src.schema()).append(pa.Table.from_pylist(list(last.values()), schema=sa))\n\
+         emit(catalog.load_table('corpus.ours').metadata.current_snapshot_id)",
+    )?;
+    let handle = open("corpus", &cat).await?;
+    let job = || {
+        DataMigrator::new(
+            &handle,
+            TableIdent::from_strs(["corpus", "keys"]).expect("static names"),
+            &handle,
+            TableIdent::from_strs(["corpus", "ours"]).expect("static names"),
+        )
+        .write_mode(WriteMode::Upsert)
+        .upsert_keys(["tenant", "id", "day"])
+        .on_duplicate_keys(OnDuplicateKeys::Last)
+        .batch_rows(7_000)
+    };
+    let first = job().run().await?;
+    assert!(first.new_snapshots.len() >= 2, "{:?}", first.new_snapshots);
+    let out = corpus(&format!(
+        "{AUDIT}t = catalog.load_table('corpus.ours')\n\
+         want = rows(catalog.load_table('corpus.want'))\n\
+         emit({{'bad': audit(t, ['tenant', 'id', 'day'], {before}, want), 'ours': rows(t), 'want': want}})"
+    ))?;
+    assert_eq!(out["bad"], json!([]), "snapshots showing a superseded row");
+    assert_eq!(rows_of(&out["ours"]), rows_of(&out["want"]));
+    let again = job().run().await?;
+    assert!(
+        again.new_snapshots.is_empty(),
+        "a re-run committed {:?}",
+        again.new_snapshots
+    );
+    Ok(())
+}

@@ -6,6 +6,7 @@
 //! "last committed batch" means every earlier batch is in too.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 
 use futures::TryStreamExt;
 use iceberg::TableIdent;
@@ -20,6 +21,7 @@ use ops_core::write::WrittenFiles;
 
 use super::history::{MIGRATION_BATCH_PROPERTY, MIGRATION_JOB_PROPERTY, live_files};
 use crate::execute::worker::{BatchWork, Payload};
+use crate::plan::last_keys::LastBatches;
 use crate::plan::read::PlannedRead;
 use crate::{MigrationError, MigrationResult, OnDuplicateKeys, Progress, Result, WriteMode};
 
@@ -49,6 +51,8 @@ pub(crate) struct Committer {
     foreign_seen: HashSet<i64>,
     upsert_keys: Vec<String>,
     on_duplicate_keys: OnDuplicateKeys,
+    /// upsert with `on_duplicate_keys last`: each key's last batch (set before the first batch).
+    last_batches: Option<Arc<LastBatches>>,
     /// The destination as of this job's last commit.
     pub dest: Table,
     pub store: Option<CheckpointStore>,
@@ -145,6 +149,7 @@ impl Committer {
             foreign_seen: HashSet::new(),
             upsert_keys: s.upsert_keys,
             on_duplicate_keys: s.on_duplicate_keys,
+            last_batches: None,
             dest: s.dest,
             store: s.store,
             landed: s.landed,
@@ -415,6 +420,11 @@ impl Committer {
         for w in run {
             w.discard(&self.dest).await;
         }
+    }
+
+    /// Upserts only the rows of each batch whose key it holds last (`on_duplicate_keys last`).
+    pub fn set_last_batches(&mut self, last: Arc<LastBatches>) {
+        self.last_batches = Some(last);
     }
 
     /// The index after the last batch handled: where a failure is reported.
@@ -716,7 +726,10 @@ impl Committer {
             &self.ident,
             &self.dest,
             &self.upsert_keys,
-            self.on_duplicate_keys,
+            super::upsert::Duplicates {
+                rule: self.on_duplicate_keys,
+                last: self.last_batches.as_deref().map(|l| (index, l)),
+            },
             batches,
             props,
         )

@@ -2,7 +2,9 @@
 //!
 //! 1. A key held twice in the chunk: refused (`on_duplicate_keys error`, earlier chunks stay
 //!    committed), or the last row of each key in the chunk's (the source's) order is kept
-//!    (`last`).
+//!    (`last`) — and, with `last`, a row whose key a later chunk holds again is dropped
+//!    ([`LastBatches`], the source's key pre-pass), so a key is written once, by the chunk
+//!    holding its final row.
 //! 2. Read the destination rows with the chunk's keys at the current snapshot `S` — the scan is
 //!    pruned by a flat per-column predicate ([`KeySet::pruning_predicate`]: `IN` or range), the
 //!    rows it reads are matched exactly by the chunk's [`KeySet`] (row-encoded keys in a hash
@@ -34,6 +36,7 @@ use ops_core::CatalogHandle;
 use ops_core::keys::KeySet;
 use ops_core::ops::overwrite::OverwriteBuilder;
 
+use crate::plan::last_keys::LastBatches;
 use crate::{MigrationError, OnDuplicateKeys, Result};
 
 /// What one chunk's upsert did.
@@ -44,12 +47,19 @@ pub(crate) struct UpsertOutcome {
     pub updated: u64,
 }
 
+/// How a chunk treats the source's repeated keys.
+pub(crate) struct Duplicates<'a> {
+    pub rule: OnDuplicateKeys,
+    /// With `last`: the chunk's index and each key's last chunk (the key pre-pass).
+    pub last: Option<(u64, &'a LastBatches)>,
+}
+
 pub(crate) async fn upsert_chunk(
     handle: &CatalogHandle,
     ident: &TableIdent,
     dest: &Table,
     keys: &[String],
-    duplicates: OnDuplicateKeys,
+    duplicates: Duplicates<'_>,
     batches: &[RecordBatch],
     properties: HashMap<String, String>,
 ) -> Result<UpsertOutcome> {
@@ -97,11 +107,43 @@ pub(crate) async fn upsert_chunk(
     let key_cols = |b: &RecordBatch| -> Vec<ArrayRef> {
         key_idx.iter().map(|&i| b.column(i).clone()).collect()
     };
+    // A key that a later batch holds again is that batch's to write: its row here is dropped,
+    // so no snapshot shows a value of the key other than its old one or the source's last.
+    let batch = match duplicates.last {
+        Some((index, last)) => {
+            let keep = last.held_last(index, &batch)?;
+            if keep.true_count() == batch.num_rows() {
+                batch
+            } else {
+                tracing::debug!(
+                    batch = index,
+                    superseded = batch.num_rows() - keep.true_count(),
+                    "rows whose key a later batch holds again left out"
+                );
+                arrow_select::filter::filter_record_batch(&batch, &keep)?
+            }
+        }
+        None => batch,
+    };
+    if batch.num_rows() == 0 {
+        return Ok(UpsertOutcome {
+            table: None,
+            snapshot: None,
+            inserted: 0,
+            updated: 0,
+        });
+    }
     let mut chunk_keys = KeySet::new(keys.iter().cloned(), key_cols(&batch))?;
     let mut positions = chunk_keys.positions(&key_cols(&batch))?;
     let mut batch = batch;
     if chunk_keys.len() < batch.num_rows() {
-        let keep = distinct_rows(&positions, chunk_keys.len(), duplicates, &batch, &key_idx)?;
+        let keep = distinct_rows(
+            &positions,
+            chunk_keys.len(),
+            duplicates.rule,
+            &batch,
+            &key_idx,
+        )?;
         batch = arrow_select::take::take_record_batch(&batch, &UInt32Array::from(keep))?;
         // Re-indexed so that a key's position is its row in the deduplicated chunk.
         chunk_keys = KeySet::new(keys.iter().cloned(), key_cols(&batch))?;

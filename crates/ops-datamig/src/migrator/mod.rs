@@ -44,6 +44,7 @@ use crate::commit::committer::{Committer, CommitterSetup};
 use crate::commit::history::landed_batches;
 use crate::execute::worker::TaskContext;
 use crate::plan::job::{MigrationPlan, PLAN_FORMAT, TableLocator, layout_fingerprint, split_tasks};
+use crate::plan::last_keys::LastBatches;
 use crate::plan::read::PlannedRead;
 use crate::plan::route::{route_planned, routes_of};
 use crate::types::TableRef;
@@ -490,6 +491,16 @@ impl DataMigrator {
             whole_files: whole,
             prepare_manifests: true,
         });
+        if self.write_mode == WriteMode::Upsert && self.on_duplicate_keys == OnDuplicateKeys::Last {
+            // Before the first commit: which batch holds each key's last row.
+            let workers = self
+                .workers
+                .unwrap_or_else(crate::execute::worker::default_workers)
+                .clamp(1, tasks.len().max(1));
+            let keys = self.upsert_keys.clone().unwrap_or_default();
+            let last = LastBatches::scan(&ctx, &tasks, &keys, workers).await?;
+            committer.set_last_batches(Arc::new(last));
+        }
         let outcome = self.execute_locally(&ctx, &tasks, &mut committer).await;
         let mut store = committer.store.take();
         committer.finish(&mut result);
