@@ -547,3 +547,333 @@ async fn an_absurd_expires_in_is_no_known_expiry() -> TestResult {
     assert_eq!(issuer.tokens_issued(), 1);
     Ok(())
 }
+
+/// The `iss` claim of a bearer token (`Authorization: Bearer <JWT>`).
+fn bearer_issuer(authorization: Option<&str>) -> Option<String> {
+    use base64::Engine;
+    let jwt = authorization?.strip_prefix("Bearer ")?;
+    let claims = jwt.split('.').nth(1)?;
+    let json = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(claims)
+        .ok()?;
+    let v: serde_json::Value = serde_json::from_slice(&json).ok()?;
+    v["iss"].as_str().map(str::to_string)
+}
+
+/// PyIceberg 0.12 reads `/v1/config` with the configured properties, then builds the session
+/// of every later request from the merge (server defaults < configured < server overrides):
+/// `header.*`, `credential`'s token parameters, and `oauth2-server-uri`, whose server override
+/// wins over the configured one. The token requests carry none of the catalog's `header.*`
+/// values to the identity provider (another origin), as PyIceberg's OAuth2AuthManager sends
+/// none.
+#[tokio::test(flavor = "multi_thread")]
+async fn config_defaults_and_overrides_shape_every_later_request() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let ca = TestCa::new(dir.path(), "cfg");
+    let configured = Issuer::start(IssuerOptions {
+        tls: Some(ca.server("configured")),
+        ..Default::default()
+    });
+    let advertised = Issuer::start(IssuerOptions {
+        tls: Some(ca.server("advertised")),
+        ..Default::default()
+    });
+    let rustberg = Rustberg::start();
+    let proxy = FaultProxy::start(rustberg.server.port);
+    let config = serde_json::json!({
+        "defaults": {
+            "header.x-tenant": "from-defaults",
+            "header.x-team": "from-defaults",
+            "scope": "catalog:read",
+            "audience": "from-defaults",
+        },
+        "overrides": {
+            "oauth2-server-uri": advertised.token_url(),
+            "header.x-api-key": "from-overrides",
+            "audience": "rustberg",
+        },
+    });
+    proxy.add(
+        "GET",
+        "/v1/config",
+        Fault::RespondJson(config.to_string()),
+        1,
+    );
+    let p = props(&[
+        ("type", "rest"),
+        ("uri", &proxy.url()),
+        ("ssl.cabundle", &ca.ca_pem.display().to_string()),
+        ("oauth2-server-uri", &configured.token_url()),
+        ("credential", &configured.credential()),
+        ("header.x-team", "configured"),
+        ("header.x-api-key", "configured"),
+    ]);
+    let handle = open("merged", &p).await?;
+    handle.catalog().list_namespaces(None).await?;
+
+    let seen = proxy.seen();
+    let (config_requests, later): (Vec<_>, Vec<_>) =
+        seen.iter().partition(|s| s.path.starts_with("/v1/config"));
+    // The config request goes out as configured: its headers, a token from the configured
+    // endpoint.
+    assert_eq!(config_requests.len(), 1, "{seen:?}");
+    let first = config_requests[0];
+    assert_eq!(first.header("x-api-key"), Some("configured"));
+    assert_eq!(first.header("x-tenant"), None);
+    assert_eq!(
+        bearer_issuer(first.header("authorization")),
+        Some(configured.issuer_url())
+    );
+    // Every later request: the merged headers and a token from the advertised endpoint.
+    assert!(!later.is_empty(), "{seen:?}");
+    for s in &later {
+        assert_eq!(s.header("x-tenant"), Some("from-defaults"), "{s:?}");
+        assert_eq!(s.header("x-team"), Some("configured"), "{s:?}");
+        assert_eq!(s.header("x-api-key"), Some("from-overrides"), "{s:?}");
+        assert_eq!(
+            bearer_issuer(s.header("authorization")),
+            Some(advertised.issuer_url()),
+            "the request went out with a token from elsewhere: {s:?}"
+        );
+    }
+    // The advertised endpoint was asked with the merged token parameters.
+    let asked = advertised.requests();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert_eq!(
+        asked[0].get("scope").map(String::as_str),
+        Some("catalog:read")
+    );
+    assert_eq!(
+        asked[0].get("audience").map(String::as_str),
+        Some("rustberg")
+    );
+    // No `header.*` value reached either identity provider.
+    for headers in configured
+        .request_headers()
+        .iter()
+        .chain(advertised.request_headers().iter())
+    {
+        for name in [
+            "x-api-key",
+            "x-team",
+            "x-tenant",
+            "x-iceberg-access-delegation",
+        ] {
+            assert!(
+                !headers.iter().any(|(k, _)| k == name),
+                "{name} was sent to the identity provider: {headers:?}"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The catalog's own token endpoint (`{uri}/v1/oauth/tokens`) is the catalog: it gets the
+/// `header.*` values, as PyIceberg's legacy manager sends its session's headers there. A
+/// `token` from the server's overrides is what later requests carry.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_catalogs_own_token_endpoint_gets_the_headers_and_a_served_token_is_used() -> TestResult
+{
+    init_tracing();
+    let rustberg = Rustberg::start();
+    let proxy = FaultProxy::start(rustberg.server.port);
+    proxy.add(
+        "POST",
+        "/v1/oauth/tokens",
+        Fault::RespondJson(
+            r#"{"access_token":"catalog-issued","token_type":"bearer","expires_in":3600}"#.into(),
+        ),
+        10,
+    );
+    let p = props(&[
+        ("type", "rest"),
+        ("uri", &proxy.url()),
+        ("credential", "id:secret"),
+        ("header.x-api-key", "the-key"),
+    ]);
+    let handle = open("own", &p).await?;
+    handle.catalog().list_namespaces(None).await?;
+    let seen = proxy.seen();
+    let token = seen
+        .iter()
+        .find(|s| s.path.starts_with("/v1/oauth/tokens"))
+        .ok_or_else(|| anyhow::anyhow!("no token request: {seen:?}"))?;
+    assert_eq!(token.header("x-api-key"), Some("the-key"));
+    assert!(seen.iter().all(|s| s.path.starts_with("/v1/oauth/tokens")
+        || s.header("authorization") == Some("Bearer catalog-issued")));
+
+    // A token the server hands out in its overrides replaces none configured.
+    let proxy = FaultProxy::start(rustberg.server.port);
+    proxy.add(
+        "GET",
+        "/v1/config",
+        Fault::RespondJson(r#"{"defaults":{},"overrides":{"token":"served-token"}}"#.into()),
+        1,
+    );
+    let handle = open("served", &props(&[("type", "rest"), ("uri", &proxy.url())])).await?;
+    handle.catalog().list_namespaces(None).await?;
+    let later: Vec<_> = proxy
+        .seen()
+        .into_iter()
+        .filter(|s| !s.path.starts_with("/v1/config"))
+        .collect();
+    assert!(!later.is_empty());
+    for s in &later {
+        assert_eq!(
+            s.header("authorization"),
+            Some("Bearer served-token"),
+            "{s:?}"
+        );
+    }
+    Ok(())
+}
+
+/// SigV4 switched on by the server's defaults (`rest.sigv4-enabled`, `rest.signing-name`,
+/// `rest.signing-region`): every request after `/v1/config` is signed, as botocore checks.
+#[tokio::test(flavor = "multi_thread")]
+async fn sigv4_keys_from_the_servers_config_sign_later_requests() -> TestResult {
+    use ops_tests::servers::{SigV4Expect, SigV4Proxy};
+    init_tracing();
+    let rustberg = Rustberg::start();
+    let expect = SigV4Expect {
+        service: "glue",
+        region: "eu-west-1",
+        access_key: "AKIDEXAMPLE",
+        secret_key: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
+        session_token: None,
+    };
+    let signer = SigV4Proxy::start(rustberg.server.port, &expect);
+    let front = FaultProxy::start(signer.server.port);
+    front.add(
+        "GET",
+        "/v1/config",
+        Fault::RespondJson(
+            serde_json::json!({
+                "defaults": {
+                    "rest.sigv4-enabled": "true",
+                    "rest.signing-name": "glue",
+                    "rest.signing-region": "eu-west-1",
+                },
+                "overrides": {},
+            })
+            .to_string(),
+        ),
+        1,
+    );
+    let p = props(&[
+        ("type", "rest"),
+        ("uri", &front.url()),
+        ("client.access-key-id", expect.access_key),
+        ("client.secret-access-key", expect.secret_key),
+    ]);
+    let handle = open("served-sigv4", &p).await?;
+    handle.catalog().list_namespaces(None).await?;
+    let (verified, refused) = signer.stats();
+    assert!(refused.is_empty(), "botocore refused: {refused:#?}");
+    assert!(verified >= 1, "no signed request reached the catalog");
+    Ok(())
+}
+
+/// Mutual TLS: `ssl.client.cert` / `ssl.client.key` (or one PEM holding both) present a client
+/// certificate, and the handshake errors say what is wrong — a missing or refused client
+/// certificate, a host name the server's certificate does not list — and the key that fixes
+/// it, not `ssl.cabundle`, which cannot.
+#[tokio::test(flavor = "multi_thread")]
+async fn client_certificates_are_presented_and_tls_errors_say_what_to_fix() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let ca = TestCa::new(dir.path(), "servers");
+    let clients = TestCa::new(dir.path(), "clients");
+    let strangers = TestCa::new(dir.path(), "strangers");
+    let rustberg = Rustberg::start();
+    let gate = FaultProxy::start_mtls(rustberg.server.port, &ca.server("gate"), &clients.ca_pem);
+    let ca_path = ca.ca_pem.display().to_string();
+    let with = |extra: &[(&str, &str)]| {
+        let mut p = props(&[
+            ("type", "rest"),
+            ("uri", &gate.url()),
+            ("ssl.cabundle", &ca_path),
+        ]);
+        p.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        p
+    };
+    let no_cabundle_advice = |err: &str| {
+        assert!(
+            !err.contains("`ssl.cabundle`"),
+            "advises ssl.cabundle, which cannot fix this: {err}"
+        );
+    };
+
+    // No client certificate.
+    let err = error_text(open("mtls", &with(&[])).await);
+    assert!(err.contains("catalog 'mtls'"), "{err}");
+    assert!(err.contains("requires a client certificate"), "{err}");
+    assert!(err.contains("`ssl.client.cert`"), "{err}");
+    no_cabundle_advice(&err);
+
+    // Certificate and key in two files: reads and a commit go through.
+    let good = clients.client("good");
+    let (cert, key) = (
+        good.cert.display().to_string(),
+        good.key.display().to_string(),
+    );
+    let handle = open(
+        "mtls",
+        &with(&[("ssl.client.cert", &cert), ("ssl.client.key", &key)]),
+    )
+    .await?;
+    write_and_read_back(&handle, "mtlsns").await?;
+
+    // One PEM holding both.
+    let both = dir.path().join("both.pem");
+    std::fs::write(
+        &both,
+        format!(
+            "{}{}",
+            std::fs::read_to_string(&good.cert)?,
+            std::fs::read_to_string(&good.key)?
+        ),
+    )?;
+    let handle = open(
+        "mtls",
+        &with(&[("ssl.client.cert", &both.display().to_string())]),
+    )
+    .await?;
+    handle.catalog().list_namespaces(None).await?;
+
+    // A certificate from a CA the server does not trust for clients.
+    let stranger = strangers.client("stranger");
+    let stranger_cert = stranger.cert.display().to_string();
+    let err = error_text(
+        open(
+            "mtls",
+            &with(&[
+                ("ssl.client.cert", &stranger_cert),
+                ("ssl.client.key", &stranger.key.display().to_string()),
+            ]),
+        )
+        .await,
+    );
+    assert!(err.contains("catalog 'mtls'"), "{err}");
+    assert!(err.contains("refused the client certificate"), "{err}");
+    assert!(err.contains(&stranger_cert), "{err}");
+    no_cabundle_advice(&err);
+
+    // A server certificate for other names than the one in `uri`.
+    let misnamed = FaultProxy::start_tls(
+        rustberg.server.port,
+        &ca.server_for("misnamed", &["catalog.example.com"]),
+    );
+    let p = props(&[
+        ("type", "rest"),
+        ("uri", &misnamed.url()),
+        ("ssl.cabundle", &ca_path),
+    ]);
+    let err = error_text(open("named", &p).await);
+    assert!(err.contains("catalog 'named'"), "{err}");
+    assert!(err.contains("not valid for the host name"), "{err}");
+    assert!(err.contains("catalog.example.com"), "{err}");
+    no_cabundle_advice(&err);
+    Ok(())
+}

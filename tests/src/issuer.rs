@@ -75,6 +75,8 @@ struct Shared {
     issued: AtomicUsize,
     /// Form parameters of each token request, secrets removed.
     requests: Mutex<Vec<HashMap<String, String>>>,
+    /// Headers of each token request (names in lower case).
+    request_headers: Mutex<Vec<Vec<(String, String)>>>,
     stop: AtomicBool,
 }
 
@@ -107,6 +109,7 @@ impl Issuer {
             jwk,
             issued: AtomicUsize::new(0),
             requests: Mutex::new(Vec::new()),
+            request_headers: Mutex::new(Vec::new()),
             stop: AtomicBool::new(false),
         });
         spawn_listener(http, shared.clone(), None);
@@ -156,6 +159,15 @@ impl Issuer {
     /// Tokens issued so far.
     pub fn tokens_issued(&self) -> usize {
         self.shared.issued.load(Ordering::SeqCst)
+    }
+
+    /// The headers of each token request so far (names in lower case).
+    pub fn request_headers(&self) -> Vec<Vec<(String, String)>> {
+        self.shared
+            .request_headers
+            .lock()
+            .expect("request headers")
+            .clone()
     }
 
     /// The form parameters of every token request so far (`client_secret` removed).
@@ -401,7 +413,13 @@ impl Shared {
         format!("{signing_input}.{}", URL_SAFE_NO_PAD.encode(sig))
     }
 
-    fn respond(&self, method: &str, path: &str, body: &[u8]) -> (u16, String) {
+    fn respond(
+        &self,
+        method: &str,
+        path: &str,
+        headers: Vec<(String, String)>,
+        body: &[u8],
+    ) -> (u16, String) {
         match (method, path.split('?').next().unwrap_or_default()) {
             ("GET", "/jwks") => (200, serde_json::json!({"keys": [self.jwk]}).to_string()),
             ("GET", "/.well-known/openid-configuration") => (
@@ -413,7 +431,13 @@ impl Shared {
                 })
                 .to_string(),
             ),
-            ("POST", "/token") => self.token(body),
+            ("POST", "/token") => {
+                self.request_headers
+                    .lock()
+                    .expect("request headers")
+                    .push(headers);
+                self.token(body)
+            }
             _ => (404, r#"{"error":"not_found"}"#.into()),
         }
     }
@@ -502,6 +526,7 @@ fn serve<S: Read + Write>(stream: S, shared: &Shared) {
     let method = parts.next().unwrap_or_default().to_string();
     let path = parts.next().unwrap_or_default().to_string();
     let mut length = 0usize;
+    let mut headers = Vec::new();
     loop {
         let mut header = String::new();
         if reader.read_line(&mut header).unwrap_or(0) == 0 {
@@ -511,17 +536,18 @@ fn serve<S: Read + Write>(stream: S, shared: &Shared) {
         if header.is_empty() {
             break;
         }
-        if let Some((k, v)) = header.split_once(':')
-            && k.trim().eq_ignore_ascii_case("content-length")
-        {
-            length = v.trim().parse().unwrap_or(0);
+        if let Some((k, v)) = header.split_once(':') {
+            if k.trim().eq_ignore_ascii_case("content-length") {
+                length = v.trim().parse().unwrap_or(0);
+            }
+            headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
         }
     }
     let mut body = vec![0u8; length];
     if reader.read_exact(&mut body).is_err() {
         return;
     }
-    let (status, text) = shared.respond(&method, &path, &body);
+    let (status, text) = shared.respond(&method, &path, headers, &body);
     let reason = match status {
         200 => "OK",
         400 => "Bad Request",

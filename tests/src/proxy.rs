@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// What to do with a request a rule matches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Fault {
     /// Answer `503 Service Unavailable` with `Retry-After: 0`.
     Unavailable,
@@ -20,6 +20,9 @@ pub enum Fault {
     /// Forward it (the server acts on it), then answer `503` instead of the server's reply, as
     /// a gateway whose upstream connection broke after the request was handled.
     ForwardThenUnavailable,
+    /// Answer `200 OK` with this JSON body without forwarding (a server's `/v1/config`, a
+    /// credentials endpoint).
+    RespondJson(String),
 }
 
 /// Applies `fault` to the next `times` requests whose method is `method` and whose path
@@ -45,6 +48,18 @@ pub struct Seen {
     pub path: String,
     /// The fault applied, if any.
     pub fault: Option<Fault>,
+    /// Its headers, names in lower case.
+    pub headers: Vec<(String, String)>,
+}
+
+impl Seen {
+    /// The value of header `name` (any case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
 }
 
 struct Shared {
@@ -71,6 +86,18 @@ impl FaultProxy {
     /// The same, serving HTTPS with `cert` (a TLS terminator in front of a plain server).
     pub fn start_tls(upstream: u16, cert: &crate::tls::CertFiles) -> FaultProxy {
         Self::start_inner(upstream, Some(crate::tls::server_config(cert, None)))
+    }
+
+    /// The same, requiring a client certificate issued by the CA in `client_ca` (mutual TLS).
+    pub fn start_mtls(
+        upstream: u16,
+        cert: &crate::tls::CertFiles,
+        client_ca: &std::path::Path,
+    ) -> FaultProxy {
+        Self::start_inner(
+            upstream,
+            Some(crate::tls::server_config(cert, Some(client_ca))),
+        )
     }
 
     fn start_inner(upstream: u16, tls: Option<Arc<rustls::ServerConfig>>) -> FaultProxy {
@@ -144,8 +171,18 @@ impl Drop for FaultProxy {
     }
 }
 
-/// Reads one request: (request line + headers with `Connection: close`, method, path, body).
-fn read_request<S: Read>(reader: &mut BufReader<S>) -> Option<(String, String, String, Vec<u8>)> {
+/// One request as read: the request line and headers to forward (with `Connection: close`),
+/// method, path, headers and body.
+struct Request {
+    head: String,
+    method: String,
+    path: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+/// Reads one request.
+fn read_request<S: Read>(reader: &mut BufReader<S>) -> Option<Request> {
     let mut line = String::new();
     if reader.read_line(&mut line).ok()? == 0 {
         return None;
@@ -154,6 +191,7 @@ fn read_request<S: Read>(reader: &mut BufReader<S>) -> Option<(String, String, S
     let method = parts.next()?.to_string();
     let path = parts.next()?.to_string();
     let mut head = line.clone();
+    let mut headers = Vec::new();
     let mut length = 0usize;
     loop {
         let mut header = String::new();
@@ -165,6 +203,9 @@ fn read_request<S: Read>(reader: &mut BufReader<S>) -> Option<(String, String, S
             break;
         }
         let name = trimmed.split(':').next().unwrap_or_default().trim();
+        if let Some((k, v)) = trimmed.split_once(':') {
+            headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
+        }
         if name.eq_ignore_ascii_case("connection") {
             continue;
         }
@@ -179,13 +220,26 @@ fn read_request<S: Read>(reader: &mut BufReader<S>) -> Option<(String, String, S
     head.push_str("Connection: close\r\n\r\n");
     let mut body = vec![0u8; length];
     reader.read_exact(&mut body).ok()?;
-    Some((head, method, path, body))
+    Some(Request {
+        head,
+        method,
+        path,
+        headers,
+        body,
+    })
 }
 
 fn handle<S: Read + Write>(stream: S, shared: &Shared) {
     let mut reader = BufReader::new(stream);
     // One request per connection: the proxy answers with `Connection: close`.
-    let Some((head, method, path, body)) = read_request(&mut reader) else {
+    let Some(Request {
+        head,
+        method,
+        path,
+        headers,
+        body,
+    }) = read_request(&mut reader)
+    else {
         return;
     };
     let fault = {
@@ -195,16 +249,27 @@ fn handle<S: Read + Write>(stream: S, shared: &Shared) {
             .find(|r| r.times > 0 && r.method == method && path.contains(&r.path))
             .map(|r| {
                 r.times -= 1;
-                r.fault
+                r.fault.clone()
             })
     };
     shared.seen.lock().expect("seen").push(Seen {
         method: method.clone(),
         path: path.clone(),
-        fault,
+        fault: fault.clone(),
+        headers,
     });
     let mut client = reader.into_inner();
-    match fault {
+    match &fault {
+        Some(Fault::RespondJson(body)) => {
+            let _ = write!(
+                client,
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
+                 Connection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = client.flush();
+            return;
+        }
         Some(Fault::Unavailable) => {
             let body =
                 r#"{"error":{"message":"try again","type":"ServiceUnavailable","code":503}}"#;
@@ -218,7 +283,7 @@ fn handle<S: Read + Write>(stream: S, shared: &Shared) {
         }
         // Dropping the stream closes the connection without an answer.
         Some(Fault::Drop) => return,
-        Some(Fault::Stall(d)) => std::thread::sleep(d),
+        Some(Fault::Stall(d)) => std::thread::sleep(*d),
         Some(Fault::ForwardThenUnavailable) | None => {}
     }
     let Ok(mut upstream) = TcpStream::connect(("127.0.0.1", shared.upstream)) else {

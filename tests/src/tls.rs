@@ -81,6 +81,11 @@ impl TestCa {
         )
     }
 
+    /// A server certificate for `names` only (to test a host-name mismatch).
+    pub fn server_for(&self, file: &str, names: &[&str]) -> CertFiles {
+        self.issue(file, names, ExtendedKeyUsagePurpose::ServerAuth)
+    }
+
     /// A client certificate (for mutual TLS).
     pub fn client(&self, file: &str) -> CertFiles {
         self.issue(

@@ -25,8 +25,9 @@ pub struct Common {
     /// S3 Tables endpoint (e.g. the emulator's https://127.0.0.1:PORT); default: the region's.
     #[arg(long, global = true, env = "ICEBERG_OPS_S3TABLES_ENDPOINT")]
     endpoint: Option<String>,
-    /// Extra trusted CA certificates (PEM) for the S3 Tables, S3 and Glue endpoints, added to
-    /// the platform's roots (as the AWS CLI reads AWS_CA_BUNDLE).
+    /// The CA certificates (PEM) to trust for the S3 Tables, S3 and Glue endpoints and the AWS
+    /// credential chain, in place of the default roots, as the AWS CLI reads AWS_CA_BUNDLE
+    /// (default: AWS_CA_BUNDLE, else the AWS profile's `ca_bundle`).
     #[arg(long, global = true, env = "AWS_CA_BUNDLE")]
     ca_bundle: Option<std::path::PathBuf>,
     /// Region (default: the AWS chain's).
@@ -214,8 +215,13 @@ pub enum Command {
 }
 
 async fn guard(c: &Common) -> anyhow::Result<MigrationGuard> {
+    // `--ca-bundle` (or AWS_CA_BUNDLE, through clap), else the profile's `ca_bundle`: what the
+    // AWS CLI would trust, for every endpoint and the credential chain alike.
     let settings = HttpSettings {
-        ca_bundle: c.ca_bundle.clone(),
+        ca_bundle: c
+            .ca_bundle
+            .clone()
+            .or_else(|| ops_core::http::aws_ca_bundle(None)),
         ..HttpSettings::default()
     };
     let client =

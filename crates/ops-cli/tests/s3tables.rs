@@ -214,3 +214,127 @@ fn the_runbook_over_https_with_verified_signatures() {
     drop(emulator);
     drop(rt);
 }
+
+/// The S3 Tables commands trust exactly what the AWS CLI and ops-core's AWS clients trust:
+/// `AWS_CA_BUNDLE`, else the profile's `ca_bundle`, each in place of the platform's roots (not
+/// added to them), and the credential chain's own calls (here container credentials over HTTPS)
+/// trust the same bundle.
+#[test]
+fn the_s3tables_commands_and_their_credential_chain_trust_what_the_aws_cli_trusts() {
+    use ops_tests::proxy::{Fault, FaultProxy};
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let moto = Moto::start();
+    let bucket_arn = moto_for_migration(&moto);
+    let emulator = rt.block_on(EmulatorServer::start(&moto, Duration::from_millis(20)));
+    let home = tempfile::tempdir().unwrap();
+    let moto_url = moto.endpoint();
+    let ca = emulator.ca_path.display().to_string();
+    let run = Run {
+        home: home.path(),
+        endpoint: &emulator.endpoint,
+        moto: &moto_url,
+        ca: &emulator.ca_path,
+    };
+    let listing = [
+        "list",
+        "--table-bucket-arn",
+        bucket_arn.as_str(),
+        "--output",
+        "json",
+    ];
+    let refused = |out: &Output, what: &str| {
+        let (stdout, stderr) = text(out);
+        assert!(
+            !out.status.success(),
+            "{what}: accepted\n{stdout}\n{stderr}"
+        );
+        stderr
+    };
+    let accepted = |out: &Output, what: &str| {
+        let (stdout, stderr) = text(out);
+        assert!(out.status.success(), "{what}: refused\n{stdout}\n{stderr}");
+    };
+
+    // AWS_CA_BUNDLE holds the emulator's CA.
+    accepted(&run.s3tables(&listing, &[]), "AWS_CA_BUNDLE");
+    // Without it, the default roots do not know the test CA ...
+    refused(
+        &run.s3tables(&listing, &[("AWS_CA_BUNDLE", "")]),
+        "no bundle",
+    );
+    // ... but the profile's ca_bundle does, as for the AWS CLI.
+    std::fs::create_dir_all(home.path().join(".aws")).unwrap();
+    let config = home.path().join(".aws/config");
+    std::fs::write(&config, format!("[default]\nca_bundle = {ca}\n")).unwrap();
+    accepted(
+        &run.s3tables(&listing, &[("AWS_CA_BUNDLE", "")]),
+        "the profile's ca_bundle",
+    );
+    std::fs::remove_file(&config).unwrap();
+
+    // The bundle replaces the platform's roots: with the emulator's CA in the platform's store
+    // (SSL_CERT_FILE) and another CA in AWS_CA_BUNDLE, the emulator is not trusted.
+    accepted(
+        &run.s3tables(&listing, &[("AWS_CA_BUNDLE", ""), ("SSL_CERT_FILE", &ca)]),
+        "the platform's store",
+    );
+    let other_dir = tempfile::tempdir().unwrap();
+    let other = ops_tests::servers::TestCa::new().write(other_dir.path());
+    let stderr = refused(
+        &run.s3tables(
+            &listing,
+            &[
+                ("AWS_CA_BUNDLE", &other.display().to_string()),
+                ("SSL_CERT_FILE", &ca),
+            ],
+        ),
+        "AWS_CA_BUNDLE added to the platform's roots",
+    );
+    assert!(stderr.contains("request to https://127.0.0.1"), "{stderr}");
+
+    // Container credentials served over HTTPS with a certificate of the same CA: the chain
+    // reaches them through AWS_CA_BUNDLE, and cannot without it.
+    let cert = emulator.ca.server_cert();
+    let files = ops_tests::tls::CertFiles {
+        cert: other_dir.path().join("creds.pem"),
+        key: other_dir.path().join("creds.key"),
+    };
+    std::fs::write(&files.cert, &cert.cert_pem).unwrap();
+    std::fs::write(&files.key, &cert.key_pem).unwrap();
+    let creds = FaultProxy::start_tls(9, &files);
+    creds.add(
+        "GET",
+        "/credentials",
+        Fault::RespondJson(
+            serde_json::json!({
+                "AccessKeyId": ops_tests::servers::AWS_KEY,
+                "SecretAccessKey": ops_tests::servers::AWS_SECRET,
+                "Token": "container-session-token",
+                "Expiration": "2099-01-01T00:00:00Z",
+            })
+            .to_string(),
+        ),
+        100,
+    );
+    let container = format!("{}/credentials", creds.url());
+    let chain = [
+        ("AWS_ACCESS_KEY_ID", ""),
+        ("AWS_SECRET_ACCESS_KEY", ""),
+        ("AWS_CONTAINER_CREDENTIALS_FULL_URI", container.as_str()),
+    ];
+    accepted(
+        &run.s3tables(&listing, &chain),
+        "container credentials through AWS_CA_BUNDLE",
+    );
+    assert!(
+        creds.seen().iter().any(|s| s.path == "/credentials"),
+        "the chain did not ask the container endpoint"
+    );
+    let mut untrusted = chain.to_vec();
+    untrusted.push(("AWS_CA_BUNDLE", ""));
+    let stderr = refused(
+        &run.s3tables(&listing, &untrusted),
+        "container credentials without the bundle",
+    );
+    assert!(stderr.to_lowercase().contains("credentials"), "{stderr}");
+}

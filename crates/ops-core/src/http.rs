@@ -271,7 +271,7 @@ pub fn client(tls: &TlsOptions, timeouts: Timeouts) -> Result<reqwest::Client, T
 /// The CA bundle AWS clients trust, as the AWS CLI finds it: `AWS_CA_BUNDLE`, else `ca_bundle`
 /// of the active profile (`profile`, else `AWS_PROFILE`, else `default`) in `AWS_CONFIG_FILE`
 /// (default `~/.aws/config`). aws-config reads neither, so ops-core passes it to the SDK
-/// clients' TLS context (see `commit::aws::config_loader`).
+/// clients' TLS context (see [`aws_config_loader`]).
 pub fn aws_ca_bundle(profile: Option<&str>) -> Option<PathBuf> {
     let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
     if let Some(path) = var("AWS_CA_BUNDLE") {
@@ -286,6 +286,67 @@ pub fn aws_ca_bundle(profile: Option<&str>) -> Option<PathBuf> {
         .or_else(|| std::env::var("AWS_PROFILE").ok().filter(|p| !p.is_empty()))
         .unwrap_or_else(|| "default".to_string());
     profile_value(&text, &profile, "ca_bundle").map(PathBuf::from)
+}
+
+/// Why the AWS trust store could not be set up; names the bundle file.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the AWS CA bundle {} (AWS_CA_BUNDLE, or the profile's ca_bundle) {reason}; point it at a \
+     PEM file of the CA certificates to trust",
+    path.display()
+)]
+pub struct AwsTrustError {
+    /// The bundle file.
+    pub path: PathBuf,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
+/// The trust of every AWS client, as the AWS CLI and SDKs have it: with `bundle` (see
+/// [`aws_ca_bundle`]) exactly the certificates in that file, which replace the platform's roots
+/// (botocore's `verify=path`); without one, the default roots.
+pub fn aws_tls(bundle: Option<&Path>) -> TlsOptions {
+    TlsOptions {
+        trust: bundle.map_or(Trust::Default, |b| Trust::CaBundle(b.to_path_buf())),
+        ..TlsOptions::default()
+    }
+}
+
+/// The AWS SDK configuration loader every AWS client of the workspace starts from (ops-core's
+/// Glue and S3 Tables catalogs and SigV4 signing, ops-s3tables' migration client): the SDK
+/// defaults, and with `bundle` (see [`aws_ca_bundle`]) an HTTP client whose trust store is
+/// exactly that file, built with the workspace's one crypto provider (aws-lc-rs). aws-config
+/// reads neither `AWS_CA_BUNDLE` nor `ca_bundle` itself; passing the trust through the HTTP
+/// client covers the credential chain too (STS, SSO, IMDS, container credentials), which
+/// loads through the same client.
+pub fn aws_config_loader(bundle: Option<&Path>) -> Result<aws_config::ConfigLoader, AwsTrustError> {
+    use aws_smithy_http_client::tls;
+    let loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
+    let Some(bundle) = bundle else {
+        return Ok(loader);
+    };
+    let err = |reason: String| AwsTrustError {
+        path: bundle.to_path_buf(),
+        reason,
+    };
+    let pem = std::fs::read(bundle).map_err(|e| err(format!("cannot be read: {e}")))?;
+    // The SDK's TLS context takes any PEM; check it holds a certificate, so a wrong file is
+    // named here rather than as an unexplained handshake failure later.
+    bundle_roots(bundle).map_err(|e| match e {
+        TlsError::CaBundle { reason, .. } | TlsError::ClientCert { reason, .. } => err(reason),
+    })?;
+    let context = tls::TlsContext::builder()
+        .with_trust_store(tls::TrustStore::empty().with_pem_certificate(pem))
+        .build()
+        .map_err(|e| err(format!("is not usable: {e}")))?;
+    install_crypto_provider();
+    let http = aws_smithy_http_client::Builder::new()
+        .tls_provider(tls::Provider::Rustls(
+            tls::rustls_provider::CryptoMode::AwsLc,
+        ))
+        .tls_context(context)
+        .build_https();
+    Ok(loader.http_client(http))
 }
 
 /// `key` in `[default]` / `[profile NAME]` of an AWS config file.
@@ -436,6 +497,85 @@ pub fn untrusted_advice(trust: &Trust, ssl_cert_file: Option<&Path>) -> String {
         _ => "the server's certificate is not trusted: set `ssl.cabundle` to the PEM file of the \
               CA that signed it (or SSL_CERT_FILE for every client)"
             .to_string(),
+    }
+}
+
+/// What to tell the operator about a failed TLS handshake (`err`), given the TLS settings in
+/// use: which side refused what, and the key or file that fixes it. Only a server certificate
+/// that does not chain to a trusted CA gets the `ssl.cabundle` advice ([`untrusted_advice`]):
+/// a host-name mismatch, an expired certificate or a refused client certificate cannot be fixed
+/// by trusting another CA.
+pub fn tls_advice(err: &rustls::Error, tls: &TlsOptions, ssl_cert_file: Option<&Path>) -> String {
+    use rustls::{AlertDescription as Alert, CertificateError as Cert};
+    let client_cert = || tls.client_cert.as_deref().map(|p| p.display().to_string());
+    match err {
+        rustls::Error::InvalidCertificate(Cert::NotValidForName) => {
+            "the server's certificate is not valid for the host name in `uri`: use a host name the \
+             certificate lists in `uri` (not an IP address or alias it does not list), or have \
+             the server's certificate reissued with this name"
+                .to_string()
+        }
+        rustls::Error::InvalidCertificate(Cert::NotValidForNameContext {
+            expected,
+            presented,
+        }) => {
+            format!(
+                "the server's certificate is not valid for the host name in `uri` ({}; it lists \
+                 {}): use one of those names in `uri`, or have the server's certificate reissued \
+                 with this name",
+                expected.to_str(),
+                if presented.is_empty() {
+                    "no names".to_string()
+                } else {
+                    presented.join(", ")
+                }
+            )
+        }
+        rustls::Error::InvalidCertificate(
+            Cert::Expired
+            | Cert::ExpiredContext { .. }
+            | Cert::NotValidYet
+            | Cert::NotValidYetContext { .. },
+        ) => "the server's certificate has expired or is not valid yet (or this machine's clock \
+              is wrong): the server needs a current certificate"
+            .to_string(),
+        rustls::Error::InvalidCertificate(Cert::Revoked) => {
+            "the server's certificate has been revoked: the server needs a new one".to_string()
+        }
+        rustls::Error::InvalidCertificate(_) => untrusted_advice(&tls.trust, ssl_cert_file),
+        rustls::Error::AlertReceived(Alert::CertificateRequired) => match client_cert() {
+            None => "the server requires a client certificate (mutual TLS): set \
+                     `ssl.client.cert` (and `ssl.client.key`) to a certificate and key issued \
+                     by a CA the server trusts for clients"
+                .to_string(),
+            Some(path) => format!(
+                "the server requires a client certificate and did not accept {path} \
+                 (`ssl.client.cert`)"
+            ),
+        },
+        rustls::Error::AlertReceived(
+            alert @ (Alert::BadCertificate
+            | Alert::UnsupportedCertificate
+            | Alert::CertificateRevoked
+            | Alert::CertificateExpired
+            | Alert::CertificateUnknown
+            | Alert::UnknownCA
+            | Alert::AccessDenied),
+        ) => match client_cert() {
+            Some(path) => format!(
+                "the server refused the client certificate {path} (`ssl.client.cert`; alert \
+                 {alert:?}): it must be issued by a CA the server trusts for clients, be current, \
+                 and match `ssl.client.key`"
+            ),
+            None => format!(
+                "the server refused the handshake (alert {alert:?}); if it requires a client \
+                 certificate (mutual TLS), set `ssl.client.cert` and `ssl.client.key`"
+            ),
+        },
+        other => format!(
+            "check that `uri` is the catalog's HTTPS endpoint and what the server requires \
+             ({other})"
+        ),
     }
 }
 

@@ -13,7 +13,6 @@
 //! 503 yields its migrationId instead of a 409 that loses it.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -91,8 +90,9 @@ pub struct HttpSettings {
     /// Most time for a whole request, from sending it to the end of the response body (a
     /// server trickling bytes never trips the read timeout).
     pub request_timeout: Duration,
-    /// Extra trusted CA certificates (PEM), added to the platform's roots; the AWS CLI's
-    /// `AWS_CA_BUNDLE`.
+    /// The CA certificates (PEM) to trust, in place of the default roots, as the AWS CLI and
+    /// SDKs use `AWS_CA_BUNDLE` or the profile's `ca_bundle`. `None`: the default roots
+    /// (webpki's and the platform's, `SSL_CERT_FILE`/`SSL_CERT_DIR` honoured).
     pub ca_bundle: Option<PathBuf>,
 }
 
@@ -108,47 +108,36 @@ impl Default for HttpSettings {
 }
 
 impl HttpSettings {
-    /// Defaults, with `AWS_CA_BUNDLE` as the CA bundle when set (as the AWS CLI reads it).
+    /// Defaults, with the CA bundle the AWS CLI would use: `AWS_CA_BUNDLE`, else `ca_bundle`
+    /// of the active profile (`AWS_PROFILE`, else `default`) in `AWS_CONFIG_FILE` or
+    /// `~/.aws/config` ([`ops_core::http::aws_ca_bundle`]).
     pub fn from_env() -> Self {
         HttpSettings {
-            ca_bundle: std::env::var_os("AWS_CA_BUNDLE")
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from),
+            ca_bundle: ops_core::http::aws_ca_bundle(None),
             ..Self::default()
         }
     }
 }
 
-/// The one place this crate builds an HTTP client: rustls with the `ring` provider (reqwest's
-/// own; passed explicitly, so it works whether or not a process-wide default is installed and
-/// whichever other providers are compiled in), trusting the platform's roots
-/// (`SSL_CERT_FILE`/`SSL_CERT_DIR` honoured) plus `settings.ca_bundle`, with connect and read
-/// timeouts.
+/// The one place this crate builds an HTTP client: ops-core's rustls configuration for AWS
+/// endpoints ([`ops_core::http::aws_tls`]: exactly `settings.ca_bundle` when set, else the
+/// default roots; the workspace's one crypto provider), with connect, read and request
+/// timeouts. The trust is the same as that of ops-core's AWS SDK clients and of the
+/// credential chain ([`crate::Signer::from_env_trusting`]).
 pub fn http_client(settings: &HttpSettings) -> Result<reqwest::Client> {
-    let mut roots = rustls::RootCertStore::empty();
-    let native = rustls_native_certs::load_native_certs();
-    for e in &native.errors {
-        tracing::debug!(error = %e, "a platform root certificate could not be loaded");
-    }
-    let (added, _ignored) = roots.add_parsable_certificates(native.certs);
-    tracing::debug!(added, "platform root certificates");
     if let Some(path) = &settings.ca_bundle {
-        let certs = load_pem_certs(path)?;
-        for cert in certs {
-            roots.add(cert).map_err(|e| {
-                Error::Config(format!(
-                    "CA bundle {}: a certificate cannot be used as a trust anchor: {e}",
-                    path.display()
-                ))
-            })?;
-        }
+        // Names the file and the settings that point at it before anything connects.
+        load_pem_certs(path)?;
     }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let tls = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| Error::Config(format!("TLS configuration: {e}")))?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+    let tls = ops_core::http::rustls_config(&ops_core::http::aws_tls(
+        settings.ca_bundle.as_deref(),
+    ))
+    .map_err(|e| {
+        Error::Config(format!(
+            "{e} (set AWS_CA_BUNDLE, the profile's ca_bundle or --ca-bundle to a PEM file of CA \
+             certificates)"
+        ))
+    })?;
     reqwest::Client::builder()
         .use_preconfigured_tls(tls)
         .connect_timeout(settings.connect_timeout)
@@ -165,8 +154,8 @@ pub(crate) fn load_pem_certs(
     use rustls::pki_types::pem::PemObject;
     let bad = |e: &dyn std::fmt::Display| {
         Error::Config(format!(
-            "CA bundle {}: {e} (set AWS_CA_BUNDLE or --ca-bundle to a PEM file of CA \
-             certificates)",
+            "CA bundle {}: {e} (set AWS_CA_BUNDLE, the profile's ca_bundle or --ca-bundle to a \
+             PEM file of CA certificates)",
             path.display()
         ))
     };
@@ -314,7 +303,8 @@ enum Attempt {
 impl S3TablesClient {
     /// A client from the standard AWS chain (credentials through its identity cache); `endpoint`
     /// overrides the regional endpoint (for the emulator), `region` the chain's region.
-    /// `AWS_CA_BUNDLE` adds trusted CAs, as for the AWS CLI.
+    /// The CA bundle is the AWS CLI's (`AWS_CA_BUNDLE`, else the profile's `ca_bundle`; see
+    /// [`HttpSettings::from_env`]), for the S3 Tables endpoint and the credential chain alike.
     pub async fn from_env(endpoint: Option<String>, region: Option<String>) -> Result<Self> {
         Self::from_env_with(endpoint, region, &HttpSettings::from_env()).await
     }
@@ -325,7 +315,8 @@ impl S3TablesClient {
         region: Option<String>,
         settings: &HttpSettings,
     ) -> Result<Self> {
-        let signer = Signer::from_env(region, "s3tables").await?;
+        let signer =
+            Signer::from_env_trusting(region, "s3tables", settings.ca_bundle.as_deref()).await?;
         let endpoint = endpoint.unwrap_or_else(|| default_endpoint(signer.region()));
         Self::with_http(endpoint, signer, settings)
     }

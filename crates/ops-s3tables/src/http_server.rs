@@ -181,7 +181,7 @@ where
 }
 
 /// A TLS server configuration from a PEM certificate chain and a PEM private key, with the
-/// `ring` provider passed explicitly.
+/// workspace's one crypto provider (ops-core's aws-lc-rs, installed as the process default).
 pub fn tls_config(cert_chain_pem: &[u8], key_pem: &[u8]) -> Result<rustls::ServerConfig, String> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -192,12 +192,15 @@ pub fn tls_config(cert_chain_pem: &[u8], key_pem: &[u8]) -> Result<rustls::Serve
         return Err("TLS certificate: no CERTIFICATE in the PEM".into());
     }
     let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| format!("TLS key: {e}"))?;
-    rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .map_err(|e| format!("TLS configuration: {e}"))?
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .map_err(|e| format!("TLS certificate and key: {e}"))
+    ops_core::http::install_crypto_provider();
+    rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::aws_lc_rs::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|e| format!("TLS configuration: {e}"))?
+    .with_no_client_auth()
+    .with_single_cert(certs, key)
+    .map_err(|e| format!("TLS certificate and key: {e}"))
 }
 
 async fn connection<S, F, Fut>(mut stream: S, handler: &F) -> std::io::Result<()>

@@ -161,9 +161,24 @@ impl Signer {
     }
 
     /// A signer from the standard AWS chain (environment, profile, SSO, IMDS, ...) behind the
-    /// chain's identity cache; `region` overrides the chain's region.
+    /// chain's identity cache; `region` overrides the chain's region. The chain's own calls
+    /// (STS, SSO, IMDS, container credentials) trust what the AWS CLI would:
+    /// `AWS_CA_BUNDLE`, else the profile's `ca_bundle`, else the default roots.
     pub async fn from_env(region: Option<String>, service: &str) -> Result<Self> {
-        let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
+        let bundle = ops_core::http::aws_ca_bundle(None);
+        Self::from_env_trusting(region, service, bundle.as_deref()).await
+    }
+
+    /// [`Signer::from_env`] with the credential chain's calls trusting exactly the CA
+    /// certificates in `ca_bundle` (the default roots when `None`), as every other client of
+    /// the S3 Tables commands does.
+    pub async fn from_env_trusting(
+        region: Option<String>,
+        service: &str,
+        ca_bundle: Option<&std::path::Path>,
+    ) -> Result<Self> {
+        let mut loader = ops_core::http::aws_config_loader(ca_bundle)
+            .map_err(|e| Error::Config(e.to_string()))?;
         if let Some(r) = region.clone() {
             loader = loader.region(aws_config::Region::new(r));
         }

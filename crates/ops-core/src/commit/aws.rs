@@ -1,47 +1,21 @@
 //! What the AWS-backed pointers (Glue, S3 Tables) share: SDK configuration from a catalog's
 //! settings, and error messages that keep the SDK's source chain.
 
-use aws_config::{BehaviorVersion, ConfigLoader, Region, SdkConfig};
-use aws_smithy_http_client::tls;
+use aws_config::{ConfigLoader, Region, SdkConfig};
 
 use crate::catalog::CatalogSettings;
 use crate::{Error, Result};
 
-/// The AWS configuration loader every AWS client of ops-core starts from: the SDK defaults,
-/// with the trust store the AWS CLI would use when `AWS_CA_BUNDLE` or the profile's
-/// `ca_bundle` names one (aws-config reads neither itself), passed through the HTTP client's
-/// TLS context. It also serves the credential chain (STS, SSO, IMDS).
+/// The AWS configuration loader of a catalog: [`crate::http::aws_config_loader`] with the
+/// bundle the AWS CLI would trust for `profile` (`AWS_CA_BUNDLE`, else the profile's
+/// `ca_bundle`); errors name the catalog.
 pub(crate) fn config_loader(
     catalog: &str,
     profile: Option<&str>,
 ) -> std::result::Result<ConfigLoader, String> {
-    let loader = aws_config::defaults(BehaviorVersion::latest());
-    let Some(bundle) = crate::http::aws_ca_bundle(profile) else {
-        return Ok(loader);
-    };
-    let pem = std::fs::read(&bundle).map_err(|e| {
-        format!(
-            "catalog '{catalog}': the AWS CA bundle {} (AWS_CA_BUNDLE or the profile's \
-             ca_bundle) cannot be read: {e}",
-            bundle.display()
-        )
-    })?;
-    let context = tls::TlsContext::builder()
-        .with_trust_store(tls::TrustStore::empty().with_pem_certificate(pem))
-        .build()
-        .map_err(|e| {
-            format!(
-                "catalog '{catalog}': the AWS CA bundle {} is not usable: {e}",
-                bundle.display()
-            )
-        })?;
-    let http = aws_smithy_http_client::Builder::new()
-        .tls_provider(tls::Provider::Rustls(
-            tls::rustls_provider::CryptoMode::AwsLc,
-        ))
-        .tls_context(context)
-        .build_https();
-    Ok(loader.http_client(http))
+    let bundle = crate::http::aws_ca_bundle(profile);
+    crate::http::aws_config_loader(bundle.as_deref())
+        .map_err(|e| format!("catalog '{catalog}': {e}"))
 }
 
 /// The AWS SDK configuration a catalog's settings describe (as the catalog crates build it).

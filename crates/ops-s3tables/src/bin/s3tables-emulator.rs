@@ -59,14 +59,9 @@ async fn main() -> std::process::ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
-    // rustls is built with more than one crypto provider in this workspace: choose one for
-    // the process before anything builds a TLS configuration.
-    if rustls::crypto::ring::default_provider()
-        .install_default()
-        .is_err()
-    {
-        tracing::debug!("a rustls crypto provider was already installed");
-    }
+    // rustls is built with more than one crypto provider in this workspace (sqlx brings ring):
+    // install the workspace's one (aws-lc-rs) before anything builds a TLS configuration.
+    ops_core::http::install_crypto_provider();
     let args = Args::parse();
     let creds = Credentials::new(
         &args.access_key_id,

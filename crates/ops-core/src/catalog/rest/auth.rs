@@ -60,6 +60,8 @@ pub(crate) struct Auth {
     default_endpoint: String,
     params: Vec<(String, String)>,
     had_token: bool,
+    /// The configured `token` (sent when there is no `credential`).
+    configured_token: Option<String>,
     state: Mutex<State>,
 }
 
@@ -106,6 +108,7 @@ impl Auth {
             default_endpoint: format!("{}/v1/oauth/tokens", opts.uri),
             params,
             had_token: opts.get("token").is_some(),
+            configured_token: token.clone(),
             state: Mutex::new(State {
                 token,
                 ..State::default()
@@ -113,9 +116,19 @@ impl Auth {
         }
     }
 
-    /// Uses the token endpoint the server advertised in `/v1/config`, unless one was configured.
-    pub(crate) fn set_default_endpoint(&mut self, endpoint: String) {
-        self.default_endpoint = endpoint;
+    /// True when `other` would fetch tokens the same way (same credential, parameters and
+    /// endpoint) and starts from the same configured token, so its token state can be kept.
+    pub(crate) fn same_source(&self, other: &Auth) -> bool {
+        let cred = |a: &Auth| {
+            a.credential
+                .as_ref()
+                .map(|c| (c.client_id.clone(), c.client_secret.clone()))
+        };
+        cred(self) == cred(other)
+            && self.params == other.params
+            && self.endpoint() == other.endpoint()
+            && self.had_token == other.had_token
+            && self.configured_token == other.configured_token
     }
 
     fn endpoint(&self) -> &str {

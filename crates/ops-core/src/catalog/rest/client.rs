@@ -68,8 +68,8 @@ pub(crate) struct RestClient {
     signer: Option<Signer>,
     retry: RetryPolicy,
     separator: String,
-    /// The configured trust, named when the server's certificate is refused.
-    trust: http::Trust,
+    /// The configured TLS settings, named when a handshake fails.
+    tls: http::TlsOptions,
 }
 
 impl std::fmt::Debug for RestClient {
@@ -106,7 +106,7 @@ impl RestClient {
             signer,
             retry: opts.retry,
             separator: "\u{1f}".into(),
-            trust: opts.tls.trust.clone(),
+            tls: opts.tls.clone(),
         };
         let mut query = Vec::new();
         if let Some(w) = opts.get("warehouse") {
@@ -124,6 +124,30 @@ impl RestClient {
         if let Some(uri) = props.get("uri").filter(|u| !u.trim().is_empty()) {
             client.uri = uri.trim().trim_end_matches('/').to_string();
         }
+        // PyIceberg 0.12 (RestCatalog.__init__: _fetch_config, then _create_session) reads
+        // /v1/config with a session made from the configured properties, then makes the
+        // session every later request uses from the merged ones: `header.*`, `token`,
+        // `credential`, `scope`/`audience`/`resource`, `oauth2-server-uri` (a server override
+        // wins; the default token endpoint follows an overridden `uri`) and the SigV4 keys all
+        // come from the merge. TLS (`ssl.*`) stays as configured: PyIceberg reads it from the
+        // nested `ssl` mapping, which a config response (string values) cannot replace.
+        let merged = RestOptions {
+            uri: client.uri.clone(),
+            props: props.clone(),
+            ..opts.clone()
+        };
+        client.headers = base_headers(&merged)?;
+        let auth = Auth::from_options(&merged);
+        // A new token only when what fetches it changed (PyIceberg's new auth manager fetches
+        // one either way; the one in hand is as good when nothing differs).
+        if !auth.same_source(&client.auth) {
+            client.auth = auth;
+        }
+        client.signer = if merged.sigv4_enabled() {
+            Some(Signer::from_options(&merged).await?)
+        } else {
+            None
+        };
         client.base = match props
             .get("prefix")
             .map(|p| p.trim().trim_matches('/'))
@@ -141,10 +165,6 @@ impl RestClient {
                 ));
             }
             client.separator = sep;
-        }
-        // A token endpoint the server advertises applies unless one was configured.
-        if let Some(endpoint) = config_value(&props, "oauth2-server-uri") {
-            client.auth.set_default_endpoint(endpoint);
         }
         client.props = props;
         tracing::debug!(catalog = %client.catalog, base = %client.base, "REST catalog configured");
@@ -406,8 +426,25 @@ impl RestClient {
     ) -> Result<Reply, String> {
         let mut retries = 0;
         let what = format!("POST {url}");
+        // `header.*` values are the catalog's (often an API key): sent to the catalog's own
+        // token endpoint, as PyIceberg 0.12's LegacyOAuth2AuthManager sends its session's
+        // headers there, but never to another origin (an external identity provider), to
+        // which PyIceberg's current OAuth2AuthManager sends none either.
+        let same_origin = match (reqwest::Url::parse(url), reqwest::Url::parse(&self.uri)) {
+            (Ok(a), Ok(b)) => a.origin() == b.origin(),
+            _ => false,
+        };
+        let base = if same_origin {
+            self.headers.clone()
+        } else {
+            let mut h = HeaderMap::new();
+            if let Some(agent) = self.headers.get(reqwest::header::USER_AGENT) {
+                h.insert(reqwest::header::USER_AGENT, agent.clone());
+            }
+            h
+        };
         loop {
-            let mut headers = self.headers.clone();
+            let mut headers = base.clone();
             headers.insert(
                 reqwest::header::CONTENT_TYPE,
                 HeaderValue::from_static("application/x-www-form-urlencoded"),
@@ -457,7 +494,7 @@ impl RestClient {
                 .map(std::path::PathBuf::from);
             return format!(
                 "the TLS handshake failed ({tls}); {}",
-                http::untrusted_advice(&self.trust, env_file.as_deref())
+                http::tls_advice(tls, &self.tls, env_file.as_deref())
             );
         }
         if e.is_timeout() {
@@ -539,13 +576,6 @@ fn base_headers(opts: &RestOptions) -> iceberg::Result<HeaderMap> {
         .entry(HeaderName::from_static("x-iceberg-access-delegation"))
         .or_insert(HeaderValue::from_static("vended-credentials"));
     Ok(headers)
-}
-
-fn config_value(props: &BTreeMap<String, String>, key: &str) -> Option<String> {
-    props
-        .get(key)
-        .map(|v| v.trim().to_string())
-        .filter(|v| !v.is_empty())
 }
 
 fn strip_query(url: &reqwest::Url) -> String {
