@@ -63,6 +63,9 @@ impl BatchWork {
 }
 
 /// A worker's messages, per task in order: its batches, then `TaskDone`.
+// A batch is most messages, and a channel of at most a task's batches holds them: boxing each
+// would add an allocation per batch to save the size of the rare `TaskDone`.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum WorkerMsg {
     Batch(BatchWork),
     TaskDone(usize),
