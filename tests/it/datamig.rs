@@ -958,7 +958,10 @@ async fn auto_copies_whole_files_and_resumes_without_copying_twice() -> TestResu
     assert_eq!(got, total_json(&data));
     // It shares the source's files: gc.enabled=false, so expiry deletes none of them.
     assert_eq!(
-        refd.metadata().properties().get("gc.enabled").map(String::as_str),
+        refd.metadata()
+            .properties()
+            .get("gc.enabled")
+            .map(String::as_str),
         Some("false")
     );
     let dst_now = handle.catalog().load_table(&ident("dst")?).await?;
@@ -969,7 +972,10 @@ async fn auto_copies_whole_files_and_resumes_without_copying_twice() -> TestResu
         .err()
         .map(|e| e.to_string())
         .unwrap_or_default();
-    assert!(err.contains("deleting files may corrupt other tables"), "{err}");
+    assert!(
+        err.contains("deleting files may corrupt other tables"),
+        "{err}"
+    );
 
     // Files mode where the tables do not allow a copy: refused before any write.
     dest(&handle, "ups", PrimitiveType::Long).await?;

@@ -105,7 +105,10 @@ async fn needed_files(table: &Table) -> anyhow::Result<HashSet<String>> {
 
 async fn all_needed_exist(table: &Table) -> TestResult {
     for f in needed_files(table).await? {
-        assert!(local(&f).exists(), "{f} is needed by a retained snapshot but was deleted");
+        assert!(
+            local(&f).exists(),
+            "{f} is needed by a retained snapshot but was deleted"
+        );
     }
     Ok(())
 }
@@ -116,13 +119,16 @@ fn now_ms() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
+/// Rows of main, rows at a snapshot, snapshot ids.
+type Oracle = (Vec<Value>, Option<Vec<Value>>, Vec<i64>);
+
 /// PyIceberg: the rows of main, of `snapshot` if given, and the snapshot ids.
 fn oracle(
     name: &str,
     p: &BTreeMap<String, String>,
     ns: &str,
     snapshot: Option<i64>,
-) -> anyhow::Result<(Vec<Value>, Option<Vec<Value>>, Vec<i64>)> {
+) -> anyhow::Result<Oracle> {
     let at = snapshot.map_or("None".to_string(), |s| s.to_string());
     let code = format!(
         "t = catalog.load_table('{ns}.orders')\n\
@@ -149,11 +155,20 @@ fn oracle(
 
 /// Expiry with a tag and a branch holding old snapshots: they keep what they need, the files
 /// only expired snapshots referenced are deleted once the refs are gone.
-async fn expiry_with_refs(handle: &CatalogHandle, name: &str, p: &BTreeMap<String, String>) -> TestResult {
+async fn expiry_with_refs(
+    handle: &CatalogHandle,
+    name: &str,
+    p: &BTreeMap<String, String>,
+) -> TestResult {
     let ns = "exp";
     let table = create_orders(handle, ns).await?;
     let ident = table.identifier().clone();
-    let s1 = append(handle, &ident, &[(1, Some("us"), Some(1)), (2, Some("eu"), Some(2))]).await?;
+    let s1 = append(
+        handle,
+        &ident,
+        &[(1, Some("us"), Some(1)), (2, Some("eu"), Some(2))],
+    )
+    .await?;
     let s2 = append(handle, &ident, &[(3, Some("us"), Some(3))]).await?;
     let eu_file: Vec<String> = {
         let t = handle.catalog().load_table(&ident).await?;
@@ -186,7 +201,10 @@ async fn expiry_with_refs(handle: &CatalogHandle, name: &str, p: &BTreeMap<Strin
         .older_than_ms(cutoff)
         .retain_last(1)
         .await?;
-    assert_eq!(dry.expired_snapshots, m.expired_snapshots, "the dry run planned otherwise");
+    assert_eq!(
+        dry.expired_snapshots, m.expired_snapshots,
+        "the dry run planned otherwise"
+    );
     assert_eq!(m.expired_snapshots.len(), 1, "{m:?}");
     assert!(!m.expired_snapshots.contains(&s1) && !m.expired_snapshots.contains(&s2));
     assert!(local(&eu_file).exists(), "the tag still reads {eu_file}");
@@ -284,7 +302,10 @@ async fn expiry_racing_a_writer(
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .ok_or_else(|| anyhow::anyhow!("the racing writer did not run"))?;
-    assert!(calls.load(Ordering::SeqCst) >= 2, "the expiry was not re-planned");
+    assert!(
+        calls.load(Ordering::SeqCst) >= 2,
+        "the expiry was not re-planned"
+    );
     assert_eq!(table.metadata().current_snapshot_id(), Some(racer));
     assert!(!m.expired_snapshots.contains(&racer));
     // Re-planned on the writer's result: main's head is now the racer, its parents expire.
@@ -335,7 +356,8 @@ async fn gc_disabled_table_refuses_file_deletion() -> TestResult {
         .err()
         .ok_or_else(|| anyhow::anyhow!("expiry deleted files of a gc.enabled=false table"))?;
     assert!(
-        err.to_string().contains("deleting files may corrupt other tables")
+        err.to_string()
+            .contains("deleting files may corrupt other tables")
             && err.to_string().contains("--keep-files"),
         "{err}"
     );
@@ -345,7 +367,11 @@ async fn gc_disabled_table_refuses_file_deletion() -> TestResult {
         .await
         .err()
         .ok_or_else(|| anyhow::anyhow!("orphan cleanup ran on a gc.enabled=false table"))?;
-    assert!(err.to_string().contains("deleting files may corrupt other tables"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("deleting files may corrupt other tables"),
+        "{err}"
+    );
 
     let before = needed_files(&handle.catalog().load_table(&ident).await?).await?;
     let (table, m) = ExpireSnapshotsBuilder::new(&handle, ident.clone())
@@ -402,7 +428,11 @@ async fn a_running_migration_stops_maintenance() -> TestResult {
     assert_eq!(m.expired_snapshots.len(), 1);
     ops_core::ops::maintenance::clear_running_marker(&handle, &ident, "job-42").await?;
     let t = handle.catalog().load_table(&ident).await?;
-    assert!(!t.metadata().properties().contains_key(MIGRATION_JOB_PROPERTY));
+    assert!(
+        !t.metadata()
+            .properties()
+            .contains_key(MIGRATION_JOB_PROPERTY)
+    );
     Ok(())
 }
 
@@ -433,7 +463,12 @@ async fn orphans(handle: &CatalogHandle, name: &str, p: &BTreeMap<String, String
     let ns = "orph";
     let table = create_orders(handle, ns).await?;
     let ident = table.identifier().clone();
-    let s1 = append(handle, &ident, &[(1, Some("us"), Some(1)), (2, Some("eu"), Some(2))]).await?;
+    let s1 = append(
+        handle,
+        &ident,
+        &[(1, Some("us"), Some(1)), (2, Some("eu"), Some(2))],
+    )
+    .await?;
     DeleteBuilder::new(handle, ident.clone())
         .with_filter_text("region = 'eu'")
         .await?;
@@ -452,7 +487,10 @@ async fn orphans(handle: &CatalogHandle, name: &str, p: &BTreeMap<String, String
     let young = data_dir.join("region=us/00001-being-written.parquet");
     std::fs::write(&young, b"PAR1 a writer is still at it")?;
     // Outside the table location: never touched.
-    let outside = root.parent().map(|d| d.join("not-this-table.parquet")).unwrap_or_default();
+    let outside = root
+        .parent()
+        .map(|d| d.join("not-this-table.parquet"))
+        .unwrap_or_default();
     std::fs::write(&outside, b"someone else's")?;
     // Everything already there is old, so only reachability protects it.
     for f in files_under(&root) {
@@ -484,14 +522,24 @@ async fn orphans(handle: &CatalogHandle, name: &str, p: &BTreeMap<String, String
     want.sort();
     assert_eq!(orphans, want, "{m:?}");
     assert!(!leftover.exists() && !leftover_manifest.exists());
-    assert!(young.exists(), "a file younger than the threshold was deleted");
+    assert!(
+        young.exists(),
+        "a file younger than the threshold was deleted"
+    );
     assert_eq!(m.too_young.len(), 1, "{m:?}");
-    assert!(outside.exists(), "a file outside the table location was deleted");
+    assert!(
+        outside.exists(),
+        "a file outside the table location was deleted"
+    );
     let table = handle.catalog().load_table(&ident).await?;
     all_needed_exist(&table).await?;
     // Every metadata file in the log is kept, and the old snapshot still reads.
     for log in table.metadata().metadata_log() {
-        assert!(local(&log.metadata_file).exists(), "{} deleted", log.metadata_file);
+        assert!(
+            local(&log.metadata_file).exists(),
+            "{} deleted",
+            log.metadata_file
+        );
     }
     let (rows, at, ids) = oracle(name, p, ns, Some(s1))?;
     assert_eq!(rows, rows_before);
@@ -539,8 +587,14 @@ async fn corpus_tables_survive_expiry_and_orphan_cleanup() -> TestResult {
     );
     let p = props(&[
         ("type", "sql"),
-        ("uri", &format!("sqlite:///{}/catalog.db", dir.path().display())),
-        ("warehouse", &format!("file://{}/warehouse", dir.path().display())),
+        (
+            "uri",
+            &format!("sqlite:///{}/catalog.db", dir.path().display()),
+        ),
+        (
+            "warehouse",
+            &format!("file://{}/warehouse", dir.path().display()),
+        ),
     ]);
     let handle = open("corpus", &p).await?;
     let ns = iceberg::NamespaceIdent::new("corpus".into());
@@ -584,7 +638,10 @@ async fn corpus_tables_survive_expiry_and_orphan_cleanup() -> TestResult {
             problems.push(format!("{t}: rows changed ({before} -> {after})"));
         }
         if after["snapshots"] != json!(1) {
-            problems.push(format!("{t}: {} snapshots left, want 1", after["snapshots"]));
+            problems.push(format!(
+                "{t}: {} snapshots left, want 1",
+                after["snapshots"]
+            ));
         }
         if stray.exists() {
             problems.push(format!("{t}: the stray file survived ({o:?})"));

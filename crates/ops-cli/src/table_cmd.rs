@@ -747,6 +747,20 @@ mod tests {
     use iceberg::spec::{ListType, MapType, PrimitiveType, Schema, StructType};
     use std::sync::Arc;
 
+    #[test]
+    fn older_than_parses_timestamps_and_durations() -> anyhow::Result<()> {
+        assert_eq!(parse_timestamp_ms("1700000000000")?, 1_700_000_000_000);
+        assert_eq!(parse_timestamp_ms("1970-01-02")?, 86_400_000);
+        assert_eq!(parse_timestamp_ms("1970-01-01T00:00:01+00:00")?, 1000);
+        assert!(parse_timestamp_ms("yesterday").is_err());
+        assert_eq!(parse_duration("3d")?.as_secs(), 3 * 86_400);
+        assert_eq!(parse_duration("90m")?.as_secs(), 5400);
+        assert_eq!(parse_duration("3600")?.as_secs(), 3600);
+        assert!(parse_duration("3w").is_err());
+        assert!(parse_duration("h").is_err());
+        Ok(())
+    }
+
     fn nested_schema() -> Schema {
         let geo = StructType::new(vec![
             Arc::new(NestedField::optional(

@@ -335,7 +335,9 @@ fn ref_heads(md: &TableMetadata) -> Vec<(String, i64)> {
     let mut out: Vec<(String, i64)> = serde_json::to_value(md)
         .ok()
         .and_then(|v| v.get("refs").cloned())
-        .and_then(|r| serde_json::from_value::<HashMap<String, iceberg::spec::SnapshotReference>>(r).ok())
+        .and_then(|r| {
+            serde_json::from_value::<HashMap<String, iceberg::spec::SnapshotReference>>(r).ok()
+        })
         .map(|refs| refs.into_iter().map(|(n, r)| (n, r.snapshot_id)).collect())
         .unwrap_or_default();
     out.sort();
@@ -475,7 +477,11 @@ async fn unreferenced(
     // Live files of the manifests going away are candidates; a live file of any retained
     // manifest is kept.
     cleanup.data_files = live_paths(base.file_io(), to_delete).await?;
-    let kept = live_paths(current.file_io(), retained_manifests.into_values().collect()).await?;
+    let kept = live_paths(
+        current.file_io(),
+        retained_manifests.into_values().collect(),
+    )
+    .await?;
     cleanup.data_files.retain(|p| !kept.contains(p));
     Ok(cleanup)
 }

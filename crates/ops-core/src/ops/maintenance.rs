@@ -34,21 +34,27 @@ pub const GC_ENABLED: &str = "gc.enabled";
 /// `None` when it already is. Append it to the job's first commit (the same commit as its first
 /// batch, so the marker and the first landed data appear atomically).
 pub fn mark_running(metadata: &TableMetadata, job_id: &str) -> Option<TableUpdate> {
-    (metadata.properties().get(MIGRATION_JOB_PROPERTY).map(String::as_str) != Some(job_id)).then(
-        || TableUpdate::SetProperties {
-            updates: HashMap::from([(MIGRATION_JOB_PROPERTY.to_string(), job_id.to_string())]),
-        },
-    )
+    (metadata
+        .properties()
+        .get(MIGRATION_JOB_PROPERTY)
+        .map(String::as_str)
+        != Some(job_id))
+    .then(|| TableUpdate::SetProperties {
+        updates: HashMap::from([(MIGRATION_JOB_PROPERTY.to_string(), job_id.to_string())]),
+    })
 }
 
 /// The update that removes `job_id`'s marker, or `None` when the table carries no marker of
 /// that job (another job's marker is left alone). Append it to the commit that completes the job.
 pub fn clear_running(metadata: &TableMetadata, job_id: &str) -> Option<TableUpdate> {
-    (metadata.properties().get(MIGRATION_JOB_PROPERTY).map(String::as_str) == Some(job_id)).then(
-        || TableUpdate::RemoveProperties {
-            removals: vec![MIGRATION_JOB_PROPERTY.to_string()],
-        },
-    )
+    (metadata
+        .properties()
+        .get(MIGRATION_JOB_PROPERTY)
+        .map(String::as_str)
+        == Some(job_id))
+    .then(|| TableUpdate::RemoveProperties {
+        removals: vec![MIGRATION_JOB_PROPERTY.to_string()],
+    })
 }
 
 /// A standalone commit that removes `job_id`'s marker (for a job that completes without a data

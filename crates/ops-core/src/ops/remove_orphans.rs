@@ -146,9 +146,9 @@ impl RemoveOrphansBuilder {
             let found = by_path.get(&path);
             match found {
                 Some(locs)
-                    if locs
-                        .iter()
-                        .any(|l| l.scheme == location.scheme && l.authority == location.authority) =>
+                    if locs.iter().any(|l| {
+                        l.scheme == location.scheme && l.authority == location.authority
+                    }) =>
                 {
                     metrics.reachable += 1;
                     continue;
@@ -443,9 +443,18 @@ mod tests {
         let a = loc("file:///tmp/w/t/data/a.parquet");
         let b = loc("file:/tmp/w/t/data/a.parquet");
         let c = loc("/tmp/w/t/data/a.parquet");
-        assert_eq!((a.scheme.as_str(), a.path.as_str()), ("file", "/tmp/w/t/data/a.parquet"));
-        assert_eq!((&a.scheme, &a.authority, &a.path), (&b.scheme, &b.authority, &b.path));
-        assert_eq!((&a.scheme, &a.authority, &a.path), (&c.scheme, &c.authority, &c.path));
+        assert_eq!(
+            (a.scheme.as_str(), a.path.as_str()),
+            ("file", "/tmp/w/t/data/a.parquet")
+        );
+        assert_eq!(
+            (&a.scheme, &a.authority, &a.path),
+            (&b.scheme, &b.authority, &b.path)
+        );
+        assert_eq!(
+            (&a.scheme, &a.authority, &a.path),
+            (&c.scheme, &c.authority, &c.path)
+        );
         let s3 = loc("s3://bucket/t/data/a.parquet");
         let s3a = loc("s3a://bucket/t/data/a.parquet");
         assert_eq!(s3.path, s3a.path);
