@@ -659,3 +659,63 @@ async fn corpus_tables_survive_expiry_and_orphan_cleanup() -> TestResult {
     anyhow::ensure!(problems.is_empty(), "{}", problems.join("\n"));
     Ok(())
 }
+
+/// S3 Tables maintains its tables itself: both commands refuse and name the table's
+/// maintenance configuration, before touching anything.
+#[tokio::test(flavor = "multi_thread")]
+async fn s3tables_tables_are_maintained_by_the_service() -> TestResult {
+    init_tracing();
+    let (_moto, p) = s3tables_on_moto("maint");
+    let handle = open("st", &p).await?;
+    let table = create_orders(&handle, "st").await?;
+    let ident = table.identifier().clone();
+    append(&handle, &ident, &[(1, Some("us"), Some(1))]).await?;
+    let expire = ExpireSnapshotsBuilder::new(&handle, ident.clone())
+        .retain_last(1)
+        .await
+        .err()
+        .ok_or_else(|| anyhow::anyhow!("expiry ran on an S3 Tables table"))?;
+    let orphans = RemoveOrphansBuilder::new(&handle, ident.clone())
+        .await
+        .err()
+        .ok_or_else(|| anyhow::anyhow!("orphan cleanup ran on an S3 Tables table"))?;
+    for err in [expire, orphans] {
+        let msg = err.to_string();
+        assert!(
+            msg.contains("maintenance configuration")
+                && msg.contains("put-table-maintenance-configuration")
+                && msg.contains("--name orders"),
+            "{msg}"
+        );
+    }
+    let after = handle.catalog().load_table(&ident).await?;
+    assert_eq!(after.metadata().snapshots().count(), 1);
+    Ok(())
+}
+
+/// Without --older-than and --retain-last, the table's history.expire.* properties decide.
+#[tokio::test(flavor = "multi_thread")]
+async fn expiry_honours_history_expire_properties() -> TestResult {
+    let db = SqlCatalog::sqlite()?;
+    let handle = open("c", &db.props).await?;
+    let table = create_orders(&handle, "props").await?;
+    let ident = table.identifier().clone();
+    for i in 0..4 {
+        append(&handle, &ident, &[(i, Some("us"), Some(1))]).await?;
+    }
+    // The default (5 days) expires nothing made just now.
+    let (_, m) = ExpireSnapshotsBuilder::new(&handle, ident.clone()).await?;
+    assert!(m.expired_snapshots.is_empty(), "{m:?}");
+    PropertiesBuilder::new(&handle, ident.clone())
+        .set("history.expire.max-snapshot-age-ms", "1")
+        .set("history.expire.min-snapshots-to-keep", "3")
+        .await?;
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let (table, m) = ExpireSnapshotsBuilder::new(&handle, ident.clone()).await?;
+    assert_eq!(m.expired_snapshots.len(), 1, "{m:?}");
+    assert_eq!(table.metadata().snapshots().count(), 3);
+    let (rows, _, ids) = oracle("c", &db.props, "props", None)?;
+    assert_eq!(rows.len(), 4);
+    assert_eq!(ids.len(), 3);
+    Ok(())
+}
