@@ -956,6 +956,26 @@ async fn auto_copies_whole_files_and_resumes_without_copying_twice() -> TestResu
     assert_eq!(ops_datamig_live_paths(&refd).await?, source_paths);
     let (got, _) = pyiceberg_rows(&py, "refd.orders")?;
     assert_eq!(got, total_json(&data));
+    // It shares the source's files: gc.enabled=false, so expiry deletes none of them.
+    assert_eq!(
+        refd.metadata()
+            .properties()
+            .get("gc.enabled")
+            .map(String::as_str),
+        Some("false")
+    );
+    let dst_now = handle.catalog().load_table(&ident("dst")?).await?;
+    assert_eq!(dst_now.metadata().properties().get("gc.enabled"), None);
+    let err = ops_core::ops::expire_snapshots::ExpireSnapshotsBuilder::new(&handle, ident("refd")?)
+        .retain_last(1)
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(
+        err.contains("deleting files may corrupt other tables"),
+        "{err}"
+    );
 
     // Files mode where the tables do not allow a copy: refused before any write.
     dest(&handle, "ups", PrimitiveType::Long).await?;
@@ -971,6 +991,67 @@ async fn auto_copies_whole_files_and_resumes_without_copying_twice() -> TestResu
         .unwrap_or_default();
     assert!(err.contains("--copy-mode files"), "{err}");
     assert_eq!(current(&handle, "ups").await?, None);
+    Ok(())
+}
+
+/// Expiring an earlier, completed job's snapshots does not hide a later job's landed batches
+/// from that job's resume (issue 18): the resume walks main's history from its head, and the
+/// later job's batches are newer than anything expired.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_resume_finds_its_batches_after_an_earlier_jobs_snapshots_expired() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let py = sqlite(dir.path());
+    let handle = open("lake", &py).await?;
+    let data = rows(23, true);
+    source(&handle, &data).await?;
+    dest(&handle, "dst", PrimitiveType::Long).await?;
+    let earlier = migrator(&handle)?
+        .row_filter("region = 'apac'")
+        .batch_rows(2)
+        .copy_mode(CopyMode::Rewrite)
+        .run()
+        .await?;
+    assert!(
+        earlier.new_snapshots.len() >= 2,
+        "{:?}",
+        earlier.new_snapshots
+    );
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_millis() as i64;
+    let (_, expired) =
+        ops_core::ops::expire_snapshots::ExpireSnapshotsBuilder::new(&handle, ident("dst")?)
+            .older_than_ms(now + 1)
+            .retain_last(1)
+            .await?;
+    assert_eq!(
+        expired.expired_snapshots.len(),
+        earlier.new_snapshots.len() - 1
+    );
+
+    let checkpoint = dir.path().join("later.json");
+    let job = || -> anyhow::Result<DataMigrator> {
+        Ok(migrator(&handle)?
+            .row_filter("region <> 'apac'")
+            .batch_rows(4)
+            .copy_mode(CopyMode::Rewrite)
+            .checkpoint(&checkpoint))
+    };
+    let later = job()?.run().await?;
+    let snaps = later.new_snapshots.clone();
+    assert!(snaps.len() >= 2, "{snaps:?}");
+    // Killed after its first batch was checkpointed: the rest landed but are not recorded.
+    edit_checkpoint(&checkpoint, |v| {
+        v["completed"] = json!(false);
+        v["last_committed_batch"] = json!(0);
+        v["dest_snapshot_ids"] = json!([snaps[0]]);
+    })?;
+    let again = job()?.run().await?;
+    assert!(again.new_snapshots.is_empty(), "{:?}", again.new_snapshots);
+    assert_eq!(again.rows_moved, 0);
+    let (got, _) = pyiceberg_rows(&py, "dst.orders")?;
+    assert_eq!(got, total_json(&data), "every row exactly once");
     Ok(())
 }
 

@@ -12,6 +12,7 @@ mod datamig_sources;
 mod datamig_upsert;
 mod filters;
 mod filters_evolved;
+mod maintenance;
 mod ops;
 mod rest_tls;
 mod rest_vended;

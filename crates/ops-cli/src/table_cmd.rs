@@ -7,6 +7,8 @@ use iceberg::table::Table;
 use iceberg::{NamespaceIdent, TableIdent};
 use ops_core::CatalogFactory;
 use ops_core::ops::delete::DeleteBuilder;
+use ops_core::ops::expire_snapshots::{ExpireMetrics, ExpireSnapshotsBuilder};
+use ops_core::ops::remove_orphans::{OrphanMetrics, RemoveOrphansBuilder};
 use ops_core::ops::rollback::RollbackBuilder;
 use serde_json::{Value, json};
 
@@ -83,6 +85,91 @@ pub enum Command {
         #[arg(long = "to", value_name = "SNAPSHOT_ID")]
         to: i64,
     },
+    /// Remove old snapshots from the metadata (one commit), then delete the manifest lists,
+    /// manifests and data/delete files no remaining snapshot references. Branches and tags keep
+    /// what they need; the table's history.expire.* properties give the defaults.
+    ExpireSnapshots {
+        #[command(flatten)]
+        target: Target,
+        /// Expire snapshots older than this: RFC 3339 (2026-01-31T00:00:00Z), a date
+        /// (2026-01-31, midnight UTC) or milliseconds since the epoch. Default: now minus
+        /// history.expire.max-snapshot-age-ms (5 days).
+        #[arg(long, value_name = "TS")]
+        older_than: Option<String>,
+        /// Keep at least this many snapshots of every branch (default:
+        /// history.expire.min-snapshots-to-keep, 1).
+        #[arg(long, value_name = "N")]
+        retain_last: Option<usize>,
+        /// Change the metadata only; delete no file (required on a gc.enabled=false table).
+        #[arg(long)]
+        keep_files: bool,
+        /// Print what would be expired and deleted; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Proceed although an unfinished migration job marks the table.
+        #[arg(long)]
+        force: bool,
+        #[arg(long, value_enum, default_value_t = Output::Text)]
+        output: Output,
+    },
+    /// Delete files under the table's location that no metadata file in its log references and
+    /// that are older than --older-than. Nothing outside the table location is touched.
+    RemoveOrphans {
+        #[command(flatten)]
+        target: Target,
+        /// Only files last modified longer ago than this: 3d, 12h, 90m, 3600s (default 3d;
+        /// under 1h needs --force).
+        #[arg(long, value_name = "DURATION", default_value = "3d")]
+        older_than: String,
+        /// List the orphans; delete nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Accept a threshold under an hour, or a table an unfinished migration marks.
+        #[arg(long)]
+        force: bool,
+        #[arg(long, value_enum, default_value_t = Output::Text)]
+        output: Output,
+    },
+}
+
+/// `--older-than` of expire-snapshots as milliseconds since the epoch.
+pub fn parse_timestamp_ms(s: &str) -> anyhow::Result<i64> {
+    let t = s.trim();
+    if let Ok(ms) = t.parse::<i64>() {
+        return Ok(ms);
+    }
+    if let Ok(ts) = chrono::DateTime::parse_from_rfc3339(t) {
+        return Ok(ts.timestamp_millis());
+    }
+    if let Ok(d) = chrono::NaiveDate::parse_from_str(t, "%Y-%m-%d")
+        && let Some(midnight) = d.and_hms_opt(0, 0, 0)
+    {
+        return Ok(midnight.and_utc().timestamp_millis());
+    }
+    bail!(
+        "--older-than '{s}' is not a timestamp: use RFC 3339 (2026-01-31T00:00:00Z), a date \
+         (2026-01-31) or milliseconds since the epoch"
+    )
+}
+
+/// `--older-than` of remove-orphans: a number with a unit s, m, h or d.
+pub fn parse_duration(s: &str) -> anyhow::Result<std::time::Duration> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: u64 = num.parse().map_err(|_| {
+        anyhow::anyhow!("--older-than '{s}' is not a duration: use e.g. 3d, 12h, 90m or 3600s")
+    })?;
+    let secs = match unit.trim() {
+        "" | "s" => 1,
+        "m" | "min" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        other => bail!("--older-than '{s}': unknown unit '{other}' (use s, m, h or d)"),
+    };
+    n.checked_mul(secs)
+        .map(std::time::Duration::from_secs)
+        .ok_or_else(|| anyhow::anyhow!("--older-than '{s}' is too large"))
 }
 
 pub fn parse_ident(s: &str) -> anyhow::Result<TableIdent> {
@@ -154,8 +241,148 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
         Command::SetCurrentSnapshot { target, to } => {
             move_main(factory, &target, to, false).await?
         }
+        Command::ExpireSnapshots {
+            target,
+            older_than,
+            retain_last,
+            keep_files,
+            dry_run,
+            force,
+            output,
+        } => {
+            let older_than = older_than.as_deref().map(parse_timestamp_ms).transpose()?;
+            let ident = parse_ident(&target.table)?;
+            let handle = factory.open(&target.catalog).await?;
+            let mut builder = ExpireSnapshotsBuilder::new(&handle, ident)
+                .keep_files(keep_files)
+                .dry_run(dry_run)
+                .force(force);
+            if let Some(ts) = older_than {
+                builder = builder.older_than_ms(ts);
+            }
+            if let Some(n) = retain_last {
+                builder = builder.retain_last(n);
+            }
+            let (_, m) = builder.await?;
+            show(&expire_json(&target.table, &m), output, print_expire)?;
+            if !m.failed_deletes.is_empty() {
+                bail!(
+                    "{} file(s) could not be deleted (listed above); `iceberg-ops table \
+                     remove-orphans {}` removes them later",
+                    m.failed_deletes.len(),
+                    target.table
+                );
+            }
+        }
+        Command::RemoveOrphans {
+            target,
+            older_than,
+            dry_run,
+            force,
+            output,
+        } => {
+            let age = parse_duration(&older_than)?;
+            let ident = parse_ident(&target.table)?;
+            let handle = factory.open(&target.catalog).await?;
+            let m = RemoveOrphansBuilder::new(&handle, ident)
+                .older_than(age)
+                .dry_run(dry_run)
+                .force(force)
+                .await?;
+            show(&orphans_json(&target.table, &m), output, print_orphans)?;
+            if !m.failed_deletes.is_empty() {
+                bail!("{} orphan(s) could not be deleted", m.failed_deletes.len());
+            }
+        }
     }
     Ok(())
+}
+
+fn expire_json(table: &str, m: &ExpireMetrics) -> Value {
+    json!({
+        "table": table,
+        "dry_run": m.dry_run,
+        "kept_files": m.kept_files,
+        "expired_snapshots": m.expired_snapshots,
+        "removed_refs": m.removed_refs,
+        "retained_snapshots": m.retained_snapshots,
+        "deleted_data_files": m.deleted_data_files,
+        "deleted_manifests": m.deleted_manifests,
+        "deleted_manifest_lists": m.deleted_manifest_lists,
+        "failed_deletes": m.failed_deletes,
+    })
+}
+
+fn print_expire(v: &Value) {
+    let dry = v["dry_run"] == json!(true);
+    let n = |k: &str| v[k].as_array().map_or(0, Vec::len);
+    println!(
+        "{}: {} {} snapshot(s), {} retained{}",
+        v["table"].as_str().unwrap_or_default(),
+        if dry { "would expire" } else { "expired" },
+        n("expired_snapshots"),
+        v["retained_snapshots"],
+        if n("removed_refs") > 0 {
+            format!(
+                "; refs past their max-ref-age-ms removed: {}",
+                v["removed_refs"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        } else {
+            String::new()
+        }
+    );
+    if v["kept_files"] == json!(true) {
+        println!("  files kept (--keep-files)");
+        return;
+    }
+    let verb = if dry { "would delete" } else { "deleted" };
+    println!(
+        "  {verb} {} data/delete file(s), {} manifest(s), {} manifest list(s)",
+        n("deleted_data_files"),
+        n("deleted_manifests"),
+        n("deleted_manifest_lists")
+    );
+    for f in v["failed_deletes"].as_array().into_iter().flatten() {
+        println!("  could not delete {}", f.as_str().unwrap_or_default());
+    }
+}
+
+fn orphans_json(table: &str, m: &OrphanMetrics) -> Value {
+    json!({
+        "table": table,
+        "dry_run": m.dry_run,
+        "listed": m.listed,
+        "reachable": m.reachable,
+        "orphans": m.orphans,
+        "too_young": m.too_young,
+        "failed_deletes": m.failed_deletes,
+    })
+}
+
+fn print_orphans(v: &Value) {
+    let dry = v["dry_run"] == json!(true);
+    let n = |k: &str| v[k].as_array().map_or(0, Vec::len);
+    println!(
+        "{}: {} file(s) listed, {} reachable; {} {} orphan(s), kept {} younger than the threshold",
+        v["table"].as_str().unwrap_or_default(),
+        v["listed"],
+        v["reachable"],
+        if dry { "would delete" } else { "deleted" },
+        n("orphans"),
+        n("too_young")
+    );
+    for f in v["orphans"].as_array().into_iter().flatten() {
+        println!("  {}", f.as_str().unwrap_or_default());
+    }
+    for f in v["failed_deletes"].as_array().into_iter().flatten() {
+        println!("  could not delete {}", f.as_str().unwrap_or_default());
+    }
 }
 
 /// `table list`: the given namespace's tables, or every namespace's (walked breadth-first with
@@ -519,6 +746,20 @@ mod tests {
     use super::*;
     use iceberg::spec::{ListType, MapType, PrimitiveType, Schema, StructType};
     use std::sync::Arc;
+
+    #[test]
+    fn older_than_parses_timestamps_and_durations() -> anyhow::Result<()> {
+        assert_eq!(parse_timestamp_ms("1700000000000")?, 1_700_000_000_000);
+        assert_eq!(parse_timestamp_ms("1970-01-02")?, 86_400_000);
+        assert_eq!(parse_timestamp_ms("1970-01-01T00:00:01+00:00")?, 1000);
+        assert!(parse_timestamp_ms("yesterday").is_err());
+        assert_eq!(parse_duration("3d")?.as_secs(), 3 * 86_400);
+        assert_eq!(parse_duration("90m")?.as_secs(), 5400);
+        assert_eq!(parse_duration("3600")?.as_secs(), 3600);
+        assert!(parse_duration("3w").is_err());
+        assert!(parse_duration("h").is_err());
+        Ok(())
+    }
 
     fn nested_schema() -> Schema {
         let geo = StructType::new(vec![

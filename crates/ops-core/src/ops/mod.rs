@@ -16,6 +16,11 @@
 //! | [`evolve_spec`] | add, remove, rename partition fields | — |
 //! | [`sort_order`] | replace the default sort order | — |
 //! | [`properties`] | set and remove table properties | — |
+//! | [`expire_snapshots`] | remove old snapshots, then the files only they referenced | — |
+//! | [`remove_orphans`] | delete files under the location no metadata references | (no commit) |
+//!
+//! [`maintenance`] holds what the last two check first (S3 Tables, `gc.enabled`, a running
+//! migration's marker) and the marker functions a migration calls.
 //!
 //! [`CatalogHandle`]: crate::CatalogHandle
 
@@ -23,8 +28,11 @@ pub mod append;
 pub mod delete;
 pub mod evolve_schema;
 pub mod evolve_spec;
+pub mod expire_snapshots;
+pub mod maintenance;
 pub mod overwrite;
 pub mod properties;
+pub mod remove_orphans;
 pub mod replace_partitions;
 pub mod rollback;
 pub(crate) mod snapshot;

@@ -427,6 +427,12 @@ impl DataMigrator {
                 notes: self.ids_renumbered.iter().cloned().collect(),
             })));
         }
+        if let Some(table) = self
+            .disable_gc_for_references(&dest, result.files_referenced)
+            .await?
+        {
+            dest = table;
+        }
         let tasks = split_tasks(&read, self.batch_rows, &routes_of(&whole, self.copy_mode));
         // Batch numbers come from the task layout (which files, which route, how many batches
         // each): a resume must see the very same layout, or it would skip rows or repeat them.

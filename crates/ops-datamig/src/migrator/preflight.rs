@@ -340,6 +340,32 @@ impl DataMigrator {
         Ok((schema, spec))
     }
 
+    /// Pre-flight write: a destination that will reference the source's data files
+    /// (`CopyMode::Reference`) gets `gc.enabled=false` before the first of them lands, as Spark's
+    /// `snapshot` procedure does, so snapshot expiry and orphan cleanup never delete a file the
+    /// source still reads. Returns the updated destination, or `None` when nothing changed.
+    pub(super) async fn disable_gc_for_references(
+        &self,
+        dest: &Table,
+        files_referenced: u64,
+    ) -> Result<Option<Table>> {
+        if files_referenced == 0 || !ops_core::ops::maintenance::gc_enabled(dest.metadata()) {
+            return Ok(None);
+        }
+        tracing::info!(
+            dest = %self.dest.describe(),
+            files_referenced,
+            "the destination shares the source's files: setting gc.enabled=false"
+        );
+        let table = ops_core::ops::properties::PropertiesBuilder::new(
+            &self.dest.handle,
+            self.dest.ident.clone(),
+        )
+        .set(ops_core::ops::maintenance::GC_ENABLED, "false")
+        .await?;
+        Ok(Some(table))
+    }
+
     /// Pre-flight write: the plan's auto-added and widened columns in one schema commit,
     /// recorded in `result`; returns the evolved destination.
     pub(super) async fn evolve_destination(

@@ -1,0 +1,625 @@
+//! Expire old snapshots, then delete the files only they referenced (Java's `ExpireSnapshots`
+//! with `ReachableFileCleanup`).
+//!
+//! 1. Refuse an S3 Tables table (it expires its own snapshots), a table an unfinished migration
+//!    writes to (unless forced), and a `gc.enabled=false` table unless the files are kept.
+//! 2. Choose the snapshots with iceberg's own `Transaction::expire_snapshots` (Java's
+//!    `RemoveSnapshots` selection: `--older-than` or `history.expire.max-snapshot-age-ms`, at
+//!    least `--retain-last` or `history.expire.min-snapshots-to-keep` per branch, each ref's own
+//!    retention, refs older than their `max-ref-age-ms` dropped, every ref head kept). Its updates
+//!    are committed through [`crate::commit`], guarded by the table's uuid and by every ref still
+//!    pointing where it did when planned: a concurrent commit makes the attempt a conflict, and
+//!    the selection is made again on the new base, so the other writer's snapshot is never lost.
+//! 3. Only once the commit has landed: read the manifest lists of the expired snapshots and of
+//!    every snapshot the committed table retains, and delete the manifest lists, manifests and
+//!    data/delete files that no retained snapshot references (files are deleted first, manifest
+//!    lists last, so an interrupted cleanup leaves nothing a retained snapshot needs missing).
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use futures::{StreamExt, TryStreamExt};
+use iceberg::spec::{SnapshotRef, TableMetadata};
+use iceberg::table::Table;
+use iceberg::transaction::{ApplyTransactionAction, Transaction};
+use iceberg::{
+    Catalog, Namespace, NamespaceIdent, TableCommit, TableCreation, TableIdent, TableRequirement,
+    TableUpdate,
+};
+
+use super::maintenance;
+use crate::commit::{TableChange, commit_with_retry};
+use crate::{CatalogHandle, Error, Result};
+
+/// How many manifests are read at once.
+const READ_CONCURRENCY: usize = 8;
+
+/// What an expiry did (or, for a dry run, would do).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExpireMetrics {
+    /// The snapshots removed from the metadata, ascending.
+    pub expired_snapshots: Vec<i64>,
+    /// Branches and tags dropped because they outlived their `max-ref-age-ms`.
+    pub removed_refs: Vec<String>,
+    /// Snapshots the table keeps.
+    pub retained_snapshots: usize,
+    /// Data and delete files deleted.
+    pub deleted_data_files: Vec<String>,
+    /// Manifests deleted.
+    pub deleted_manifests: Vec<String>,
+    /// Manifest lists deleted.
+    pub deleted_manifest_lists: Vec<String>,
+    /// Files that were due for deletion but could not be deleted (logged; an orphan cleanup
+    /// removes them later).
+    pub failed_deletes: Vec<String>,
+    /// Nothing was committed or deleted.
+    pub dry_run: bool,
+    /// Files were kept on purpose (`keep_files`).
+    pub kept_files: bool,
+}
+
+/// Called between planning and committing (tests race a writer there).
+pub type BeforeCommitHook =
+    Arc<dyn Fn() -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync + 'static>;
+
+/// Expires snapshots of one table (see the module docs).
+#[must_use = "an ExpireSnapshotsBuilder does nothing until awaited"]
+pub struct ExpireSnapshotsBuilder {
+    handle: CatalogHandle,
+    ident: TableIdent,
+    older_than_ms: Option<i64>,
+    retain_last: Option<usize>,
+    keep_files: bool,
+    dry_run: bool,
+    force: bool,
+    before_commit: Option<BeforeCommitHook>,
+}
+
+/// The selection made on one base.
+#[derive(Clone)]
+struct Planned {
+    base: Table,
+    expired: Vec<i64>,
+    removed_refs: Vec<String>,
+}
+
+impl ExpireSnapshotsBuilder {
+    /// An expiry of `ident` with the table's `history.expire.*` defaults.
+    pub fn new(handle: &CatalogHandle, ident: TableIdent) -> Self {
+        Self {
+            handle: handle.clone(),
+            ident,
+            older_than_ms: None,
+            retain_last: None,
+            keep_files: false,
+            dry_run: false,
+            force: false,
+            before_commit: None,
+        }
+    }
+
+    /// Expires snapshots older than this timestamp (ms since the epoch) instead of
+    /// `now - history.expire.max-snapshot-age-ms`.
+    pub fn older_than_ms(mut self, ts_ms: i64) -> Self {
+        self.older_than_ms = Some(ts_ms);
+        self
+    }
+
+    /// Keeps at least this many snapshots of every branch (at least 1) instead of
+    /// `history.expire.min-snapshots-to-keep`.
+    pub fn retain_last(mut self, n: usize) -> Self {
+        self.retain_last = Some(n);
+        self
+    }
+
+    /// Removes the snapshots from the metadata but deletes no file (the only mode allowed on a
+    /// `gc.enabled=false` table).
+    pub fn keep_files(mut self, keep: bool) -> Self {
+        self.keep_files = keep;
+        self
+    }
+
+    /// Plans and reports, committing and deleting nothing.
+    pub fn dry_run(mut self, dry_run: bool) -> Self {
+        self.dry_run = dry_run;
+        self
+    }
+
+    /// Proceeds even though an unfinished migration job marks the table.
+    pub fn force(mut self, force: bool) -> Self {
+        self.force = force;
+        self
+    }
+
+    /// Runs `hook` after each plan, before its commit (for tests that race a writer).
+    #[doc(hidden)]
+    pub fn before_commit(mut self, hook: BeforeCommitHook) -> Self {
+        self.before_commit = Some(hook);
+        self
+    }
+
+    async fn execute(self) -> Result<(Table, ExpireMetrics)> {
+        maintenance::refuse_self_maintained(&self.handle, &self.ident, "snapshot expiry").await?;
+        if self.retain_last == Some(0) {
+            return Err(Error::InvalidInput(
+                "--retain-last must be at least 1: every branch keeps its head".into(),
+            ));
+        }
+        let table = crate::commit::load_current(&self.handle, &self.ident).await?;
+        self.check(table.metadata())?;
+        if self.dry_run {
+            let planned = self.plan(&table).await?;
+            let retained: Vec<SnapshotRef> = table
+                .metadata()
+                .snapshots()
+                .filter(|s| !planned.expired.contains(&s.snapshot_id()))
+                .cloned()
+                .collect();
+            let mut metrics = ExpireMetrics {
+                retained_snapshots: retained.len(),
+                expired_snapshots: planned.expired.clone(),
+                removed_refs: planned.removed_refs.clone(),
+                dry_run: true,
+                kept_files: self.keep_files,
+                ..Default::default()
+            };
+            if !self.keep_files {
+                let cleanup = unreferenced(&table, &planned.expired, &table, &retained).await?;
+                cleanup.report(&mut metrics);
+            }
+            return Ok((table, metrics));
+        }
+
+        let last: Arc<Mutex<Option<Planned>>> = Arc::new(Mutex::new(None));
+        let this = &self;
+        let committed = commit_with_retry(&self.handle, &self.ident, |base| {
+            let last = last.clone();
+            async move {
+                this.check(base.metadata())?;
+                let planned = this.plan(&base).await?;
+                let change = change_for(&planned);
+                if change.is_some()
+                    && let Some(hook) = &this.before_commit
+                {
+                    hook().await;
+                }
+                *last.lock().unwrap_or_else(|p| p.into_inner()) = Some(planned);
+                Ok(change)
+            }
+        })
+        .await?;
+        let planned = last.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let Some(planned) = planned.filter(|p| !p.expired.is_empty() || !p.removed_refs.is_empty())
+        else {
+            let retained_snapshots = committed.metadata().snapshots().count();
+            return Ok((
+                committed,
+                ExpireMetrics {
+                    retained_snapshots,
+                    kept_files: self.keep_files,
+                    ..Default::default()
+                },
+            ));
+        };
+        let retained: Vec<SnapshotRef> = committed.metadata().snapshots().cloned().collect();
+        let mut metrics = ExpireMetrics {
+            retained_snapshots: retained.len(),
+            expired_snapshots: planned.expired.clone(),
+            removed_refs: planned.removed_refs.clone(),
+            kept_files: self.keep_files,
+            ..Default::default()
+        };
+        tracing::info!(
+            table = %self.ident,
+            expired = planned.expired.len(),
+            retained = retained.len(),
+            "snapshots expired"
+        );
+        if !self.keep_files {
+            // The commit landed: what no retained snapshot references can go.
+            let cleanup =
+                unreferenced(&planned.base, &planned.expired, &committed, &retained).await?;
+            cleanup.delete(committed.file_io(), &mut metrics).await;
+        }
+        Ok((committed, metrics))
+    }
+
+    fn check(&self, md: &TableMetadata) -> Result<()> {
+        maintenance::refuse_running_migration(&self.ident, md, self.force, "expiring snapshots")?;
+        if !self.keep_files && !maintenance::gc_enabled(md) {
+            return Err(maintenance::gc_disabled_error(
+                &self.ident,
+                "snapshot expiry",
+                true,
+            ));
+        }
+        Ok(())
+    }
+
+    /// iceberg's selection on `base`.
+    async fn plan(&self, base: &Table) -> Result<Planned> {
+        // iceberg's action refuses a gc.enabled=false table outright (Java's RemoveSnapshots
+        // does too); keeping the files was asked for, so plan on a copy without the property.
+        let planning = if maintenance::gc_enabled(base.metadata()) {
+            base.clone()
+        } else {
+            without_gc_property(base)?
+        };
+        let tx = Transaction::new(&planning);
+        let mut action = tx.expire_snapshots();
+        if let Some(ts) = self.older_than_ms {
+            action = action.expire_older_than_ms(ts);
+        }
+        if let Some(n) = self.retain_last {
+            action = action.retain_last(n);
+        }
+        let tx = action.apply(tx)?;
+        let capture = Capture::new(planning);
+        tx.commit(&capture).await.map_err(|e| {
+            Error::InvalidInput(format!("cannot expire snapshots of {}: {e}", self.ident))
+        })?;
+        let updates = capture.updates();
+        let mut expired = Vec::new();
+        let mut removed_refs = Vec::new();
+        for u in updates {
+            match u {
+                TableUpdate::RemoveSnapshots { snapshot_ids } => expired.extend(snapshot_ids),
+                TableUpdate::RemoveSnapshotRef { ref_name } => removed_refs.push(ref_name),
+                _ => {}
+            }
+        }
+        expired.sort_unstable();
+        Ok(Planned {
+            base: base.clone(),
+            expired,
+            removed_refs,
+        })
+    }
+}
+
+/// The commit for `planned`, or `None` when nothing expires.
+fn change_for(planned: &Planned) -> Option<TableChange> {
+    if planned.expired.is_empty() && planned.removed_refs.is_empty() {
+        return None;
+    }
+    let md = planned.base.metadata();
+    let mut requirements = vec![TableRequirement::UuidMatch { uuid: md.uuid() }];
+    // Every ref must still be where it was planned: a writer that moved one (or committed to
+    // main) may have made an expiring snapshot an ancestor it needs; re-plan on its result.
+    let refs = ref_heads(md);
+    for (name, id) in &refs {
+        requirements.push(TableRequirement::RefSnapshotIdMatch {
+            r#ref: name.clone(),
+            snapshot_id: Some(*id),
+        });
+    }
+    if !refs.iter().any(|(n, _)| n == iceberg::spec::MAIN_BRANCH) {
+        requirements.push(TableRequirement::RefSnapshotIdMatch {
+            r#ref: iceberg::spec::MAIN_BRANCH.to_string(),
+            snapshot_id: None,
+        });
+    }
+    let mut updates: Vec<TableUpdate> = planned
+        .removed_refs
+        .iter()
+        .map(|r| TableUpdate::RemoveSnapshotRef {
+            ref_name: r.clone(),
+        })
+        .collect();
+    if !planned.expired.is_empty() {
+        updates.push(TableUpdate::RemoveSnapshots {
+            snapshot_ids: planned.expired.clone(),
+        });
+    }
+    for id in &planned.expired {
+        if md.statistics_for_snapshot(*id).is_some() {
+            updates.push(TableUpdate::RemoveStatistics { snapshot_id: *id });
+        }
+        if md.partition_statistics_for_snapshot(*id).is_some() {
+            updates.push(TableUpdate::RemovePartitionStatistics { snapshot_id: *id });
+        }
+    }
+    Some(TableChange {
+        requirements,
+        updates,
+        ..Default::default()
+    })
+}
+
+/// Every ref and its snapshot, by name. iceberg 0.10.1 keeps the refs map private; its
+/// serialised form is public (one serialisation per plan, off the per-commit path).
+fn ref_heads(md: &TableMetadata) -> Vec<(String, i64)> {
+    let mut out: Vec<(String, i64)> = serde_json::to_value(md)
+        .ok()
+        .and_then(|v| v.get("refs").cloned())
+        .and_then(|r| {
+            serde_json::from_value::<HashMap<String, iceberg::spec::SnapshotReference>>(r).ok()
+        })
+        .map(|refs| refs.into_iter().map(|(n, r)| (n, r.snapshot_id)).collect())
+        .unwrap_or_default();
+    out.sort();
+    out
+}
+
+fn without_gc_property(base: &Table) -> Result<Table> {
+    let md = base
+        .metadata()
+        .clone()
+        .into_builder(None)
+        .remove_properties(&[maintenance::GC_ENABLED.to_string()])?
+        .build()?
+        .metadata;
+    Ok(Table::builder()
+        .identifier(base.identifier().clone())
+        .metadata(md)
+        .metadata_location(base.metadata_location_result()?.to_string())
+        .file_io(base.file_io().clone())
+        .runtime(iceberg::Runtime::try_current()?)
+        .build()?)
+}
+
+/// Files referenced only by expired snapshots.
+#[derive(Debug, Default)]
+struct Cleanup {
+    data_files: BTreeSet<String>,
+    manifests: BTreeSet<String>,
+    manifest_lists: BTreeSet<String>,
+}
+
+impl Cleanup {
+    fn report(self, m: &mut ExpireMetrics) {
+        m.deleted_data_files = self.data_files.into_iter().collect();
+        m.deleted_manifests = self.manifests.into_iter().collect();
+        m.deleted_manifest_lists = self.manifest_lists.into_iter().collect();
+    }
+
+    /// Deletes data/delete files, then manifests, then manifest lists.
+    async fn delete(self, io: &iceberg::io::FileIO, m: &mut ExpireMetrics) {
+        let mut failed = Vec::new();
+        let done = |paths: BTreeSet<String>| {
+            let io = io.clone();
+            async move {
+                let results: Vec<(String, bool)> = futures::stream::iter(paths)
+                    .map(|p| {
+                        let io = io.clone();
+                        async move {
+                            let ok = match io.delete(&p).await {
+                                Ok(()) => true,
+                                Err(e) => {
+                                    tracing::warn!(path = %p, error = %e, "could not delete an expired file");
+                                    false
+                                }
+                            };
+                            (p, ok)
+                        }
+                    })
+                    .buffer_unordered(READ_CONCURRENCY)
+                    .collect()
+                    .await;
+                results
+            }
+        };
+        for (paths, slot) in [
+            (self.data_files, 0usize),
+            (self.manifests, 1),
+            (self.manifest_lists, 2),
+        ] {
+            let mut ok: Vec<String> = Vec::new();
+            for (p, deleted) in done(paths).await {
+                if deleted {
+                    ok.push(p);
+                } else {
+                    failed.push(p);
+                }
+            }
+            ok.sort();
+            match slot {
+                0 => m.deleted_data_files = ok,
+                1 => m.deleted_manifests = ok,
+                _ => m.deleted_manifest_lists = ok,
+            }
+        }
+        failed.sort();
+        m.failed_deletes = failed;
+    }
+}
+
+/// What the `expired` snapshots of `base` reference and none of `retained` (snapshots of
+/// `current`) does: Java's `ReachableFileCleanup`.
+async fn unreferenced(
+    base: &Table,
+    expired: &[i64],
+    current: &Table,
+    retained: &[SnapshotRef],
+) -> Result<Cleanup> {
+    let expired_snapshots: Vec<SnapshotRef> = expired
+        .iter()
+        .filter_map(|id| base.metadata().snapshot_by_id(*id).cloned())
+        .collect();
+    let retained_lists: HashSet<&str> = retained.iter().map(|s| s.manifest_list()).collect();
+    let mut cleanup = Cleanup::default();
+    // Manifests (path -> one ManifestFile to read) of the expired snapshots.
+    let mut expired_manifests: HashMap<String, iceberg::spec::ManifestFile> = HashMap::new();
+    for s in &expired_snapshots {
+        if s.manifest_list().is_empty() || retained_lists.contains(s.manifest_list()) {
+            continue;
+        }
+        cleanup.manifest_lists.insert(s.manifest_list().to_string());
+        for mf in base.manifest_list_reader(s).load().await?.entries() {
+            expired_manifests
+                .entry(mf.manifest_path.clone())
+                .or_insert_with(|| mf.clone());
+        }
+    }
+    let mut retained_manifests: HashMap<String, iceberg::spec::ManifestFile> = HashMap::new();
+    for s in retained {
+        if s.manifest_list().is_empty() {
+            continue;
+        }
+        for mf in current.manifest_list_reader(s).load().await?.entries() {
+            retained_manifests
+                .entry(mf.manifest_path.clone())
+                .or_insert_with(|| mf.clone());
+        }
+    }
+    let to_delete: Vec<iceberg::spec::ManifestFile> = expired_manifests
+        .into_iter()
+        .filter(|(p, _)| !retained_manifests.contains_key(p))
+        .map(|(_, mf)| mf)
+        .collect();
+    if to_delete.is_empty() {
+        return Ok(cleanup);
+    }
+    cleanup.manifests = to_delete.iter().map(|m| m.manifest_path.clone()).collect();
+    // Live files of the manifests going away are candidates; a live file of any retained
+    // manifest is kept.
+    cleanup.data_files = live_paths(base.file_io(), to_delete).await?;
+    let kept = live_paths(
+        current.file_io(),
+        retained_manifests.into_values().collect(),
+    )
+    .await?;
+    cleanup.data_files.retain(|p| !kept.contains(p));
+    Ok(cleanup)
+}
+
+/// The paths of the live (added or existing) entries of `manifests`.
+async fn live_paths(
+    io: &iceberg::io::FileIO,
+    manifests: Vec<iceberg::spec::ManifestFile>,
+) -> Result<BTreeSet<String>> {
+    let sets: Vec<Vec<String>> = futures::stream::iter(manifests)
+        .map(|mf| {
+            let io = io.clone();
+            async move {
+                let manifest = mf.load_manifest(&io).await?;
+                Ok::<_, Error>(
+                    manifest
+                        .entries()
+                        .iter()
+                        .filter(|e| e.is_alive())
+                        .map(|e| e.data_file().file_path().to_string())
+                        .collect(),
+                )
+            }
+        })
+        .buffer_unordered(READ_CONCURRENCY)
+        .try_collect()
+        .await?;
+    Ok(sets.into_iter().flatten().collect())
+}
+
+impl IntoFuture for ExpireSnapshotsBuilder {
+    type Output = Result<(Table, ExpireMetrics)>;
+    type IntoFuture = Pin<Box<dyn Future<Output = Self::Output> + Send>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.execute())
+    }
+}
+
+/// A catalog that serves one table and records the commit iceberg's transaction makes, so the
+/// official action's selection can be committed through [`crate::commit`] (iceberg keeps the
+/// action's own `commit` crate-private).
+#[derive(Debug)]
+struct Capture {
+    table: Table,
+    commit: Mutex<Option<TableCommit>>,
+}
+
+impl Capture {
+    fn new(table: Table) -> Self {
+        Self {
+            table,
+            commit: Mutex::new(None),
+        }
+    }
+
+    fn updates(&self) -> Vec<TableUpdate> {
+        self.commit
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_mut()
+            .map(|c| c.take_updates())
+            .unwrap_or_default()
+    }
+
+    fn unsupported<T>() -> iceberg::Result<T> {
+        Err(iceberg::Error::new(
+            iceberg::ErrorKind::FeatureUnsupported,
+            "planning-only catalog",
+        ))
+    }
+}
+
+#[async_trait]
+impl Catalog for Capture {
+    async fn list_namespaces(
+        &self,
+        _parent: Option<&NamespaceIdent>,
+    ) -> iceberg::Result<Vec<NamespaceIdent>> {
+        Self::unsupported()
+    }
+    async fn create_namespace(
+        &self,
+        _namespace: &NamespaceIdent,
+        _properties: HashMap<String, String>,
+    ) -> iceberg::Result<Namespace> {
+        Self::unsupported()
+    }
+    async fn get_namespace(&self, _namespace: &NamespaceIdent) -> iceberg::Result<Namespace> {
+        Self::unsupported()
+    }
+    async fn namespace_exists(&self, _namespace: &NamespaceIdent) -> iceberg::Result<bool> {
+        Self::unsupported()
+    }
+    async fn update_namespace(
+        &self,
+        _namespace: &NamespaceIdent,
+        _properties: HashMap<String, String>,
+    ) -> iceberg::Result<()> {
+        Self::unsupported()
+    }
+    async fn drop_namespace(&self, _namespace: &NamespaceIdent) -> iceberg::Result<()> {
+        Self::unsupported()
+    }
+    async fn list_tables(&self, _namespace: &NamespaceIdent) -> iceberg::Result<Vec<TableIdent>> {
+        Self::unsupported()
+    }
+    async fn create_table(
+        &self,
+        _namespace: &NamespaceIdent,
+        _creation: TableCreation,
+    ) -> iceberg::Result<Table> {
+        Self::unsupported()
+    }
+    async fn load_table(&self, _table: &TableIdent) -> iceberg::Result<Table> {
+        Ok(self.table.clone())
+    }
+    async fn drop_table(&self, _table: &TableIdent) -> iceberg::Result<()> {
+        Self::unsupported()
+    }
+    async fn purge_table(&self, _table: &TableIdent) -> iceberg::Result<()> {
+        Self::unsupported()
+    }
+    async fn table_exists(&self, _table: &TableIdent) -> iceberg::Result<bool> {
+        Ok(true)
+    }
+    async fn rename_table(&self, _src: &TableIdent, _dest: &TableIdent) -> iceberg::Result<()> {
+        Self::unsupported()
+    }
+    async fn register_table(
+        &self,
+        _table: &TableIdent,
+        _metadata_location: String,
+    ) -> iceberg::Result<Table> {
+        Self::unsupported()
+    }
+    async fn update_table(&self, commit: TableCommit) -> iceberg::Result<Table> {
+        *self.commit.lock().unwrap_or_else(|p| p.into_inner()) = Some(commit);
+        Ok(self.table.clone())
+    }
+}

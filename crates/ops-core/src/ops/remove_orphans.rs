@@ -1,0 +1,466 @@
+//! Delete files under a table's location that no metadata references (Java's
+//! `DeleteOrphanFiles`).
+//!
+//! 1. Refuse an S3 Tables table, a `gc.enabled=false` table (its location may hold another
+//!    table's files), a table an unfinished migration writes to (its uncommitted outputs wait
+//!    there) unless forced, and a threshold under an hour unless forced (a file a running writer
+//!    has not committed yet must not be taken for an orphan).
+//! 2. Collect everything reachable from the current metadata and from every metadata file still
+//!    in its log: those metadata files, manifest lists, manifests, data and delete files (any
+//!    entry status), statistics files, and `version-hint.text`.
+//! 3. List the table location and delete each file that is not reachable and was last modified
+//!    before the threshold. A reachable path whose scheme or authority differs from the listed
+//!    one (`s3://` vs `s3a://`) is an error, as Java's `prefix-mismatch-mode=ERROR`: the same
+//!    file named two ways must not be deleted as an orphan. Nothing outside the table location
+//!    is ever listed, so nothing outside it is deleted.
+
+use std::collections::{HashMap, HashSet};
+use std::future::{Future, IntoFuture};
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::time::{Duration, SystemTime};
+
+use futures::{StreamExt, TryStreamExt};
+use iceberg::TableIdent;
+use iceberg::spec::TableMetadata;
+use iceberg::table::Table;
+
+use super::maintenance;
+use crate::{CatalogHandle, Error, Result};
+
+/// Java's default `olderThan`: three days.
+pub const DEFAULT_OLDER_THAN: Duration = Duration::from_secs(3 * 24 * 3600);
+
+/// The shortest threshold accepted without `force`.
+pub const MIN_OLDER_THAN: Duration = Duration::from_secs(3600);
+
+const READ_CONCURRENCY: usize = 8;
+
+/// What an orphan cleanup found and did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OrphanMetrics {
+    /// Files listed under the table location.
+    pub listed: usize,
+    /// Of those, reachable from the metadata.
+    pub reachable: usize,
+    /// Unreachable files old enough to delete: deleted, or for a dry run, to be deleted.
+    pub orphans: Vec<String>,
+    /// Unreachable files younger than the threshold, kept.
+    pub too_young: Vec<String>,
+    /// Orphans that could not be deleted.
+    pub failed_deletes: Vec<String>,
+    /// Nothing was deleted.
+    pub dry_run: bool,
+}
+
+/// Removes orphan files of one table (see the module docs).
+#[must_use = "a RemoveOrphansBuilder does nothing until awaited"]
+pub struct RemoveOrphansBuilder {
+    handle: CatalogHandle,
+    ident: TableIdent,
+    older_than: Duration,
+    dry_run: bool,
+    force: bool,
+}
+
+impl RemoveOrphansBuilder {
+    /// An orphan cleanup of `ident` with the default threshold (3 days).
+    pub fn new(handle: &CatalogHandle, ident: TableIdent) -> Self {
+        Self {
+            handle: handle.clone(),
+            ident,
+            older_than: DEFAULT_OLDER_THAN,
+            dry_run: false,
+            force: false,
+        }
+    }
+
+    /// Deletes only orphans last modified longer ago than this.
+    pub fn older_than(mut self, age: Duration) -> Self {
+        self.older_than = age;
+        self
+    }
+
+    /// Lists what would be deleted, deleting nothing.
+    pub fn dry_run(mut self, dry_run: bool) -> Self {
+        self.dry_run = dry_run;
+        self
+    }
+
+    /// Accepts a threshold under an hour, and a table an unfinished migration marks.
+    pub fn force(mut self, force: bool) -> Self {
+        self.force = force;
+        self
+    }
+
+    async fn execute(self) -> Result<OrphanMetrics> {
+        maintenance::refuse_self_maintained(&self.handle, &self.ident, "orphan file removal")
+            .await?;
+        if self.older_than < MIN_OLDER_THAN && !self.force {
+            return Err(Error::InvalidInput(format!(
+                "--older-than {}s is under an hour: a file a running writer has not committed \
+                 yet would be deleted as an orphan. Pass --force if nothing writes to {}",
+                self.older_than.as_secs(),
+                self.ident
+            )));
+        }
+        let table = crate::commit::load_current(&self.handle, &self.ident).await?;
+        let md = table.metadata();
+        maintenance::refuse_running_migration(&self.ident, md, self.force, "removing orphans")?;
+        if !maintenance::gc_enabled(md) {
+            return Err(maintenance::gc_disabled_error(
+                &self.ident,
+                "orphan cleanup",
+                false,
+            ));
+        }
+        let location = Location::parse(md.location())?;
+        let root = location.local_dir().ok_or_else(|| {
+            Error::InvalidInput(format!(
+                "{}: listing {} is not supported yet (only local file system locations); \
+                 no file was deleted",
+                self.ident,
+                md.location()
+            ))
+        })?;
+        let cutoff = SystemTime::now()
+            .checked_sub(self.older_than)
+            .unwrap_or(SystemTime::UNIX_EPOCH);
+
+        let reachable = reachable_files(&table).await?;
+        // Reachable paths keyed by their path part, to find the same file named two ways.
+        let mut by_path: HashMap<String, Vec<&Location>> = HashMap::new();
+        for loc in &reachable {
+            by_path.entry(loc.path.clone()).or_default().push(loc);
+        }
+
+        let listed = list_files(&root).await?;
+        let mut metrics = OrphanMetrics {
+            listed: listed.len(),
+            dry_run: self.dry_run,
+            ..Default::default()
+        };
+        let mut mismatches = Vec::new();
+        for (file, modified) in listed {
+            let path = file.to_string_lossy().to_string();
+            let found = by_path.get(&path);
+            match found {
+                Some(locs)
+                    if locs.iter().any(|l| {
+                        l.scheme == location.scheme && l.authority == location.authority
+                    }) =>
+                {
+                    metrics.reachable += 1;
+                    continue;
+                }
+                Some(locs) => {
+                    mismatches.push(format!("{path} (referenced as {})", locs[0].original));
+                    continue;
+                }
+                None => {}
+            }
+            if file.file_name().is_some_and(|n| n == "version-hint.text") {
+                metrics.reachable += 1;
+                continue;
+            }
+            let url = location.url_for(&path);
+            if modified >= cutoff {
+                metrics.too_young.push(url);
+            } else {
+                metrics.orphans.push(url);
+            }
+        }
+        if !mismatches.is_empty() {
+            mismatches.sort();
+            return Err(Error::InvalidInput(format!(
+                "{}: {} file(s) under {} are referenced with a different scheme or authority \
+                 (prefix mismatch; Java's prefix-mismatch-mode=ERROR), so no file was deleted: {}",
+                self.ident,
+                mismatches.len(),
+                md.location(),
+                mismatches.join(", ")
+            )));
+        }
+        metrics.orphans.sort();
+        metrics.too_young.sort();
+        if self.dry_run {
+            return Ok(metrics);
+        }
+        let io = table.file_io().clone();
+        let results: Vec<(String, bool)> = futures::stream::iter(metrics.orphans.clone())
+            .map(|p| {
+                let io = io.clone();
+                async move {
+                    let ok = match io.delete(&p).await {
+                        Ok(()) => true,
+                        Err(e) => {
+                            tracing::warn!(path = %p, error = %e, "could not delete an orphan");
+                            false
+                        }
+                    };
+                    (p, ok)
+                }
+            })
+            .buffer_unordered(READ_CONCURRENCY)
+            .collect()
+            .await;
+        metrics.failed_deletes = results
+            .into_iter()
+            .filter(|(_, ok)| !ok)
+            .map(|(p, _)| p)
+            .collect();
+        metrics.failed_deletes.sort();
+        tracing::info!(
+            table = %self.ident,
+            orphans = metrics.orphans.len(),
+            failed = metrics.failed_deletes.len(),
+            "orphan files removed"
+        );
+        Ok(metrics)
+    }
+}
+
+impl IntoFuture for RemoveOrphansBuilder {
+    type Output = Result<OrphanMetrics>;
+    type IntoFuture = Pin<Box<dyn Future<Output = Self::Output> + Send>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.execute())
+    }
+}
+
+/// A location split into scheme, authority and path, so `file:/x`, `file:///x` and `/x` compare
+/// equal and `s3://b/x` and `s3a://b/x` do not.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Location {
+    scheme: String,
+    authority: String,
+    path: String,
+    original: String,
+}
+
+impl Location {
+    fn parse(s: &str) -> Result<Self> {
+        let original = s.to_string();
+        let (scheme, rest) = match s.split_once(':') {
+            Some((scheme, rest))
+                if !scheme.is_empty()
+                    && scheme
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)) =>
+            {
+                (scheme.to_ascii_lowercase(), rest)
+            }
+            _ => ("file".to_string(), s),
+        };
+        let (authority, path) = match rest.strip_prefix("//") {
+            Some(after) => match after.find('/') {
+                Some(i) => (after[..i].to_string(), after[i..].to_string()),
+                None => (after.to_string(), "/".to_string()),
+            },
+            None => (String::new(), rest.to_string()),
+        };
+        let mut path = path;
+        while path.contains("//") {
+            path = path.replace("//", "/");
+        }
+        let path = path.trim_end_matches('/').to_string();
+        if scheme == "file" && !authority.is_empty() && authority != "localhost" {
+            return Err(Error::InvalidInput(format!(
+                "'{s}' names a file on host '{authority}', which iceberg-ops cannot list"
+            )));
+        }
+        let authority = if scheme == "file" {
+            String::new()
+        } else {
+            authority
+        };
+        Ok(Self {
+            scheme,
+            authority,
+            path,
+            original,
+        })
+    }
+
+    fn local_dir(&self) -> Option<PathBuf> {
+        (self.scheme == "file").then(|| PathBuf::from(&self.path))
+    }
+
+    /// The path `listed` (under this location) as the table's own paths spell it.
+    fn url_for(&self, listed: &str) -> String {
+        if self.original.starts_with("file://") {
+            format!("file://{listed}")
+        } else if self.original.starts_with("file:") {
+            format!("file:{listed}")
+        } else {
+            listed.to_string()
+        }
+    }
+}
+
+/// Every file the table's metadata log and current metadata reach.
+async fn reachable_files(table: &Table) -> Result<HashSet<Location>> {
+    let md = table.metadata();
+    let mut out: HashSet<String> = HashSet::new();
+    let mut versions: Vec<(String, Option<TableMetadata>)> = Vec::new();
+    if let Some(current) = table.metadata_location() {
+        out.insert(current.to_string());
+        versions.push((current.to_string(), Some(md.clone())));
+    }
+    for log in md.metadata_log() {
+        out.insert(log.metadata_file.clone());
+        match TableMetadata::read_from(table.file_io(), &log.metadata_file).await {
+            Ok(old) => versions.push((log.metadata_file.clone(), Some(old))),
+            // A log entry whose file is gone references nothing that still exists.
+            Err(e) => {
+                tracing::warn!(file = %log.metadata_file, error = %e, "metadata file in the log cannot be read");
+            }
+        }
+    }
+    let mut lists_seen: HashSet<String> = HashSet::new();
+    // Manifests by path, and whether the current metadata reaches them. Older metadata files
+    // still name snapshots that expiry removed, and their manifest lists and manifests may be
+    // gone: missing there is fine, missing from the current metadata is a broken table.
+    let mut manifests: HashMap<String, (iceberg::spec::ManifestFile, bool)> = HashMap::new();
+    for (index, (location, version)) in versions.into_iter().enumerate() {
+        let Some(version) = version else { continue };
+        let current = index == 0;
+        for s in version.statistics_iter() {
+            out.insert(s.statistics_path.clone());
+        }
+        for s in version.partition_statistics_iter() {
+            out.insert(s.statistics_path.clone());
+        }
+        let snapshots: Vec<_> = version
+            .snapshots()
+            .filter(|s| !s.manifest_list().is_empty())
+            .filter(|s| lists_seen.insert(s.manifest_list().to_string()))
+            .cloned()
+            .collect();
+        if snapshots.is_empty() {
+            continue;
+        }
+        let reader = Table::builder()
+            .identifier(table.identifier().clone())
+            .metadata(version)
+            .metadata_location(location)
+            .file_io(table.file_io().clone())
+            .runtime(iceberg::Runtime::try_current()?)
+            .build()?;
+        for s in snapshots {
+            out.insert(s.manifest_list().to_string());
+            let list = match reader.manifest_list_reader(&s).load().await {
+                Ok(list) => list,
+                Err(e) if !current && !table.file_io().exists(s.manifest_list()).await? => {
+                    tracing::debug!(list = %s.manifest_list(), error = %e, "an expired snapshot's manifest list is gone");
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
+            for mf in list.entries() {
+                let entry = manifests
+                    .entry(mf.manifest_path.clone())
+                    .or_insert_with(|| (mf.clone(), current));
+                entry.1 |= current;
+            }
+        }
+    }
+    out.extend(manifests.keys().cloned());
+    let io = table.file_io().clone();
+    let files: Vec<Vec<String>> = futures::stream::iter(manifests.into_values())
+        .map(|(mf, current)| {
+            let io = io.clone();
+            async move {
+                let manifest = match mf.load_manifest(&io).await {
+                    Ok(m) => m,
+                    Err(e) if !current && !io.exists(&mf.manifest_path).await? => {
+                        tracing::debug!(manifest = %mf.manifest_path, error = %e, "an expired snapshot's manifest is gone");
+                        return Ok(Vec::new());
+                    }
+                    Err(e) => return Err(Error::from(e)),
+                };
+                Ok::<_, Error>(
+                    manifest
+                        .entries()
+                        .iter()
+                        .map(|e| e.data_file().file_path().to_string())
+                        .collect(),
+                )
+            }
+        })
+        .buffer_unordered(READ_CONCURRENCY)
+        .try_collect()
+        .await?;
+    out.extend(files.into_iter().flatten());
+    out.iter().map(|p| Location::parse(p)).collect()
+}
+
+/// Every regular file under `root` with its modification time, walked without recursion.
+async fn list_files(root: &Path) -> Result<Vec<(PathBuf, SystemTime)>> {
+    let root = root.to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        let io_err = |path: &Path, e: std::io::Error| {
+            Error::InvalidInput(format!("cannot list {}: {e}", path.display()))
+        };
+        let mut out = Vec::new();
+        if !root.exists() {
+            return Ok(out);
+        }
+        let mut stack = vec![root];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).map_err(|e| io_err(&dir, e))? {
+                let entry = entry.map_err(|e| io_err(&dir, e))?;
+                let kind = entry.file_type().map_err(|e| io_err(&entry.path(), e))?;
+                if kind.is_dir() {
+                    stack.push(entry.path());
+                } else if kind.is_file() {
+                    let modified = entry
+                        .metadata()
+                        .and_then(|m| m.modified())
+                        .map_err(|e| io_err(&entry.path(), e))?;
+                    out.push((entry.path(), modified));
+                }
+                // Symbolic links are neither followed nor deleted: they may point outside.
+            }
+        }
+        Ok(out)
+    })
+    .await
+    .map_err(|e| Error::InvalidInput(format!("listing the table location failed: {e}")))?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn loc(s: &str) -> Location {
+        Location::parse(s).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn local_spellings_are_one_location_and_s3a_is_not_s3() {
+        let a = loc("file:///tmp/w/t/data/a.parquet");
+        let b = loc("file:/tmp/w/t/data/a.parquet");
+        let c = loc("/tmp/w/t/data/a.parquet");
+        assert_eq!(
+            (a.scheme.as_str(), a.path.as_str()),
+            ("file", "/tmp/w/t/data/a.parquet")
+        );
+        assert_eq!(
+            (&a.scheme, &a.authority, &a.path),
+            (&b.scheme, &b.authority, &b.path)
+        );
+        assert_eq!(
+            (&a.scheme, &a.authority, &a.path),
+            (&c.scheme, &c.authority, &c.path)
+        );
+        let s3 = loc("s3://bucket/t/data/a.parquet");
+        let s3a = loc("s3a://bucket/t/data/a.parquet");
+        assert_eq!(s3.path, s3a.path);
+        assert_ne!(s3.scheme, s3a.scheme);
+        assert_eq!(s3.authority, "bucket");
+        assert!(s3.local_dir().is_none());
+        assert!(Location::parse("file://otherhost/x").is_err());
+    }
+}

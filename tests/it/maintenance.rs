@@ -1,0 +1,721 @@
+//! Snapshot expiry and orphan cleanup (issue 18) on SQLite and REST, read back by PyIceberg:
+//! rows unchanged, the snapshots left, and which files are still on disk.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, SystemTime};
+
+use iceberg::spec::{SnapshotReference, SnapshotRetention};
+use iceberg::table::Table;
+use iceberg::{TableIdent, TableRequirement, TableUpdate};
+use ops_core::CatalogHandle;
+use ops_core::commit::{TableChange, commit_metadata_change};
+use ops_core::ops::append::AppendBuilder;
+use ops_core::ops::delete::DeleteBuilder;
+use ops_core::ops::expire_snapshots::ExpireSnapshotsBuilder;
+use ops_core::ops::maintenance::{MIGRATION_JOB_PROPERTY, mark_running};
+use ops_core::ops::properties::PropertiesBuilder;
+use ops_core::ops::remove_orphans::RemoveOrphansBuilder;
+use ops_tests::servers::Rustberg;
+use serde_json::{Value, json};
+
+use crate::common::*;
+
+type Row = (i64, Option<&'static str>, Option<i32>);
+
+async fn append(handle: &CatalogHandle, ident: &TableIdent, rows: &[Row]) -> anyhow::Result<i64> {
+    let table = handle.catalog().load_table(ident).await?;
+    let batch = orders_batch(&table, rows)?;
+    let files =
+        ops_core::write::write_data_files(&table, futures::stream::iter([Ok(batch)])).await?;
+    let (_, m) = AppendBuilder::new(handle, ident.clone())
+        .with_files(files)
+        .await?;
+    Ok(m.snapshot_id)
+}
+
+async fn set_ref(
+    handle: &CatalogHandle,
+    ident: &TableIdent,
+    name: &str,
+    snapshot_id: i64,
+    tag: bool,
+) -> anyhow::Result<()> {
+    commit_metadata_change(handle, ident, |md| {
+        let retention = if tag {
+            SnapshotRetention::Tag {
+                max_ref_age_ms: None,
+            }
+        } else {
+            SnapshotRetention::branch(None, None, None)
+        };
+        Ok(Some(TableChange {
+            requirements: vec![TableRequirement::UuidMatch { uuid: md.uuid() }],
+            updates: vec![TableUpdate::SetSnapshotRef {
+                ref_name: name.to_string(),
+                reference: SnapshotReference::new(snapshot_id, retention),
+            }],
+            ..Default::default()
+        }))
+    })
+    .await?;
+    Ok(())
+}
+
+async fn drop_ref(handle: &CatalogHandle, ident: &TableIdent, name: &str) -> anyhow::Result<()> {
+    commit_metadata_change(handle, ident, |md| {
+        Ok(Some(TableChange {
+            requirements: vec![TableRequirement::UuidMatch { uuid: md.uuid() }],
+            updates: vec![TableUpdate::RemoveSnapshotRef {
+                ref_name: name.to_string(),
+            }],
+            ..Default::default()
+        }))
+    })
+    .await?;
+    Ok(())
+}
+
+fn local(path: &str) -> PathBuf {
+    PathBuf::from(
+        path.strip_prefix("file://")
+            .or_else(|| path.strip_prefix("file:"))
+            .unwrap_or(path),
+    )
+}
+
+/// Every file a snapshot of `table` needs: manifest lists, manifests, live data/delete files.
+async fn needed_files(table: &Table) -> anyhow::Result<HashSet<String>> {
+    let mut out = HashSet::new();
+    for s in table.metadata().snapshots() {
+        out.insert(s.manifest_list().to_string());
+        for mf in table.manifest_list_reader(s).load().await?.entries() {
+            out.insert(mf.manifest_path.clone());
+            for e in mf.load_manifest(table.file_io()).await?.entries() {
+                if e.is_alive() {
+                    out.insert(e.data_file().file_path().to_string());
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+async fn all_needed_exist(table: &Table) -> TestResult {
+    for f in needed_files(table).await? {
+        assert!(
+            local(&f).exists(),
+            "{f} is needed by a retained snapshot but was deleted"
+        );
+    }
+    Ok(())
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// Rows of main, rows at a snapshot, snapshot ids.
+type Oracle = (Vec<Value>, Option<Vec<Value>>, Vec<i64>);
+
+/// PyIceberg: the rows of main, of `snapshot` if given, and the snapshot ids.
+fn oracle(
+    name: &str,
+    p: &BTreeMap<String, String>,
+    ns: &str,
+    snapshot: Option<i64>,
+) -> anyhow::Result<Oracle> {
+    let at = snapshot.map_or("None".to_string(), |s| s.to_string());
+    let code = format!(
+        "t = catalog.load_table('{ns}.orders')\n\
+         at = {at}\n\
+         emit({{'rows': rows(t), 'at': rows(t, at) if at is not None else None, \
+                'snapshots': [s.snapshot_id for s in t.metadata.snapshots]}})"
+    );
+    let out = ops_tests::oracle::pyiceberg(name, p, &code)?;
+    let mut rows = out["rows"].as_array().cloned().unwrap_or_default();
+    sort_rows(&mut rows);
+    let at = out["at"].as_array().cloned().map(|mut r| {
+        sort_rows(&mut r);
+        r
+    });
+    let mut ids: Vec<i64> = out["snapshots"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_i64)
+        .collect();
+    ids.sort_unstable();
+    Ok((rows, at, ids))
+}
+
+/// Expiry with a tag and a branch holding old snapshots: they keep what they need, the files
+/// only expired snapshots referenced are deleted once the refs are gone.
+async fn expiry_with_refs(
+    handle: &CatalogHandle,
+    name: &str,
+    p: &BTreeMap<String, String>,
+) -> TestResult {
+    let ns = "exp";
+    let table = create_orders(handle, ns).await?;
+    let ident = table.identifier().clone();
+    let s1 = append(
+        handle,
+        &ident,
+        &[(1, Some("us"), Some(1)), (2, Some("eu"), Some(2))],
+    )
+    .await?;
+    let s2 = append(handle, &ident, &[(3, Some("us"), Some(3))]).await?;
+    let eu_file: Vec<String> = {
+        let t = handle.catalog().load_table(&ident).await?;
+        needed_files(&t)
+            .await?
+            .into_iter()
+            .filter(|f| f.contains("region=eu") && f.ends_with(".parquet"))
+            .collect()
+    };
+    assert_eq!(eu_file.len(), 1, "{eu_file:?}");
+    let eu_file = eu_file[0].clone();
+    let _s3 = DeleteBuilder::new(handle, ident.clone())
+        .with_filter_text("region = 'eu'")
+        .await?;
+    let s4 = append(handle, &ident, &[(4, Some("apac"), Some(4))]).await?;
+    set_ref(handle, &ident, "t1", s1, true).await?;
+    set_ref(handle, &ident, "audit", s2, false).await?;
+    let (rows_before, at_s1, ids_before) = oracle(name, p, ns, Some(s1))?;
+    assert_eq!(ids_before.len(), 4);
+
+    // Everything older than now may go, but the tag keeps s1 and the branch s2.
+    let cutoff = now_ms() + 1;
+    let dry = ExpireSnapshotsBuilder::new(handle, ident.clone())
+        .older_than_ms(cutoff)
+        .retain_last(1)
+        .dry_run(true)
+        .await?
+        .1;
+    let (table, m) = ExpireSnapshotsBuilder::new(handle, ident.clone())
+        .older_than_ms(cutoff)
+        .retain_last(1)
+        .await?;
+    assert_eq!(
+        dry.expired_snapshots, m.expired_snapshots,
+        "the dry run planned otherwise"
+    );
+    assert_eq!(m.expired_snapshots.len(), 1, "{m:?}");
+    assert!(!m.expired_snapshots.contains(&s1) && !m.expired_snapshots.contains(&s2));
+    assert!(local(&eu_file).exists(), "the tag still reads {eu_file}");
+    assert!(m.deleted_data_files.is_empty(), "{m:?}");
+    assert_eq!(m.deleted_manifest_lists.len(), 1, "{m:?}");
+    all_needed_exist(&table).await?;
+    let (rows, at, ids) = oracle(name, p, ns, Some(s1))?;
+    assert_eq!(rows, rows_before);
+    assert_eq!(at, at_s1, "the tag's snapshot reads differently");
+    assert_eq!(ids.len(), 3);
+
+    // Without the refs, s1 and s2 go too, and the eu file nothing retained reads.
+    drop_ref(handle, &ident, "t1").await?;
+    drop_ref(handle, &ident, "audit").await?;
+    let (table, m) = ExpireSnapshotsBuilder::new(handle, ident.clone())
+        .older_than_ms(now_ms() + 1)
+        .retain_last(1)
+        .await?;
+    let mut expired = m.expired_snapshots.clone();
+    expired.sort_unstable();
+    let mut want = vec![s1, s2];
+    want.sort_unstable();
+    assert_eq!(expired, want);
+    assert_eq!(m.deleted_data_files, vec![eu_file.clone()], "{m:?}");
+    assert!(!local(&eu_file).exists());
+    for f in m.deleted_manifests.iter().chain(&m.deleted_manifest_lists) {
+        assert!(!local(f).exists(), "{f} was reported deleted");
+    }
+    all_needed_exist(&table).await?;
+    let (rows, _, ids) = oracle(name, p, ns, None)?;
+    assert_eq!(rows, rows_before, "expiry changed the rows");
+    assert_eq!(ids, vec![s4]);
+    // Older metadata files in the log still name the expired snapshots, whose manifest lists are
+    // gone: orphan cleanup reads past them.
+    let o = RemoveOrphansBuilder::new(handle, ident.clone())
+        .older_than(Duration::from_secs(3600))
+        .await?;
+    assert!(o.orphans.is_empty(), "{o:?}");
+    all_needed_exist(&handle.catalog().load_table(&ident).await?).await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn expiry_keeps_what_branches_and_tags_need_on_sqlite() -> TestResult {
+    let db = SqlCatalog::sqlite()?;
+    let handle = open("c", &db.props).await?;
+    expiry_with_refs(&handle, "c", &db.props).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn expiry_keeps_what_branches_and_tags_need_on_rest() -> TestResult {
+    init_tracing();
+    let rustberg = Rustberg::start();
+    let p = props(&[("type", "rest"), ("uri", &rustberg.uri())]);
+    let handle = open("c", &p).await?;
+    expiry_with_refs(&handle, "c", &p).await
+}
+
+/// A writer commits between expiry's plan and its commit: the expiry is re-planned on the
+/// writer's result and the writer's snapshot and rows survive.
+async fn expiry_racing_a_writer(
+    a: &CatalogHandle,
+    b: &CatalogHandle,
+    name: &str,
+    p: &BTreeMap<String, String>,
+) -> TestResult {
+    let ns = "race";
+    let table = create_orders(a, ns).await?;
+    let ident = table.identifier().clone();
+    for i in 0..3 {
+        append(a, &ident, &[(i, Some("us"), Some(i as i32))]).await?;
+    }
+    let calls = Arc::new(AtomicUsize::new(0));
+    let racer: Arc<std::sync::Mutex<Option<i64>>> = Arc::default();
+    let hook = {
+        let (b, ident, calls, racer) = (b.clone(), ident.clone(), calls.clone(), racer.clone());
+        Arc::new(move || {
+            let (b, ident, calls, racer) = (b.clone(), ident.clone(), calls.clone(), racer.clone());
+            Box::pin(async move {
+                if calls.fetch_add(1, Ordering::SeqCst) == 0 {
+                    let id = append(&b, &ident, &[(100, Some("eu"), Some(100))])
+                        .await
+                        .unwrap_or_else(|e| panic!("the racing append failed: {e}"));
+                    *racer.lock().unwrap_or_else(|p| p.into_inner()) = Some(id);
+                }
+            }) as std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>
+        })
+    };
+    let (table, m) = ExpireSnapshotsBuilder::new(a, ident.clone())
+        .older_than_ms(now_ms() + 1)
+        .retain_last(1)
+        .before_commit(hook)
+        .await?;
+    let racer = racer
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .ok_or_else(|| anyhow::anyhow!("the racing writer did not run"))?;
+    assert!(
+        calls.load(Ordering::SeqCst) >= 2,
+        "the expiry was not re-planned"
+    );
+    assert_eq!(table.metadata().current_snapshot_id(), Some(racer));
+    assert!(!m.expired_snapshots.contains(&racer));
+    // Re-planned on the writer's result: main's head is now the racer, its parents expire.
+    assert_eq!(m.expired_snapshots.len(), 3, "{m:?}");
+    all_needed_exist(&table).await?;
+    let (rows, _, ids) = oracle(name, p, ns, None)?;
+    let got: Vec<i64> = rows.iter().filter_map(|r| r["id"].as_i64()).collect();
+    let mut got = got;
+    got.sort_unstable();
+    assert_eq!(got, vec![0, 1, 2, 100], "a row was lost");
+    assert_eq!(ids, vec![racer]);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn expiry_racing_a_writer_on_sqlite() -> TestResult {
+    let db = SqlCatalog::sqlite()?;
+    let (a, b) = (open("c", &db.props).await?, open("c", &db.props).await?);
+    expiry_racing_a_writer(&a, &b, "c", &db.props).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn expiry_racing_a_writer_on_rest() -> TestResult {
+    init_tracing();
+    let rustberg = Rustberg::start();
+    let p = props(&[("type", "rest"), ("uri", &rustberg.uri())]);
+    let (a, b) = (open("c", &p).await?, open("c", &p).await?);
+    expiry_racing_a_writer(&a, &b, "c", &p).await
+}
+
+/// gc.enabled=false: nothing deletes a file; --keep-files expires the metadata only.
+#[tokio::test(flavor = "multi_thread")]
+async fn gc_disabled_table_refuses_file_deletion() -> TestResult {
+    let db = SqlCatalog::sqlite()?;
+    let handle = open("c", &db.props).await?;
+    let table = create_orders(&handle, "gc").await?;
+    let ident = table.identifier().clone();
+    for i in 0..3 {
+        append(&handle, &ident, &[(i, Some("us"), Some(1))]).await?;
+    }
+    PropertiesBuilder::new(&handle, ident.clone())
+        .set("gc.enabled", "false")
+        .await?;
+    let err = ExpireSnapshotsBuilder::new(&handle, ident.clone())
+        .older_than_ms(now_ms() + 1)
+        .retain_last(1)
+        .await
+        .err()
+        .ok_or_else(|| anyhow::anyhow!("expiry deleted files of a gc.enabled=false table"))?;
+    assert!(
+        err.to_string()
+            .contains("deleting files may corrupt other tables")
+            && err.to_string().contains("--keep-files"),
+        "{err}"
+    );
+    let err = RemoveOrphansBuilder::new(&handle, ident.clone())
+        .older_than(Duration::ZERO)
+        .force(true)
+        .await
+        .err()
+        .ok_or_else(|| anyhow::anyhow!("orphan cleanup ran on a gc.enabled=false table"))?;
+    assert!(
+        err.to_string()
+            .contains("deleting files may corrupt other tables"),
+        "{err}"
+    );
+
+    let before = needed_files(&handle.catalog().load_table(&ident).await?).await?;
+    let (table, m) = ExpireSnapshotsBuilder::new(&handle, ident.clone())
+        .older_than_ms(now_ms() + 1)
+        .retain_last(1)
+        .keep_files(true)
+        .await?;
+    assert_eq!(m.expired_snapshots.len(), 2);
+    assert_eq!(table.metadata().snapshots().count(), 1);
+    assert!(m.deleted_data_files.is_empty() && m.deleted_manifest_lists.is_empty());
+    for f in before {
+        assert!(local(&f).exists(), "--keep-files deleted {f}");
+    }
+    let (rows, _, ids) = oracle("c", &db.props, "gc", None)?;
+    assert_eq!(rows.len(), 3);
+    assert_eq!(ids.len(), 1);
+    Ok(())
+}
+
+/// A migration job's marker stops maintenance unless forced.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_running_migration_stops_maintenance() -> TestResult {
+    let db = SqlCatalog::sqlite()?;
+    let handle = open("c", &db.props).await?;
+    let table = create_orders(&handle, "mig").await?;
+    let ident = table.identifier().clone();
+    append(&handle, &ident, &[(1, Some("us"), Some(1))]).await?;
+    append(&handle, &ident, &[(2, Some("us"), Some(1))]).await?;
+    commit_metadata_change(&handle, &ident, |md| {
+        Ok(mark_running(md, "job-42").map(|u| TableChange {
+            requirements: vec![TableRequirement::UuidMatch { uuid: md.uuid() }],
+            updates: vec![u],
+            ..Default::default()
+        }))
+    })
+    .await?;
+    let err = ExpireSnapshotsBuilder::new(&handle, ident.clone())
+        .older_than_ms(now_ms() + 1)
+        .retain_last(1)
+        .await
+        .err()
+        .ok_or_else(|| anyhow::anyhow!("expiry ran under a migration"))?;
+    assert!(err.to_string().contains("job-42"), "{err}");
+    let err = RemoveOrphansBuilder::new(&handle, ident.clone())
+        .await
+        .err()
+        .ok_or_else(|| anyhow::anyhow!("orphan cleanup ran under a migration"))?;
+    assert!(err.to_string().contains(MIGRATION_JOB_PROPERTY), "{err}");
+    let (_, m) = ExpireSnapshotsBuilder::new(&handle, ident.clone())
+        .older_than_ms(now_ms() + 1)
+        .retain_last(1)
+        .force(true)
+        .await?;
+    assert_eq!(m.expired_snapshots.len(), 1);
+    ops_core::ops::maintenance::clear_running_marker(&handle, &ident, "job-42").await?;
+    let t = handle.catalog().load_table(&ident).await?;
+    assert!(
+        !t.metadata()
+            .properties()
+            .contains_key(MIGRATION_JOB_PROPERTY)
+    );
+    Ok(())
+}
+
+fn set_mtime(path: &Path, age: Duration) -> anyhow::Result<()> {
+    let f = std::fs::OpenOptions::new().write(true).open(path)?;
+    f.set_modified(SystemTime::now() - age)?;
+    Ok(())
+}
+
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            if e.path().is_dir() {
+                stack.push(e.path());
+            } else {
+                out.push(e.path());
+            }
+        }
+    }
+    out
+}
+
+/// Orphan cleanup deletes a killed run's leftovers older than the threshold, keeps a younger
+/// file and everything any metadata file in the log reaches, and nothing outside the location.
+async fn orphans(handle: &CatalogHandle, name: &str, p: &BTreeMap<String, String>) -> TestResult {
+    let ns = "orph";
+    let table = create_orders(handle, ns).await?;
+    let ident = table.identifier().clone();
+    let s1 = append(
+        handle,
+        &ident,
+        &[(1, Some("us"), Some(1)), (2, Some("eu"), Some(2))],
+    )
+    .await?;
+    DeleteBuilder::new(handle, ident.clone())
+        .with_filter_text("region = 'eu'")
+        .await?;
+    append(handle, &ident, &[(3, Some("apac"), Some(3))]).await?;
+    let table = handle.catalog().load_table(&ident).await?;
+    let root = local(table.metadata().location());
+    let (rows_before, at_s1, _) = oracle(name, p, ns, Some(s1))?;
+
+    // A killed run's leftovers: a data file and a manifest no metadata references, old.
+    let data_dir = root.join("data");
+    std::fs::create_dir_all(data_dir.join("region=us"))?;
+    let leftover = data_dir.join("region=us/00000-killed-run.parquet");
+    std::fs::write(&leftover, b"PAR1 not committed")?;
+    let leftover_manifest = root.join("metadata/killed-run-m0.avro");
+    std::fs::write(&leftover_manifest, b"not committed")?;
+    let young = data_dir.join("region=us/00001-being-written.parquet");
+    std::fs::write(&young, b"PAR1 a writer is still at it")?;
+    // Outside the table location: never touched.
+    let outside = root
+        .parent()
+        .map(|d| d.join("not-this-table.parquet"))
+        .unwrap_or_default();
+    std::fs::write(&outside, b"someone else's")?;
+    // Everything already there is old, so only reachability protects it.
+    for f in files_under(&root) {
+        if f != young {
+            set_mtime(&f, Duration::from_secs(7 * 24 * 3600))?;
+        }
+    }
+    set_mtime(&outside, Duration::from_secs(7 * 24 * 3600))?;
+
+    let err = RemoveOrphansBuilder::new(handle, ident.clone())
+        .older_than(Duration::from_secs(60))
+        .await
+        .err()
+        .ok_or_else(|| anyhow::anyhow!("a threshold of a minute was accepted without --force"))?;
+    assert!(err.to_string().contains("under an hour"), "{err}");
+
+    let dry = RemoveOrphansBuilder::new(handle, ident.clone())
+        .older_than(Duration::from_secs(3600))
+        .dry_run(true)
+        .await?;
+    assert!(leftover.exists(), "the dry run deleted a file");
+    let m = RemoveOrphansBuilder::new(handle, ident.clone())
+        .older_than(Duration::from_secs(3600))
+        .await?;
+    assert_eq!(dry.orphans, m.orphans);
+    let mut orphans: Vec<PathBuf> = m.orphans.iter().map(|o| local(o)).collect();
+    orphans.sort();
+    let mut want = vec![leftover.clone(), leftover_manifest.clone()];
+    want.sort();
+    assert_eq!(orphans, want, "{m:?}");
+    assert!(!leftover.exists() && !leftover_manifest.exists());
+    assert!(
+        young.exists(),
+        "a file younger than the threshold was deleted"
+    );
+    assert_eq!(m.too_young.len(), 1, "{m:?}");
+    assert!(
+        outside.exists(),
+        "a file outside the table location was deleted"
+    );
+    let table = handle.catalog().load_table(&ident).await?;
+    all_needed_exist(&table).await?;
+    // Every metadata file in the log is kept, and the old snapshot still reads.
+    for log in table.metadata().metadata_log() {
+        assert!(
+            local(&log.metadata_file).exists(),
+            "{} deleted",
+            log.metadata_file
+        );
+    }
+    let (rows, at, ids) = oracle(name, p, ns, Some(s1))?;
+    assert_eq!(rows, rows_before);
+    assert_eq!(at, at_s1);
+    assert_eq!(ids.len(), 3);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn orphan_cleanup_on_sqlite() -> TestResult {
+    let db = SqlCatalog::sqlite()?;
+    let handle = open("c", &db.props).await?;
+    orphans(&handle, "c", &db.props).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn orphan_cleanup_on_rest() -> TestResult {
+    init_tracing();
+    let rustberg = Rustberg::start();
+    let p = props(&[("type", "rest"), ("uri", &rustberg.uri())]);
+    let handle = open("c", &p).await?;
+    orphans(&handle, "c", &p).await
+}
+
+/// Expiry then orphan cleanup on every table of tests/corpus/make_corpus.py (generated here,
+/// privately: the shared corpus of `corpus.rs` must not lose files): PyIceberg reads the same
+/// rows before and after.
+#[tokio::test(flavor = "multi_thread")]
+async fn corpus_tables_survive_expiry_and_orphan_cleanup() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let script = crate::corpus::corpus_script()?;
+    let out = std::process::Command::new(ops_tests::tools::python())
+        .arg(&script)
+        .arg("--warehouse")
+        .arg(dir.path())
+        .arg("--rows")
+        .arg("1000")
+        .output()?;
+    anyhow::ensure!(
+        out.status.success(),
+        "{}: {}",
+        script.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let p = props(&[
+        ("type", "sql"),
+        (
+            "uri",
+            &format!("sqlite:///{}/catalog.db", dir.path().display()),
+        ),
+        (
+            "warehouse",
+            &format!("file://{}/warehouse", dir.path().display()),
+        ),
+    ]);
+    let handle = open("corpus", &p).await?;
+    let ns = iceberg::NamespaceIdent::new("corpus".into());
+    let tables = handle.catalog().list_tables(&ns).await?;
+    assert!(tables.len() >= 8, "{tables:?}");
+    let read = |t: &str| -> anyhow::Result<Value> {
+        ops_tests::oracle::pyiceberg(
+            "corpus",
+            &p,
+            &format!(
+                "import hashlib\n\
+                 t = catalog.load_table('corpus.{t}')\n\
+                 r = t.scan().to_arrow()\n\
+                 lines = sorted(json.dumps(x, sort_keys=True, default=str) for x in r.to_pylist())\n\
+                 emit({{'n': len(lines), 'digest': hashlib.sha256('\\n'.join(lines).encode()).hexdigest(), \
+                        'snapshots': len(t.metadata.snapshots)}})"
+            ),
+        )
+    };
+    let mut problems = Vec::new();
+    for ident in tables {
+        let t = ident.name().to_string();
+        let before = read(&t)?;
+        let table = handle.catalog().load_table(&ident).await?;
+        let root = local(table.metadata().location());
+        let stray = root.join("data/stray-from-a-killed-run.parquet");
+        std::fs::create_dir_all(root.join("data"))?;
+        std::fs::write(&stray, b"leftover")?;
+        set_mtime(&stray, Duration::from_secs(4 * 24 * 3600))?;
+        let (table, m) = ExpireSnapshotsBuilder::new(&handle, ident.clone())
+            .older_than_ms(now_ms() + 1)
+            .retain_last(1)
+            .await?;
+        all_needed_exist(&table).await?;
+        let o = RemoveOrphansBuilder::new(&handle, ident.clone())
+            .older_than(Duration::from_secs(3600))
+            .await?;
+        all_needed_exist(&handle.catalog().load_table(&ident).await?).await?;
+        let after = read(&t)?;
+        if before["n"] != after["n"] || before["digest"] != after["digest"] {
+            problems.push(format!("{t}: rows changed ({before} -> {after})"));
+        }
+        if after["snapshots"] != json!(1) {
+            problems.push(format!(
+                "{t}: {} snapshots left, want 1",
+                after["snapshots"]
+            ));
+        }
+        if stray.exists() {
+            problems.push(format!("{t}: the stray file survived ({o:?})"));
+        }
+        eprintln!(
+            "{t}: expired {} snapshots, deleted {} data/delete files, {} manifests, {} lists; \
+             orphans {:?}",
+            m.expired_snapshots.len(),
+            m.deleted_data_files.len(),
+            m.deleted_manifests.len(),
+            m.deleted_manifest_lists.len(),
+            o.orphans
+        );
+    }
+    anyhow::ensure!(problems.is_empty(), "{}", problems.join("\n"));
+    Ok(())
+}
+
+/// S3 Tables maintains its tables itself: both commands refuse and name the table's
+/// maintenance configuration, before touching anything.
+#[tokio::test(flavor = "multi_thread")]
+async fn s3tables_tables_are_maintained_by_the_service() -> TestResult {
+    init_tracing();
+    let (_moto, p) = s3tables_on_moto("maint");
+    let handle = open("st", &p).await?;
+    let table = create_orders(&handle, "st").await?;
+    let ident = table.identifier().clone();
+    append(&handle, &ident, &[(1, Some("us"), Some(1))]).await?;
+    let expire = ExpireSnapshotsBuilder::new(&handle, ident.clone())
+        .retain_last(1)
+        .await
+        .err()
+        .ok_or_else(|| anyhow::anyhow!("expiry ran on an S3 Tables table"))?;
+    let orphans = RemoveOrphansBuilder::new(&handle, ident.clone())
+        .await
+        .err()
+        .ok_or_else(|| anyhow::anyhow!("orphan cleanup ran on an S3 Tables table"))?;
+    for err in [expire, orphans] {
+        let msg = err.to_string();
+        assert!(
+            msg.contains("maintenance configuration")
+                && msg.contains("put-table-maintenance-configuration")
+                && msg.contains("--name orders"),
+            "{msg}"
+        );
+    }
+    let after = handle.catalog().load_table(&ident).await?;
+    assert_eq!(after.metadata().snapshots().count(), 1);
+    Ok(())
+}
+
+/// Without --older-than and --retain-last, the table's history.expire.* properties decide.
+#[tokio::test(flavor = "multi_thread")]
+async fn expiry_honours_history_expire_properties() -> TestResult {
+    let db = SqlCatalog::sqlite()?;
+    let handle = open("c", &db.props).await?;
+    let table = create_orders(&handle, "props").await?;
+    let ident = table.identifier().clone();
+    for i in 0..4 {
+        append(&handle, &ident, &[(i, Some("us"), Some(1))]).await?;
+    }
+    // The default (5 days) expires nothing made just now.
+    let (_, m) = ExpireSnapshotsBuilder::new(&handle, ident.clone()).await?;
+    assert!(m.expired_snapshots.is_empty(), "{m:?}");
+    PropertiesBuilder::new(&handle, ident.clone())
+        .set("history.expire.max-snapshot-age-ms", "1")
+        .set("history.expire.min-snapshots-to-keep", "3")
+        .await?;
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let (table, m) = ExpireSnapshotsBuilder::new(&handle, ident.clone()).await?;
+    assert_eq!(m.expired_snapshots.len(), 1, "{m:?}");
+    assert_eq!(table.metadata().snapshots().count(), 3);
+    let (rows, _, ids) = oracle("c", &db.props, "props", None)?;
+    assert_eq!(rows.len(), 4);
+    assert_eq!(ids.len(), 3);
+    Ok(())
+}
