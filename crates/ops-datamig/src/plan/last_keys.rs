@@ -37,8 +37,8 @@ use crate::{FileRoute, MigrationError, Result};
 /// Each key's last batch (see the module docs).
 pub(crate) struct LastBatches {
     encoder: Arc<KeyEncoder>,
-    /// Index of each key column in the destination's Arrow schema.
-    key_idx: Vec<usize>,
+    /// The key columns, looked up by name in each batch.
+    keys: Vec<String>,
     last: HashMap<Box<[u8]>, u64>,
 }
 
@@ -124,7 +124,7 @@ impl LastBatches {
         );
         Ok(Self {
             encoder,
-            key_idx,
+            keys: keys.to_vec(),
             last,
         })
     }
@@ -133,11 +133,20 @@ impl LastBatches {
     /// whether batch `index` holds its key's last row. A key the pre-pass never saw is an
     /// error: the batch would not be the one the pass read.
     pub fn held_last(&self, index: u64, batch: &RecordBatch) -> Result<BooleanArray> {
+        // By name: the upsert conforms each batch to the destination as reloaded after every
+        // commit, whose columns another writer may have moved or dropped since the pass.
         let cols: Vec<ArrayRef> = self
-            .key_idx
+            .keys
             .iter()
-            .map(|&i| batch.column(i).clone())
-            .collect();
+            .map(|k| {
+                batch.column_by_name(k).cloned().ok_or_else(|| {
+                    MigrationError::InvalidInput(format!(
+                        "upsert batch {index}: the destination no longer has the key column \
+                         '{k}' (changed by another writer during the job)"
+                    ))
+                })
+            })
+            .collect::<Result<_>>()?;
         let rows = self.encoder.encode(&cols)?;
         (0..rows.num_rows())
             .map(|i| match self.last.get(rows.row(i).as_ref()) {
