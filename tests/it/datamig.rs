@@ -976,6 +976,31 @@ async fn auto_copies_whole_files_and_resumes_without_copying_twice() -> TestResu
         err.contains("deleting files may corrupt other tables"),
         "{err}"
     );
+    // The same through a plan, its tasks and the commit of their outputs (`--plan-only`,
+    // `run-task`, `commit`): the destination shares the source's files all the same.
+    dest(&handle, "refp", PrimitiveType::Long).await?;
+    let plan = DataMigrator::new(&handle, ident("src")?, &handle, ident("refp")?)
+        .schema_reconciler(SchemaReconciler::new().rename("amount", "total"))
+        .copy_mode(CopyMode::Reference)
+        .plan()
+        .await?;
+    let mut outputs = Vec::new();
+    for t in &plan.tasks {
+        outputs.push(plan.execute_task(&handle, &handle, t.id).await?);
+    }
+    plan.commit(&handle, &handle, outputs, None).await?;
+    assert_eq!(
+        ops_datamig_live_paths(&handle.catalog().load_table(&ident("refp")?).await?).await?,
+        source_paths
+    );
+    let refp = handle.catalog().load_table(&ident("refp")?).await?;
+    assert_eq!(
+        refp.metadata()
+            .properties()
+            .get("gc.enabled")
+            .map(String::as_str),
+        Some("false")
+    );
 
     // Files mode where the tables do not allow a copy: refused before any write.
     dest(&handle, "ups", PrimitiveType::Long).await?;

@@ -331,10 +331,22 @@ pub fn aws_config_loader(bundle: Option<&Path>) -> Result<aws_config::ConfigLoad
     };
     let pem = std::fs::read(bundle).map_err(|e| err(format!("cannot be read: {e}")))?;
     // The SDK's TLS context takes any PEM; check it holds a certificate, so a wrong file is
-    // named here rather than as an unexplained handshake failure later.
+    // named here rather than as an unexplained handshake failure later. And every one must
+    // parse: the SDK adds each with `expect` when it builds a connection, so one corrupt block
+    // beside good ones would panic there (the AWS CLI refuses such a bundle too).
     bundle_roots(bundle).map_err(|e| match e {
         TlsError::CaBundle { reason, .. } | TlsError::ClientCert { reason, .. } => err(reason),
     })?;
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&pem)
+        .collect::<Result<_, _>>()
+        .map_err(|e| err(e.to_string()))?;
+    let total = certs.len();
+    let (_, ignored) = rustls::RootCertStore::empty().add_parsable_certificates(certs);
+    if ignored > 0 {
+        return Err(err(format!(
+            "{ignored} of its {total} certificates cannot be parsed; remove them from the file"
+        )));
+    }
     let context = tls::TlsContext::builder()
         .with_trust_store(tls::TrustStore::empty().with_pem_certificate(pem))
         .build()
@@ -677,6 +689,46 @@ mod tests {
         );
         assert_eq!(profile_value(text, "other", "ca_bundle"), None);
         assert_eq!(profile_value(text, "default", "output"), None);
+    }
+
+    /// A self-signed certificate (openssl, P-256, valid until 2126).
+    const TEST_CA: &str = "-----BEGIN CERTIFICATE-----
+MIIBjDCCATOgAwIBAgIUPjYG2IihXzs4ylzTuJP1e6+YaHowCgYIKoZIzj0EAwIw
+GzEZMBcGA1UEAwwQaWNlYmVyZy1vcHMtdGVzdDAgFw0yNjEyMDIwNjQ2MTNaGA8y
+MTI2MTEwODA2NDYxM1owGzEZMBcGA1UEAwwQaWNlYmVyZy1vcHMtdGVzdDBZMBMG
+ByqGSM49AgEGCCqGSM49AwEHA0IABJq4lHurvu/N834jVPKKnCJLbjQOHzMe7nvD
+DT/X9AKkJnHRWpK/cHfMSHaWOpCud6AkSXdj9Tt0dH5HwfxVWKyjUzBRMB0GA1Ud
+DgQWBBQ0NjgSuEpNePWBwRdaDkkm7AJ5PjAfBgNVHSMEGDAWgBQ0NjgSuEpNePWB
+wRdaDkkm7AJ5PjAPBgNVHRMBAf8EBTADAQH/MAoGCCqGSM49BAMCA0cAMEQCIE2T
+VL5Stjz7OtqTS6g3DENUQtHsJ8bLQayTgYxnvi1KAiBy6QUzmiSMgxKqKnp/D2jM
+DwJ8xHwP7o5PPfy59/oeTQ==
+-----END CERTIFICATE-----
+";
+
+    /// An AWS bundle with a corrupt certificate beside a good one is refused when the clients
+    /// are configured: the SDK would panic on it when it opens a connection.
+    #[test]
+    fn an_aws_bundle_with_a_corrupt_certificate_is_refused()
+    -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let good = dir.path().join("good.pem");
+        std::fs::write(&good, TEST_CA)?;
+        assert!(aws_config_loader(Some(&good)).is_ok());
+        let mixed = dir.path().join("mixed.pem");
+        std::fs::write(
+            &mixed,
+            format!("{TEST_CA}-----BEGIN CERTIFICATE-----\nMIIBAAAA\n-----END CERTIFICATE-----\n"),
+        )?;
+        let err = aws_config_loader(Some(&mixed))
+            .err()
+            .ok_or("a bundle with a corrupt certificate was accepted")?;
+        let text = err.to_string();
+        assert!(
+            text.contains("1 of its 2 certificates cannot be parsed"),
+            "{text}"
+        );
+        assert!(text.contains(&mixed.display().to_string()), "{text}");
+        Ok(())
     }
 
     #[test]

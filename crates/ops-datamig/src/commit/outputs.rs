@@ -134,6 +134,25 @@ impl MigrationPlan {
                 }
             }
         }
+        // As a local run does (migrator::preflight::disable_gc_for_references): a destination
+        // about to share the source's files must not let expiry or orphan cleanup delete them.
+        let mut dest_table = dest_table;
+        if by_task
+            .values()
+            .any(|o| o.batches.iter().any(|b| b.referenced))
+            && ops_core::ops::maintenance::gc_enabled(dest_table.metadata())
+        {
+            tracing::info!(
+                dest = %dest_ref.describe(),
+                "the destination shares the source's files: setting gc.enabled=false"
+            );
+            dest_table = ops_core::ops::properties::PropertiesBuilder::new(
+                &dest_ref.handle,
+                dest_ref.ident.clone(),
+            )
+            .set(ops_core::ops::maintenance::GC_ENABLED, "false")
+            .await?;
+        }
         let last_checkpointed = match &mut store {
             Some(s) => s.last_committed()?,
             None => None,
