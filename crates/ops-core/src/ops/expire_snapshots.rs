@@ -378,51 +378,19 @@ impl Cleanup {
 
     /// Deletes data/delete files, then manifests, then manifest lists.
     async fn delete(self, io: &iceberg::io::FileIO, m: &mut ExpireMetrics) {
-        let mut failed = Vec::new();
-        let done = |paths: BTreeSet<String>| {
-            let io = io.clone();
-            async move {
-                let results: Vec<(String, bool)> = futures::stream::iter(paths)
-                    .map(|p| {
-                        let io = io.clone();
-                        async move {
-                            let ok = match io.delete(&p).await {
-                                Ok(()) => true,
-                                Err(e) => {
-                                    tracing::warn!(path = %p, error = %e, "could not delete an expired file");
-                                    false
-                                }
-                            };
-                            (p, ok)
-                        }
-                    })
-                    .buffer_unordered(READ_CONCURRENCY)
-                    .collect()
-                    .await;
-                results
-            }
-        };
-        for (paths, slot) in [
-            (self.data_files, 0usize),
-            (self.manifests, 1),
-            (self.manifest_lists, 2),
-        ] {
-            let mut ok: Vec<String> = Vec::new();
-            for (p, deleted) in done(paths).await {
-                if deleted {
-                    ok.push(p);
-                } else {
-                    failed.push(p);
-                }
-            }
-            ok.sort();
-            match slot {
-                0 => m.deleted_data_files = ok,
-                1 => m.deleted_manifests = ok,
-                _ => m.deleted_manifest_lists = ok,
-            }
-        }
+        use super::maintenance::delete_files;
+        const WHAT: &str = "an expired file";
+        // In this order, so a failure part-way never leaves a manifest naming a deleted file
+        // while the manifest list naming that manifest is gone.
+        let (data_files, mut failed) = delete_files(io, self.data_files, WHAT).await;
+        let (manifests, f) = delete_files(io, self.manifests, WHAT).await;
+        failed.extend(f);
+        let (manifest_lists, f) = delete_files(io, self.manifest_lists, WHAT).await;
+        failed.extend(f);
         failed.sort();
+        m.deleted_data_files = data_files;
+        m.deleted_manifests = manifests;
+        m.deleted_manifest_lists = manifest_lists;
         m.failed_deletes = failed;
     }
 }

@@ -30,6 +30,45 @@ pub const MIGRATION_JOB_PROPERTY: &str = "iceberg-ops.migration.running-job";
 /// Java's `gc.enabled`.
 pub const GC_ENABLED: &str = "gc.enabled";
 
+/// How many deletes run at once.
+const DELETE_CONCURRENCY: usize = 8;
+
+/// Deletes `paths`, several at once, after a cleanup decided they are garbage: returns the
+/// paths deleted and those that could not be (each logged as `what`), both sorted. A failure
+/// is not an error: the commit that made the files garbage has landed, and a later orphan
+/// cleanup collects what stayed.
+pub(crate) async fn delete_files(
+    io: &iceberg::io::FileIO,
+    paths: impl IntoIterator<Item = String>,
+    what: &'static str,
+) -> (Vec<String>, Vec<String>) {
+    use futures::StreamExt;
+    let results: Vec<(String, bool)> = futures::stream::iter(paths)
+        .map(|p| {
+            let io = io.clone();
+            async move {
+                let ok = match io.delete(&p).await {
+                    Ok(()) => true,
+                    Err(e) => {
+                        tracing::warn!(path = %p, error = %e, "could not delete {what}");
+                        false
+                    }
+                };
+                (p, ok)
+            }
+        })
+        .buffer_unordered(DELETE_CONCURRENCY)
+        .collect()
+        .await;
+    let (mut deleted, mut failed): (Vec<String>, Vec<String>) = (Vec::new(), Vec::new());
+    for (p, ok) in results {
+        if ok { deleted.push(p) } else { failed.push(p) }
+    }
+    deleted.sort();
+    failed.sort();
+    (deleted, failed)
+}
+
 /// The update that marks `metadata`'s table as the destination of the unfinished `job_id`, or
 /// `None` when it already is. Append it to the job's first commit (the same commit as its first
 /// batch, so the marker and the first landed data appear atomically).

@@ -186,30 +186,9 @@ impl RemoveOrphansBuilder {
         if self.dry_run {
             return Ok(metrics);
         }
-        let io = table.file_io().clone();
-        let results: Vec<(String, bool)> = futures::stream::iter(metrics.orphans.clone())
-            .map(|p| {
-                let io = io.clone();
-                async move {
-                    let ok = match io.delete(&p).await {
-                        Ok(()) => true,
-                        Err(e) => {
-                            tracing::warn!(path = %p, error = %e, "could not delete an orphan");
-                            false
-                        }
-                    };
-                    (p, ok)
-                }
-            })
-            .buffer_unordered(READ_CONCURRENCY)
-            .collect()
-            .await;
-        metrics.failed_deletes = results
-            .into_iter()
-            .filter(|(_, ok)| !ok)
-            .map(|(p, _)| p)
-            .collect();
-        metrics.failed_deletes.sort();
+        (_, metrics.failed_deletes) =
+            super::maintenance::delete_files(table.file_io(), metrics.orphans.clone(), "an orphan")
+                .await;
         tracing::info!(
             table = %self.ident,
             orphans = metrics.orphans.len(),
