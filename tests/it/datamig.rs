@@ -8,6 +8,8 @@ use iceberg::table::Table;
 use iceberg::{NamespaceIdent, TableCreation, TableIdent};
 use ops_core::CatalogHandle;
 use ops_core::ops::append::AppendBuilder;
+use ops_core::ops::maintenance::running_migrations;
+use ops_core::ops::remove_orphans::RemoveOrphansBuilder;
 use ops_core::ops::rollback::RollbackBuilder;
 use ops_datamig::{
     CopyMode, DataMigrator, MIGRATION_BATCH_PROPERTY, MIGRATION_JOB_PROPERTY, MigrationError,
@@ -953,6 +955,17 @@ async fn auto_copies_whole_files_and_resumes_without_copying_twice() -> TestResu
         .await?;
     assert_eq!(referenced.files_referenced, 6);
     let refd = handle.catalog().load_table(&ident("refd")?).await?;
+    // The job marked the destination before its first batch landed and unmarked it at the end.
+    assert!(
+        running_migrations(refd.metadata()).is_empty(),
+        "marker left"
+    );
+    let job = referenced.job_id.clone().unwrap_or_default();
+    let marked_batches = marked_snapshots(&refd, &job).await?;
+    assert!(
+        !marked_batches.is_empty() && marked_batches.iter().all(|(_, marked)| *marked),
+        "a batch landed without the job's marker: {marked_batches:?}"
+    );
     assert_eq!(ops_datamig_live_paths(&refd).await?, source_paths);
     let (got, _) = pyiceberg_rows(&py, "refd.orders")?;
     assert_eq!(got, total_json(&data));
@@ -984,6 +997,22 @@ async fn auto_copies_whole_files_and_resumes_without_copying_twice() -> TestResu
         .copy_mode(CopyMode::Reference)
         .plan()
         .await?;
+    // Until the plan's outputs are committed, maintenance keeps off the destination: the
+    // tasks' outputs wait there as files no snapshot references.
+    let planned = handle.catalog().load_table(&ident("refp")?).await?;
+    assert_eq!(
+        running_migrations(planned.metadata())
+            .into_iter()
+            .map(|(j, _)| j.to_string())
+            .collect::<Vec<_>>(),
+        vec![plan.job_id.clone()]
+    );
+    let err = RemoveOrphansBuilder::new(&handle, ident("refp")?)
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(err.contains(&plan.job_id), "{err}");
     let mut outputs = Vec::new();
     for t in &plan.tasks {
         outputs.push(plan.execute_task(&handle, &handle, t.id).await?);
@@ -994,6 +1023,10 @@ async fn auto_copies_whole_files_and_resumes_without_copying_twice() -> TestResu
         source_paths
     );
     let refp = handle.catalog().load_table(&ident("refp")?).await?;
+    assert!(
+        running_migrations(refp.metadata()).is_empty(),
+        "marker left"
+    );
     assert_eq!(
         refp.metadata()
             .properties()
@@ -1269,4 +1302,34 @@ emit({})
         );
     }
     Ok(())
+}
+
+/// For each snapshot `job` committed, whether the table metadata that first held it carried the
+/// job's running marker (read back from the metadata log's files).
+async fn marked_snapshots(table: &Table, job: &str) -> anyhow::Result<Vec<(i64, bool)>> {
+    let key = ops_core::ops::maintenance::running_job_key(job);
+    let mut files: Vec<String> = table
+        .metadata()
+        .metadata_log()
+        .iter()
+        .map(|e| e.metadata_file.clone())
+        .collect();
+    files.extend(table.metadata_location().map(str::to_string));
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    for f in files {
+        let bytes = table.file_io().new_input(&f)?.read().await?;
+        let md: iceberg::spec::TableMetadata = serde_json::from_slice(&bytes)?;
+        for snap in md.snapshots() {
+            let of_job = snap
+                .summary()
+                .additional_properties
+                .get(MIGRATION_JOB_PROPERTY)
+                .is_some_and(|j| j == job);
+            if of_job && seen.insert(snap.snapshot_id()) {
+                out.push((snap.snapshot_id(), md.properties().contains_key(&key)));
+            }
+        }
+    }
+    Ok(out)
 }

@@ -265,6 +265,13 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
             }
             let (_, m) = builder.await?;
             show(&expire_json(&target.table, &m), output, print_expire)?;
+            if let Some(why) = &m.cleanup_skipped {
+                bail!(
+                    "the snapshots were expired, but their files were not deleted: {why}. \
+                     `iceberg-ops table remove-orphans {}` removes them later",
+                    target.table
+                );
+            }
             if !m.failed_deletes.is_empty() {
                 bail!(
                     "{} file(s) could not be deleted (listed above); `iceberg-ops table \
@@ -310,6 +317,7 @@ fn expire_json(table: &str, m: &ExpireMetrics) -> Value {
         "deleted_manifests": m.deleted_manifests,
         "deleted_manifest_lists": m.deleted_manifest_lists,
         "failed_deletes": m.failed_deletes,
+        "cleanup_skipped": m.cleanup_skipped,
     })
 }
 
@@ -362,6 +370,7 @@ fn orphans_json(table: &str, m: &OrphanMetrics) -> Value {
         "orphans": m.orphans,
         "too_young": m.too_young,
         "failed_deletes": m.failed_deletes,
+        "other_tables": m.other_tables,
     })
 }
 
@@ -382,6 +391,12 @@ fn print_orphans(v: &Value) {
     }
     for f in v["failed_deletes"].as_array().into_iter().flatten() {
         println!("  could not delete {}", f.as_str().unwrap_or_default());
+    }
+    for d in v["other_tables"].as_array().into_iter().flatten() {
+        println!(
+            "  skipped {} (another table's location: its files are not this table's)",
+            d.as_str().unwrap_or_default()
+        );
     }
 }
 

@@ -59,6 +59,9 @@ pub struct ExpireMetrics {
     pub dry_run: bool,
     /// Files were kept on purpose (`keep_files`).
     pub kept_files: bool,
+    /// The snapshots were expired but their files were not cleaned up, and why (the commit had
+    /// landed when this happened: an orphan cleanup collects the files later).
+    pub cleanup_skipped: Option<String>,
 }
 
 /// Called between planning and committing (tests race a writer there).
@@ -218,11 +221,27 @@ impl ExpireSnapshotsBuilder {
             retained = retained.len(),
             "snapshots expired"
         );
-        if !self.keep_files {
-            // The commit landed: what no retained snapshot references can go.
-            let cleanup =
-                unreferenced(&planned.base, &planned.expired, &committed, &retained).await?;
-            cleanup.delete(committed.file_io(), &mut metrics).await;
+        if self.keep_files {
+            return Ok((committed, metrics));
+        }
+        // The commit landed, so from here nothing is an error: the snapshots are gone either
+        // way, and an orphan cleanup collects whatever files stay.
+        // A REST server applies the removal to its own latest metadata, which may have gained
+        // gc.enabled=false or a running migration since the plan: check what was committed.
+        if let Err(e) = self.check(committed.metadata()) {
+            tracing::warn!(table = %self.ident, error = %e, "expired snapshots' files kept");
+            metrics.cleanup_skipped = Some(e.to_string());
+            return Ok((committed, metrics));
+        }
+        // What no retained snapshot references can go.
+        match unreferenced(&planned.base, &planned.expired, &committed, &retained).await {
+            Ok(cleanup) => cleanup.delete(committed.file_io(), &mut metrics).await,
+            Err(e) => {
+                tracing::warn!(table = %self.ident, error = %e, "expired snapshots' files not cleaned up");
+                metrics.cleanup_skipped = Some(format!(
+                    "the files the expired snapshots referenced could not be determined: {e}"
+                ));
+            }
         }
         Ok((committed, metrics))
     }
@@ -340,6 +359,17 @@ fn ref_heads(md: &TableMetadata) -> Vec<(String, i64)> {
         })
         .map(|refs| refs.into_iter().map(|(n, r)| (n, r.snapshot_id)).collect())
         .unwrap_or_default();
+    // A v1 table's serialised form has no refs, yet its main branch is its current snapshot
+    // (iceberg builds that ref when it reads v1 metadata): without it the commit would require
+    // main to be absent and conflict every time.
+    if !out.iter().any(|(n, _)| n == iceberg::spec::MAIN_BRANCH)
+        && let Some(current) = md.snapshot_for_ref(iceberg::spec::MAIN_BRANCH)
+    {
+        out.push((
+            iceberg::spec::MAIN_BRANCH.to_string(),
+            current.snapshot_id(),
+        ));
+    }
     out.sort();
     out
 }

@@ -22,10 +22,19 @@ use iceberg::{TableRequirement, TableUpdate};
 use crate::commit::TableChange;
 use crate::{CatalogHandle, CatalogKind, Error, Result};
 
-/// Table property naming the migration job that is writing to the table and has not finished.
-/// Set in the job's first commit, removed in the commit that completes it (see [`mark_running`]
-/// and [`clear_running`]).
+/// Prefix of the table properties that mark unfinished migration jobs writing to the table:
+/// one key per job, `iceberg-ops.migration.running-job.<job id>`, valued with the time the job
+/// started (RFC 3339). A job sets its key before its first write and removes it when it
+/// completes (see [`mark_running`] and [`clear_running`]). One key per job rather than one key
+/// holding a list: two jobs writing to one table each set and remove their own key, so no
+/// read-modify-write of a shared value can be lost to a catalog that applies property updates
+/// blindly (REST).
 pub const MIGRATION_JOB_PROPERTY: &str = "iceberg-ops.migration.running-job";
+
+/// The marker key of `job_id` (see [`MIGRATION_JOB_PROPERTY`]).
+pub fn running_job_key(job_id: &str) -> String {
+    format!("{MIGRATION_JOB_PROPERTY}.{job_id}")
+}
 
 /// Java's `gc.enabled`.
 pub const GC_ENABLED: &str = "gc.enabled";
@@ -69,42 +78,53 @@ pub(crate) async fn delete_files(
     (deleted, failed)
 }
 
-/// The update that marks `metadata`'s table as the destination of the unfinished `job_id`, or
-/// `None` when it already is. Append it to the job's first commit (the same commit as its first
-/// batch, so the marker and the first landed data appear atomically).
+/// The update that marks `metadata`'s table as a destination of the unfinished `job_id`, or
+/// `None` when it already is.
 pub fn mark_running(metadata: &TableMetadata, job_id: &str) -> Option<TableUpdate> {
-    (metadata
-        .properties()
-        .get(MIGRATION_JOB_PROPERTY)
-        .map(String::as_str)
-        != Some(job_id))
-    .then(|| TableUpdate::SetProperties {
-        updates: HashMap::from([(MIGRATION_JOB_PROPERTY.to_string(), job_id.to_string())]),
+    let key = running_job_key(job_id);
+    (!metadata.properties().contains_key(&key)).then(|| TableUpdate::SetProperties {
+        updates: HashMap::from([(key, chrono::Utc::now().to_rfc3339())]),
     })
 }
 
 /// The update that removes `job_id`'s marker, or `None` when the table carries no marker of
-/// that job (another job's marker is left alone). Append it to the commit that completes the job.
+/// that job (other jobs' markers are left alone).
 pub fn clear_running(metadata: &TableMetadata, job_id: &str) -> Option<TableUpdate> {
-    (metadata
+    let key = running_job_key(job_id);
+    metadata
         .properties()
-        .get(MIGRATION_JOB_PROPERTY)
-        .map(String::as_str)
-        == Some(job_id))
-    .then(|| TableUpdate::RemoveProperties {
-        removals: vec![MIGRATION_JOB_PROPERTY.to_string()],
-    })
+        .contains_key(&key)
+        .then(|| TableUpdate::RemoveProperties {
+            removals: vec![key],
+        })
 }
 
-/// A standalone commit that removes `job_id`'s marker (for a job that completes without a data
-/// commit of its own, or that an operator abandons).
+/// A commit that marks the table as a destination of the unfinished `job_id`; returns the
+/// table, unchanged when the marker was already there (a resumed job).
+pub async fn mark_running_marker(
+    handle: &CatalogHandle,
+    ident: &TableIdent,
+    job_id: &str,
+) -> Result<Table> {
+    marker_commit(handle, ident, |md| mark_running(md, job_id)).await
+}
+
+/// A commit that removes `job_id`'s marker (the job completed, or an operator abandons it).
 pub async fn clear_running_marker(
     handle: &CatalogHandle,
     ident: &TableIdent,
     job_id: &str,
 ) -> Result<Table> {
+    marker_commit(handle, ident, |md| clear_running(md, job_id)).await
+}
+
+async fn marker_commit(
+    handle: &CatalogHandle,
+    ident: &TableIdent,
+    update: impl Fn(&TableMetadata) -> Option<TableUpdate>,
+) -> Result<Table> {
     crate::commit::commit_metadata_change(handle, ident, |md| {
-        Ok(clear_running(md, job_id).map(|update| TableChange {
+        Ok(update(md).map(|update| TableChange {
             requirements: vec![TableRequirement::UuidMatch { uuid: md.uuid() }],
             updates: vec![update],
             ..Default::default()
@@ -113,21 +133,31 @@ pub async fn clear_running_marker(
     .await
 }
 
-/// The unfinished migration job writing to the table, if any.
-pub fn running_migration(metadata: &TableMetadata) -> Option<&str> {
-    metadata
+/// The unfinished migration jobs writing to the table, as (job id, when it started), sorted.
+pub fn running_migrations(metadata: &TableMetadata) -> Vec<(&str, &str)> {
+    let prefix = format!("{MIGRATION_JOB_PROPERTY}.");
+    let mut jobs: Vec<(&str, &str)> = metadata
         .properties()
-        .get(MIGRATION_JOB_PROPERTY)
-        .map(String::as_str)
-        .filter(|j| !j.trim().is_empty())
+        .iter()
+        .filter_map(|(k, v)| {
+            k.strip_prefix(&prefix)
+                .filter(|job| !job.trim().is_empty())
+                .map(|job| (job, v.as_str()))
+        })
+        .collect();
+    jobs.sort();
+    jobs
 }
 
-/// Whether the table's files may be deleted (`gc.enabled`, default true as in Java).
+/// Whether the table's files may be deleted: `gc.enabled` read as Java's
+/// `PropertyUtil.propertyAsBoolean(props, "gc.enabled", true)` does — absent is true, and a value
+/// is true only when it is `true` in any case (`Boolean.parseBoolean`), so a value a user meant
+/// as "no" (`no`, `0`, `off`) never lets a delete through.
 pub fn gc_enabled(metadata: &TableMetadata) -> bool {
     metadata
         .properties()
         .get(GC_ENABLED)
-        .is_none_or(|v| !v.trim().eq_ignore_ascii_case("false"))
+        .is_none_or(|v| v.eq_ignore_ascii_case("true"))
 }
 
 /// Refuses maintenance on an S3 Tables catalog, naming the table's maintenance configuration.
@@ -215,15 +245,23 @@ pub(crate) fn refuse_running_migration(
     force: bool,
     action: &str,
 ) -> Result<()> {
-    match running_migration(metadata) {
-        Some(job) if !force => Err(Error::InvalidInput(format!(
-            "{ident} is the destination of migration job '{job}', which has not finished \
-             (table property {MIGRATION_JOB_PROPERTY}); {action} now could break its resume \
-             (batch tags in the snapshot history) or delete its uncommitted files. Finish or \
-             resume the job first, or pass --force if the job is abandoned"
-        ))),
-        _ => Ok(()),
+    let jobs = running_migrations(metadata);
+    if jobs.is_empty() || force {
+        return Ok(());
     }
+    let listed: Vec<String> = jobs
+        .iter()
+        .map(|(job, started)| format!("'{job}' (started {started})"))
+        .collect();
+    Err(Error::InvalidInput(format!(
+        "{ident} is the destination of unfinished migration job(s) {} (table properties \
+         {MIGRATION_JOB_PROPERTY}.<job id>); {action} now could break a resume (it finds landed \
+         batches by their tags in the snapshot history) or delete files waiting to be \
+         committed. Finish or resume the job first (the same `migrate-data` command with its \
+         --checkpoint, or `migrate-data commit` for a plan), or pass --force if the job is \
+         abandoned (a job run without --checkpoint cannot resume once its process is gone)",
+        listed.join(", ")
+    )))
 }
 
 /// The refusal for deleting files of a `gc.enabled=false` table.
@@ -275,27 +313,51 @@ mod tests {
     #[test]
     fn marker_is_set_once_and_cleared_only_by_its_job() {
         let clean = md(&[]);
-        assert!(running_migration(&clean).is_none());
+        assert!(running_migrations(&clean).is_empty());
         assert!(mark_running(&clean, "job-1").is_some());
         assert!(clear_running(&clean, "job-1").is_none());
-        let marked = md(&[(MIGRATION_JOB_PROPERTY, "job-1")]);
-        assert_eq!(running_migration(&marked), Some("job-1"));
+        let key1 = running_job_key("job-1");
+        let key2 = running_job_key("job-2");
+        let marked = md(&[(&key1, "2026-12-02T08:00:00+00:00")]);
+        assert_eq!(
+            running_migrations(&marked),
+            vec![("job-1", "2026-12-02T08:00:00+00:00")]
+        );
         assert!(mark_running(&marked, "job-1").is_none());
         assert!(clear_running(&marked, "job-2").is_none());
         assert!(matches!(
             clear_running(&marked, "job-1"),
-            Some(TableUpdate::RemoveProperties { .. })
+            Some(TableUpdate::RemoveProperties { removals }) if removals == vec![key1.clone()]
         ));
+        // A second job gets its own key; clearing one leaves the other.
+        assert!(matches!(
+            mark_running(&marked, "job-2"),
+            Some(TableUpdate::SetProperties { updates }) if updates.contains_key(&key2)
+        ));
+        let both = md(&[(&key1, "t1"), (&key2, "t2")]);
+        assert_eq!(
+            running_migrations(&both),
+            vec![("job-1", "t1"), ("job-2", "t2")]
+        );
         let ident = TableIdent::from_strs(["a", "t"]).unwrap_or_else(|e| panic!("{e}"));
-        let err = refuse_running_migration(&ident, &marked, false, "expiring snapshots");
-        assert!(format!("{err:?}").contains("job-1"), "{err:?}");
-        assert!(refuse_running_migration(&ident, &marked, true, "x").is_ok());
+        let err = refuse_running_migration(&ident, &both, false, "expiring snapshots");
+        assert!(
+            format!("{err:?}").contains("'job-1' (started t1), 'job-2'"),
+            "{err:?}"
+        );
+        assert!(refuse_running_migration(&ident, &both, true, "x").is_ok());
+        assert!(refuse_running_migration(&ident, &clean, false, "x").is_ok());
     }
 
     #[test]
     fn gc_enabled_defaults_to_true() {
         assert!(gc_enabled(&md(&[])));
         assert!(gc_enabled(&md(&[(GC_ENABLED, "true")])));
+        assert!(gc_enabled(&md(&[(GC_ENABLED, "TRUE")])));
         assert!(!gc_enabled(&md(&[(GC_ENABLED, "FALSE")])));
+        // Java's Boolean.parseBoolean: anything but "true" disables deletes.
+        for v in ["no", "0", "off", " true", ""] {
+            assert!(!gc_enabled(&md(&[(GC_ENABLED, v)])), "{v:?}");
+        }
     }
 }

@@ -49,6 +49,9 @@ pub struct OrphanMetrics {
     pub too_young: Vec<String>,
     /// Orphans that could not be deleted.
     pub failed_deletes: Vec<String>,
+    /// Directories under the table location that hold another table (a `metadata/` directory
+    /// with a `*.metadata.json`), not listed: their files belong to that table.
+    pub other_tables: Vec<String>,
     /// Nothing was deleted.
     pub dry_run: bool,
 }
@@ -134,10 +137,21 @@ impl RemoveOrphansBuilder {
             by_path.entry(loc.path.clone()).or_default().push(loc);
         }
 
-        let listed = list_files(&root).await?;
+        let (listed, other_tables) = list_files(&root).await?;
+        for dir in &other_tables {
+            tracing::warn!(
+                table = %self.ident,
+                dir = %dir.display(),
+                "skipping a directory under the table location that holds another table's metadata"
+            );
+        }
         let mut metrics = OrphanMetrics {
             listed: listed.len(),
             dry_run: self.dry_run,
+            other_tables: other_tables
+                .iter()
+                .map(|d| location.url_for(&d.to_string_lossy()))
+                .collect(),
             ..Default::default()
         };
         let mut mismatches = Vec::new();
@@ -244,6 +258,14 @@ impl Location {
             path = path.replace("//", "/");
         }
         let path = path.trim_end_matches('/').to_string();
+        // A local path with `.` or `..` segments names the same file as its resolved form, and
+        // the listing yields resolved paths: unresolved, a referenced file would look orphaned.
+        // (An object store key is literal: `a/../b` is a key of its own there.)
+        let path = if scheme == "file" {
+            resolve_dots(&path)
+        } else {
+            path
+        };
         if scheme == "file" && !authority.is_empty() && authority != "localhost" {
             return Err(Error::InvalidInput(format!(
                 "'{s}' names a file on host '{authority}', which iceberg-ops cannot list"
@@ -278,6 +300,30 @@ impl Location {
     }
 }
 
+/// `path` with its `.` and `..` segments resolved lexically (a `..` at the root stays at the
+/// root, as the file system has it).
+fn resolve_dots(path: &str) -> String {
+    let absolute = path.starts_with('/');
+    let mut parts: Vec<&str> = Vec::new();
+    for seg in path.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                if parts.pop().is_none() && !absolute {
+                    parts.push("..");
+                }
+            }
+            s => parts.push(s),
+        }
+    }
+    let joined = parts.join("/");
+    if absolute {
+        format!("/{joined}")
+    } else {
+        joined
+    }
+}
+
 /// Every file the table's metadata log and current metadata reach.
 async fn reachable_files(table: &Table) -> Result<HashSet<Location>> {
     let md = table.metadata();
@@ -292,8 +338,16 @@ async fn reachable_files(table: &Table) -> Result<HashSet<Location>> {
         match TableMetadata::read_from(table.file_io(), &log.metadata_file).await {
             Ok(old) => versions.push((log.metadata_file.clone(), Some(old))),
             // A log entry whose file is gone references nothing that still exists.
+            Err(e) if !table.file_io().exists(&log.metadata_file).await? => {
+                tracing::debug!(file = %log.metadata_file, error = %e, "a metadata file in the log is gone");
+            }
+            // One that exists but cannot be read may reference files nothing else does:
+            // taking them for orphans would delete live data.
             Err(e) => {
-                tracing::warn!(file = %log.metadata_file, error = %e, "metadata file in the log cannot be read");
+                return Err(Error::InvalidInput(format!(
+                    "metadata file {} in the table's metadata log exists but cannot be read                      ({e}); the files it references cannot be told from orphans, so no file                      was deleted. Fix or remove that file, then run again",
+                    log.metadata_file
+                )));
             }
         }
     }
@@ -375,19 +429,27 @@ async fn reachable_files(table: &Table) -> Result<HashSet<Location>> {
     out.iter().map(|p| Location::parse(p)).collect()
 }
 
-/// Every regular file under `root` with its modification time, walked without recursion.
-async fn list_files(root: &Path) -> Result<Vec<(PathBuf, SystemTime)>> {
+/// Every regular file under `root` with its modification time, walked without recursion, and
+/// the directories below `root` skipped because they hold another table (a table whose location
+/// is nested in this one's, e.g. `db/t` and `db/t/child`): its files are not this table's
+/// orphans.
+async fn list_files(root: &Path) -> Result<(Vec<(PathBuf, SystemTime)>, Vec<PathBuf>)> {
     let root = root.to_path_buf();
     tokio::task::spawn_blocking(move || {
         let io_err = |path: &Path, e: std::io::Error| {
             Error::InvalidInput(format!("cannot list {}: {e}", path.display()))
         };
         let mut out = Vec::new();
+        let mut skipped = Vec::new();
         if !root.exists() {
-            return Ok(out);
+            return Ok((out, skipped));
         }
-        let mut stack = vec![root];
+        let mut stack = vec![root.clone()];
         while let Some(dir) = stack.pop() {
+            if dir != root && holds_table(&dir).map_err(|e| io_err(&dir, e))? {
+                skipped.push(dir);
+                continue;
+            }
             for entry in std::fs::read_dir(&dir).map_err(|e| io_err(&dir, e))? {
                 let entry = entry.map_err(|e| io_err(&dir, e))?;
                 let kind = entry.file_type().map_err(|e| io_err(&entry.path(), e))?;
@@ -403,10 +465,30 @@ async fn list_files(root: &Path) -> Result<Vec<(PathBuf, SystemTime)>> {
                 // Symbolic links are neither followed nor deleted: they may point outside.
             }
         }
-        Ok(out)
+        skipped.sort();
+        Ok((out, skipped))
     })
     .await
     .map_err(|e| Error::InvalidInput(format!("listing the table location failed: {e}")))?
+}
+
+/// Whether `dir` is a table's location: it has a `metadata` directory holding a
+/// `*.metadata.json` file.
+fn holds_table(dir: &Path) -> std::io::Result<bool> {
+    let metadata = dir.join("metadata");
+    if !metadata.is_dir() {
+        return Ok(false);
+    }
+    for entry in std::fs::read_dir(&metadata)? {
+        if entry?
+            .file_name()
+            .to_string_lossy()
+            .ends_with(".metadata.json")
+        {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 #[cfg(test)]
@@ -441,5 +523,56 @@ mod tests {
         assert_eq!(s3.authority, "bucket");
         assert!(s3.local_dir().is_none());
         assert!(Location::parse("file://otherhost/x").is_err());
+    }
+
+    #[test]
+    fn dot_segments_of_local_paths_resolve_and_object_keys_stay_literal() {
+        assert_eq!(
+            loc("file:///w/t/./data/../data/a.parquet").path,
+            "/w/t/data/a.parquet"
+        );
+        assert_eq!(loc("/w/t/data/./a.parquet").path, "/w/t/data/a.parquet");
+        assert_eq!(loc("file:///../w/a").path, "/w/a");
+        assert_eq!(loc("s3://b/t/../a").path, "/t/../a");
+    }
+
+    #[tokio::test]
+    async fn a_table_nested_in_the_location_is_not_listed() -> Result<()> {
+        let dir = tempfile::tempdir().map_err(|e| Error::InvalidInput(e.to_string()))?;
+        let root = dir.path().join("t");
+        let io = |e: std::io::Error| Error::InvalidInput(e.to_string());
+        std::fs::create_dir_all(root.join("metadata")).map_err(io)?;
+        std::fs::create_dir_all(root.join("data/region=us")).map_err(io)?;
+        std::fs::create_dir_all(root.join("child/metadata")).map_err(io)?;
+        std::fs::create_dir_all(root.join("child/data")).map_err(io)?;
+        std::fs::create_dir_all(root.join("notatable/metadata")).map_err(io)?;
+        for f in [
+            "metadata/00000-a.metadata.json",
+            "data/region=us/a.parquet",
+            "child/metadata/00000-b.metadata.json",
+            "child/data/b.parquet",
+            "notatable/metadata/x.avro",
+        ] {
+            std::fs::write(root.join(f), b"x").map_err(io)?;
+        }
+        let (files, skipped) = list_files(&root).await?;
+        let mut names: Vec<String> = files
+            .iter()
+            .map(|(p, _)| {
+                p.strip_prefix(&root)
+                    .map_or(String::new(), |p| p.display().to_string())
+            })
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                "data/region=us/a.parquet",
+                "metadata/00000-a.metadata.json",
+                "notatable/metadata/x.avro"
+            ]
+        );
+        assert_eq!(skipped, vec![root.join("child")]);
+        Ok(())
     }
 }

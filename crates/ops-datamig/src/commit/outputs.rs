@@ -238,6 +238,13 @@ impl MigrationPlan {
         committer.finish(&mut result);
         result.batches_skipped += checkpointed;
         outcome?;
+        // The plan's job is complete: maintenance may touch the destination again.
+        ops_core::ops::maintenance::clear_running_marker(
+            &dest_ref.handle,
+            &dest_ref.ident,
+            &self.job_id,
+        )
+        .await?;
         if let Some(s) = &mut store {
             s.mark_completed()?;
         }

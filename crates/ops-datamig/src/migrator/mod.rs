@@ -402,6 +402,14 @@ impl DataMigrator {
             .await?;
             self.note_renumbered(&mut result);
         }
+        // Maintenance keeps off the destination until the job completes: a plan's task outputs
+        // and a resume's landed batches depend on what expiry and orphan cleanup would delete.
+        dest = ops_core::ops::maintenance::mark_running_marker(
+            &self.dest.handle,
+            &self.dest.ident,
+            &job_id,
+        )
+        .await?;
         if plan_only {
             let tasks = split_tasks(&read, self.batch_rows, &routes_of(&whole, self.copy_mode));
             let md = dest.metadata();
@@ -510,7 +518,26 @@ impl DataMigrator {
         let outcome = self.execute_locally(&ctx, &tasks, &mut committer).await;
         let mut store = committer.store.take();
         committer.finish(&mut result);
+        if outcome.is_err() && store.is_none() {
+            // Nothing can resume a job without a checkpoint: its marker would only keep
+            // orphan cleanup from collecting the files it left.
+            if let Err(e) = ops_core::ops::maintenance::clear_running_marker(
+                &self.dest.handle,
+                &self.dest.ident,
+                &job_id,
+            )
+            .await
+            {
+                tracing::warn!(job = %job_id, error = %e, "could not remove the job's marker");
+            }
+        }
         outcome?;
+        ops_core::ops::maintenance::clear_running_marker(
+            &self.dest.handle,
+            &self.dest.ident,
+            &job_id,
+        )
+        .await?;
         if let Some(s) = &mut store {
             s.mark_completed()?;
         }
