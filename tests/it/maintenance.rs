@@ -836,3 +836,67 @@ async fn expiry_keeps_files_when_gc_was_disabled_while_it_committed() -> TestRes
     }
     Ok(())
 }
+
+/// A statistics file (Puffin) of an expired snapshot is removed from the metadata and deleted,
+/// one of a retained snapshot is kept (Java's `expiredStatisticsFiles`).
+#[tokio::test(flavor = "multi_thread")]
+async fn expiry_deletes_statistics_files_of_expired_snapshots() -> TestResult {
+    let db = SqlCatalog::sqlite()?;
+    let handle = open("c", &db.props).await?;
+    let table = create_orders(&handle, "stats").await?;
+    let ident = table.identifier().clone();
+    let first = append(&handle, &ident, &[(1, Some("us"), Some(1))]).await?;
+    let second = append(&handle, &ident, &[(2, Some("us"), Some(1))]).await?;
+    let location = table.metadata().location().to_string();
+    let mut paths = Vec::new();
+    for (snapshot, name) in [(first, "old"), (second, "new")] {
+        let path = format!("{location}/metadata/{name}.stats");
+        std::fs::write(local(&path), b"PUF1")?;
+        let statistics = iceberg::spec::StatisticsFile {
+            snapshot_id: snapshot,
+            statistics_path: path.clone(),
+            file_size_in_bytes: 4,
+            file_footer_size_in_bytes: 0,
+            key_metadata: None,
+            blob_metadata: Vec::new(),
+        };
+        commit_metadata_change(&handle, &ident, |md| {
+            Ok(Some(TableChange {
+                requirements: vec![TableRequirement::UuidMatch { uuid: md.uuid() }],
+                updates: vec![TableUpdate::SetStatistics {
+                    statistics: statistics.clone(),
+                }],
+                ..Default::default()
+            }))
+        })
+        .await?;
+        paths.push(path);
+    }
+    let (_, dry) = ExpireSnapshotsBuilder::new(&handle, ident.clone())
+        .older_than_ms(now_ms() + 1)
+        .retain_last(1)
+        .dry_run(true)
+        .await?;
+    assert_eq!(dry.deleted_statistics_files, vec![paths[0].clone()]);
+    let (table, m) = ExpireSnapshotsBuilder::new(&handle, ident.clone())
+        .older_than_ms(now_ms() + 1)
+        .retain_last(1)
+        .await?;
+    assert_eq!(m.expired_snapshots, vec![first]);
+    assert_eq!(m.deleted_statistics_files, vec![paths[0].clone()]);
+    assert!(
+        !local(&paths[0]).exists(),
+        "the expired snapshot's statistics file stayed"
+    );
+    assert!(
+        local(&paths[1]).exists(),
+        "the retained snapshot's statistics file was deleted"
+    );
+    let listed: Vec<&str> = table
+        .metadata()
+        .statistics_iter()
+        .map(|s| s.statistics_path.as_str())
+        .collect();
+    assert_eq!(listed, vec![paths[1].as_str()]);
+    Ok(())
+}

@@ -316,6 +316,7 @@ fn expire_json(table: &str, m: &ExpireMetrics) -> Value {
         "deleted_data_files": m.deleted_data_files,
         "deleted_manifests": m.deleted_manifests,
         "deleted_manifest_lists": m.deleted_manifest_lists,
+        "deleted_statistics_files": m.deleted_statistics_files,
         "failed_deletes": m.failed_deletes,
         "cleanup_skipped": m.cleanup_skipped,
     })
@@ -351,10 +352,12 @@ fn print_expire(v: &Value) {
     }
     let verb = if dry { "would delete" } else { "deleted" };
     println!(
-        "  {verb} {} data/delete file(s), {} manifest(s), {} manifest list(s)",
+        "  {verb} {} data/delete file(s), {} manifest(s), {} manifest list(s), {} statistics \
+         file(s)",
         n("deleted_data_files"),
         n("deleted_manifests"),
-        n("deleted_manifest_lists")
+        n("deleted_manifest_lists"),
+        n("deleted_statistics_files")
     );
     for f in v["failed_deletes"].as_array().into_iter().flatten() {
         println!("  could not delete {}", f.as_str().unwrap_or_default());

@@ -52,6 +52,9 @@ pub struct ExpireMetrics {
     pub deleted_manifests: Vec<String>,
     /// Manifest lists deleted.
     pub deleted_manifest_lists: Vec<String>,
+    /// Statistics files (Puffin table statistics and partition statistics) of expired
+    /// snapshots that the table no longer lists, deleted.
+    pub deleted_statistics_files: Vec<String>,
     /// Files that were due for deletion but could not be deleted (logged; an orphan cleanup
     /// removes them later).
     pub failed_deletes: Vec<String>,
@@ -397,6 +400,7 @@ struct Cleanup {
     data_files: BTreeSet<String>,
     manifests: BTreeSet<String>,
     manifest_lists: BTreeSet<String>,
+    statistics: BTreeSet<String>,
 }
 
 impl Cleanup {
@@ -404,6 +408,7 @@ impl Cleanup {
         m.deleted_data_files = self.data_files.into_iter().collect();
         m.deleted_manifests = self.manifests.into_iter().collect();
         m.deleted_manifest_lists = self.manifest_lists.into_iter().collect();
+        m.deleted_statistics_files = self.statistics.into_iter().collect();
     }
 
     /// Deletes data/delete files, then manifests, then manifest lists.
@@ -417,6 +422,9 @@ impl Cleanup {
         failed.extend(f);
         let (manifest_lists, f) = delete_files(io, self.manifest_lists, WHAT).await;
         failed.extend(f);
+        let (statistics, f) = delete_files(io, self.statistics, WHAT).await;
+        failed.extend(f);
+        m.deleted_statistics_files = statistics;
         failed.sort();
         m.deleted_data_files = data_files;
         m.deleted_manifests = manifests;
@@ -438,7 +446,10 @@ async fn unreferenced(
         .filter_map(|id| base.metadata().snapshot_by_id(*id).cloned())
         .collect();
     let retained_lists: HashSet<&str> = retained.iter().map(|s| s.manifest_list()).collect();
-    let mut cleanup = Cleanup::default();
+    let mut cleanup = Cleanup {
+        statistics: expired_statistics(base.metadata(), expired, current.metadata()),
+        ..Default::default()
+    };
     // Manifests (path -> one ManifestFile to read) of the expired snapshots.
     let mut expired_manifests: HashMap<String, iceberg::spec::ManifestFile> = HashMap::new();
     for s in &expired_snapshots {
@@ -482,6 +493,36 @@ async fn unreferenced(
     .await?;
     cleanup.data_files.retain(|p| !kept.contains(p));
     Ok(cleanup)
+}
+
+/// Statistics files (table and partition statistics) of the `expired` snapshots of `base` that
+/// no snapshot `current` keeps lists: Java's `FileCleanupStrategy.expiredStatisticsFiles`. (A
+/// dry run passes `base` as `current`, whose entries for expired snapshots are not kept.)
+fn expired_statistics(
+    base: &TableMetadata,
+    expired: &[i64],
+    current: &TableMetadata,
+) -> BTreeSet<String> {
+    let expired: HashSet<i64> = expired.iter().copied().collect();
+    let stats = |md: &TableMetadata| -> Vec<(i64, String)> {
+        md.statistics_iter()
+            .map(|s| (s.snapshot_id, s.statistics_path.clone()))
+            .chain(
+                md.partition_statistics_iter()
+                    .map(|s| (s.snapshot_id, s.statistics_path.clone())),
+            )
+            .collect()
+    };
+    let kept: HashSet<String> = stats(current)
+        .into_iter()
+        .filter(|(id, _)| !expired.contains(id))
+        .map(|(_, p)| p)
+        .collect();
+    stats(base)
+        .into_iter()
+        .filter(|(id, p)| expired.contains(id) && !kept.contains(p))
+        .map(|(_, p)| p)
+        .collect()
 }
 
 /// The paths of the live (added or existing) entries of `manifests`.
