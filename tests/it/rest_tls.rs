@@ -1084,3 +1084,74 @@ async fn a_tls_failure_after_a_commit_was_sent_is_an_unknown_outcome() -> TestRe
     assert!(err.contains("catalog 'broken'"), "{err}");
     Ok(())
 }
+
+/// Log lines, for a test that checks what is logged.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap_or_else(|e| e.into_inner())).into_owned()
+    }
+}
+
+/// A server override of `uri` that keeps https is followed, and logged at info level with the
+/// old and the new address (never a secret).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_override_of_uri_is_logged() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let ca = TestCa::new(dir.path(), "moved");
+    let rustberg = Rustberg::start();
+    let moved = FaultProxy::start_tls(rustberg.server.port, &ca.server("moved"));
+    let front = FaultProxy::start_tls(rustberg.server.port, &ca.server("front"));
+    let config = serde_json::json!({"defaults": {}, "overrides": {"uri": moved.url()}});
+    front.add(
+        "GET",
+        "/v1/config",
+        Fault::RespondJson(config.to_string()),
+        1,
+    );
+    let p = props(&[
+        ("type", "rest"),
+        ("uri", &front.url()),
+        ("ssl.cabundle", &ca.ca_pem.display().to_string()),
+        ("token", "the-token"),
+    ]);
+    let logs = Captured::default();
+    let writer = logs.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing_subscriber::filter::LevelFilter::INFO)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    // The test's future runs on this thread, and with it the catalog's handshake.
+    let guard = tracing_subscriber::util::SubscriberInitExt::set_default(subscriber);
+    let handle = open("moving", &p).await?;
+    handle.catalog().list_namespaces(None).await?;
+    drop(guard);
+    assert!(!moved.seen().is_empty(), "the override was not followed");
+    let text = logs.text();
+    let line = text
+        .lines()
+        .find(|l| l.contains("INFO") && l.contains("uri") && l.contains(&moved.url()))
+        .unwrap_or_default();
+    assert!(
+        line.contains(&front.url()),
+        "no log of the override: {text}"
+    );
+    assert!(!text.contains("the-token"), "{text}");
+    Ok(())
+}
