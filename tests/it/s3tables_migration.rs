@@ -41,7 +41,7 @@ async fn env_stepping(step: Duration) -> anyhow::Result<Env> {
     let moto = Moto::start();
     let bucket_arn = moto_for_migration(&moto);
     let endpoint = moto.endpoint();
-    let aws = AwsRest::new(&signer(), &endpoint, &endpoint);
+    let aws = AwsRest::new(&signer(), &endpoint, &endpoint)?;
     let emulator = EmulatorServer::start(&moto, step).await;
     let guard = MigrationGuard::new(emulator.client(signer()), aws.clone()).with_wait(WaitPolicy {
         planning_interval: Duration::from_millis(50),

@@ -23,6 +23,29 @@ pub enum Fault {
     /// Answer `200 OK` with this JSON body without forwarding (a server's `/v1/config`, a
     /// credentials endpoint).
     RespondJson(String),
+    /// Answer this 3xx status with this `Location` without forwarding.
+    Redirect(u16, String),
+    /// Forward it (the server acts on it), then, instead of the answer, write a TLS record that
+    /// cannot be decrypted onto the connection: the TLS session breaks after the request was
+    /// sent (only meaningful on a proxy serving TLS).
+    ForwardThenCorruptTls,
+}
+
+/// The TCP connection under a stream, to write bytes past the TLS layer.
+trait RawSocket {
+    fn raw(&mut self) -> &mut TcpStream;
+}
+
+impl RawSocket for TcpStream {
+    fn raw(&mut self) -> &mut TcpStream {
+        self
+    }
+}
+
+impl RawSocket for rustls::StreamOwned<rustls::ServerConnection, TcpStream> {
+    fn raw(&mut self) -> &mut TcpStream {
+        &mut self.sock
+    }
 }
 
 /// Applies `fault` to the next `times` requests whose method is `method` and whose path
@@ -229,7 +252,7 @@ fn read_request<S: Read>(reader: &mut BufReader<S>) -> Option<Request> {
     })
 }
 
-fn handle<S: Read + Write>(stream: S, shared: &Shared) {
+fn handle<S: Read + Write + RawSocket>(stream: S, shared: &Shared) {
     let mut reader = BufReader::new(stream);
     // One request per connection: the proxy answers with `Connection: close`.
     let Some(Request {
@@ -281,10 +304,19 @@ fn handle<S: Read + Write>(stream: S, shared: &Shared) {
             );
             return;
         }
+        Some(Fault::Redirect(status, location)) => {
+            let _ = write!(
+                client,
+                "HTTP/1.1 {status} Redirect\r\nLocation: {location}\r\nContent-Length: 0\r\n\
+                 Connection: close\r\n\r\n"
+            );
+            let _ = client.flush();
+            return;
+        }
         // Dropping the stream closes the connection without an answer.
         Some(Fault::Drop) => return,
         Some(Fault::Stall(d)) => std::thread::sleep(*d),
-        Some(Fault::ForwardThenUnavailable) | None => {}
+        Some(Fault::ForwardThenUnavailable) | Some(Fault::ForwardThenCorruptTls) | None => {}
     }
     let Ok(mut upstream) = TcpStream::connect(("127.0.0.1", shared.upstream)) else {
         return;
@@ -294,6 +326,16 @@ fn handle<S: Read + Write>(stream: S, shared: &Shared) {
     }
     let mut response = Vec::new();
     let _ = upstream.read_to_end(&mut response);
+    if fault == Some(Fault::ForwardThenCorruptTls) {
+        // An application-data record (TLS 1.2/1.3 framing) of 32 bytes no key decrypts.
+        let mut record = vec![0x17, 0x03, 0x03, 0x00, 0x20];
+        record.extend([0x5a; 32]);
+        let raw = client.raw();
+        let _ = raw.write_all(&record);
+        let _ = raw.flush();
+        std::thread::sleep(Duration::from_millis(200));
+        return;
+    }
     if fault == Some(Fault::ForwardThenUnavailable) {
         let body =
             r#"{"error":{"message":"upstream reset","type":"ServiceUnavailable","code":503}}"#;

@@ -259,6 +259,11 @@ pub fn client(tls: &TlsOptions, timeouts: Timeouts) -> Result<reqwest::Client, T
     }
     reqwest::Client::builder()
         .use_preconfigured_tls(config)
+        // A redirect would carry `header.*` values, the bearer token or a token request's
+        // client secret (307/308 re-send the body) to wherever the Location points, possibly
+        // another host or plain http: none is followed, and the caller reports the 3xx with
+        // its Location so the user fixes `uri` or `oauth2-server-uri` instead.
+        .redirect(reqwest::redirect::Policy::none())
         .connect_timeout(timeouts.connect)
         .read_timeout(timeouts.read)
         .build()
@@ -458,15 +463,41 @@ pub enum SendFailure {
 }
 
 /// Classifies a reqwest error.
+///
+/// A TLS error counts as a refused handshake ([`SendFailure::Tls`]) only while connecting, or
+/// when it is the server refusing the client certificate (TLS 1.3 servers say so after the
+/// client has finished its side of the handshake and may already have written the request, but
+/// they reject it before reading any). A TLS error later on — a decryption failure, an alert,
+/// a reset after the request went out — is a connection lost after sending
+/// ([`SendFailure::MaybeSent`]): for a commit, its outcome is unknown.
 pub fn classify(err: &reqwest::Error) -> SendFailure {
-    if tls_cause(err).is_some() {
-        return SendFailure::Tls;
+    match tls_cause(err) {
+        Some(_) if err.is_connect() => SendFailure::Tls,
+        Some(tls) if refuses_client_certificate(tls) => SendFailure::Tls,
+        Some(_) => SendFailure::MaybeSent,
+        None if err.is_connect() => SendFailure::NotSent,
+        None => SendFailure::MaybeSent,
     }
-    if err.is_connect() {
-        SendFailure::NotSent
-    } else {
-        SendFailure::MaybeSent
-    }
+}
+
+/// True for the alerts with which a server refuses (or asks for) a client certificate: sent
+/// during the handshake, before the server reads any request.
+fn refuses_client_certificate(err: &rustls::Error) -> bool {
+    use rustls::AlertDescription as Alert;
+    matches!(
+        err,
+        rustls::Error::AlertReceived(
+            Alert::CertificateRequired
+                | Alert::BadCertificate
+                | Alert::UnsupportedCertificate
+                | Alert::CertificateRevoked
+                | Alert::CertificateExpired
+                | Alert::CertificateUnknown
+                | Alert::UnknownCA
+                | Alert::AccessDenied
+                | Alert::HandshakeFailure
+        )
+    )
 }
 
 /// The rustls error behind a failed request, if the TLS handshake is what failed.
@@ -548,13 +579,29 @@ pub fn tls_advice(err: &rustls::Error, tls: &TlsOptions, ssl_cert_file: Option<&
             | Cert::ExpiredContext { .. }
             | Cert::NotValidYet
             | Cert::NotValidYetContext { .. },
-        ) => "the server's certificate has expired or is not valid yet (or this machine's clock \
-              is wrong): the server needs a current certificate"
-            .to_string(),
+        ) => format!(
+            "the server's certificate is outside its validity period ({err}; or this machine's \
+             clock is wrong): the server needs a current certificate"
+        ),
         rustls::Error::InvalidCertificate(Cert::Revoked) => {
             "the server's certificate has been revoked: the server needs a new one".to_string()
         }
-        rustls::Error::InvalidCertificate(_) => untrusted_advice(&tls.trust, ssl_cert_file),
+        // Only a chain that leads to no trusted CA (or one signed by another key than the
+        // trusted CA's of that name) is fixed by trusting another CA.
+        rustls::Error::InvalidCertificate(Cert::UnknownIssuer | Cert::BadSignature) => {
+            untrusted_advice(&tls.trust, ssl_cert_file)
+        }
+        rustls::Error::InvalidCertificate(
+            reason @ (Cert::InvalidPurpose | Cert::InvalidPurposeContext { .. }),
+        ) => format!(
+            "the server's certificate is not issued for TLS server use ({reason:?}: its extended \
+             key usage lacks serverAuth): the server needs a certificate issued for a TLS server; \
+             trusting another CA cannot fix this"
+        ),
+        rustls::Error::InvalidCertificate(_) => format!(
+            "the server's certificate was refused ({err}): the server needs a certificate \
+             without this problem; trusting another CA cannot fix it"
+        ),
         rustls::Error::AlertReceived(Alert::CertificateRequired) => match client_cert() {
             None => "the server requires a client certificate (mutual TLS): set \
                      `ssl.client.cert` (and `ssl.client.key`) to a certificate and key issued \
@@ -582,6 +629,24 @@ pub fn tls_advice(err: &rustls::Error, tls: &TlsOptions, ssl_cert_file: Option<&
             None => format!(
                 "the server refused the handshake (alert {alert:?}); if it requires a client \
                  certificate (mutual TLS), set `ssl.client.cert` and `ssl.client.key`"
+            ),
+        },
+        // TLS 1.2 has no certificate_required alert: a server that requires a client
+        // certificate and got none answers handshake_failure, as does one that shares no
+        // protocol version or cipher suite with the client.
+        rustls::Error::AlertReceived(Alert::HandshakeFailure) => match client_cert() {
+            None => "the server refused the handshake (alert HandshakeFailure): a TLS 1.2 \
+                     server that requires a client certificate (mutual TLS) answers this when \
+                     none is sent, so set `ssl.client.cert` (and `ssl.client.key`) if it does; \
+                     otherwise the server accepts no TLS version or cipher suite this client \
+                     offers (TLS 1.2 or 1.3 with current cipher suites)"
+                .to_string(),
+            Some(path) => format!(
+                "the server refused the handshake (alert HandshakeFailure) with the client \
+                 certificate {path} (`ssl.client.cert`): a TLS 1.2 server answers this to a \
+                 client certificate it does not accept (issued by a CA it does not trust for \
+                 clients, expired, or not matching `ssl.client.key`), or when it shares no TLS \
+                 version or cipher suite with this client"
             ),
         },
         other => format!(
@@ -662,6 +727,61 @@ mod tests {
             env.contains("/x/env.pem (SSL_CERT_FILE) does not hold"),
             "{env}"
         );
+    }
+
+    /// Only a certificate that chains to no trusted CA gets CA-bundle advice; every other
+    /// refusal names its reason. A TLS 1.2 server wanting a client certificate answers
+    /// handshake_failure, so that alert mentions mutual TLS when no certificate is configured.
+    #[test]
+    fn tls_advice_names_the_actual_reason() {
+        use rustls::{AlertDescription as Alert, CertificateError as Cert};
+        let bundle = TlsOptions {
+            trust: Trust::CaBundle(PathBuf::from("/x/ca.pem")),
+            ..Default::default()
+        };
+        let advice = |e: rustls::Error, tls: &TlsOptions| tls_advice(&e, tls, None);
+        let unknown = advice(
+            rustls::Error::InvalidCertificate(Cert::UnknownIssuer),
+            &bundle,
+        );
+        assert!(unknown.contains("`ssl.cabundle`"), "{unknown}");
+        for (cert, says) in [
+            (Cert::InvalidPurpose, "not issued for TLS server use"),
+            (Cert::BadEncoding, "refused"),
+            (Cert::UnhandledCriticalExtension, "refused"),
+            (Cert::UnknownRevocationStatus, "refused"),
+            (Cert::Expired, "validity period"),
+        ] {
+            let text = advice(rustls::Error::InvalidCertificate(cert.clone()), &bundle);
+            assert!(text.contains(says), "{cert:?}: {text}");
+            assert!(!text.contains("ssl.cabundle"), "{cert:?}: {text}");
+            assert!(!text.contains("/x/ca.pem"), "{cert:?}: {text}");
+        }
+        let expired = advice(
+            rustls::Error::InvalidCertificate(Cert::ExpiredContext {
+                time: rustls::pki_types::UnixTime::since_unix_epoch(Duration::from_secs(
+                    2_000_000_000,
+                )),
+                not_after: rustls::pki_types::UnixTime::since_unix_epoch(Duration::from_secs(
+                    1_000_000_000,
+                )),
+            }),
+            &bundle,
+        );
+        assert!(expired.contains("expired"), "{expired}");
+
+        let failure = rustls::Error::AlertReceived(Alert::HandshakeFailure);
+        let none = advice(failure.clone(), &TlsOptions::default());
+        assert!(none.contains("`ssl.client.cert`"), "{none}");
+        assert!(none.contains("mutual TLS"), "{none}");
+        let with_cert = advice(
+            failure,
+            &TlsOptions {
+                client_cert: Some(PathBuf::from("/x/me.pem")),
+                ..Default::default()
+            },
+        );
+        assert!(with_cert.contains("/x/me.pem"), "{with_cert}");
     }
 
     #[test]

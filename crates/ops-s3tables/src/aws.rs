@@ -34,13 +34,31 @@ fn err(what: String) -> impl FnOnce(reqwest::Error) -> Error {
 
 impl AwsRest {
     /// Calls S3 at `s3_endpoint` and Glue at `glue_endpoint`, signing with `signer`'s
-    /// credentials and region, over a client with the default [`HttpSettings`].
-    pub fn new(signer: &Signer, s3_endpoint: &str, glue_endpoint: &str) -> Self {
-        let http = http_client(&HttpSettings::from_env()).unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "falling back to reqwest's default client");
-            reqwest::Client::new()
-        });
-        Self::with_http(http, signer, s3_endpoint, glue_endpoint)
+    /// credentials and region, over a client with [`HttpSettings::from_env`] (the AWS CLI's CA
+    /// bundle). A bundle that cannot be used is an error naming it: falling back to another
+    /// client would trust other CAs than the ones configured.
+    pub fn new(signer: &Signer, s3_endpoint: &str, glue_endpoint: &str) -> Result<Self> {
+        Self::with_settings(
+            &HttpSettings::from_env(),
+            signer,
+            s3_endpoint,
+            glue_endpoint,
+        )
+    }
+
+    /// The same over a client built from `settings`.
+    pub fn with_settings(
+        settings: &HttpSettings,
+        signer: &Signer,
+        s3_endpoint: &str,
+        glue_endpoint: &str,
+    ) -> Result<Self> {
+        Ok(Self::with_http(
+            http_client(settings)?,
+            signer,
+            s3_endpoint,
+            glue_endpoint,
+        ))
     }
 
     /// The same over a given HTTP client (e.g. [`crate::S3TablesClient::http`], to share its
@@ -61,7 +79,7 @@ impl AwsRest {
     }
 
     /// Regional AWS endpoints for `signer`'s region.
-    pub fn regional(signer: &Signer) -> Self {
+    pub fn regional(signer: &Signer) -> Result<Self> {
         let r = signer.region().to_string();
         Self::new(
             signer,
@@ -382,6 +400,27 @@ fn unescape(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A CA bundle that cannot be used is an error naming it, never a fallback client that
+    /// trusts other CAs than the configured ones.
+    #[test]
+    fn an_unusable_ca_bundle_is_an_error_not_a_wider_trust() {
+        let signer = Signer::new(
+            aws_credential_types::Credentials::for_tests(),
+            "us-east-1",
+            "s3",
+        );
+        let missing = std::path::PathBuf::from("/nonexistent/iceberg-ops-ca.pem");
+        let settings = HttpSettings {
+            ca_bundle: Some(missing.clone()),
+            ..HttpSettings::default()
+        };
+        let err = AwsRest::with_settings(&settings, &signer, "https://s3", "https://glue")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains(&missing.display().to_string()), "{err}");
+    }
 
     #[test]
     fn listing_xml_is_parsed() {

@@ -833,7 +833,7 @@ mod tests {
             &signer,
             &format!("http://{addr}"),
             &format!("http://{addr}"),
-        );
+        )?;
         Ok(MigrationGuard::new(client, aws).with_wait(wait))
     }
 

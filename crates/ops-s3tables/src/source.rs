@@ -267,7 +267,7 @@ mod tests {
         .await?;
         let signer = Signer::new(Credentials::for_tests(), "us-east-1", "s3");
         let url = format!("http://{addr}");
-        let aws = AwsRest::new(&signer, &url, &url);
+        let aws = AwsRest::new(&signer, &url, &url)?;
         assert_eq!(source_row_count(&aws, "db", "t").await?, 200_000);
         let gets = gets.lock().unwrap_or_else(|e| e.into_inner()).clone();
         assert!(

@@ -157,7 +157,6 @@ fn text<'a>(v: &'a Value, member: &str) -> Option<&'a str> {
 impl Emulator {
     /// An emulator over moto.
     pub fn new(config: EmulatorConfig) -> Self {
-        let aws = AwsRest::new(&config.signer, &config.moto_endpoint, &config.moto_endpoint);
         let verifier = Verifier::new(
             config.callers.iter().cloned(),
             config.signer.region(),
@@ -168,6 +167,12 @@ impl Emulator {
                 tracing::warn!(error = %e, "falling back to reqwest's default client for moto");
                 reqwest::Client::new()
             });
+        let aws = AwsRest::with_http(
+            http.clone(),
+            &config.signer,
+            &config.moto_endpoint,
+            &config.moto_endpoint,
+        );
         Emulator {
             config,
             aws,

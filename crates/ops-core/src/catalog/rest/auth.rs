@@ -41,8 +41,37 @@ struct State {
 #[derive(Deserialize)]
 struct TokenResponse {
     access_token: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "seconds")]
     expires_in: Option<u64>,
+}
+
+/// `expires_in` as a number or a numeric string (`"3600"`), as PyIceberg's pydantic model
+/// accepts it (some identity providers send it quoted); anything else is an error naming the
+/// field. A whole-valued float (`3600.0`) is accepted as pydantic accepts it.
+fn seconds<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    use serde::de::Error as _;
+    let bad = |shown: String| {
+        D::Error::custom(format!(
+            "`expires_in` is {shown}, not a whole number of seconds"
+        ))
+    };
+    let value = Option::<serde_json::Value>::deserialize(d)?;
+    let number = match &value {
+        None | Some(serde_json::Value::Null) => return Ok(None),
+        Some(serde_json::Value::Number(n)) => n.clone(),
+        Some(serde_json::Value::String(s)) => match s.trim().parse::<serde_json::Number>() {
+            Ok(n) => n,
+            Err(_) => return Err(bad(format!("{s:?}"))),
+        },
+        Some(other) => return Err(bad(other.to_string())),
+    };
+    if let Some(n) = number.as_u64() {
+        return Ok(Some(n));
+    }
+    match number.as_f64() {
+        Some(f) if f >= 0.0 && f.fract() == 0.0 && f <= u64::MAX as f64 => Ok(Some(f as u64)),
+        _ => Err(bad(number.to_string())),
+    }
 }
 
 #[derive(Deserialize)]
@@ -300,6 +329,41 @@ fn margin(lifetime: Duration) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// PyIceberg accepts `expires_in` as a number or a numeric string; anything else is an
+    /// error naming the field.
+    #[test]
+    fn expires_in_may_be_a_numeric_string() {
+        let parse = |json: &str| {
+            serde_json::from_str::<TokenResponse>(json)
+                .map(|t| t.expires_in)
+                .map_err(|e| e.to_string())
+        };
+        assert_eq!(
+            parse(r#"{"access_token":"t","expires_in":3600}"#),
+            Ok(Some(3600))
+        );
+        assert_eq!(
+            parse(r#"{"access_token":"t","expires_in":"3600"}"#),
+            Ok(Some(3600))
+        );
+        assert_eq!(
+            parse(r#"{"access_token":"t","expires_in":" 60 "}"#),
+            Ok(Some(60))
+        );
+        assert_eq!(
+            parse(r#"{"access_token":"t","expires_in":3600.0}"#),
+            Ok(Some(3600))
+        );
+        assert_eq!(parse(r#"{"access_token":"t"}"#), Ok(None));
+        assert_eq!(parse(r#"{"access_token":"t","expires_in":null}"#), Ok(None));
+        for bad in [r#""soon""#, "-5", "1.5", "true"] {
+            let err = parse(&format!(r#"{{"access_token":"t","expires_in":{bad}}}"#))
+                .err()
+                .unwrap_or_default();
+            assert!(err.contains("`expires_in`"), "{bad}: {err}");
+        }
+    }
 
     #[test]
     fn refresh_margin_scales_with_short_tokens() {

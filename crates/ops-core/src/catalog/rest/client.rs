@@ -32,6 +32,23 @@ pub(crate) struct Reply {
     pub retried: bool,
 }
 
+/// The `Location` of a 3xx answer (304 Not Modified aside), which is never followed: a redirect
+/// would take the credentials, `header.*` values and (307/308) a token request's client secret
+/// to wherever it points.
+fn redirect_target(response: &reqwest::Response) -> Option<String> {
+    let status = response.status();
+    if !status.is_redirection() || status == StatusCode::NOT_MODIFIED {
+        return None;
+    }
+    Some(
+        response
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .map(|l| String::from_utf8_lossy(l.as_bytes()).into_owned())
+            .unwrap_or_else(|| "no Location".into()),
+    )
+}
+
 #[derive(Deserialize)]
 struct ConfigResponse {
     #[serde(default)]
@@ -118,12 +135,24 @@ impl RestClient {
             return Err(client.unexpected(&reply));
         }
         let config: ConfigResponse = client.parse(&reply)?;
-        let mut props = config.defaults;
-        props.extend(opts.props.clone());
-        props.extend(config.overrides);
+        let props = merge_config(config.defaults, &opts.props, config.overrides);
         if let Some(uri) = props.get("uri").filter(|u| !u.trim().is_empty()) {
-            client.uri = uri.trim().trim_end_matches('/').to_string();
+            let uri = uri.trim().trim_end_matches('/').to_string();
+            client.check_server_override("uri", &opts.uri, &uri)?;
+            client.uri = uri;
         }
+        // The token endpoint before and after the merge (the default one follows `uri`).
+        let token_endpoint = |p: &BTreeMap<String, String>, uri: &str| {
+            p.get("oauth2-server-uri")
+                .map(|v| v.trim())
+                .filter(|v| !v.is_empty())
+                .map_or_else(|| format!("{uri}/v1/oauth/tokens"), str::to_string)
+        };
+        client.check_server_override(
+            "oauth2-server-uri",
+            &token_endpoint(&opts.props, &opts.uri),
+            &token_endpoint(&props, &client.uri),
+        )?;
         // PyIceberg 0.12 (RestCatalog.__init__: _fetch_config, then _create_session) reads
         // /v1/config with a session made from the configured properties, then makes the
         // session every later request uses from the merged ones: `header.*`, `token`,
@@ -169,6 +198,39 @@ impl RestClient {
         client.props = props;
         tracing::debug!(catalog = %client.catalog, base = %client.base, "REST catalog configured");
         Ok(client)
+    }
+
+    /// A value of `key` (`uri` or `oauth2-server-uri`) the server's `/v1/config` changed from
+    /// `old` to `new`: every later request (or token request, with the client secret) goes
+    /// there, so the change is logged, and one from https to http — which would send the
+    /// credentials in clear — is refused. Neither value is a secret.
+    fn check_server_override(&self, key: &str, old: &str, new: &str) -> iceberg::Result<()> {
+        if old == new {
+            return Ok(());
+        }
+        let scheme = |u: &str| {
+            reqwest::Url::parse(u)
+                .map(|u| u.scheme().to_ascii_lowercase())
+                .unwrap_or_default()
+        };
+        if scheme(old) == "https" && scheme(new) != "https" {
+            return Err(self.error(
+                ErrorKind::DataInvalid,
+                format!(
+                    "the server's /v1/config changes `{key}` from {old} to {new}, from https to \
+                     an unencrypted address; refused, since credentials and tokens would be sent \
+                     in clear there. If that address is right, configure `{key}` yourself"
+                ),
+            ));
+        }
+        tracing::info!(
+            catalog = %self.catalog,
+            key,
+            old,
+            new,
+            "the server's /v1/config changes where requests go"
+        );
+        Ok(())
     }
 
     /// The catalog's name.
@@ -309,6 +371,16 @@ impl RestClient {
                 }
             };
             let status = response.status();
+            if let Some(location) = redirect_target(&response) {
+                return Err(self.error(
+                    ErrorKind::Unexpected,
+                    format!(
+                        "{what} answered {status}, redirecting to {location}; redirects are not \
+                         followed (they would carry the credentials there): if that is the \
+                         catalog's address, set `uri` to it"
+                    ),
+                ));
+            }
             if matches!(status.as_u16(), 401 | 419) && !refreshed && self.auth.can_refresh() {
                 refreshed = true;
                 if let Some(b) = &bearer {
@@ -398,7 +470,7 @@ impl RestClient {
     ) -> iceberg::Result<reqwest::Request> {
         let mut headers = self.headers.clone();
         if let Some(b) = bearer {
-            let value = HeaderValue::try_from(format!("Bearer {}", b.token)).map_err(|_| {
+            let value = bearer_value(&b.token).ok_or_else(|| {
                 self.error(
                     ErrorKind::DataInvalid,
                     "the OAuth2 token is not a valid header value; check `token`".into(),
@@ -462,6 +534,13 @@ impl RestClient {
                 }
                 Ok(response) => {
                     let status = response.status();
+                    if let Some(location) = redirect_target(&response) {
+                        return Err(format!(
+                            "answered {status}, redirecting to {location}; redirects are not \
+                             followed (the client secret would be sent there): if that is the \
+                             token endpoint, set `oauth2-server-uri` to it"
+                        ));
+                    }
                     if matches!(status.as_u16(), 429 | 502 | 503 | 504)
                         && retries < self.retry.max_retries
                     {
@@ -487,7 +566,9 @@ impl RestClient {
 
     fn describe_transport(&self, e: &reqwest::Error) -> String {
         let chain = http::chain_message(e);
-        if let Some(tls) = http::tls_cause(e) {
+        if let Some(tls) = http::tls_cause(e)
+            && http::classify(e) == SendFailure::Tls
+        {
             // rustls-native-certs reads SSL_CERT_FILE in place of the platform's store.
             let env_file = std::env::var_os("SSL_CERT_FILE")
                 .filter(|v| !v.is_empty())
@@ -496,6 +577,10 @@ impl RestClient {
                 "the TLS handshake failed ({tls}); {}",
                 http::tls_advice(tls, &self.tls, env_file.as_deref())
             );
+        }
+        if let Some(tls) = http::tls_cause(e) {
+            // After the handshake: the connection broke while the request was out.
+            return format!("the TLS connection failed after the request was sent ({tls})");
         }
         if e.is_timeout() {
             return format!(
@@ -536,18 +621,6 @@ impl RestClient {
 /// written; values validated).
 fn base_headers(opts: &RestOptions) -> iceberg::Result<HeaderMap> {
     let mut headers = HeaderMap::new();
-    headers.insert(
-        reqwest::header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    headers.insert(
-        HeaderName::from_static("x-client-version"),
-        HeaderValue::from_static(SPEC_VERSION),
-    );
-    headers.insert(
-        reqwest::header::USER_AGENT,
-        HeaderValue::from_static(concat!("iceberg-ops/", env!("CARGO_PKG_VERSION"))),
-    );
     for (key, value) in &opts.props {
         let Some(name) = key
             .get(..7)
@@ -571,11 +644,64 @@ fn base_headers(opts: &RestOptions) -> iceberg::Result<HeaderMap> {
         value.set_sensitive(true);
         headers.insert(name, value);
     }
+    // Set after `header.*`, so these win over a header of the same name, as PyIceberg 0.12's
+    // `_config_headers` sets them after its `session.headers.update(header properties)`.
+    headers.insert(
+        reqwest::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    headers.insert(
+        HeaderName::from_static("x-client-version"),
+        HeaderValue::from_static(SPEC_VERSION),
+    );
+    headers.insert(
+        reqwest::header::USER_AGENT,
+        HeaderValue::from_static(concat!("iceberg-ops/", env!("CARGO_PKG_VERSION"))),
+    );
     // PyIceberg asks for vended credentials unless a header says otherwise (`setdefault`).
     headers
         .entry(HeaderName::from_static("x-iceberg-access-delegation"))
         .or_insert(HeaderValue::from_static("vended-credentials"));
     Ok(headers)
+}
+
+/// `Authorization: Bearer <token>`, marked sensitive so it never shows in a `Debug` of the
+/// request or its headers (reqwest and hyper log those at debug/trace level).
+fn bearer_value(token: &str) -> Option<HeaderValue> {
+    let mut value = HeaderValue::try_from(format!("Bearer {token}")).ok()?;
+    value.set_sensitive(true);
+    Some(value)
+}
+
+/// The name of a `header.<name>` key (the prefix in any case, as [`base_headers`] reads it).
+fn header_key(key: &str) -> Option<&str> {
+    key.get(..7)
+        .filter(|p| p.eq_ignore_ascii_case("header."))
+        .and_then(|_| key.get(7..))
+}
+
+/// PyIceberg's merge of `/v1/config`: server defaults, then the configured properties, then
+/// server overrides, each later one winning. HTTP header names are case-insensitive, so a
+/// `header.<name>` replaces every earlier `header.*` key naming the same header in any case
+/// (otherwise the sorted map would let whichever spelling sorts last win, whatever its source).
+fn merge_config(
+    defaults: BTreeMap<String, String>,
+    configured: &BTreeMap<String, String>,
+    overrides: BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
+    let mut props = BTreeMap::new();
+    let layers = [defaults, configured.clone(), overrides];
+    for layer in layers {
+        for (key, value) in layer {
+            if let Some(name) = header_key(&key) {
+                props.retain(|k: &String, _| {
+                    header_key(k).is_none_or(|n| !n.eq_ignore_ascii_case(name))
+                });
+            }
+            props.insert(key, value);
+        }
+    }
+    props
 }
 
 fn strip_query(url: &reqwest::Url) -> String {
@@ -596,4 +722,94 @@ pub(crate) fn server_message(body: &[u8]) -> String {
 
 fn brief(body: &[u8]) -> String {
     String::from_utf8_lossy(body).chars().take(500).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    /// Header names differ only in case across the sources: the later source wins (defaults <
+    /// configured < overrides), whichever spelling sorts last.
+    #[test]
+    fn header_keys_merge_case_insensitively_by_source() {
+        let merged = merge_config(
+            map(&[("header.x-tenant", "default"), ("header.X-Only", "d")]),
+            &map(&[
+                ("header.X-Tenant", "configured"),
+                ("header.x-key", "configured"),
+            ]),
+            map(&[("header.X-Key", "override")]),
+        );
+        let opts = RestOptions {
+            catalog: "c".into(),
+            uri: "http://x".into(),
+            props: merged,
+            tls: Default::default(),
+            timeouts: Default::default(),
+            retry: Default::default(),
+        };
+        let headers = base_headers(&opts).map_err(|e| e.to_string());
+        let headers = headers.as_ref().map_err(|e| e.as_str());
+        let get = |n: &str| {
+            headers
+                .ok()
+                .and_then(|h| h.get(n))
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        };
+        assert_eq!(get("x-tenant").as_deref(), Some("configured"));
+        assert_eq!(get("x-key").as_deref(), Some("override"));
+        assert_eq!(get("x-only").as_deref(), Some("d"));
+    }
+
+    /// PyIceberg sets Content-Type, User-Agent and X-Client-Version after the `header.*`
+    /// values (they win); X-Iceberg-Access-Delegation only when no header set it.
+    #[test]
+    fn client_headers_win_over_header_properties_as_in_pyiceberg() {
+        let opts = RestOptions {
+            catalog: "c".into(),
+            uri: "http://x".into(),
+            props: map(&[
+                ("header.content-type", "text/plain"),
+                ("header.User-Agent", "mine"),
+                ("header.X-Iceberg-Access-Delegation", "remote-signing"),
+            ]),
+            tls: Default::default(),
+            timeouts: Default::default(),
+            retry: Default::default(),
+        };
+        let headers = base_headers(&opts).ok();
+        let get = |n: &str| {
+            headers
+                .as_ref()
+                .and_then(|h| h.get(n))
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        };
+        assert_eq!(get("content-type").as_deref(), Some("application/json"));
+        assert!(
+            get("user-agent").is_some_and(|a| a.starts_with("iceberg-ops/")),
+            "{:?}",
+            get("user-agent")
+        );
+        assert_eq!(
+            get("x-iceberg-access-delegation").as_deref(),
+            Some("remote-signing")
+        );
+    }
+
+    #[test]
+    fn the_bearer_header_is_sensitive() {
+        let value = bearer_value("s3cr3t");
+        assert!(value.as_ref().is_some_and(HeaderValue::is_sensitive));
+        assert!(!format!("{value:?}").contains("s3cr3t"), "{value:?}");
+        assert!(bearer_value("bad\ntoken").is_none());
+    }
 }

@@ -40,6 +40,13 @@ impl Signer {
                 format!("catalog '{}': {message}", opts.catalog),
             )
         };
+        // These may come from the server's /v1/config: checked before they reach the
+        // credential scope of every Authorization header.
+        for key in ["rest.signing-name", "rest.signing-region", "client.region"] {
+            if let Some(v) = opts.get(key) {
+                check_signing_part(key, v).map_err(err)?;
+            }
+        }
         let profile = opts.get("client.profile-name");
         let mut loader = crate::commit::aws_config_loader(&opts.catalog, profile)
             .map_err(|m| IcebergError::new(ErrorKind::DataInvalid, m))?;
@@ -171,12 +178,7 @@ impl Signer {
             .build()
             .map_err(|e| fail(&e))?
             .into();
-        // The bearer moved aside is not signed (PyIceberg adds it back after signing).
-        let signed: Vec<(&str, &str)> = headers
-            .iter()
-            .filter(|(name, _)| name.as_str() != "original-authorization")
-            .filter_map(|(name, value)| value.to_str().ok().map(|v| (name.as_str(), v)))
-            .collect();
+        let signed = signable_headers(headers).map_err(|e| fail(&e))?;
         let signable = SignableRequest::new(
             method.as_str(),
             url.as_str(),
@@ -196,8 +198,73 @@ impl Signer {
     }
 }
 
+/// The headers to sign: all but the bearer moved aside (PyIceberg adds it back after signing).
+/// A value SigV4 cannot sign (not visible ASCII, e.g. a `header.*` value with UTF-8 in it) is an
+/// error naming the header, never silently left unsigned; the value itself is not repeated.
+fn signable_headers(headers: &HeaderMap) -> Result<Vec<(&str, &str)>, String> {
+    headers
+        .iter()
+        .filter(|(name, _)| name.as_str() != "original-authorization")
+        .map(|(name, value)| {
+            value.to_str().map(|v| (name.as_str(), v)).map_err(|_| {
+                format!(
+                    "the value of header `{name}` is not plain ASCII, which SigV4 cannot sign; \
+                     check the `header.{name}` property"
+                )
+            })
+        })
+        .collect()
+}
+
+/// A signing name or region: what AWS names are made of (`glue`, `s3tables`, `eu-west-1`).
+/// Anything else would corrupt the credential scope (a `/`) or the header (a line break).
+fn check_signing_part(key: &str, value: &str) -> Result<(), String> {
+    if value
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+    {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{key}` is {value:?}; an AWS service name or region holds only letters, digits, \
+             '-', '_' and '.'"
+        ))
+    }
+}
+
 /// The settings botocore's `SigV4Auth` signs with for a non-S3 service: the path
 /// double-encoded and normalised, no payload-hash header added.
 fn signing_settings() -> SigningSettings {
     SigningSettings::default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unsignable_header_values_are_errors_naming_the_header() {
+        let mut headers = HeaderMap::new();
+        headers.insert("x-ok", HeaderValue::from_static("fine"));
+        assert_eq!(signable_headers(&headers).map(|h| h.len()), Ok(1));
+        let mut value = HeaderValue::from_bytes("caf\u{e9}-secret".as_bytes())
+            .unwrap_or(HeaderValue::from_static("x"));
+        value.set_sensitive(true);
+        headers.insert("x-tenant", value);
+        let err = signable_headers(&headers).err().unwrap_or_default();
+        assert!(err.contains("`x-tenant`"), "{err}");
+        assert!(!err.contains("secret"), "{err}");
+    }
+
+    #[test]
+    fn signing_names_are_checked() {
+        assert!(check_signing_part("rest.signing-name", "s3tables").is_ok());
+        assert!(check_signing_part("rest.signing-region", "eu-west-1").is_ok());
+        for bad in ["glue/x", "glue\nX-Evil: 1", "eu west"] {
+            let err = check_signing_part("rest.signing-region", bad)
+                .err()
+                .unwrap_or_default();
+            assert!(err.contains("`rest.signing-region`"), "{bad}: {err}");
+        }
+    }
 }
