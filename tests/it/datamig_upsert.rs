@@ -1070,3 +1070,79 @@ async fn the_corpus_keys_table_in_7000_row_batches_never_shows_a_superseded_row(
     );
     Ok(())
 }
+
+/// `on_duplicate_keys error` (the default) refuses a key the source repeats across batches,
+/// not only within one, and before anything is written: once each batch committed as it came,
+/// so the later batch won, a snapshot in between showed the earlier row, and which row won
+/// depended on `batch_rows`. The error names the key, both batches and the fix.
+#[tokio::test(flavor = "multi_thread")]
+async fn error_refuses_a_key_repeated_across_batches_before_any_write() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let cat = sqlite(dir.path());
+    let handle = open("lake", &cat).await?;
+    let src = keyed(&handle, "src", "across", &[PrimitiveType::Long]).await?;
+    let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    // Two files, key 7 once in each: with batch_rows 2 the batches are [1 2] [3 7] [5 7] [8].
+    append(
+        &handle,
+        &src,
+        vec![Arc::new(Int64Array::from(vec![1, 2, 3, 7]))],
+        strings(&["a1", "a2", "a3", "a7"]),
+    )
+    .await?;
+    let src = handle.catalog().load_table(src.identifier()).await?;
+    append(
+        &handle,
+        &src,
+        vec![Arc::new(Int64Array::from(vec![5, 7, 8]))],
+        strings(&["b5", "b7", "b8"]),
+    )
+    .await?;
+    let dst = keyed(&handle, "dst", "across", &[PrimitiveType::Long]).await?;
+    append(
+        &handle,
+        &dst,
+        vec![Arc::new(Int64Array::from(vec![100]))],
+        strings(&["old"]),
+    )
+    .await?;
+    let current = || async {
+        let t = handle
+            .catalog()
+            .load_table(&TableIdent::from_strs(["dst", "across"])?)
+            .await?;
+        anyhow::Ok((
+            t.metadata().current_snapshot_id(),
+            t.metadata().snapshots().count(),
+        ))
+    };
+    let before = current().await?;
+    let err = upsert(&handle, ["src", "across"], ["dst", "across"], &["k0"])
+        .batch_rows(2)
+        .run()
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(
+        err.contains("key (7)")
+            && err.contains("batches 1 and 2")
+            && err.contains("--on-duplicate-keys last"),
+        "{err}"
+    );
+    assert_eq!(current().await?, before, "the refused upsert committed");
+    // `last` takes the same source: the second file's row of key 7 wins.
+    upsert(&handle, ["src", "across"], ["dst", "across"], &["k0"])
+        .on_duplicate_keys(OnDuplicateKeys::Last)
+        .batch_rows(2)
+        .run()
+        .await?;
+    let got = py(&cat, "emit(rows(catalog.load_table('dst.across')))")?;
+    let v7 = rows_of(&got)
+        .into_iter()
+        .find(|r| r["k0"] == json!(7))
+        .map(|r| r["v"].clone());
+    assert_eq!(v7, Some(json!("b7")));
+    Ok(())
+}

@@ -334,7 +334,7 @@ fn nan_row(col: &ArrayRef) -> Option<usize> {
     }
 }
 
-fn describe_key(cols: &[ArrayRef], row: usize) -> String {
+pub(crate) fn describe_key(cols: &[ArrayRef], row: usize) -> String {
     let options = FormatOptions::default().with_null("null");
     cols.iter()
         .map(|c| {

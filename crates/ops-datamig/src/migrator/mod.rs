@@ -497,15 +497,20 @@ impl DataMigrator {
             whole_files: whole,
             prepare_manifests: true,
         });
-        if self.write_mode == WriteMode::Upsert && self.on_duplicate_keys == OnDuplicateKeys::Last {
-            // Before the first commit: which batch holds each key's last row.
+        if self.write_mode == WriteMode::Upsert {
+            // Before the first commit: which batch holds each key's last row (`last`), or a
+            // key repeated anywhere in the source refused (`error`), so that the outcome never
+            // depends on how the rows fall into batches.
             let workers = self
                 .workers
                 .unwrap_or_else(crate::execute::worker::default_workers)
                 .clamp(1, tasks.len().max(1));
             let keys = self.upsert_keys.clone().unwrap_or_default();
-            let last = LastBatches::scan(&ctx, &tasks, &keys, workers).await?;
-            committer.set_last_batches(Arc::new(last));
+            let last =
+                LastBatches::scan(&ctx, &tasks, &keys, workers, self.on_duplicate_keys).await?;
+            if self.on_duplicate_keys == OnDuplicateKeys::Last {
+                committer.set_last_batches(Arc::new(last));
+            }
         }
         let outcome = self.execute_locally(&ctx, &tasks, &mut committer).await;
         let mut store = committer.store.take();

@@ -1,5 +1,8 @@
-//! The key pre-pass of an upsert with `on_duplicate_keys last`: which batch holds each key's
-//! last row.
+//! The key pre-pass of an upsert: which batch holds each key's last row
+//! (`on_duplicate_keys last`), or, under `error`, the refusal of a key the source holds more
+//! than once — in one batch or across batches — before anything is written (committing batch
+//! by batch would otherwise let the later batch win, so the outcome would depend on
+//! `batch_rows`).
 //!
 //! An upsert commits batch by batch. A key repeated across batches would otherwise be written
 //! by each of them in turn: batch 1 commits the older row, batch 2 the newer one — so a
@@ -25,14 +28,14 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use arrow_array::{ArrayRef, BooleanArray, RecordBatch};
+use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch};
 use arrow_schema::SchemaRef;
 use futures::StreamExt;
 use ops_core::keys::KeyEncoder;
 
 use crate::execute::worker::TaskContext;
 use crate::plan::job::MigrationTask;
-use crate::{FileRoute, MigrationError, Result};
+use crate::{FileRoute, MigrationError, OnDuplicateKeys, Result};
 
 /// Each key's last batch (see the module docs).
 pub(crate) struct LastBatches {
@@ -52,12 +55,15 @@ impl std::fmt::Debug for LastBatches {
 
 impl LastBatches {
     /// Reads the source's rows of `tasks` in batch order (up to `workers` tasks at once) and
-    /// records each key's last batch at or after the context's resume point.
+    /// records each key's last batch at or after the context's resume point. With `rule`
+    /// `Error`, a key seen a second time (in another batch or the same one) is refused, naming
+    /// the key and both batches, before anything is written.
     pub async fn scan(
         ctx: &Arc<TaskContext>,
         tasks: &[MigrationTask],
         keys: &[String],
         workers: usize,
+        rule: OnDuplicateKeys,
     ) -> Result<Self> {
         let started = std::time::Instant::now();
         let target = ops_core::write::table_arrow_schema(&ctx.dest)?;
@@ -99,7 +105,7 @@ impl LastBatches {
                     key_idx.clone(),
                 );
                 running.spawn(async move {
-                    scan_task(&ctx, &task, &encoder, &last, &target, &key_idx).await
+                    scan_task(&ctx, &task, &encoder, &last, &target, &key_idx, rule).await
                 });
             }
             let Some(joined) = running.join_next().await else {
@@ -120,7 +126,8 @@ impl LastBatches {
             distinct_keys = last.len(),
             approx_mib = bytes / (1 << 20),
             secs = started.elapsed().as_secs_f64(),
-            "upsert key pre-pass (on_duplicate_keys last): each key's last batch"
+            on_duplicate_keys = rule.as_str(),
+            "upsert key pre-pass: each key's last batch"
         );
         Ok(Self {
             encoder,
@@ -161,6 +168,24 @@ impl LastBatches {
     }
 }
 
+/// The refusal of a key the source holds twice under `on_duplicate_keys error`: committing
+/// the batches as they come would let the later batch win, so the outcome would depend on
+/// `batch_rows` and a re-run would write the earlier row back before the later one.
+fn repeated_key(cols: &[ArrayRef], row: usize, a: u64, b: u64, batch_rows: u64) -> MigrationError {
+    let key = crate::commit::upsert::describe_key(cols, row);
+    let (first, second) = (a.min(b), a.max(b));
+    let place = if first == second {
+        format!("twice in batch {first}")
+    } else {
+        format!("twice, in batches {first} and {second} (batch_rows {batch_rows})")
+    };
+    MigrationError::InvalidInput(format!(
+        "upsert source holds key ({key}) {place}; with --on-duplicate-keys error (the default) \
+         every key must occur once in the source, and nothing was written — keep the last row \
+         of each key with --on-duplicate-keys last, or deduplicate the source on the upsert keys"
+    ))
+}
+
 /// One task's rows, numbered as `worker::cut_batches` numbers them: row `n` of the task is in
 /// batch `first_batch + n / batch_rows`. Returns the rows read.
 async fn scan_task(
@@ -170,6 +195,7 @@ async fn scan_task(
     last: &Mutex<HashMap<Box<[u8]>, u64>>,
     target: &SchemaRef,
     key_idx: &[usize],
+    rule: OnDuplicateKeys,
 ) -> Result<u64> {
     let files = task
         .files
@@ -218,8 +244,15 @@ async fn scan_task(
             if index < ctx.resume_from {
                 continue;
             }
+            // A NULL key is the batch's to refuse, with its own message (it matches no row).
+            if rule == OnDuplicateKeys::Error && cols.iter().any(|c| c.is_null(i)) {
+                continue;
+            }
             let key = rows.row(i);
             match map.get_mut(key.as_ref()) {
+                Some(at) if rule == OnDuplicateKeys::Error => {
+                    return Err(repeated_key(&cols, i, *at, index, batch_rows));
+                }
                 Some(at) => *at = (*at).max(index),
                 None => {
                     map.insert(key.as_ref().into(), index);
