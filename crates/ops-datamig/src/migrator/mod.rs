@@ -598,8 +598,8 @@ impl DataMigrator {
         })
         .await
         .map_err(|f| match f.batch {
-            Some(batch) => self.batch_error(batch, resume_from, f.error),
-            None => f.error,
+            Some(batch) => self.batch_error(batch, resume_from, *f.error),
+            None => *f.error,
         })
     }
 

@@ -86,12 +86,16 @@ pub(crate) struct KeyScan<'a> {
 #[derive(Debug)]
 pub(crate) struct ScanFailure {
     pub batch: Option<u64>,
-    pub error: MigrationError,
+    /// Boxed: a `Result` carrying it stays small.
+    pub error: Box<MigrationError>,
 }
 
 impl From<MigrationError> for ScanFailure {
     fn from(error: MigrationError) -> Self {
-        Self { batch: None, error }
+        Self {
+            batch: None,
+            error: Box::new(error),
+        }
     }
 }
 
@@ -426,7 +430,7 @@ async fn confirm(
     };
     Ok(Some(ScanFailure {
         batch: Some(second),
-        error: repeated_key(cols, *row, first, second, shared.batch_rows),
+        error: Box::new(repeated_key(cols, *row, first, second, shared.batch_rows)),
     }))
 }
 
@@ -464,7 +468,7 @@ struct Scanned {
 fn fail(batch: u64, error: impl Into<MigrationError>) -> Stop {
     Stop::Failed(ScanFailure {
         batch: Some(batch),
-        error: error.into(),
+        error: Box::new(error.into()),
     })
 }
 
