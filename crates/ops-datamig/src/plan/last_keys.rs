@@ -333,8 +333,12 @@ async fn run(
         .into_iter();
     let mut running = tokio::task::JoinSet::new();
     let mut rows = 0u64;
+    // Tasks run in parallel, so the first stop to arrive need not be the earliest: once one
+    // stops, no task is started and the running ones finish, and the stop at the lowest batch
+    // is reported — the same one whatever the timing.
+    let mut stops: Vec<Stop> = Vec::new();
     loop {
-        while running.len() < scan.workers.max(1) {
+        while stops.is_empty() && running.len() < scan.workers.max(1) {
             let Some(task) = todo.next() else { break };
             let shared = Arc::clone(shared);
             running.spawn(async move { scan_task(&shared, &task, None).await });
@@ -347,11 +351,18 @@ async fn run(
         })?;
         match joined {
             Ok(scanned) => rows += scanned.rows,
-            Err(Stop::Failed(f)) => return Err(f),
-            Err(Stop::Suspect(s)) => return Ok(Err(s)),
+            Err(stop) => stops.push(stop),
         }
     }
-    Ok(Ok(rows))
+    let at = |s: &Stop| match s {
+        Stop::Failed(f) => f.batch.unwrap_or(0),
+        Stop::Suspect(s) => s.batches.0.max(s.batches.1),
+    };
+    match stops.into_iter().min_by_key(at) {
+        None => Ok(Ok(rows)),
+        Some(Stop::Failed(f)) => Err(f),
+        Some(Stop::Suspect(s)) => Ok(Err(s)),
+    }
 }
 
 /// Logs the pass and keeps what the batches need (`last`).
