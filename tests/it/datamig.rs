@@ -776,8 +776,10 @@ async fn upsert_refuses_a_duplicate_key_inside_a_chunk() -> TestResult {
         .err();
     let msg = err.as_ref().map(|e| e.to_string()).unwrap_or_default();
     assert!(
+        // Refused by the key pre-pass, before any batch is written, as batch 0's failure.
         matches!(err, Some(MigrationError::Batch { batch: 0, .. }))
-            && msg.contains("key (4) twice"),
+            && msg.contains("key (4) twice")
+            && msg.contains("no batch was committed"),
         "{msg}"
     );
     assert_eq!(current(&handle, "dst").await?, None);

@@ -7,12 +7,13 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+use arrow_array::{ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray};
 use iceberg::spec::{NestedField, PrimitiveType, Schema, Type};
 use iceberg::table::Table;
 use iceberg::{NamespaceIdent, TableCreation, TableIdent};
 use ops_core::CatalogHandle;
-use ops_datamig::{DataMigrator, OnDuplicateKeys, WriteMode};
+use ops_datamig::{DataMigrator, MigrationError, OnDuplicateKeys, WriteMode};
+use ops_reconcile::{MissingInDest, SchemaReconciler};
 use serde_json::{Value, json};
 
 use crate::common::*;
@@ -1068,5 +1069,374 @@ async fn the_corpus_keys_table_in_7000_row_batches_never_shows_a_superseded_row(
         "a re-run committed {:?}",
         again.new_snapshots
     );
+    Ok(())
+}
+
+/// `on_duplicate_keys error` (the default) refuses a key the source repeats across batches,
+/// not only within one, and before anything is written: once each batch committed as it came,
+/// so the later batch won, a snapshot in between showed the earlier row, and which row won
+/// depended on `batch_rows`. The error names the key, both batches and the fix.
+#[tokio::test(flavor = "multi_thread")]
+async fn error_refuses_a_key_repeated_across_batches_before_any_write() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let cat = sqlite(dir.path());
+    let handle = open("lake", &cat).await?;
+    let src = keyed(&handle, "src", "across", &[PrimitiveType::Long]).await?;
+    let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    // Two files, key 7 once in each: with batch_rows 2 the batches are [1 2] [3 7] [5 7] [8].
+    append(
+        &handle,
+        &src,
+        vec![Arc::new(Int64Array::from(vec![1, 2, 3, 7]))],
+        strings(&["a1", "a2", "a3", "a7"]),
+    )
+    .await?;
+    let src = handle.catalog().load_table(src.identifier()).await?;
+    append(
+        &handle,
+        &src,
+        vec![Arc::new(Int64Array::from(vec![5, 7, 8]))],
+        strings(&["b5", "b7", "b8"]),
+    )
+    .await?;
+    let dst = keyed(&handle, "dst", "across", &[PrimitiveType::Long]).await?;
+    append(
+        &handle,
+        &dst,
+        vec![Arc::new(Int64Array::from(vec![100]))],
+        strings(&["old"]),
+    )
+    .await?;
+    let current = || async {
+        let t = handle
+            .catalog()
+            .load_table(&TableIdent::from_strs(["dst", "across"])?)
+            .await?;
+        anyhow::Ok((
+            t.metadata().current_snapshot_id(),
+            t.metadata().snapshots().count(),
+        ))
+    };
+    let before = current().await?;
+    let refused = upsert(&handle, ["src", "across"], ["dst", "across"], &["k0"])
+        .batch_rows(2)
+        .run()
+        .await
+        .err();
+    let err = refused.as_ref().map(|e| e.to_string()).unwrap_or_default();
+    assert!(
+        err.contains("key (7)")
+            && err.contains("batches 1 and 2")
+            && err.contains("--on-duplicate-keys last"),
+        "{err}"
+    );
+    // Reported as the write pass reports a batch's failure: the batch, and that none was
+    // committed (the CLI's resume and rollback advice hangs on this variant).
+    assert!(
+        matches!(refused, Some(MigrationError::Batch { batch: 2, .. }))
+            && err.starts_with("batch 2 failed: ")
+            && err.ends_with("no batch was committed"),
+        "{err}"
+    );
+    assert_eq!(current().await?, before, "the refused upsert committed");
+    // `last` takes the same source: the second file's row of key 7 wins.
+    upsert(&handle, ["src", "across"], ["dst", "across"], &["k0"])
+        .on_duplicate_keys(OnDuplicateKeys::Last)
+        .batch_rows(2)
+        .run()
+        .await?;
+    let got = py(&cat, "emit(rows(catalog.load_table('dst.across')))")?;
+    let v7 = rows_of(&got)
+        .into_iter()
+        .find(|r| r["k0"] == json!(7))
+        .map(|r| r["v"].clone());
+    assert_eq!(v7, Some(json!("b7")));
+    Ok(())
+}
+
+/// Two files of `ns.name(k0 long, v string)`, as a source whose key `7` is in both: the first
+/// holds `first` (keys, values), the second `second`.
+async fn two_files(
+    handle: &CatalogHandle,
+    ns: &str,
+    name: &str,
+    first: (&[i64], &[&str]),
+    second: (&[i64], &[&str]),
+) -> anyhow::Result<()> {
+    let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let t = keyed(handle, ns, name, &[PrimitiveType::Long]).await?;
+    append(
+        handle,
+        &t,
+        vec![Arc::new(Int64Array::from(first.0.to_vec()))],
+        strings(first.1),
+    )
+    .await?;
+    let t = handle.catalog().load_table(t.identifier()).await?;
+    append(
+        handle,
+        &t,
+        vec![Arc::new(Int64Array::from(second.0.to_vec()))],
+        strings(second.1),
+    )
+    .await?;
+    Ok(())
+}
+
+/// The destination's metadata file and snapshot count.
+async fn state_of(handle: &CatalogHandle, ident: [&str; 2]) -> anyhow::Result<(String, usize)> {
+    let t = handle
+        .catalog()
+        .load_table(&TableIdent::from_strs(ident)?)
+        .await?;
+    Ok((
+        t.metadata_location().unwrap_or_default().to_string(),
+        t.metadata().snapshots().count(),
+    ))
+}
+
+/// `k0 -> v` of `ns.name` as PyIceberg reads it.
+fn values_by_key(cat: &BTreeMap<String, String>, table: &str) -> anyhow::Result<Vec<(i64, Value)>> {
+    let got = py(cat, &format!("emit(rows(catalog.load_table('{table}')))"))?;
+    let mut out: Vec<(i64, Value)> = rows_of(&got)
+        .into_iter()
+        .map(|r| (r["k0"].as_i64().unwrap_or(i64::MIN), r["v"].clone()))
+        .collect();
+    out.sort_by_key(|(k, _)| *k);
+    Ok(out)
+}
+
+/// A refused upsert writes nothing at all: the key pre-pass runs before the destination's
+/// schema is evolved (here a source column auto-added) and before the checkpoint is started.
+/// Once the refusal came after both, so the destination had a new column and the checkpoint
+/// held the job's identity — and the same command with `--on-duplicate-keys last` was then
+/// refused as a different job. Now it simply runs.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refused_upsert_writes_no_schema_and_no_checkpoint_so_last_then_runs() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let cat = sqlite(dir.path());
+    let handle = open("lake", &cat).await?;
+    // The source has a column `extra` the destination lacks (auto-added by the run).
+    let namespace = NamespaceIdent::new("src".into());
+    handle
+        .catalog()
+        .create_namespace(&namespace, HashMap::new())
+        .await?;
+    let schema = Schema::builder()
+        .with_fields(vec![
+            NestedField::required(1, "k0", Type::Primitive(PrimitiveType::Long)).into(),
+            NestedField::optional(2, "v", Type::Primitive(PrimitiveType::String)).into(),
+            NestedField::optional(3, "extra", Type::Primitive(PrimitiveType::String)).into(),
+        ])
+        .build()?;
+    let mut src = handle
+        .catalog()
+        .create_table(
+            &namespace,
+            TableCreation::builder()
+                .name("evolve".into())
+                .schema(schema)
+                .build(),
+        )
+        .await?;
+    // Key 7 in both files: with batch_rows 2 the batches are [1 7] [3 7].
+    for (keys, v) in [([1i64, 7], ["a1", "a7"]), ([3, 7], ["b3", "b7"])] {
+        let target = ops_core::write::table_arrow_schema(&src)?;
+        let batch = RecordBatch::try_new(
+            target,
+            vec![
+                Arc::new(Int64Array::from(keys.to_vec())),
+                Arc::new(StringArray::from(v.to_vec())),
+                Arc::new(StringArray::from(vec!["x"; 2])),
+            ],
+        )?;
+        ops_core::append::append(
+            &handle,
+            &src,
+            futures::stream::iter([Ok(batch)]),
+            HashMap::new(),
+        )
+        .await?;
+        src = handle.catalog().load_table(src.identifier()).await?;
+    }
+    let dst = keyed(&handle, "dst", "evolve", &[PrimitiveType::Long]).await?;
+    append(
+        &handle,
+        &dst,
+        vec![Arc::new(Int64Array::from(vec![100]))],
+        vec!["old".into()],
+    )
+    .await?;
+    let ckpt = dir.path().join("job.ckpt");
+    let auto_add = || SchemaReconciler {
+        on_missing_in_dest: MissingInDest::AutoAdd,
+        ..SchemaReconciler::default()
+    };
+    let before = state_of(&handle, ["dst", "evolve"]).await?;
+    let err = upsert(&handle, ["src", "evolve"], ["dst", "evolve"], &["k0"])
+        .schema_reconciler(auto_add())
+        .batch_rows(2)
+        .checkpoint(&ckpt)
+        .run()
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(err.contains("key (7)"), "{err}");
+    assert_eq!(
+        state_of(&handle, ["dst", "evolve"]).await?,
+        before,
+        "the refused upsert changed the destination's metadata"
+    );
+    assert!(!ckpt.exists(), "the refused upsert started the checkpoint");
+    upsert(&handle, ["src", "evolve"], ["dst", "evolve"], &["k0"])
+        .schema_reconciler(auto_add())
+        .on_duplicate_keys(OnDuplicateKeys::Last)
+        .batch_rows(2)
+        .checkpoint(&ckpt)
+        .run()
+        .await?;
+    let got = values_by_key(&cat, "dst.evolve")?;
+    assert_eq!(
+        got,
+        vec![
+            (1, json!("a1")),
+            (3, json!("b3")),
+            (7, json!("b7")),
+            (100, json!("old"))
+        ]
+    );
+    Ok(())
+}
+
+/// `--dry-run` runs the key pre-pass (it only reads) and reports the refusal the run would
+/// meet; once a dry run skipped it and reported success.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_dry_run_reports_a_key_repeated_across_batches() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let cat = sqlite(dir.path());
+    let handle = open("lake", &cat).await?;
+    two_files(
+        &handle,
+        "src",
+        "dry",
+        (&[1, 7], &["a1", "a7"]),
+        (&[3, 7], &["b3", "b7"]),
+    )
+    .await?;
+    keyed(&handle, "dst", "dry", &[PrimitiveType::Long]).await?;
+    let before = state_of(&handle, ["dst", "dry"]).await?;
+    let err = upsert(&handle, ["src", "dry"], ["dst", "dry"], &["k0"])
+        .batch_rows(2)
+        .dry_run(true)
+        .run()
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(
+        err.contains("key (7)") && err.contains("batches 0 and 1"),
+        "{err}"
+    );
+    assert_eq!(state_of(&handle, ["dst", "dry"]).await?, before);
+    // The same dry run with `last` passes.
+    let r = upsert(&handle, ["src", "dry"], ["dst", "dry"], &["k0"])
+        .batch_rows(2)
+        .on_duplicate_keys(OnDuplicateKeys::Last)
+        .dry_run(true)
+        .run()
+        .await?;
+    assert!(r.dry_run);
+    Ok(())
+}
+
+/// The pre-pass reads only the key columns and what decides the rows: with a row filter on a
+/// non-key column its rows and batch numbers stay the write pass's, so `last` keeps the right
+/// row. Here the filter drops the second file's last row of key 7: batches [1 7a] [3 7b] [5],
+/// so batch 1 holds 7's last row (read unfiltered, the pass would place it in batch 2, which
+/// the write pass filters out, and key 7 would be written by no batch).
+#[tokio::test(flavor = "multi_thread")]
+async fn last_with_a_filter_on_a_non_key_column_keeps_the_right_row() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let cat = sqlite(dir.path());
+    let handle = open("lake", &cat).await?;
+    two_files(
+        &handle,
+        "src",
+        "filtered",
+        (&[1, 7, 3], &["a1", "a7", "a3"]),
+        (&[7, 5, 7], &["b7", "b5", "skip"]),
+    )
+    .await?;
+    keyed(&handle, "dst", "filtered", &[PrimitiveType::Long]).await?;
+    upsert(&handle, ["src", "filtered"], ["dst", "filtered"], &["k0"])
+        .row_filter("v <> 'skip'")
+        .on_duplicate_keys(OnDuplicateKeys::Last)
+        .batch_rows(2)
+        .run()
+        .await?;
+    assert_eq!(
+        values_by_key(&cat, "dst.filtered")?,
+        vec![
+            (1, json!("a1")),
+            (3, json!("a3")),
+            (5, json!("b5")),
+            (7, json!("b7"))
+        ]
+    );
+    Ok(())
+}
+
+/// A NaN key is refused as the batch refuses it — "is NaN", naming its row and batch — by the
+/// pre-pass, under both rules, before anything is written. Once a NaN repeated across batches
+/// was called a repeated key ("holds key (NaN) twice, in batches 1 and 2"), as if a NaN once
+/// were fine; and under `last` batch 0 committed before batch 1 refused its NaN.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_nan_key_is_refused_as_nan_before_any_write() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let cat = sqlite(dir.path());
+    let handle = open("lake", &cat).await?;
+    let src = keyed(&handle, "src", "nan", &[PrimitiveType::Double]).await?;
+    let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    // With batch_rows 2: [1 2] [3 NaN] [NaN 5].
+    append(
+        &handle,
+        &src,
+        vec![Arc::new(Float64Array::from(vec![1.0, 2.0, 3.0, f64::NAN]))],
+        strings(&["a1", "a2", "a3", "an"]),
+    )
+    .await?;
+    let src = handle.catalog().load_table(src.identifier()).await?;
+    append(
+        &handle,
+        &src,
+        vec![Arc::new(Float64Array::from(vec![f64::NAN, 5.0]))],
+        strings(&["bn", "b5"]),
+    )
+    .await?;
+    keyed(&handle, "dst", "nan", &[PrimitiveType::Double]).await?;
+    let before = state_of(&handle, ["dst", "nan"]).await?;
+    for rule in [OnDuplicateKeys::Error, OnDuplicateKeys::Last] {
+        let err = upsert(&handle, ["src", "nan"], ["dst", "nan"], &["k0"])
+            .on_duplicate_keys(rule)
+            .batch_rows(2)
+            .run()
+            .await
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            err.starts_with("batch 1 failed: upsert key 'k0' is NaN in row 1 of batch 1")
+                && !err.contains("twice")
+                && err.ends_with("no batch was committed"),
+            "{rule:?}: {err}"
+        );
+        assert_eq!(state_of(&handle, ["dst", "nan"]).await?, before, "{rule:?}");
+    }
     Ok(())
 }

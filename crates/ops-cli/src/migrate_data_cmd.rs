@@ -177,8 +177,11 @@ pub struct MigrateArgs {
     /// Key columns for upsert, comma-separated.
     #[arg(long, value_delimiter = ',')]
     upsert_keys: Option<Vec<String>>,
-    /// Upsert: a key repeated within one batch is an error, or the row that comes last in the
-    /// source's order wins (highest data sequence number, then file order, then row order).
+    /// Upsert: a key the source repeats (in one batch or across batches) is an error before
+    /// anything is written, or the row that comes last in the source's order wins (highest
+    /// data sequence number, then file order, then row order). Both rules first read the
+    /// source's key columns once (a pre-pass, also under --dry-run; memory grows with the
+    /// distinct keys).
     #[arg(long, value_enum, default_value_t = Duplicates::Error)]
     on_duplicate_keys: Duplicates,
     /// Checkpoint file: progress is recorded there and an existing one is resumed.

@@ -58,13 +58,13 @@ impl FromStr for WriteMode {
     }
 }
 
-/// What an upsert does with a key the source holds more than once within one chunk
-/// (`--on-duplicate-keys`).
+/// What an upsert does with a key the source holds more than once, in one chunk or across
+/// chunks (`--on-duplicate-keys`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum OnDuplicateKeys {
-    /// Refuse the chunk, naming the key and its rows (the seed's rule; earlier chunks stay
-    /// committed).
+    /// Refuse the job before anything is written, naming the key and the two chunks holding
+    /// it (the source's key pre-pass), so the outcome never depends on `batch_rows`.
     #[default]
     Error,
     /// Keep, for each key, the row that comes last in the source's order — highest data

@@ -89,18 +89,11 @@ pub(crate) async fn upsert_chunk(
         // As the seed's PyIceberg `Table.upsert` (which fails on a None key literal): a NULL key
         // matches no row, so it is refused rather than guessed at.
         if col.null_count() > 0 {
-            return Err(MigrationError::InvalidInput(format!(
-                "upsert key column '{k}' holds {} null value(s) in this batch; upsert keys must \
-                 be set (a NULL key matches no row) — filter them out (row_filter \
-                 \"{k} IS NOT NULL\") or migrate those rows with write_mode append",
-                col.null_count()
-            )));
+            let what = format!("{} null value(s) in this batch", col.null_count());
+            return Err(null_key(k, &what));
         }
-        if let Some(row) = nan_row(col) {
-            return Err(MigrationError::InvalidInput(format!(
-                "upsert key '{k}' is NaN in row {row} of this batch; a NaN key equals no row, so \
-                 it would be inserted again on every run — clean the key or filter those rows out"
-            )));
+        if let Some(row) = nan_row(col, 0) {
+            return Err(nan_key(k, &format!("row {row} of this batch")));
         }
         key_idx.push(i);
     }
@@ -315,8 +308,31 @@ fn held_twice(
     ))
 }
 
-/// The first row of `col` holding NaN, if it is a float column.
-fn nan_row(col: &ArrayRef) -> Option<usize> {
+/// The refusal of a NULL key (`what`: how many, where). As the seed's PyIceberg
+/// `Table.upsert` (which fails on a None key literal): a NULL key matches no row, so it is
+/// refused rather than guessed at. Said by the chunk and, before anything is written, by the
+/// key pre-pass.
+pub(crate) fn null_key(k: &str, what: &str) -> MigrationError {
+    MigrationError::InvalidInput(format!(
+        "upsert key column '{k}' holds {what}; upsert keys must be set (a NULL key matches no \
+         row) — filter them out (row_filter \"{k} IS NOT NULL\") or migrate those rows with \
+         write_mode append"
+    ))
+}
+
+/// The refusal of a NaN key (`place`: its row and batch). NaN equals nothing, itself
+/// included, so the row would be inserted again on every run, and a NaN repeated is neither
+/// one key nor two: refused wherever it occurs, once or more, by the chunk and, before
+/// anything is written, by the key pre-pass.
+pub(crate) fn nan_key(k: &str, place: &str) -> MigrationError {
+    MigrationError::InvalidInput(format!(
+        "upsert key '{k}' is NaN in {place}; a NaN key equals no row (not even another NaN), \
+         so it would be inserted again on every run — clean the key or filter those rows out"
+    ))
+}
+
+/// The first row of `col` at or after `from` holding NaN, if it is a float column.
+pub(crate) fn nan_row(col: &ArrayRef, from: usize) -> Option<usize> {
     use arrow_array::cast::AsArray;
     use arrow_array::types::{Float32Type, Float64Type};
     match col.data_type() {
@@ -324,17 +340,21 @@ fn nan_row(col: &ArrayRef) -> Option<usize> {
             .as_primitive::<Float32Type>()
             .values()
             .iter()
-            .position(|v| v.is_nan()),
+            .skip(from)
+            .position(|v| v.is_nan())
+            .map(|i| i + from),
         arrow_schema::DataType::Float64 => col
             .as_primitive::<Float64Type>()
             .values()
             .iter()
-            .position(|v| v.is_nan()),
+            .skip(from)
+            .position(|v| v.is_nan())
+            .map(|i| i + from),
         _ => None,
     }
 }
 
-fn describe_key(cols: &[ArrayRef], row: usize) -> String {
+pub(crate) fn describe_key(cols: &[ArrayRef], row: usize) -> String {
     let options = FormatOptions::default().with_null("null");
     cols.iter()
         .map(|c| {

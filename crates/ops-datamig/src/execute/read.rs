@@ -59,11 +59,21 @@ impl PlannedRead {
             .and_then(|sid| md.schema_by_id(sid))
             .unwrap_or_else(|| md.current_schema())
             .clone();
-        let read_arrow = Arc::new(schema_to_arrow_schema(&read_schema)?);
-        let target = match &self.target {
+        let mut read_arrow = Arc::new(schema_to_arrow_schema(&read_schema)?);
+        let mut target = match &self.target {
             Some(schema) => Arc::new(schema_to_arrow_schema(schema)?),
             None => ops_core::write::table_arrow_schema(table)?,
         };
+        // A projected read decodes fewer columns but must drop exactly the rows the full read
+        // drops: the row filter's and the equality deletes' columns are read too.
+        let keep = self
+            .columns
+            .as_ref()
+            .map(|ids| Arc::new(decisive_columns(ids, &self.tasks, &read_arrow)));
+        if let Some(keep) = &keep {
+            read_arrow = narrow(&read_arrow, keep);
+            target = narrow(&target, keep);
+        }
         let runtime = iceberg::Runtime::try_current()?;
         let reader = ArrowReaderBuilder::new(table.file_io().clone(), runtime)
             .with_data_file_concurrency_limit(1)
@@ -100,8 +110,12 @@ impl PlannedRead {
                 let read_arrow = read_arrow.clone();
                 let target = target.clone();
                 let filter = filter.clone();
+                let keep = keep.clone();
                 async move {
                     task.predicate = None;
+                    if let Some(keep) = &keep {
+                        task.project_field_ids.retain(|id| keep.contains(id));
+                    }
                     let batches =
                         match paged::open(&file_io, &task, &read_arrow, batch_size).await? {
                             Some(batches) => batches,
@@ -129,6 +143,92 @@ impl PlannedRead {
             .try_filter(|b| futures::future::ready(b.num_rows() > 0));
         Ok(stream.boxed())
     }
+}
+
+/// The top-level columns (field ids) a read projected to `ids` decodes: `ids`, every column
+/// holding a field the row filter names (a struct's child keeps the struct), and every
+/// equality delete's key column — the columns that decide which rows the read yields.
+fn decisive_columns(ids: &[i32], tasks: &[FileScanTask], read_arrow: &SchemaRef) -> HashSet<i32> {
+    let mut keep: HashSet<i32> = ids.iter().copied().collect();
+    if let Some(predicate) = tasks.iter().find_map(|t| t.predicate.as_ref()) {
+        let named = predicate_field_ids(predicate);
+        for field in read_arrow.fields() {
+            if let Some(id) = field_id(field)
+                && subtree_field_ids(field).iter().any(|f| named.contains(f))
+            {
+                keep.insert(id);
+            }
+        }
+    }
+    for task in tasks {
+        for delete in &task.deletes {
+            if delete.file_type == DataContentType::EqualityDeletes {
+                keep.extend(delete.equality_ids.iter().flatten().copied());
+            }
+        }
+    }
+    keep
+}
+
+/// `schema` with only the top-level fields whose field id is in `keep`.
+fn narrow(schema: &SchemaRef, keep: &HashSet<i32>) -> SchemaRef {
+    let fields: Vec<_> = schema
+        .fields()
+        .iter()
+        .filter(|f| field_id(f).is_some_and(|id| keep.contains(&id)))
+        .cloned()
+        .collect();
+    Arc::new(arrow_schema::Schema::new_with_metadata(
+        fields,
+        schema.metadata().clone(),
+    ))
+}
+
+fn field_id(field: &arrow_schema::Field) -> Option<i32> {
+    field.metadata().get(FIELD_ID).and_then(|v| v.parse().ok())
+}
+
+/// The field ids of `field` and everything nested in it (walked with a stack, not recursion).
+fn subtree_field_ids(field: &arrow_schema::Field) -> Vec<i32> {
+    use arrow_schema::DataType;
+    let mut out = Vec::new();
+    let mut stack = vec![field];
+    while let Some(f) = stack.pop() {
+        out.extend(field_id(f));
+        match f.data_type() {
+            DataType::Struct(children) => stack.extend(children.iter().map(|c| c.as_ref())),
+            DataType::List(c)
+            | DataType::LargeList(c)
+            | DataType::FixedSizeList(c, _)
+            | DataType::Map(c, _) => stack.push(c.as_ref()),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The field ids a bound predicate names (walked with a stack, not recursion).
+fn predicate_field_ids(predicate: &iceberg::expr::BoundPredicate) -> HashSet<i32> {
+    use iceberg::expr::BoundPredicate as P;
+    let mut out = HashSet::new();
+    let mut stack = vec![predicate];
+    while let Some(p) = stack.pop() {
+        match p {
+            P::AlwaysTrue | P::AlwaysFalse => {}
+            P::And(e) | P::Or(e) => stack.extend(e.inputs()),
+            P::Not(e) => stack.extend(e.inputs()),
+            P::Unary(e) => {
+                out.insert(e.term().field().id);
+            }
+            P::Binary(e) => {
+                out.insert(e.term().field().id);
+            }
+            P::Set(e) => {
+                out.insert(e.term().field().id);
+            }
+        }
+    }
+    out
 }
 
 /// One batch as read from a file (by iceberg's reader or [`paged`]) mapped onto the read

@@ -453,15 +453,8 @@ async fn cut_batches(
         };
         let mut offset = 0usize;
         while offset < batch.num_rows() {
-            if index >= cut.end_index {
-                let _ = tx
-                    .send(Err(MigrationError::InvalidInput(format!(
-                        "task {} yields more rows than its files' manifest record counts \
-                         allow (batch {index} would belong to the next task); the source's \
-                         manifests are wrong — rewrite its data files before migrating",
-                        cut.task
-                    ))))
-                    .await;
+            if let Err(e) = within_task(cut.task, index, cut.end_index) {
+                let _ = tx.send(Err(e)).await;
                 return Ok(());
             }
             let take = (batch_rows - in_batch).min(batch.num_rows() - offset);
@@ -493,6 +486,20 @@ async fn cut_batches(
         let _ = tx.send(Ok(Piece::End(index, in_batch as u64))).await;
     }
     Ok(())
+}
+
+/// Refuses batch `index` of task `task` when it is past `end_index`, the task's batches as its
+/// files' manifest record counts give them: the rows would be numbered as the next task's.
+/// Shared by the write pass and the upsert's key pre-pass, which must number rows alike.
+pub(crate) fn within_task(task: usize, index: u64, end_index: u64) -> Result<()> {
+    if index < end_index {
+        return Ok(());
+    }
+    Err(MigrationError::InvalidInput(format!(
+        "task {task} yields more rows than its files' manifest record counts allow (batch \
+         {index} would belong to the next task); the source's manifests are wrong — rewrite \
+         its data files before migrating"
+    )))
 }
 
 /// How many workers run by default: one per core.

@@ -5,7 +5,8 @@
 //!    a resumed checkpoint (not completed, same job settings, source snapshot still there and
 //!    agreeing with an explicit one, checkpointed batches still in the destination's history),
 //!    parse the row filter, compute the reconciliation plan and check the write mode's
-//!    prerequisites; plan the read and route the files ([`crate::plan`]).
+//!    prerequisites; plan the read and route the files ([`crate::plan`]); for an upsert,
+//!    the key pre-pass over the source ([`crate::plan::last_keys`], also under dry run).
 //! 2. Pre-flight writes: auto-added and widened columns in one schema commit, then the
 //!    checkpoint's fresh start (with the job identity, its id and `dest_snapshot_before`).
 //! 3. Stream ([`local`]): workers read the pinned snapshot in a fixed file order, cut it into
@@ -23,7 +24,7 @@ mod local;
 mod preflight;
 mod resume;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -44,7 +45,7 @@ use crate::commit::committer::{Committer, CommitterSetup};
 use crate::commit::history::landed_batches;
 use crate::execute::worker::TaskContext;
 use crate::plan::job::{MigrationPlan, PLAN_FORMAT, TableLocator, layout_fingerprint, split_tasks};
-use crate::plan::last_keys::LastBatches;
+use crate::plan::last_keys::{KeyScan, LastBatches};
 use crate::plan::read::PlannedRead;
 use crate::plan::route::{route_planned, routes_of};
 use crate::types::TableRef;
@@ -189,8 +190,9 @@ impl DataMigrator {
         self
     }
 
-    /// What an upsert does with a key repeated within one chunk: refuse it (the default) or
-    /// keep the row that comes last in the source's order (see [`OnDuplicateKeys`]).
+    /// What an upsert does with a key the source repeats, in one chunk or across chunks:
+    /// refuse it before anything is written (the default) or keep the row that comes last in
+    /// the source's order (see [`OnDuplicateKeys`]).
     pub fn on_duplicate_keys(mut self, rule: OnDuplicateKeys) -> Self {
         self.on_duplicate_keys = rule;
         self
@@ -373,6 +375,21 @@ impl DataMigrator {
         .await?;
 
         self.note_renumbered(&mut result);
+        let resume_from = resume
+            .as_ref()
+            .and_then(|s| s.last_committed_batch)
+            .map_or(0, |b| b + 1);
+        // The upsert's key pre-pass only reads, so it runs before anything is written (the
+        // destination's schema, the checkpoint's start, gc.enabled) and under --dry-run too:
+        // a refused upsert leaves no trace, and a dry run meets the refusal the run would.
+        let last_batches = if self.write_mode == WriteMode::Upsert && !plan_only {
+            Some(
+                self.key_prepass(&source, &read, &plan, &whole, resume_from)
+                    .await?,
+            )
+        } else {
+            None
+        };
         if self.dry_run {
             return Ok(Outcome::Ran(Box::new(
                 self.dry_run_read(started, &source, &read, plan, result)
@@ -459,10 +476,6 @@ impl DataMigrator {
         result.job_id = Some(job_id.clone());
         result.dest_snapshot_before = dest_snapshot_before;
 
-        let resume_from = resume
-            .as_ref()
-            .and_then(|s| s.last_committed_batch)
-            .map_or(0, |b| b + 1);
         let landed = if resume.is_some() {
             landed_batches(&dest, &job_id, resume_from)
         } else {
@@ -505,14 +518,9 @@ impl DataMigrator {
             whole_files: whole,
             prepare_manifests: true,
         });
-        if self.write_mode == WriteMode::Upsert && self.on_duplicate_keys == OnDuplicateKeys::Last {
-            // Before the first commit: which batch holds each key's last row.
-            let workers = self
-                .workers
-                .unwrap_or_else(crate::execute::worker::default_workers)
-                .clamp(1, tasks.len().max(1));
-            let keys = self.upsert_keys.clone().unwrap_or_default();
-            let last = LastBatches::scan(&ctx, &tasks, &keys, workers).await?;
+        // The same task layout as the pre-pass read (an upsert rewrites every file, whatever
+        // the destination's schema), so its batch numbers are these.
+        if let (Some(last), OnDuplicateKeys::Last) = (last_batches, self.on_duplicate_keys) {
             committer.set_last_batches(Arc::new(last));
         }
         let outcome = self.execute_locally(&ctx, &tasks, &mut committer).await;
@@ -584,6 +592,42 @@ impl DataMigrator {
 
     fn read_batch_size(&self) -> usize {
         crate::execute::read_batch_size(self.batch_rows)
+    }
+
+    /// The upsert's key pre-pass ([`LastBatches`]): each key's last batch, or the refusal of a
+    /// repeated, NULL or NaN key. A failure tied to a batch is reported as the write pass
+    /// reports one (`batch N failed: ...`), with the batches committed before the run.
+    async fn key_prepass(
+        &self,
+        source: &Table,
+        read: &PlannedRead,
+        plan: &ReconciliationPlan,
+        whole: &HashMap<String, iceberg::spec::DataFile>,
+        resume_from: u64,
+    ) -> Result<LastBatches> {
+        let tasks = split_tasks(read, self.batch_rows, &routes_of(whole, self.copy_mode));
+        let workers = self
+            .workers
+            .unwrap_or_else(crate::execute::worker::default_workers)
+            .clamp(1, tasks.len().max(1));
+        let keys = self.upsert_keys.clone().unwrap_or_default();
+        LastBatches::scan(KeyScan {
+            source,
+            read,
+            plan,
+            tasks: &tasks,
+            keys: &keys,
+            batch_rows: self.batch_rows,
+            read_batch_size: self.read_batch_size(),
+            resume_from,
+            workers,
+            rule: self.on_duplicate_keys,
+        })
+        .await
+        .map_err(|f| match f.batch {
+            Some(batch) => self.batch_error(batch, resume_from, *f.error),
+            None => *f.error,
+        })
     }
 
     fn batch_error(&self, batch: u64, committed: u64, e: MigrationError) -> MigrationError {

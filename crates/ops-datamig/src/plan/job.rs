@@ -446,6 +446,7 @@ mod tests {
             tasks,
             filtered: false,
             target: None,
+            columns: None,
         }
     }
 

@@ -7,8 +7,8 @@
 //!    ([`eligibility`] of the tables, the filter [`decide`]d from partition values).
 //! 5. [`job`]: the tasks — runs of files cut into numbered batches — and the serializable
 //!    [`MigrationPlan`](job::MigrationPlan) a distributed run hands to other processes.
-//! 6. [`last_keys`]: for an upsert with `on_duplicate_keys last`, a pre-pass over the source
-//!    finding the batch that holds each key's last row.
+//! 6. [`last_keys`]: for an upsert, a pre-pass over the source finding the batch that holds
+//!    each key's last row (`on_duplicate_keys last`) or refusing a repeated key (`error`).
 
 pub(crate) mod decide;
 pub(crate) mod eligibility;

@@ -31,12 +31,24 @@ pub(crate) struct PlannedRead {
     /// The schema batches come out in (`None`: the table's current one); a migration's
     /// source read uses the pinned snapshot's.
     pub target: Option<iceberg::spec::SchemaRef>,
+    /// Only these top-level columns (field ids) are decoded, plus those the row filter and
+    /// the equality deletes need, so the read yields the very same rows in the same order
+    /// with fewer columns (`None`: every column). See [`PlannedRead::only_columns`].
+    pub columns: Option<Vec<i32>>,
 }
 
 impl PlannedRead {
     /// Batches come out in `schema` instead of the table's current schema.
     pub fn in_schema(mut self, schema: iceberg::spec::SchemaRef) -> Self {
         self.target = Some(schema);
+        self
+    }
+
+    /// The same rows, in the same order, with only the top-level columns `ids` (and the ones
+    /// the row filter and equality deletes read, which decide the rows) decoded: the upsert's
+    /// key pre-pass numbers rows exactly as the full read does.
+    pub fn only_columns(mut self, ids: Vec<i32>) -> Self {
+        self.columns = Some(ids);
         self
     }
 
@@ -52,6 +64,7 @@ impl PlannedRead {
                 tasks: Vec::new(),
                 filtered: filter.is_some(),
                 target: None,
+                columns: None,
             });
         };
         let filtered = filter.is_some();
@@ -70,6 +83,7 @@ impl PlannedRead {
             tasks,
             filtered,
             target: None,
+            columns: None,
         })
     }
 
@@ -136,6 +150,7 @@ impl PlannedRead {
             tasks,
             filtered: self.filtered,
             target: self.target.clone(),
+            columns: self.columns.clone(),
         }
     }
 }
