@@ -953,6 +953,28 @@ async fn a_server_override_may_not_move_credentials_from_https_to_http() -> Test
     assert!(err.contains("`oauth2-server-uri`"), "{err}");
     assert!(err.contains(&http_tokens), "{err}");
     assert!(!err.contains("the-secret"), "{err}");
+
+    // Without a `credential` nothing goes to the token endpoint: the same override does not
+    // stop a catalog that authenticates with a static token, and the address is masked in the
+    // log line (not checked here) and errors alike.
+    let front = FaultProxy::start_tls(rustberg.server.port, &ca.server("front3"));
+    let config =
+        serde_json::json!({"defaults": {}, "overrides": {"oauth2-server-uri": http_tokens}});
+    front.add(
+        "GET",
+        "/v1/config",
+        Fault::RespondJson(config.to_string()),
+        10,
+    );
+    let p = props(&[
+        ("type", "rest"),
+        ("uri", &front.url()),
+        ("ssl.cabundle", &ca_path),
+        ("token", "the-token"),
+    ]);
+    let handle = open("down3", &p).await?;
+    handle.catalog().list_namespaces(None).await?;
+    assert!(plain.seen().is_empty(), "{:?}", plain.seen());
     Ok(())
 }
 

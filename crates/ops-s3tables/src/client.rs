@@ -140,6 +140,10 @@ pub fn http_client(settings: &HttpSettings) -> Result<reqwest::Client> {
     })?;
     reqwest::Client::builder()
         .use_preconfigured_tls(tls)
+        // A redirect would carry the session token (reqwest drops only `Authorization`) and, on
+        // a 307/308, the signed body to wherever it points: a 3xx is an error like any other
+        // unexpected status.
+        .redirect(reqwest::redirect::Policy::none())
         .connect_timeout(settings.connect_timeout)
         .read_timeout(settings.read_timeout)
         .timeout(settings.request_timeout)

@@ -138,7 +138,7 @@ impl RestClient {
         let props = merge_config(config.defaults, &opts.props, config.overrides);
         if let Some(uri) = props.get("uri").filter(|u| !u.trim().is_empty()) {
             let uri = uri.trim().trim_end_matches('/').to_string();
-            client.check_server_override("uri", &opts.uri, &uri)?;
+            client.check_server_override("uri", &opts.uri, &uri, true)?;
             client.uri = uri;
         }
         // The token endpoint before and after the merge (the default one follows `uri`).
@@ -148,10 +148,16 @@ impl RestClient {
                 .filter(|v| !v.is_empty())
                 .map_or_else(|| format!("{uri}/v1/oauth/tokens"), str::to_string)
         };
+        // Only a client secret goes to the token endpoint: without a `credential` nothing is
+        // sent there, so an http one is no risk (and the user could not override it).
+        let sends_secret = props
+            .get("credential")
+            .is_some_and(|c| !c.trim().is_empty());
         client.check_server_override(
             "oauth2-server-uri",
             &token_endpoint(&opts.props, &opts.uri),
             &token_endpoint(&props, &client.uri),
+            sends_secret,
         )?;
         // PyIceberg 0.12 (RestCatalog.__init__: _fetch_config, then _create_session) reads
         // /v1/config with a session made from the configured properties, then makes the
@@ -203,31 +209,44 @@ impl RestClient {
     /// A value of `key` (`uri` or `oauth2-server-uri`) the server's `/v1/config` changed from
     /// `old` to `new`: every later request (or token request, with the client secret) goes
     /// there, so the change is logged, and one from https to http — which would send the
-    /// credentials in clear — is refused. Neither value is a secret.
-    fn check_server_override(&self, key: &str, old: &str, new: &str) -> iceberg::Result<()> {
+    /// credentials in clear when `sends_secrets` — is refused. A password written into either
+    /// address (`https://id:secret@host`, which reqwest sends as Basic auth) is masked.
+    fn check_server_override(
+        &self,
+        key: &str,
+        old: &str,
+        new: &str,
+        sends_secrets: bool,
+    ) -> iceberg::Result<()> {
         if old == new {
             return Ok(());
         }
+        let (old_shown, new_shown) = (
+            crate::catalog::redact::redact_uri_password(old),
+            crate::catalog::redact::redact_uri_password(new),
+        );
         let scheme = |u: &str| {
             reqwest::Url::parse(u)
                 .map(|u| u.scheme().to_ascii_lowercase())
                 .unwrap_or_default()
         };
-        if scheme(old) == "https" && scheme(new) != "https" {
+        if sends_secrets && scheme(old) == "https" && scheme(new) != "https" {
             return Err(self.error(
                 ErrorKind::DataInvalid,
                 format!(
-                    "the server's /v1/config changes `{key}` from {old} to {new}, from https to \
-                     an unencrypted address; refused, since credentials and tokens would be sent \
-                     in clear there. If that address is right, configure `{key}` yourself"
+                    "the server's /v1/config changes `{key}` from {old_shown} to {new_shown}, \
+                     from https to an unencrypted address; refused, since credentials and tokens \
+                     would be sent in clear there. A server override wins over what you \
+                     configure, so the catalog's operator must change its /v1/config (or serve \
+                     that address over https)"
                 ),
             ));
         }
         tracing::info!(
             catalog = %self.catalog,
             key,
-            old,
-            new,
+            old = %old_shown,
+            new = %new_shown,
             "the server's /v1/config changes where requests go"
         );
         Ok(())
@@ -406,7 +425,19 @@ impl RestClient {
                             .await;
                         continue;
                     }
-                    return Err(self.transport_error(&what, &e, idempotent));
+                    // The status arrived, so the request reached the catalog whatever the error
+                    // (even a TLS alert): never a refused handshake with its advice.
+                    let mut message = format!(
+                        "{what} answered {status}, but reading its answer failed: {}",
+                        http::chain_message(&e)
+                    );
+                    if !idempotent {
+                        message.push_str(
+                            "; the request reached the catalog, so its outcome is unknown (it \
+                             was not repeated)",
+                        );
+                    }
+                    return Err(self.error(ErrorKind::Unexpected, message));
                 }
             };
             let reply = Reply {
