@@ -1177,3 +1177,23 @@ async fn a_server_override_of_uri_is_logged() -> TestResult {
     assert!(!text.contains("the-token"), "{text}");
     Ok(())
 }
+
+/// An http `uri` for a server that speaks TLS: the error says so and names the fix, not just
+/// "invalid HTTP version parsed".
+#[tokio::test(flavor = "multi_thread")]
+async fn an_http_uri_for_a_tls_server_says_use_https() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let ca = TestCa::new(dir.path(), "plain-to-tls");
+    let rustberg = Rustberg::start();
+    let front = FaultProxy::start_tls(rustberg.server.port, &ca.server("front"));
+    let http_uri = front.url().replacen("https://", "http://", 1);
+    let p = props(&[
+        ("type", "rest"),
+        ("uri", &http_uri),
+        ("rest.client.max-retries", "0"),
+    ]);
+    let err = error_text(open("plain", &p).await);
+    assert!(err.contains("use an https:// `uri`"), "{err}");
+    Ok(())
+}

@@ -61,6 +61,22 @@ enum Command {
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() -> ExitCode {
+    // `iceberg-ops catalog list | head -1`: a closed pipe ends the process quietly, as it does
+    // for other Unix tools. Rust ignores SIGPIPE, so `println!` panics on it instead; restoring
+    // the signal needs `unsafe`, which this workspace forbids, so that one panic exits quietly.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(0);
+        }
+        default_hook(info);
+    }));
     // rustls is built with one provider (aws-lc-rs), installed before any client exists so no
     // library picks another or finds none.
     ops_core::http::install_crypto_provider();
@@ -102,17 +118,31 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
 }
 
 fn init_tracing(verbose: u8) {
+    let filter = log_filter(verbose, std::env::var("RUST_LOG").ok().as_deref());
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+/// `RUST_LOG` if set, else the level `-v`s ask for; either way the request signers stay at
+/// INFO or quieter: at DEBUG, reqsign prints the credential provider it was given with the
+/// secret access key in clear (`StaticCredentialProvider { secret_access_key: .. }`).
+fn log_filter(verbose: u8, rust_log: Option<&str>) -> tracing_subscriber::EnvFilter {
     let default = match verbose {
         0 => "warn",
         1 => "info,iceberg=warn",
         _ => "debug",
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
+    let mut filter = rust_log
+        .and_then(|v| tracing_subscriber::EnvFilter::try_new(v).ok())
+        .unwrap_or_else(|| tracing_subscriber::EnvFilter::new(default));
+    for quiet in ["reqsign=info", "reqsign_core=info", "reqsign_aws_v4=info"] {
+        if let Ok(directive) = quiet.parse() {
+            filter = filter.add_directive(directive);
+        }
+    }
+    filter
 }
 
 fn is_broken_pipe(err: &anyhow::Error) -> bool {
@@ -120,4 +150,31 @@ fn is_broken_pipe(err: &anyhow::Error) -> bool {
         e.downcast_ref::<std::io::Error>()
             .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tracing_subscriber::layer::SubscriberExt;
+
+    fn debug_enabled(filter: tracing_subscriber::EnvFilter, target: &str) -> bool {
+        let subscriber = tracing_subscriber::registry().with(filter);
+        tracing::subscriber::with_default(subscriber, || match target {
+            "reqsign_core::provide" => {
+                tracing::enabled!(target: "reqsign_core::provide", tracing::Level::DEBUG)
+            }
+            _ => tracing::enabled!(target: "ops_core::catalog", tracing::Level::DEBUG),
+        })
+    }
+
+    #[test]
+    fn signers_never_log_at_debug_whatever_the_verbosity() {
+        for (verbose, env) in [(2, None), (0, Some("debug")), (0, Some("trace"))] {
+            assert!(!debug_enabled(
+                log_filter(verbose, env),
+                "reqsign_core::provide"
+            ));
+            assert!(debug_enabled(log_filter(verbose, env), "ops_core::catalog"));
+        }
+    }
 }

@@ -613,10 +613,25 @@ impl RestClient {
             // After the handshake: the connection broke while the request was out.
             return format!("the TLS connection failed after the request was sent ({tls})");
         }
-        if e.is_timeout() {
+        if e.is_timeout() || chain.contains("timed out") {
+            // Connecting (TCP and the TLS handshake) has a limit of its own.
+            let key = if e.is_connect() {
+                "rest.client.connection-timeout-ms"
+            } else {
+                "rest.client.socket-timeout-ms"
+            };
             return format!(
-                "timed out ({chain}); raise `rest.client.socket-timeout-ms` if the service is slow"
+                "timed out ({chain}); check `uri`, or raise `{key}` if the service is slow"
             );
+        }
+        if chain.contains("invalid HTTP version") {
+            // The answer was not HTTP at all: most often a TLS server asked in plain http.
+            let hint = if self.uri.starts_with("http://") {
+                "; the server may speak TLS: use an https:// `uri`"
+            } else {
+                ""
+            };
+            return format!("the server's answer is not HTTP ({chain}){hint}");
         }
         if e.is_connect() {
             return format!("cannot connect ({chain}); check `uri` and that the service is up");
