@@ -58,12 +58,19 @@ pub async fn run(factory: &CatalogFactory, args: Args) -> anyhow::Result<()> {
     }
     if catalog.table_exists(&ident).await? {
         if !args.reset {
-            let table = catalog.load_table(&ident).await?;
             let reset = if args.catalog == ops_core::catalog::EMBEDDED_DEFAULT {
                 "iceberg-ops quickstart --reset".to_string()
             } else {
                 format!("iceberg-ops quickstart --catalog {} --reset", args.catalog)
             };
+            // An earlier run that failed half-way (e.g. its metadata write) leaves a table the
+            // catalog lists but cannot load.
+            let table = catalog.load_table(&ident).await.map_err(|e| {
+                anyhow::anyhow!(
+                    "{NAMESPACE}.{TABLE} exists but cannot be loaded ({e}); `{reset}` drops and \
+                     recreates it"
+                )
+            })?;
             println!(
                 "table     {NAMESPACE}.{TABLE}: already exists, left as it is (`{reset}` drops \
                  and recreates the sample tables)"
@@ -72,11 +79,11 @@ pub async fn run(factory: &CatalogFactory, args: Args) -> anyhow::Result<()> {
             next_steps(&handle);
             return Ok(());
         }
-        catalog.drop_table(&ident).await?;
+        drop_sample(&handle, &ident).await?;
         println!("table     {NAMESPACE}.{TABLE}: dropped (--reset)");
         let copy = TableIdent::new(ns.clone(), COPY.to_string());
         if catalog.table_exists(&copy).await? {
-            catalog.drop_table(&copy).await?;
+            drop_sample(&handle, &copy).await?;
         }
     }
 
@@ -366,4 +373,14 @@ fn sample_batch(
         )),
     ];
     Ok(RecordBatch::try_new(schema.clone(), columns)?)
+}
+
+/// Drops a sample table: S3 Tables supports only purging (the service deletes the files).
+async fn drop_sample(handle: &ops_core::CatalogHandle, ident: &TableIdent) -> anyhow::Result<()> {
+    if handle.kind() == ops_core::CatalogKind::S3Tables {
+        handle.catalog().purge_table(ident).await?;
+    } else {
+        handle.catalog().drop_table(ident).await?;
+    }
+    Ok(())
 }

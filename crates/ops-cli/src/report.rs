@@ -34,7 +34,32 @@ pub fn error_chain(err: &anyhow::Error) -> String {
         }
         parts.push(text);
     }
-    parts.join(": ")
+    let mut line = parts.join(": ");
+    if let Some(hint) = tls_trust_hint(&line) {
+        line.push_str("; ");
+        line.push_str(hint);
+    }
+    line
+}
+
+/// The fix for an untrusted server certificate, when the error comes from a layer that does not
+/// give one itself (the AWS SDK behind the S3 Tables and Glue catalogs, OpenDAL's object I/O).
+fn tls_trust_hint(line: &str) -> Option<&'static str> {
+    let untrusted = line.contains("UnknownIssuer") || line.contains("unknown issuer");
+    let advised = [
+        "ssl.cabundle",
+        "AWS_CA_BUNDLE",
+        "--ca-bundle",
+        "SSL_CERT_FILE",
+    ]
+    .iter()
+    .any(|k| line.contains(k));
+    (untrusted && !advised).then_some(
+        "the server's certificate is signed by a CA this machine does not trust. Give the CA's \
+         PEM file: AWS_CA_BUNDLE (or the profile's ca_bundle, or --ca-bundle) for AWS APIs — S3 \
+         Tables, Glue, `iceberg-ops s3tables`; SSL_CERT_FILE for S3 object reads and writes; \
+         `ssl.cabundle` for a REST catalog",
+    )
 }
 
 /// One layer's message without the text of its sources (which follow in the chain).
@@ -192,7 +217,7 @@ mod tests {
 
     impl std::fmt::Display for Tls {
         fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str("invalid peer certificate: UnknownIssuer")
+            f.write_str("invalid peer certificate: BadSignature")
         }
     }
 
@@ -212,12 +237,12 @@ mod tests {
         assert_eq!(
             text,
             "catalog 'prod' (rest) could not be opened: GET https://x/v1/config failed: the TLS \
-             handshake failed: invalid peer certificate: UnknownIssuer"
+             handshake failed: invalid peer certificate: BadSignature"
         );
         // anyhow's own rendering repeated the causes: the test is about something real.
         let alt = format!("{err:#}");
         assert!(alt.contains("Unexpected =>"), "{alt}");
-        assert!(alt.matches("UnknownIssuer").count() > 1, "{alt}");
+        assert!(alt.matches("BadSignature").count() > 1, "{alt}");
     }
 
     #[test]
@@ -274,7 +299,7 @@ mod tests {
         let err = anyhow::Error::new(Batch).context("migrate-data");
         assert_eq!(
             error_chain(&err),
-            "migrate-data: batch 0 failed: invalid peer certificate: UnknownIssuer; no batch \
+            "migrate-data: batch 0 failed: invalid peer certificate: BadSignature; no batch \
              was committed"
         );
     }
@@ -284,7 +309,23 @@ mod tests {
         let err = anyhow::Error::new(Tls).context("catalog check prod");
         assert_eq!(
             error_chain(&err),
-            "catalog check prod: invalid peer certificate: UnknownIssuer"
+            "catalog check prod: invalid peer certificate: BadSignature"
         );
+    }
+
+    #[test]
+    fn an_untrusted_certificate_gets_the_fix_once() {
+        let raw = anyhow::anyhow!(
+            "Operation failed for hitting aws sdk error: DispatchFailure(... \
+             InvalidCertificate(UnknownIssuer) ...)"
+        );
+        let line = error_chain(&raw);
+        assert!(
+            line.contains("AWS_CA_BUNDLE") && line.contains("SSL_CERT_FILE"),
+            "{line}"
+        );
+        let advised = anyhow::anyhow!("invalid peer certificate: UnknownIssuer; set ssl.cabundle");
+        assert!(!error_chain(&advised).contains("AWS_CA_BUNDLE"));
+        assert!(!error_chain(&anyhow::anyhow!("table not found")).contains("CA"));
     }
 }

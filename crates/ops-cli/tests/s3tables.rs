@@ -338,3 +338,57 @@ fn the_s3tables_commands_and_their_credential_chain_trust_what_the_aws_cli_trust
     );
     assert!(stderr.to_lowercase().contains("credentials"), "{stderr}");
 }
+
+/// `quickstart --reset` on an S3 Tables catalog purges the sample tables (the service supports
+/// no plain drop) and recreates them; at `-vv` the secret key never reaches the log (the
+/// request signers would print it at DEBUG).
+#[test]
+fn quickstart_resets_on_s3tables_and_debug_logs_keep_the_secret() {
+    // moto checks no signature: a secret no other text contains shows any leak.
+    const SECRET: &str = "qs-secret-never-logged";
+    let moto = Moto::start();
+    let bucket_arn = moto.create_table_bucket("quickstart-bucket");
+    let home = tempfile::tempdir().unwrap();
+    let moto_url = moto.endpoint();
+    std::fs::write(
+        home.path().join(".pyiceberg.yaml"),
+        format!(
+            "catalog:\n  st:\n    type: s3tables\n    s3tables.table-bucket-arn: \"{bucket_arn}\"\n    \
+             s3tables.endpoint: {moto_url}\n    client.region: {AWS_REGION}\n    \
+             client.access-key-id: {AWS_KEY}\n    client.secret-access-key: {SECRET}\n    \
+             s3.endpoint: {moto_url}\n    s3.region: {AWS_REGION}\n    \
+             s3.access-key-id: {AWS_KEY}\n    s3.secret-access-key: {SECRET}\n    \
+             s3.path-style-access: \"true\"\n"
+        ),
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_iceberg-ops"))
+            .args(args)
+            .current_dir(home.path())
+            .env("HOME", home.path())
+            .env("PYICEBERG_HOME", home.path())
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .env_remove("RUST_LOG")
+            .output()
+            .expect("run iceberg-ops");
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "{args:?}\n{stdout}\n{stderr}");
+        (stdout, stderr)
+    };
+    run(&["quickstart", "--catalog", "st", "--rows", "20"]);
+    let (stdout, stderr) = run(&[
+        "-vv",
+        "quickstart",
+        "--catalog",
+        "st",
+        "--reset",
+        "--rows",
+        "5",
+    ]);
+    assert!(stdout.contains("dropped (--reset)"), "{stdout}");
+    assert!(
+        !stderr.contains(SECRET) && !stdout.contains(SECRET),
+        "the secret key was logged:\n{stderr}"
+    );
+}
