@@ -1335,3 +1335,49 @@ async fn marked_snapshots(table: &Table, job: &str) -> anyhow::Result<Vec<(i64, 
     }
     Ok(out)
 }
+
+/// A run that fails after its first batches landed: without a checkpoint nothing can resume it,
+/// so it removes its own marker (orphan cleanup may then collect what it left); with one, the
+/// marker stays for the resume.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_run_keeps_its_marker_only_when_it_can_resume() -> TestResult {
+    for with_checkpoint in [false, true] {
+        let dir = tempfile::tempdir()?;
+        let handle = open("lake", &sqlite(dir.path())).await?;
+        let src = source(&handle, &rows(60, false)).await?;
+        let files: Vec<String> = ops_datamig_live_paths(&src).await?.into_iter().collect();
+        assert!(files.len() >= 4, "{files:?}");
+        dest(&handle, "dst", PrimitiveType::Long).await?;
+        // After the first batch lands, the files not yet read vanish.
+        let mut m = DataMigrator::new(&handle, ident("src")?, &handle, ident("dst")?)
+            .schema_reconciler(SchemaReconciler::new().rename("amount", "total"))
+            .copy_mode(CopyMode::Rewrite)
+            .batch_rows(5)
+            .workers(1)
+            .progress(move |done, _| {
+                if done > 0 {
+                    for f in &files {
+                        let _ = std::fs::remove_file(f.trim_start_matches("file://"));
+                    }
+                }
+            });
+        if with_checkpoint {
+            m = m.checkpoint(dir.path().join("ck.json"));
+        }
+        let err =
+            m.run().await.err().ok_or_else(|| {
+                anyhow::anyhow!("checkpoint {with_checkpoint}: the run succeeded")
+            })?;
+        let table = handle.catalog().load_table(&ident("dst")?).await?;
+        assert!(
+            table.metadata().current_snapshot_id().is_some(),
+            "no batch landed before the failure ({err})"
+        );
+        let marked = !running_migrations(table.metadata()).is_empty();
+        assert_eq!(
+            marked, with_checkpoint,
+            "checkpoint {with_checkpoint}: {err}"
+        );
+    }
+    Ok(())
+}

@@ -503,8 +503,15 @@ async fn run_migrate(factory: &CatalogFactory, args: MigrateArgs) -> anyhow::Res
                             .map_or(String::new(), |r| format!(", {r} rows"))
                     );
                 }
+                // A plan printed as text cannot be committed: it must not keep maintenance off
+                // the destination.
+                let (_, dest) = plan_catalogs(factory, &plan).await?;
+                let ident = crate::table_cmd::parse_ident(&plan.dest.table)?;
+                ops_core::ops::maintenance::clear_running_marker(&dest, &ident, &plan.job_id)
+                    .await?;
                 println!(
-                    "next      save it with --output json, then run-task each task and commit"
+                    "next      this plan is a preview: to run it elsewhere, make it again with \
+                     --output json, then run-task each task and commit"
                 );
             }
         }

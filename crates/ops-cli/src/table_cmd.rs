@@ -130,6 +130,19 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = Output::Text)]
         output: Output,
     },
+    /// Remove the running-migration marker of a job you have abandoned (one that will never be
+    /// resumed or committed), so expiry and orphan cleanup accept the table again. Lists the
+    /// markers when given neither --job nor --all.
+    AbandonMigration {
+        #[command(flatten)]
+        target: Target,
+        /// The job whose marker to remove (as the maintenance refusal names it).
+        #[arg(long, value_name = "JOB_ID", conflicts_with = "all")]
+        job: Option<String>,
+        /// Remove every job's marker.
+        #[arg(long)]
+        all: bool,
+    },
 }
 
 /// `--older-than` of expire-snapshots as milliseconds since the epoch.
@@ -279,6 +292,44 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
                     m.failed_deletes.len(),
                     target.table
                 );
+            }
+        }
+        Command::AbandonMigration { target, job, all } => {
+            let ident = parse_ident(&target.table)?;
+            let handle = factory.open(&target.catalog).await?;
+            let table = handle.catalog().load_table(&ident).await?;
+            let running: Vec<String> =
+                ops_core::ops::maintenance::running_migrations(table.metadata())
+                    .into_iter()
+                    .map(|(j, _)| j.to_string())
+                    .collect();
+            let chosen: Vec<String> = match (&job, all) {
+                (Some(j), _) if !running.contains(j) => bail!(
+                    "{} carries no marker of job '{j}'; its markers: {}",
+                    target.table,
+                    if running.is_empty() {
+                        "none".to_string()
+                    } else {
+                        running.join(", ")
+                    }
+                ),
+                (Some(j), _) => vec![j.clone()],
+                (None, true) => running.clone(),
+                (None, false) => {
+                    for (j, started) in
+                        ops_core::ops::maintenance::running_migrations(table.metadata())
+                    {
+                        println!("{j}  started {started}");
+                    }
+                    if running.is_empty() {
+                        println!("{}: no unfinished migration marks it", target.table);
+                    }
+                    return Ok(());
+                }
+            };
+            for j in &chosen {
+                ops_core::ops::maintenance::clear_running_marker(&handle, &ident, j).await?;
+                println!("{}: marker of job {j} removed", target.table);
             }
         }
         Command::RemoveOrphans {

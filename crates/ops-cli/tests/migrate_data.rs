@@ -377,3 +377,87 @@ fn planned_tasks_run_in_other_processes_and_commit_in_batch_order() {
         String::from_utf8_lossy(&out.stdout)
     );
 }
+
+/// A plan printed as text is a preview and leaves no marker; a JSON plan marks its destination
+/// until committed, maintenance refuses it naming the job, and `table abandon-migration`
+/// removes the marker of a plan that will never be committed.
+#[test]
+fn an_abandoned_plan_can_be_unmarked() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    ok(&run(cwd, &["quickstart", "--rows", "100"]), "quickstart");
+    let plan = |output: &str| {
+        run(
+            cwd,
+            &[
+                "migrate-data",
+                "--source",
+                "quickstart.orders",
+                "--dest",
+                "abandoned.orders",
+                "--create-dest",
+                "--plan-only",
+                "--output",
+                output,
+            ],
+        )
+    };
+    let markers = |cwd: &Path| {
+        let out = run(cwd, &["table", "abandon-migration", "abandoned.orders"]);
+        ok(&out, "list markers");
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    ok(&plan("text"), "text plan");
+    assert!(
+        markers(cwd).contains("no unfinished migration"),
+        "{}",
+        markers(cwd)
+    );
+    let out = plan("json");
+    ok(&out, "json plan");
+    let job = serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(markers(cwd).contains(&job), "{}", markers(cwd));
+    let expire = run(cwd, &["table", "expire-snapshots", "abandoned.orders"]);
+    assert!(!expire.status.success());
+    let stderr = String::from_utf8_lossy(&expire.stderr);
+    assert!(
+        stderr.contains(&job) && stderr.contains("abandon-migration"),
+        "{stderr}"
+    );
+    let wrong = run(
+        cwd,
+        &[
+            "table",
+            "abandon-migration",
+            "abandoned.orders",
+            "--job",
+            "nope",
+        ],
+    );
+    assert!(!wrong.status.success());
+    ok(
+        &run(
+            cwd,
+            &[
+                "table",
+                "abandon-migration",
+                "abandoned.orders",
+                "--job",
+                &job,
+            ],
+        ),
+        "abandon",
+    );
+    assert!(
+        markers(cwd).contains("no unfinished migration"),
+        "{}",
+        markers(cwd)
+    );
+    ok(
+        &run(cwd, &["table", "expire-snapshots", "abandoned.orders"]),
+        "expire after abandoning",
+    );
+}

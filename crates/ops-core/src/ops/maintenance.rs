@@ -258,8 +258,9 @@ pub(crate) fn refuse_running_migration(
          {MIGRATION_JOB_PROPERTY}.<job id>); {action} now could break a resume (it finds landed \
          batches by their tags in the snapshot history) or delete files waiting to be \
          committed. Finish or resume the job first (the same `migrate-data` command with its \
-         --checkpoint, or `migrate-data commit` for a plan), or pass --force if the job is \
-         abandoned (a job run without --checkpoint cannot resume once its process is gone)",
+         --checkpoint, or `migrate-data commit` for a plan). For a job that is abandoned (one \
+         run without --checkpoint cannot resume once its process is gone), `iceberg-ops table \
+         abandon-migration {ident} --job <job id>` removes its marker, or pass --force",
         listed.join(", ")
     )))
 }

@@ -419,15 +419,15 @@ impl DataMigrator {
             .await?;
             self.note_renumbered(&mut result);
         }
-        // Maintenance keeps off the destination until the job completes: a plan's task outputs
-        // and a resume's landed batches depend on what expiry and orphan cleanup would delete.
-        dest = ops_core::ops::maintenance::mark_running_marker(
-            &self.dest.handle,
-            &self.dest.ident,
-            &job_id,
-        )
-        .await?;
         if plan_only {
+            // Maintenance keeps off the destination until the plan's outputs are committed:
+            // they wait as files under the table location that no snapshot references yet.
+            dest = ops_core::ops::maintenance::mark_running_marker(
+                &self.dest.handle,
+                &self.dest.ident,
+                &job_id,
+            )
+            .await?;
             let tasks = split_tasks(&read, self.batch_rows, &routes_of(&whole, self.copy_mode));
             let md = dest.metadata();
             return Ok(Outcome::Planned(Box::new(MigrationPlan {
@@ -483,7 +483,17 @@ impl DataMigrator {
         };
         // Tasks wholly before the resume point are not read again.
         let (resumed_batches, resumed_rows) = resumed(&tasks, resume_from, total.is_some());
-        let mut committer = Committer::new(CommitterSetup {
+        // Maintenance keeps off the destination until the job completes: a resume finds its
+        // landed batches by their tags in the snapshot history, which expiry would remove.
+        // Marked just before the first batch can land, so an earlier failure leaves no marker.
+        dest = ops_core::ops::maintenance::mark_running_marker(
+            &self.dest.handle,
+            &self.dest.ident,
+            &job_id,
+        )
+        .await?;
+        let checkpointed = store.is_some();
+        let committer = Committer::new(CommitterSetup {
             handle: self.dest.handle.clone(),
             ident: self.dest.ident.clone(),
             dest_name: self.dest.describe(),
@@ -501,7 +511,16 @@ impl DataMigrator {
             resumed_rows,
             resume_from,
         })
-        .await?;
+        .await;
+        let mut committer = match committer {
+            Ok(c) => c,
+            Err(e) => {
+                if !checkpointed {
+                    self.clear_marker_after_failure(&job_id).await;
+                }
+                return Err(e);
+            }
+        };
         let by_path = crate::execute::worker::index_files(&read);
         let ctx = Arc::new(TaskContext {
             source: source.clone(),
@@ -526,26 +545,27 @@ impl DataMigrator {
         let outcome = self.execute_locally(&ctx, &tasks, &mut committer).await;
         let mut store = committer.store.take();
         committer.finish(&mut result);
-        if outcome.is_err() && store.is_none() {
-            // Nothing can resume a job without a checkpoint: its marker would only keep
-            // orphan cleanup from collecting the files it left.
-            if let Err(e) = ops_core::ops::maintenance::clear_running_marker(
-                &self.dest.handle,
-                &self.dest.ident,
-                &job_id,
-            )
-            .await
-            {
-                tracing::warn!(job = %job_id, error = %e, "could not remove the job's marker");
-            }
+        if outcome.is_err() && !checkpointed {
+            self.clear_marker_after_failure(&job_id).await;
         }
         outcome?;
-        ops_core::ops::maintenance::clear_running_marker(
+        // Every batch has landed: a failure to unmark must not turn the run into a failure (a
+        // re-run without a checkpoint would append every row again).
+        if let Err(e) = ops_core::ops::maintenance::clear_running_marker(
             &self.dest.handle,
             &self.dest.ident,
             &job_id,
         )
-        .await?;
+        .await
+        {
+            tracing::warn!(
+                job = %job_id,
+                error = %e,
+                "the migration finished but its marker could not be removed; remove it with \
+                 `iceberg-ops table abandon-migration` (expiry and orphan cleanup refuse the \
+                 table until then)"
+            );
+        }
         if let Some(s) = &mut store {
             s.mark_completed()?;
         }
@@ -558,6 +578,20 @@ impl DataMigrator {
             "migration finished"
         );
         Ok(Outcome::Ran(Box::new(result)))
+    }
+
+    /// Removes the marker of a job run without a checkpoint that failed: nothing can resume it,
+    /// so its marker would only keep orphan cleanup from collecting the files it left.
+    async fn clear_marker_after_failure(&self, job_id: &str) {
+        if let Err(e) = ops_core::ops::maintenance::clear_running_marker(
+            &self.dest.handle,
+            &self.dest.ident,
+            job_id,
+        )
+        .await
+        {
+            tracing::warn!(job = %job_id, error = %e, "could not remove the failed job's marker");
+        }
     }
 
     /// Post-migration consistency check (see [`crate::verify`]).

@@ -125,8 +125,9 @@ impl Seen {
             // The keys' bytes plus, per key, the map entry (boxed slice, batch index), its
             // control byte and the allocation's overhead: about 60 bytes.
             Seen::Exact(m) => m.keys().map(|k| k.len() + 60).sum(),
-            // A (u128, u64) entry padded to 32 bytes, its control byte, the table's slack.
-            Seen::Hashed(m) => m.len() * 40,
+            // A (u128, u64) entry padded to 32 bytes and its control byte, for every bucket:
+            // the table has capacity * 8/7 of them, and doubles as it grows.
+            Seen::Hashed(m) => m.capacity() * 38,
         }
     }
 }
