@@ -269,20 +269,33 @@ fn migrate_through_a_ballista_cluster() -> TestResult {
     Ok(())
 }
 
+/// A row of `orders`: id, region, amount.
+type Row = (i64, Option<&'static str>, Option<i32>);
+
 /// src.orders with `appends` appends of 20 rows; returns the rows.
 fn make_source(
     rt: &tokio::runtime::Runtime,
     props: &BTreeMap<String, String>,
     appends: i64,
-) -> anyhow::Result<Vec<(i64, Option<&'static str>, Option<i32>)>> {
+) -> anyhow::Result<Vec<Row>> {
+    make_source_of(rt, props, appends, 20)
+}
+
+/// src.orders with `appends` appends of `rows` rows over three regions; returns the rows.
+fn make_source_of(
+    rt: &tokio::runtime::Runtime,
+    props: &BTreeMap<String, String>,
+    appends: i64,
+    rows_each: i64,
+) -> anyhow::Result<Vec<Row>> {
     rt.block_on(async {
         let handle = open("lake", props).await?;
         let mut table = create_orders(&handle, "src").await?;
         let mut rows = Vec::new();
         for chunk in 0..appends {
-            let part: Vec<_> = (0..20i64)
+            let part: Vec<_> = (0..rows_each)
                 .map(|i| {
-                    let id = chunk * 20 + i;
+                    let id = chunk * rows_each + i;
                     let region = ["us", "eu", "apac"][(id % 3) as usize];
                     (id, Some(region), Some(id as i32 * 10))
                 })
@@ -339,5 +352,233 @@ fn a_scheduler_that_is_not_there_is_a_clear_error_and_commits_nothing() -> TestR
     );
     let (rows, _) = pyiceberg_orders("lake", &props, "dst")?;
     assert!(rows.is_empty(), "{rows:?}");
+    Ok(())
+}
+
+/// The data files under the destination's location, and those its current snapshot holds.
+fn data_files(
+    rt: &tokio::runtime::Runtime,
+    moto: &ops_tests::servers::Moto,
+    props: &BTreeMap<String, String>,
+    ns: &str,
+) -> anyhow::Result<(Vec<String>, Vec<String>)> {
+    let (location, mut live) = rt.block_on(async {
+        use futures::TryStreamExt;
+        let handle = open("lake", props).await?;
+        let t = handle
+            .catalog()
+            .load_table(&iceberg::TableIdent::from_strs([ns, "orders"])?)
+            .await?;
+        let live: Vec<String> = t
+            .scan()
+            .build()?
+            .plan_files()
+            .await?
+            .map_ok(|task| task.data_file_path)
+            .try_collect()
+            .await?;
+        anyhow::Ok((
+            t.metadata().location().trim_end_matches('/').to_string(),
+            live,
+        ))
+    })?;
+    let prefix = location
+        .strip_prefix("s3://lake/")
+        .with_context(|| format!("{location} is not in bucket lake"))?;
+    let mut stored: Vec<String> = moto
+        .list_objects("lake", &format!("{prefix}/data/"))
+        .into_iter()
+        .map(|k| format!("s3://lake/{k}"))
+        .collect();
+    stored.sort();
+    live.sort();
+    Ok((stored, live))
+}
+
+/// kill -9 of one executor in the middle of a job, three times at random points: the job
+/// finishes after Ballista reruns the lost tasks (or the same command resumes it), every source
+/// row is in the destination exactly once, the batches are committed once each in order, and no
+/// data file is left that the destination does not hold.
+#[test]
+fn an_executor_killed_mid_job_loses_and_duplicates_no_row() -> TestResult {
+    init_tracing();
+    let bin = binary()?;
+    let (moto, props) = glue_on_moto();
+    let rt = tokio::runtime::Runtime::new()?;
+    // Tasks of ten batches (a file of about 200 rows each, batches of 20): an executor killed
+    // mid-task has written some of a task's files and not its output.
+    let rows = make_source_of(&rt, &props, 6, 600)?;
+    let mut want = crate::common::orders_json(&rows);
+    sort_rows(&mut want);
+    let mut seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_nanos() as u64
+        | 1;
+    let mut random = move |n: u64| {
+        // xorshift: a different kill point each run, printed for a rerun.
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    for trial in 0..3 {
+        let root = tempfile::tempdir()?;
+        let mut cluster = start_cluster(&bin, root.path(), &props, 2)?;
+        let ns = format!("dst{trial}");
+        let client_dir = root.path().join("client");
+        let migrate = |cluster: &Cluster| -> anyhow::Result<Command> {
+            let mut cmd = command(&bin, &client_dir, &props)?;
+            cmd.args(["migrate-data", "--source-catalog", "lake"])
+                .args(["--source", "src.orders", "--dest"])
+                .arg(format!("{ns}.orders"))
+                .args(["--create-dest", "--batch-rows", "20", "--output", "json"])
+                .arg("--checkpoint")
+                .arg(client_dir.join("job.json"))
+                .arg("--cluster")
+                .arg(format!("df://127.0.0.1:{}", cluster.scheduler_port))
+                .stdout(Stdio::piped());
+            Ok(cmd)
+        };
+        let mut client = migrate(&cluster)?.spawn()?;
+        let after = 1 + random(3) as usize;
+        let victim = random(2) as usize;
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while tasks_executed(&cluster) < after
+            && client.try_wait()?.is_none()
+            && Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // Then somewhere inside the next tasks.
+        std::thread::sleep(Duration::from_millis(random(1500)));
+        let killed_mid_job = client.try_wait()?.is_none();
+        cluster.executors[victim].child.kill()?;
+        cluster.executors[victim].child.wait()?;
+        eprintln!(
+            "trial {trial}: executor {victim} killed after {} task(s); mid-job: {killed_mid_job}",
+            tasks_executed(&cluster)
+        );
+        // A job that never ends (tasks of the lost executor never rerun) is a failure, not a hang.
+        let deadline = Instant::now() + Duration::from_secs(240);
+        while client.try_wait()?.is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        if client.try_wait()?.is_none() {
+            let _ = client.kill();
+            let _ = client.wait();
+            bail!(
+                "trial {trial}: the job did not end within 240 s of executor {victim}'s death:\n{}\n\
+                 --- scheduler:\n{}",
+                std::fs::read_to_string(client_dir.join("log"))?,
+                cluster.scheduler.log()
+            );
+        }
+        let first = client.wait_with_output()?;
+        let mut runs = vec![first.status.success()];
+        if !first.status.success() {
+            // The same command resumes the job on the executor left.
+            let again = migrate(&cluster)?.output()?;
+            runs.push(again.status.success());
+            let log = std::fs::read_to_string(client_dir.join("log"))?;
+            if !again.status.success() {
+                bail!(
+                    "trial {trial}: the resumed job failed too:\n{log}\n--- scheduler:\n{}",
+                    cluster.scheduler.log()
+                );
+            }
+        }
+        let (got, desc) = pyiceberg_orders("lake", &props, &ns)?;
+        assert_eq!(got.len(), want.len(), "trial {trial}: rows {runs:?}");
+        assert_eq!(got, want, "trial {trial}");
+        let batches: Vec<u64> = desc["snapshots"]
+            .as_array()
+            .context("snapshots")?
+            .iter()
+            .filter_map(|s| {
+                s["summary"]["iceberg-ops.migration-batch"]
+                    .as_str()
+                    .and_then(|b| b.parse().ok())
+            })
+            .collect();
+        assert_eq!(
+            batches,
+            (0..batches.len() as u64).collect::<Vec<_>>(),
+            "trial {trial}"
+        );
+        let (stored, live) = data_files(&rt, &moto, &props, &ns)?;
+        let orphans: Vec<&String> = stored.iter().filter(|f| !live.contains(f)).collect();
+        assert!(
+            orphans.is_empty(),
+            "trial {trial}: {} orphan data file(s) left: {orphans:?}",
+            orphans.len()
+        );
+    }
+    Ok(())
+}
+
+/// A source data file deleted after planning: the task fails on the executors (after Ballista's
+/// retries), the error names the task and the missing file, and nothing is committed.
+#[test]
+fn a_vanished_source_file_is_a_clear_error_and_commits_nothing() -> TestResult {
+    init_tracing();
+    let bin = binary()?;
+    let (_moto, props) = glue_on_moto();
+    let root = tempfile::tempdir()?;
+    let rt = tokio::runtime::Runtime::new()?;
+    make_source(&rt, &props, 1)?;
+    let cluster = start_cluster(&bin, root.path(), &props, 2)?;
+    let client_dir = root.path().join("client");
+    let migrate = || -> anyhow::Result<Command> {
+        let mut cmd = command(&bin, &client_dir, &props)?;
+        cmd.args(["migrate-data", "--source-catalog", "lake"])
+            .args(["--source", "src.orders", "--dest", "dst.orders"])
+            .args([
+                "--create-dest",
+                "--batch-rows",
+                "1000",
+                "--copy-mode",
+                "rewrite",
+            ])
+            .arg("--checkpoint")
+            .arg(client_dir.join("job.json"))
+            .arg("--cluster")
+            .arg(format!("df://127.0.0.1:{}", cluster.scheduler_port));
+        Ok(cmd)
+    };
+    // Planning reads the manifests, not the data files: the job is planned and submitted.
+    let gone = rt.block_on(async {
+        use futures::TryStreamExt;
+        let handle = open("lake", &props).await?;
+        let t = handle
+            .catalog()
+            .load_table(&iceberg::TableIdent::from_strs(["src", "orders"])?)
+            .await?;
+        let files: Vec<String> = t
+            .scan()
+            .build()?
+            .plan_files()
+            .await?
+            .map_ok(|task| task.data_file_path)
+            .try_collect()
+            .await?;
+        let gone = files.first().context("the source has no file")?.clone();
+        t.file_io().delete(&gone).await?;
+        anyhow::Ok(gone)
+    })?;
+    let status = migrate()?.status()?;
+    let log = std::fs::read_to_string(client_dir.join("log"))?;
+    assert!(!status.success(), "{log}");
+    assert!(log.contains("task 0"), "the error names the task:\n{log}");
+    let name = gone.rsplit('/').next().unwrap_or(&gone);
+    assert!(
+        log.contains(name),
+        "the error names the missing file {gone}:\n{log}"
+    );
+    let (rows, desc) = pyiceberg_orders("lake", &props, "dst")?;
+    assert!(rows.is_empty(), "{rows:?}");
+    assert!(
+        desc["snapshots"].as_array().is_none_or(|s| s.is_empty()),
+        "{desc}"
+    );
     Ok(())
 }

@@ -24,7 +24,7 @@ use ops_datamig::{MigrationError, MigrationPlan, MigrationResult, TaskOutput};
 
 use crate::error::{ClusterError, Result};
 use crate::node::MigrationTasksNode;
-use crate::outputs::{Found, output_path, read_output, remove_outputs};
+use crate::outputs::{Found, output_path, read_output, remove_lost_attempts, remove_outputs};
 use crate::process::session_config;
 
 /// Called when a task's output lands: (task id, tasks landed so far, tasks in the plan).
@@ -114,7 +114,9 @@ impl ClusterRunner {
                 .await?);
         }
         let job = self.submit(plan).await?;
+        let yielded: Yielded = Arc::default();
         let watcher = Watcher {
+            yielded: yielded.clone(),
             plan: plan.clone(),
             dest: dest_table.clone(),
             next: 0,
@@ -130,6 +132,32 @@ impl ClusterRunner {
         let result = plan
             .commit_stream(source, dest, outputs, self.checkpoint.clone())
             .await?;
+        // Every output the watcher yielded is committed: the files of other attempts of those
+        // tasks (whose executor died mid-task) are orphans. Before the outputs go: the attempt
+        // markers are kept beside them.
+        let yielded = std::mem::take(&mut *yielded.lock().unwrap_or_else(|e| e.into_inner()));
+        let mut orphans_left = false;
+        for (task, paths) in yielded {
+            let removed = match paths {
+                Ok(paths) => remove_lost_attempts(&dest_table, &plan.job_id, task, &paths).await,
+                Err(e) => Err(ClusterError::Storage(e)),
+            };
+            match removed {
+                Ok(folders) if !folders.is_empty() => {
+                    tracing::info!(task, ?folders, "files of lost attempts removed")
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    orphans_left = true;
+                    tracing::warn!(task, error = %e, "the files of lost attempts were not removed");
+                }
+            }
+        }
+        if orphans_left {
+            // The markers say where the orphans are: keep them (and the outputs) for a look.
+            tracing::warn!(job = %plan.job_id, "the job's outputs are kept: some orphans remain");
+            return Ok(result);
+        }
         // Everything is committed: the outputs have served their purpose.
         if let Err(e) = remove_outputs(&dest_table, &plan.job_id).await {
             tracing::warn!(job = %plan.job_id, error = %e, "the job's outputs were not removed");
@@ -169,8 +197,12 @@ impl ClusterRunner {
     }
 }
 
+/// The outputs yielded for commit, by task: their data files' paths (or why they are unknown).
+type Yielded = Arc<std::sync::Mutex<Vec<(usize, Result<Vec<String>, String>)>>>;
+
 /// Yields the outputs in task order as they land under the job's prefix.
 struct Watcher {
+    yielded: Yielded,
     plan: MigrationPlan,
     dest: Table,
     next: usize,
@@ -194,6 +226,17 @@ impl Watcher {
             let why_missing = match found {
                 Found::Output(out) => {
                     tracing::info!(task, batches = out.batches.len(), "task output landed");
+                    let paths = out
+                        .batches
+                        .iter()
+                        .map(|b| b.file_paths())
+                        .collect::<Result<Vec<_>, _>>()
+                        .map(|p| p.concat())
+                        .map_err(|e| e.to_string());
+                    self.yielded
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push((task, paths));
                     self.next += 1;
                     if let Some(p) = &self.progress {
                         p(task, self.next, self.plan.tasks.len());

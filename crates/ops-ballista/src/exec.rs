@@ -19,7 +19,7 @@ use ops_datamig::{MigrationPlan, TaskOutput};
 
 use crate::error::{ClusterError, Result};
 use crate::node::output_schema;
-use crate::outputs::{Found, read_output, write_output};
+use crate::outputs::{Found, claim_attempt, read_output, write_output};
 
 /// Runs tasks of a [`MigrationPlan`], one per partition: reads the task's source files, writes
 /// the destination's data files, writes the [`TaskOutput`] under the job's prefix and yields it
@@ -199,7 +199,11 @@ async fn run_task(
             tracing::warn!(task, %why, "an unreadable output of an earlier attempt is replaced");
         }
     }
-    let out = plan.execute_task(&source, &dest, task).await?;
+    // Each attempt writes under a folder of its own: a lost one's files are deleted by prefix.
+    let folder = claim_attempt(&dest_table, &plan.job_id, task).await?;
+    let out = plan
+        .execute_task_in(&source, &dest, task, Some(&folder))
+        .await?;
     write_output(&dest_table, &out).await?;
     tracing::info!(task, job = %plan.job_id, batches = out.batches.len(), "task output written");
     Ok(out)

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use ballista_core::config::TaskSchedulingPolicy;
 use ballista_core::extension::{
     SessionConfigExt, ballista_aggregate_functions, ballista_scalar_functions,
     ballista_window_functions,
@@ -132,6 +133,11 @@ pub async fn run_scheduler(opts: SchedulerOptions) -> Result<()> {
         // A dead executor is looked for at least as often as one can time out.
         expire_dead_executor_interval_seconds: opts.executor_timeout_seconds.clamp(1, 15),
         task_max_failures: opts.task_max_failures,
+        // Pull, not Ballista's default push: in push mode the scheduler offers tasks only when
+        // a job is submitted or a task reports, so the tasks it takes back from a lost executor
+        // wait forever when every other executor is idle by then (seen with Ballista 53: "Reset
+        // N tasks ... on lost Executor", then nothing). Polling executors pick them up.
+        scheduling_policy: TaskSchedulingPolicy::PullStaged,
         override_config_producer: Some(Arc::new(session_config)),
         override_session_builder: Some(Arc::new(scheduler_session)),
         override_logical_codec: Some(Arc::new(MigrationLogicalCodec::default())),
@@ -224,6 +230,8 @@ pub async fn run_executor(opts: ExecutorOptions, catalogs: CatalogFactory) -> Re
         concurrent_tasks: opts.concurrent_tasks,
         work_dir: Some(work_dir),
         executor_heartbeat_interval_seconds: opts.heartbeat_seconds.max(1),
+        // As the scheduler (see run_scheduler): executors poll for tasks.
+        task_scheduling_policy: TaskSchedulingPolicy::PullStaged,
         override_config_producer: Some(Arc::new(session_config)),
         override_logical_codec: Some(Arc::new(MigrationLogicalCodec::default())),
         override_physical_codec: Some(Arc::new(MigrationPhysicalCodec::with_catalogs(Arc::new(
