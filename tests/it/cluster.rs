@@ -161,7 +161,8 @@ fn start_cluster(
             child: cmd.spawn().context("start an executor")?,
             dir,
         };
-        p.wait_for_port(grpc)?;
+        // Pull mode (see ops_ballista::process): the executor serves Flight, not gRPC.
+        p.wait_for_port(port)?;
         executors.push(p);
     }
     Ok(Cluster {
@@ -432,6 +433,7 @@ fn an_executor_killed_mid_job_loses_and_duplicates_no_row() -> TestResult {
                 .args(["--source", "src.orders", "--dest"])
                 .arg(format!("{ns}.orders"))
                 .args(["--create-dest", "--batch-rows", "20", "--output", "json"])
+                .args(["--copy-mode", "rewrite"])
                 .arg("--checkpoint")
                 .arg(client_dir.join("job.json"))
                 .arg("--cluster")
@@ -487,6 +489,16 @@ fn an_executor_killed_mid_job_loses_and_duplicates_no_row() -> TestResult {
                 );
             }
         }
+        let log = std::fs::read_to_string(client_dir.join("log"))?;
+        eprintln!(
+            "trial {trial}: runs {runs:?}, lost attempts' folders removed: {}, tasks rerun: {}",
+            log.matches("removed the files of a lost attempt").count(),
+            cluster
+                .executors
+                .iter()
+                .map(|e| e.log().matches("task output already written").count())
+                .sum::<usize>()
+        );
         let (got, desc) = pyiceberg_orders("lake", &props, &ns)?;
         assert_eq!(got.len(), want.len(), "trial {trial}: rows {runs:?}");
         assert_eq!(got, want, "trial {trial}");
