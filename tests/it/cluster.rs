@@ -518,6 +518,13 @@ fn an_executor_killed_mid_job_loses_and_duplicates_no_row() -> TestResult {
             "trial {trial}"
         );
         let (stored, live) = data_files(&rt, &moto, &props, &ns)?;
+        // The listing sees the table's own files (else "no orphan" would prove nothing).
+        assert!(
+            !live.is_empty() && live.iter().all(|f| stored.contains(f)),
+            "trial {trial}: the listing misses live files: {} listed, {} live",
+            stored.len(),
+            live.len()
+        );
         let orphans: Vec<&String> = stored.iter().filter(|f| !live.contains(f)).collect();
         assert!(
             orphans.is_empty(),
