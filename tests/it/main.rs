@@ -1,6 +1,8 @@
 //! Integration tests against real servers (one binary keeps link time down).
 
 mod catalogs;
+#[cfg(feature = "cluster")]
+mod cluster;
 mod commit_layer;
 mod common;
 mod corpus;
@@ -9,6 +11,7 @@ mod datamig_copy;
 mod datamig_migrator;
 mod datamig_nested;
 mod datamig_sources;
+mod datamig_stream;
 mod datamig_upsert;
 mod filters;
 mod filters_evolved;

@@ -285,6 +285,24 @@ impl Moto {
         assert_eq!(status, 200, "create bucket {name}: {body}");
     }
 
+    /// The keys of bucket `bucket` under `prefix` (the first 1,000: enough for a test).
+    pub fn list_objects(&self, bucket: &str, prefix: &str) -> Vec<String> {
+        let auth = Self::signed_as("s3");
+        let (status, body) = http::request(
+            self.server.port,
+            "GET",
+            &format!("/{bucket}?list-type=2&max-keys=1000&prefix={prefix}"),
+            &[("Authorization", &auth)],
+            b"",
+        )
+        .expect("list objects request");
+        assert_eq!(status, 200, "list {bucket}/{prefix}: {body}");
+        body.split("<Key>")
+            .skip(1)
+            .filter_map(|k| k.split_once("</Key>").map(|(k, _)| k.to_string()))
+            .collect()
+    }
+
     /// Writes an S3 object.
     pub fn put_object(&self, bucket: &str, key: &str, body: &[u8]) {
         let auth = Self::signed_as("s3");

@@ -2,6 +2,7 @@
 //! operation lives in the library crates.
 
 mod catalog_cmd;
+mod cluster_cmd;
 mod migrate_cmd;
 mod migrate_data_cmd;
 mod quickstart;
@@ -50,6 +51,9 @@ enum Command {
     /// Migrate a Glue table into S3 Tables safely: start, review, approve, sync, complete.
     #[command(subcommand)]
     S3tables(s3tables_cmd::Command),
+    /// Run a Ballista scheduler or executor for `migrate-data --cluster` (`cluster` feature).
+    #[command(subcommand)]
+    Cluster(cluster_cmd::Command),
 }
 
 /// jemalloc, configured in `.cargo/config.toml` (builds run inside this repository pick it
@@ -114,6 +118,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::MigrateData(cmd) => migrate_data_cmd::run_migrate_data(&factory, cmd).await,
         Command::Verify(args) => migrate_data_cmd::run_verify(&factory, args).await,
         Command::S3tables(cmd) => s3tables_cmd::run(&factory, cmd).await,
+        Command::Cluster(cmd) => cluster_cmd::run(factory, cmd).await,
     }
 }
 

@@ -208,6 +208,10 @@ pub struct MigrateArgs {
     /// Local workers reading and writing in parallel (default: one per core).
     #[arg(long, value_name = "N")]
     workers: Option<usize>,
+    /// Run the tasks on a Ballista cluster (`iceberg-ops cluster scheduler` and executors):
+    /// plan here, commit here in batch order as the executors' outputs land.
+    #[arg(long, value_name = "df://HOST:PORT")]
+    cluster: Option<String>,
     /// Verify the destination after migrating.
     #[arg(long, value_enum)]
     verify: Option<Method>,
@@ -466,6 +470,15 @@ async fn run_migrate(factory: &CatalogFactory, args: MigrateArgs) -> anyhow::Res
     if let Some(keys) = &args.upsert_keys {
         m = m.upsert_keys(keys.clone());
     }
+    if let Some(url) = &args.cluster {
+        if args.plan_only || args.dry_run || args.workers.is_some() {
+            bail!(
+                "--cluster runs the tasks on the cluster's executors: --plan-only, --dry-run \
+                 and --workers do not apply"
+            );
+        }
+        return run_on_cluster(factory, url, m, &args).await;
+    }
     if let Some(path) = &args.checkpoint {
         m = m.checkpoint(path);
     }
@@ -546,6 +559,162 @@ async fn run_migrate(factory: &CatalogFactory, args: MigrateArgs) -> anyhow::Res
         bail!("verification failed: the destination does not match the source");
     }
     Ok(())
+}
+
+#[cfg(feature = "cluster")]
+async fn run_on_cluster(
+    factory: &CatalogFactory,
+    url: &str,
+    mut m: DataMigrator,
+    args: &MigrateArgs,
+) -> anyhow::Result<()> {
+    let mut runner = ops_ballista::ClusterRunner::new(url)?;
+    if let Some(path) = &args.checkpoint {
+        runner = runner.checkpoint(path);
+    }
+    let plan = match &args.checkpoint {
+        // The plan is kept beside the checkpoint: the same command after a failure resumes
+        // that job (its committed batches skipped, its tasks' outputs reused) instead of
+        // planning a new job that would commit the same rows again.
+        Some(checkpoint) => {
+            let mut path = checkpoint.clone().into_os_string();
+            path.push(".plan.json");
+            let path = PathBuf::from(path);
+            if path.exists() {
+                let plan = read_plan(&path)?;
+                same_job(&plan, args).with_context(|| {
+                    format!(
+                        "{} holds the plan of job {} with other settings; finish that job with \
+                         its own settings, or remove {} and the checkpoint to start anew",
+                        path.display(),
+                        plan.job_id,
+                        path.display()
+                    )
+                })?;
+                eprintln!("resuming job {} planned in {}", plan.job_id, path.display());
+                plan
+            } else {
+                let plan = m.plan().await?;
+                let mut tmp = path.clone().into_os_string();
+                tmp.push(format!(".tmp-{}", std::process::id()));
+                let tmp = PathBuf::from(tmp);
+                std::fs::write(&tmp, serde_json::to_string(&plan)?)
+                    .with_context(|| format!("write {}", tmp.display()))?;
+                std::fs::rename(&tmp, &path)
+                    .with_context(|| format!("write {}", path.display()))?;
+                plan
+            }
+        }
+        None => m.plan().await?,
+    };
+    eprintln!(
+        "cluster   {url}: job {}, {} task(s)",
+        plan.job_id,
+        plan.tasks.len()
+    );
+    runner = runner.progress(|task, landed, total| {
+        eprintln!("task {task} done ({landed}/{total} landed)");
+    });
+    let (source, dest) = plan_catalogs(factory, &plan).await?;
+    let result = runner.run(&plan, &source, &dest).await?;
+    // Verify what the job read, even if the source moved on since.
+    if let Some(id) = plan.source_snapshot_id {
+        m = m.source_snapshot(id);
+    }
+    let verification = match args.verify {
+        Some(method) => Some(m.verify(method.into(), args.sample_size).await?),
+        None => None,
+    };
+    match args.output {
+        Output::Json => {
+            let mut v = serde_json::to_value(&result)?;
+            if let (Some(obj), Some(ver)) = (v.as_object_mut(), &verification) {
+                obj.insert("verification".into(), serde_json::to_value(ver)?);
+            }
+            println!("{}", serde_json::to_string_pretty(&v)?);
+        }
+        Output::Text => {
+            print_result(&args.job, &result);
+            if let Some(v) = &verification {
+                print_verification(v);
+            }
+        }
+    }
+    if verification.as_ref().is_some_and(|v| !v.matches) {
+        bail!("verification failed: the destination does not match the source");
+    }
+    Ok(())
+}
+
+/// Whether `plan` is the job these arguments describe (tables, batch size, modes, filter,
+/// reconciler).
+#[cfg(feature = "cluster")]
+fn same_job(plan: &MigrationPlan, args: &MigrateArgs) -> anyhow::Result<()> {
+    let job = &args.job;
+    let dest_catalog = job.dest_catalog.as_deref().unwrap_or(&job.source_catalog);
+    let differs = |what: &str, planned: String, now: String| -> anyhow::Result<()> {
+        if planned != now {
+            bail!("{what}: planned {planned}, now {now}");
+        }
+        Ok(())
+    };
+    differs(
+        "source",
+        format!("{}.{}", plan.source.catalog, plan.source.table),
+        format!("{}.{}", job.source_catalog, parse_ident(job.source())?),
+    )?;
+    differs(
+        "destination",
+        format!("{}.{}", plan.dest.catalog, plan.dest.table),
+        format!("{dest_catalog}.{}", parse_ident(job.dest())?),
+    )?;
+    differs(
+        "--batch-rows",
+        plan.batch_rows.to_string(),
+        args.batch_rows.to_string(),
+    )?;
+    let write_mode = match args.write_mode {
+        Mode::Append => WriteMode::Append,
+        Mode::Upsert => WriteMode::Upsert,
+        Mode::OverwritePartition => WriteMode::OverwritePartition,
+    };
+    differs(
+        "--write-mode",
+        format!("{:?}", plan.write_mode),
+        format!("{write_mode:?}"),
+    )?;
+    let copy_mode = match args.copy_mode {
+        CopyMode::Auto => ops_datamig::CopyMode::Auto,
+        CopyMode::Rewrite => ops_datamig::CopyMode::Rewrite,
+        CopyMode::Files => ops_datamig::CopyMode::Files,
+        CopyMode::Reference => ops_datamig::CopyMode::Reference,
+    };
+    differs(
+        "--copy-mode",
+        format!("{:?}", plan.copy_mode),
+        format!("{copy_mode:?}"),
+    )?;
+    differs(
+        "--row-filter",
+        format!("{:?}", plan.row_filter.as_ref().map(|f| f.describe())),
+        format!("{:?}", job.row_filter),
+    )?;
+    differs(
+        "column mappings and coercions",
+        serde_json::to_string(&plan.reconciler)?,
+        serde_json::to_string(&reconciler(job)?)?,
+    )?;
+    Ok(())
+}
+
+#[cfg(not(feature = "cluster"))]
+async fn run_on_cluster(
+    _factory: &CatalogFactory,
+    _url: &str,
+    _m: DataMigrator,
+    _args: &MigrateArgs,
+) -> anyhow::Result<()> {
+    Err(crate::cluster_cmd::not_built())
 }
 
 pub async fn run_verify(factory: &CatalogFactory, args: VerifyArgs) -> anyhow::Result<()> {

@@ -62,6 +62,7 @@ mod verify;
 pub use commit::history::{MIGRATION_BATCH_PROPERTY, MIGRATION_JOB_PROPERTY};
 pub use error::{MigrationError, Result};
 pub use execute::copy::{COPY_CHUNK_BYTES, copy_files};
+pub use execute::task::{WRITE_DATA_PATH, data_location};
 pub use migrator::{DEFAULT_BATCH_ROWS, DataMigrator};
 pub use plan::eligibility::table_eligibility;
 pub use plan::job::{self, BatchOutput, MigrationPlan, MigrationTask, TableLocator, TaskOutput};

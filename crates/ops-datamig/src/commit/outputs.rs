@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
+use futures::StreamExt;
 use ops_checkpoint::CheckpointStore;
 use ops_core::CatalogHandle;
 use ops_core::write::WrittenFiles;
@@ -25,7 +26,7 @@ use super::committer::{Committer, CommitterSetup};
 use super::history::{landed_batches, rolled_back};
 use crate::execute::worker::{BatchWork, Payload};
 use crate::plan::job::{MigrationPlan, TaskOutput, files_from_json};
-use crate::{MigrationError, MigrationResult, OnDuplicateKeys, Result};
+use crate::{FileRoute, MigrationError, MigrationResult, OnDuplicateKeys, Result};
 
 impl MigrationPlan {
     /// Commits the outputs of every task in batch order, one commit per batch, tagged with the
@@ -39,25 +40,9 @@ impl MigrationPlan {
         outputs: Vec<TaskOutput>,
         checkpoint: Option<PathBuf>,
     ) -> Result<MigrationResult> {
-        let started = Instant::now();
-        let (source_ref, dest_ref) = self.table_refs(source, dest)?;
-        let (_, dest_table) = self.tables(&source_ref, &dest_ref, false).await?;
         let mut by_task: BTreeMap<usize, TaskOutput> = BTreeMap::new();
         for out in outputs {
-            if out.job_id != self.job_id {
-                return Err(MigrationError::InvalidInput(format!(
-                    "the output of task {} belongs to job {}, not this plan's job {}",
-                    out.task, out.job_id, self.job_id
-                )));
-            }
-            let task = self.task(out.task)?;
-            let range = task.batches();
-            if let Some(b) = out.batches.iter().find(|b| !range.contains(&b.index)) {
-                return Err(MigrationError::InvalidInput(format!(
-                    "the output of task {} holds batch {}, outside the task's batches {}..{}",
-                    out.task, b.index, range.start, range.end
-                )));
-            }
+            self.check_output(&out)?;
             if by_task.insert(out.task, out).is_some() {
                 return Err(MigrationError::InvalidInput(
                     "two outputs are given for the same task; give each task's output once".into(),
@@ -76,7 +61,29 @@ impl MigrationPlan {
                 missing.join(", ")
             )));
         }
+        let outputs = futures::stream::iter(by_task.into_values().map(Ok));
+        self.commit_stream(source, dest, outputs, checkpoint).await
+    }
 
+    /// Commits outputs as they arrive: `outputs` yields every task's output once, in task
+    /// order (task 0 first), for instance as a cluster's executors finish them. Each output's
+    /// batches are committed before the next output is awaited, so a long job commits as it
+    /// goes. An error from the stream stops the commit: the batches before it stay committed
+    /// (and checkpointed), the error is a [`MigrationError::Batch`] naming the first batch of
+    /// the task that has no output, and running again with the same checkpoint resumes.
+    pub async fn commit_stream<S>(
+        &self,
+        source: &CatalogHandle,
+        dest: &CatalogHandle,
+        outputs: S,
+        checkpoint: Option<PathBuf>,
+    ) -> Result<MigrationResult>
+    where
+        S: futures::Stream<Item = Result<TaskOutput>>,
+    {
+        let started = Instant::now();
+        let (source_ref, dest_ref) = self.table_refs(source, dest)?;
+        let (_, dest_table) = self.tables(&source_ref, &dest_ref, false).await?;
         let mut store = checkpoint.as_ref().map(CheckpointStore::new);
         if let Some(s) = &mut store {
             match s.state()? {
@@ -136,10 +143,10 @@ impl MigrationPlan {
         }
         // As a local run does (migrator::preflight::disable_gc_for_references): a destination
         // about to share the source's files must not let expiry or orphan cleanup delete them.
+        // The outputs arrive one by one, so the plan's routes say it before the first commit
+        // (only a `reference` task's batches are referenced).
         let mut dest_table = dest_table;
-        if by_task
-            .values()
-            .any(|o| o.batches.iter().any(|b| b.referenced))
+        if self.tasks.iter().any(|t| t.route == FileRoute::Reference)
             && ops_core::ops::maintenance::gc_enabled(dest_table.metadata())
         {
             tracing::info!(
@@ -186,8 +193,26 @@ impl MigrationPlan {
         };
         let mut files_committed = 0usize;
         let mut checkpointed = 0u64;
+        let mut next_task = 0usize;
         let outcome: Result<()> = async {
-            for out in by_task.into_values() {
+            let mut outputs = std::pin::pin!(outputs);
+            while let Some(out) = outputs.next().await {
+                let first_batch = self.tasks.get(next_task).map_or(0, |t| t.first_batch);
+                let out = out.map_err(|e| MigrationError::Batch {
+                    batch: first_batch,
+                    committed_batches: committer.batches_done,
+                    checkpoint: checkpoint.clone(),
+                    source: Box::new(e),
+                })?;
+                self.check_output(&out)?;
+                if out.task != next_task {
+                    return Err(MigrationError::InvalidInput(format!(
+                        "the output of task {} came where task {next_task}'s was expected; \
+                         outputs are committed in task order",
+                        out.task
+                    )));
+                }
+                next_task += 1;
                 for b in out.batches {
                     let payload = if landed.contains_key(&b.index)
                         || last_checkpointed.is_some_and(|l| b.index <= l)
@@ -231,6 +256,13 @@ impl MigrationPlan {
                         })?;
                 }
             }
+            if next_task < self.tasks.len() {
+                return Err(MigrationError::InvalidInput(format!(
+                    "the outputs ended after {next_task} of {} tasks; run the rest and commit \
+                     again",
+                    self.tasks.len()
+                )));
+            }
             Ok(())
         }
         .await;
@@ -256,5 +288,26 @@ impl MigrationPlan {
             "plan committed"
         );
         Ok(result)
+    }
+}
+
+impl MigrationPlan {
+    /// An output of this plan's job, of one of its tasks, with batches in the task's range.
+    fn check_output(&self, out: &TaskOutput) -> Result<()> {
+        if out.job_id != self.job_id {
+            return Err(MigrationError::InvalidInput(format!(
+                "the output of task {} belongs to job {}, not this plan's job {}",
+                out.task, out.job_id, self.job_id
+            )));
+        }
+        let task = self.task(out.task)?;
+        let range = task.batches();
+        if let Some(b) = out.batches.iter().find(|b| !range.contains(&b.index)) {
+            return Err(MigrationError::InvalidInput(format!(
+                "the output of task {} holds batch {}, outside the task's batches {}..{}",
+                out.task, b.index, range.start, range.end
+            )));
+        }
+        Ok(())
     }
 }

@@ -13,7 +13,7 @@
 pub(crate) mod copy;
 pub(crate) mod paged;
 pub(crate) mod read;
-mod task;
+pub(crate) mod task;
 pub(crate) mod worker;
 
 /// Rows per batch the source reader decodes: the batch size, up to arrow's usual 64 Ki.

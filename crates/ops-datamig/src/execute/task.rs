@@ -35,6 +35,21 @@ impl MigrationPlan {
         dest: &CatalogHandle,
         id: usize,
     ) -> Result<TaskOutput> {
+        self.execute_task_in(source, dest, id, None).await
+    }
+
+    /// [`Self::execute_task`], writing the data files under `data_location` (with the
+    /// partition folders below it) instead of the destination's data location. A distributed
+    /// engine gives each attempt of a task its own folder: the files of an attempt that was
+    /// lost (its executor died) are then one prefix that no committed output names, which the
+    /// engine deletes at the end of the job.
+    pub async fn execute_task_in(
+        &self,
+        source: &CatalogHandle,
+        dest: &CatalogHandle,
+        id: usize,
+        data_location: Option<&str>,
+    ) -> Result<TaskOutput> {
         let task = self.task(id)?.clone();
         if self.write_mode == WriteMode::Upsert {
             return Err(MigrationError::InvalidInput(
@@ -43,6 +58,10 @@ impl MigrationPlan {
         }
         let (source_ref, dest_ref) = self.table_refs(source, dest)?;
         let (source_table, dest_table) = self.tables(&source_ref, &dest_ref, true).await?;
+        let dest_table = match data_location {
+            Some(location) => with_data_location(&dest_table, location)?,
+            None => dest_table,
+        };
         let plan = crate::plan::reconcile(
             &self.reconciler,
             self.write_mode,
@@ -145,5 +164,100 @@ impl MigrationPlan {
             task: id,
             batches,
         })
+    }
+}
+
+/// `dest` as this process sees it, writing its data files under `location` (Iceberg's
+/// `write.data.path`, which the writers' location generator reads); nothing is committed.
+fn with_data_location(
+    dest: &iceberg::table::Table,
+    location: &str,
+) -> Result<iceberg::table::Table> {
+    let metadata =
+        iceberg::spec::TableMetadataBuilder::new_from_metadata(dest.metadata().clone(), None)
+            .set_properties(HashMap::from([(
+                WRITE_DATA_PATH.to_string(),
+                location.trim_end_matches('/').to_string(),
+            )]))?
+            .build()?
+            .metadata;
+    let mut builder = iceberg::table::Table::builder()
+        .identifier(dest.identifier().clone())
+        .file_io(dest.file_io().clone())
+        .metadata(metadata)
+        .runtime(iceberg::Runtime::try_current()?);
+    if let Some(l) = dest.metadata_location() {
+        builder = builder.metadata_location(l);
+    }
+    Ok(builder.build()?)
+}
+
+/// Iceberg's table property naming where data files are written.
+pub const WRITE_DATA_PATH: &str = "write.data.path";
+
+/// Where `table` writes its data files: `write.data.path`, the older
+/// `write.folder-storage.path`, or `<location>/data` (as Iceberg's location generator decides).
+pub fn data_location(table: &iceberg::table::Table) -> String {
+    let md = table.metadata();
+    let props = md.properties();
+    match props
+        .get(WRITE_DATA_PATH)
+        .or_else(|| props.get("write.folder-storage.path"))
+    {
+        Some(l) => l.trim_end_matches('/').to_string(),
+        None => format!("{}/data", md.location().trim_end_matches('/')),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn data_files_go_under_the_given_location() -> Result<()> {
+        use iceberg::spec::{NestedField, PrimitiveType, Schema, TableMetadataBuilder, Type};
+        let schema = Schema::builder()
+            .with_fields(vec![
+                NestedField::required(1, "id", Type::Primitive(PrimitiveType::Long)).into(),
+            ])
+            .build()?;
+        let md = TableMetadataBuilder::new(
+            schema,
+            iceberg::spec::PartitionSpec::unpartition_spec(),
+            iceberg::spec::SortOrder::unsorted_order(),
+            "memory:///wh/t".to_string(),
+            iceberg::spec::FormatVersion::V2,
+            HashMap::new(),
+        )?
+        .build()?
+        .metadata;
+        let table = iceberg::table::Table::builder()
+            .identifier(iceberg::TableIdent::from_strs(["ns", "t"])?)
+            .file_io(iceberg::io::FileIO::new_with_memory())
+            .metadata(md)
+            .runtime(iceberg::Runtime::try_current()?)
+            .build()?;
+        assert_eq!(data_location(&table), "memory:///wh/t/data");
+        let moved = with_data_location(&table, "memory:///wh/t/data/job-1/task-000002-0/")?;
+        assert_eq!(
+            data_location(&moved),
+            "memory:///wh/t/data/job-1/task-000002-0"
+        );
+        let batch = arrow_array::RecordBatch::try_new(
+            ops_core::write::table_arrow_schema(&moved)?,
+            vec![std::sync::Arc::new(arrow_array::Int64Array::from(vec![
+                1, 2,
+            ]))],
+        )
+        .map_err(|e| MigrationError::InvalidInput(e.to_string()))?;
+        let written =
+            ops_core::write::write_files(&moved, futures::stream::iter([Ok(batch)])).await?;
+        assert_eq!(written.files.len(), 1);
+        let path = written.files[0].file_path();
+        assert!(
+            path.starts_with("memory:///wh/t/data/job-1/task-000002-0/"),
+            "{path}"
+        );
+        Ok(())
     }
 }

@@ -145,6 +145,26 @@ pub struct BatchOutput {
     pub referenced: bool,
 }
 
+impl BatchOutput {
+    /// The paths of the batch's data files, read from their JSON (no table needed).
+    pub fn file_paths(&self) -> Result<Vec<String>> {
+        self.files
+            .iter()
+            .map(|json| {
+                serde_json::from_str::<serde_json::Value>(json)
+                    .ok()
+                    .and_then(|v| v.get("file_path")?.as_str().map(str::to_owned))
+                    .ok_or_else(|| {
+                        MigrationError::InvalidInput(format!(
+                            "batch {} of the task output holds a data file without a path",
+                            self.index
+                        ))
+                    })
+            })
+            .collect()
+    }
+}
+
 /// Cuts the planned read into tasks (see module docs). Files in `whole` (copied or referenced)
 /// form tasks of their own, each one batch of whole files; a route change closes a task.
 pub(crate) fn split_tasks(

@@ -1,0 +1,30 @@
+//! A migration plan's tasks on an Apache DataFusion Ballista cluster.
+//!
+//! The only crate of the workspace that depends on Ballista and DataFusion (behind ops-cli's
+//! `cluster` feature, so the default build does not grow).
+//!
+//! - [`MigrationTasksNode`] (logical) and [`MigrationTasksExec`] (physical): a plan's tasks as
+//!   a DataFusion plan with one partition per task. Executing a partition runs the task with
+//!   ops-datamig's executor ([`ops_datamig::MigrationPlan::execute_task`]), writes its
+//!   [`ops_datamig::TaskOutput`] durably under the job's prefix in the destination's storage
+//!   ([`outputs`]) and yields it as one row.
+//! - [`codec`]: the logical and physical extension codecs, carrying [`CLUSTER_FORMAT`]; a
+//!   process of another format refuses the task with an error naming both.
+//! - [`process`]: Ballista's scheduler and executor processes with those codecs and the planner.
+//! - [`client`]: submits the tasks and commits their outputs in batch order as they land, with
+//!   ops-datamig's committer.
+
+pub mod client;
+pub mod codec;
+pub mod error;
+pub mod exec;
+pub mod node;
+pub mod outputs;
+pub mod process;
+
+pub use client::{ClusterRunner, TaskProgress};
+pub use codec::{CLUSTER_FORMAT, MigrationLogicalCodec, MigrationPhysicalCodec};
+pub use error::ClusterError;
+pub use exec::MigrationTasksExec;
+pub use node::MigrationTasksNode;
+pub use process::{ExecutorOptions, SchedulerOptions, run_executor, run_scheduler};

@@ -1,0 +1,189 @@
+//! Task outputs under the job's prefix in the destination's storage.
+//!
+//! Ballista hands a job's results to its client only once the whole job has succeeded, and a
+//! failed job returns none. So a task's output does not travel only through Ballista: the
+//! executor writes it to `<destination location>/iceberg-ops-jobs/<job id>/task-<id>.json`
+//! through the destination's `FileIO` (the same store and credentials the data files use), and
+//! the committer reads it from there as soon as it lands. A retried task finds its output there
+//! and returns it instead of writing its files again.
+
+use bytes::Bytes;
+use iceberg::table::Table;
+
+use ops_datamig::TaskOutput;
+
+use crate::error::{ClusterError, Result};
+
+/// The folder under a table's location that holds the jobs' outputs.
+pub const JOBS_DIR: &str = "iceberg-ops-jobs";
+
+/// The prefix of a job's outputs (ends with `/`).
+pub fn job_prefix(dest: &Table, job_id: &str) -> String {
+    let location = dest.metadata().location().trim_end_matches('/');
+    format!("{location}/{JOBS_DIR}/{job_id}/")
+}
+
+/// Where task `task`'s output is written.
+pub fn output_path(dest: &Table, job_id: &str, task: usize) -> String {
+    format!("{}task-{task:06}.json", job_prefix(dest, job_id))
+}
+
+/// What reading an output found.
+#[derive(Debug)]
+pub enum Found {
+    /// The output, of this job.
+    Output(TaskOutput),
+    /// No output yet.
+    Absent,
+    /// A file that does not parse: still being written, or damaged. Why, in words.
+    Unreadable(String),
+}
+
+/// Writes `out` (one object: a store's PUT is atomic, so a reader sees all of it or nothing).
+pub async fn write_output(dest: &Table, out: &TaskOutput) -> Result<()> {
+    let path = output_path(dest, &out.job_id, out.task);
+    let json = serde_json::to_vec(out).map_err(|e| {
+        ClusterError::Storage(format!("encode the output of task {}: {e}", out.task))
+    })?;
+    dest.file_io()
+        .new_output(&path)
+        .map_err(|e| ClusterError::Storage(format!("write {path}: {e}")))?
+        .write(Bytes::from(json))
+        .await
+        .map_err(|e| ClusterError::Storage(format!("write {path}: {e}")))
+}
+
+/// Reads task `task`'s output of job `job_id`, if it is there.
+pub async fn read_output(dest: &Table, job_id: &str, task: usize) -> Result<Found> {
+    let path = output_path(dest, job_id, task);
+    let io = dest.file_io();
+    let exists = io
+        .exists(&path)
+        .await
+        .map_err(|e| ClusterError::Storage(format!("look for {path}: {e}")))?;
+    if !exists {
+        return Ok(Found::Absent);
+    }
+    let bytes = io
+        .new_input(&path)
+        .map_err(|e| ClusterError::Storage(format!("read {path}: {e}")))?
+        .read()
+        .await
+        .map_err(|e| ClusterError::Storage(format!("read {path}: {e}")))?;
+    let text = match std::str::from_utf8(&bytes) {
+        Ok(t) => t,
+        Err(e) => return Ok(Found::Unreadable(format!("{path} is not UTF-8: {e}"))),
+    };
+    match TaskOutput::from_json(text) {
+        Ok(out) if out.job_id == job_id && out.task == task => Ok(Found::Output(out)),
+        Ok(out) => Err(ClusterError::Storage(format!(
+            "{path} holds the output of task {} of job {}, not task {task} of job {job_id}",
+            out.task, out.job_id
+        ))),
+        Err(e) => Ok(Found::Unreadable(format!("{path}: {e}"))),
+    }
+}
+
+/// Most attempts of one task looked for: Ballista gives up on a task long before.
+const MAX_ATTEMPTS: usize = 1000;
+
+/// Where the marker of attempt `attempt` of task `task` is written.
+fn attempt_path(dest: &Table, job_id: &str, task: usize, attempt: usize) -> String {
+    format!(
+        "{}attempts/task-{task:06}-{attempt}",
+        job_prefix(dest, job_id)
+    )
+}
+
+/// Starts an attempt of task `task`: claims the first attempt number without a marker, writes
+/// its marker (holding the attempt's data folder) and returns that folder, under the
+/// destination's data location: `<data>/iceberg-ops-<job>/task-<task>-<attempt>`. Every file
+/// the attempt writes goes below it, so the files of an attempt that was lost (its executor
+/// died) are one prefix, deleted at the end of the job ([`remove_lost_attempts`]).
+///
+/// The marker is written before any data file. Two attempts claiming the same number at the same
+/// instant (only a task rerun while its first attempt is still starting) share a folder: the
+/// loser's files are then left behind, never the winner's deleted.
+pub async fn claim_attempt(dest: &Table, job_id: &str, task: usize) -> Result<String> {
+    let io = dest.file_io();
+    for attempt in 0..MAX_ATTEMPTS {
+        let marker = attempt_path(dest, job_id, task, attempt);
+        let exists = io
+            .exists(&marker)
+            .await
+            .map_err(|e| ClusterError::Storage(format!("look for {marker}: {e}")))?;
+        if exists {
+            continue;
+        }
+        let folder = format!(
+            "{}/iceberg-ops-{job_id}/task-{task:06}-{attempt}",
+            ops_datamig::data_location(dest)
+        );
+        io.new_output(&marker)
+            .map_err(|e| ClusterError::Storage(format!("write {marker}: {e}")))?
+            .write(Bytes::from(folder.clone()))
+            .await
+            .map_err(|e| ClusterError::Storage(format!("write {marker}: {e}")))?;
+        return Ok(folder);
+    }
+    Err(ClusterError::Storage(format!(
+        "task {task} of job {job_id} has {MAX_ATTEMPTS} attempts already"
+    )))
+}
+
+/// Deletes the data folders of task `task`'s attempts whose files were not committed:
+/// `committed` are the paths of the files of the output that was. Returns the folders deleted.
+pub async fn remove_lost_attempts(
+    dest: &Table,
+    job_id: &str,
+    task: usize,
+    committed: &[String],
+) -> Result<Vec<String>> {
+    let io = dest.file_io();
+    let mut removed = Vec::new();
+    for attempt in 0..MAX_ATTEMPTS {
+        let marker = attempt_path(dest, job_id, task, attempt);
+        let exists = io
+            .exists(&marker)
+            .await
+            .map_err(|e| ClusterError::Storage(format!("look for {marker}: {e}")))?;
+        if !exists {
+            break;
+        }
+        let bytes = io
+            .new_input(&marker)
+            .map_err(|e| ClusterError::Storage(format!("read {marker}: {e}")))?
+            .read()
+            .await
+            .map_err(|e| ClusterError::Storage(format!("read {marker}: {e}")))?;
+        let folder = String::from_utf8_lossy(&bytes)
+            .trim_end_matches('/')
+            .to_string();
+        let expected = format!("/iceberg-ops-{job_id}/task-{task:06}-{attempt}");
+        if !folder.ends_with(&expected) {
+            // Not a folder this job made: never delete it.
+            return Err(ClusterError::Storage(format!(
+                "{marker} names {folder}, not a data folder of attempt {attempt} of task {task}"
+            )));
+        }
+        let prefix = format!("{folder}/");
+        if committed.iter().any(|p| p.starts_with(&prefix)) {
+            continue;
+        }
+        io.delete_prefix(&prefix)
+            .await
+            .map_err(|e| ClusterError::Storage(format!("remove {prefix}: {e}")))?;
+        tracing::info!(task, attempt, folder = %prefix, "removed the files of a lost attempt");
+        removed.push(prefix);
+    }
+    Ok(removed)
+}
+
+/// Removes the job's outputs (after its last batch is committed).
+pub async fn remove_outputs(dest: &Table, job_id: &str) -> Result<()> {
+    let prefix = job_prefix(dest, job_id);
+    dest.file_io()
+        .delete_prefix(&prefix)
+        .await
+        .map_err(|e| ClusterError::Storage(format!("remove {prefix}: {e}")))
+}

@@ -1,0 +1,603 @@
+//! `migrate-data --cluster`: a Ballista scheduler and two executors as separate processes on
+//! 127.0.0.1, each with its own working directory and HOME (its own `.pyiceberg.yaml`), against
+//! a Glue catalog and an S3 warehouse in moto — nothing a task needs is on the client's disk.
+//!
+//! Needs `iceberg-ops` built with the `cluster` feature next to this test binary
+//! (`cargo build -p ops-cli --features cluster`), or its path in `ICEBERG_OPS_BIN`.
+
+use std::collections::BTreeMap;
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use serde_json::Value;
+
+use crate::common::{
+    TestResult, create_orders, glue_on_moto, init_tracing, open, orders_batch, pyiceberg_orders,
+    sort_rows,
+};
+use ops_tests::servers::free_port;
+
+/// The `iceberg-ops` binary with the `cluster` feature.
+fn binary() -> anyhow::Result<PathBuf> {
+    if let Some(p) = std::env::var_os("ICEBERG_OPS_BIN") {
+        return Ok(PathBuf::from(p));
+    }
+    // target/debug/deps/it-HASH → target/debug/iceberg-ops
+    let exe = std::env::current_exe()?;
+    let bin = exe
+        .parent()
+        .and_then(Path::parent)
+        .map(|d| d.join("iceberg-ops"))
+        .context("locate target/debug")?;
+    if !bin.exists() {
+        bail!(
+            "{} is missing: build it with `cargo build -p ops-cli --features cluster` (or set \
+             ICEBERG_OPS_BIN)",
+            bin.display()
+        );
+    }
+    Ok(bin)
+}
+
+/// A process of the test with its own directory (its HOME and working directory), killed on
+/// drop; its output goes to `<dir>/log`.
+struct Proc {
+    name: String,
+    child: Child,
+    dir: PathBuf,
+}
+
+impl Proc {
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("log")).unwrap_or_default()
+    }
+
+    /// Waits until `port` accepts connections (the process must still be running).
+    fn wait_for_port(&mut self, port: u16) -> anyhow::Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait()? {
+                bail!(
+                    "{} exited ({status}) before listening:\n{}",
+                    self.name,
+                    self.log()
+                );
+            }
+            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        bail!("{} did not listen on {port}:\n{}", self.name, self.log())
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The catalog `lake` as a `.pyiceberg.yaml`.
+fn write_config(home: &Path, props: &BTreeMap<String, String>) -> anyhow::Result<()> {
+    let mut yaml = String::from("catalog:\n  lake:\n");
+    for (k, v) in props {
+        yaml.push_str(&format!("    {k}: {}\n", serde_json::to_string(v)?));
+    }
+    std::fs::write(home.join(".pyiceberg.yaml"), yaml)?;
+    Ok(())
+}
+
+/// A command of the binary in `dir` (HOME, working directory, config), with nothing of the
+/// test's environment but PATH.
+fn command(bin: &Path, dir: &Path, props: &BTreeMap<String, String>) -> anyhow::Result<Command> {
+    std::fs::create_dir_all(dir)?;
+    write_config(dir, props)?;
+    let log = std::fs::File::create(dir.join("log"))?;
+    let mut cmd = Command::new(bin);
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", dir)
+        .env("PYICEBERG_HOME", dir)
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .env(
+            "RUST_LOG",
+            "info,iceberg=warn,ballista=warn,datafusion=warn",
+        )
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log);
+    Ok(cmd)
+}
+
+struct Cluster {
+    scheduler_port: u16,
+    scheduler: Proc,
+    executors: Vec<Proc>,
+}
+
+/// A scheduler and `n` executors of one task slot each, each in its own directory under `root`.
+fn start_cluster(
+    bin: &Path,
+    root: &Path,
+    props: &BTreeMap<String, String>,
+    n: usize,
+) -> anyhow::Result<Cluster> {
+    let scheduler_port = free_port();
+    let dir = root.join("scheduler");
+    let mut cmd = command(bin, &dir, props)?;
+    cmd.args(["cluster", "scheduler", "--bind"])
+        .arg(format!("127.0.0.1:{scheduler_port}"))
+        .args(["--executor-timeout", "5"]);
+    let mut scheduler = Proc {
+        name: "scheduler".into(),
+        child: cmd.spawn().context("start the scheduler")?,
+        dir,
+    };
+    scheduler.wait_for_port(scheduler_port)?;
+    let mut executors = Vec::new();
+    for i in 0..n {
+        let (port, grpc) = (free_port(), free_port());
+        let dir = root.join(format!("executor-{i}"));
+        let mut cmd = command(bin, &dir, props)?;
+        cmd.args(["cluster", "executor", "--scheduler"])
+            .arg(format!("127.0.0.1:{scheduler_port}"))
+            .args(["--concurrent-tasks", "1", "--heartbeat", "1"])
+            .args([
+                "--port",
+                &port.to_string(),
+                "--grpc-port",
+                &grpc.to_string(),
+            ])
+            .arg("--work-dir")
+            .arg(dir.join("work"));
+        let mut p = Proc {
+            name: format!("executor {i}"),
+            child: cmd.spawn().context("start an executor")?,
+            dir,
+        };
+        // Pull mode (see ops_ballista::process): the executor serves Flight, not gRPC.
+        p.wait_for_port(port)?;
+        executors.push(p);
+    }
+    Ok(Cluster {
+        scheduler_port,
+        scheduler,
+        executors,
+    })
+}
+
+/// Tasks the executors' logs say they executed.
+fn tasks_executed(cluster: &Cluster) -> usize {
+    cluster
+        .executors
+        .iter()
+        .map(|e| e.log().matches("task output written").count())
+        .sum()
+}
+
+#[test]
+fn migrate_through_a_ballista_cluster() -> TestResult {
+    init_tracing();
+    let bin = binary()?;
+    let (_moto, props) = glue_on_moto();
+    let root = tempfile::tempdir()?;
+
+    // The source: six appends of 20 rows over three regions, so many small files.
+    let rt = tokio::runtime::Runtime::new()?;
+    let rows = make_source(&rt, &props, 6)?;
+
+    let cluster = start_cluster(&bin, root.path(), &props, 2)?;
+    let client_dir = root.path().join("client");
+    let mut cmd = command(&bin, &client_dir, &props)?;
+    cmd.args(["migrate-data", "--source-catalog", "lake"])
+        .args([
+            "--source",
+            "src.orders",
+            "--dest",
+            "dst.orders",
+            "--create-dest",
+        ])
+        .args(["--batch-rows", "25", "--output", "json"])
+        .arg("--checkpoint")
+        .arg(client_dir.join("job.json"))
+        .arg("--cluster")
+        .arg(format!("df://127.0.0.1:{}", cluster.scheduler_port));
+    let out = cmd.stdout(Stdio::piped()).output()?;
+    let client_log = std::fs::read_to_string(client_dir.join("log"))?;
+    if !out.status.success() {
+        bail!(
+            "migrate-data --cluster failed ({}):\n{client_log}\n--- scheduler:\n{}\n--- \
+             executor 0:\n{}\n--- executor 1:\n{}",
+            out.status,
+            cluster.scheduler.log(),
+            cluster.executors[0].log(),
+            cluster.executors[1].log()
+        );
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let result: Value = serde_json::from_str(&stdout)
+        .with_context(|| format!("the result:\n{stdout}\n{client_log}"))?;
+    assert_eq!(result["rows_moved"], rows.len() as u64, "{client_log}");
+
+    // PyIceberg reads every source row exactly once.
+    let (got, desc) = pyiceberg_orders("lake", &props, "dst")?;
+    let mut want = crate::common::orders_json(&rows);
+    sort_rows(&mut want);
+    assert_eq!(got, want);
+
+    // One snapshot per batch, committed in batch order and tagged with the job.
+    let snapshots = desc["snapshots"].as_array().context("snapshots")?;
+    let batches: Vec<u64> = snapshots
+        .iter()
+        .map(|s| {
+            s["summary"]["iceberg-ops.migration-batch"]
+                .as_str()
+                .and_then(|b| b.parse().ok())
+                .context("a snapshot without its batch tag")
+        })
+        .collect::<anyhow::Result<_>>()?;
+    assert!(batches.len() >= 2, "{batches:?}");
+    assert_eq!(batches, (0..batches.len() as u64).collect::<Vec<_>>());
+    assert_eq!(result["batches_committed"], batches.len() as u64);
+
+    // Each task ran once, on the executors (not the client), and its output was removed.
+    let executed = tasks_executed(&cluster);
+    assert!(executed >= 2, "executors ran {executed} task(s)");
+    assert!(
+        !client_log.contains("task output written"),
+        "the client ran a task itself"
+    );
+    let job_id = result["job_id"].as_str().context("job id")?.to_string();
+    let leftover = rt.block_on(async {
+        let handle = open("lake", &props).await?;
+        let t = handle
+            .catalog()
+            .load_table(&iceberg::TableIdent::from_strs(["dst", "orders"])?)
+            .await?;
+        let path = format!(
+            "{}/iceberg-ops-jobs/{job_id}/task-000000.json",
+            t.metadata().location().trim_end_matches('/')
+        );
+        anyhow::Ok(t.file_io().exists(&path).await?)
+    })?;
+    assert!(!leftover, "the job's outputs were left behind");
+    Ok(())
+}
+
+/// A row of `orders`: id, region, amount.
+type Row = (i64, Option<&'static str>, Option<i32>);
+
+/// src.orders with `appends` appends of 20 rows; returns the rows.
+fn make_source(
+    rt: &tokio::runtime::Runtime,
+    props: &BTreeMap<String, String>,
+    appends: i64,
+) -> anyhow::Result<Vec<Row>> {
+    make_source_of(rt, props, appends, 20)
+}
+
+/// src.orders with `appends` appends of `rows` rows over three regions; returns the rows.
+fn make_source_of(
+    rt: &tokio::runtime::Runtime,
+    props: &BTreeMap<String, String>,
+    appends: i64,
+    rows_each: i64,
+) -> anyhow::Result<Vec<Row>> {
+    rt.block_on(async {
+        let handle = open("lake", props).await?;
+        let mut table = create_orders(&handle, "src").await?;
+        let mut rows = Vec::new();
+        for chunk in 0..appends {
+            let part: Vec<_> = (0..rows_each)
+                .map(|i| {
+                    let id = chunk * rows_each + i;
+                    let region = ["us", "eu", "apac"][(id % 3) as usize];
+                    (id, Some(region), Some(id as i32 * 10))
+                })
+                .collect();
+            let batch = orders_batch(&table, &part)?;
+            table = ops_core::append::append(
+                &handle,
+                &table,
+                futures::stream::iter([Ok(batch)]),
+                Default::default(),
+            )
+            .await?
+            .0;
+            rows.extend(part);
+        }
+        anyhow::Ok(rows)
+    })
+}
+
+#[test]
+fn a_scheduler_that_is_not_there_is_a_clear_error_and_commits_nothing() -> TestResult {
+    init_tracing();
+    let bin = binary()?;
+    let (_moto, props) = glue_on_moto();
+    let root = tempfile::tempdir()?;
+    let rt = tokio::runtime::Runtime::new()?;
+    make_source(&rt, &props, 2)?;
+    let port = free_port();
+    let client_dir = root.path().join("client");
+    let mut cmd = command(&bin, &client_dir, &props)?;
+    cmd.args(["migrate-data", "--source-catalog", "lake"])
+        .args([
+            "--source",
+            "src.orders",
+            "--dest",
+            "dst.orders",
+            "--create-dest",
+        ])
+        .args(["--batch-rows", "25"])
+        .arg("--cluster")
+        .arg(format!("df://127.0.0.1:{port}"));
+    let started = Instant::now();
+    let status = cmd.status()?;
+    let log = std::fs::read_to_string(client_dir.join("log"))?;
+    assert!(!status.success(), "{log}");
+    assert!(
+        log.contains(&format!("127.0.0.1:{port}")),
+        "the error names the scheduler:\n{log}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(120),
+        "took {:?}",
+        started.elapsed()
+    );
+    let (rows, _) = pyiceberg_orders("lake", &props, "dst")?;
+    assert!(rows.is_empty(), "{rows:?}");
+    Ok(())
+}
+
+/// The data files under the destination's location, and those its current snapshot holds.
+fn data_files(
+    rt: &tokio::runtime::Runtime,
+    moto: &ops_tests::servers::Moto,
+    props: &BTreeMap<String, String>,
+    ns: &str,
+) -> anyhow::Result<(Vec<String>, Vec<String>)> {
+    let (location, mut live) = rt.block_on(async {
+        use futures::TryStreamExt;
+        let handle = open("lake", props).await?;
+        let t = handle
+            .catalog()
+            .load_table(&iceberg::TableIdent::from_strs([ns, "orders"])?)
+            .await?;
+        let live: Vec<String> = t
+            .scan()
+            .build()?
+            .plan_files()
+            .await?
+            .map_ok(|task| task.data_file_path)
+            .try_collect()
+            .await?;
+        anyhow::Ok((
+            t.metadata().location().trim_end_matches('/').to_string(),
+            live,
+        ))
+    })?;
+    let prefix = location
+        .strip_prefix("s3://lake/")
+        .with_context(|| format!("{location} is not in bucket lake"))?;
+    let mut stored: Vec<String> = moto
+        .list_objects("lake", &format!("{prefix}/data/"))
+        .into_iter()
+        .map(|k| format!("s3://lake/{k}"))
+        .collect();
+    stored.sort();
+    live.sort();
+    Ok((stored, live))
+}
+
+/// kill -9 of one executor in the middle of a job, three times at random points: the job
+/// finishes after Ballista reruns the lost tasks (or the same command resumes it), every source
+/// row is in the destination exactly once, the batches are committed once each in order, and no
+/// data file is left that the destination does not hold.
+#[test]
+fn an_executor_killed_mid_job_loses_and_duplicates_no_row() -> TestResult {
+    init_tracing();
+    let bin = binary()?;
+    let (moto, props) = glue_on_moto();
+    let rt = tokio::runtime::Runtime::new()?;
+    // Tasks of ten batches (a file of about 200 rows each, batches of 20): an executor killed
+    // mid-task has written some of a task's files and not its output.
+    let rows = make_source_of(&rt, &props, 6, 600)?;
+    let mut want = crate::common::orders_json(&rows);
+    sort_rows(&mut want);
+    let mut seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_nanos() as u64
+        | 1;
+    let mut random = move |n: u64| {
+        // xorshift: a different kill point each run, printed for a rerun.
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    for trial in 0..3 {
+        let root = tempfile::tempdir()?;
+        let mut cluster = start_cluster(&bin, root.path(), &props, 2)?;
+        let ns = format!("dst{trial}");
+        let client_dir = root.path().join("client");
+        let migrate = |cluster: &Cluster| -> anyhow::Result<Command> {
+            let mut cmd = command(&bin, &client_dir, &props)?;
+            cmd.args(["migrate-data", "--source-catalog", "lake"])
+                .args(["--source", "src.orders", "--dest"])
+                .arg(format!("{ns}.orders"))
+                .args(["--create-dest", "--batch-rows", "20", "--output", "json"])
+                .args(["--copy-mode", "rewrite"])
+                .arg("--checkpoint")
+                .arg(client_dir.join("job.json"))
+                .arg("--cluster")
+                .arg(format!("df://127.0.0.1:{}", cluster.scheduler_port))
+                .stdout(Stdio::piped());
+            Ok(cmd)
+        };
+        let mut client = migrate(&cluster)?.spawn()?;
+        let after = 1 + random(3) as usize;
+        let victim = random(2) as usize;
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while tasks_executed(&cluster) < after
+            && client.try_wait()?.is_none()
+            && Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // Then somewhere inside the next tasks.
+        std::thread::sleep(Duration::from_millis(random(1500)));
+        let killed_mid_job = client.try_wait()?.is_none();
+        cluster.executors[victim].child.kill()?;
+        cluster.executors[victim].child.wait()?;
+        eprintln!(
+            "trial {trial}: executor {victim} killed after {} task(s); mid-job: {killed_mid_job}",
+            tasks_executed(&cluster)
+        );
+        // A job that never ends (tasks of the lost executor never rerun) is a failure, not a hang.
+        let deadline = Instant::now() + Duration::from_secs(240);
+        while client.try_wait()?.is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        if client.try_wait()?.is_none() {
+            let _ = client.kill();
+            let _ = client.wait();
+            bail!(
+                "trial {trial}: the job did not end within 240 s of executor {victim}'s death:\n{}\n\
+                 --- scheduler:\n{}",
+                std::fs::read_to_string(client_dir.join("log"))?,
+                cluster.scheduler.log()
+            );
+        }
+        let first = client.wait_with_output()?;
+        let mut runs = vec![first.status.success()];
+        if !first.status.success() {
+            // The same command resumes the job on the executor left.
+            let again = migrate(&cluster)?.output()?;
+            runs.push(again.status.success());
+            let log = std::fs::read_to_string(client_dir.join("log"))?;
+            if !again.status.success() {
+                bail!(
+                    "trial {trial}: the resumed job failed too:\n{log}\n--- scheduler:\n{}",
+                    cluster.scheduler.log()
+                );
+            }
+        }
+        let log = std::fs::read_to_string(client_dir.join("log"))?;
+        eprintln!(
+            "trial {trial}: runs {runs:?}, lost attempts' folders removed: {}, tasks rerun: {}",
+            log.matches("removed the files of a lost attempt").count(),
+            cluster
+                .executors
+                .iter()
+                .map(|e| e.log().matches("task output already written").count())
+                .sum::<usize>()
+        );
+        let (got, desc) = pyiceberg_orders("lake", &props, &ns)?;
+        assert_eq!(got.len(), want.len(), "trial {trial}: rows {runs:?}");
+        assert_eq!(got, want, "trial {trial}");
+        let batches: Vec<u64> = desc["snapshots"]
+            .as_array()
+            .context("snapshots")?
+            .iter()
+            .filter_map(|s| {
+                s["summary"]["iceberg-ops.migration-batch"]
+                    .as_str()
+                    .and_then(|b| b.parse().ok())
+            })
+            .collect();
+        assert_eq!(
+            batches,
+            (0..batches.len() as u64).collect::<Vec<_>>(),
+            "trial {trial}"
+        );
+        let (stored, live) = data_files(&rt, &moto, &props, &ns)?;
+        // The listing sees the table's own files (else "no orphan" would prove nothing).
+        assert!(
+            !live.is_empty() && live.iter().all(|f| stored.contains(f)),
+            "trial {trial}: the listing misses live files: {} listed, {} live",
+            stored.len(),
+            live.len()
+        );
+        let orphans: Vec<&String> = stored.iter().filter(|f| !live.contains(f)).collect();
+        assert!(
+            orphans.is_empty(),
+            "trial {trial}: {} orphan data file(s) left: {orphans:?}",
+            orphans.len()
+        );
+    }
+    Ok(())
+}
+
+/// A source data file deleted after planning: the task fails on the executors (after Ballista's
+/// retries), the error names the task and the missing file, and nothing is committed.
+#[test]
+fn a_vanished_source_file_is_a_clear_error_and_commits_nothing() -> TestResult {
+    init_tracing();
+    let bin = binary()?;
+    let (_moto, props) = glue_on_moto();
+    let root = tempfile::tempdir()?;
+    let rt = tokio::runtime::Runtime::new()?;
+    make_source(&rt, &props, 1)?;
+    let cluster = start_cluster(&bin, root.path(), &props, 2)?;
+    let client_dir = root.path().join("client");
+    let migrate = || -> anyhow::Result<Command> {
+        let mut cmd = command(&bin, &client_dir, &props)?;
+        cmd.args(["migrate-data", "--source-catalog", "lake"])
+            .args(["--source", "src.orders", "--dest", "dst.orders"])
+            .args([
+                "--create-dest",
+                "--batch-rows",
+                "1000",
+                "--copy-mode",
+                "rewrite",
+            ])
+            .arg("--checkpoint")
+            .arg(client_dir.join("job.json"))
+            .arg("--cluster")
+            .arg(format!("df://127.0.0.1:{}", cluster.scheduler_port));
+        Ok(cmd)
+    };
+    // Planning reads the manifests, not the data files: the job is planned and submitted.
+    let gone = rt.block_on(async {
+        use futures::TryStreamExt;
+        let handle = open("lake", &props).await?;
+        let t = handle
+            .catalog()
+            .load_table(&iceberg::TableIdent::from_strs(["src", "orders"])?)
+            .await?;
+        let files: Vec<String> = t
+            .scan()
+            .build()?
+            .plan_files()
+            .await?
+            .map_ok(|task| task.data_file_path)
+            .try_collect()
+            .await?;
+        let gone = files.first().context("the source has no file")?.clone();
+        t.file_io().delete(&gone).await?;
+        anyhow::Ok(gone)
+    })?;
+    let status = migrate()?.status()?;
+    let log = std::fs::read_to_string(client_dir.join("log"))?;
+    assert!(!status.success(), "{log}");
+    assert!(log.contains("task 0"), "the error names the task:\n{log}");
+    let name = gone.rsplit('/').next().unwrap_or(&gone);
+    assert!(
+        log.contains(name),
+        "the error names the missing file {gone}:\n{log}"
+    );
+    let (rows, desc) = pyiceberg_orders("lake", &props, "dst")?;
+    assert!(rows.is_empty(), "{rows:?}");
+    assert!(
+        desc["snapshots"].as_array().is_none_or(|s| s.is_empty()),
+        "{desc}"
+    );
+    Ok(())
+}
