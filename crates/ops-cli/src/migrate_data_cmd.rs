@@ -540,22 +540,31 @@ async fn run_migrate(factory: &CatalogFactory, args: MigrateArgs) -> anyhow::Res
         Some(method) if !args.dry_run => Some(m.verify(method.into(), args.sample_size).await?),
         _ => None,
     };
+    report_run(&args, &result, verification.as_ref())
+}
+
+/// Prints a run's result (and its verification) as `--output` asks; a mismatch fails.
+fn report_run(
+    args: &MigrateArgs,
+    result: &MigrationResult,
+    verification: Option<&VerificationResult>,
+) -> anyhow::Result<()> {
     match args.output {
         Output::Json => {
-            let mut v = serde_json::to_value(&result)?;
-            if let (Some(obj), Some(ver)) = (v.as_object_mut(), &verification) {
+            let mut v = serde_json::to_value(result)?;
+            if let (Some(obj), Some(ver)) = (v.as_object_mut(), verification) {
                 obj.insert("verification".into(), serde_json::to_value(ver)?);
             }
             println!("{}", serde_json::to_string_pretty(&v)?);
         }
         Output::Text => {
-            print_result(&args.job, &result);
-            if let Some(v) = &verification {
+            print_result(&args.job, result);
+            if let Some(v) = verification {
                 print_verification(v);
             }
         }
     }
-    if verification.as_ref().is_some_and(|v| !v.matches) {
+    if verification.is_some_and(|v| !v.matches) {
         bail!("verification failed: the destination does not match the source");
     }
     Ok(())
@@ -625,25 +634,7 @@ async fn run_on_cluster(
         Some(method) => Some(m.verify(method.into(), args.sample_size).await?),
         None => None,
     };
-    match args.output {
-        Output::Json => {
-            let mut v = serde_json::to_value(&result)?;
-            if let (Some(obj), Some(ver)) = (v.as_object_mut(), &verification) {
-                obj.insert("verification".into(), serde_json::to_value(ver)?);
-            }
-            println!("{}", serde_json::to_string_pretty(&v)?);
-        }
-        Output::Text => {
-            print_result(&args.job, &result);
-            if let Some(v) = &verification {
-                print_verification(v);
-            }
-        }
-    }
-    if verification.as_ref().is_some_and(|v| !v.matches) {
-        bail!("verification failed: the destination does not match the source");
-    }
-    Ok(())
+    report_run(args, &result, verification.as_ref())
 }
 
 /// Whether `plan` is the job these arguments describe (tables, batch size, modes, filter,

@@ -99,6 +99,18 @@ impl Run<'_> {
     }
 }
 
+/// A `.pyiceberg.yaml` with one S3 Tables catalog `name` on moto.
+fn s3tables_yaml(name: &str, bucket_arn: &str, moto_url: &str, secret: &str) -> String {
+    format!(
+        "catalog:\n  {name}:\n    type: s3tables\n    s3tables.table-bucket-arn: \"{bucket_arn}\"\n    \
+         s3tables.endpoint: {moto_url}\n    client.region: {AWS_REGION}\n    \
+         client.access-key-id: {AWS_KEY}\n    client.secret-access-key: {secret}\n    \
+         s3.endpoint: {moto_url}\n    s3.region: {AWS_REGION}\n    \
+         s3.access-key-id: {AWS_KEY}\n    s3.secret-access-key: {secret}\n    \
+         s3.path-style-access: \"true\"\n"
+    )
+}
+
 fn text(o: &Output) -> (String, String) {
     (
         String::from_utf8_lossy(&o.stdout).to_string(),
@@ -117,14 +129,7 @@ fn the_runbook_over_https_with_verified_signatures() {
     let moto_url = moto.endpoint();
     std::fs::write(
         home.path().join(".pyiceberg.yaml"),
-        format!(
-            "catalog:\n  dest:\n    type: s3tables\n    s3tables.table-bucket-arn: \"{bucket_arn}\"\n    \
-             s3tables.endpoint: {moto_url}\n    client.region: {AWS_REGION}\n    \
-             client.access-key-id: {AWS_KEY}\n    client.secret-access-key: {AWS_SECRET}\n    \
-             s3.endpoint: {moto_url}\n    s3.region: {AWS_REGION}\n    \
-             s3.access-key-id: {AWS_KEY}\n    s3.secret-access-key: {AWS_SECRET}\n    \
-             s3.path-style-access: \"true\"\n"
-        ),
+        s3tables_yaml("dest", &bucket_arn, &moto_url, AWS_SECRET),
     )
     .unwrap();
     let run = Run {
@@ -352,14 +357,7 @@ fn quickstart_resets_on_s3tables_and_debug_logs_keep_the_secret() {
     let moto_url = moto.endpoint();
     std::fs::write(
         home.path().join(".pyiceberg.yaml"),
-        format!(
-            "catalog:\n  st:\n    type: s3tables\n    s3tables.table-bucket-arn: \"{bucket_arn}\"\n    \
-             s3tables.endpoint: {moto_url}\n    client.region: {AWS_REGION}\n    \
-             client.access-key-id: {AWS_KEY}\n    client.secret-access-key: {SECRET}\n    \
-             s3.endpoint: {moto_url}\n    s3.region: {AWS_REGION}\n    \
-             s3.access-key-id: {AWS_KEY}\n    s3.secret-access-key: {SECRET}\n    \
-             s3.path-style-access: \"true\"\n"
-        ),
+        s3tables_yaml("st", &bucket_arn, &moto_url, SECRET),
     )
     .unwrap();
     let run = |args: &[&str]| {
