@@ -1381,3 +1381,91 @@ async fn a_failed_run_keeps_its_marker_only_when_it_can_resume() -> TestResult {
     }
     Ok(())
 }
+
+/// A task output whose file was deleted after the task wrote it (an orphan cleanup, a lifecycle
+/// rule) is refused by `commit`, naming the file, instead of committing a table that cannot be
+/// read.
+#[tokio::test(flavor = "multi_thread")]
+async fn commit_refuses_a_task_output_whose_file_is_gone() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let handle = open("lake", &sqlite(dir.path())).await?;
+    source(&handle, &rows(30, false)).await?;
+    dest(&handle, "gone", PrimitiveType::Long).await?;
+    let plan = DataMigrator::new(&handle, ident("src")?, &handle, ident("gone")?)
+        .schema_reconciler(SchemaReconciler::new().rename("amount", "total"))
+        .copy_mode(CopyMode::Rewrite)
+        .plan()
+        .await?;
+    let mut outputs = Vec::new();
+    for t in &plan.tasks {
+        outputs.push(plan.execute_task(&handle, &handle, t.id).await?);
+    }
+    let written = serde_json::to_value(&outputs)?;
+    let path = written
+        .as_array()
+        .and_then(|o| o.first())
+        .and_then(|o| o["batches"][0]["files"][0].as_str())
+        .and_then(|f| serde_json::from_str::<Value>(f).ok())
+        .and_then(|f| f["file_path"].as_str().map(str::to_string))
+        .ok_or_else(|| anyhow::anyhow!("no file in {written}"))?;
+    std::fs::remove_file(path.trim_start_matches("file://"))?;
+    let err = plan
+        .commit(&handle, &handle, outputs, None)
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(err.contains("is gone") && err.contains(&path), "{err}");
+    let table = handle.catalog().load_table(&ident("gone")?).await?;
+    assert_eq!(
+        table.metadata().current_snapshot_id(),
+        None,
+        "a batch was committed"
+    );
+    Ok(())
+}
+
+/// A checkpoint of a `last` upsert is not resumed under the default rule: its key pre-pass would
+/// see only the chunks from the resume point on and miss the keys committed ones hold.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_resume_keeps_the_duplicate_key_rule() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let handle = open("lake", &sqlite(dir.path())).await?;
+    let src = source(&handle, &rows(60, false)).await?;
+    let files: Vec<String> = ops_datamig_live_paths(&src).await?.into_iter().collect();
+    dest(&handle, "dup", PrimitiveType::Long).await?;
+    let ckpt = dir.path().join("ck.json");
+    let job = |rule: ops_datamig::OnDuplicateKeys| -> anyhow::Result<DataMigrator> {
+        Ok(
+            DataMigrator::new(&handle, ident("src")?, &handle, ident("dup")?)
+                .schema_reconciler(SchemaReconciler::new().rename("amount", "total"))
+                .write_mode(WriteMode::Upsert)
+                .upsert_keys(["id"])
+                .on_duplicate_keys(rule)
+                .batch_rows(5)
+                .workers(1)
+                .checkpoint(&ckpt),
+        )
+    };
+    // Interrupted after its first batch: the files not yet read vanish.
+    let doomed = files.clone();
+    let first = job(ops_datamig::OnDuplicateKeys::Last)?
+        .progress(move |done, _| {
+            if done > 0 {
+                for f in &doomed {
+                    let _ = std::fs::remove_file(f.trim_start_matches("file://"));
+                }
+            }
+        })
+        .run()
+        .await;
+    assert!(first.is_err(), "the interrupted run succeeded");
+    let err = job(ops_datamig::OnDuplicateKeys::Error)?
+        .run()
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(err.contains("on_duplicate_keys"), "{err}");
+    Ok(())
+}

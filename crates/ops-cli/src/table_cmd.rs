@@ -124,7 +124,8 @@ pub enum Command {
         /// List the orphans; delete nothing.
         #[arg(long)]
         dry_run: bool,
-        /// Accept a threshold under an hour, or a table an unfinished migration marks.
+        /// Accept a threshold under an hour (never a table an unfinished migration marks:
+        /// `table abandon-migration` first, if the job is abandoned).
         #[arg(long)]
         force: bool,
         #[arg(long, value_enum, default_value_t = Output::Text)]

@@ -250,7 +250,12 @@ impl ExpireSnapshotsBuilder {
     }
 
     fn check(&self, md: &TableMetadata) -> Result<()> {
-        maintenance::refuse_running_migration(&self.ident, md, self.force, "expiring snapshots")?;
+        maintenance::refuse_running_migration(
+            &self.ident,
+            md,
+            Some(self.force),
+            "expiring snapshots",
+        )?;
         if !self.keep_files && !maintenance::gc_enabled(md) {
             return Err(maintenance::gc_disabled_error(
                 &self.ident,

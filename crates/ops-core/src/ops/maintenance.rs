@@ -238,15 +238,16 @@ async fn s3tables_maintenance(
     }
 }
 
-/// Refuses a table an unfinished migration is writing to, unless `force`.
+/// Refuses a table an unfinished migration is writing to, unless `force` (`Some(true)`);
+/// `None` for an action that no flag may force past the marker.
 pub(crate) fn refuse_running_migration(
     ident: &TableIdent,
     metadata: &TableMetadata,
-    force: bool,
+    force: Option<bool>,
     action: &str,
 ) -> Result<()> {
     let jobs = running_migrations(metadata);
-    if jobs.is_empty() || force {
+    if jobs.is_empty() || force == Some(true) {
         return Ok(());
     }
     let listed: Vec<String> = jobs
@@ -260,8 +261,13 @@ pub(crate) fn refuse_running_migration(
          committed. Finish or resume the job first (the same `migrate-data` command with its \
          --checkpoint, or `migrate-data commit` for a plan). For a job that is abandoned (one \
          run without --checkpoint cannot resume once its process is gone), `iceberg-ops table \
-         abandon-migration {ident} --job <job id>` removes its marker, or pass --force",
-        listed.join(", ")
+         abandon-migration {ident} --job <job id>` removes its marker{}",
+        listed.join(", "),
+        if force.is_some() {
+            " (or pass --force)"
+        } else {
+            ""
+        }
     )))
 }
 
@@ -341,13 +347,16 @@ mod tests {
             vec![("job-1", "t1"), ("job-2", "t2")]
         );
         let ident = TableIdent::from_strs(["a", "t"]).unwrap_or_else(|e| panic!("{e}"));
-        let err = refuse_running_migration(&ident, &both, false, "expiring snapshots");
+        let err = refuse_running_migration(&ident, &both, Some(false), "expiring snapshots");
         assert!(
             format!("{err:?}").contains("'job-1' (started t1), 'job-2'"),
             "{err:?}"
         );
-        assert!(refuse_running_migration(&ident, &both, true, "x").is_ok());
-        assert!(refuse_running_migration(&ident, &clean, false, "x").is_ok());
+        assert!(refuse_running_migration(&ident, &both, Some(true), "x").is_ok());
+        assert!(refuse_running_migration(&ident, &clean, None, "x").is_ok());
+        // Orphan cleanup has no override: its --force is about the age threshold only.
+        let err = refuse_running_migration(&ident, &both, None, "removing orphans");
+        assert!(!format!("{err:?}").contains("--force"), "{err:?}");
     }
 
     #[test]

@@ -90,7 +90,10 @@ impl RemoveOrphansBuilder {
         self
     }
 
-    /// Accepts a threshold under an hour, and a table an unfinished migration marks.
+    /// Accepts a threshold under an hour. Never a table an unfinished migration marks: its
+    /// task outputs wait there as unreferenced files, and a cleanup run for the threshold must
+    /// not delete them as a side effect (remove an abandoned job's marker with
+    /// [`super::maintenance::clear_running_marker`] first).
     pub fn force(mut self, force: bool) -> Self {
         self.force = force;
         self
@@ -109,7 +112,7 @@ impl RemoveOrphansBuilder {
         }
         let table = crate::commit::load_current(&self.handle, &self.ident).await?;
         let md = table.metadata();
-        maintenance::refuse_running_migration(&self.ident, md, self.force, "removing orphans")?;
+        maintenance::refuse_running_migration(&self.ident, md, None, "removing orphans")?;
         if !maintenance::gc_enabled(md) {
             return Err(maintenance::gc_disabled_error(
                 &self.ident,

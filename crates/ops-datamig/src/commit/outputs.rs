@@ -220,6 +220,7 @@ impl MigrationPlan {
                         Payload::Landed
                     } else {
                         let files = files_from_json(&dest_table, &b)?;
+                        check_present(&dest_table, &files, b.index).await?;
                         files_committed += files.len();
                         let w = WrittenFiles {
                             spec_id: b.spec_id,
@@ -310,4 +311,40 @@ impl MigrationPlan {
         }
         Ok(())
     }
+}
+
+/// Refuses a batch whose files are gone or changed since its task wrote them (an orphan cleanup
+/// forced past the job's marker, a lifecycle rule): committed, they would make the table
+/// unreadable.
+async fn check_present(
+    dest: &iceberg::table::Table,
+    files: &[iceberg::spec::DataFile],
+    batch: u64,
+) -> Result<()> {
+    use futures::TryStreamExt;
+    let io = dest.file_io();
+    futures::stream::iter(files.iter().map(Ok::<_, MigrationError>))
+        .try_for_each_concurrent(8, |f| async move {
+            let found = match io.new_input(f.file_path()) {
+                Ok(input) => input.metadata().await.ok().map(|m| m.size),
+                Err(_) => None,
+            };
+            match found {
+                Some(size) if size == f.file_size_in_bytes() => Ok(()),
+                Some(size) => Err(MigrationError::InvalidInput(format!(
+                    "batch {batch}: {} holds {size} bytes, not the {} its task wrote; nothing \
+                     of this batch was committed. Run its task again (`migrate-data run-task`) \
+                     and commit with the new output",
+                    f.file_path(),
+                    f.file_size_in_bytes()
+                ))),
+                None => Err(MigrationError::InvalidInput(format!(
+                    "batch {batch}: {} is gone (deleted since its task wrote it); nothing of \
+                     this batch was committed. Run its task again (`migrate-data run-task`) and \
+                     commit with the new output",
+                    f.file_path()
+                ))),
+            }
+        })
+        .await
 }

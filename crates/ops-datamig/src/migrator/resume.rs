@@ -107,6 +107,17 @@ impl DataMigrator {
                 differences.push(format!("{key}: checkpoint has {had}, this run has {want}"));
             }
         }
+        // Written only when not the default, so a checkpoint's `last` against this run's
+        // default does not show in the loop above: its pre-pass would see only the chunks from
+        // the resume point on and miss the keys the committed ones hold.
+        if let Some(had) = job.get("on_duplicate_keys")
+            && !settings.contains_key("on_duplicate_keys")
+        {
+            differences.push(format!(
+                "on_duplicate_keys: checkpoint has {had}, this run has \"{}\"",
+                self.on_duplicate_keys.as_str()
+            ));
+        }
         if !differences.is_empty() {
             return Err(refuse(format!(
                 "it was started with different settings ({}); run with the original settings, \
