@@ -4,6 +4,7 @@ mod catalogs;
 #[cfg(feature = "cluster")]
 mod cluster;
 mod commit_layer;
+mod compact;
 mod common;
 mod corpus;
 mod datamig;
