@@ -147,7 +147,11 @@ async fn small_files(handle: &CatalogHandle, ns: &str) -> anyhow::Result<TableId
     Ok(ident)
 }
 
-async fn many_small_files(handle: &CatalogHandle, name: &str, p: &BTreeMap<String, String>) -> TestResult {
+async fn many_small_files(
+    handle: &CatalogHandle,
+    name: &str,
+    p: &BTreeMap<String, String>,
+) -> TestResult {
     let ns = "cmp";
     let ident = small_files(handle, ns).await?;
     let before = py_state(name, p, ns)?;
@@ -213,7 +217,10 @@ async fn many_small_files(handle: &CatalogHandle, name: &str, p: &BTreeMap<Strin
 
     // Again: nothing left to do.
     let (_, again) = CompactBuilder::new(handle, ident.clone()).await?;
-    assert!(again.groups.is_empty() && again.snapshot_id.is_none(), "{again:?}");
+    assert!(
+        again.groups.is_empty() && again.snapshot_id.is_none(),
+        "{again:?}"
+    );
     Ok(())
 }
 
@@ -234,7 +241,12 @@ async fn compaction_of_many_small_files_on_rest() -> TestResult {
 }
 
 /// A hook that runs `f` once, on its first call.
-fn once<F, Fut>(f: F) -> (ops_core::ops::expire_snapshots::BeforeCommitHook, Arc<AtomicUsize>)
+fn once<F, Fut>(
+    f: F,
+) -> (
+    ops_core::ops::expire_snapshots::BeforeCommitHook,
+    Arc<AtomicUsize>,
+)
 where
     F: Fn() -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = ()> + Send + 'static,
@@ -254,7 +266,12 @@ where
 }
 
 /// An append between the rewrite and the commit is rebased onto: its rows stay.
-async fn racing_append(a: &CatalogHandle, b: &CatalogHandle, name: &str, p: &BTreeMap<String, String>) -> TestResult {
+async fn racing_append(
+    a: &CatalogHandle,
+    b: &CatalogHandle,
+    name: &str,
+    p: &BTreeMap<String, String>,
+) -> TestResult {
     let ns = "race";
     let ident = small_files(a, ns).await?;
     let before = py_state(name, p, ns)?;
@@ -356,7 +373,11 @@ async fn compaction_applies_position_deletes() -> TestResult {
     append(
         &handle,
         &ident,
-        &[(1, Some("eu"), Some(1)), (2, Some("eu"), Some(2)), (3, Some("eu"), None)],
+        &[
+            (1, Some("eu"), Some(1)),
+            (2, Some("eu"), Some(2)),
+            (3, Some("eu"), None),
+        ],
     )
     .await?;
     append(&handle, &ident, &[(4, Some("eu"), Some(4))]).await?;

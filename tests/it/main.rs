@@ -4,8 +4,8 @@ mod catalogs;
 #[cfg(feature = "cluster")]
 mod cluster;
 mod commit_layer;
-mod compact;
 mod common;
+mod compact;
 mod corpus;
 mod datamig;
 mod datamig_copy;

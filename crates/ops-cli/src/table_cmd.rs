@@ -472,7 +472,11 @@ fn print_compact(v: &Value) {
         let deletes = g["files_with_deletes"].as_u64().unwrap_or(0);
         println!(
             "  {}: {} file(s), {} bytes, {} row(s){}{}",
-            if part.is_empty() { "(unpartitioned)" } else { part },
+            if part.is_empty() {
+                "(unpartitioned)"
+            } else {
+                part
+            },
             n("input_files"),
             g["input_bytes"],
             g["input_rows"],
@@ -484,7 +488,11 @@ fn print_compact(v: &Value) {
             if dry {
                 String::new()
             } else {
-                format!(" -> {} file(s), {} bytes", n("output_files"), g["output_bytes"])
+                format!(
+                    " -> {} file(s), {} bytes",
+                    n("output_files"),
+                    g["output_bytes"]
+                )
             }
         );
     }

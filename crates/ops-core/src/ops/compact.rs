@@ -230,7 +230,12 @@ impl CompactBuilder {
         )?;
         let target = match self.target_file_size {
             Some(t) => t,
-            None => table.metadata().table_properties()?.write_target_file_size_bytes as u64,
+            None => {
+                table
+                    .metadata()
+                    .table_properties()?
+                    .write_target_file_size_bytes as u64
+            }
         };
         let mut metrics = CompactMetrics {
             target_file_size: target,
@@ -252,7 +257,11 @@ impl CompactBuilder {
                     .iter()
                     .map(|c| c.live.file.file_path().to_string())
                     .collect(),
-                input_bytes: g.files.iter().map(|c| c.live.file.file_size_in_bytes()).sum(),
+                input_bytes: g
+                    .files
+                    .iter()
+                    .map(|c| c.live.file.file_size_in_bytes())
+                    .sum(),
                 input_rows: g.files.iter().map(|c| c.live.file.record_count()).sum(),
                 files_with_deletes: g.files.iter().filter(|c| c.has_deletes).count(),
                 ..Default::default()
@@ -320,10 +329,7 @@ impl CompactBuilder {
                 };
                 check.validate(&base, &cache).await?;
                 let mut properties = this.properties.clone();
-                properties.insert(
-                    super::OPERATION_PROPERTY.to_string(),
-                    "compact".to_string(),
-                );
+                properties.insert(super::OPERATION_PROPERTY.to_string(), "compact".to_string());
                 let produced = SnapshotProducer::new(&base, &cache, Operation::Replace)
                     .remove_paths(inputs.iter().map(|(p, _)| p.clone()))
                     .add_files_by_spec(written.iter().cloned())
@@ -528,7 +534,8 @@ async fn rewrite_group(table: &Table, group: Planned, target: u64) -> Result<Vec
             Ok(b)
         });
     let target = usize::try_from(target).unwrap_or(usize::MAX);
-    let files = crate::write::write_data_files_sized(table, Box::pin(batches), Some(target)).await?;
+    let files =
+        crate::write::write_data_files_sized(table, Box::pin(batches), Some(target)).await?;
     tracing::debug!(
         table = %table.identifier(),
         partition = %group.partition,

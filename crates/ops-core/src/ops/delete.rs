@@ -277,7 +277,11 @@ pub(crate) async fn tasks(
 ///   column is NULL (in an equality delete NULL equals only NULL);
 /// - any delete file on a file whose partition values predate a widening of their source
 ///   column: iceberg matches delete files to data files by the raw partition value.
-pub(crate) fn refuse_unsafe_rewrite(table: &Table, path: &str, tasks: &[FileScanTask]) -> Result<()> {
+pub(crate) fn refuse_unsafe_rewrite(
+    table: &Table,
+    path: &str,
+    tasks: &[FileScanTask],
+) -> Result<()> {
     for t in tasks {
         if t.deletes
             .iter()
