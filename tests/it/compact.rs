@@ -177,6 +177,18 @@ async fn many_small_files(
     assert_eq!(parts, vec![("region=eu", 6), ("region=us", 6)], "{dry:?}");
     assert_eq!(dry.input_files(), 12);
     assert_eq!(dry.output_files(), 0);
+    // `where` limits the files considered; min-input-files is a per-partition threshold.
+    let (_, eu) = CompactBuilder::new(handle, ident.clone())
+        .with_filter_text("region = 'eu'")
+        .dry_run(true)
+        .await?;
+    let parts: Vec<&str> = eu.groups.iter().map(|g| g.partition.as_str()).collect();
+    assert_eq!(parts, vec!["region=eu"], "{eu:?}");
+    let (_, seven) = CompactBuilder::new(handle, ident.clone())
+        .min_input_files(7)
+        .dry_run(true)
+        .await?;
+    assert!(seven.groups.is_empty(), "{seven:?}");
     let after_dry = handle.catalog().load_table(&ident).await?;
     assert_eq!(
         after_dry.metadata().current_snapshot_id(),
@@ -359,6 +371,60 @@ async fn compaction_conflicts_with_a_racing_delete_of_an_input() -> TestResult {
     let state = py_state("c", &db.props, "race")?;
     assert!(!ids(&state).contains(&20));
     assert_eq!(ids(&state).len(), 18);
+    Ok(())
+}
+
+/// Another engine's position delete against one of the inputs, committed between the rewrite
+/// and the commit: a conflict (its row would come back), nothing committed, new files removed.
+#[tokio::test(flavor = "multi_thread")]
+async fn compaction_conflicts_with_a_racing_position_delete() -> TestResult {
+    let db = SqlCatalog::sqlite()?;
+    let (a, b) = (open("c", &db.props).await?, open("c", &db.props).await?);
+    let ident = small_files(&a, "race").await?;
+    let table = a.catalog().load_table(&ident).await?;
+    let (input, _) = live_files(&table)
+        .await?
+        .into_iter()
+        .find(|(f, _)| f.record_count() == 2)
+        .ok_or_else(|| anyhow::anyhow!("a 2-row eu file"))?;
+    let (hook, calls) = {
+        let (b, ident) = (b.clone(), ident.clone());
+        let (path, partition) = (input.file_path().to_string(), input.partition().clone());
+        once(move || {
+            let (b, ident, path, partition) =
+                (b.clone(), ident.clone(), path.clone(), partition.clone());
+            async move {
+                let t = b
+                    .catalog()
+                    .load_table(&ident)
+                    .await
+                    .unwrap_or_else(|e| panic!("{e}"));
+                crate::commit_layer::commit_position_delete(&b, &t, &path, partition, &[0])
+                    .await
+                    .unwrap_or_else(|e| panic!("the racing position delete failed: {e}"));
+            }
+        })
+    };
+    let err = CompactBuilder::new(&a, ident.clone())
+        .before_commit(hook)
+        .await
+        .err();
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert!(
+        matches!(&err, Some(Error::CommitConflict { detail, .. }) if detail.contains("delete file")),
+        "{err:?}"
+    );
+    let table = a.catalog().load_table(&ident).await?;
+    assert_ne!(
+        table
+            .metadata()
+            .current_snapshot()
+            .map(|s| s.summary().operation.as_str()),
+        Some("replace")
+    );
+    let left = unreferenced_data_files(&table).await?;
+    assert!(left.is_empty(), "the compaction's files stayed: {left:?}");
+    assert_eq!(ids(&py_state("c", &db.props, "race")?).len(), 18);
     Ok(())
 }
 
