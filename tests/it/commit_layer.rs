@@ -620,7 +620,7 @@ async fn manifests_are_merged() -> TestResult {
 
 /// Writes a position delete file against `data_path` (row positions `positions`) and commits
 /// it as another engine (Spark merge-on-read) would.
-async fn commit_position_delete(
+pub(crate) async fn commit_position_delete(
     handle: &CatalogHandle,
     table: &Table,
     data_path: &str,

@@ -5,6 +5,7 @@ mod catalogs;
 mod cluster;
 mod commit_layer;
 mod common;
+mod compact;
 mod corpus;
 mod datamig;
 mod datamig_copy;

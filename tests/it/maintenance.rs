@@ -675,7 +675,12 @@ async fn s3tables_tables_are_maintained_by_the_service() -> TestResult {
         .await
         .err()
         .ok_or_else(|| anyhow::anyhow!("orphan cleanup ran on an S3 Tables table"))?;
-    for err in [expire, orphans] {
+    let compact = ops_core::ops::compact::CompactBuilder::new(&handle, ident.clone())
+        .min_input_files(1)
+        .await
+        .err()
+        .ok_or_else(|| anyhow::anyhow!("compaction ran on an S3 Tables table"))?;
+    for err in [expire, orphans, compact] {
         let msg = err.to_string();
         assert!(
             msg.contains("maintenance configuration")

@@ -6,6 +6,7 @@ use iceberg::spec::{NestedField, Type};
 use iceberg::table::Table;
 use iceberg::{NamespaceIdent, TableIdent};
 use ops_core::CatalogFactory;
+use ops_core::ops::compact::{CompactBuilder, CompactMetrics};
 use ops_core::ops::delete::DeleteBuilder;
 use ops_core::ops::expire_snapshots::{ExpireMetrics, ExpireSnapshotsBuilder};
 use ops_core::ops::remove_orphans::{OrphanMetrics, RemoveOrphansBuilder};
@@ -104,6 +105,32 @@ pub enum Command {
         #[arg(long)]
         keep_files: bool,
         /// Print what would be expired and deleted; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Proceed although an unfinished migration job marks the table.
+        #[arg(long)]
+        force: bool,
+        #[arg(long, value_enum, default_value_t = Output::Text)]
+        output: Output,
+    },
+    /// Rewrite each partition's small files (under 75% of the target size), and files with
+    /// position deletes, into files near the target size: one `replace` snapshot. The rows and
+    /// their data sequence number are kept; a concurrent append is kept, a concurrent delete of
+    /// a rewritten file aborts.
+    Compact {
+        #[command(flatten)]
+        target: Target,
+        /// Only the files that may hold rows matching this, e.g. "day >= '2026-01-01'".
+        #[arg(long = "where", value_name = "EXPR")]
+        filter: Option<String>,
+        /// The size to aim at (default: write.target-file-size-bytes, 512 MiB).
+        #[arg(long, value_name = "BYTES")]
+        target_file_size: Option<u64>,
+        /// Rewrite a partition only when it has at least this many small files (or a file with
+        /// deletes).
+        #[arg(long, value_name = "N", default_value_t = ops_core::ops::compact::DEFAULT_MIN_INPUT_FILES)]
+        min_input_files: usize,
+        /// Print the groups that would be rewritten; write nothing.
         #[arg(long)]
         dry_run: bool,
         /// Proceed although an unfinished migration job marks the table.
@@ -333,6 +360,30 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
                 println!("{}: marker of job {j} removed", target.table);
             }
         }
+        Command::Compact {
+            target,
+            filter,
+            target_file_size,
+            min_input_files,
+            dry_run,
+            force,
+            output,
+        } => {
+            let ident = parse_ident(&target.table)?;
+            let handle = factory.open(&target.catalog).await?;
+            let mut builder = CompactBuilder::new(&handle, ident)
+                .min_input_files(min_input_files)
+                .dry_run(dry_run)
+                .force(force);
+            if let Some(f) = filter {
+                builder = builder.with_filter_text(f);
+            }
+            if let Some(t) = target_file_size {
+                builder = builder.target_file_size(t);
+            }
+            let (_, m) = builder.await?;
+            show(&compact_json(&target.table, &m), output, print_compact)?;
+        }
         Command::RemoveOrphans {
             target,
             older_than,
@@ -355,6 +406,110 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+fn compact_json(table: &str, m: &CompactMetrics) -> Value {
+    let groups: Vec<Value> = m
+        .groups
+        .iter()
+        .map(|g| {
+            json!({
+                "spec_id": g.spec_id,
+                "partition": g.partition,
+                "input_files": g.input_files,
+                "input_bytes": g.input_bytes,
+                "input_rows": g.input_rows,
+                "files_with_deletes": g.files_with_deletes,
+                "output_files": g.output_files,
+                "output_bytes": g.output_bytes,
+                "output_rows": g.output_rows,
+            })
+        })
+        .collect();
+    json!({
+        "table": table,
+        "dry_run": m.dry_run,
+        "snapshot_id": m.snapshot_id,
+        "target_file_size": m.target_file_size,
+        "input_files": m.input_files(),
+        "input_bytes": m.input_bytes(),
+        "output_files": m.output_files(),
+        "output_bytes": m.output_bytes(),
+        "groups": groups,
+        "skipped_equality_delete_files": m.skipped_equality_delete_files,
+        "skipped_other_spec_files": m.skipped_other_spec_files,
+    })
+}
+
+fn print_compact(v: &Value) {
+    let dry = v["dry_run"] == json!(true);
+    let groups = v["groups"].as_array().map_or(&[][..], Vec::as_slice);
+    let table = v["table"].as_str().unwrap_or_default();
+    if groups.is_empty() {
+        println!("{table}: nothing to compact");
+    } else if dry {
+        println!(
+            "{table}: would rewrite {} file(s), {} bytes, in {} group(s) (target {} bytes)",
+            v["input_files"],
+            v["input_bytes"],
+            groups.len(),
+            v["target_file_size"]
+        );
+    } else {
+        println!(
+            "{table}: rewrote {} file(s), {} bytes, into {} file(s), {} bytes, in {} group(s); \
+             snapshot {}",
+            v["input_files"],
+            v["input_bytes"],
+            v["output_files"],
+            v["output_bytes"],
+            groups.len(),
+            v["snapshot_id"]
+        );
+    }
+    for g in groups {
+        let n = |k: &str| g[k].as_array().map_or(0, Vec::len);
+        let part = g["partition"].as_str().unwrap_or_default();
+        let deletes = g["files_with_deletes"].as_u64().unwrap_or(0);
+        println!(
+            "  {}: {} file(s), {} bytes, {} row(s){}{}",
+            if part.is_empty() {
+                "(unpartitioned)"
+            } else {
+                part
+            },
+            n("input_files"),
+            g["input_bytes"],
+            g["input_rows"],
+            if deletes > 0 {
+                format!(", {deletes} with deletes")
+            } else {
+                String::new()
+            },
+            if dry {
+                String::new()
+            } else {
+                format!(
+                    " -> {} file(s), {} bytes",
+                    n("output_files"),
+                    g["output_bytes"]
+                )
+            }
+        );
+    }
+    let eq = v["skipped_equality_delete_files"]
+        .as_array()
+        .map_or(0, Vec::len);
+    if eq > 0 {
+        println!(
+            "  {eq} file(s) with equality deletes left as they are (compact them with the \
+             engine that wrote the deletes)"
+        );
+    }
+    let other = v["skipped_other_spec_files"].as_u64().unwrap_or(0);
+    if other > 0 {
+        println!("  {other} file(s) of an older partition spec left as they are");
+    }
 }
 
 fn expire_json(table: &str, m: &ExpireMetrics) -> Value {

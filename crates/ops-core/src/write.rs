@@ -106,6 +106,19 @@ pub async fn write_data_files<S>(table: &Table, batches: S) -> Result<Vec<DataFi
 where
     S: Stream<Item = Result<RecordBatch>> + Unpin,
 {
+    write_data_files_sized(table, batches, None).await
+}
+
+/// [`write_data_files`], rolling to a new file at `target_file_size` bytes instead of the
+/// table's `write.target-file-size-bytes` when given (compaction's `--target-file-size`).
+pub(crate) async fn write_data_files_sized<S>(
+    table: &Table,
+    batches: S,
+    target_file_size: Option<usize>,
+) -> Result<Vec<DataFile>>
+where
+    S: Stream<Item = Result<RecordBatch>> + Unpin,
+{
     let metadata = table.metadata();
     let schema = metadata.current_schema().clone();
     let arrow_schema = table_arrow_schema(table)?;
@@ -135,7 +148,7 @@ where
     );
     let rolling = RollingFileWriterBuilder::new(
         parquet,
-        properties.write_target_file_size_bytes,
+        target_file_size.unwrap_or(properties.write_target_file_size_bytes),
         table.file_io().clone(),
         location,
         names,

@@ -216,7 +216,7 @@ impl DeletePlan {
 /// (each manifest read once per attempt); otherwise iceberg's planner attaches the delete
 /// files — unfiltered, since it decodes partition bounds with the current schema's types and
 /// would prune files written before a partition source column was widened.
-async fn tasks(
+pub(crate) async fn tasks(
     table: &Table,
     snapshot_id: i64,
     candidates: Vec<LiveFile>,
@@ -277,7 +277,11 @@ async fn tasks(
 ///   column is NULL (in an equality delete NULL equals only NULL);
 /// - any delete file on a file whose partition values predate a widening of their source
 ///   column: iceberg matches delete files to data files by the raw partition value.
-fn refuse_unsafe_rewrite(table: &Table, path: &str, tasks: &[FileScanTask]) -> Result<()> {
+pub(crate) fn refuse_unsafe_rewrite(
+    table: &Table,
+    path: &str,
+    tasks: &[FileScanTask],
+) -> Result<()> {
     for t in tasks {
         if t.deletes
             .iter()

@@ -10,6 +10,7 @@
 //! | [`append`] | add data files, with caller summary properties | `append` |
 //! | [`overwrite`] | remove given data files and add new ones | `overwrite` |
 //! | [`replace_partitions`] | dynamic partition overwrite | `overwrite` |
+//! | [`compact`] | rewrite small files (and files with deletes) into target-size ones | `replace` |
 //! | [`delete`] | delete rows matching a filter, copy-on-write | `delete` / `overwrite` |
 //! | [`rollback`] | move `main` back to an ancestor, or to any snapshot | — |
 //! | [`evolve_schema`] | add, drop, rename, widen, make optional, doc, move, identifier fields | — |
@@ -25,6 +26,7 @@
 //! [`CatalogHandle`]: crate::CatalogHandle
 
 pub mod append;
+pub mod compact;
 pub mod delete;
 pub mod evolve_schema;
 pub mod evolve_spec;

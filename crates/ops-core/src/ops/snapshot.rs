@@ -228,6 +228,8 @@ pub(crate) struct SnapshotProducer<'a> {
     prepared: Option<&'a PreparedManifest>,
     removed: HashSet<String>,
     properties: HashMap<String, String>,
+    /// The data sequence number of the added files; `None`: inherited from the new snapshot.
+    data_sequence_number: Option<i64>,
 }
 
 /// A manifest of ADDED data files written before the commit, for a snapshot id chosen then:
@@ -393,7 +395,18 @@ impl<'a> SnapshotProducer<'a> {
             prepared: None,
             removed: HashSet::new(),
             properties: HashMap::new(),
+            data_sequence_number: None,
         }
+    }
+
+    /// Gives the added files this data sequence number instead of the new snapshot's (their
+    /// file sequence number is still the new snapshot's): Java's
+    /// `RewriteFiles.dataSequenceNumber`, with which a rewrite keeps the sequence number of the
+    /// snapshot it read, so equality deletes committed after that snapshot still apply to the
+    /// rewritten rows. Ignored for v1 tables, which have no sequence numbers.
+    pub(crate) fn data_sequence_number(mut self, seq: Option<i64>) -> Self {
+        self.data_sequence_number = seq;
+        self
     }
 
     /// Files written under partition spec `spec_id`.
@@ -603,7 +616,11 @@ impl<'a> SnapshotProducer<'a> {
                 let file = fit_partition(table, &spec, &partition_type, file)?;
                 collector.add_file(&file, schema.clone(), spec.clone());
                 // A negative sequence number leaves it unset: inherited from the manifest list.
-                writer.add_file(file, -1)?;
+                let seq = match version {
+                    FormatVersion::V1 => -1,
+                    _ => self.data_sequence_number.unwrap_or(-1),
+                };
+                writer.add_file(file, seq)?;
             }
             manifests.insert(0, writer.write_manifest_file().await?);
         }

@@ -1,0 +1,556 @@
+//! Compaction: rewrite each partition's small files (and files with delete files applied to
+//! them) into files near the target size, in one `replace` snapshot — Java's
+//! `RewriteDataFilesAction` with its bin-pack planner and `BaseRewriteFiles`.
+//!
+//! 1. Refuse an S3 Tables table (it compacts its own tables) and a table an unfinished migration
+//!    writes to (unless forced).
+//! 2. Plan on the current snapshot: its live data files of the default partition spec (files of
+//!    older specs stay as they are), limited by `where` to the files whose statistics allow a
+//!    matching row, grouped by partition. A file is a candidate when it is smaller than 75% of
+//!    the target (`write.target-file-size-bytes`, 512 MiB, or [`CompactBuilder::target_file_size`])
+//!    or has delete files applied to it. A partition is rewritten when it holds at least
+//!    `min_input_files` (5) candidates or a candidate with deletes; its candidates are bin-packed
+//!    (largest first, first fit) into groups of at most the target size, and a group of one file
+//!    without deletes is left alone (rewriting it alone gains nothing).
+//! 3. Stream each group's rows (position deletes applied, in the current schema) into new files
+//!    of the same partition, rolling at the target size. Files with equality delete files are
+//!    left out (iceberg's reader applies them as `col != v`, which would drop rows with NULL
+//!    keys) and reported.
+//! 4. Commit one `replace` snapshot removing the inputs and adding the outputs. The outputs keep
+//!    the data sequence number of the snapshot the plan read (Java's
+//!    `use-starting-sequence-number`), so an equality delete committed later still applies to
+//!    the rewritten rows. Validated as `RewriteFiles` is against every commit since that
+//!    snapshot: one that removed an input, or added a delete file that may apply to one (its
+//!    partition, or a global one), is a conflict — nothing is committed and the new files are
+//!    deleted; a concurrent append is rebased onto.
+
+use std::collections::{BTreeMap, HashMap};
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use futures::{StreamExt, TryStreamExt};
+use iceberg::TableIdent;
+use iceberg::arrow::{ArrowReaderBuilder, schema_to_arrow_schema};
+use iceberg::expr::{Bind, Predicate};
+use iceberg::scan::FileScanTask;
+use iceberg::spec::{DataContentType, DataFile, ManifestContentType, Operation, Struct};
+use iceberg::table::Table;
+
+use super::delete::{RowFilter, read_schema, refuse_unsafe_rewrite, tasks};
+use super::expire_snapshots::BeforeCommitHook;
+use super::maintenance;
+use super::snapshot::{
+    LiveFile, ManifestCache, PartitionKey, SnapshotProducer, commit_snapshot_from, live_data_files,
+    spec_by_id,
+};
+use super::validate::ConflictCheck;
+use crate::prune::may_match;
+use crate::{CatalogHandle, Error, Result};
+
+/// Java's `min-input-files` default.
+pub const DEFAULT_MIN_INPUT_FILES: usize = 5;
+
+/// Java's `min-file-size-bytes` default: 75% of the target.
+const MIN_FILE_SIZE_RATIO: f64 = 0.75;
+
+/// One group of files rewritten together (all of one partition).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CompactGroup {
+    /// The partition spec of the group's files.
+    pub spec_id: i32,
+    /// The partition, as a path (`region=eu`); empty for an unpartitioned table.
+    pub partition: String,
+    /// The files rewritten.
+    pub input_files: Vec<String>,
+    /// Their size in bytes.
+    pub input_bytes: u64,
+    /// Their record counts (before deletes).
+    pub input_rows: u64,
+    /// How many of them had delete files applied.
+    pub files_with_deletes: usize,
+    /// The files written (empty on a dry run).
+    pub output_files: Vec<String>,
+    /// Their size in bytes.
+    pub output_bytes: u64,
+    /// The rows written (deletes applied; 0 on a dry run).
+    pub output_rows: u64,
+}
+
+/// What a compaction did (or, for a dry run, would do).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CompactMetrics {
+    /// The groups rewritten.
+    pub groups: Vec<CompactGroup>,
+    /// The target file size used.
+    pub target_file_size: u64,
+    /// The `replace` snapshot committed (`None`: nothing to do, or a dry run).
+    pub snapshot_id: Option<i64>,
+    /// Nothing was written or committed.
+    pub dry_run: bool,
+    /// Files left out because equality delete files apply to them.
+    pub skipped_equality_delete_files: Vec<String>,
+    /// Live data files of an older partition spec, left out.
+    pub skipped_other_spec_files: usize,
+}
+
+impl CompactMetrics {
+    /// Files removed (or to be).
+    pub fn input_files(&self) -> usize {
+        self.groups.iter().map(|g| g.input_files.len()).sum()
+    }
+    /// Bytes of the files removed.
+    pub fn input_bytes(&self) -> u64 {
+        self.groups.iter().map(|g| g.input_bytes).sum()
+    }
+    /// Files added.
+    pub fn output_files(&self) -> usize {
+        self.groups.iter().map(|g| g.output_files.len()).sum()
+    }
+    /// Bytes of the files added.
+    pub fn output_bytes(&self) -> u64 {
+        self.groups.iter().map(|g| g.output_bytes).sum()
+    }
+}
+
+/// Compacts one table (see the module docs).
+#[must_use = "a CompactBuilder does nothing until awaited"]
+pub struct CompactBuilder {
+    handle: CatalogHandle,
+    ident: TableIdent,
+    filter: Option<RowFilter>,
+    target_file_size: Option<u64>,
+    min_input_files: usize,
+    dry_run: bool,
+    force: bool,
+    properties: HashMap<String, String>,
+    before_commit: Option<BeforeCommitHook>,
+}
+
+/// A file considered, with its scan tasks (delete files attached).
+struct Candidate {
+    live: LiveFile,
+    tasks: Vec<FileScanTask>,
+    has_deletes: bool,
+}
+
+/// One planned group.
+struct Planned {
+    key: PartitionKey,
+    partition: String,
+    files: Vec<Candidate>,
+}
+
+impl CompactBuilder {
+    /// A compaction of `ident` with Java's defaults.
+    pub fn new(handle: &CatalogHandle, ident: TableIdent) -> Self {
+        Self {
+            handle: handle.clone(),
+            ident,
+            filter: None,
+            target_file_size: None,
+            min_input_files: DEFAULT_MIN_INPUT_FILES,
+            dry_run: false,
+            force: false,
+            properties: HashMap::new(),
+            before_commit: None,
+        }
+    }
+
+    /// Considers only the files that may hold rows matching `filter` (columns named as in the
+    /// table's current schema); every row of such a file is rewritten.
+    pub fn with_filter(mut self, filter: Predicate) -> Self {
+        self.filter = Some(RowFilter::Predicate(filter));
+        self
+    }
+
+    /// As [`Self::with_filter`], from filter text (see [`crate::filter`]).
+    pub fn with_filter_text(mut self, filter: impl Into<String>) -> Self {
+        self.filter = Some(RowFilter::Text(filter.into()));
+        self
+    }
+
+    /// The size to aim at instead of `write.target-file-size-bytes`.
+    pub fn target_file_size(mut self, bytes: u64) -> Self {
+        self.target_file_size = Some(bytes);
+        self
+    }
+
+    /// How many candidates a partition needs to be rewritten (default 5).
+    pub fn min_input_files(mut self, n: usize) -> Self {
+        self.min_input_files = n;
+        self
+    }
+
+    /// Plans and reports, writing and committing nothing.
+    pub fn dry_run(mut self, dry_run: bool) -> Self {
+        self.dry_run = dry_run;
+        self
+    }
+
+    /// Proceeds even though an unfinished migration job marks the table.
+    pub fn force(mut self, force: bool) -> Self {
+        self.force = force;
+        self
+    }
+
+    /// Extra snapshot summary properties.
+    pub fn with_properties(mut self, properties: HashMap<String, String>) -> Self {
+        self.properties.extend(properties);
+        self
+    }
+
+    /// Runs `hook` after the rewrite, before the commit (for tests that race a writer).
+    #[doc(hidden)]
+    pub fn before_commit(mut self, hook: BeforeCommitHook) -> Self {
+        self.before_commit = Some(hook);
+        self
+    }
+
+    async fn execute(self) -> Result<(Table, CompactMetrics)> {
+        maintenance::refuse_self_maintained(&self.handle, &self.ident, "compaction").await?;
+        if self.min_input_files == 0 {
+            return Err(Error::InvalidInput(
+                "--min-input-files must be at least 1".into(),
+            ));
+        }
+        if self.target_file_size == Some(0) {
+            return Err(Error::InvalidInput(
+                "--target-file-size must be at least 1 byte".into(),
+            ));
+        }
+        let table = crate::commit::load_current(&self.handle, &self.ident).await?;
+        crate::commit::refuse_v3(&table)?;
+        maintenance::refuse_running_migration(
+            &self.ident,
+            table.metadata(),
+            self.force,
+            "compacting",
+        )?;
+        let target = match self.target_file_size {
+            Some(t) => t,
+            None => {
+                table
+                    .metadata()
+                    .table_properties()?
+                    .write_target_file_size_bytes as u64
+            }
+        };
+        let mut metrics = CompactMetrics {
+            target_file_size: target,
+            dry_run: self.dry_run,
+            ..Default::default()
+        };
+        let Some(start) = table.metadata().current_snapshot().cloned() else {
+            return Ok((table, metrics));
+        };
+        let cache = ManifestCache::new(&table);
+        let groups = self.plan(&table, &cache, target, &mut metrics).await?;
+        metrics.groups = groups
+            .iter()
+            .map(|g| CompactGroup {
+                spec_id: g.key.0,
+                partition: g.partition.clone(),
+                input_files: g
+                    .files
+                    .iter()
+                    .map(|c| c.live.file.file_path().to_string())
+                    .collect(),
+                input_bytes: g
+                    .files
+                    .iter()
+                    .map(|c| c.live.file.file_size_in_bytes())
+                    .sum(),
+                input_rows: g.files.iter().map(|c| c.live.file.record_count()).sum(),
+                files_with_deletes: g.files.iter().filter(|c| c.has_deletes).count(),
+                ..Default::default()
+            })
+            .collect();
+        if self.dry_run || groups.is_empty() {
+            return Ok((table, metrics));
+        }
+
+        let inputs: Vec<(String, PartitionKey)> = groups
+            .iter()
+            .flat_map(|g| {
+                g.files
+                    .iter()
+                    .map(|c| (c.live.file.file_path().to_string(), g.key.clone()))
+            })
+            .collect();
+        // Rewrite every group; on any failure, remove what was written.
+        let io = table.file_io().clone();
+        let mut written: Vec<(i32, DataFile)> = Vec::new();
+        let rewrite = async {
+            for (g, report) in groups.into_iter().zip(metrics.groups.iter_mut()) {
+                let files = rewrite_group(&table, g, target).await?;
+                report.output_rows = files.iter().map(DataFile::record_count).sum();
+                report.output_bytes = files.iter().map(DataFile::file_size_in_bytes).sum();
+                report.output_files = files.iter().map(|f| f.file_path().to_string()).collect();
+                written.extend(files.into_iter().map(|f| (report.spec_id, f)));
+            }
+            Ok::<(), Error>(())
+        }
+        .await;
+        let outputs: Vec<String> = written
+            .iter()
+            .map(|(_, f)| f.file_path().to_string())
+            .collect();
+        if let Err(e) = rewrite {
+            crate::commit::delete_quietly(table.file_io(), &outputs).await;
+            return Err(e);
+        }
+        if let Some(hook) = &self.before_commit {
+            hook().await;
+        }
+
+        let data_seq = start.sequence_number();
+        let since = Some(start.snapshot_id());
+        // Set once an attempt reached the catalog: a failure after that may have landed.
+        let committing = AtomicBool::new(false);
+        let this = &self;
+        let committed = commit_snapshot_from(&self.handle, &self.ident, Some(table), |base| {
+            committing.store(false, Ordering::SeqCst);
+            let (inputs, written, committing) = (&inputs, &written, &committing);
+            async move {
+                maintenance::refuse_running_migration(
+                    &this.ident,
+                    base.metadata(),
+                    this.force,
+                    "compacting",
+                )?;
+                let cache = ManifestCache::new(&base);
+                let check = ConflictCheck {
+                    since,
+                    removed: inputs.iter().map(|(p, _)| p.clone()).collect(),
+                    removed_partitions: inputs.iter().map(|(_, k)| k.clone()).collect(),
+                    ..ConflictCheck::default()
+                };
+                check.validate(&base, &cache).await?;
+                let mut properties = this.properties.clone();
+                properties.insert(super::OPERATION_PROPERTY.to_string(), "compact".to_string());
+                let produced = SnapshotProducer::new(&base, &cache, Operation::Replace)
+                    .remove_paths(inputs.iter().map(|(p, _)| p.clone()))
+                    .add_files_by_spec(written.iter().cloned())
+                    .data_sequence_number(Some(data_seq))
+                    .properties(properties)
+                    .produce()
+                    .await?;
+                committing.store(true, Ordering::SeqCst);
+                Ok(Some(produced))
+            }
+        })
+        .await;
+        match committed {
+            Ok((table, snapshot)) => {
+                metrics.snapshot_id = Some(snapshot.snapshot_id);
+                tracing::info!(
+                    table = %self.ident,
+                    groups = metrics.groups.len(),
+                    removed = metrics.input_files(),
+                    added = metrics.output_files(),
+                    "compacted"
+                );
+                Ok((table, metrics))
+            }
+            Err(e) => {
+                let refused = matches!(e, Error::CommitConflict { .. } | Error::InvalidInput(_));
+                if refused || !committing.load(Ordering::SeqCst) {
+                    crate::commit::delete_quietly(&io, &outputs).await;
+                }
+                Err(e)
+            }
+        }
+    }
+
+    async fn plan(
+        &self,
+        table: &Table,
+        cache: &ManifestCache,
+        target: u64,
+        metrics: &mut CompactMetrics,
+    ) -> Result<Vec<Planned>> {
+        let md = table.metadata();
+        let default_spec = md.default_partition_spec_id();
+        let pruning = match &self.filter {
+            Some(f) => Some(
+                f.resolve(table)?
+                    .bind(Arc::new(read_schema(table).clone()), true)?
+                    .rewrite_not(),
+            ),
+            None => None,
+        };
+        let mut considered = Vec::new();
+        for live in live_data_files(table, cache).await? {
+            if live.spec_id != default_spec {
+                metrics.skipped_other_spec_files += 1;
+                continue;
+            }
+            if pruning.as_ref().is_some_and(|p| !may_match(p, &live.file)) {
+                continue;
+            }
+            considered.push(live);
+        }
+        if considered.is_empty() {
+            return Ok(Vec::new());
+        }
+        let Some(snapshot) = md.current_snapshot() else {
+            return Ok(Vec::new());
+        };
+        let has_delete_manifests = cache
+            .manifest_list(snapshot)
+            .await?
+            .iter()
+            .any(|m| m.content == ManifestContentType::Deletes);
+        let by_path: HashMap<String, LiveFile> = considered
+            .iter()
+            .map(|l| (l.file.file_path().to_string(), l.clone()))
+            .collect();
+        let mut file_tasks = tasks(
+            table,
+            snapshot.snapshot_id(),
+            considered,
+            has_delete_manifests,
+        )
+        .await?;
+        let min_size = (target as f64 * MIN_FILE_SIZE_RATIO) as u64;
+        let mut partitions: BTreeMap<String, (PartitionKey, Vec<Candidate>)> = BTreeMap::new();
+        let spec = spec_by_id(table, default_spec)?;
+        let schema = md.current_schema().clone();
+        let printable = spec.partition_type(&schema).is_ok();
+        // Sorted by path, so plans (and reports) are stable.
+        let mut paths: Vec<&String> = by_path.keys().collect();
+        paths.sort();
+        for path in paths {
+            let Some(live) = by_path.get(path) else {
+                continue;
+            };
+            let Some(t) = file_tasks.remove(path) else {
+                // Every row of it is deleted, or the planner left it out: nothing to read.
+                continue;
+            };
+            let equality = t.iter().any(|t| {
+                t.deletes
+                    .iter()
+                    .any(|d| d.file_type == DataContentType::EqualityDeletes)
+            });
+            if equality {
+                metrics.skipped_equality_delete_files.push(path.clone());
+                continue;
+            }
+            let has_deletes = t.iter().any(|t| !t.deletes.is_empty());
+            if !has_deletes && live.file.file_size_in_bytes() >= min_size {
+                continue;
+            }
+            let key = live.key();
+            let name = if printable && !spec.is_unpartitioned() {
+                spec.partition_to_path(live.file.partition(), schema.clone())
+            } else {
+                partition_debug(live.file.partition())
+            };
+            partitions
+                .entry(name)
+                .or_insert_with(|| (key, Vec::new()))
+                .1
+                .push(Candidate {
+                    live: live.clone(),
+                    tasks: t,
+                    has_deletes,
+                });
+        }
+        let mut planned = Vec::new();
+        for (partition, (key, candidates)) in partitions {
+            let any_deletes = candidates.iter().any(|c| c.has_deletes);
+            if candidates.len() < self.min_input_files && !any_deletes {
+                continue;
+            }
+            for bin in bin_pack(candidates, target) {
+                if bin.len() == 1 && !bin[0].has_deletes {
+                    continue;
+                }
+                for c in &bin {
+                    refuse_unsafe_rewrite(table, c.live.file.file_path(), &c.tasks)?;
+                }
+                planned.push(Planned {
+                    key: key.clone(),
+                    partition: partition.clone(),
+                    files: bin,
+                });
+            }
+        }
+        Ok(planned)
+    }
+}
+
+fn partition_debug(value: &Struct) -> String {
+    value
+        .iter()
+        .map(|v| v.map_or("null".to_string(), |l| format!("{l:?}")))
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// First-fit decreasing: the largest file first into the first group it fits, groups of at
+/// most `target` bytes (a file larger than the target alone in its group).
+fn bin_pack(mut files: Vec<Candidate>, target: u64) -> Vec<Vec<Candidate>> {
+    files.sort_by_key(|c| std::cmp::Reverse(c.live.file.file_size_in_bytes()));
+    let mut bins: Vec<(u64, Vec<Candidate>)> = Vec::new();
+    for c in files {
+        let size = c.live.file.file_size_in_bytes();
+        match bins
+            .iter_mut()
+            .find(|(used, _)| used.saturating_add(size) <= target)
+        {
+            Some((used, bin)) => {
+                *used += size;
+                bin.push(c);
+            }
+            None => bins.push((size, vec![c])),
+        }
+    }
+    bins.into_iter().map(|(_, b)| b).collect()
+}
+
+/// Streams a group's rows (deletes applied) into new files of its partition.
+async fn rewrite_group(table: &Table, group: Planned, target: u64) -> Result<Vec<DataFile>> {
+    let all: Vec<FileScanTask> = group.files.into_iter().flat_map(|c| c.tasks).collect();
+    let Some(first) = all.first() else {
+        return Ok(Vec::new());
+    };
+    let read_schema = Arc::new(schema_to_arrow_schema(&first.schema)?);
+    let target_schema = crate::write::table_arrow_schema(table)?;
+    let reader =
+        ArrowReaderBuilder::new(table.file_io().clone(), iceberg::Runtime::try_current()?).build();
+    let rows = Arc::new(AtomicU64::new(0));
+    let rows_c = rows.clone();
+    let batches = reader
+        .read(futures::stream::iter(all.into_iter().map(Ok)).boxed())?
+        .stream()
+        .map_err(Error::from)
+        .map(move |b| {
+            let b = crate::scan::project_by_field_id(&b?, &read_schema, &target_schema)?;
+            rows_c.fetch_add(b.num_rows() as u64, Ordering::Relaxed);
+            Ok(b)
+        });
+    let target = usize::try_from(target).unwrap_or(usize::MAX);
+    let files =
+        crate::write::write_data_files_sized(table, Box::pin(batches), Some(target)).await?;
+    tracing::debug!(
+        table = %table.identifier(),
+        partition = %group.partition,
+        rows = rows.load(Ordering::Relaxed),
+        files = files.len(),
+        "group rewritten"
+    );
+    Ok(files)
+}
+
+impl IntoFuture for CompactBuilder {
+    type Output = Result<(Table, CompactMetrics)>;
+    type IntoFuture = Pin<Box<dyn Future<Output = Self::Output> + Send>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.execute())
+    }
+}

@@ -1,0 +1,596 @@
+//! Compaction (`ops::compact`): rows unchanged per PyIceberg, files fewer, one `replace`
+//! snapshot whose files keep the data sequence number of the snapshot the plan read; racing
+//! writers; position deletes applied; every corpus table.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use iceberg::spec::{DataFile, ManifestStatus};
+use iceberg::table::Table;
+use iceberg::{TableIdent, TableRequirement};
+use ops_core::commit::{TableChange, commit_metadata_change};
+use ops_core::ops::append::AppendBuilder;
+use ops_core::ops::compact::CompactBuilder;
+use ops_core::ops::delete::DeleteBuilder;
+use ops_core::ops::maintenance::mark_running;
+use ops_core::{CatalogHandle, Error};
+use ops_tests::servers::Rustberg;
+use serde_json::{Value, json};
+
+use crate::common::*;
+
+type Row = (i64, Option<&'static str>, Option<i32>);
+type Hook = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+
+async fn append(handle: &CatalogHandle, ident: &TableIdent, rows: &[Row]) -> anyhow::Result<i64> {
+    let table = handle.catalog().load_table(ident).await?;
+    let batch = orders_batch(&table, rows)?;
+    let files =
+        ops_core::write::write_data_files(&table, futures::stream::iter([Ok(batch)])).await?;
+    let (_, m) = AppendBuilder::new(handle, ident.clone())
+        .with_files(files)
+        .await?;
+    Ok(m.snapshot_id)
+}
+
+/// Live data files of main with their data sequence numbers.
+async fn live_files(table: &Table) -> anyhow::Result<Vec<(DataFile, Option<i64>)>> {
+    let mut out = Vec::new();
+    let Some(snap) = table.metadata().current_snapshot() else {
+        return Ok(out);
+    };
+    for mf in table.manifest_list_reader(snap).load().await?.entries() {
+        if mf.content != iceberg::spec::ManifestContentType::Data {
+            continue;
+        }
+        for e in mf.load_manifest(table.file_io()).await?.entries() {
+            if e.is_alive() {
+                let seq = e.sequence_number();
+                let seq = if e.status() == ManifestStatus::Added && seq.is_none() {
+                    Some(mf.sequence_number)
+                } else {
+                    seq
+                };
+                out.push((e.data_file().clone(), seq));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn local(path: &str) -> PathBuf {
+    PathBuf::from(
+        path.strip_prefix("file://")
+            .or_else(|| path.strip_prefix("file:"))
+            .unwrap_or(path),
+    )
+}
+
+/// Parquet files under the table's data directory that no snapshot references (live or
+/// removed): what a failed compaction would leave behind. Local warehouses only.
+async fn unreferenced_data_files(table: &Table) -> anyhow::Result<Vec<String>> {
+    let mut known = HashSet::new();
+    for s in table.metadata().snapshots() {
+        for mf in table.manifest_list_reader(s).load().await?.entries() {
+            for e in mf.load_manifest(table.file_io()).await?.entries() {
+                known.insert(local(e.data_file().file_path()));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let mut stack = vec![local(table.metadata().location()).join("data")];
+    while let Some(dir) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "parquet") && !known.contains(&p) {
+                out.push(p.display().to_string());
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// PyIceberg: main's rows (sorted), the current snapshot's operation, the data file count.
+fn py_state(name: &str, p: &BTreeMap<String, String>, ns: &str) -> anyhow::Result<Value> {
+    let mut out = ops_tests::oracle::pyiceberg(
+        name,
+        p,
+        &format!(
+            "t = catalog.load_table('{ns}.orders')\n\
+             s = t.current_snapshot()\n\
+             emit({{'rows': rows(t), 'operation': s.summary.operation.value if s else None, \
+                    'files': len(list(t.scan().plan_files()))}})"
+        ),
+    )?;
+    if let Some(rows) = out["rows"].as_array_mut() {
+        sort_rows(rows);
+    }
+    Ok(out)
+}
+
+fn ids(state: &Value) -> Vec<i64> {
+    let mut v: Vec<i64> = state["rows"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r["id"].as_i64())
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+/// Six appends of one small file per region in eu and us, one file in ap: eu and us are
+/// compacted (>= 5 small files each), ap is left alone.
+async fn small_files(handle: &CatalogHandle, ns: &str) -> anyhow::Result<TableIdent> {
+    let table = create_orders(handle, ns).await?;
+    let ident = table.identifier().clone();
+    for i in 0..6i64 {
+        append(
+            handle,
+            &ident,
+            &[
+                (i * 10, Some("eu"), Some(i as i32)),
+                (i * 10 + 1, Some("eu"), None),
+                (i * 10 + 2, Some("us"), Some(7)),
+            ],
+        )
+        .await?;
+    }
+    append(handle, &ident, &[(999, Some("ap"), Some(1))]).await?;
+    Ok(ident)
+}
+
+async fn many_small_files(
+    handle: &CatalogHandle,
+    name: &str,
+    p: &BTreeMap<String, String>,
+) -> TestResult {
+    let ns = "cmp";
+    let ident = small_files(handle, ns).await?;
+    let before = py_state(name, p, ns)?;
+    assert_eq!(before["files"], json!(13));
+    let start = handle.catalog().load_table(&ident).await?;
+    let start_seq = start
+        .metadata()
+        .current_snapshot()
+        .map(|s| s.sequence_number())
+        .ok_or_else(|| anyhow::anyhow!("no snapshot"))?;
+
+    // Dry run: the plan, nothing written.
+    let (_, dry) = CompactBuilder::new(handle, ident.clone())
+        .dry_run(true)
+        .await?;
+    assert!(dry.dry_run && dry.snapshot_id.is_none());
+    let mut parts: Vec<(&str, usize)> = dry
+        .groups
+        .iter()
+        .map(|g| (g.partition.as_str(), g.input_files.len()))
+        .collect();
+    parts.sort();
+    assert_eq!(parts, vec![("region=eu", 6), ("region=us", 6)], "{dry:?}");
+    assert_eq!(dry.input_files(), 12);
+    assert_eq!(dry.output_files(), 0);
+    // `where` limits the files considered; min-input-files is a per-partition threshold.
+    let (_, eu) = CompactBuilder::new(handle, ident.clone())
+        .with_filter_text("region = 'eu'")
+        .dry_run(true)
+        .await?;
+    let parts: Vec<&str> = eu.groups.iter().map(|g| g.partition.as_str()).collect();
+    assert_eq!(parts, vec!["region=eu"], "{eu:?}");
+    let (_, seven) = CompactBuilder::new(handle, ident.clone())
+        .min_input_files(7)
+        .dry_run(true)
+        .await?;
+    assert!(seven.groups.is_empty(), "{seven:?}");
+    let after_dry = handle.catalog().load_table(&ident).await?;
+    assert_eq!(
+        after_dry.metadata().current_snapshot_id(),
+        start.metadata().current_snapshot_id()
+    );
+    assert!(unreferenced_data_files(&after_dry).await?.is_empty());
+
+    let (table, m) = CompactBuilder::new(handle, ident.clone()).await?;
+    assert_eq!(m.input_files(), 12);
+    assert_eq!(m.output_files(), 2, "{m:?}");
+    assert_eq!(
+        table.metadata().current_snapshot_id(),
+        m.snapshot_id,
+        "{m:?}"
+    );
+    let after = py_state(name, p, ns)?;
+    assert_eq!(after["rows"], before["rows"], "rows changed");
+    assert_eq!(after["operation"], json!("replace"));
+    assert_eq!(after["files"], json!(3));
+    // The rewritten files keep the data sequence number of the snapshot the plan read.
+    let outputs: HashSet<&String> = m.groups.iter().flat_map(|g| &g.output_files).collect();
+    let live = live_files(&table).await?;
+    assert_eq!(live.len(), 3);
+    for (f, seq) in &live {
+        if outputs.contains(&f.file_path().to_string()) {
+            assert_eq!(*seq, Some(start_seq), "{}", f.file_path());
+        }
+    }
+    let summary = &table
+        .metadata()
+        .current_snapshot()
+        .ok_or_else(|| anyhow::anyhow!("no snapshot"))?
+        .summary()
+        .additional_properties;
+    assert_eq!(summary.get("deleted-data-files"), Some(&"12".to_string()));
+    assert_eq!(summary.get("total-data-files"), Some(&"3".to_string()));
+    assert_eq!(summary.get("total-records"), Some(&"19".to_string()));
+
+    // Again: nothing left to do.
+    let (_, again) = CompactBuilder::new(handle, ident.clone()).await?;
+    assert!(
+        again.groups.is_empty() && again.snapshot_id.is_none(),
+        "{again:?}"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn compaction_of_many_small_files_on_sqlite() -> TestResult {
+    let db = SqlCatalog::sqlite()?;
+    let handle = open("c", &db.props).await?;
+    many_small_files(&handle, "c", &db.props).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn compaction_of_many_small_files_on_rest() -> TestResult {
+    init_tracing();
+    let rustberg = Rustberg::start();
+    let p = props(&[("type", "rest"), ("uri", &rustberg.uri())]);
+    let handle = open("c", &p).await?;
+    many_small_files(&handle, "c", &p).await
+}
+
+/// A hook that runs `f` once, on its first call.
+fn once<F, Fut>(
+    f: F,
+) -> (
+    ops_core::ops::expire_snapshots::BeforeCommitHook,
+    Arc<AtomicUsize>,
+)
+where
+    F: Fn() -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let calls = Arc::new(AtomicUsize::new(0));
+    let f = Arc::new(f);
+    let c = calls.clone();
+    let hook = Arc::new(move || {
+        let (f, c) = (f.clone(), c.clone());
+        Box::pin(async move {
+            if c.fetch_add(1, Ordering::SeqCst) == 0 {
+                f().await;
+            }
+        }) as Hook
+    });
+    (hook, calls)
+}
+
+/// An append between the rewrite and the commit is rebased onto: its rows stay.
+async fn racing_append(
+    a: &CatalogHandle,
+    b: &CatalogHandle,
+    name: &str,
+    p: &BTreeMap<String, String>,
+) -> TestResult {
+    let ns = "race";
+    let ident = small_files(a, ns).await?;
+    let before = py_state(name, p, ns)?;
+    let (hook, calls) = {
+        let (b, ident) = (b.clone(), ident.clone());
+        once(move || {
+            let (b, ident) = (b.clone(), ident.clone());
+            async move {
+                append(&b, &ident, &[(500, Some("eu"), Some(5))])
+                    .await
+                    .unwrap_or_else(|e| panic!("the racing append failed: {e}"));
+            }
+        })
+    };
+    let (_, m) = CompactBuilder::new(a, ident.clone())
+        .before_commit(hook)
+        .await?;
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert_eq!(m.input_files(), 12);
+    let after = py_state(name, p, ns)?;
+    let mut want = ids(&before);
+    want.push(500);
+    want.sort_unstable();
+    assert_eq!(ids(&after), want, "the racing append's row was lost");
+    assert_eq!(after["operation"], json!("replace"));
+    assert_eq!(after["files"], json!(4));
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn compaction_rebases_onto_a_racing_append_on_sqlite() -> TestResult {
+    let db = SqlCatalog::sqlite()?;
+    let (a, b) = (open("c", &db.props).await?, open("c", &db.props).await?);
+    racing_append(&a, &b, "c", &db.props).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn compaction_rebases_onto_a_racing_append_on_rest() -> TestResult {
+    init_tracing();
+    let rustberg = Rustberg::start();
+    let p = props(&[("type", "rest"), ("uri", &rustberg.uri())]);
+    let (a, b) = (open("c", &p).await?, open("c", &p).await?);
+    racing_append(&a, &b, "c", &p).await
+}
+
+/// A delete that rewrites one of the inputs between the rewrite and the commit: a conflict,
+/// nothing committed, the compaction's files removed.
+#[tokio::test(flavor = "multi_thread")]
+async fn compaction_conflicts_with_a_racing_delete_of_an_input() -> TestResult {
+    let db = SqlCatalog::sqlite()?;
+    let (a, b) = (open("c", &db.props).await?, open("c", &db.props).await?);
+    let ident = small_files(&a, "race").await?;
+    let racer: Arc<std::sync::Mutex<Option<i64>>> = Arc::default();
+    let (hook, _) = {
+        let (b, ident, racer) = (b.clone(), ident.clone(), racer.clone());
+        once(move || {
+            let (b, ident, racer) = (b.clone(), ident.clone(), racer.clone());
+            async move {
+                let (t, _) = DeleteBuilder::new(&b, ident)
+                    .with_filter_text("id = 20")
+                    .await
+                    .unwrap_or_else(|e| panic!("the racing delete failed: {e}"));
+                *racer.lock().unwrap_or_else(|p| p.into_inner()) =
+                    t.metadata().current_snapshot_id();
+            }
+        })
+    };
+    let err = CompactBuilder::new(&a, ident.clone())
+        .before_commit(hook)
+        .await
+        .err();
+    assert!(matches!(err, Some(Error::CommitConflict { .. })), "{err:?}");
+    let table = a.catalog().load_table(&ident).await?;
+    let racer = *racer.lock().unwrap_or_else(|p| p.into_inner());
+    assert_eq!(table.metadata().current_snapshot_id(), racer);
+    assert_ne!(
+        table
+            .metadata()
+            .current_snapshot()
+            .map(|s| s.summary().operation.as_str()),
+        Some("replace")
+    );
+    let left = unreferenced_data_files(&table).await?;
+    assert!(left.is_empty(), "the compaction's files stayed: {left:?}");
+    let state = py_state("c", &db.props, "race")?;
+    assert!(!ids(&state).contains(&20));
+    assert_eq!(ids(&state).len(), 18);
+    Ok(())
+}
+
+/// Another engine's position delete against one of the inputs, committed between the rewrite
+/// and the commit: a conflict (its row would come back), nothing committed, new files removed.
+#[tokio::test(flavor = "multi_thread")]
+async fn compaction_conflicts_with_a_racing_position_delete() -> TestResult {
+    let db = SqlCatalog::sqlite()?;
+    let (a, b) = (open("c", &db.props).await?, open("c", &db.props).await?);
+    let ident = small_files(&a, "race").await?;
+    let table = a.catalog().load_table(&ident).await?;
+    let (input, _) = live_files(&table)
+        .await?
+        .into_iter()
+        .find(|(f, _)| f.record_count() == 2)
+        .ok_or_else(|| anyhow::anyhow!("a 2-row eu file"))?;
+    let (hook, calls) = {
+        let (b, ident) = (b.clone(), ident.clone());
+        let (path, partition) = (input.file_path().to_string(), input.partition().clone());
+        once(move || {
+            let (b, ident, path, partition) =
+                (b.clone(), ident.clone(), path.clone(), partition.clone());
+            async move {
+                let t = b
+                    .catalog()
+                    .load_table(&ident)
+                    .await
+                    .unwrap_or_else(|e| panic!("{e}"));
+                crate::commit_layer::commit_position_delete(&b, &t, &path, partition, &[0])
+                    .await
+                    .unwrap_or_else(|e| panic!("the racing position delete failed: {e}"));
+            }
+        })
+    };
+    let err = CompactBuilder::new(&a, ident.clone())
+        .before_commit(hook)
+        .await
+        .err();
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert!(
+        matches!(&err, Some(Error::CommitConflict { detail, .. }) if detail.contains("delete file")),
+        "{err:?}"
+    );
+    let table = a.catalog().load_table(&ident).await?;
+    assert_ne!(
+        table
+            .metadata()
+            .current_snapshot()
+            .map(|s| s.summary().operation.as_str()),
+        Some("replace")
+    );
+    let left = unreferenced_data_files(&table).await?;
+    assert!(left.is_empty(), "the compaction's files stayed: {left:?}");
+    assert_eq!(ids(&py_state("c", &db.props, "race")?).len(), 18);
+    Ok(())
+}
+
+/// Position deletes written by another engine are applied: the deleted rows stay deleted,
+/// and a file with deletes makes its partition a candidate below min-input-files.
+#[tokio::test(flavor = "multi_thread")]
+async fn compaction_applies_position_deletes() -> TestResult {
+    let db = SqlCatalog::sqlite()?;
+    let handle = open("c", &db.props).await?;
+    let table = create_orders(&handle, "pd").await?;
+    let ident = table.identifier().clone();
+    append(
+        &handle,
+        &ident,
+        &[
+            (1, Some("eu"), Some(1)),
+            (2, Some("eu"), Some(2)),
+            (3, Some("eu"), None),
+        ],
+    )
+    .await?;
+    append(&handle, &ident, &[(4, Some("eu"), Some(4))]).await?;
+    let table = handle.catalog().load_table(&ident).await?;
+    let (target, _) = live_files(&table)
+        .await?
+        .into_iter()
+        .find(|(f, _)| f.record_count() == 3)
+        .ok_or_else(|| anyhow::anyhow!("the 3-row file"))?;
+    // "Spark" deletes position 1 (id 2).
+    crate::commit_layer::commit_position_delete(
+        &handle,
+        &table,
+        target.file_path(),
+        target.partition().clone(),
+        &[1],
+    )
+    .await?;
+    let before = py_state("c", &db.props, "pd")?;
+    assert_eq!(ids(&before), vec![1, 3, 4]);
+    let (table, m) = CompactBuilder::new(&handle, ident.clone()).await?;
+    assert_eq!(m.groups.len(), 1, "{m:?}");
+    // Both files are in the group; the delete file has no `file_path` bounds, so the planner
+    // attaches it to both (as Java's would).
+    assert_eq!(m.groups[0].input_files.len(), 2, "{m:?}");
+    assert!(m.groups[0].files_with_deletes >= 1, "{m:?}");
+    assert_eq!(m.groups[0].output_rows, 3);
+    let after = py_state("c", &db.props, "pd")?;
+    assert_eq!(after["rows"], before["rows"]);
+    assert_eq!(after["operation"], json!("replace"));
+    assert_eq!(live_files(&table).await?.len(), 1);
+    Ok(())
+}
+
+/// An unfinished migration's marker stops compaction unless forced.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_running_migration_stops_compaction() -> TestResult {
+    let db = SqlCatalog::sqlite()?;
+    let handle = open("c", &db.props).await?;
+    let ident = small_files(&handle, "mig").await?;
+    commit_metadata_change(&handle, &ident, |md| {
+        Ok(mark_running(md, "job-7").map(|u| TableChange {
+            requirements: vec![TableRequirement::UuidMatch { uuid: md.uuid() }],
+            updates: vec![u],
+            ..Default::default()
+        }))
+    })
+    .await?;
+    let err = CompactBuilder::new(&handle, ident.clone())
+        .await
+        .err()
+        .ok_or_else(|| anyhow::anyhow!("compaction ran under a migration"))?;
+    assert!(err.to_string().contains("job-7"), "{err}");
+    let (_, m) = CompactBuilder::new(&handle, ident.clone())
+        .force(true)
+        .await?;
+    assert_eq!(m.input_files(), 12);
+    Ok(())
+}
+
+/// Every corpus table compacted (a low min-input-files and a small target, so every table
+/// has work): PyIceberg reads the same rows before and after.
+#[tokio::test(flavor = "multi_thread")]
+async fn corpus_tables_survive_compaction() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let script = crate::corpus::corpus_script()?;
+    let out = std::process::Command::new(ops_tests::tools::python())
+        .arg(&script)
+        .arg("--warehouse")
+        .arg(dir.path())
+        .arg("--rows")
+        .arg("1000")
+        .output()?;
+    anyhow::ensure!(
+        out.status.success(),
+        "{}: {}",
+        script.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let p = props(&[
+        ("type", "sql"),
+        (
+            "uri",
+            &format!("sqlite:///{}/catalog.db", dir.path().display()),
+        ),
+        (
+            "warehouse",
+            &format!("file://{}/warehouse", dir.path().display()),
+        ),
+    ]);
+    let handle = open("corpus", &p).await?;
+    let ns = iceberg::NamespaceIdent::new("corpus".into());
+    let tables = handle.catalog().list_tables(&ns).await?;
+    assert!(tables.len() >= 8, "{tables:?}");
+    let read = |t: &str| -> anyhow::Result<Value> {
+        ops_tests::oracle::pyiceberg(
+            "corpus",
+            &p,
+            &format!(
+                "import hashlib\n\
+                 t = catalog.load_table('corpus.{t}')\n\
+                 r = t.scan().to_arrow()\n\
+                 lines = sorted(json.dumps(x, sort_keys=True, default=str) for x in r.to_pylist())\n\
+                 emit({{'n': len(lines), 'digest': hashlib.sha256('\\n'.join(lines).encode()).hexdigest(), \
+                        'files': len(list(t.scan().plan_files()))}})"
+            ),
+        )
+    };
+    let mut problems = Vec::new();
+    let mut compacted = 0;
+    for ident in tables {
+        let t = ident.name().to_string();
+        let before = read(&t)?;
+        let result = CompactBuilder::new(&handle, ident.clone())
+            .min_input_files(2)
+            .target_file_size(64 * 1024 * 1024)
+            .await;
+        let m = match result {
+            Ok((_, m)) => m,
+            Err(e) => {
+                problems.push(format!("{t}: {e}"));
+                continue;
+            }
+        };
+        let after = read(&t)?;
+        if before["n"] != after["n"] || before["digest"] != after["digest"] {
+            problems.push(format!("{t}: rows changed ({before} -> {after})"));
+        }
+        if m.snapshot_id.is_some() {
+            compacted += 1;
+            if after["files"].as_u64() >= before["files"].as_u64() {
+                problems.push(format!("{t}: files not fewer ({before} -> {after})"));
+            }
+        }
+        eprintln!(
+            "{t}: {} group(s), {} -> {} file(s), files {} -> {}, skipped eq {} other-spec {}",
+            m.groups.len(),
+            m.input_files(),
+            m.output_files(),
+            before["files"],
+            after["files"],
+            m.skipped_equality_delete_files.len(),
+            m.skipped_other_spec_files
+        );
+    }
+    anyhow::ensure!(problems.is_empty(), "{}", problems.join("\n"));
+    assert!(compacted >= 1, "no corpus table had anything to compact");
+    Ok(())
+}
