@@ -225,7 +225,7 @@ impl CompactBuilder {
         maintenance::refuse_running_migration(
             &self.ident,
             table.metadata(),
-            self.force,
+            Some(self.force),
             "compacting",
         )?;
         let target = match self.target_file_size {
@@ -317,7 +317,7 @@ impl CompactBuilder {
                 maintenance::refuse_running_migration(
                     &this.ident,
                     base.metadata(),
-                    this.force,
+                    Some(this.force),
                     "compacting",
                 )?;
                 let cache = ManifestCache::new(&base);
