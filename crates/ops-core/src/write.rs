@@ -106,7 +106,9 @@ pub async fn write_data_files<S>(table: &Table, batches: S) -> Result<Vec<DataFi
 where
     S: Stream<Item = Result<RecordBatch>> + Unpin,
 {
-    write_data_files_sized(table, batches, None).await
+    // Boxed: the writer's future is large, and upserts of deeply nested tables await it deep
+    // in their own; inline, the extra layer overflowed a 2 MiB thread stack in debug builds.
+    Box::pin(write_data_files_sized(table, batches, None)).await
 }
 
 /// [`write_data_files`], rolling to a new file at `target_file_size` bytes instead of the
