@@ -396,6 +396,17 @@ fn data_files(
     Ok((stored, live))
 }
 
+/// Kill trials per run: 3 in the suite, `ICEBERG_OPS_KILL_TRIALS` (scripts/cluster-kill-trials
+/// runs 10).
+fn kill_trials() -> anyhow::Result<u32> {
+    match std::env::var("ICEBERG_OPS_KILL_TRIALS") {
+        Err(_) => Ok(3),
+        Ok(n) => n.parse().ok().filter(|&n| n > 0).with_context(|| {
+            format!("ICEBERG_OPS_KILL_TRIALS={n}: give a number of trials, 1 or more")
+        }),
+    }
+}
+
 /// kill -9 of one executor in the middle of a job, three times at random points: the job
 /// finishes after Ballista reruns the lost tasks (or the same command resumes it), every source
 /// row is in the destination exactly once, the batches are committed once each in order, and no
@@ -422,7 +433,7 @@ fn an_executor_killed_mid_job_loses_and_duplicates_no_row() -> TestResult {
         seed ^= seed << 17;
         seed % n
     };
-    for trial in 0..3 {
+    for trial in 0..kill_trials()? {
         let root = tempfile::tempdir()?;
         let mut cluster = start_cluster(&bin, root.path(), &props, 2)?;
         let ns = format!("dst{trial}");

@@ -630,6 +630,16 @@ pub(crate) async fn commit_position_delete(
     commit_delete_file(handle, table, partition, Some((data_path, positions)), &[]).await
 }
 
+/// Commits an equality delete file on field 1 (`id`) for `ids`, as another engine would.
+pub(crate) async fn commit_equality_delete(
+    handle: &CatalogHandle,
+    table: &Table,
+    partition: Struct,
+    ids: &[i64],
+) -> anyhow::Result<Table> {
+    commit_delete_file(handle, table, partition, None, ids).await
+}
+
 /// Commits one delete file as another engine would: position deletes against `data_path`
 /// when given, else equality deletes on `id` for `ids`.
 async fn commit_delete_file(
@@ -1288,5 +1298,51 @@ async fn reload_reuses_our_last_commit(db: SqlCatalog) -> TestResult {
         .add_written(orders_files(&theirs, &[(3, Some("eu"), Some(3))]).await?)
         .await?;
     assert_eq!(py_ids("rl", &p, "rl.orders")?, json!([1, 2, 3]));
+    Ok(())
+}
+
+/// A write that fails part-way leaves no file behind. iceberg's writers keep the files they
+/// rolled over (closed) and the ones they had begun; nothing would ever reference them.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_write_leaves_no_file() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let handle = open("fw", &sqlite(dir.path())).await?;
+    let table = create_orders(&handle, "fw").await?;
+    let ident = table.identifier().clone();
+    // One-byte files: every batch rolls each partition's file over, so some are closed.
+    let table = PropertiesBuilder::new(&handle, ident)
+        .set("write.target-file-size-bytes", "1")
+        .await?;
+    let rows = |base: i64| -> Vec<(i64, Option<&'static str>, Option<i32>)> {
+        (base..base + 4)
+            .map(|i| (i, Some(if i % 2 == 0 { "eu" } else { "us" }), Some(1)))
+            .collect()
+    };
+    let data = table_dir(&table).join("data");
+
+    // Control: the same rows without the failure are written as files.
+    let ok = [
+        orders_batch(&table, &rows(0))?,
+        orders_batch(&table, &rows(4))?,
+    ];
+    let written =
+        ops_core::write::write_data_files(&table, futures::stream::iter(ok.map(Ok))).await?;
+    assert!(written.len() >= 4, "{written:?}");
+    assert_eq!(files_under(&data).len(), written.len());
+    for f in &written {
+        std::fs::remove_file(f.file_path().trim_start_matches("file://"))?;
+    }
+
+    let failing = futures::stream::iter([
+        Ok(orders_batch(&table, &rows(0))?),
+        Ok(orders_batch(&table, &rows(4))?),
+        Err(Error::InvalidInput("the source failed".into())),
+    ]);
+    let err = ops_core::write::write_data_files(&table, failing)
+        .await
+        .expect_err("the source's error");
+    assert!(err.to_string().contains("the source failed"), "{err}");
+    assert_eq!(files_under(&data), Vec::<String>::new());
     Ok(())
 }

@@ -258,6 +258,22 @@ const SPECS: &[Spec] = &[
             drop: true,
         }),
     },
+    Spec {
+        table: "widened_partition",
+        key: &["id"],
+        // Identity partitions on columns widened int->long and float->double: the older
+        // files' partition values are int and float, the same partitions' newer ones long and
+        // double.
+        copy_filter: "qty >= 0 AND score < 1.0",
+        delete_filter: "qty = 1 OR score IS NULL",
+        mutate: &["note", "qty", "score"],
+        overwrite: Some(Overwrite {
+            filter: "qty = 0 OR qty IS NULL",
+            mutate: &["note"],
+            dynamic: true,
+            drop: true,
+        }),
+    },
 ];
 
 fn spec(table: &str) -> anyhow::Result<&'static Spec> {
@@ -366,41 +382,7 @@ fn generate() -> anyhow::Result<PathBuf> {
     }
     std::fs::create_dir_all(&dir)?;
     let started = std::time::Instant::now();
-    let out = std::process::Command::new(ops_tests::tools::python())
-        .arg(&script)
-        .arg("--warehouse")
-        .arg(&dir)
-        .arg("--rows")
-        .arg(ROWS.to_string())
-        .output()
-        .with_context(|| format!("run {}", script.display()))?;
-    if !out.status.success() {
-        bail!(
-            "{} failed ({}):\n{}\n{}",
-            script.display(),
-            out.status,
-            String::from_utf8_lossy(&out.stderr),
-            String::from_utf8_lossy(&out.stdout)
-        );
-    }
-    let extra = ops_tests::tools::py_script("corpus_extra.py");
-    let out = std::process::Command::new(ops_tests::tools::python())
-        .arg(&extra)
-        .arg("--warehouse")
-        .arg(&dir)
-        .arg("--rows")
-        .arg(ROWS.to_string())
-        .output()
-        .with_context(|| format!("run {}", extra.display()))?;
-    if !out.status.success() {
-        bail!(
-            "{} failed ({}):\n{}\n{}",
-            extra.display(),
-            out.status,
-            String::from_utf8_lossy(&out.stderr),
-            String::from_utf8_lossy(&out.stdout)
-        );
-    }
+    write_corpus(&script, &dir, ROWS)?;
     let p = sql_props(&dir, &dir.join("warehouse"));
     let code = format!(
         "import corpus_oracle as co\nemit(co.prepare(catalog, json.loads({})))",
@@ -413,6 +395,54 @@ fn generate() -> anyhow::Result<PathBuf> {
         dir.display()
     );
     Ok(dir)
+}
+
+/// Writes every corpus table (`make_corpus.py`, then our own `corpus_extra.py`) with `rows`
+/// rows into the SQLite catalog `<dir>/catalog.db`, warehouse `<dir>/warehouse`.
+fn write_corpus(script: &Path, dir: &Path, rows: usize) -> TestResult {
+    let extra = ops_tests::tools::py_script("corpus_extra.py");
+    for script in [script, extra.as_path()] {
+        let out = std::process::Command::new(ops_tests::tools::python())
+            .arg(script)
+            .arg("--warehouse")
+            .arg(dir)
+            .arg("--rows")
+            .arg(rows.to_string())
+            .output()
+            .with_context(|| format!("run {}", script.display()))?;
+        if !out.status.success() {
+            bail!(
+                "{} failed ({}):\n{}\n{}",
+                script.display(),
+                out.status,
+                String::from_utf8_lossy(&out.stderr),
+                String::from_utf8_lossy(&out.stdout)
+            );
+        }
+    }
+    Ok(())
+}
+
+/// A corpus of the caller's own in `dir` (for tests that change its tables in place, which the
+/// shared one must never see), `rows` rows per table: its catalog's properties and the
+/// identifiers of its tables (namespace `corpus`), sorted.
+pub(crate) async fn private_corpus(
+    dir: &Path,
+    rows: usize,
+) -> anyhow::Result<(BTreeMap<String, String>, CatalogHandle, Vec<TableIdent>)> {
+    write_corpus(&corpus_script()?, dir, rows)?;
+    let p = sql_props(dir, &dir.join("warehouse"));
+    let handle = open(CATALOG, &p).await?;
+    let ns = iceberg::NamespaceIdent::new("corpus".into());
+    let mut tables = handle.catalog().list_tables(&ns).await?;
+    tables.sort_by(|a, b| a.name().cmp(b.name()));
+    anyhow::ensure!(
+        tables.len() >= SPECS.len(),
+        "the corpus has {} tables, the matrix {}: {tables:?}",
+        tables.len(),
+        SPECS.len()
+    );
+    Ok((p, handle, tables))
 }
 
 /// Removes corpus directories of earlier test runs whose process is gone.
@@ -959,6 +989,16 @@ matrix! {
         overwrite_partition,
     ];
     maps: [
+        copy_auto,
+        copy_rewrite,
+        copy_filter,
+        verify_auto,
+        verify_rewrite,
+        verify_filter,
+        delete,
+        upsert,
+        overwrite_partition,
+    ];    widened_partition: [
         copy_auto,
         copy_rewrite,
         copy_filter,

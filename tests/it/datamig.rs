@@ -499,9 +499,10 @@ async fn resume_after_crashes(db: SqlCatalog) -> TestResult {
         (
             again.rows_moved,
             again.batches_skipped,
-            again.batches_committed
+            again.batches_committed,
+            again.batches_landed
         ),
-        (0, 1, 3)
+        (0, 1, 3, 3)
     );
     assert!(again.new_snapshots.is_empty());
     assert_eq!(current(&handle, "dst").await?, Some(snaps[3]));
@@ -518,6 +519,7 @@ async fn resume_after_crashes(db: SqlCatalog) -> TestResult {
     })?;
     let resumed = job()?.run().await?;
     assert_eq!(resumed.rows_moved, 5);
+    assert_eq!(resumed.batches_landed, 0);
     assert_eq!(resumed.new_snapshots.len(), 2);
     assert_eq!(resumed.dest_snapshot_before, None);
     let (got, _) = pyiceberg_rows(&py, "dst.orders")?;

@@ -560,42 +560,14 @@ async fn orphan_cleanup_on_rest() -> TestResult {
     orphans(&handle, "c", &p).await
 }
 
-/// Expiry then orphan cleanup on every table of tests/corpus/make_corpus.py (generated here,
+/// Expiry then orphan cleanup on every corpus table (`corpus::private_corpus`, generated here,
 /// privately: the shared corpus of `corpus.rs` must not lose files): PyIceberg reads the same
 /// rows before and after.
 #[tokio::test(flavor = "multi_thread")]
 async fn corpus_tables_survive_expiry_and_orphan_cleanup() -> TestResult {
     init_tracing();
     let dir = tempfile::tempdir()?;
-    let script = crate::corpus::corpus_script()?;
-    let out = std::process::Command::new(ops_tests::tools::python())
-        .arg(&script)
-        .arg("--warehouse")
-        .arg(dir.path())
-        .arg("--rows")
-        .arg("1000")
-        .output()?;
-    anyhow::ensure!(
-        out.status.success(),
-        "{}: {}",
-        script.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let p = props(&[
-        ("type", "sql"),
-        (
-            "uri",
-            &format!("sqlite:///{}/catalog.db", dir.path().display()),
-        ),
-        (
-            "warehouse",
-            &format!("file://{}/warehouse", dir.path().display()),
-        ),
-    ]);
-    let handle = open("corpus", &p).await?;
-    let ns = iceberg::NamespaceIdent::new("corpus".into());
-    let tables = handle.catalog().list_tables(&ns).await?;
-    assert!(tables.len() >= 8, "{tables:?}");
+    let (p, handle, tables) = crate::corpus::private_corpus(dir.path(), 1000).await?;
     let read = |t: &str| -> anyhow::Result<Value> {
         ops_tests::oracle::pyiceberg(
             "corpus",

@@ -12,6 +12,7 @@ into the same catalog and namespace, for tests/it/corpus.rs.
 | odd_names | column names with spaces, upper case, non-ASCII letters and a dot, a filter on a quoted name |
 | identity_types | identity partitions on date, decimal, boolean, binary, fixed and timestamp (before the epoch), NULL partition values |
 | maps | map<string,string>, map<int,double> (NaN and -0.0 values), map<string,struct>, no lists; NULL and empty maps, NULL values |
+| widened_partition | identity partitions on an int and a float column, both widened (int->long, float->double) after the first files: older manifests hold int/float partition values, newer ones long/double, for the same partitions; NULL partition values |
 """
 import argparse
 import datetime as dt
@@ -25,7 +26,7 @@ from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.transforms import BucketTransform, IdentityTransform, TruncateTransform
 from pyiceberg.types import (BinaryType, BooleanType, DateType, DecimalType, DoubleType, FixedType,
-                             IntegerType, LongType, MapType, NestedField, StringType, StructType,
+                             FloatType, IntegerType, LongType, MapType, NestedField, StringType, StructType,
                              TimestampType, UUIDType)
 
 
@@ -143,7 +144,28 @@ def maps(cat, n):
     t.append(arrow(t, [row(i) for i in range(n // 2, n)]))
 
 
-TABLES = ["reused_names", "v1_evolved", "paged", "odd_names", "identity_types", "maps"]
+def widened_partition(cat, n):
+    s = Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "qty", IntegerType()),
+               NestedField(3, "score", FloatType()), NestedField(4, "note", StringType()))
+    spec = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "qty"),
+                         PartitionField(3, 1001, IdentityTransform(), "score"))
+    t = cat.create_table("corpus.widened_partition", schema=s, partition_spec=spec)
+
+    def row(i):
+        return {"id": i, "qty": None if i % 9 == 0 else i % 3 - 1,
+                "score": None if i % 7 == 0 else [0.5, -1.25][i % 2], "note": f"n{i}"}
+    quarter = n // 4
+    for k in range(2):
+        t.append(arrow(t, [row(i) for i in range(k * quarter, (k + 1) * quarter)]))
+    with t.update_schema() as up:
+        up.update_column("qty", LongType())
+        up.update_column("score", DoubleType())
+    t = cat.load_table("corpus.widened_partition")
+    for k in range(2, 4):
+        t.append(arrow(t, [row(i) for i in range(k * quarter, n if k == 3 else (k + 1) * quarter)]))
+
+
+TABLES = ["reused_names", "v1_evolved", "paged", "odd_names", "identity_types", "maps", "widened_partition"]
 
 
 def main():

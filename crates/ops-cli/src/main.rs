@@ -86,8 +86,12 @@ fn main() -> ExitCode {
     ops_core::http::install_crypto_provider();
     let cli = Cli::parse();
     init_tracing(cli.verbose);
+    // Workers get the main thread's 8 MiB rather than tokio's 2 MiB: an upsert of a deeply
+    // nested table awaits the writer's futures deep inside its own, and a debug build (or a
+    // future dependency's larger futures) must not overflow where a release build fits.
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .thread_stack_size(8 * 1024 * 1024)
         .build()
     {
         Ok(rt) => rt,

@@ -440,7 +440,7 @@ async fn commit(factory: &CatalogFactory, a: CommitArgs) -> anyhow::Result<()> {
             plan.dest.table,
             result.rows_moved,
             result.new_snapshots.len(),
-            result.batches_skipped
+            result.batches_skipped + result.batches_landed
         ),
     }
     Ok(())
@@ -744,10 +744,17 @@ fn print_result(job: &Job, r: &MigrationResult) {
             r.new_snapshots.len(),
             r.duration_seconds
         );
-        if r.batches_skipped > 0 {
+        if r.batches_skipped + r.batches_landed > 0 {
             println!(
-                "resumed   {} batch(es) were already in the destination",
-                r.batches_skipped
+                "resumed   {} batch(es) were already in the destination{}",
+                r.batches_skipped + r.batches_landed,
+                match r.batches_landed {
+                    0 => String::new(),
+                    n => format!(
+                        " ({n} committed by the interrupted run but not checkpointed: found by \
+                         their snapshot tags, not written again)"
+                    ),
+                }
             );
         }
         if let Some(before) = r.dest_snapshot_before {

@@ -438,6 +438,7 @@ fn compact_json(table: &str, m: &CompactMetrics) -> Value {
         "groups": groups,
         "skipped_equality_delete_files": m.skipped_equality_delete_files,
         "skipped_other_spec_files": m.skipped_other_spec_files,
+        "skipped_widened_delete_files": m.skipped_widened_delete_files,
     })
 }
 
@@ -509,6 +510,16 @@ fn print_compact(v: &Value) {
     let other = v["skipped_other_spec_files"].as_u64().unwrap_or(0);
     if other > 0 {
         println!("  {other} file(s) of an older partition spec left as they are");
+    }
+    let widened = v["skipped_widened_delete_files"]
+        .as_array()
+        .map_or(0, Vec::len);
+    if widened > 0 {
+        println!(
+            "  {widened} file(s) with delete files and partition values written before their \
+             column was widened left as they are (compact them with the engine that wrote the \
+             deletes)"
+        );
     }
 }
 

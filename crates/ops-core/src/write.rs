@@ -8,8 +8,8 @@
 //!
 //! The files are not committed: hand them to an operation (append, overwrite, ...).
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use arrow_arith::boolean::{and, and_not, not};
 use arrow_array::{
@@ -32,7 +32,7 @@ use iceberg::table::Table;
 use iceberg::writer::base_writer::data_file_writer::DataFileWriterBuilder;
 use iceberg::writer::file_writer::ParquetWriterBuilder;
 use iceberg::writer::file_writer::location_generator::{
-    DefaultFileNameGenerator, DefaultLocationGenerator,
+    DefaultFileNameGenerator, DefaultLocationGenerator, LocationGenerator,
 };
 use iceberg::writer::file_writer::rolling_writer::RollingFileWriterBuilder;
 use iceberg::writer::partitioning::PartitioningWriter;
@@ -121,11 +121,31 @@ pub(crate) async fn write_data_files_sized<S>(
 where
     S: Stream<Item = Result<RecordBatch>> + Unpin,
 {
+    let location = RecordingLocations::new(DefaultLocationGenerator::new(table.metadata())?);
+    let written = location.generated.clone();
+    let result = Box::pin(write_rows(table, batches, target_file_size, location)).await;
+    if result.is_err() {
+        // The writers are dropped by now. Files they had rolled over (closed) or begun are
+        // referenced by nothing: a failed write leaves no file behind.
+        let paths = std::mem::take(&mut *lock(&written));
+        crate::commit::delete_quietly(table.file_io(), &paths).await;
+    }
+    result
+}
+
+async fn write_rows<S>(
+    table: &Table,
+    batches: S,
+    target_file_size: Option<usize>,
+    location: RecordingLocations,
+) -> Result<Vec<DataFile>>
+where
+    S: Stream<Item = Result<RecordBatch>> + Unpin,
+{
     let metadata = table.metadata();
     let schema = metadata.current_schema().clone();
     let arrow_schema = table_arrow_schema(table)?;
     let properties = metadata.table_properties()?;
-    let location = DefaultLocationGenerator::new(metadata)?;
     let names = DefaultFileNameGenerator::new(
         uuid::Uuid::now_v7().to_string(),
         None,
@@ -181,6 +201,36 @@ where
         }
     }
     Ok(fanout.close().await?)
+}
+
+/// A location generator that remembers every location it handed out, so a failed write can
+/// delete the files its writers created (iceberg's writers leave them on error).
+#[derive(Clone)]
+struct RecordingLocations {
+    inner: DefaultLocationGenerator,
+    generated: Arc<Mutex<Vec<String>>>,
+}
+
+impl RecordingLocations {
+    fn new(inner: DefaultLocationGenerator) -> Self {
+        Self {
+            inner,
+            generated: Arc::default(),
+        }
+    }
+}
+
+impl LocationGenerator for RecordingLocations {
+    fn generate_location(&self, partition_key: Option<&PartitionKey>, file_name: &str) -> String {
+        let location = self.inner.generate_location(partition_key, file_name);
+        lock(&self.generated).push(location.clone());
+        location
+    }
+}
+
+/// The list stays usable even if a thread panicked while holding it (it only ever grows).
+fn lock(m: &Mutex<Vec<String>>) -> std::sync::MutexGuard<'_, Vec<String>> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Most batches span few partitions.

@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use crate::types::WriteMode;
+
 /// Result alias used throughout ops-datamig.
 pub type Result<T, E = MigrationError> = std::result::Result<T, E>;
 
@@ -49,9 +51,17 @@ pub enum MigrationError {
             (n, Some(p)) => format!(
                 "the {n} batch(es) before it stay committed and checkpointed in {}: fix the cause \
                  and run again with the same checkpoint to resume", p.display()),
+            (n, None) if *tagged_rerun => format!(
+                "the {n} batch(es) before it stay committed; the same command run again finds \
+                 them by their snapshot tags and commits the rest"),
             (n, None) => format!(
-                "the {n} batch(es) before it stay committed; without a checkpoint a re-run \
-                 appends them again"),
+                "the {n} batch(es) before it stay committed; without a checkpoint a re-run {}",
+                match write_mode {
+                    WriteMode::Append => "appends them again (their rows twice)",
+                    WriteMode::Upsert => "upserts them again (by key: no row twice, the work redone)",
+                    WriteMode::OverwritePartition =>
+                        "replaces their partitions again (no row twice, the work redone)",
+                }),
         }
     )]
     Batch {
@@ -61,6 +71,11 @@ pub enum MigrationError {
         committed_batches: u64,
         /// The checkpoint, when one is used.
         checkpoint: Option<PathBuf>,
+        /// The job's write mode: what a re-run without a checkpoint does to the batches before.
+        write_mode: WriteMode,
+        /// A re-run keeps the job id and finds the committed batches by their tags (committing
+        /// a saved plan's outputs), whatever the checkpoint.
+        tagged_rerun: bool,
         /// What went wrong.
         #[source]
         source: Box<MigrationError>,
@@ -146,5 +161,47 @@ mod tests {
         .to_string();
         assert!(corrupt.contains("new --checkpoint path"), "{corrupt}");
         assert!(!corrupt.contains("CheckpointStore"), "{corrupt}");
+    }
+
+    /// A failed batch without a checkpoint says what a re-run does in the job's mode: only an
+    /// append writes the committed rows twice.
+    #[test]
+    fn batch_errors_say_what_a_rerun_does_in_each_mode() {
+        let say = |write_mode| {
+            MigrationError::Batch {
+                batch: 3,
+                committed_batches: 3,
+                checkpoint: None,
+                write_mode,
+                tagged_rerun: false,
+                source: Box::new(MigrationError::InvalidInput("boom".into())),
+            }
+            .to_string()
+        };
+        let append = say(WriteMode::Append);
+        assert!(append.contains("appends them again"), "{append}");
+        let upsert = say(WriteMode::Upsert);
+        assert!(upsert.contains("upserts them again"), "{upsert}");
+        assert!(!upsert.contains("appends"), "{upsert}");
+        let overwrite = say(WriteMode::OverwritePartition);
+        assert!(
+            overwrite.contains("replaces their partitions again"),
+            "{overwrite}"
+        );
+        assert!(!overwrite.contains("appends"), "{overwrite}");
+        let commit = MigrationError::Batch {
+            batch: 3,
+            committed_batches: 3,
+            checkpoint: None,
+            write_mode: WriteMode::Append,
+            tagged_rerun: true,
+            source: Box::new(MigrationError::InvalidInput("boom".into())),
+        }
+        .to_string();
+        assert!(
+            commit.contains("finds them by their snapshot tags"),
+            "{commit}"
+        );
+        assert!(!commit.contains("appends"), "{commit}");
     }
 }

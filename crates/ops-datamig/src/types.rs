@@ -300,6 +300,9 @@ pub struct MigrationResult {
     /// Batches skipped because the checkpoint already had them (a batch found landed in the
     /// destination's history is recorded and counted in `batches_committed`).
     pub batches_skipped: u64,
+    /// Of `batches_committed`, those an earlier run committed without checkpointing them (it
+    /// was killed in between): found landed by their snapshot tags, recorded, not written again.
+    pub batches_landed: u64,
     /// The job id stamped into every snapshot summary (`iceberg-ops.migration-job`).
     pub job_id: Option<String>,
     /// The source snapshot read.

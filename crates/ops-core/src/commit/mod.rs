@@ -98,7 +98,7 @@ pub async fn commit(handle: &CatalogHandle, base: &Table, change: TableChange) -
 pub(crate) async fn delete_quietly(file_io: &iceberg::io::FileIO, paths: &[String]) {
     for path in paths {
         if let Err(e) = file_io.delete(path).await {
-            tracing::warn!(%path, error = %e, "could not remove a file of a refused commit");
+            tracing::warn!(%path, error = %e, "could not remove a file that no commit references");
         }
     }
 }

@@ -34,8 +34,8 @@ use iceberg::spec::{DataFile, Operation};
 use iceberg::table::Table;
 
 use super::snapshot::{
-    LiveFile, ManifestCache, SnapshotMetrics, SnapshotProducer, commit_snapshot, live_data_files,
-    spec_by_id,
+    LiveFile, ManifestCache, SnapshotMetrics, SnapshotProducer, UnmatchedDeletes, commit_snapshot,
+    live_data_files, spec_by_id,
 };
 use crate::keys::KeySet;
 use crate::prune::may_match;
@@ -275,12 +275,14 @@ pub(crate) async fn tasks(
 /// deleted row comes back and no live row is lost:
 /// - equality deletes: iceberg 0.10.1 applies them as `col != v`, which drops rows whose key
 ///   column is NULL (in an equality delete NULL equals only NULL);
-/// - any delete file on a file whose partition values predate a widening of their source
-///   column: iceberg matches delete files to data files by the raw partition value.
+/// - `misses_deletes` ([`UnmatchedDeletes::misses`]): a delete file of its partition is stored
+///   under another form of the partition value (written before or after a widening of its
+///   source column), which iceberg's planner does not attach to it.
 pub(crate) fn refuse_unsafe_rewrite(
     table: &Table,
     path: &str,
     tasks: &[FileScanTask],
+    misses_deletes: bool,
 ) -> Result<()> {
     for t in tasks {
         if t.deletes
@@ -294,18 +296,15 @@ pub(crate) fn refuse_unsafe_rewrite(
                 table.identifier()
             )));
         }
-        let widened = match (&t.partition_spec, &t.partition) {
-            (Some(spec), Some(value)) => !super::snapshot::partition_fits(spec, value, &t.schema),
-            _ => false,
-        };
-        if widened && !t.deletes.is_empty() {
-            return Err(Error::InvalidInput(format!(
-                "{}: {path} has delete files and partition values written before their source \
-                 column was widened, so they cannot be matched reliably; compact the table \
-                 with the engine that wrote the deletes first",
-                table.identifier()
-            )));
-        }
+    }
+    if misses_deletes {
+        return Err(Error::InvalidInput(format!(
+            "{}: {path} has delete files stored under another form of its partition value \
+             (written before or after its source column was widened), which iceberg-ops cannot \
+             match to it reliably; compact the table with the engine that wrote the deletes \
+             first",
+            table.identifier()
+        )));
     }
     Ok(())
 }
@@ -413,6 +412,16 @@ pub(crate) async fn plan_delete_except(
             .any(|m| m.content == iceberg::spec::ManifestContentType::Deletes),
         None => false,
     };
+    let unmatched = if has_delete_manifests {
+        UnmatchedDeletes::load(table, cache).await?
+    } else {
+        UnmatchedDeletes::default()
+    };
+    let misses: HashSet<String> = candidates
+        .iter()
+        .filter(|f| unmatched.misses(f))
+        .map(|f| f.file.file_path().to_string())
+        .collect();
     let candidates = tasks(table, snapshot_id, candidates, has_delete_manifests).await?;
     if candidates.is_empty() {
         return Ok(None);
@@ -430,7 +439,7 @@ pub(crate) async fn plan_delete_except(
     };
     let result = async {
         for (path, file_tasks) in candidates {
-            refuse_unsafe_rewrite(table, &path, &file_tasks)?;
+            refuse_unsafe_rewrite(table, &path, &file_tasks, misses.contains(&path))?;
             let read_schema = Arc::new(schema_to_arrow_schema(&file_tasks[0].schema)?);
             let read = Arc::new(AtomicU64::new(0));
             let kept = Arc::new(AtomicU64::new(0));

@@ -1139,6 +1139,53 @@ pub(crate) async fn live_data_files(table: &Table, cache: &ManifestCache) -> Res
     Ok(out)
 }
 
+/// The live delete files of the current snapshot by canonical partition, with the raw tuples
+/// they are stored under.
+///
+/// iceberg 0.10.1's planner attaches a delete file to a data file only when their raw partition
+/// tuples are equal (`DeleteFileIndex`). Where a partition source column was widened, a delete
+/// file and a data file of the same partition can hold `int` 7 and `long` 7: the delete is then
+/// never attached, and a rewrite of that data file would bring its deleted rows back.
+#[derive(Debug, Default)]
+pub(crate) struct UnmatchedDeletes {
+    by_key: HashMap<PartitionKey, HashSet<Struct>>,
+}
+
+impl UnmatchedDeletes {
+    /// Reads the current snapshot's delete manifests (none read when it has none).
+    pub(crate) async fn load(table: &Table, cache: &ManifestCache) -> Result<Self> {
+        let mut out = Self::default();
+        let Some(snapshot) = table.metadata().current_snapshot() else {
+            return Ok(out);
+        };
+        let list = cache.manifest_list(snapshot).await?;
+        for mf in list.iter() {
+            if mf.content != ManifestContentType::Deletes {
+                continue;
+            }
+            let manifest = cache.load(mf).await?;
+            for entry in manifest.entries() {
+                if entry.is_alive() {
+                    let raw = entry.data_file().partition();
+                    out.by_key
+                        .entry((mf.partition_spec_id, canonical_partition(raw)))
+                        .or_default()
+                        .insert(raw.clone());
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Whether a live delete file of `file`'s partition is stored under another form of its
+    /// partition value, so iceberg's planner would not apply it to `file`.
+    pub(crate) fn misses(&self, file: &LiveFile) -> bool {
+        self.by_key
+            .get(&file.key())
+            .is_some_and(|raws| raws.iter().any(|r| r != file.file.partition()))
+    }
+}
+
 /// What one snapshot changed: files (data or delete) it added, and data files it removed.
 pub(crate) struct SnapshotChanges {
     pub added: Vec<LiveFile>,

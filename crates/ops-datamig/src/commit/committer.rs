@@ -72,6 +72,7 @@ pub(crate) struct Committer {
     bytes_moved: u64,
     batches_committed: u64,
     batches_skipped: u64,
+    batches_landed: u64,
 }
 
 /// What the committer needs to start.
@@ -165,6 +166,7 @@ impl Committer {
             bytes_moved: 0,
             batches_committed: 0,
             batches_skipped: s.resumed_batches,
+            batches_landed: 0,
         })
     }
 
@@ -215,6 +217,7 @@ impl Committer {
                 // Recorded, not skipped: the job wrote it, this run only learnt that it landed
                 // (its rows were moved by the run that crashed, so they stay out of rows_moved).
                 self.batches_committed += 1;
+                self.batches_landed += 1;
                 self.batches_done += 1;
                 self.rows_done += rows;
             }
@@ -456,6 +459,7 @@ impl Committer {
         result.bytes_moved += self.bytes_moved;
         result.batches_committed += self.batches_committed;
         result.batches_skipped = self.batches_skipped;
+        result.batches_landed += self.batches_landed;
         if self.mode == WriteMode::Upsert {
             result.rows_inserted = Some(self.rows_inserted);
             result.rows_updated = Some(self.rows_updated);

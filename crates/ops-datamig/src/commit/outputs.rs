@@ -202,6 +202,8 @@ impl MigrationPlan {
                     batch: first_batch,
                     committed_batches: committer.batches_done,
                     checkpoint: checkpoint.clone(),
+                    write_mode: self.write_mode,
+                    tagged_rerun: true,
                     source: Box::new(e),
                 })?;
                 self.check_output(&out)?;
@@ -252,7 +254,9 @@ impl MigrationPlan {
                         .map_err(|e| MigrationError::Batch {
                             batch: index,
                             committed_batches: done,
-                            checkpoint: None,
+                            checkpoint: checkpoint.clone(),
+                            write_mode: self.write_mode,
+                            tagged_rerun: true,
                             source: Box::new(e),
                         })?;
                 }

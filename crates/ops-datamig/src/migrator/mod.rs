@@ -669,6 +669,8 @@ impl DataMigrator {
             batch,
             committed_batches: committed,
             checkpoint: self.checkpoint.clone().filter(|_| !self.dry_run),
+            write_mode: self.write_mode,
+            tagged_rerun: false,
             source: Box::new(e),
         }
     }
