@@ -549,6 +549,24 @@ emit(True)
         "{refused}"
     );
     assert_eq!(py_state("c", &db.props, "wp")?["rows"], before["rows"]);
+    // A migration reading it through iceberg's reader refuses, counting the files the delete
+    // misses (the three written before the widening), not merely because deletes exist.
+    let refused = ops_datamig::DataMigrator::new(
+        &handle,
+        ident.clone(),
+        &handle,
+        TableIdent::from_strs(["wp", "copy"])?,
+    )
+    .create_dest(true)
+    .dry_run(true)
+    .run()
+    .await
+    .err()
+    .ok_or_else(|| anyhow::anyhow!("the migration read files whose deletes it cannot match"))?;
+    assert!(
+        refused.to_string().contains("to 3 older file(s)"),
+        "{refused}"
+    );
     let (table, m) = CompactBuilder::new(&handle, ident.clone())
         .min_input_files(2)
         .await?;

@@ -46,6 +46,11 @@ pub fn may_match(predicate: &BoundPredicate, file: &DataFile) -> bool {
         }
         BoundPredicate::Binary(e) => {
             let id = e.term().field().id;
+            // Only NULLs: every comparison is unknown, and so is its negation (Java's
+            // `containsNullsOnly`).
+            if nulls_only(file, id) {
+                return false;
+            }
             // Bounds exclude NaN: a file that may hold NaN may hold rows any comparison's
             // negation matches.
             if file.nan_value_counts().get(&id).is_some_and(|n| *n > 0)
@@ -73,6 +78,9 @@ pub fn may_match(predicate: &BoundPredicate, file: &DataFile) -> bool {
         }
         BoundPredicate::Set(e) => {
             let id = e.term().field().id;
+            if nulls_only(file, id) {
+                return false;
+            }
             let lower = file.lower_bounds().get(&id);
             let upper = file.upper_bounds().get(&id);
             match e.op() {
@@ -84,6 +92,15 @@ pub fn may_match(predicate: &BoundPredicate, file: &DataFile) -> bool {
             }
         }
     }
+}
+
+/// The file's statistics say every value of column `id` is NULL (a file without the column has
+/// no counts for it and is not pruned here).
+fn nulls_only(file: &DataFile, id: i32) -> bool {
+    matches!(
+        (file.null_value_counts().get(&id), file.value_counts().get(&id)),
+        (Some(n), Some(v)) if n == v
+    )
 }
 
 fn is_floating(d: &Datum) -> bool {
@@ -245,6 +262,44 @@ mod tests {
             assert_eq!(may(p.clone()), want, "{p}");
         }
         Ok(())
+    }
+
+    /// A file whose column holds only NULLs has no row where a comparison on it, an `IN` or a
+    /// negated comparison is TRUE; `IS NULL` and a comparison on another column keep it.
+    #[test]
+    fn a_column_of_only_nulls_matches_no_comparison() {
+        let file = DataFileBuilder::default()
+            .content(DataContentType::Data)
+            .file_path("nulls.parquet".into())
+            .file_format(DataFileFormat::Parquet)
+            .partition(Struct::empty())
+            .record_count(10)
+            .file_size_in_bytes(100)
+            .null_value_counts(HashMap::from([(1, 10), (2, 0)]))
+            .value_counts(HashMap::from([(1, 10), (2, 10)]))
+            .nan_value_counts(HashMap::from([(2, 0)]))
+            .upper_bounds(HashMap::from([(2, Datum::float(2.5))]))
+            .build()
+            .unwrap_or_else(|e| panic!("file: {e}"));
+        let qty = || Reference::new("qty");
+        let on = |p: Predicate| {
+            let bound = p
+                .bind(schema(), true)
+                .unwrap_or_else(|e| panic!("bind: {e}"))
+                .rewrite_not();
+            may_match(&bound, &file)
+        };
+        for p in [
+            qty().equal_to(Datum::long(5)),
+            qty().less_than(Datum::long(5)),
+            qty().greater_than_or_equal_to(Datum::long(5)),
+            qty().is_in([Datum::long(1), Datum::long(2)]),
+            !qty().less_than(Datum::long(5)),
+        ] {
+            assert!(!on(p.clone()), "{p}");
+        }
+        assert!(on(qty().is_null()));
+        assert!(on(Reference::new("score").less_than(Datum::double(1.0))));
     }
 
     #[test]

@@ -42,7 +42,7 @@ pub mod sort_order;
 pub(crate) mod validate;
 
 pub(crate) use snapshot::partition_fits as snapshot_partition_fits;
-pub use snapshot::{PreparedManifest, SnapshotMetrics, canonical_partition};
+pub use snapshot::{PreparedManifest, SnapshotMetrics, canonical_partition, files_missing_deletes};
 
 /// `iceberg-ops.*` snapshot summary keys written by the operations.
 pub const OPERATION_PROPERTY: &str = "iceberg-ops.operation";

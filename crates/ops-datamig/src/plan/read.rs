@@ -193,27 +193,21 @@ async fn refuse_widened_hazards(table: &Table, snapshot_id: i64) -> Result<()> {
     if widened.is_empty() {
         return Ok(());
     }
-    let md = table.metadata();
     let names = widened
         .iter()
         .map(|(_, n)| n.as_str())
         .collect::<Vec<_>>()
         .join(", ");
-    if let Some(snapshot) = md.snapshot_by_id(snapshot_id) {
-        let list = table.manifest_list_reader(snapshot).load().await?;
-        let has_deletes = list.entries().iter().any(|m| {
-            m.content == iceberg::spec::ManifestContentType::Deletes
-                && (m.added_files_count.unwrap_or(1) > 0 || m.existing_files_count.unwrap_or(1) > 0)
-        });
-        if has_deletes {
-            return Err(MigrationError::InvalidInput(format!(
-                "{} has delete files and partition column(s) {names} widened since some files \
-                 were written; iceberg 0.10.1 cannot match those deletes to the older files, so \
-                 deleted rows would come back — rewrite (compact) the source's data files \
-                 before migrating it",
-                table.identifier()
-            )));
-        }
+    let missing = ops_core::ops::files_missing_deletes(table, snapshot_id).await?;
+    if let Some(first) = missing.first() {
+        return Err(MigrationError::InvalidInput(format!(
+            "{} has delete files and partition column(s) {names} widened since some files \
+             were written; iceberg 0.10.1 cannot match those deletes to {} older file(s) (e.g. \
+             {first}), so deleted rows would come back — rewrite (compact) the source's data \
+             files with the engine that wrote the deletes before migrating it",
+            table.identifier(),
+            missing.len()
+        )));
     }
     Ok(())
 }
