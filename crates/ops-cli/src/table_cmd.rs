@@ -382,7 +382,9 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
                 builder = builder.target_file_size(t);
             }
             let (_, m) = builder.await?;
-            show(&compact_json(&target.table, &m), output, print_compact)?;
+            let mut v = compact_json(&target.table, &m);
+            v["min_input_files"] = json!(min_input_files);
+            show(&v, output, print_compact)?;
         }
         Command::RemoveOrphans {
             target,
@@ -447,7 +449,11 @@ fn print_compact(v: &Value) {
     let groups = v["groups"].as_array().map_or(&[][..], Vec::as_slice);
     let table = v["table"].as_str().unwrap_or_default();
     if groups.is_empty() {
-        println!("{table}: nothing to compact");
+        println!(
+            "{table}: nothing to compact (no partition holds --min-input-files {} files smaller \
+             than 75% of the target size {} bytes, or a file with deletes)",
+            v["min_input_files"], v["target_file_size"]
+        );
     } else if dry {
         println!(
             "{table}: would rewrite {} file(s), {} bytes, in {} group(s) (target {} bytes)",
