@@ -79,7 +79,7 @@ fn next(seed: &mut u64) -> u64 {
 fn crash_trials(mode: &str) {
     let mut seed = 0x5eed ^ mode.len() as u64;
     // Kill windows cover a run (a copy run takes about a third of a rewrite's time).
-    let (mode, copy_mode, source, window_ms) = match mode {
+    let (mode, copy_mode, source, mut window_ms) = match mode {
         "append_copy" => ("append", "auto", "crash.src", 350),
         "append" => ("append", "rewrite", "quickstart.orders", 900),
         m => (m, "auto", "quickstart.orders", 900),
@@ -166,12 +166,20 @@ fn crash_trials(mode: &str) {
             let delay = Duration::from_millis(next(&mut seed) % window_ms);
             if run_and_kill(cwd, &args, delay) {
                 kills += 1;
-                if checkpoint(cwd).is_some_and(|v| {
-                    !v["last_committed_batch"].is_null()
-                        && v["completed"] != serde_json::json!(true)
-                }) {
+                let committed =
+                    checkpoint(cwd).is_some_and(|v| !v["last_committed_batch"].is_null());
+                if committed
+                    && checkpoint(cwd).is_some_and(|v| v["completed"] != serde_json::json!(true))
+                {
                     mid_run += 1;
+                } else if !committed {
+                    // Killed before its first commit: on a loaded machine a run starts slower
+                    // than the window assumes, so later kills come later.
+                    window_ms = (window_ms * 3 / 2).min(20_000);
                 }
+            } else {
+                // Finished before the kill: later kills come sooner.
+                window_ms = (window_ms * 2 / 3).max(50);
             }
         }
         // A run that finished before its kill completed the checkpoint; another would be
