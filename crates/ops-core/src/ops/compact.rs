@@ -414,11 +414,7 @@ impl CompactBuilder {
             .iter()
             .map(|l| (l.file.file_path().to_string(), l.clone()))
             .collect();
-        let unmatched = if has_delete_manifests {
-            UnmatchedDeletes::load(table, cache).await?
-        } else {
-            UnmatchedDeletes::default()
-        };
+        let unmatched = UnmatchedDeletes::load(table, cache).await?;
         let mut file_tasks = tasks(
             table,
             snapshot.snapshot_id(),

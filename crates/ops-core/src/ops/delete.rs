@@ -412,11 +412,7 @@ pub(crate) async fn plan_delete_except(
             .any(|m| m.content == iceberg::spec::ManifestContentType::Deletes),
         None => false,
     };
-    let unmatched = if has_delete_manifests {
-        UnmatchedDeletes::load(table, cache).await?
-    } else {
-        UnmatchedDeletes::default()
-    };
+    let unmatched = UnmatchedDeletes::load(table, cache).await?;
     let misses: HashSet<String> = candidates
         .iter()
         .filter(|f| unmatched.misses(f))

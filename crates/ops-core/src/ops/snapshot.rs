@@ -1117,9 +1117,17 @@ pub(crate) fn spec_by_id(table: &Table, spec_id: i32) -> Result<PartitionSpecRef
 
 /// Every live data file of the current snapshot.
 pub(crate) async fn live_data_files(table: &Table, cache: &ManifestCache) -> Result<Vec<LiveFile>> {
-    let Some(snapshot) = table.metadata().current_snapshot() else {
-        return Ok(Vec::new());
-    };
+    match table.metadata().current_snapshot() {
+        Some(snapshot) => live_data_files_of(snapshot, cache).await,
+        None => Ok(Vec::new()),
+    }
+}
+
+/// Every live data file of `snapshot`.
+async fn live_data_files_of(
+    snapshot: &SnapshotRef,
+    cache: &ManifestCache,
+) -> Result<Vec<LiveFile>> {
     let list = cache.manifest_list(snapshot).await?;
     let mut out = Vec::new();
     for mf in list.iter() {
@@ -1152,7 +1160,8 @@ pub(crate) struct UnmatchedDeletes {
 }
 
 impl UnmatchedDeletes {
-    /// Reads the current snapshot's delete manifests (none read when it has none).
+    /// Reads the current snapshot's delete manifests (none read when it has none; the
+    /// manifest list comes from `cache`).
     pub(crate) async fn load(table: &Table, cache: &ManifestCache) -> Result<Self> {
         match table.metadata().current_snapshot() {
             Some(snapshot) => Self::of(snapshot, cache).await,
@@ -1200,31 +1209,17 @@ pub async fn files_missing_deletes(table: &Table, snapshot_id: i64) -> Result<Ve
         return Ok(Vec::new());
     };
     let cache = ManifestCache::new(table);
-    let list = cache.manifest_list(snapshot).await?;
-    if !list
-        .iter()
-        .any(|m| m.content == ManifestContentType::Deletes)
-    {
+    let deletes = UnmatchedDeletes::of(snapshot, &cache).await?;
+    if deletes.by_key.is_empty() {
+        // No delete file: the data manifests need not be read.
         return Ok(Vec::new());
     }
-    let deletes = UnmatchedDeletes::of(snapshot, &cache).await?;
-    let mut out = Vec::new();
-    for mf in list.iter() {
-        if mf.content != ManifestContentType::Data {
-            continue;
-        }
-        let manifest = cache.load(mf).await?;
-        for entry in manifest.entries() {
-            let live = LiveFile {
-                file: entry.data_file().clone(),
-                spec_id: mf.partition_spec_id,
-            };
-            if entry.is_alive() && deletes.misses(&live) {
-                out.push(live.file.file_path().to_string());
-            }
-        }
-    }
-    Ok(out)
+    Ok(live_data_files_of(snapshot, &cache)
+        .await?
+        .into_iter()
+        .filter(|f| deletes.misses(f))
+        .map(|f| f.file.file_path().to_string())
+        .collect())
 }
 
 /// What one snapshot changed: files (data or delete) it added, and data files it removed.
