@@ -128,9 +128,21 @@ fn start_cluster(
     props: &BTreeMap<String, String>,
     n: usize,
 ) -> anyhow::Result<Cluster> {
+    start_cluster_with(bin, root, props, n, &[])
+}
+
+/// [`start_cluster`] with `scheduler_env` added to the scheduler's environment.
+fn start_cluster_with(
+    bin: &Path,
+    root: &Path,
+    props: &BTreeMap<String, String>,
+    n: usize,
+    scheduler_env: &[(&str, &str)],
+) -> anyhow::Result<Cluster> {
     let scheduler_port = free_port();
     let dir = root.join("scheduler");
     let mut cmd = command(bin, &dir, props)?;
+    cmd.envs(scheduler_env.iter().copied());
     cmd.args(["cluster", "scheduler", "--bind"])
         .arg(format!("127.0.0.1:{scheduler_port}"))
         .args(["--executor-timeout", "5"]);
@@ -610,5 +622,50 @@ fn a_vanished_source_file_is_a_clear_error_and_commits_nothing() -> TestResult {
         desc["snapshots"].as_array().is_none_or(|s| s.is_empty()),
         "{desc}"
     );
+    Ok(())
+}
+
+/// Tasks encoded by another iceberg-ops version, played by real processes that encode in cluster
+/// format 2 (`ICEBERG_OPS_TEST_ENCODE_CLUSTER_FORMAT`): a client's are refused by the scheduler,
+/// a scheduler's by the executors. Each is a clear error naming both formats, and nothing is
+/// committed.
+#[test]
+fn tasks_of_another_format_version_are_refused_and_commit_nothing() -> TestResult {
+    init_tracing();
+    let bin = binary()?;
+    let (_moto, props) = glue_on_moto();
+    let root = tempfile::tempdir()?;
+    let rt = tokio::runtime::Runtime::new()?;
+    make_source(&rt, &props, 2)?;
+    const ENV: &str = "ICEBERG_OPS_TEST_ENCODE_CLUSTER_FORMAT";
+    let cluster = start_cluster_with(&bin, root.path(), &props, 2, &[(ENV, "2")])?;
+    let client_dir = root.path().join("client");
+    for (who, client_format) in [("the scheduler", Some("2")), ("the executors", None)] {
+        let mut cmd = command(&bin, &client_dir, &props)?;
+        if let Some(f) = client_format {
+            cmd.env(ENV, f);
+        }
+        cmd.args(["migrate-data", "--source-catalog", "lake"])
+            .args(["--source", "src.orders", "--dest", "dst.orders"])
+            .args(["--create-dest", "--batch-rows", "1000"])
+            .arg("--cluster")
+            .arg(format!("df://127.0.0.1:{}", cluster.scheduler_port));
+        let status = cmd.status()?;
+        let log = std::fs::read_to_string(client_dir.join("log"))?;
+        assert!(!status.success(), "{who} ran tasks of format 2:\n{log}");
+        assert!(
+            log.contains("encoded in iceberg-ops cluster format 2")
+                && log.contains("reads format 1")
+                && log.contains("same iceberg-ops version"),
+            "{who}: the error names both formats and the fix:\n{log}"
+        );
+        let (rows, desc) = pyiceberg_orders("lake", &props, "dst")?;
+        assert!(rows.is_empty(), "{who}: {rows:?}");
+        assert!(
+            desc["snapshots"].as_array().is_none_or(|s| s.is_empty()),
+            "{who}: {desc}"
+        );
+    }
+    assert_eq!(tasks_executed(&cluster), 0, "no task ran");
     Ok(())
 }

@@ -544,6 +544,87 @@ async fn orphans(handle: &CatalogHandle, name: &str, p: &BTreeMap<String, String
     Ok(())
 }
 
+/// Two tables created at one location: the other table's files are unreferenced by this one,
+/// so orphan cleanup refuses (naming the other table's metadata) instead of deleting them; the
+/// other table still reads. An unreferenced old metadata file of the table itself stays an
+/// ordinary orphan.
+#[tokio::test(flavor = "multi_thread")]
+async fn orphan_cleanup_refuses_a_location_shared_with_another_table() -> TestResult {
+    let db = SqlCatalog::sqlite()?;
+    let handle = open("c", &db.props).await?;
+    let first = create_orders(&handle, "shared").await?;
+    let ident = first.identifier().clone();
+    append(&handle, &ident, &[(1, Some("us"), Some(1))]).await?;
+    // This table's own pruned metadata file: unreferenced, but not another table's.
+    let own_old = local(first.metadata_location().unwrap_or_default());
+    PropertiesBuilder::new(&handle, ident.clone())
+        .set("write.metadata.previous-versions-max", "1")
+        .await?;
+    append(&handle, &ident, &[(2, Some("eu"), Some(2))]).await?;
+    let table = handle.catalog().load_table(&ident).await?;
+    assert!(
+        !table
+            .metadata()
+            .metadata_log()
+            .iter()
+            .any(|l| local(&l.metadata_file) == own_old),
+        "the first metadata file should have left the log"
+    );
+    let location = table.metadata().location().to_string();
+    let root = local(&location);
+    for f in files_under(&root) {
+        set_mtime(&f, Duration::from_secs(7 * 24 * 3600))?;
+    }
+    let m = RemoveOrphansBuilder::new(&handle, ident.clone())
+        .older_than(Duration::from_secs(3600))
+        .dry_run(true)
+        .await?;
+    assert!(
+        m.orphans.iter().any(|o| local(o) == own_old),
+        "the table's own pruned metadata file is an orphan: {m:?}"
+    );
+
+    // A second table at the same location.
+    let other_ident = TableIdent::from_strs(["shared", "other"])?;
+    let other = handle
+        .catalog()
+        .create_table(
+            other_ident.namespace(),
+            iceberg::TableCreation::builder()
+                .name("other".into())
+                .schema(first.metadata().current_schema().as_ref().clone())
+                .location(location.clone())
+                .build(),
+        )
+        .await?;
+    append(&handle, &other_ident, &[(7, Some("apac"), Some(7))]).await?;
+    let other = handle.catalog().load_table(other.identifier()).await?;
+    let other_files = files_under(&root).len();
+    for f in files_under(&root) {
+        set_mtime(&f, Duration::from_secs(7 * 24 * 3600))?;
+    }
+    for dry_run in [true, false] {
+        let err = RemoveOrphansBuilder::new(&handle, ident.clone())
+            .older_than(Duration::from_secs(3600))
+            .dry_run(dry_run)
+            .await
+            .err()
+            .ok_or_else(|| anyhow::anyhow!("a location shared with another table was cleaned"))?;
+        let text = err.to_string();
+        assert!(
+            text.contains("is the metadata of another table")
+                && text.contains(&other.metadata().uuid().to_string())
+                && text.contains("No file was deleted"),
+            "{text}"
+        );
+    }
+    assert_eq!(files_under(&root).len(), other_files, "a file was deleted");
+    all_needed_exist(&other).await?;
+    let (rows, _, _) = oracle("c", &db.props, "shared", None)?;
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn orphan_cleanup_on_sqlite() -> TestResult {
     let db = SqlCatalog::sqlite()?;
@@ -676,17 +757,57 @@ async fn expiry_honours_history_expire_properties() -> TestResult {
     for i in 0..4 {
         append(&handle, &ident, &[(i, Some("us"), Some(1))]).await?;
     }
-    // The default (5 days) expires nothing made just now.
+    // The default (5 days) expires nothing made just now, and says it was the default.
     let (_, m) = ExpireSnapshotsBuilder::new(&handle, ident.clone()).await?;
     assert!(m.expired_snapshots.is_empty(), "{m:?}");
+    let five_days_ago = now_ms() - 5 * 24 * 3600 * 1000;
+    assert!(
+        (m.rule.older_than_ms - five_days_ago).abs() < 60_000,
+        "{m:?}"
+    );
+    assert_eq!(
+        m.rule.older_than_from,
+        "now minus history.expire.max-snapshot-age-ms unset, default 5 days"
+    );
+    assert_eq!(m.rule.retain_last, 1);
+    assert_eq!(
+        m.rule.retain_last_from,
+        "history.expire.min-snapshots-to-keep unset, default 1"
+    );
     PropertiesBuilder::new(&handle, ident.clone())
         .set("history.expire.max-snapshot-age-ms", "1")
         .set("history.expire.min-snapshots-to-keep", "3")
         .await?;
     tokio::time::sleep(Duration::from_millis(20)).await;
+    let (_, dry) = ExpireSnapshotsBuilder::new(&handle, ident.clone())
+        .dry_run(true)
+        .await?;
+    assert_eq!(
+        dry.rule.older_than_from,
+        "now minus history.expire.max-snapshot-age-ms=1"
+    );
+    assert_eq!(
+        (dry.rule.retain_last, dry.rule.retain_last_from.as_str()),
+        (3, "history.expire.min-snapshots-to-keep=3")
+    );
     let (table, m) = ExpireSnapshotsBuilder::new(&handle, ident.clone()).await?;
     assert_eq!(m.expired_snapshots.len(), 1, "{m:?}");
+    assert_eq!(m.expired_snapshots, dry.expired_snapshots);
     assert_eq!(table.metadata().snapshots().count(), 3);
+    // Options name themselves.
+    let (_, m) = ExpireSnapshotsBuilder::new(&handle, ident.clone())
+        .older_than_ms(1)
+        .retain_last(2)
+        .dry_run(true)
+        .await?;
+    assert_eq!(
+        (m.rule.older_than_ms, m.rule.older_than_from.as_str()),
+        (1, "--older-than")
+    );
+    assert_eq!(
+        (m.rule.retain_last, m.rule.retain_last_from.as_str()),
+        (2, "--retain-last")
+    );
     let (rows, _, ids) = oracle("c", &db.props, "props", None)?;
     assert_eq!(rows.len(), 4);
     assert_eq!(ids.len(), 3);

@@ -40,13 +40,29 @@ struct Envelope {
     tasks: Vec<usize>,
 }
 
+/// Makes a process encode its tasks in another format, so the tests can run a real client or
+/// scheduler that speaks like another iceberg-ops version. Decoding is not affected.
+const TEST_FORMAT_ENV: &str = "ICEBERG_OPS_TEST_ENCODE_CLUSTER_FORMAT";
+
+/// The format this process encodes in: [`CLUSTER_FORMAT`], unless the tests' variable says
+/// otherwise.
+fn encoding_format() -> u32 {
+    static FORMAT: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *FORMAT.get_or_init(|| {
+        std::env::var(TEST_FORMAT_ENV)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(CLUSTER_FORMAT)
+    })
+}
+
 /// Encodes `tasks` of `plan` as [`CLUSTER_FORMAT`].
 pub fn encode_tasks(
     plan: &MigrationPlan,
     tasks: &[usize],
     buf: &mut Vec<u8>,
 ) -> Result<(), DataFusionError> {
-    encode_tasks_as(CLUSTER_FORMAT, plan, tasks, buf)
+    encode_tasks_as(encoding_format(), plan, tasks, buf)
 }
 
 /// Encodes as the given format: only tests use another one.

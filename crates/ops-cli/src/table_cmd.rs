@@ -93,8 +93,9 @@ pub enum Command {
         #[command(flatten)]
         target: Target,
         /// Expire snapshots older than this: RFC 3339 (2026-01-31T00:00:00Z), a date
-        /// (2026-01-31, midnight UTC) or milliseconds since the epoch. Default: now minus
-        /// history.expire.max-snapshot-age-ms (5 days).
+        /// (2026-01-31, midnight UTC), milliseconds since the epoch, or an age (7d, 12h).
+        /// Default: now minus history.expire.max-snapshot-age-ms (5 days); the output says
+        /// which applied.
         #[arg(long, value_name = "TS")]
         older_than: Option<String>,
         /// Keep at least this many snapshots of every branch (default:
@@ -144,8 +145,8 @@ pub enum Command {
     RemoveOrphans {
         #[command(flatten)]
         target: Target,
-        /// Only files last modified longer ago than this: 3d, 12h, 90m, 3600s (default 3d;
-        /// under 1h needs --force).
+        /// Only files last modified longer ago than this: 3d, 12h, 90m, 3600s, or before a
+        /// point in time (2026-01-31T00:00:00Z, 2026-01-31). Default 3d; under 1h needs --force.
         #[arg(long, value_name = "DURATION", default_value = "3d")]
         older_than: String,
         /// List the orphans; delete nothing.
@@ -173,44 +174,79 @@ pub enum Command {
     },
 }
 
-/// `--older-than` of expire-snapshots as milliseconds since the epoch.
+/// `--older-than` of expire-snapshots as milliseconds since the epoch: a timestamp (RFC 3339, a
+/// date, or milliseconds since the epoch), or an age before now with its unit (3d, 12h), the
+/// form remove-orphans takes.
 pub fn parse_timestamp_ms(s: &str) -> anyhow::Result<i64> {
     let t = s.trim();
     if let Ok(ms) = t.parse::<i64>() {
         return Ok(ms);
     }
-    if let Ok(ts) = chrono::DateTime::parse_from_rfc3339(t) {
-        return Ok(ts.timestamp_millis());
+    if let Some(ms) = parse_point_in_time(t) {
+        return Ok(ms);
     }
-    if let Ok(d) = chrono::NaiveDate::parse_from_str(t, "%Y-%m-%d")
-        && let Some(midnight) = d.and_hms_opt(0, 0, 0)
-    {
-        return Ok(midnight.and_utc().timestamp_millis());
+    if let Some(age) = parse_age_with_unit(t) {
+        let age_ms = i64::try_from(age.as_millis()).unwrap_or(i64::MAX);
+        return Ok(chrono::Utc::now().timestamp_millis().saturating_sub(age_ms));
     }
     bail!(
-        "--older-than '{s}' is not a timestamp: use RFC 3339 (2026-01-31T00:00:00Z), a date \
-         (2026-01-31) or milliseconds since the epoch"
+        "--older-than '{s}' is neither a timestamp (RFC 3339 2026-01-31T00:00:00Z, a date \
+         2026-01-31, or milliseconds since the epoch) nor an age before now (5d, 12h, 90m, 3600s)"
     )
 }
 
-/// `--older-than` of remove-orphans: a number with a unit s, m, h or d.
+/// `--older-than` of remove-orphans: an age (a number with a unit s, m, h or d; seconds without
+/// one), or a point in time (RFC 3339 or a date), the form expire-snapshots takes.
 pub fn parse_duration(s: &str) -> anyhow::Result<std::time::Duration> {
     let t = s.trim();
+    if let Ok(secs) = t.parse::<u64>() {
+        return Ok(std::time::Duration::from_secs(secs));
+    }
+    if let Some(age) = parse_age_with_unit(t) {
+        return Ok(age);
+    }
+    if let Some(ms) = parse_point_in_time(t) {
+        let age_ms = chrono::Utc::now().timestamp_millis() - ms;
+        if age_ms < 0 {
+            bail!("--older-than '{s}' is in the future: name a point in the past, or an age (3d)");
+        }
+        return Ok(std::time::Duration::from_millis(age_ms.unsigned_abs()));
+    }
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    if split > 0 && t[split..].chars().all(char::is_alphabetic) {
+        bail!(
+            "--older-than '{s}': unknown unit '{}' (use s, m, h or d)",
+            &t[split..]
+        );
+    }
+    bail!(
+        "--older-than '{s}' is neither an age (3d, 12h, 90m, 3600s) nor a point in time (RFC 3339 \
+         2026-01-31T00:00:00Z or a date 2026-01-31)"
+    )
+}
+
+/// An RFC 3339 timestamp or a date (midnight UTC), as milliseconds since the epoch.
+fn parse_point_in_time(t: &str) -> Option<i64> {
+    if let Ok(ts) = chrono::DateTime::parse_from_rfc3339(t) {
+        return Some(ts.timestamp_millis());
+    }
+    let d = chrono::NaiveDate::parse_from_str(t, "%Y-%m-%d").ok()?;
+    Some(d.and_hms_opt(0, 0, 0)?.and_utc().timestamp_millis())
+}
+
+/// A number followed by s, m (min), h or d.
+fn parse_age_with_unit(t: &str) -> Option<std::time::Duration> {
+    let split = t.find(|c: char| !c.is_ascii_digit())?;
     let (num, unit) = t.split_at(split);
-    let n: u64 = num.parse().map_err(|_| {
-        anyhow::anyhow!("--older-than '{s}' is not a duration: use e.g. 3d, 12h, 90m or 3600s")
-    })?;
+    let n: u64 = num.parse().ok()?;
     let secs = match unit.trim() {
-        "" | "s" => 1,
+        "s" => 1,
         "m" | "min" => 60,
         "h" => 3600,
         "d" => 86_400,
-        other => bail!("--older-than '{s}': unknown unit '{other}' (use s, m, h or d)"),
+        _ => return None,
     };
-    n.checked_mul(secs)
-        .map(std::time::Duration::from_secs)
-        .ok_or_else(|| anyhow::anyhow!("--older-than '{s}' is too large"))
+    n.checked_mul(secs).map(std::time::Duration::from_secs)
 }
 
 pub fn parse_ident(s: &str) -> anyhow::Result<TableIdent> {
@@ -292,8 +328,9 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
             output,
         } => {
             let older_than = older_than.as_deref().map(parse_timestamp_ms).transpose()?;
-            let ident = parse_ident(&target.table)?;
-            let handle = factory.open(&target.catalog).await?;
+            // Loaded here for the error that names the catalog and how to list its tables.
+            let (handle, table) = load(factory, &target).await?;
+            let ident = table.identifier().clone();
             let mut builder = ExpireSnapshotsBuilder::new(&handle, ident)
                 .keep_files(keep_files)
                 .dry_run(dry_run)
@@ -323,9 +360,9 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
             }
         }
         Command::AbandonMigration { target, job, all } => {
-            let ident = parse_ident(&target.table)?;
-            let handle = factory.open(&target.catalog).await?;
-            let table = handle.catalog().load_table(&ident).await?;
+            // Loaded here for the error that names the catalog and how to list its tables.
+            let (handle, table) = load(factory, &target).await?;
+            let ident = table.identifier().clone();
             let running: Vec<String> =
                 ops_core::ops::maintenance::running_migrations(table.metadata())
                     .into_iter()
@@ -369,8 +406,9 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
             force,
             output,
         } => {
-            let ident = parse_ident(&target.table)?;
-            let handle = factory.open(&target.catalog).await?;
+            // Loaded here for the error that names the catalog and how to list its tables.
+            let (handle, table) = load(factory, &target).await?;
+            let ident = table.identifier().clone();
             let mut builder = CompactBuilder::new(&handle, ident)
                 .min_input_files(min_input_files)
                 .dry_run(dry_run)
@@ -394,8 +432,9 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
             output,
         } => {
             let age = parse_duration(&older_than)?;
-            let ident = parse_ident(&target.table)?;
-            let handle = factory.open(&target.catalog).await?;
+            // Loaded here for the error that names the catalog and how to list its tables.
+            let (handle, table) = load(factory, &target).await?;
+            let ident = table.identifier().clone();
             let m = RemoveOrphansBuilder::new(&handle, ident)
                 .older_than(age)
                 .dry_run(dry_run)
@@ -543,12 +582,20 @@ fn expire_json(table: &str, m: &ExpireMetrics) -> Value {
         "deleted_statistics_files": m.deleted_statistics_files,
         "failed_deletes": m.failed_deletes,
         "cleanup_skipped": m.cleanup_skipped,
+        "older_than_ms": m.rule.older_than_ms,
+        "older_than_from": m.rule.older_than_from,
+        "retain_last": m.rule.retain_last,
+        "retain_last_from": m.rule.retain_last_from,
     })
 }
 
 fn print_expire(v: &Value) {
     let dry = v["dry_run"] == json!(true);
     let n = |k: &str| v[k].as_array().map_or(0, Vec::len);
+    let older_than = v["older_than_ms"]
+        .as_i64()
+        .and_then(chrono::DateTime::from_timestamp_millis)
+        .map_or_else(|| v["older_than_ms"].to_string(), |t| t.to_rfc3339());
     println!(
         "{}: {} {} snapshot(s), {} retained{}",
         v["table"].as_str().unwrap_or_default(),
@@ -569,6 +616,15 @@ fn print_expire(v: &Value) {
         } else {
             String::new()
         }
+    );
+    // Said every time: without options the cutoff is the table's (5 days by default), and an
+    // expiry that removes nothing otherwise looks broken.
+    println!(
+        "  rule: snapshots older than {older_than} ({}), keeping at least {} per branch ({}); \
+         refs with their own retention follow it",
+        v["older_than_from"].as_str().unwrap_or_default(),
+        v["retain_last"],
+        v["retain_last_from"].as_str().unwrap_or_default()
     );
     if v["kept_files"] == json!(true) {
         println!("  files kept (--keep-files)");
@@ -998,8 +1054,31 @@ mod tests {
         assert_eq!(parse_duration("3d")?.as_secs(), 3 * 86_400);
         assert_eq!(parse_duration("90m")?.as_secs(), 5400);
         assert_eq!(parse_duration("3600")?.as_secs(), 3600);
-        assert!(parse_duration("3w").is_err());
+        assert!(
+            parse_duration("3w")
+                .unwrap_err()
+                .to_string()
+                .contains("unknown unit 'w'")
+        );
         assert!(parse_duration("h").is_err());
+        // Each command takes the other's form too: an age for expiry, a point for orphans.
+        let now = chrono::Utc::now().timestamp_millis();
+        let five_days_ago = parse_timestamp_ms("5d")?;
+        assert!(
+            (now - 5 * 86_400_000 - five_days_ago).abs() < 60_000,
+            "{five_days_ago}"
+        );
+        let since_epoch = parse_duration("1970-01-02")?.as_millis() as i64;
+        assert!(
+            (now - 86_400_000 - since_epoch).abs() < 60_000,
+            "{since_epoch}"
+        );
+        assert!(
+            parse_duration("2999-01-01")
+                .unwrap_err()
+                .to_string()
+                .contains("future")
+        );
         Ok(())
     }
 

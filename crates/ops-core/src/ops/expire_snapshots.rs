@@ -65,6 +65,70 @@ pub struct ExpireMetrics {
     /// The snapshots were expired but their files were not cleaned up, and why (the commit had
     /// landed when this happened: an orphan cleanup collects the files later).
     pub cleanup_skipped: Option<String>,
+    /// The rule the snapshots were chosen by (refs with their own retention apart).
+    pub rule: ExpiryRule,
+}
+
+/// The age and count an expiry chose by, and where each came from: users who pass neither
+/// option get the table's `history.expire.*` defaults, and need to see which.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExpiryRule {
+    /// Snapshots older than this (ms since the epoch) expire.
+    pub older_than_ms: i64,
+    /// `--older-than`, or the property (with its default) the cutoff was computed from.
+    pub older_than_from: String,
+    /// At least this many snapshots of every branch are kept.
+    pub retain_last: usize,
+    /// `--retain-last`, or the property (with its default) the count came from.
+    pub retain_last_from: String,
+}
+
+impl ExpiryRule {
+    /// The rule for `md` now: the builder's options, else the table's properties or their
+    /// defaults (what iceberg's action would use).
+    fn of(
+        md: &TableMetadata,
+        older_than_ms: Option<i64>,
+        retain_last: Option<usize>,
+    ) -> Result<Self> {
+        use iceberg::spec::TableProperties as P;
+        let props = P::try_from(md.properties()).map_err(|e| {
+            Error::InvalidInput(format!(
+                "cannot read the table's {}/{} properties: {e}",
+                P::PROPERTY_MAX_SNAPSHOT_AGE_MS,
+                P::PROPERTY_MIN_SNAPSHOTS_TO_KEEP
+            ))
+        })?;
+        let origin = |key: &str, default: &str| match md.properties().get(key) {
+            Some(v) => format!("{key}={v}"),
+            None => format!("{key} unset, default {default}"),
+        };
+        let (older_than_ms, older_than_from) = match older_than_ms {
+            Some(ts) => (ts, "--older-than".to_string()),
+            None => (
+                chrono::Utc::now()
+                    .timestamp_millis()
+                    .saturating_sub(props.max_snapshot_age_ms),
+                format!(
+                    "now minus {}",
+                    origin(P::PROPERTY_MAX_SNAPSHOT_AGE_MS, "5 days")
+                ),
+            ),
+        };
+        let (retain_last, retain_last_from) = match retain_last {
+            Some(n) => (n, "--retain-last".to_string()),
+            None => (
+                props.min_snapshots_to_keep,
+                origin(P::PROPERTY_MIN_SNAPSHOTS_TO_KEEP, "1"),
+            ),
+        };
+        Ok(Self {
+            older_than_ms,
+            older_than_from,
+            retain_last,
+            retain_last_from,
+        })
+    }
 }
 
 /// Called between planning and committing (tests race a writer there).
@@ -90,6 +154,7 @@ struct Planned {
     base: Table,
     expired: Vec<i64>,
     removed_refs: Vec<String>,
+    rule: ExpiryRule,
 }
 
 impl ExpireSnapshotsBuilder {
@@ -170,6 +235,7 @@ impl ExpireSnapshotsBuilder {
                 removed_refs: planned.removed_refs.clone(),
                 dry_run: true,
                 kept_files: self.keep_files,
+                rule: planned.rule.clone(),
                 ..Default::default()
             };
             if !self.keep_files {
@@ -198,6 +264,10 @@ impl ExpireSnapshotsBuilder {
         })
         .await?;
         let planned = last.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let rule = match &planned {
+            Some(p) => p.rule.clone(),
+            None => ExpiryRule::of(committed.metadata(), self.older_than_ms, self.retain_last)?,
+        };
         let Some(planned) = planned.filter(|p| !p.expired.is_empty() || !p.removed_refs.is_empty())
         else {
             let retained_snapshots = committed.metadata().snapshots().count();
@@ -206,6 +276,7 @@ impl ExpireSnapshotsBuilder {
                 ExpireMetrics {
                     retained_snapshots,
                     kept_files: self.keep_files,
+                    rule,
                     ..Default::default()
                 },
             ));
@@ -216,6 +287,7 @@ impl ExpireSnapshotsBuilder {
             expired_snapshots: planned.expired.clone(),
             removed_refs: planned.removed_refs.clone(),
             kept_files: self.keep_files,
+            rule: planned.rule.clone(),
             ..Default::default()
         };
         tracing::info!(
@@ -275,14 +347,14 @@ impl ExpireSnapshotsBuilder {
         } else {
             without_gc_property(base)?
         };
+        // The rule is passed explicitly so the report names exactly the cutoff that was used
+        // (iceberg computes the same defaults, and each ref's own retention still overrides).
+        let rule = ExpiryRule::of(base.metadata(), self.older_than_ms, self.retain_last)?;
         let tx = Transaction::new(&planning);
-        let mut action = tx.expire_snapshots();
-        if let Some(ts) = self.older_than_ms {
-            action = action.expire_older_than_ms(ts);
-        }
-        if let Some(n) = self.retain_last {
-            action = action.retain_last(n);
-        }
+        let action = tx
+            .expire_snapshots()
+            .expire_older_than_ms(rule.older_than_ms)
+            .retain_last(rule.retain_last.max(1));
         let tx = action.apply(tx)?;
         let capture = Capture::new(planning);
         tx.commit(&capture).await.map_err(|e| {
@@ -303,6 +375,7 @@ impl ExpireSnapshotsBuilder {
             base: base.clone(),
             expired,
             removed_refs,
+            rule,
         })
     }
 }

@@ -200,6 +200,7 @@ impl RemoveOrphansBuilder {
         }
         metrics.orphans.sort();
         metrics.too_young.sort();
+        refuse_shared_location(&table, &self.ident, &metrics).await?;
         if self.dry_run {
             return Ok(metrics);
         }
@@ -473,6 +474,52 @@ async fn list_files(root: &Path) -> Result<(Vec<(PathBuf, SystemTime)>, Vec<Path
     })
     .await
     .map_err(|e| Error::InvalidInput(format!("listing the table location failed: {e}")))?
+}
+
+/// Refuses when an unreferenced `*.metadata.json` under the location belongs to another table
+/// (another `table-uuid`): two tables were created at one location, and every file of the other
+/// would look like an orphan of this one. An unreferenced metadata file of this table (pruned
+/// from the log by `write.metadata.previous-versions-max`) is an ordinary orphan.
+async fn refuse_shared_location(
+    table: &Table,
+    ident: &TableIdent,
+    metrics: &OrphanMetrics,
+) -> Result<()> {
+    #[derive(serde::Deserialize)]
+    struct Uuid {
+        #[serde(rename = "table-uuid")]
+        uuid: String,
+    }
+    let own = table.metadata().uuid().to_string();
+    let candidates = metrics
+        .orphans
+        .iter()
+        .chain(&metrics.too_young)
+        .filter(|f| f.ends_with(".metadata.json"));
+    for file in candidates {
+        let read = async {
+            let bytes = table.file_io().new_input(file)?.read().await?;
+            Ok::<_, iceberg::Error>(bytes)
+        };
+        let uuid = match read.await {
+            Ok(bytes) => serde_json::from_slice::<Uuid>(&bytes).map(|u| u.uuid).ok(),
+            Err(e) => {
+                tracing::warn!(file = %file, error = %e, "cannot read an unreferenced metadata file");
+                None
+            }
+        };
+        // Unreadable or compressed: nothing says it is another table's; it is listed as usual.
+        if let Some(uuid) = uuid.filter(|u| !u.eq_ignore_ascii_case(&own)) {
+            return Err(Error::InvalidInput(format!(
+                "{ident}: {file} is the metadata of another table (table-uuid {uuid}; this one is \
+                 {own}): two tables share the location {}, and the other's files would be deleted \
+                 as orphans of this one. No file was deleted; give one of the tables its own \
+                 location, or remove the other table's files yourself",
+                table.metadata().location()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Whether `dir` is a table's location: it has a `metadata` directory holding a
