@@ -630,6 +630,26 @@ pub(crate) async fn commit_position_delete(
     commit_delete_file(handle, table, partition, Some((data_path, positions)), &[]).await
 }
 
+/// [`commit_position_delete`] with the `file_path` bounds Spark writes (lower = upper =
+/// `data_path`), which let readers attach it to that file only.
+pub(crate) async fn commit_spark_position_delete(
+    handle: &CatalogHandle,
+    table: &Table,
+    data_path: &str,
+    partition: Struct,
+    positions: &[i64],
+) -> anyhow::Result<Table> {
+    commit_delete_file_with(
+        handle,
+        table,
+        partition,
+        Some((data_path, positions)),
+        &[],
+        true,
+    )
+    .await
+}
+
 /// Commits an equality delete file on field 1 (`id`) for `ids`, as another engine would.
 pub(crate) async fn commit_equality_delete(
     handle: &CatalogHandle,
@@ -648,6 +668,18 @@ async fn commit_delete_file(
     partition: Struct,
     position: Option<(&str, &[i64])>,
     ids: &[i64],
+) -> anyhow::Result<Table> {
+    commit_delete_file_with(handle, table, partition, position, ids, false).await
+}
+
+/// [`commit_delete_file`], with a position delete's `file_path` bounds when `path_bounds`.
+async fn commit_delete_file_with(
+    handle: &CatalogHandle,
+    table: &Table,
+    partition: Struct,
+    position: Option<(&str, &[i64])>,
+    ids: &[i64],
+    path_bounds: bool,
 ) -> anyhow::Result<Table> {
     use arrow_array::{Int64Array, RecordBatch, StringArray};
     use arrow_schema::{DataType, Field, Schema};
@@ -702,7 +734,8 @@ async fn commit_delete_file(
     let md = table.metadata();
     let spec = md.default_partition_spec().clone();
     let equality_ids = (content == DataContentType::EqualityDeletes).then(|| vec![1]);
-    let delete = DataFileBuilder::default()
+    let mut builder = DataFileBuilder::default();
+    builder
         .content(content)
         .equality_ids(equality_ids)
         .file_path(path)
@@ -710,8 +743,12 @@ async fn commit_delete_file(
         .partition(partition)
         .partition_spec_id(spec.spec_id())
         .record_count(rows as u64)
-        .file_size_in_bytes(size)
-        .build()?;
+        .file_size_in_bytes(size);
+    if let (true, Some((data_path, _))) = (path_bounds, position) {
+        let bound = HashMap::from([(2147483546, iceberg::spec::Datum::string(data_path))]);
+        builder.lower_bounds(bound.clone()).upper_bounds(bound);
+    }
+    let delete = builder.build()?;
     let snapshot_id = 424242i64 + md.snapshots().count() as i64;
     let seq = md.next_sequence_number();
     let loc = md.location();

@@ -106,7 +106,8 @@ fn py_state(name: &str, p: &BTreeMap<String, String>, ns: &str) -> anyhow::Resul
             "t = catalog.load_table('{ns}.orders')\n\
              s = t.current_snapshot()\n\
              emit({{'rows': rows(t), 'operation': s.summary.operation.value if s else None, \
-                    'files': len(list(t.scan().plan_files()))}})"
+                    'files': len(list(t.scan().plan_files())), \
+                    'summary': dict(s.summary.additional_properties) if s else None}})"
         ),
     )?;
     if let Some(rows) = out["rows"].as_array_mut() {
@@ -374,6 +375,130 @@ async fn compaction_conflicts_with_a_racing_delete_of_an_input() -> TestResult {
     Ok(())
 }
 
+/// With partial progress each group is its own commit: a racing delete that removes an input of
+/// the second group (us) while the first (eu) commits fails only the second — reported, its
+/// files removed — and the first lands; every row is where PyIceberg expects it.
+#[tokio::test(flavor = "multi_thread")]
+async fn partial_progress_commits_each_group_and_reports_the_one_that_failed() -> TestResult {
+    let db = SqlCatalog::sqlite()?;
+    let (a, b) = (open("c", &db.props).await?, open("c", &db.props).await?);
+    let ident = small_files(&a, "pp").await?;
+    let before = py_state("c", &db.props, "pp")?;
+    let (hook, calls) = {
+        let (b, ident) = (b.clone(), ident.clone());
+        once(move || {
+            let (b, ident) = (b.clone(), ident.clone());
+            async move {
+                DeleteBuilder::new(&b, ident)
+                    .with_filter_text("id = 2")
+                    .await
+                    .unwrap_or_else(|e| panic!("the racing delete failed: {e}"));
+            }
+        })
+    };
+    let (table, m) = CompactBuilder::new(&a, ident.clone())
+        .partial_progress(true)
+        .before_commit(hook)
+        .await?;
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        2,
+        "one hook call per group's commit"
+    );
+    assert_eq!(m.groups.len(), 2, "{m:?}");
+    assert_eq!(m.snapshot_ids.len(), 1, "{m:?}");
+    assert_eq!(m.snapshot_id, m.snapshot_ids.first().copied());
+    assert_eq!(m.failed_groups.len(), 1, "{m:?}");
+    assert_eq!(m.failed_groups[0].partition, "region=us");
+    assert!(
+        m.failed_groups[0]
+            .error
+            .contains("conflicts with a concurrent change"),
+        "{:?}",
+        m.failed_groups[0]
+    );
+    assert_eq!(m.groups[0].output_files.len(), 1, "{m:?}");
+    assert!(m.groups[1].output_files.is_empty(), "{m:?}");
+    let left = unreferenced_data_files(&table).await?;
+    assert!(left.is_empty(), "the failed group's files stayed: {left:?}");
+    let after = py_state("c", &db.props, "pp")?;
+    let mut want = ids(&before);
+    want.retain(|&i| i != 2);
+    assert_eq!(ids(&after), want);
+    assert_eq!(after["operation"], json!("replace"));
+    // eu compacted into one file; us as the racing delete left it (5); ap untouched.
+    assert_eq!(after["files"], json!(7));
+    // Without partial progress the same race commits nothing (see
+    // compaction_conflicts_with_a_racing_delete_of_an_input); a second run compacts us.
+    let (_, m) = CompactBuilder::new(&a, ident.clone())
+        .partial_progress(true)
+        .await?;
+    assert_eq!(m.groups.len(), 1, "{m:?}");
+    assert_eq!(m.groups[0].partition, "region=us");
+    assert!(m.failed_groups.is_empty(), "{m:?}");
+    assert_eq!(ids(&py_state("c", &db.props, "pp")?), want);
+    Ok(())
+}
+
+/// Files of an older partition spec are left alone and counted by default; with
+/// `to_current_spec` each is rewritten into the current spec, however small and few, and the
+/// rows are unchanged per PyIceberg.
+#[tokio::test(flavor = "multi_thread")]
+async fn to_current_spec_rewrites_the_files_of_older_specs() -> TestResult {
+    let db = SqlCatalog::sqlite()?;
+    let handle = open("c", &db.props).await?;
+    let table = create_orders(&handle, "spec").await?;
+    let ident = table.identifier().clone();
+    append(
+        &handle,
+        &ident,
+        &[(1, Some("eu"), Some(1)), (2, Some("us"), Some(2))],
+    )
+    .await?;
+    append(&handle, &ident, &[(3, Some("eu"), Some(3))]).await?;
+    ops_core::ops::evolve_spec::EvolveSpecBuilder::new(&handle, ident.clone())
+        .add_field("id", iceberg::spec::Transform::Bucket(4), None)
+        .await?;
+    append(&handle, &ident, &[(4, Some("eu"), Some(4))]).await?;
+    let before = py_state("c", &db.props, "spec")?;
+    let specs = |name: &str| -> anyhow::Result<Value> {
+        ops_tests::oracle::pyiceberg(
+            name,
+            &db.props,
+            "t = catalog.load_table('spec.orders')\n\
+             emit(sorted(f['spec_id'] for f in t.inspect.files().to_pylist()))",
+        )
+    };
+    assert_eq!(specs("c")?, json!([0, 0, 0, 1]));
+
+    let (_, m) = CompactBuilder::new(&handle, ident.clone()).await?;
+    assert!(m.groups.is_empty(), "{m:?}");
+    assert_eq!(m.skipped_other_spec_files, 3);
+
+    let (_, m) = CompactBuilder::new(&handle, ident.clone())
+        .to_current_spec(true)
+        .await?;
+    assert_eq!(m.skipped_other_spec_files, 0);
+    let parts: Vec<&str> = m.groups.iter().map(|g| g.partition.as_str()).collect();
+    assert_eq!(parts, ["region=eu (spec 0)", "region=us (spec 0)"], "{m:?}");
+    assert_eq!(m.input_files(), 3, "{m:?}");
+    let after = py_state("c", &db.props, "spec")?;
+    assert_eq!(after["rows"], before["rows"]);
+    assert_eq!(after["operation"], json!("replace"));
+    let now = specs("c")?;
+    assert!(
+        now.as_array()
+            .is_some_and(|s| !s.is_empty() && s.iter().all(|v| v == &json!(1))),
+        "every live file is of the current spec: {now}"
+    );
+    // Files of the current spec are judged as before: nothing more to do.
+    let (_, m) = CompactBuilder::new(&handle, ident.clone())
+        .to_current_spec(true)
+        .await?;
+    assert!(m.groups.is_empty(), "{m:?}");
+    Ok(())
+}
+
 /// Another engine's position delete against one of the inputs, committed between the rewrite
 /// and the commit: a conflict (its row would come back), nothing committed, new files removed.
 #[tokio::test(flavor = "multi_thread")]
@@ -475,6 +600,105 @@ async fn compaction_applies_position_deletes() -> TestResult {
     assert_eq!(after["rows"], before["rows"]);
     assert_eq!(after["operation"], json!("replace"));
     assert_eq!(live_files(&table).await?.len(), 1);
+    // The rewritten file keeps the plan's sequence number, which the bound-less delete still
+    // reaches: it stays, and the next compaction rewrites the file once more — at a higher
+    // sequence number, after which the delete applies to nothing and goes in that commit.
+    assert!(m.removed_dangling_delete_files.is_empty(), "{m:?}");
+    assert_eq!(after["summary"]["total-delete-files"], json!("1"));
+    let (_, m) = CompactBuilder::new(&handle, ident.clone()).await?;
+    assert_eq!(m.input_files(), 1, "{m:?}");
+    assert_eq!(m.removed_dangling_delete_files.len(), 1, "{m:?}");
+    let after = py_state("c", &db.props, "pd")?;
+    assert_eq!(after["rows"], before["rows"]);
+    assert_eq!(
+        after["summary"]["total-delete-files"],
+        json!("0"),
+        "{after}"
+    );
+    assert_eq!(
+        after["summary"]["removed-position-delete-files"],
+        json!("1"),
+        "{after}"
+    );
+    // Nothing is left to rewrite.
+    let (_, m) = CompactBuilder::new(&handle, ident.clone()).await?;
+    assert!(m.groups.is_empty(), "{m:?}");
+    Ok(())
+}
+
+/// A position delete written as Spark writes it, with `file_path` bounds naming the one file it
+/// deletes from: only that file counts as having deletes, and once it is rewritten the delete
+/// applies to nothing and is removed in the compaction's own commit (Java's
+/// remove-dangling-deletes); the next compaction has nothing to do. PyIceberg reads the same
+/// rows throughout.
+#[tokio::test(flavor = "multi_thread")]
+async fn compaction_removes_the_position_deletes_it_left_dangling() -> TestResult {
+    let db = SqlCatalog::sqlite()?;
+    let handle = open("c", &db.props).await?;
+    let table = create_orders(&handle, "dd").await?;
+    let ident = table.identifier().clone();
+    append(
+        &handle,
+        &ident,
+        &[
+            (1, Some("eu"), Some(1)),
+            (2, Some("eu"), Some(2)),
+            (3, Some("eu"), None),
+        ],
+    )
+    .await?;
+    append(&handle, &ident, &[(4, Some("eu"), Some(4))]).await?;
+    append(&handle, &ident, &[(5, Some("us"), Some(5))]).await?;
+    let table = handle.catalog().load_table(&ident).await?;
+    let (target, _) = live_files(&table)
+        .await?
+        .into_iter()
+        .find(|(f, _)| f.record_count() == 3)
+        .ok_or_else(|| anyhow::anyhow!("the 3-row file"))?;
+    crate::commit_layer::commit_spark_position_delete(
+        &handle,
+        &table,
+        target.file_path(),
+        target.partition().clone(),
+        &[1],
+    )
+    .await?;
+    let before = py_state("c", &db.props, "dd")?;
+    assert_eq!(ids(&before), vec![1, 3, 4, 5]);
+
+    let (table, m) = CompactBuilder::new(&handle, ident.clone()).await?;
+    assert_eq!(m.groups.len(), 1, "{m:?}");
+    assert_eq!(m.groups[0].input_files.len(), 2, "{m:?}");
+    assert_eq!(
+        m.groups[0].files_with_deletes, 1,
+        "only the file the bounds name has deletes: {m:?}"
+    );
+    assert_eq!(m.removed_dangling_delete_files.len(), 1, "{m:?}");
+    let after = py_state("c", &db.props, "dd")?;
+    assert_eq!(after["rows"], before["rows"]);
+    assert_eq!(after["operation"], json!("replace"));
+    assert_eq!(
+        after["summary"]["total-delete-files"],
+        json!("0"),
+        "{after}"
+    );
+    assert_eq!(
+        after["summary"]["removed-position-delete-files"],
+        json!("1"),
+        "{after}"
+    );
+    assert_eq!(after["summary"]["total-records"], json!("4"), "{after}");
+    // Time travel to before the compaction still applies the delete.
+    let old = ops_tests::oracle::pyiceberg(
+        "c",
+        &db.props,
+        "t = catalog.load_table('dd.orders')\n\
+         emit(rows(t, t.metadata.snapshots[-2].snapshot_id))",
+    )?;
+    assert_eq!(old.as_array().map(Vec::len), Some(4), "{old}");
+    assert_eq!(live_files(&table).await?.len(), 2);
+    let (_, m) = CompactBuilder::new(&handle, ident.clone()).await?;
+    assert!(m.groups.is_empty(), "{m:?}");
     Ok(())
 }
 

@@ -591,7 +591,18 @@ async fn run_on_cluster(
             let path = PathBuf::from(path);
             if path.exists() {
                 let plan = read_plan(&path)?;
-                same_job(&plan, args).with_context(|| {
+                // Filters are compared as parsed (`qty>5` is `qty > 5`) where the source
+                // still parses them; as text otherwise.
+                let source_schema = match plan_catalogs(factory, &plan).await {
+                    Ok((source, _)) => source
+                        .catalog()
+                        .load_table(&parse_ident(&plan.source.table)?)
+                        .await
+                        .ok()
+                        .map(|t| t.metadata().current_schema().clone()),
+                    Err(_) => None,
+                };
+                same_job(&plan, args, source_schema.as_deref()).with_context(|| {
                     format!(
                         "{} holds the plan of job {} with other settings; finish that job with \
                          its own settings, or remove {} and the checkpoint to start anew",
@@ -640,7 +651,11 @@ async fn run_on_cluster(
 /// Whether `plan` is the job these arguments describe (tables, batch size, modes, filter,
 /// reconciler).
 #[cfg(feature = "cluster")]
-fn same_job(plan: &MigrationPlan, args: &MigrateArgs) -> anyhow::Result<()> {
+fn same_job(
+    plan: &MigrationPlan,
+    args: &MigrateArgs,
+    source_schema: Option<&iceberg::spec::Schema>,
+) -> anyhow::Result<()> {
     let job = &args.job;
     let dest_catalog = job.dest_catalog.as_deref().unwrap_or(&job.source_catalog);
     let differs = |what: &str, planned: String, now: String| -> anyhow::Result<()> {
@@ -685,10 +700,18 @@ fn same_job(plan: &MigrationPlan, args: &MigrateArgs) -> anyhow::Result<()> {
         format!("{:?}", plan.copy_mode),
         format!("{copy_mode:?}"),
     )?;
+    let normal = |text: String| -> String {
+        source_schema
+            .and_then(|schema| ops_core::filter::parse_filter(&text, schema).ok())
+            .map_or(text, |p| p.to_string())
+    };
     differs(
         "--row-filter",
-        format!("{:?}", plan.row_filter.as_ref().map(|f| f.describe())),
-        format!("{:?}", job.row_filter),
+        format!(
+            "{:?}",
+            plan.row_filter.as_ref().map(|f| normal(f.describe()))
+        ),
+        format!("{:?}", job.row_filter.clone().map(normal)),
     )?;
     differs(
         "column mappings and coercions",
@@ -898,5 +921,89 @@ impl ReporterInner {
             "progress  {done}/{total} rows ({:.0} rows/s)",
             done as f64 / secs
         );
+    }
+}
+
+#[cfg(all(test, feature = "cluster"))]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use iceberg::spec::{NestedField, PrimitiveType, Schema};
+    use ops_datamig::{CopyMode, RowFilter, TableLocator};
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: MigrateArgs,
+    }
+
+    fn args(filter: &str) -> anyhow::Result<MigrateArgs> {
+        Ok(Cli::try_parse_from([
+            "migrate-data",
+            "--source-catalog",
+            "lake",
+            "--source",
+            "src.orders",
+            "--dest",
+            "dst.orders",
+            "--batch-rows",
+            "10",
+            "--row-filter",
+            filter,
+        ])?
+        .args)
+    }
+
+    fn plan(filter: &str, a: &MigrateArgs) -> anyhow::Result<MigrationPlan> {
+        Ok(MigrationPlan {
+            format: ops_datamig::job::PLAN_FORMAT,
+            job_id: "job-1".into(),
+            source: TableLocator {
+                catalog: "lake".into(),
+                table: "src.orders".into(),
+            },
+            dest: TableLocator {
+                catalog: "lake".into(),
+                table: "dst.orders".into(),
+            },
+            source_uuid: "u1".into(),
+            dest_uuid: "u2".into(),
+            source_snapshot_id: Some(7),
+            source_schema_id: 0,
+            dest_schema_id: 0,
+            dest_spec_id: 0,
+            dest_snapshot_before: None,
+            reconciler: reconciler(&a.job)?,
+            row_filter: Some(RowFilter::Expression(filter.into())),
+            batch_rows: 10,
+            write_mode: WriteMode::Append,
+            copy_mode: CopyMode::Auto,
+            total_rows: Some(20),
+            tasks: Vec::new(),
+            notes: Vec::new(),
+        })
+    }
+
+    #[test]
+    fn a_resume_compares_filters_as_parsed() -> anyhow::Result<()> {
+        let schema = Schema::builder()
+            .with_fields(vec![
+                NestedField::optional(1, "qty", Type::Primitive(PrimitiveType::Int)).into(),
+                NestedField::optional(2, "region", Type::Primitive(PrimitiveType::String)).into(),
+            ])
+            .build()?;
+        let now = args("qty>5 AND region='eu'")?;
+        let planned = plan("qty > 5 and region = 'eu'", &now)?;
+        same_job(&planned, &now, Some(&schema))?;
+        // Another filter is another job, parsed or not.
+        let other = args("qty > 6 and region = 'eu'")?;
+        let err = same_job(&planned, &other, Some(&schema))
+            .err()
+            .ok_or_else(|| anyhow::anyhow!("another filter was taken for the same job"))?;
+        assert!(err.to_string().contains("--row-filter"), "{err}");
+        // Without the schema (the source gone), only the same text is the same job.
+        assert!(same_job(&planned, &now, None).is_err());
+        same_job(&planned, &args("qty > 5 and region = 'eu'")?, None)?;
+        Ok(())
     }
 }

@@ -131,6 +131,15 @@ pub enum Command {
         /// deletes).
         #[arg(long, value_name = "N", default_value_t = ops_core::ops::compact::DEFAULT_MIN_INPUT_FILES)]
         min_input_files: usize,
+        /// Commit each partition group as soon as it is rewritten (one `replace` snapshot
+        /// each): a long job lands as it goes, and a group that fails is reported while the
+        /// others land. Default: one commit for the whole job.
+        #[arg(long)]
+        partial_progress: bool,
+        /// Also rewrite the files of older partition specs, whatever their size, into the
+        /// table's current spec (default: left as they are, and counted).
+        #[arg(long)]
+        to_current_spec: bool,
         /// Print the groups that would be rewritten; write nothing.
         #[arg(long)]
         dry_run: bool,
@@ -402,6 +411,8 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
             filter,
             target_file_size,
             min_input_files,
+            partial_progress,
+            to_current_spec,
             dry_run,
             force,
             output,
@@ -411,6 +422,8 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
             let ident = table.identifier().clone();
             let mut builder = CompactBuilder::new(&handle, ident)
                 .min_input_files(min_input_files)
+                .partial_progress(partial_progress)
+                .to_current_spec(to_current_spec)
                 .dry_run(dry_run)
                 .force(force);
             if let Some(f) = filter {
@@ -423,6 +436,14 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
             let mut v = compact_json(&target.table, &m);
             v["min_input_files"] = json!(min_input_files);
             show(&v, output, print_compact)?;
+            if !m.failed_groups.is_empty() {
+                bail!(
+                    "{} of {} group(s) failed and were not committed (listed above); the others \
+                     landed. Run the command again to compact what is left",
+                    m.failed_groups.len(),
+                    m.groups.len()
+                );
+            }
         }
         Command::RemoveOrphans {
             target,
@@ -480,6 +501,13 @@ fn compact_json(table: &str, m: &CompactMetrics) -> Value {
         "skipped_equality_delete_files": m.skipped_equality_delete_files,
         "skipped_other_spec_files": m.skipped_other_spec_files,
         "skipped_widened_delete_files": m.skipped_widened_delete_files,
+        "removed_dangling_delete_files": m.removed_dangling_delete_files,
+        "snapshot_ids": m.snapshot_ids,
+        "failed_groups": m
+            .failed_groups
+            .iter()
+            .map(|f| json!({"partition": f.partition, "error": f.error}))
+            .collect::<Vec<_>>(),
     })
 }
 
@@ -502,15 +530,31 @@ fn print_compact(v: &Value) {
             v["target_file_size"]
         );
     } else {
+        let snapshots: Vec<String> = v["snapshot_ids"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(Value::to_string)
+            .collect();
+        let failed = v["failed_groups"].as_array().map_or(0, Vec::len);
         println!(
-            "{table}: rewrote {} file(s), {} bytes, into {} file(s), {} bytes, in {} group(s); \
+            "{table}: {} {} file(s), {} bytes, into {} file(s), {} bytes, in {} group(s); \
              snapshot {}",
+            if failed > 0 {
+                "planned to rewrite"
+            } else {
+                "rewrote"
+            },
             v["input_files"],
             v["input_bytes"],
             v["output_files"],
             v["output_bytes"],
             groups.len(),
-            v["snapshot_id"]
+            if snapshots.is_empty() {
+                "none".to_string()
+            } else {
+                snapshots.join(", ")
+            }
         );
     }
     for g in groups {
@@ -543,6 +587,21 @@ fn print_compact(v: &Value) {
             }
         );
     }
+    for f in v["failed_groups"].as_array().into_iter().flatten() {
+        println!(
+            "  FAILED {}: {} (nothing of it committed)",
+            f["partition"].as_str().unwrap_or_default(),
+            f["error"].as_str().unwrap_or_default()
+        );
+    }
+    let dangling = v["removed_dangling_delete_files"]
+        .as_array()
+        .map_or(0, Vec::len);
+    if dangling > 0 {
+        println!(
+            "  removed {dangling} delete file(s) that no longer apply to any live file (dangling)"
+        );
+    }
     let eq = v["skipped_equality_delete_files"]
         .as_array()
         .map_or(0, Vec::len);
@@ -554,7 +613,10 @@ fn print_compact(v: &Value) {
     }
     let other = v["skipped_other_spec_files"].as_u64().unwrap_or(0);
     if other > 0 {
-        println!("  {other} file(s) of an older partition spec left as they are");
+        println!(
+            "  {other} file(s) of an older partition spec left as they are (--to-current-spec \
+             rewrites them into the current one)"
+        );
     }
     let widened = v["skipped_widened_delete_files"]
         .as_array()

@@ -5,10 +5,13 @@
 //! 1. Refuse an S3 Tables table (it compacts its own tables) and a table an unfinished migration
 //!    writes to (unless forced).
 //! 2. Plan on the current snapshot: its live data files of the default partition spec (files of
-//!    older specs stay as they are), limited by `where` to the files whose statistics allow a
+//!    older specs stay as they are unless [`CompactBuilder::to_current_spec`]: then each of them
+//!    is rewritten into the current spec, whatever its size), limited by `where` to the files whose statistics allow a
 //!    matching row, grouped by partition. A file is a candidate when it is smaller than 75% of
 //!    the target (`write.target-file-size-bytes`, 512 MiB, or [`CompactBuilder::target_file_size`])
-//!    or has delete files applied to it. A partition is rewritten when it holds at least
+//!    or has delete files applied to it (a position delete only where its `file_path` bounds
+//!    allow the file's path, as Java's `DeleteFileIndex` checks and iceberg 0.10.1's planner
+//!    does not). A partition is rewritten when it holds at least
 //!    `min_input_files` (5) candidates or a candidate with deletes; its candidates are bin-packed
 //!    (largest first, first fit) into groups of at most the target size, and a group of one file
 //!    without deletes is left alone (rewriting it alone gains nothing).
@@ -19,7 +22,8 @@
 //! 4. Commit one `replace` snapshot removing the inputs and adding the outputs. The outputs keep
 //!    the data sequence number of the snapshot the plan read (Java's
 //!    `use-starting-sequence-number`), so an equality delete committed later still applies to
-//!    the rewritten rows. Validated as `RewriteFiles` is against every commit since that
+//!    the rewritten rows. The delete files of the rewritten partitions that apply to no live file
+//!    once it lands go in the same commit ([`super::dangling_deletes`]). Validated as `RewriteFiles` is against every commit since that
 //!    snapshot: one that removed an input, or added a delete file that may apply to one (its
 //!    partition, or a global one), is a conflict — nothing is committed and the new files are
 //!    deleted; a concurrent append is rebased onto.
@@ -37,16 +41,17 @@ use iceberg::expr::{Bind, Predicate};
 use iceberg::scan::FileScanTask;
 use iceberg::spec::{
     DataContentType, DataFile, Literal, ManifestContentType, Operation, PartitionSpec,
-    PrimitiveLiteral, PrimitiveType, Struct, StructType, Transform, Type,
+    PrimitiveLiteral, PrimitiveType, SnapshotRef, Struct, StructType, Transform, Type,
 };
 use iceberg::table::Table;
 
+use super::dangling_deletes::{LiveDelete, dangling, live_delete_files_of};
 use super::delete::{RowFilter, read_schema, refuse_unsafe_rewrite, tasks};
 use super::expire_snapshots::BeforeCommitHook;
 use super::maintenance;
 use super::snapshot::{
     LiveFile, ManifestCache, PartitionKey, SnapshotProducer, UnmatchedDeletes,
-    commit_snapshot_from, live_data_files, spec_by_id,
+    commit_snapshot_from, live_data_files, live_data_files_of, spec_by_id,
 };
 use super::validate::ConflictCheck;
 use crate::prune::may_match;
@@ -88,7 +93,7 @@ pub struct CompactMetrics {
     pub groups: Vec<CompactGroup>,
     /// The target file size used.
     pub target_file_size: u64,
-    /// The `replace` snapshot committed (`None`: nothing to do, or a dry run).
+    /// The (last) `replace` snapshot committed (`None`: nothing to do, or a dry run).
     pub snapshot_id: Option<i64>,
     /// Nothing was written or committed.
     pub dry_run: bool,
@@ -100,6 +105,25 @@ pub struct CompactMetrics {
     /// another form (before or after a widening of its source column): iceberg's reader would
     /// not apply it to them.
     pub skipped_widened_delete_files: Vec<String>,
+    /// Delete files the rewrite left applying to no live data file, removed in the same commit
+    /// (Java's remove-dangling-deletes; see [`super::dangling_deletes`]). Not known on a dry
+    /// run: the rewritten files' paths decide it.
+    pub removed_dangling_delete_files: Vec<String>,
+    /// Every `replace` snapshot committed, in order: one, or one per group with
+    /// [`CompactBuilder::partial_progress`].
+    pub snapshot_ids: Vec<i64>,
+    /// With [`CompactBuilder::partial_progress`], the groups whose rewrite or commit failed
+    /// (nothing of them was committed; the other groups were).
+    pub failed_groups: Vec<FailedGroup>,
+}
+
+/// A group that failed under [`CompactBuilder::partial_progress`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FailedGroup {
+    /// Its partition, as in [`CompactGroup::partition`].
+    pub partition: String,
+    /// Why.
+    pub error: String,
 }
 
 impl CompactMetrics {
@@ -131,6 +155,8 @@ pub struct CompactBuilder {
     min_input_files: usize,
     dry_run: bool,
     force: bool,
+    partial_progress: bool,
+    to_current_spec: bool,
     properties: HashMap<String, String>,
     before_commit: Option<BeforeCommitHook>,
 }
@@ -160,9 +186,30 @@ impl CompactBuilder {
             min_input_files: DEFAULT_MIN_INPUT_FILES,
             dry_run: false,
             force: false,
+            partial_progress: false,
+            to_current_spec: false,
             properties: HashMap::new(),
             before_commit: None,
         }
+    }
+
+    /// Commits each group as soon as it is rewritten, in its own `replace` snapshot (Java's
+    /// `partial-progress.enabled`, one commit per group): a long job lands as it goes, and a
+    /// group that fails (a conflict, an unreadable file) is reported in
+    /// [`CompactMetrics::failed_groups`] while the others land. Without it the job is one
+    /// commit, and any failure commits nothing.
+    pub fn partial_progress(mut self, enabled: bool) -> Self {
+        self.partial_progress = enabled;
+        self
+    }
+
+    /// Also rewrites the live files of older partition specs, whatever their size, into the
+    /// table's current spec (grouped by their old partition; their rows are laid out by the
+    /// current one). Without it they are left as they are and counted
+    /// ([`CompactMetrics::skipped_other_spec_files`]).
+    pub fn to_current_spec(mut self, enabled: bool) -> Self {
+        self.to_current_spec = enabled;
+        self
     }
 
     /// Considers only the files that may hold rows matching `filter` (columns named as in the
@@ -278,6 +325,76 @@ impl CompactBuilder {
             return Ok((table, metrics));
         }
 
+        // One commit for the whole job, or one per group (`partial_progress`): then a group
+        // that fails is reported and the others still land.
+        let units: Vec<Vec<Planned>> = if self.partial_progress {
+            groups.into_iter().map(|g| vec![g]).collect()
+        } else {
+            vec![groups]
+        };
+        let mut current = table;
+        let mut first = 0;
+        for unit in units {
+            let reports = first..first + unit.len();
+            first = reports.end;
+            let partitions: Vec<String> = unit.iter().map(|g| g.partition.clone()).collect();
+            match self
+                .rewrite_and_commit(
+                    current.clone(),
+                    &start,
+                    unit,
+                    &mut metrics.groups[reports.clone()],
+                    target,
+                )
+                .await
+            {
+                Ok((table, snapshot_id, dangling)) => {
+                    current = table;
+                    metrics.snapshot_ids.push(snapshot_id);
+                    metrics.removed_dangling_delete_files.extend(dangling);
+                }
+                Err(e) if self.partial_progress => {
+                    tracing::warn!(table = %self.ident, error = %e, "a compaction group failed");
+                    for report in &mut metrics.groups[reports] {
+                        report.output_files.clear();
+                        report.output_bytes = 0;
+                        report.output_rows = 0;
+                    }
+                    metrics.failed_groups.push(FailedGroup {
+                        partition: partitions.join(", "),
+                        error: e.to_string(),
+                    });
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        metrics.snapshot_id = metrics.snapshot_ids.last().copied();
+        metrics.removed_dangling_delete_files.sort();
+        tracing::info!(
+            table = %self.ident,
+            groups = metrics.groups.len(),
+            commits = metrics.snapshot_ids.len(),
+            failed = metrics.failed_groups.len(),
+            removed = metrics.input_files(),
+            added = metrics.output_files(),
+            "compacted"
+        );
+        Ok((current, metrics))
+    }
+
+    /// Rewrites `groups` and commits them as one `replace` snapshot on top of `table` (validated
+    /// against every commit since `start`, their data keeping `start`'s sequence number); fills
+    /// in the groups' `reports`. Returns the table, the snapshot and the dangling delete files
+    /// the commit removed. On failure nothing of it is left behind.
+    async fn rewrite_and_commit(
+        &self,
+        table: Table,
+        start: &SnapshotRef,
+        groups: Vec<Planned>,
+        reports: &mut [CompactGroup],
+        target: u64,
+    ) -> Result<(Table, i64, Vec<String>)> {
+        let default_spec = table.metadata().default_partition_spec_id();
         let inputs: Vec<(String, PartitionKey)> = groups
             .iter()
             .flat_map(|g| {
@@ -290,12 +407,13 @@ impl CompactBuilder {
         let io = table.file_io().clone();
         let mut written: Vec<(i32, DataFile)> = Vec::new();
         let rewrite = async {
-            for (g, report) in groups.into_iter().zip(metrics.groups.iter_mut()) {
+            for (g, report) in groups.into_iter().zip(reports.iter_mut()) {
                 let files = rewrite_group(&table, g, target).await?;
                 report.output_rows = files.iter().map(DataFile::record_count).sum();
                 report.output_bytes = files.iter().map(DataFile::file_size_in_bytes).sum();
                 report.output_files = files.iter().map(|f| f.file_path().to_string()).collect();
-                written.extend(files.into_iter().map(|f| (report.spec_id, f)));
+                // The writer lays rows out by the current spec, whatever the inputs' spec.
+                written.extend(files.into_iter().map(|f| (default_spec, f)));
             }
             Ok::<(), Error>(())
         }
@@ -316,10 +434,12 @@ impl CompactBuilder {
         let since = Some(start.snapshot_id());
         // Set once an attempt reached the catalog: a failure after that may have landed.
         let committing = AtomicBool::new(false);
+        // The dangling delete files of the last attempt (decided on each attempt's base).
+        let dropped: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
         let this = &self;
         let committed = commit_snapshot_from(&self.handle, &self.ident, Some(table), |base| {
             committing.store(false, Ordering::SeqCst);
-            let (inputs, written, committing) = (&inputs, &written, &committing);
+            let (inputs, written, committing, dropped) = (&inputs, &written, &committing, &dropped);
             async move {
                 maintenance::refuse_running_migration(
                     &this.ident,
@@ -335,10 +455,13 @@ impl CompactBuilder {
                     ..ConflictCheck::default()
                 };
                 check.validate(&base, &cache).await?;
+                let dangling = dangling_after(&base, &cache, inputs, written, data_seq).await?;
+                *dropped.lock().unwrap_or_else(|p| p.into_inner()) = dangling.clone();
                 let mut properties = this.properties.clone();
                 properties.insert(super::OPERATION_PROPERTY.to_string(), "compact".to_string());
                 let produced = SnapshotProducer::new(&base, &cache, Operation::Replace)
                     .remove_paths(inputs.iter().map(|(p, _)| p.clone()))
+                    .remove_delete_paths(dangling)
                     .add_files_by_spec(written.iter().cloned())
                     .data_sequence_number(Some(data_seq))
                     .properties(properties)
@@ -351,15 +474,9 @@ impl CompactBuilder {
         .await;
         match committed {
             Ok((table, snapshot)) => {
-                metrics.snapshot_id = Some(snapshot.snapshot_id);
-                tracing::info!(
-                    table = %self.ident,
-                    groups = metrics.groups.len(),
-                    removed = metrics.input_files(),
-                    added = metrics.output_files(),
-                    "compacted"
-                );
-                Ok((table, metrics))
+                let dangling =
+                    std::mem::take(&mut *dropped.lock().unwrap_or_else(|p| p.into_inner()));
+                Ok((table, snapshot.snapshot_id, dangling))
             }
             Err(e) => {
                 let refused = matches!(e, Error::CommitConflict { .. } | Error::InvalidInput(_));
@@ -390,7 +507,7 @@ impl CompactBuilder {
         };
         let mut considered = Vec::new();
         for live in live_data_files(table, cache).await? {
-            if live.spec_id != default_spec {
+            if live.spec_id != default_spec && !self.to_current_spec {
                 metrics.skipped_other_spec_files += 1;
                 continue;
             }
@@ -415,6 +532,17 @@ impl CompactBuilder {
             .map(|l| (l.file.file_path().to_string(), l.clone()))
             .collect();
         let unmatched = UnmatchedDeletes::load(table, cache).await?;
+        // A position delete attached only because the planner compares partitions and sequence
+        // numbers, whose `file_path` bounds exclude the file, gives no reason to rewrite it.
+        let deletes: HashMap<String, LiveDelete> = if has_delete_manifests {
+            live_delete_files_of(snapshot, cache)
+                .await?
+                .into_iter()
+                .map(|d| (d.file.file_path().to_string(), d))
+                .collect()
+        } else {
+            HashMap::new()
+        };
         let mut file_tasks = tasks(
             table,
             snapshot.snapshot_id(),
@@ -427,8 +555,15 @@ impl CompactBuilder {
         // column): two partitions that merely print alike (NULL and the string "null") stay
         // apart, so each group's conflict check names its own partition.
         let mut partitions: HashMap<PartitionKey, (String, Vec<Candidate>)> = HashMap::new();
-        let spec = spec_by_id(table, default_spec)?;
-        let partition_type = spec.partition_type(md.current_schema()).ok();
+        // Each spec's partition names (files of older specs are here with `to_current_spec`).
+        let mut specs = HashMap::new();
+        for id in by_path.values().map(|l| l.spec_id) {
+            if let std::collections::hash_map::Entry::Vacant(e) = specs.entry(id) {
+                let spec = spec_by_id(table, id)?;
+                let types = spec.partition_type(md.current_schema()).ok();
+                e.insert((spec, types));
+            }
+        }
         // Sorted by path, so plans (and reports) are stable.
         let mut paths: Vec<&String> = by_path.keys().collect();
         paths.sort();
@@ -458,15 +593,29 @@ impl CompactBuilder {
                 metrics.skipped_widened_delete_files.push(path.clone());
                 continue;
             }
-            let has_deletes = t.iter().any(|t| !t.deletes.is_empty());
-            if !has_deletes && live.file.file_size_in_bytes() >= min_size {
+            let has_deletes = t.iter().any(|t| {
+                t.deletes.iter().any(|d| {
+                    deletes
+                        .get(&d.file_path)
+                        .is_none_or(|live| live.may_reference(path))
+                })
+            });
+            // A file of an older spec is rewritten whatever its size (`to_current_spec`).
+            let other_spec = live.spec_id != default_spec;
+            if !has_deletes && !other_spec && live.file.file_size_in_bytes() >= min_size {
                 continue;
             }
             partitions
                 .entry(live.key())
                 .or_insert_with(|| {
-                    let name =
-                        partition_name(&spec, partition_type.as_ref(), live.file.partition());
+                    let name = specs.get(&live.spec_id).map_or_else(String::new, |(s, t)| {
+                        partition_name(s, t.as_ref(), live.file.partition())
+                    });
+                    let name = if other_spec {
+                        format!("{name} (spec {})", live.spec_id)
+                    } else {
+                        name
+                    };
                     (name, Vec::new())
                 })
                 .1
@@ -485,11 +634,12 @@ impl CompactBuilder {
         let mut planned = Vec::new();
         for (key, (partition, candidates)) in partitions {
             let any_deletes = candidates.iter().any(|c| c.has_deletes);
-            if candidates.len() < self.min_input_files && !any_deletes {
+            let other_spec = key.0 != default_spec;
+            if candidates.len() < self.min_input_files && !any_deletes && !other_spec {
                 continue;
             }
             for bin in bin_pack(candidates, target) {
-                if bin.len() == 1 && !bin[0].has_deletes {
+                if bin.len() == 1 && !bin[0].has_deletes && !other_spec {
                     continue;
                 }
                 for c in &bin {
@@ -504,6 +654,42 @@ impl CompactBuilder {
         }
         Ok(planned)
     }
+}
+
+/// The delete files of the partitions the rewrite touches that apply to no live data file once
+/// it lands: `base`'s live data files without `inputs`, plus `written` at `data_seq`.
+async fn dangling_after(
+    base: &Table,
+    cache: &ManifestCache,
+    inputs: &[(String, PartitionKey)],
+    written: &[(i32, DataFile)],
+    data_seq: i64,
+) -> Result<Vec<String>> {
+    let Some(snapshot) = base.metadata().current_snapshot() else {
+        return Ok(Vec::new());
+    };
+    let deletes = live_delete_files_of(snapshot, cache).await?;
+    if deletes.is_empty() {
+        return Ok(Vec::new());
+    }
+    let removed: std::collections::HashSet<&str> = inputs.iter().map(|(p, _)| p.as_str()).collect();
+    let mut live: Vec<LiveFile> = live_data_files_of(snapshot, cache)
+        .await?
+        .into_iter()
+        .filter(|f| !removed.contains(f.file.file_path()))
+        .collect();
+    live.extend(written.iter().map(|(spec_id, f)| LiveFile {
+        file: f.clone(),
+        spec_id: *spec_id,
+        sequence_number: data_seq,
+    }));
+    let touched = inputs.iter().map(|(_, k)| k.clone()).collect();
+    let md = base.metadata();
+    Ok(dangling(&deletes, &live, &touched, |spec_id| {
+        // Unknown specs count as unpartitioned: weighed against every file, kept more often.
+        md.partition_spec_by_id(spec_id)
+            .is_none_or(|s| s.fields().is_empty())
+    }))
 }
 
 /// `field=value/...` for reports. iceberg's `partition_to_path` panics on a value written

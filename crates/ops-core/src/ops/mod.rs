@@ -27,6 +27,7 @@
 
 pub mod append;
 pub mod compact;
+pub(crate) mod dangling_deletes;
 pub mod delete;
 pub mod evolve_schema;
 pub mod evolve_spec;

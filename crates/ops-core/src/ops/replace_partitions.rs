@@ -161,7 +161,7 @@ async fn files_in_partitions(
         .collect();
     let mut out = Vec::new();
     for live in live_data_files(table, cache).await? {
-        let LiveFile { file, spec_id } = &live;
+        let LiveFile { file, spec_id, .. } = &live;
         match overlap(table, *spec_id, file.partition(), &touched)? {
             Overlap::No => {}
             Overlap::Yes => out.push(live),

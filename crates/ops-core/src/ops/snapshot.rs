@@ -45,6 +45,8 @@ pub(crate) type PartitionKey = (i32, Struct);
 pub(crate) struct LiveFile {
     pub file: DataFile,
     pub spec_id: i32,
+    /// Its data sequence number (0 in a v1 table): which delete files can apply to it.
+    pub sequence_number: i64,
 }
 
 impl LiveFile {
@@ -227,6 +229,8 @@ pub(crate) struct SnapshotProducer<'a> {
     /// A manifest of added files written ahead of the commit ([`PreparedManifest`]).
     prepared: Option<&'a PreparedManifest>,
     removed: HashSet<String>,
+    /// Delete files to remove (delete manifests are read only when this is not empty).
+    removed_deletes: HashSet<String>,
     properties: HashMap<String, String>,
     /// The data sequence number of the added files; `None`: inherited from the new snapshot.
     data_sequence_number: Option<i64>,
@@ -394,6 +398,7 @@ impl<'a> SnapshotProducer<'a> {
             added: Vec::new(),
             prepared: None,
             removed: HashSet::new(),
+            removed_deletes: HashSet::new(),
             properties: HashMap::new(),
             data_sequence_number: None,
         }
@@ -442,6 +447,12 @@ impl<'a> SnapshotProducer<'a> {
 
     pub(crate) fn remove_paths(mut self, paths: impl IntoIterator<Item = String>) -> Self {
         self.removed.extend(paths);
+        self
+    }
+
+    /// Delete files (position or equality) to remove, e.g. those a rewrite left dangling.
+    pub(crate) fn remove_delete_paths(mut self, paths: impl IntoIterator<Item = String>) -> Self {
+        self.removed_deletes.extend(paths);
         self
     }
 
@@ -507,10 +518,11 @@ impl<'a> SnapshotProducer<'a> {
         if let Some(parent) = &parent {
             let list = self.cache.manifest_list(parent).await?;
             for mf in list.iter() {
-                if mf.content != ManifestContentType::Data
-                    || self.removed.is_empty()
-                    || !(mf.has_added_files() || mf.has_existing_files())
-                {
+                let removing = match mf.content {
+                    ManifestContentType::Data => &self.removed,
+                    ManifestContentType::Deletes => &self.removed_deletes,
+                };
+                if removing.is_empty() || !(mf.has_added_files() || mf.has_existing_files()) {
                     manifests.push(mf.clone());
                     continue;
                 }
@@ -518,15 +530,21 @@ impl<'a> SnapshotProducer<'a> {
                 let hit = manifest
                     .entries()
                     .iter()
-                    .any(|e| e.is_alive() && self.removed.contains(e.data_file().file_path()));
+                    .any(|e| e.is_alive() && removing.contains(e.data_file().file_path()));
                 if !hit {
                     manifests.push(mf.clone());
                     continue;
                 }
                 let (m_schema, m_spec) = manifest_schema_and_spec(&manifest);
                 let path = next_path();
-                let mut writer =
-                    manifest_writer(table, &path, snapshot_id, m_schema.clone(), &m_spec)?;
+                let mut writer = manifest_writer_for(
+                    table,
+                    &path,
+                    snapshot_id,
+                    m_schema.clone(),
+                    &m_spec,
+                    mf.content,
+                )?;
                 written.push(path);
                 for entry in manifest.entries() {
                     if !entry.is_alive() {
@@ -537,9 +555,11 @@ impl<'a> SnapshotProducer<'a> {
                     // equality deletes apply to the file.
                     let seq = entry.sequence_number().unwrap_or(mf.sequence_number);
                     let file_seq = entry.file_sequence_number.or(Some(seq));
-                    if self.removed.contains(file.file_path()) {
+                    if removing.contains(file.file_path()) {
                         removed_found.insert(file.file_path().to_string());
-                        removed_records += file.record_count();
+                        if mf.content == ManifestContentType::Data {
+                            removed_records += file.record_count();
+                        }
                         collector.remove_file(&file, m_schema.clone(), m_spec.clone());
                         writer.add_delete_file(file, seq, file_seq)?;
                     } else {
@@ -552,10 +572,12 @@ impl<'a> SnapshotProducer<'a> {
                 manifests.push(writer.write_manifest_file().await?);
             }
         }
-        if removed_found.len() != self.removed.len() {
+        let to_remove = self.removed.len() + self.removed_deletes.len();
+        if removed_found.len() != to_remove {
             let missing: Vec<&String> = self
                 .removed
                 .iter()
+                .chain(&self.removed_deletes)
                 .filter(|p| !removed_found.contains(*p))
                 .take(3)
                 .collect();
@@ -564,7 +586,7 @@ impl<'a> SnapshotProducer<'a> {
                 detail: format!(
                     "{} file(s) to remove are no longer live in the current snapshot \
                      (e.g. {missing:?}): a concurrent commit removed them",
-                    self.removed.len() - removed_found.len()
+                    to_remove - removed_found.len()
                 ),
             });
         }
@@ -703,7 +725,10 @@ impl<'a> SnapshotProducer<'a> {
         let metrics = SnapshotMetrics {
             snapshot_id,
             added_files,
-            removed_files: removed_found.len() as u64,
+            removed_files: removed_found
+                .iter()
+                .filter(|p| self.removed.contains(*p))
+                .count() as u64,
             added_records,
             removed_records,
         };
@@ -1124,7 +1149,7 @@ pub(crate) async fn live_data_files(table: &Table, cache: &ManifestCache) -> Res
 }
 
 /// Every live data file of `snapshot`.
-async fn live_data_files_of(
+pub(crate) async fn live_data_files_of(
     snapshot: &SnapshotRef,
     cache: &ManifestCache,
 ) -> Result<Vec<LiveFile>> {
@@ -1140,6 +1165,7 @@ async fn live_data_files_of(
                 out.push(LiveFile {
                     file: entry.data_file().clone(),
                     spec_id: mf.partition_spec_id,
+                    sequence_number: entry.sequence_number().unwrap_or(mf.sequence_number),
                 });
             }
         }
@@ -1255,6 +1281,7 @@ pub(crate) async fn changes_of(
             let live = LiveFile {
                 file: entry.data_file().clone(),
                 spec_id: mf.partition_spec_id,
+                sequence_number: entry.sequence_number().unwrap_or(mf.sequence_number),
             };
             match entry.status() {
                 ManifestStatus::Added => out.added.push(live),
