@@ -653,6 +653,22 @@ fn tasks_of_another_format_version_are_refused_and_commit_nothing() -> TestResul
         let status = cmd.status()?;
         let log = std::fs::read_to_string(client_dir.join("log"))?;
         assert!(!status.success(), "{who} ran tasks of format 2:\n{log}");
+        // Which process refused: the scheduler parses the client's plan; the executors the
+        // scheduler's tasks.
+        let refused = match client_format {
+            Some(_) => cluster.scheduler.log().contains("cluster format 2"),
+            None => cluster
+                .executors
+                .iter()
+                .any(|e| e.log().contains("cluster format 2")),
+        };
+        assert!(
+            refused,
+            "{who} did not log the refusal:\nscheduler:\n{}\nexecutors:\n{}\n{}",
+            cluster.scheduler.log(),
+            cluster.executors[0].log(),
+            cluster.executors[1].log()
+        );
         assert!(
             log.contains("encoded in iceberg-ops cluster format 2")
                 && log.contains("reads format 1")

@@ -911,3 +911,69 @@ async fn corpus_tables_survive_compaction() -> TestResult {
     assert!(compacted >= 1, "no corpus table had anything to compact");
     Ok(())
 }
+
+/// `DataMigrator::compact` (`migrate-data --compact`): once the job's last batch lands, the
+/// files its batches wrote are compacted in one more commit tagged with the job; files of an
+/// earlier job in the same destination are left as they are; PyIceberg reads every row.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_migration_compacts_the_files_it_wrote() -> TestResult {
+    let db = SqlCatalog::sqlite()?;
+    let handle = open("c", &db.props).await?;
+    let source = small_files(&handle, "mig").await?;
+    let dest = TableIdent::from_strs(["mig", "copy"])?;
+    let migrate = |compact: bool| {
+        ops_datamig::DataMigrator::new(&handle, source.clone(), &handle, dest.clone())
+            .batch_rows(3)
+            .create_dest(true)
+            .compact(compact)
+    };
+    let first = migrate(false).run().await?;
+    assert!(first.compaction.is_none());
+    let table = handle.catalog().load_table(&dest).await?;
+    let first_files: HashSet<String> = live_files(&table)
+        .await?
+        .into_iter()
+        .map(|(f, _)| f.file_path().to_string())
+        .collect();
+    assert!(first_files.len() >= 6, "{first_files:?}");
+
+    let second = migrate(true).run().await?;
+    let c = second
+        .compaction
+        .clone()
+        .ok_or_else(|| anyhow::anyhow!("no compaction reported: {second:?}"))?;
+    assert!(c.input_files > c.output_files, "{c:?}");
+    let table = handle.catalog().load_table(&dest).await?;
+    let current = table
+        .metadata()
+        .current_snapshot()
+        .ok_or_else(|| anyhow::anyhow!("no snapshot"))?;
+    assert_eq!(Some(current.snapshot_id()), c.snapshot_id);
+    let props = &current.summary().additional_properties;
+    assert_eq!(
+        props.get(ops_datamig::COMPACTED_JOB_PROPERTY),
+        second.job_id.as_ref()
+    );
+    assert!(!props.contains_key(ops_datamig::MIGRATION_BATCH_PROPERTY));
+    let now: HashSet<String> = live_files(&table)
+        .await?
+        .into_iter()
+        .map(|(f, _)| f.file_path().to_string())
+        .collect();
+    assert!(
+        first_files.is_subset(&now),
+        "the earlier job's files were compacted too"
+    );
+    // eu and us: one file each for the second job; ap (one row) had one file.
+    assert_eq!(now.len() - first_files.len(), 3, "{c:?}");
+    let src = py_state("c", &db.props, "mig")?;
+    let copied = ops_tests::oracle::pyiceberg(
+        "c",
+        &db.props,
+        "t = catalog.load_table('mig.copy')\nemit(sorted(r['id'] for r in rows(t)))",
+    )?;
+    let mut want: Vec<i64> = ids(&src).into_iter().flat_map(|i| [i, i]).collect();
+    want.sort_unstable();
+    assert_eq!(copied, json!(want));
+    Ok(())
+}

@@ -45,8 +45,11 @@ struct Envelope {
 const TEST_FORMAT_ENV: &str = "ICEBERG_OPS_TEST_ENCODE_CLUSTER_FORMAT";
 
 /// The format this process encodes in: [`CLUSTER_FORMAT`], unless the tests' variable says
-/// otherwise.
+/// otherwise in a debug build (release builds ignore it).
 fn encoding_format() -> u32 {
+    if !cfg!(debug_assertions) {
+        return CLUSTER_FORMAT;
+    }
     static FORMAT: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
     *FORMAT.get_or_init(|| {
         std::env::var(TEST_FORMAT_ENV)

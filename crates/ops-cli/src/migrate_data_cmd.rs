@@ -208,6 +208,11 @@ pub struct MigrateArgs {
     /// Local workers reading and writing in parallel (default: one per core).
     #[arg(long, value_name = "N")]
     workers: Option<usize>,
+    /// Once every batch has landed, compact the files this job wrote into files of the
+    /// destination's target size (one more `replace` commit; the rest of the table is left as
+    /// it is). A re-run with the same --checkpoint after a crash compacts again.
+    #[arg(long)]
+    compact: bool,
     /// Run the tasks on a Ballista cluster (`iceberg-ops cluster scheduler` and executors):
     /// plan here, commit here in batch order as the executors' outputs land.
     #[arg(long, value_name = "df://HOST:PORT")]
@@ -470,6 +475,14 @@ async fn run_migrate(factory: &CatalogFactory, args: MigrateArgs) -> anyhow::Res
     if let Some(keys) = &args.upsert_keys {
         m = m.upsert_keys(keys.clone());
     }
+    if args.compact && (args.plan_only || args.cluster.is_some()) {
+        bail!(
+            "--compact runs after the last batch of a local run; with --plan-only or --cluster, \
+             compact once the job is committed: `iceberg-ops table compact {}`",
+            args.job.dest()
+        );
+    }
+    m = m.compact(args.compact);
     if let Some(url) = &args.cluster {
         if args.plan_only || args.dry_run || args.workers.is_some() {
             bail!(
@@ -788,6 +801,15 @@ fn print_result(job: &Job, r: &MigrationResult) {
         }
         if let (Some(i), Some(u)) = (r.rows_inserted, r.rows_updated) {
             println!("upsert    {i} inserted, {u} updated");
+        }
+        if let Some(c) = &r.compaction {
+            match c.snapshot_id {
+                Some(s) => println!(
+                    "compacted {} file(s) the job wrote into {} (snapshot {s})",
+                    c.input_files, c.output_files
+                ),
+                None => println!("compacted nothing: the job's files need no compaction"),
+            }
         }
     }
     if !r.schema_changes.is_empty() {

@@ -131,11 +131,15 @@ pub enum Command {
         /// deletes).
         #[arg(long, value_name = "N", default_value_t = ops_core::ops::compact::DEFAULT_MIN_INPUT_FILES)]
         min_input_files: usize,
-        /// Commit each partition group as soon as it is rewritten (one `replace` snapshot
-        /// each): a long job lands as it goes, and a group that fails is reported while the
-        /// others land. Default: one commit for the whole job.
+        /// Commit the partition groups as they are rewritten, in up to --max-commits `replace`
+        /// snapshots: a long job lands as it goes, and a commit that fails is reported while
+        /// the others land. Default: one commit for the whole job.
         #[arg(long)]
         partial_progress: bool,
+        /// With --partial-progress, at most this many commits (Java's default 10).
+        #[arg(long, value_name = "N", requires = "partial_progress",
+              default_value_t = ops_core::ops::compact::DEFAULT_MAX_COMMITS)]
+        max_commits: usize,
         /// Also rewrite the files of older partition specs, whatever their size, into the
         /// table's current spec (default: left as they are, and counted).
         #[arg(long)]
@@ -412,6 +416,7 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
             target_file_size,
             min_input_files,
             partial_progress,
+            max_commits,
             to_current_spec,
             dry_run,
             force,
@@ -423,6 +428,7 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
             let mut builder = CompactBuilder::new(&handle, ident)
                 .min_input_files(min_input_files)
                 .partial_progress(partial_progress)
+                .max_commits(max_commits)
                 .to_current_spec(to_current_spec)
                 .dry_run(dry_run)
                 .force(force);
@@ -482,6 +488,7 @@ fn compact_json(table: &str, m: &CompactMetrics) -> Value {
                 "input_bytes": g.input_bytes,
                 "input_rows": g.input_rows,
                 "files_with_deletes": g.files_with_deletes,
+                "failed": g.failed,
                 "output_files": g.output_files,
                 "output_bytes": g.output_bytes,
                 "output_rows": g.output_rows,
@@ -536,20 +543,15 @@ fn print_compact(v: &Value) {
             .flatten()
             .map(Value::to_string)
             .collect();
-        let failed = v["failed_groups"].as_array().map_or(0, Vec::len);
+        let failed = groups.iter().filter(|g| g["failed"] == json!(true)).count();
         println!(
-            "{table}: {} {} file(s), {} bytes, into {} file(s), {} bytes, in {} group(s); \
+            "{table}: rewrote {} file(s), {} bytes, into {} file(s), {} bytes, in {} group(s); \
              snapshot {}",
-            if failed > 0 {
-                "planned to rewrite"
-            } else {
-                "rewrote"
-            },
             v["input_files"],
             v["input_bytes"],
             v["output_files"],
             v["output_bytes"],
-            groups.len(),
+            groups.len() - failed,
             if snapshots.is_empty() {
                 "none".to_string()
             } else {

@@ -59,7 +59,9 @@ mod testing;
 mod types;
 mod verify;
 
-pub use commit::history::{MIGRATION_BATCH_PROPERTY, MIGRATION_JOB_PROPERTY};
+pub use commit::history::{
+    COMPACTED_JOB_PROPERTY, MIGRATION_BATCH_PROPERTY, MIGRATION_JOB_PROPERTY,
+};
 pub use error::{MigrationError, Result};
 pub use execute::copy::{COPY_CHUNK_BYTES, copy_files};
 pub use execute::task::{WRITE_DATA_PATH, data_location};
@@ -68,6 +70,6 @@ pub use plan::eligibility::table_eligibility;
 pub use plan::job::{self, BatchOutput, MigrationPlan, MigrationTask, TableLocator, TaskOutput};
 pub use plan::route::{FileRouting, PlannedFile, route_files};
 pub use types::{
-    CopyMode, FileRoute, MigrationResult, OnDuplicateKeys, PartitionStrategy, Progress, RoutedFile,
-    RowFilter, VerificationResult, VerifyMethod, WriteMode,
+    CopyMode, FileRoute, JobCompaction, MigrationResult, OnDuplicateKeys, PartitionStrategy,
+    Progress, RoutedFile, RowFilter, VerificationResult, VerifyMethod, WriteMode,
 };

@@ -307,6 +307,20 @@ pub struct MigrationResult {
     pub job_id: Option<String>,
     /// The source snapshot read.
     pub source_snapshot_id: Option<i64>,
+    /// With [`crate::DataMigrator::compact`]: the compaction of the files the job wrote.
+    pub compaction: Option<JobCompaction>,
+}
+
+/// The compaction a job ran on the files it wrote, once its last batch landed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct JobCompaction {
+    /// The `replace` snapshot (summary `iceberg-ops.compacted-job` = the job id); `None` when
+    /// nothing needed compacting.
+    pub snapshot_id: Option<i64>,
+    /// The job's files rewritten.
+    pub input_files: usize,
+    /// The files written in their place.
+    pub output_files: usize,
 }
 
 fn plan_summary<S: serde::Serializer>(

@@ -50,7 +50,7 @@ use super::delete::{RowFilter, read_schema, refuse_unsafe_rewrite, tasks};
 use super::expire_snapshots::BeforeCommitHook;
 use super::maintenance;
 use super::snapshot::{
-    LiveFile, ManifestCache, PartitionKey, SnapshotProducer, UnmatchedDeletes,
+    LiveFile, ManifestCache, PartitionKey, SnapshotProducer, UnmatchedDeletes, changes_of,
     commit_snapshot_from, live_data_files, live_data_files_of, spec_by_id,
 };
 use super::validate::ConflictCheck;
@@ -59,6 +59,9 @@ use crate::{CatalogHandle, Error, Result};
 
 /// Java's `min-input-files` default.
 pub const DEFAULT_MIN_INPUT_FILES: usize = 5;
+
+/// Java's `partial-progress.max-commits` default.
+pub const DEFAULT_MAX_COMMITS: usize = 10;
 
 /// Java's `min-file-size-bytes` default: 75% of the target.
 const MIN_FILE_SIZE_RATIO: f64 = 0.75;
@@ -78,6 +81,8 @@ pub struct CompactGroup {
     pub input_rows: u64,
     /// How many of them had delete files applied.
     pub files_with_deletes: usize,
+    /// With partial progress: its commit failed, nothing of it landed (its outputs are empty).
+    pub failed: bool,
     /// The files written (empty on a dry run).
     pub output_files: Vec<String>,
     /// Their size in bytes.
@@ -117,23 +122,26 @@ pub struct CompactMetrics {
     pub failed_groups: Vec<FailedGroup>,
 }
 
-/// A group that failed under [`CompactBuilder::partial_progress`].
+/// A commit that failed under [`CompactBuilder::partial_progress`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FailedGroup {
-    /// Its partition, as in [`CompactGroup::partition`].
+    /// The partitions of its groups, as in [`CompactGroup::partition`], comma-separated.
     pub partition: String,
     /// Why.
     pub error: String,
 }
 
 impl CompactMetrics {
-    /// Files removed (or to be).
+    /// Files removed (or to be), failed groups apart.
     pub fn input_files(&self) -> usize {
-        self.groups.iter().map(|g| g.input_files.len()).sum()
+        self.done().map(|g| g.input_files.len()).sum()
     }
-    /// Bytes of the files removed.
+    /// Bytes of the files removed, failed groups apart.
     pub fn input_bytes(&self) -> u64 {
-        self.groups.iter().map(|g| g.input_bytes).sum()
+        self.done().map(|g| g.input_bytes).sum()
+    }
+    fn done(&self) -> impl Iterator<Item = &CompactGroup> {
+        self.groups.iter().filter(|g| !g.failed)
     }
     /// Files added.
     pub fn output_files(&self) -> usize {
@@ -156,7 +164,10 @@ pub struct CompactBuilder {
     dry_run: bool,
     force: bool,
     partial_progress: bool,
+    max_commits: usize,
     to_current_spec: bool,
+    /// Only the files these snapshots added (`None`: every file).
+    added_by: Option<Vec<i64>>,
     properties: HashMap<String, String>,
     before_commit: Option<BeforeCommitHook>,
 }
@@ -187,19 +198,29 @@ impl CompactBuilder {
             dry_run: false,
             force: false,
             partial_progress: false,
+            max_commits: DEFAULT_MAX_COMMITS,
             to_current_spec: false,
+            added_by: None,
             properties: HashMap::new(),
             before_commit: None,
         }
     }
 
-    /// Commits each group as soon as it is rewritten, in its own `replace` snapshot (Java's
-    /// `partial-progress.enabled`, one commit per group): a long job lands as it goes, and a
-    /// group that fails (a conflict, an unreadable file) is reported in
-    /// [`CompactMetrics::failed_groups`] while the others land. Without it the job is one
-    /// commit, and any failure commits nothing.
+    /// Commits the groups as they are rewritten, in up to [`Self::max_commits`] `replace`
+    /// snapshots of equal numbers of groups (Java's `partial-progress.enabled`): a long job
+    /// lands as it goes, and a commit that fails (a conflict, an unreadable file) is reported in
+    /// [`CompactMetrics::failed_groups`] while the others land. A commit whose outcome is
+    /// unknown stops the job with that error. Without it the job is one commit, and any failure
+    /// commits nothing.
     pub fn partial_progress(mut self, enabled: bool) -> Self {
         self.partial_progress = enabled;
+        self
+    }
+
+    /// With [`Self::partial_progress`], at most this many commits (Java's
+    /// `partial-progress.max-commits`, default 10).
+    pub fn max_commits(mut self, n: usize) -> Self {
+        self.max_commits = n;
         self
     }
 
@@ -209,6 +230,14 @@ impl CompactBuilder {
     /// ([`CompactMetrics::skipped_other_spec_files`]).
     pub fn to_current_spec(mut self, enabled: bool) -> Self {
         self.to_current_spec = enabled;
+        self
+    }
+
+    /// Considers only the live files these snapshots added (e.g. a migration job's batches, so
+    /// its compaction leaves the rest of the table as it is). Snapshots the table no longer
+    /// has add nothing.
+    pub fn only_files_added_by(mut self, snapshot_ids: impl IntoIterator<Item = i64>) -> Self {
+        self.added_by = Some(snapshot_ids.into_iter().collect());
         self
     }
 
@@ -264,6 +293,11 @@ impl CompactBuilder {
 
     async fn execute(self) -> Result<(Table, CompactMetrics)> {
         maintenance::refuse_self_maintained(&self.handle, &self.ident, "compaction").await?;
+        if self.max_commits == 0 {
+            return Err(Error::InvalidInput(
+                "--max-commits must be at least 1".into(),
+            ));
+        }
         if self.min_input_files == 0 {
             return Err(Error::InvalidInput(
                 "--min-input-files must be at least 1".into(),
@@ -325,13 +359,21 @@ impl CompactBuilder {
             return Ok((table, metrics));
         }
 
-        // One commit for the whole job, or one per group (`partial_progress`): then a group
-        // that fails is reported and the others still land.
-        let units: Vec<Vec<Planned>> = if self.partial_progress {
-            groups.into_iter().map(|g| vec![g]).collect()
+        // One commit for the whole job, or (`partial_progress`) as Java does, the groups in
+        // at most `max_commits` commits of equal size: then a commit that fails is reported
+        // and the others still land.
+        let per_commit = if self.partial_progress {
+            groups.len().div_ceil(self.max_commits.max(1))
         } else {
-            vec![groups]
+            groups.len()
         };
+        let mut units: Vec<Vec<Planned>> = Vec::new();
+        for g in groups {
+            match units.last_mut() {
+                Some(u) if u.len() < per_commit => u.push(g),
+                _ => units.push(vec![g]),
+            }
+        }
         let mut current = table;
         let mut first = 0;
         for unit in units {
@@ -353,9 +395,13 @@ impl CompactBuilder {
                     metrics.snapshot_ids.push(snapshot_id);
                     metrics.removed_dangling_delete_files.extend(dangling);
                 }
-                Err(e) if self.partial_progress => {
+                // A commit whose outcome is unknown may have landed: stop, and say so.
+                Err(e)
+                    if self.partial_progress && !matches!(e, Error::CommitStateUnknown { .. }) =>
+                {
                     tracing::warn!(table = %self.ident, error = %e, "a compaction group failed");
                     for report in &mut metrics.groups[reports] {
+                        report.failed = true;
                         report.output_files.clear();
                         report.output_bytes = 0;
                         report.output_rows = 0;
@@ -505,8 +551,33 @@ impl CompactBuilder {
             ),
             None => None,
         };
+        let allowed: Option<std::collections::HashSet<String>> = match &self.added_by {
+            None => None,
+            Some(ids) => {
+                let mut paths = std::collections::HashSet::new();
+                for id in ids {
+                    if md.snapshot_by_id(*id).is_none() {
+                        continue;
+                    }
+                    let changes = changes_of(table, cache, *id).await?;
+                    paths.extend(
+                        changes
+                            .added
+                            .into_iter()
+                            .map(|f| f.file.file_path().to_string()),
+                    );
+                }
+                Some(paths)
+            }
+        };
         let mut considered = Vec::new();
         for live in live_data_files(table, cache).await? {
+            if allowed
+                .as_ref()
+                .is_some_and(|a| !a.contains(live.file.file_path()))
+            {
+                continue;
+            }
             if live.spec_id != default_spec && !self.to_current_spec {
                 metrics.skipped_other_spec_files += 1;
                 continue;
@@ -543,6 +614,16 @@ impl CompactBuilder {
         } else {
             HashMap::new()
         };
+        // Equality deletes of an unpartitioned spec apply to every file older than they are,
+        // but iceberg 0.10.1's planner attaches one of an all-`void` spec (a tuple of NULLs, not
+        // an empty one) only to files of that tuple: a file it misses would be rewritten without
+        // its deletes, and at a sequence number past them.
+        let global_equality: Vec<i64> = deletes
+            .values()
+            .filter(|d| d.file.content_type() == DataContentType::EqualityDeletes)
+            .filter(|d| unpartitioned(md, d.spec_id))
+            .map(|d| d.sequence_number)
+            .collect();
         let mut file_tasks = tasks(
             table,
             snapshot.snapshot_id(),
@@ -580,7 +661,10 @@ impl CompactBuilder {
                     .iter()
                     .any(|d| d.file_type == DataContentType::EqualityDeletes)
             });
-            if equality {
+            let global = global_equality
+                .iter()
+                .any(|&seq| live.sequence_number < seq);
+            if equality || global {
                 metrics.skipped_equality_delete_files.push(path.clone());
                 continue;
             }
@@ -686,10 +770,17 @@ async fn dangling_after(
     let touched = inputs.iter().map(|(_, k)| k.clone()).collect();
     let md = base.metadata();
     Ok(dangling(&deletes, &live, &touched, |spec_id| {
-        // Unknown specs count as unpartitioned: weighed against every file, kept more often.
-        md.partition_spec_by_id(spec_id)
-            .is_none_or(|s| s.fields().is_empty())
+        unpartitioned(md, spec_id)
     }))
+}
+
+/// Whether spec `spec_id` is unpartitioned as Java's `PartitionSpec.isUnpartitioned` has it: no
+/// fields, or `void` ones only (a v1 table whose partition fields were dropped). An equality
+/// delete of such a spec applies to every partition of every spec. Unknown specs count as
+/// unpartitioned: their deletes are weighed against every file, kept more often.
+fn unpartitioned(md: &iceberg::spec::TableMetadata, spec_id: i32) -> bool {
+    md.partition_spec_by_id(spec_id)
+        .is_none_or(|s| s.fields().iter().all(|f| f.transform == Transform::Void))
 }
 
 /// `field=value/...` for reports. iceberg's `partition_to_path` panics on a value written

@@ -43,8 +43,16 @@ impl LiveDelete {
 
     /// Whether this position delete file may hold rows of `path`, by its `file_path` bounds
     /// (true without bounds, and for an equality delete). Paths compare as Java's
-    /// `Comparators.charSequences` does: by UTF-16 code units.
+    /// `Comparators.charSequences` does, by UTF-16 code units — and as Parquet statistics
+    /// (where writers take the bounds from) do, by UTF-8 bytes: a path is excluded only when
+    /// both orders put it outside, as the two differ for paths mixing characters above U+FFFF
+    /// with U+E000–U+FFFF.
     pub(crate) fn may_reference(&self, path: &str) -> bool {
+        self.within(path, |a, b| a.encode_utf16().cmp(b.encode_utf16()))
+            || self.within(path, |a, b| a.cmp(b))
+    }
+
+    fn within(&self, path: &str, cmp: impl Fn(&str, &str) -> Ordering) -> bool {
         if self.file.content_type() != DataContentType::PositionDeletes {
             return true;
         }
@@ -55,7 +63,6 @@ impl LiveDelete {
             Some(PrimitiveLiteral::String(s)) => Some(s.clone()),
             _ => None,
         };
-        let cmp = |a: &str, b: &str| a.encode_utf16().cmp(b.encode_utf16());
         if let Some(lower) = bound(self.file.lower_bounds())
             && cmp(path, &lower) == Ordering::Less
         {
@@ -310,7 +317,8 @@ mod tests {
     #[test]
     fn paths_compare_as_utf16_like_java() {
         // U+1F600 is above U+FF5E as a code point (and in UTF-8 bytes), but its UTF-16
-        // surrogates (0xD83D ...) sort below 0xFF5E: in Java's order these bounds hold U+E000.
+        // surrogates (0xD83D ...) sort below 0xFF5E: in Java's order these bounds hold U+E000,
+        // which is kept (byte order alone would exclude it).
         let pos = delete(
             file_with_bounds(
                 "p",
@@ -323,5 +331,17 @@ mod tests {
         assert!(pos.may_reference("s3://b/\u{E000}"));
         assert!(!pos.may_reference("s3://b/a"));
         assert!(!pos.may_reference("s3://b/\u{FFFD}"));
+        // Bounds in byte order (U+FF5E .. U+1F600) hold U+10000 there, not in UTF-16: kept.
+        let bytes = delete(
+            file_with_bounds(
+                "p",
+                DataContentType::PositionDeletes,
+                "eu",
+                Some(("s3://b/\u{FF5E}", "s3://b/\u{1F600}")),
+            ),
+            1,
+        );
+        assert!(bytes.may_reference("s3://b/\u{10000}"));
+        assert!(!bytes.may_reference("s3://b/a"));
     }
 }

@@ -92,13 +92,30 @@ impl ExpiryRule {
         retain_last: Option<usize>,
     ) -> Result<Self> {
         use iceberg::spec::TableProperties as P;
-        let props = P::try_from(md.properties()).map_err(|e| {
-            Error::InvalidInput(format!(
-                "cannot read the table's {}/{} properties: {e}",
-                P::PROPERTY_MAX_SNAPSHOT_AGE_MS,
-                P::PROPERTY_MIN_SNAPSHOTS_TO_KEEP
-            ))
-        })?;
+        // Only these two: the other properties are iceberg's to parse (it reads `gc.enabled`
+        // more strictly than Java, which is why planning drops that one).
+        fn number<T: std::str::FromStr>(md: &TableMetadata, key: &str, default: T) -> Result<T> {
+            match md.properties().get(key) {
+                None => Ok(default),
+                Some(v) => v.trim().parse().map_err(|_| {
+                    Error::InvalidInput(format!(
+                        "the table property {key}={v} is not a whole number; set it to one \
+                         (e.g. ALTER TABLE ... SET TBLPROPERTIES) or pass --older-than and \
+                         --retain-last"
+                    ))
+                }),
+            }
+        }
+        let max_age: i64 = number(
+            md,
+            P::PROPERTY_MAX_SNAPSHOT_AGE_MS,
+            P::PROPERTY_MAX_SNAPSHOT_AGE_MS_DEFAULT,
+        )?;
+        let min_keep: usize = number(
+            md,
+            P::PROPERTY_MIN_SNAPSHOTS_TO_KEEP,
+            P::PROPERTY_MIN_SNAPSHOTS_TO_KEEP_DEFAULT,
+        )?;
         let origin = |key: &str, default: &str| match md.properties().get(key) {
             Some(v) => format!("{key}={v}"),
             None => format!("{key} unset, default {default}"),
@@ -108,7 +125,7 @@ impl ExpiryRule {
             None => (
                 chrono::Utc::now()
                     .timestamp_millis()
-                    .saturating_sub(props.max_snapshot_age_ms),
+                    .saturating_sub(max_age),
                 format!(
                     "now minus {}",
                     origin(P::PROPERTY_MAX_SNAPSHOT_AGE_MS, "5 days")
@@ -117,10 +134,7 @@ impl ExpiryRule {
         };
         let (retain_last, retain_last_from) = match retain_last {
             Some(n) => (n, "--retain-last".to_string()),
-            None => (
-                props.min_snapshots_to_keep,
-                origin(P::PROPERTY_MIN_SNAPSHOTS_TO_KEEP, "1"),
-            ),
+            None => (min_keep, origin(P::PROPERTY_MIN_SNAPSHOTS_TO_KEEP, "1")),
         };
         Ok(Self {
             older_than_ms,

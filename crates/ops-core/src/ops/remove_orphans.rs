@@ -513,8 +513,10 @@ async fn refuse_shared_location(
             return Err(Error::InvalidInput(format!(
                 "{ident}: {file} is the metadata of another table (table-uuid {uuid}; this one is \
                  {own}): two tables share the location {}, and the other's files would be deleted \
-                 as orphans of this one. No file was deleted; give one of the tables its own \
-                 location, or remove the other table's files yourself",
+                 as orphans of this one. No file was deleted. If that table is still in use, give \
+                 one of them its own location; if it was dropped (a table dropped without purge \
+                 and created again under the same name leaves its files there), delete its \
+                 metadata files yourself and run this again",
                 table.metadata().location()
             )));
         }

@@ -138,8 +138,10 @@ impl ConflictCheck {
     /// `read`: whether the delete file's statistics may match the rows this operation read.
     fn delete_applies(&self, delete: &LiveFile, read: bool) -> bool {
         let key = delete.key();
-        // A delete file of an unpartitioned spec (an empty tuple) may apply to any partition.
-        let global = delete.file.partition().fields().is_empty();
+        // A delete file of an unpartitioned spec (an empty tuple, or one of `void` fields only,
+        // as Java's `isUnpartitioned` counts it) may apply to any partition. A tuple of NULLs
+        // is taken for one too: at worst an extra conflict, never a missed one.
+        let global = delete.file.partition().fields().iter().all(Option::is_none);
         (!self.removed.is_empty() && (global || self.removed_partitions.contains(&key)))
             || self.partitions.contains(&key)
             || (global && !self.partitions.is_empty())

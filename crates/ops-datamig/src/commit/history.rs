@@ -13,6 +13,9 @@ use crate::Result;
 pub const MIGRATION_JOB_PROPERTY: &str = "iceberg-ops.migration-job";
 /// Summary key holding the batch index on every snapshot a batch creates.
 pub const MIGRATION_BATCH_PROPERTY: &str = "iceberg-ops.migration-batch";
+/// Summary key holding the job id on the compaction a job ran on its own files
+/// (`DataMigrator::compact`); it is no batch, so it carries neither key above.
+pub const COMPACTED_JOB_PROPERTY: &str = "iceberg-ops.compacted-job";
 
 /// Batches of `job_id` at or after `from` found in `dest`'s current history, with their
 /// snapshots in commit order.

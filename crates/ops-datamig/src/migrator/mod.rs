@@ -42,7 +42,7 @@ use serde_json::json;
 use self::resume::resumed;
 use crate::FileRoute;
 use crate::commit::committer::{Committer, CommitterSetup};
-use crate::commit::history::landed_batches;
+use crate::commit::history::{COMPACTED_JOB_PROPERTY, landed_batches};
 use crate::execute::worker::TaskContext;
 use crate::plan::job::{MigrationPlan, PLAN_FORMAT, TableLocator, layout_fingerprint, split_tasks};
 use crate::plan::last_keys::{KeyScan, LastBatches};
@@ -50,8 +50,8 @@ use crate::plan::read::PlannedRead;
 use crate::plan::route::{route_planned, routes_of};
 use crate::types::TableRef;
 use crate::{
-    CopyMode, MigrationError, MigrationResult, OnDuplicateKeys, PartitionStrategy, Progress,
-    Result, RowFilter, VerificationResult, VerifyMethod, WriteMode,
+    CopyMode, JobCompaction, MigrationError, MigrationResult, OnDuplicateKeys, PartitionStrategy,
+    Progress, Result, RowFilter, VerificationResult, VerifyMethod, WriteMode,
 };
 
 /// The default `batch_rows`.
@@ -83,6 +83,8 @@ pub struct DataMigrator {
     /// Local workers executing tasks (default: one per core).
     workers: Option<usize>,
     copy_mode: CopyMode,
+    /// Compact the files the job wrote once its last batch landed.
+    compact: bool,
     /// The snapshot the last `run` read; `verify` reads the source there.
     last_source_snapshot: Option<i64>,
     /// Set when `create_dest` could not keep the source's field ids (the catalog's server
@@ -141,9 +143,20 @@ impl DataMigrator {
             create_dest: false,
             workers: None,
             copy_mode: CopyMode::Auto,
+            compact: false,
             last_source_snapshot: None,
             ids_renumbered: None,
         }
+    }
+
+    /// Once every batch has landed, compacts the files the job wrote (its batch snapshots'
+    /// files, not the rest of the destination) with [`ops_core::ops::compact::CompactBuilder`]
+    /// (a partition with two or more of them is rewritten): one more `replace` commit, its summary tagged `iceberg-ops.compacted-job` = the job id.
+    /// The checkpoint is marked completed only after it, so the same run after a crash during
+    /// the compaction finds every batch landed and compacts again.
+    pub fn compact(mut self, compact: bool) -> Self {
+        self.compact = compact;
+        self
     }
 
     /// How source columns map onto destination columns (renames, coercions, policies).
@@ -566,6 +579,9 @@ impl DataMigrator {
                  table until then)"
             );
         }
+        if self.compact {
+            result.compaction = Some(self.compact_job(&job_id).await?);
+        }
         if let Some(s) = &mut store {
             s.mark_completed()?;
         }
@@ -578,6 +594,47 @@ impl DataMigrator {
             "migration finished"
         );
         Ok(Outcome::Ran(Box::new(result)))
+    }
+
+    /// Compacts the live files `job_id`'s batch snapshots added (see [`Self::compact`]).
+    async fn compact_job(&self, job_id: &str) -> Result<JobCompaction> {
+        let dest = self.dest.load().await?;
+        let snapshots: Vec<i64> = landed_batches(&dest, job_id, 0)
+            .into_values()
+            .flatten()
+            .collect();
+        let (_, m) = ops_core::ops::compact::CompactBuilder::new(
+            &self.dest.handle,
+            self.dest.ident.clone(),
+        )
+        .only_files_added_by(snapshots)
+        // A job's batches leave a few small files per partition; two are worth merging.
+        .min_input_files(2)
+        .with_properties(std::collections::HashMap::from([(
+            COMPACTED_JOB_PROPERTY.to_string(),
+            job_id.to_string(),
+        )]))
+        .await
+        .map_err(|e| {
+            MigrationError::InvalidInput(format!(
+                "every batch of job {job_id} landed in {}, but compacting the files it wrote \
+                 failed: {e}. The same command (with its --checkpoint) compacts again without \
+                 writing any batch twice; or compact later with `iceberg-ops table compact {}`",
+                self.dest.describe(),
+                self.dest.ident
+            ))
+        })?;
+        tracing::info!(
+            job = %job_id,
+            input = m.input_files(),
+            output = m.output_files(),
+            "the job's files compacted"
+        );
+        Ok(JobCompaction {
+            snapshot_id: m.snapshot_id,
+            input_files: m.input_files(),
+            output_files: m.output_files(),
+        })
     }
 
     /// Removes the marker of a job run without a checkpoint that failed: nothing can resume it,
