@@ -21,7 +21,7 @@ use iceberg::spec::{
     DataContentType, DataFile, ManifestContentType, PrimitiveLiteral, SnapshotRef,
 };
 
-use super::snapshot::{LiveFile, ManifestCache, PartitionKey, canonical_partition};
+use super::snapshot::{LiveFile, ManifestCache, PartitionKey, canonical_partition, live_files_of};
 use crate::Result;
 
 /// Field id of a position delete file's `file_path` column (`MetadataColumns.DELETE_FILE_PATH`).
@@ -95,24 +95,15 @@ pub(crate) async fn live_delete_files_of(
     snapshot: &SnapshotRef,
     cache: &ManifestCache,
 ) -> Result<Vec<LiveDelete>> {
-    let list = cache.manifest_list(snapshot).await?;
-    let mut out = Vec::new();
-    for mf in list.iter() {
-        if mf.content != ManifestContentType::Deletes {
-            continue;
-        }
-        let manifest = cache.load(mf).await?;
-        for entry in manifest.entries() {
-            if entry.is_alive() {
-                out.push(LiveDelete {
-                    file: entry.data_file().clone(),
-                    spec_id: mf.partition_spec_id,
-                    sequence_number: entry.sequence_number().unwrap_or(mf.sequence_number),
-                });
-            }
-        }
-    }
-    Ok(out)
+    Ok(live_files_of(snapshot, cache, ManifestContentType::Deletes)
+        .await?
+        .into_iter()
+        .map(|f| LiveDelete {
+            file: f.file,
+            spec_id: f.spec_id,
+            sequence_number: f.sequence_number,
+        })
+        .collect())
 }
 
 /// The paths of the delete files among `deletes`, in the partitions `touched`, that can apply to

@@ -1153,10 +1153,19 @@ pub(crate) async fn live_data_files_of(
     snapshot: &SnapshotRef,
     cache: &ManifestCache,
 ) -> Result<Vec<LiveFile>> {
+    live_files_of(snapshot, cache, ManifestContentType::Data).await
+}
+
+/// Every live file of `snapshot` in its manifests of `content` (data, or delete files).
+pub(crate) async fn live_files_of(
+    snapshot: &SnapshotRef,
+    cache: &ManifestCache,
+    content: ManifestContentType,
+) -> Result<Vec<LiveFile>> {
     let list = cache.manifest_list(snapshot).await?;
     let mut out = Vec::new();
     for mf in list.iter() {
-        if mf.content != ManifestContentType::Data {
+        if mf.content != content {
             continue;
         }
         let manifest = cache.load(mf).await?;
