@@ -208,12 +208,16 @@ pub fn parse_timestamp_ms(s: &str) -> anyhow::Result<i64> {
     )
 }
 
-/// `--older-than` of remove-orphans: an age (a number with a unit s, m, h or d; seconds without
-/// one), or a point in time (RFC 3339 or a date), the form expire-snapshots takes.
+/// `--older-than` of remove-orphans: an age (a number with a unit s, m, h or d), or a point in
+/// time (RFC 3339 or a date), the form expire-snapshots takes. A bare number is refused: to
+/// expire-snapshots it means milliseconds since the epoch, so it would mean two things.
 pub fn parse_duration(s: &str) -> anyhow::Result<std::time::Duration> {
     let t = s.trim();
-    if let Ok(secs) = t.parse::<u64>() {
-        return Ok(std::time::Duration::from_secs(secs));
+    if t.parse::<u64>().is_ok() {
+        bail!(
+            "--older-than '{s}' has no unit: write an age ({t}s, {t}m, {t}h or {t}d) or a point \
+             in time (2026-01-31T00:00:00Z, 2026-01-31)"
+        );
     }
     if let Some(age) = parse_age_with_unit(t) {
         return Ok(age);
@@ -459,6 +463,10 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
             output,
         } => {
             let age = parse_duration(&older_than)?;
+            let cutoff = chrono::Duration::from_std(age)
+                .ok()
+                .and_then(|d| chrono::Utc::now().checked_sub_signed(d))
+                .map_or_else(|| "the earliest time".to_string(), |t| t.to_rfc3339());
             // Loaded here for the error that names the catalog and how to list its tables.
             let (handle, table) = load(factory, &target).await?;
             let ident = table.identifier().clone();
@@ -467,7 +475,9 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
                 .dry_run(dry_run)
                 .force(force)
                 .await?;
-            show(&orphans_json(&target.table, &m), output, print_orphans)?;
+            let mut v = orphans_json(&target.table, &m);
+            v["older_than"] = json!(cutoff);
+            show(&v, output, print_orphans)?;
             if !m.failed_deletes.is_empty() {
                 bail!("{} orphan(s) could not be deleted", m.failed_deletes.len());
             }
@@ -524,8 +534,10 @@ fn print_compact(v: &Value) {
     let table = v["table"].as_str().unwrap_or_default();
     if groups.is_empty() {
         println!(
-            "{table}: nothing to compact (no partition holds --min-input-files {} files smaller \
-             than 75% of the target size {} bytes, or a file with deletes)",
+            "{table}: nothing to compact (a partition is rewritten when it holds at least \
+             --min-input-files {} files of the current spec smaller than 75% of the target size \
+             {} bytes, or one with position deletes; a group of one such file without deletes \
+             is left alone)",
             v["min_input_files"], v["target_file_size"]
         );
     } else if dry {
@@ -725,12 +737,14 @@ fn print_orphans(v: &Value) {
     let dry = v["dry_run"] == json!(true);
     let n = |k: &str| v[k].as_array().map_or(0, Vec::len);
     println!(
-        "{}: {} file(s) listed, {} reachable; {} {} orphan(s), kept {} younger than the threshold",
+        "{}: {} file(s) listed, {} reachable; {} {} orphan(s) last modified before {}, kept {} \
+         younger",
         v["table"].as_str().unwrap_or_default(),
         v["listed"],
         v["reachable"],
         if dry { "would delete" } else { "deleted" },
         n("orphans"),
+        v["older_than"].as_str().unwrap_or("the threshold"),
         n("too_young")
     );
     for f in v["orphans"].as_array().into_iter().flatten() {
@@ -1117,7 +1131,13 @@ mod tests {
         assert!(parse_timestamp_ms("yesterday").is_err());
         assert_eq!(parse_duration("3d")?.as_secs(), 3 * 86_400);
         assert_eq!(parse_duration("90m")?.as_secs(), 5400);
-        assert_eq!(parse_duration("3600")?.as_secs(), 3600);
+        assert!(
+            parse_duration("3600")
+                .unwrap_err()
+                .to_string()
+                .contains("no unit")
+        );
+        assert_eq!(parse_duration("3600s")?.as_secs(), 3600);
         assert!(
             parse_duration("3w")
                 .unwrap_err()
