@@ -553,16 +553,18 @@ async fn compaction_conflicts_with_a_racing_position_delete() -> TestResult {
     Ok(())
 }
 
-/// Position deletes written by another engine are applied: the deleted rows stay deleted,
-/// and a file with deletes makes its partition a candidate below min-input-files.
-#[tokio::test(flavor = "multi_thread")]
-async fn compaction_applies_position_deletes() -> TestResult {
-    let db = SqlCatalog::sqlite()?;
-    let handle = open("c", &db.props).await?;
-    let table = create_orders(&handle, "pd").await?;
+/// Table `ns.orders` with an eu file of 3 rows (ids 1-3), an eu file of 1 row (id 4), then one
+/// file of `more`; returns it with the 3-row file (the one the position-delete tests delete
+/// from).
+async fn eu_files_with_a_3_row_one(
+    handle: &CatalogHandle,
+    ns: &str,
+    more: &[Row],
+) -> anyhow::Result<(TableIdent, Table, DataFile)> {
+    let table = create_orders(handle, ns).await?;
     let ident = table.identifier().clone();
     append(
-        &handle,
+        handle,
         &ident,
         &[
             (1, Some("eu"), Some(1)),
@@ -571,13 +573,26 @@ async fn compaction_applies_position_deletes() -> TestResult {
         ],
     )
     .await?;
-    append(&handle, &ident, &[(4, Some("eu"), Some(4))]).await?;
+    append(handle, &ident, &[(4, Some("eu"), Some(4))]).await?;
+    if !more.is_empty() {
+        append(handle, &ident, more).await?;
+    }
     let table = handle.catalog().load_table(&ident).await?;
     let (target, _) = live_files(&table)
         .await?
         .into_iter()
         .find(|(f, _)| f.record_count() == 3)
         .ok_or_else(|| anyhow::anyhow!("the 3-row file"))?;
+    Ok((ident, table, target))
+}
+
+/// Position deletes written by another engine are applied: the deleted rows stay deleted,
+/// and a file with deletes makes its partition a candidate below min-input-files.
+#[tokio::test(flavor = "multi_thread")]
+async fn compaction_applies_position_deletes() -> TestResult {
+    let db = SqlCatalog::sqlite()?;
+    let handle = open("c", &db.props).await?;
+    let (ident, table, target) = eu_files_with_a_3_row_one(&handle, "pd", &[]).await?;
     // "Spark" deletes position 1 (id 2).
     crate::commit_layer::commit_position_delete(
         &handle,
@@ -635,26 +650,8 @@ async fn compaction_applies_position_deletes() -> TestResult {
 async fn compaction_removes_the_position_deletes_it_left_dangling() -> TestResult {
     let db = SqlCatalog::sqlite()?;
     let handle = open("c", &db.props).await?;
-    let table = create_orders(&handle, "dd").await?;
-    let ident = table.identifier().clone();
-    append(
-        &handle,
-        &ident,
-        &[
-            (1, Some("eu"), Some(1)),
-            (2, Some("eu"), Some(2)),
-            (3, Some("eu"), None),
-        ],
-    )
-    .await?;
-    append(&handle, &ident, &[(4, Some("eu"), Some(4))]).await?;
-    append(&handle, &ident, &[(5, Some("us"), Some(5))]).await?;
-    let table = handle.catalog().load_table(&ident).await?;
-    let (target, _) = live_files(&table)
-        .await?
-        .into_iter()
-        .find(|(f, _)| f.record_count() == 3)
-        .ok_or_else(|| anyhow::anyhow!("the 3-row file"))?;
+    let (ident, table, target) =
+        eu_files_with_a_3_row_one(&handle, "dd", &[(5, Some("us"), Some(5))]).await?;
     crate::commit_layer::commit_spark_position_delete(
         &handle,
         &table,
