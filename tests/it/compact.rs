@@ -15,6 +15,8 @@ use ops_core::ops::append::AppendBuilder;
 use ops_core::ops::compact::CompactBuilder;
 use ops_core::ops::delete::DeleteBuilder;
 use ops_core::ops::maintenance::mark_running;
+use ops_core::ops::sort_order::SortOrderBuilder;
+use ops_core::sort::SortSpec;
 use ops_core::{CatalogHandle, Error};
 use ops_tests::servers::Rustberg;
 use serde_json::{Value, json};
@@ -251,6 +253,140 @@ async fn compaction_of_many_small_files_on_rest() -> TestResult {
     let p = props(&[("type", "rest"), ("uri", &rustberg.uri())]);
     let handle = open("c", &p).await?;
     many_small_files(&handle, "c", &p).await
+}
+
+/// Each output file's ids in file order, read by pyarrow (the order a reader sees).
+fn ids_per_file(
+    name: &str,
+    p: &BTreeMap<String, String>,
+    files: &[String],
+) -> anyhow::Result<Vec<Vec<i64>>> {
+    let out = ops_tests::oracle::pyiceberg(
+        name,
+        p,
+        &format!(
+            "import pyarrow.parquet as pq\n\
+             paths = {}\n\
+             emit([pq.read_table(p.removeprefix('file://')).column('id').to_pylist() \
+                   for p in paths])",
+            serde_json::to_string(files)?
+        ),
+    )?;
+    Ok(serde_json::from_value(out)?)
+}
+
+/// `sort`: each group's rows are sorted — by the table's order (refused while it has none)
+/// or by the columns given — through spilled runs when memory is short; rows unchanged per
+/// PyIceberg; the outputs carry the table order's id only when they follow one of its orders.
+#[tokio::test(flavor = "multi_thread")]
+async fn sorted_compaction_orders_each_file_and_marks_the_table_order() -> TestResult {
+    let db = SqlCatalog::sqlite()?;
+    let (name, p) = ("c", &db.props);
+    let handle = open(name, p).await?;
+    let ns = "cmp";
+    let ident = small_files(&handle, ns).await?;
+    let before = py_state(name, p, ns)?;
+
+    // No table order yet: refused, nothing committed.
+    let start = handle.catalog().load_table(&ident).await?;
+    let err = CompactBuilder::new(&handle, ident.clone())
+        .sort(SortSpec::TableOrder)
+        .await
+        .err()
+        .ok_or_else(|| anyhow::anyhow!("sorted by a missing order"))?;
+    assert!(
+        err.to_string().contains("has no sort order") && err.to_string().contains("--sort-by"),
+        "{err}"
+    );
+    let unchanged = handle.catalog().load_table(&ident).await?;
+    assert_eq!(
+        unchanged.metadata().current_snapshot_id(),
+        start.metadata().current_snapshot_id()
+    );
+
+    let table = SortOrderBuilder::new(&handle, ident.clone())
+        .desc("amount")
+        .asc("id")
+        .await?;
+    let order_id = table.metadata().default_sort_order_id();
+    // One byte of memory: every batch is a run spilled to disk, merged back.
+    let (table, m) = CompactBuilder::new(&handle, ident.clone())
+        .sort(SortSpec::TableOrder)
+        .sort_memory(1)
+        .await?;
+    assert_eq!(m.input_files(), 12, "{m:?}");
+    assert_eq!(m.sort_order_id, Some(order_id));
+    assert_eq!(
+        m.sort_order.as_deref(),
+        Some("amount DESC NULLS LAST, id ASC NULLS FIRST")
+    );
+    let after = py_state(name, p, ns)?;
+    assert_eq!(after["rows"], before["rows"], "rows changed");
+    let mut outputs: Vec<String> = m
+        .groups
+        .iter()
+        .flat_map(|g| g.output_files.clone())
+        .collect();
+    outputs.sort();
+    let mut got = ids_per_file(name, p, &outputs)?;
+    got.sort();
+    // eu: amounts 5..0 descending, then the NULL amounts by id; us: amount 7 throughout, by id.
+    assert_eq!(
+        got,
+        vec![
+            vec![2, 12, 22, 32, 42, 52],
+            vec![50, 40, 30, 20, 10, 0, 1, 11, 21, 31, 41, 51]
+        ]
+    );
+    for (f, _) in live_files(&table).await? {
+        let expected = if outputs.contains(&f.file_path().to_string()) {
+            Some(order_id as i32)
+        } else {
+            None
+        };
+        assert_eq!(f.sort_order_id(), expected, "{}", f.file_path());
+    }
+
+    // Columns of no table order: sorted, not marked.
+    let ns2 = "cmp2";
+    let ident2 = small_files(&handle, ns2).await?;
+    let (table2, m2) = CompactBuilder::new(&handle, ident2.clone())
+        .sort(SortSpec::parse_columns("id desc")?)
+        .await?;
+    assert_eq!(m2.sort_order_id, None);
+    assert_eq!(m2.sort_order.as_deref(), Some("id DESC NULLS LAST"));
+    let outputs2: Vec<String> = m2
+        .groups
+        .iter()
+        .flat_map(|g| g.output_files.clone())
+        .collect();
+    let mut got2 = ids_per_file(name, p, &outputs2)?;
+    got2.sort();
+    assert_eq!(
+        got2,
+        vec![
+            vec![51, 50, 41, 40, 31, 30, 21, 20, 11, 10, 1, 0],
+            vec![52, 42, 32, 22, 12, 2]
+        ]
+    );
+    for (f, _) in live_files(&table2).await? {
+        assert_eq!(f.sort_order_id(), None, "{}", f.file_path());
+    }
+    // A column the table lacks, or a bad order, names itself.
+    let err = CompactBuilder::new(&handle, ident2.clone())
+        .sort(SortSpec::parse_columns("nope")?)
+        .await
+        .err()
+        .ok_or_else(|| anyhow::anyhow!("sorted by a missing column"))?;
+    assert!(err.to_string().contains("'nope': no such column"), "{err}");
+    let err = SortSpec::parse_columns("id sideways")
+        .err()
+        .ok_or_else(|| anyhow::anyhow!("parsed"))?;
+    assert!(
+        err.to_string().contains("cannot read 'id sideways'"),
+        "{err}"
+    );
+    Ok(())
 }
 
 /// A hook that runs `f` once, on its first call.
@@ -843,6 +979,44 @@ async fn a_running_migration_stops_compaction() -> TestResult {
 /// has work): PyIceberg reads the same rows before and after.
 #[tokio::test(flavor = "multi_thread")]
 async fn corpus_tables_survive_compaction() -> TestResult {
+    corpus_compaction(false).await
+}
+
+/// The same with every table's rows sorted by all its primitive columns outside lists and
+/// maps (every type the corpus has as a sort key; directions and null orders alternating),
+/// through spilled runs.
+#[tokio::test(flavor = "multi_thread")]
+async fn corpus_tables_survive_sorted_compaction() -> TestResult {
+    corpus_compaction(true).await
+}
+
+/// Every primitive column of `table`'s schema outside lists and maps, depth first.
+fn sort_columns(table: &Table) -> SortSpec {
+    use iceberg::spec::Type;
+    let schema = table.metadata().current_schema();
+    let mut columns = Vec::new();
+    let mut stack: Vec<&iceberg::spec::NestedFieldRef> =
+        schema.as_struct().fields().iter().rev().collect();
+    while let Some(field) = stack.pop() {
+        match field.field_type.as_ref() {
+            Type::Primitive(_) => {
+                if let Some(name) = schema.name_by_field_id(field.id) {
+                    let i = columns.len();
+                    columns.push(ops_core::sort::SortColumn {
+                        name: name.to_string(),
+                        descending: i % 2 == 1,
+                        nulls_first: i % 3 == 0,
+                    });
+                }
+            }
+            Type::Struct(s) => stack.extend(s.fields().iter().rev()),
+            Type::List(_) | Type::Map(_) => {}
+        }
+    }
+    SortSpec::Columns(columns)
+}
+
+async fn corpus_compaction(sort: bool) -> TestResult {
     init_tracing();
     let dir = tempfile::tempdir()?;
     let (p, handle, tables) = crate::corpus::private_corpus(dir.path(), 1000).await?;
@@ -865,10 +1039,14 @@ async fn corpus_tables_survive_compaction() -> TestResult {
     for ident in tables {
         let t = ident.name().to_string();
         let before = read(&t)?;
-        let result = CompactBuilder::new(&handle, ident.clone())
+        let mut builder = CompactBuilder::new(&handle, ident.clone())
             .min_input_files(2)
-            .target_file_size(64 * 1024 * 1024)
-            .await;
+            .target_file_size(64 * 1024 * 1024);
+        if sort {
+            let table = handle.catalog().load_table(&ident).await?;
+            builder = builder.sort(sort_columns(&table)).sort_memory(64 * 1024);
+        }
+        let result = builder.await;
         let m = match result {
             Ok((_, m)) => m,
             Err(e) => {
@@ -972,5 +1150,160 @@ async fn a_migration_compacts_the_files_it_wrote() -> TestResult {
     let mut want: Vec<i64> = ids(&src).into_iter().flat_map(|i| [i, i]).collect();
     want.sort_unstable();
     assert_eq!(copied, json!(want));
+    Ok(())
+}
+
+/// `expire_job_snapshots`: once the job completed (compacted), its own batch snapshots expire
+/// and the small files they alone referenced are deleted; the earlier job's snapshots, a tag's
+/// snapshot and the current one are kept; named snapshots expire without the table's age rule.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_migration_expires_its_own_snapshots() -> TestResult {
+    use ops_core::ops::expire_snapshots::ExpireSnapshotsBuilder;
+    let db = SqlCatalog::sqlite()?;
+    let handle = open("c", &db.props).await?;
+    let source = small_files(&handle, "exp").await?;
+    let dest = TableIdent::from_strs(["exp", "copy"])?;
+    let migrate = |expire: bool| {
+        ops_datamig::DataMigrator::new(&handle, source.clone(), &handle, dest.clone())
+            .batch_rows(3)
+            .create_dest(true)
+            .compact(expire)
+            .expire_job_snapshots(expire)
+    };
+    let first = migrate(false).run().await?;
+    assert!(first.expiry.is_none());
+    let before = handle.catalog().load_table(&dest).await?;
+    let kept: HashSet<i64> = before
+        .metadata()
+        .snapshots()
+        .map(|s| s.snapshot_id())
+        .collect();
+    assert!(kept.len() >= 6, "{kept:?}");
+
+    let second = migrate(true).run().await?;
+    let x = second
+        .expiry
+        .clone()
+        .ok_or_else(|| anyhow::anyhow!("no expiry reported: {second:?}"))?;
+    let c = second
+        .compaction
+        .clone()
+        .ok_or_else(|| anyhow::anyhow!("no compaction: {second:?}"))?;
+    let mut batches = second.new_snapshots.clone();
+    batches.sort_unstable();
+    assert_eq!(x.expired_snapshots, batches, "{x:?}");
+    assert!(!x.kept_files && x.cleanup_skipped.is_none(), "{x:?}");
+    // The compaction replaced the batches' small files: they are deleted, the rest stays.
+    assert_eq!(x.deleted_data_files, c.input_files, "{x:?} {c:?}");
+    let table = handle.catalog().load_table(&dest).await?;
+    let now: HashSet<i64> = table
+        .metadata()
+        .snapshots()
+        .map(|s| s.snapshot_id())
+        .collect();
+    let mut want = kept.clone();
+    want.extend(c.snapshot_id);
+    assert_eq!(now, want);
+    assert!(unreferenced_data_files(&table).await?.is_empty());
+    for (f, _) in live_files(&table).await? {
+        assert!(local(f.file_path()).exists(), "{} deleted", f.file_path());
+    }
+    let src = py_state("c", &db.props, "exp")?;
+    let copied = ops_tests::oracle::pyiceberg(
+        "c",
+        &db.props,
+        "t = catalog.load_table('exp.copy')\nemit(sorted(r['id'] for r in rows(t)))",
+    )?;
+    let mut want_ids: Vec<i64> = ids(&src).into_iter().flat_map(|i| [i, i]).collect();
+    want_ids.sort_unstable();
+    assert_eq!(copied, json!(want_ids));
+
+    // Named snapshots alone: a tagged one is kept, the other expires, and the table's own
+    // age rule (here: everything older than 1 ms) expires nothing else.
+    let mut first_job = first.new_snapshots.clone();
+    first_job.sort_unstable();
+    let (tagged, named) = (first_job[0], first_job[1]);
+    let change = TableChange {
+        requirements: vec![],
+        updates: vec![iceberg::TableUpdate::SetSnapshotRef {
+            ref_name: "audit".into(),
+            reference: iceberg::spec::SnapshotReference::new(
+                tagged,
+                iceberg::spec::SnapshotRetention::Tag {
+                    max_ref_age_ms: None,
+                },
+            ),
+        }],
+        ..Default::default()
+    };
+    let table = ops_core::commit::commit(&handle, &table, change).await?;
+    ops_core::ops::properties::PropertiesBuilder::new(&handle, dest.clone())
+        .set("history.expire.max-snapshot-age-ms", "1")
+        .await?;
+    let count = table.metadata().snapshots().count();
+    let (table, m) = ExpireSnapshotsBuilder::new(&handle, dest.clone())
+        .snapshot_ids([tagged, named])
+        .await?;
+    assert_eq!(m.expired_snapshots, vec![named], "{m:?}");
+    assert_eq!(m.rule.snapshot_ids, {
+        let mut v = vec![tagged, named];
+        v.sort_unstable();
+        v
+    });
+    assert_eq!(table.metadata().snapshots().count(), count - 1);
+    assert!(table.metadata().snapshot_by_id(tagged).is_some());
+    Ok(())
+}
+
+/// A plan made with `compact` and `expire_job_snapshots` carries them (through its JSON) to the
+/// commit step, which compacts after the last batch and expires the job's batch snapshots once
+/// complete: only the compaction's snapshot is left, rows as the source's.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_planned_job_compacts_and_expires_when_committed() -> TestResult {
+    let db = SqlCatalog::sqlite()?;
+    let handle = open("c", &db.props).await?;
+    let source = small_files(&handle, "pln").await?;
+    let dest = TableIdent::from_strs(["pln", "copy"])?;
+    let plan = ops_datamig::DataMigrator::new(&handle, source.clone(), &handle, dest.clone())
+        .batch_rows(3)
+        .create_dest(true)
+        .compact(true)
+        .expire_job_snapshots(true)
+        .plan()
+        .await?;
+    let plan: ops_datamig::MigrationPlan = serde_json::from_str(&serde_json::to_string(&plan)?)?;
+    assert!(plan.compact && plan.expire_job_snapshots);
+    let mut outputs = Vec::new();
+    for t in &plan.tasks {
+        outputs.push(plan.execute_task(&handle, &handle, t.id).await?);
+    }
+    let r = plan.commit(&handle, &handle, outputs, None).await?;
+    let c = r
+        .compaction
+        .clone()
+        .ok_or_else(|| anyhow::anyhow!("no compaction: {r:?}"))?;
+    let x = r
+        .expiry
+        .clone()
+        .ok_or_else(|| anyhow::anyhow!("no expiry: {r:?}"))?;
+    assert!(c.input_files > c.output_files, "{c:?}");
+    let mut batches = r.new_snapshots.clone();
+    batches.sort_unstable();
+    assert_eq!(x.expired_snapshots, batches, "{x:?}");
+    let table = handle.catalog().load_table(&dest).await?;
+    let left: Vec<i64> = table
+        .metadata()
+        .snapshots()
+        .map(|s| s.snapshot_id())
+        .collect();
+    assert_eq!(left, c.snapshot_id.into_iter().collect::<Vec<_>>());
+    assert!(unreferenced_data_files(&table).await?.is_empty());
+    let src = py_state("c", &db.props, "pln")?;
+    let copied = ops_tests::oracle::pyiceberg(
+        "c",
+        &db.props,
+        "t = catalog.load_table('pln.copy')\nemit(sorted(r['id'] for r in rows(t)))",
+    )?;
+    assert_eq!(copied, json!(ids(&src)));
     Ok(())
 }

@@ -247,45 +247,9 @@ impl PhysicalExtensionCodec for MigrationPhysicalCodec {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ops_datamig::{CopyMode, FileRoute, MigrationTask, TableLocator, WriteMode};
 
     fn plan() -> MigrationPlan {
-        MigrationPlan {
-            format: PLAN_FORMAT,
-            job_id: "job-1".into(),
-            source: TableLocator {
-                catalog: "lake".into(),
-                table: "src.orders".into(),
-            },
-            dest: TableLocator {
-                catalog: "lake".into(),
-                table: "dst.orders".into(),
-            },
-            source_uuid: "u1".into(),
-            dest_uuid: "u2".into(),
-            source_snapshot_id: Some(7),
-            source_schema_id: 0,
-            dest_schema_id: 0,
-            dest_spec_id: 0,
-            dest_snapshot_before: None,
-            reconciler: Default::default(),
-            row_filter: None,
-            batch_rows: 10,
-            write_mode: WriteMode::Append,
-            copy_mode: CopyMode::Auto,
-            total_rows: Some(20),
-            tasks: (0..2)
-                .map(|id| MigrationTask {
-                    id,
-                    first_batch: id as u64,
-                    max_batches: 1,
-                    record_count: Some(10),
-                    files: vec![format!("s3://b/f{id}.parquet")],
-                    route: FileRoute::Rewrite,
-                })
-                .collect(),
-            notes: Vec::new(),
-        }
+        MigrationPlan::example()
     }
 
     fn ctx() -> TaskContext {

@@ -210,9 +210,18 @@ pub struct MigrateArgs {
     workers: Option<usize>,
     /// Once every batch has landed, compact the files this job wrote into files of the
     /// destination's target size (one more `replace` commit; the rest of the table is left as
-    /// it is). A re-run with the same --checkpoint after a crash compacts again.
+    /// it is). A re-run with the same --checkpoint after a crash compacts again. With
+    /// --plan-only the plan records it and `migrate-data commit` compacts; with --cluster the
+    /// client does, after the last output.
     #[arg(long)]
     compact: bool,
+    /// Once the job is complete, expire its own snapshots (one per batch, and the compaction's)
+    /// but the table's current one, and delete the files only they referenced. Snapshots of
+    /// other writers and branch or tag heads are kept; a gc.enabled=false destination (a
+    /// reference copy) keeps its files. With --plan-only the plan records it and
+    /// `migrate-data commit` expires; with --cluster the client does.
+    #[arg(long)]
+    expire_job_snapshots: bool,
     /// Run the tasks on a Ballista cluster (`iceberg-ops cluster scheduler` and executors):
     /// plan here, commit here in batch order as the executors' outputs land.
     #[arg(long, value_name = "df://HOST:PORT")]
@@ -475,14 +484,8 @@ async fn run_migrate(factory: &CatalogFactory, args: MigrateArgs) -> anyhow::Res
     if let Some(keys) = &args.upsert_keys {
         m = m.upsert_keys(keys.clone());
     }
-    if args.compact && (args.plan_only || args.cluster.is_some()) {
-        bail!(
-            "--compact runs after the last batch of a local run; with --plan-only or --cluster, \
-             compact once the job is committed: `iceberg-ops table compact {}`",
-            args.job.dest()
-        );
-    }
     m = m.compact(args.compact);
+    m = m.expire_job_snapshots(args.expire_job_snapshots);
     if let Some(url) = &args.cluster {
         if args.plan_only || args.dry_run || args.workers.is_some() {
             bail!(
@@ -811,6 +814,23 @@ fn print_result(job: &Job, r: &MigrationResult) {
                 None => println!("compacted nothing: the job's files need no compaction"),
             }
         }
+        if let Some(x) = &r.expiry {
+            println!(
+                "expired   {} snapshot(s) of the job; {}",
+                x.expired_snapshots.len(),
+                if x.kept_files {
+                    "files kept (gc.enabled=false)".to_string()
+                } else {
+                    format!(
+                        "deleted {} data file(s), {} manifest(s) and lists",
+                        x.deleted_data_files, x.deleted_manifests
+                    )
+                }
+            );
+            if let Some(why) = &x.cleanup_skipped {
+                println!("          files not deleted: {why}");
+            }
+        }
     }
     if !r.schema_changes.is_empty() {
         println!("schema    added {}", r.schema_changes.join(", "));
@@ -951,7 +971,7 @@ mod tests {
     use super::*;
     use clap::Parser;
     use iceberg::spec::{NestedField, PrimitiveType, Schema};
-    use ops_datamig::{CopyMode, RowFilter, TableLocator};
+    use ops_datamig::RowFilter;
 
     #[derive(Parser)]
     struct Cli {
@@ -978,31 +998,10 @@ mod tests {
 
     fn plan(filter: &str, a: &MigrateArgs) -> anyhow::Result<MigrationPlan> {
         Ok(MigrationPlan {
-            format: ops_datamig::job::PLAN_FORMAT,
-            job_id: "job-1".into(),
-            source: TableLocator {
-                catalog: "lake".into(),
-                table: "src.orders".into(),
-            },
-            dest: TableLocator {
-                catalog: "lake".into(),
-                table: "dst.orders".into(),
-            },
-            source_uuid: "u1".into(),
-            dest_uuid: "u2".into(),
-            source_snapshot_id: Some(7),
-            source_schema_id: 0,
-            dest_schema_id: 0,
-            dest_spec_id: 0,
-            dest_snapshot_before: None,
             reconciler: reconciler(&a.job)?,
             row_filter: Some(RowFilter::Expression(filter.into())),
-            batch_rows: 10,
-            write_mode: WriteMode::Append,
-            copy_mode: CopyMode::Auto,
-            total_rows: Some(20),
             tasks: Vec::new(),
-            notes: Vec::new(),
+            ..MigrationPlan::example()
         })
     }
 

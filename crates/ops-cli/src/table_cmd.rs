@@ -11,6 +11,7 @@ use ops_core::ops::delete::DeleteBuilder;
 use ops_core::ops::expire_snapshots::{ExpireMetrics, ExpireSnapshotsBuilder};
 use ops_core::ops::remove_orphans::{OrphanMetrics, RemoveOrphansBuilder};
 use ops_core::ops::rollback::RollbackBuilder;
+use ops_core::sort::SortSpec;
 use serde_json::{Value, json};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -102,6 +103,10 @@ pub enum Command {
         /// history.expire.min-snapshots-to-keep, 1).
         #[arg(long, value_name = "N")]
         retain_last: Option<usize>,
+        /// Expire this snapshot (repeatable), even within a branch's history; without
+        /// --older-than, no other snapshot expires. Branch and tag heads are kept.
+        #[arg(long = "snapshot-id", value_name = "ID")]
+        snapshot_ids: Vec<i64>,
         /// Change the metadata only; delete no file (required on a gc.enabled=false table).
         #[arg(long)]
         keep_files: bool,
@@ -144,6 +149,17 @@ pub enum Command {
         /// table's current spec (default: left as they are, and counted).
         #[arg(long)]
         to_current_spec: bool,
+        /// Sort each group's rows by the table's sort order (Spark's `strategy => 'sort'`).
+        #[arg(long, conflicts_with = "sort_by")]
+        sort: bool,
+        /// Sort each group's rows by these columns: "col [ASC|DESC] [NULLS FIRST|LAST], ..."
+        /// (nulls first when ascending, last when descending, as Iceberg defaults).
+        #[arg(long, value_name = "COLUMNS")]
+        sort_by: Option<String>,
+        /// Bytes of rows a sort holds in memory before it spills sorted runs to temporary
+        /// files under TMPDIR.
+        #[arg(long, value_name = "BYTES", default_value_t = ops_core::ops::compact::DEFAULT_SORT_MEMORY)]
+        sort_memory: usize,
         /// Print the groups that would be rewritten; write nothing.
         #[arg(long)]
         dry_run: bool,
@@ -339,6 +355,7 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
             target,
             older_than,
             retain_last,
+            snapshot_ids,
             keep_files,
             dry_run,
             force,
@@ -357,6 +374,9 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
             }
             if let Some(n) = retain_last {
                 builder = builder.retain_last(n);
+            }
+            if !snapshot_ids.is_empty() {
+                builder = builder.snapshot_ids(snapshot_ids);
             }
             let (_, m) = builder.await?;
             show(&expire_json(&target.table, &m), output, print_expire)?;
@@ -422,6 +442,9 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
             partial_progress,
             max_commits,
             to_current_spec,
+            sort,
+            sort_by,
+            sort_memory,
             dry_run,
             force,
             output,
@@ -434,8 +457,14 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
                 .partial_progress(partial_progress)
                 .max_commits(max_commits)
                 .to_current_spec(to_current_spec)
+                .sort_memory(sort_memory)
                 .dry_run(dry_run)
                 .force(force);
+            if sort {
+                builder = builder.sort(SortSpec::TableOrder);
+            } else if let Some(columns) = sort_by {
+                builder = builder.sort(SortSpec::parse_columns(&columns)?);
+            }
             if let Some(f) = filter {
                 builder = builder.with_filter_text(f);
             }
@@ -520,6 +549,8 @@ fn compact_json(table: &str, m: &CompactMetrics) -> Value {
         "skipped_widened_delete_files": m.skipped_widened_delete_files,
         "removed_dangling_delete_files": m.removed_dangling_delete_files,
         "snapshot_ids": m.snapshot_ids,
+        "sort_order": m.sort_order,
+        "sort_order_id": m.sort_order_id,
         "failed_groups": m
             .failed_groups
             .iter()
@@ -570,6 +601,13 @@ fn print_compact(v: &Value) {
                 snapshots.join(", ")
             }
         );
+    }
+    if let (Some(order), false) = (v["sort_order"].as_str(), groups.is_empty()) {
+        let id = match v["sort_order_id"].as_i64() {
+            Some(id) => format!(" (the table's sort order {id})"),
+            None => " (none of the table's sort orders: files not marked sorted)".to_string(),
+        };
+        println!("  sorted by {order}{id}");
     }
     for g in groups {
         let n = |k: &str| g[k].as_array().map_or(0, Vec::len);
@@ -662,6 +700,7 @@ fn expire_json(table: &str, m: &ExpireMetrics) -> Value {
         "older_than_from": m.rule.older_than_from,
         "retain_last": m.rule.retain_last,
         "retain_last_from": m.rule.retain_last_from,
+        "snapshot_ids": m.rule.snapshot_ids,
     })
 }
 
@@ -695,13 +734,28 @@ fn print_expire(v: &Value) {
     );
     // Said every time: without options the cutoff is the table's (5 days by default), and an
     // expiry that removes nothing otherwise looks broken.
-    println!(
-        "  rule: snapshots older than {older_than} ({}), keeping at least {} per branch ({}); \
+    let named = n("snapshot_ids");
+    if named > 0 && v["older_than_ms"].as_i64() == Some(i64::MIN) {
+        println!(
+            "  rule: the {named} snapshot(s) named, no age cutoff; branch and tag heads are kept"
+        );
+    } else if named > 0 {
+        println!(
+            "  rule: the {named} snapshot(s) named, and snapshots older than {older_than} ({}), \
+             keeping at least {} per branch ({})",
+            v["older_than_from"].as_str().unwrap_or_default(),
+            v["retain_last"],
+            v["retain_last_from"].as_str().unwrap_or_default()
+        );
+    } else {
+        println!(
+            "  rule: snapshots older than {older_than} ({}), keeping at least {} per branch ({}); \
          refs with their own retention follow it",
-        v["older_than_from"].as_str().unwrap_or_default(),
-        v["retain_last"],
-        v["retain_last_from"].as_str().unwrap_or_default()
-    );
+            v["older_than_from"].as_str().unwrap_or_default(),
+            v["retain_last"],
+            v["retain_last_from"].as_str().unwrap_or_default()
+        );
+    }
     if v["kept_files"] == json!(true) {
         println!("  files kept (--keep-files)");
         return;

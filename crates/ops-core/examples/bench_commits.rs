@@ -1,7 +1,12 @@
 //! Commit cost as a table's history grows: N small appends to one table in the embedded SQLite
 //! catalog, printing the time of commits around 10, 100, ... N and of a scan's planning.
 //!
-//!     cargo run --release -p ops-core --example bench_commits -- [N] [--no-merge] [--reload]
+//!     cargo run --release -p ops-core --example bench_commits -- [N] [--no-merge] [--reload] [--expire-to K]
+//!
+//! With `--expire-to K`, after the N commits the N-K oldest snapshots are expired
+//! (`ExpireSnapshotsBuilder`, `--older-than` now, `--retain-last K`, files deleted), printing
+//! one line with its time, what it deleted and the process's peak RSS; then ten more commits
+//! show the commit cost at K snapshots again.
 //!
 //! (N defaults to 1000; `--no-merge` sets `commit.manifest-merge.enabled=false` for comparison;
 //! `--reload` makes every append load the table itself, as every builder but a `with_base`
@@ -79,17 +84,29 @@ async fn main() -> anyhow::Result<()> {
             .await?;
     }
     let reload = std::env::args().any(|a| a == "--reload");
+    let args: Vec<String> = std::env::args().collect();
+    let expire_to: Option<usize> = args
+        .iter()
+        .position(|a| a == "--expire-to")
+        .and_then(|i| args.get(i + 1))
+        .map(|k| k.parse())
+        .transpose()?;
     let table = handle.catalog().load_table(&ident).await?;
     let arrow = ops_core::write::table_arrow_schema(&table)?;
     let mut times = Vec::with_capacity(n);
     let mut cpu = Vec::with_capacity(n);
     let mut table = table;
-    let checkpoints: Vec<usize> = [10, 100, 250, 500, 750, 1000, 2000, 5000]
+    let mut checkpoints: Vec<usize> = [10, 100, 250, 500, 750, 1000, 2000, 5000]
         .into_iter()
         .filter(|c| *c <= n)
         .chain(std::iter::once(n))
         .collect();
-    for i in 1..=n {
+    let total = n + if expire_to.is_some() { 10 } else { 0 };
+    checkpoints.push(total);
+    for i in 1..=total {
+        if let (Some(keep), true) = (expire_to, i == n + 1) {
+            table = expire(&handle, &ident, keep).await?;
+        }
         let batch = RecordBatch::try_new(
             arrow.clone(),
             vec![
@@ -139,6 +156,45 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Expires all but the `keep` newest snapshots; prints what it took.
+async fn expire(
+    handle: &ops_core::CatalogHandle,
+    ident: &iceberg::TableIdent,
+    keep: usize,
+) -> anyhow::Result<iceberg::table::Table> {
+    let started = Instant::now();
+    let (table, m) =
+        ops_core::ops::expire_snapshots::ExpireSnapshotsBuilder::new(handle, ident.clone())
+            .older_than_ms(chrono::Utc::now().timestamp_millis())
+            .retain_last(keep)
+            .await?;
+    let secs = started.elapsed().as_secs_f64();
+    println!(
+        "{{\"expire\": {}, \"retained\": {}, \"seconds\": {secs:.2}, \"deleted_data_files\": {}, \"deleted_manifests\": {}, \"deleted_manifest_lists\": {}, \"metadata_json_bytes\": {}, \"peak_rss_mb\": {}}}",
+        m.expired_snapshots.len(),
+        m.retained_snapshots,
+        m.deleted_data_files.len(),
+        m.deleted_manifests.len(),
+        m.deleted_manifest_lists.len(),
+        serde_json::to_vec(table.metadata())?.len(),
+        peak_rss_mb()
+    );
+    Ok(table)
+}
+
+/// The process's peak resident set (VmHWM), MiB (0 where /proc is not available).
+fn peak_rss_mb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb / 1024)
 }
 
 /// What a commit's unavoidable metadata work costs at this history length, each the mean of

@@ -261,6 +261,18 @@ fn column(batch: &RecordBatch, reference: &BoundReference) -> Result<ArrayRef> {
     ))
 }
 
+/// The column of `batch` with field id `id`, searched through structs (NULL where a parent
+/// struct is), or `None` when the batch has no such column outside lists and maps.
+pub fn column_by_field_id(batch: &RecordBatch, id: i32) -> Result<Option<ArrayRef>> {
+    let schema = batch.schema();
+    for (field, array) in schema.fields().iter().zip(batch.columns()) {
+        if let Some(found) = find(field, array, id)? {
+            return Ok(Some(found));
+        }
+    }
+    Ok(None)
+}
+
 fn find(field: &Field, array: &ArrayRef, id: i32) -> Result<Option<ArrayRef>> {
     if field_id(field) == Some(id) {
         return Ok(Some(array.clone()));

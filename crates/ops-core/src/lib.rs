@@ -35,6 +35,7 @@ pub mod ops;
 pub mod prune;
 pub mod rows;
 pub mod scan;
+pub mod sort;
 pub mod write;
 
 pub use catalog::{CatalogFactory, CatalogHandle, CatalogKind, CatalogSettings, ConfigError};

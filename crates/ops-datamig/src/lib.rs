@@ -70,6 +70,7 @@ pub use plan::eligibility::table_eligibility;
 pub use plan::job::{self, BatchOutput, MigrationPlan, MigrationTask, TableLocator, TaskOutput};
 pub use plan::route::{FileRouting, PlannedFile, route_files};
 pub use types::{
-    CopyMode, FileRoute, JobCompaction, MigrationResult, OnDuplicateKeys, PartitionStrategy,
-    Progress, RoutedFile, RowFilter, VerificationResult, VerifyMethod, WriteMode,
+    CopyMode, FileRoute, JobCompaction, JobExpiry, MigrationResult, OnDuplicateKeys,
+    PartitionStrategy, Progress, RoutedFile, RowFilter, VerificationResult, VerifyMethod,
+    WriteMode,
 };

@@ -309,6 +309,25 @@ pub struct MigrationResult {
     pub source_snapshot_id: Option<i64>,
     /// With [`crate::DataMigrator::compact`]: the compaction of the files the job wrote.
     pub compaction: Option<JobCompaction>,
+    /// With [`crate::DataMigrator::expire_job_snapshots`]: the expiry of the job's snapshots.
+    pub expiry: Option<JobExpiry>,
+}
+
+/// The expiry of a completed job's own snapshots.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct JobExpiry {
+    /// The snapshots expired, ascending (the table's current one is never among them).
+    pub expired_snapshots: Vec<i64>,
+    /// Data files deleted (those only the expired snapshots referenced, e.g. the small files
+    /// a compaction replaced).
+    pub deleted_data_files: usize,
+    /// Manifests and manifest lists deleted.
+    pub deleted_manifests: usize,
+    /// The destination has `gc.enabled=false` (a reference copy): the metadata changed, no file
+    /// was deleted.
+    pub kept_files: bool,
+    /// The snapshots expired but their files were not deleted, and why.
+    pub cleanup_skipped: Option<String>,
 }
 
 /// The compaction a job ran on the files it wrote, once its last batch landed.

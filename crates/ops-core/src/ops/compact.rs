@@ -19,6 +19,9 @@
 //!    of the same partition, rolling at the target size. Files with equality delete files are
 //!    left out (iceberg's reader applies them as `col != v`, which would drop rows with NULL
 //!    keys) and reported.
+//!    With [`CompactBuilder::sort`] (Java's sort strategy), each group's rows are sorted first —
+//!    by the table's sort order or the columns given — in bounded memory ([`crate::sort`]), and
+//!    the outputs carry the table sort order they follow as their `sort_order_id`.
 //! 4. Commit one `replace` snapshot removing the inputs and adding the outputs. The outputs keep
 //!    the data sequence number of the snapshot the plan read (Java's
 //!    `use-starting-sequence-number`), so an equality delete committed later still applies to
@@ -40,8 +43,9 @@ use iceberg::arrow::{ArrowReaderBuilder, schema_to_arrow_schema};
 use iceberg::expr::{Bind, Predicate};
 use iceberg::scan::FileScanTask;
 use iceberg::spec::{
-    DataContentType, DataFile, Literal, ManifestContentType, Operation, PartitionSpec,
-    PrimitiveLiteral, PrimitiveType, SnapshotRef, Struct, StructType, Transform, Type,
+    DataContentType, DataFile, DataFileBuilder, Literal, ManifestContentType, Operation,
+    PartitionSpec, PrimitiveLiteral, PrimitiveType, SnapshotRef, Struct, StructType, Transform,
+    Type,
 };
 use iceberg::table::Table;
 
@@ -55,6 +59,7 @@ use super::snapshot::{
 };
 use super::validate::ConflictCheck;
 use crate::prune::may_match;
+use crate::sort::{ResolvedSort, SortSpec, Sorter};
 use crate::{CatalogHandle, Error, Result};
 
 /// Java's `min-input-files` default.
@@ -62,6 +67,9 @@ pub const DEFAULT_MIN_INPUT_FILES: usize = 5;
 
 /// Java's `partial-progress.max-commits` default.
 pub const DEFAULT_MAX_COMMITS: usize = 10;
+
+/// Bytes of rows a sorting rewrite holds before it spills a sorted run to disk.
+pub const DEFAULT_SORT_MEMORY: usize = 128 * 1024 * 1024;
 
 /// Java's `min-file-size-bytes` default: 75% of the target.
 const MIN_FILE_SIZE_RATIO: f64 = 0.75;
@@ -120,6 +128,11 @@ pub struct CompactMetrics {
     /// With [`CompactBuilder::partial_progress`], the groups whose rewrite or commit failed
     /// (nothing of them was committed; the other groups were).
     pub failed_groups: Vec<FailedGroup>,
+    /// With [`CompactBuilder::sort`]: the order the rewritten rows were sorted in.
+    pub sort_order: Option<String>,
+    /// With [`CompactBuilder::sort`]: the table sort order written as the outputs'
+    /// `sort_order_id` (`None` when the columns given are none of the table's orders).
+    pub sort_order_id: Option<i64>,
 }
 
 /// A commit that failed under [`CompactBuilder::partial_progress`].
@@ -170,6 +183,8 @@ pub struct CompactBuilder {
     added_by: Option<Vec<i64>>,
     properties: HashMap<String, String>,
     before_commit: Option<BeforeCommitHook>,
+    sort: Option<SortSpec>,
+    sort_memory: usize,
 }
 
 /// A file considered, with its scan tasks (delete files attached).
@@ -203,6 +218,8 @@ impl CompactBuilder {
             added_by: None,
             properties: HashMap::new(),
             before_commit: None,
+            sort: None,
+            sort_memory: DEFAULT_SORT_MEMORY,
         }
     }
 
@@ -238,6 +255,20 @@ impl CompactBuilder {
     /// has add nothing.
     pub fn only_files_added_by(mut self, snapshot_ids: impl IntoIterator<Item = i64>) -> Self {
         self.added_by = Some(snapshot_ids.into_iter().collect());
+        self
+    }
+
+    /// Sorts each group's rows (Java's sort strategy): by the table's sort order
+    /// ([`SortSpec::TableOrder`]; refused when it has none) or by the columns given.
+    pub fn sort(mut self, sort: SortSpec) -> Self {
+        self.sort = Some(sort);
+        self
+    }
+
+    /// Bytes of rows a sorting rewrite holds in memory before it spills a sorted run to a
+    /// temporary file (default [`DEFAULT_SORT_MEMORY`]).
+    pub fn sort_memory(mut self, bytes: usize) -> Self {
+        self.sort_memory = bytes;
         self
     }
 
@@ -325,9 +356,15 @@ impl CompactBuilder {
                     .write_target_file_size_bytes as u64
             }
         };
+        let sort = match &self.sort {
+            Some(spec) => Some(spec.resolve(table.metadata(), &self.ident.to_string())?),
+            None => None,
+        };
         let mut metrics = CompactMetrics {
             target_file_size: target,
             dry_run: self.dry_run,
+            sort_order: sort.as_ref().map(|s| s.description.clone()),
+            sort_order_id: sort.as_ref().and_then(|s| s.order_id),
             ..Default::default()
         };
         let Some(start) = table.metadata().current_snapshot().cloned() else {
@@ -387,6 +424,7 @@ impl CompactBuilder {
                     unit,
                     &mut metrics.groups[reports.clone()],
                     target,
+                    sort.as_ref(),
                 )
                 .await
             {
@@ -439,6 +477,7 @@ impl CompactBuilder {
         groups: Vec<Planned>,
         reports: &mut [CompactGroup],
         target: u64,
+        sort: Option<&ResolvedSort>,
     ) -> Result<(Table, i64, Vec<String>)> {
         let default_spec = table.metadata().default_partition_spec_id();
         let inputs: Vec<(String, PartitionKey)> = groups
@@ -454,7 +493,8 @@ impl CompactBuilder {
         let mut written: Vec<(i32, DataFile)> = Vec::new();
         let rewrite = async {
             for (g, report) in groups.into_iter().zip(reports.iter_mut()) {
-                let files = rewrite_group(&table, g, target).await?;
+                let sorting = sort.map(|s| (s, self.sort_memory));
+                let files = rewrite_group(&table, g, target, sorting).await?;
                 report.output_rows = files.iter().map(DataFile::record_count).sum();
                 report.output_bytes = files.iter().map(DataFile::file_size_in_bytes).sum();
                 report.output_files = files.iter().map(|f| f.file_path().to_string()).collect();
@@ -876,8 +916,14 @@ fn bin_pack(mut files: Vec<Candidate>, target: u64) -> Vec<Vec<Candidate>> {
     bins.into_iter().map(|(_, b)| b).collect()
 }
 
-/// Streams a group's rows (deletes applied) into new files of its partition.
-async fn rewrite_group(table: &Table, group: Planned, target: u64) -> Result<Vec<DataFile>> {
+/// Streams a group's rows (deletes applied; sorted when `sort` says so, in at most its bytes of
+/// memory) into new files of its partition.
+async fn rewrite_group(
+    table: &Table,
+    group: Planned,
+    target: u64,
+    sort: Option<(&ResolvedSort, usize)>,
+) -> Result<Vec<DataFile>> {
     let all: Vec<FileScanTask> = group.files.into_iter().flat_map(|c| c.tasks).collect();
     let Some(first) = all.first() else {
         return Ok(Vec::new());
@@ -888,6 +934,7 @@ async fn rewrite_group(table: &Table, group: Planned, target: u64) -> Result<Vec
         ArrowReaderBuilder::new(table.file_io().clone(), iceberg::Runtime::try_current()?).build();
     let rows = Arc::new(AtomicU64::new(0));
     let rows_c = rows.clone();
+    let sort_schema = target_schema.clone();
     let batches = reader
         .read(futures::stream::iter(all.into_iter().map(Ok)).boxed())?
         .stream()
@@ -898,8 +945,35 @@ async fn rewrite_group(table: &Table, group: Planned, target: u64) -> Result<Vec
             Ok(b)
         });
     let target = usize::try_from(target).unwrap_or(usize::MAX);
-    let files =
-        crate::write::write_data_files_sized(table, Box::pin(batches), Some(target)).await?;
+    let files = match sort {
+        None => {
+            crate::write::write_data_files_sized(table, Box::pin(batches), Some(target)).await?
+        }
+        Some((sort, memory)) => {
+            let sorter = Sorter::new(sort_schema, sort.keys.clone(), memory)?;
+            let sorted = sorter.sort(Box::pin(batches)).await?;
+            let files = crate::write::write_data_files_sized(table, sorted, Some(target)).await?;
+            match sort.order_id.and_then(|id| i32::try_from(id).ok()) {
+                Some(id) => {
+                    let spec_id = table.metadata().default_partition_spec_id();
+                    let marked: Result<Vec<DataFile>> = files
+                        .iter()
+                        .map(|f| with_sort_order_id(f, spec_id, id))
+                        .collect();
+                    match marked {
+                        Ok(marked) => marked,
+                        Err(e) => {
+                            let paths: Vec<String> =
+                                files.iter().map(|f| f.file_path().to_string()).collect();
+                            crate::commit::delete_quietly(table.file_io(), &paths).await;
+                            return Err(e);
+                        }
+                    }
+                }
+                None => files,
+            }
+        }
+    };
     tracing::debug!(
         table = %table.identifier(),
         partition = %group.partition,
@@ -908,6 +982,38 @@ async fn rewrite_group(table: &Table, group: Planned, target: u64) -> Result<Vec
         "group rewritten"
     );
     Ok(files)
+}
+
+/// `file` marked as sorted by table sort order `order_id` (iceberg's writer leaves it unset).
+fn with_sort_order_id(file: &DataFile, spec_id: i32, order_id: i32) -> Result<DataFile> {
+    let mut b = DataFileBuilder::default();
+    b.content(file.content_type())
+        .file_path(file.file_path().to_string())
+        .file_format(file.file_format())
+        .partition(file.partition().clone())
+        .partition_spec_id(spec_id)
+        .record_count(file.record_count())
+        .file_size_in_bytes(file.file_size_in_bytes())
+        .column_sizes(file.column_sizes().clone())
+        .value_counts(file.value_counts().clone())
+        .null_value_counts(file.null_value_counts().clone())
+        .nan_value_counts(file.nan_value_counts().clone())
+        .lower_bounds(file.lower_bounds().clone())
+        .upper_bounds(file.upper_bounds().clone())
+        .key_metadata(file.key_metadata().map(<[u8]>::to_vec))
+        .split_offsets(file.split_offsets().map(<[i64]>::to_vec))
+        .equality_ids(file.equality_ids())
+        .first_row_id(file.first_row_id())
+        .referenced_data_file(file.referenced_data_file())
+        .content_offset(file.content_offset())
+        .content_size_in_bytes(file.content_size_in_bytes())
+        .sort_order_id(order_id);
+    b.build().map_err(|e| {
+        Error::InvalidInput(format!(
+            "cannot mark {} with sort order {order_id}: {e}",
+            file.file_path()
+        ))
+    })
 }
 
 impl IntoFuture for CompactBuilder {

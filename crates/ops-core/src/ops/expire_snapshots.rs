@@ -81,6 +81,9 @@ pub struct ExpiryRule {
     pub retain_last: usize,
     /// `--retain-last`, or the property (with its default) the count came from.
     pub retain_last_from: String,
+    /// Snapshots named to expire (Java's `expireSnapshotId`), ascending; with them and no
+    /// `--older-than` there is no age cutoff.
+    pub snapshot_ids: Vec<i64>,
 }
 
 impl ExpiryRule {
@@ -90,6 +93,7 @@ impl ExpiryRule {
         md: &TableMetadata,
         older_than_ms: Option<i64>,
         retain_last: Option<usize>,
+        snapshot_ids: Option<&[i64]>,
     ) -> Result<Self> {
         use iceberg::spec::TableProperties as P;
         // Only these two: the other properties are iceberg's to parse (it reads `gc.enabled`
@@ -120,9 +124,15 @@ impl ExpiryRule {
             Some(v) => format!("{key}={v}"),
             None => format!("{key} unset, default {default}"),
         };
-        let (older_than_ms, older_than_from) = match older_than_ms {
-            Some(ts) => (ts, "--older-than".to_string()),
-            None => (
+        let (older_than_ms, older_than_from) = match (older_than_ms, snapshot_ids) {
+            (Some(ts), _) => (ts, "--older-than".to_string()),
+            // Named snapshots alone: nothing expires by age (iceberg's action would apply the
+            // table's cutoff too, as Java's does).
+            (None, Some(_)) => (
+                i64::MIN,
+                "no age cutoff: only the snapshots named".to_string(),
+            ),
+            (None, None) => (
                 chrono::Utc::now()
                     .timestamp_millis()
                     .saturating_sub(max_age),
@@ -136,11 +146,14 @@ impl ExpiryRule {
             Some(n) => (n, "--retain-last".to_string()),
             None => (min_keep, origin(P::PROPERTY_MIN_SNAPSHOTS_TO_KEEP, "1")),
         };
+        let mut snapshot_ids = snapshot_ids.map(<[i64]>::to_vec).unwrap_or_default();
+        snapshot_ids.sort_unstable();
         Ok(Self {
             older_than_ms,
             older_than_from,
             retain_last,
             retain_last_from,
+            snapshot_ids,
         })
     }
 }
@@ -156,6 +169,7 @@ pub struct ExpireSnapshotsBuilder {
     ident: TableIdent,
     older_than_ms: Option<i64>,
     retain_last: Option<usize>,
+    snapshot_ids: Option<Vec<i64>>,
     keep_files: bool,
     dry_run: bool,
     force: bool,
@@ -179,6 +193,7 @@ impl ExpireSnapshotsBuilder {
             ident,
             older_than_ms: None,
             retain_last: None,
+            snapshot_ids: None,
             keep_files: false,
             dry_run: false,
             force: false,
@@ -197,6 +212,15 @@ impl ExpireSnapshotsBuilder {
     /// `history.expire.min-snapshots-to-keep`.
     pub fn retain_last(mut self, n: usize) -> Self {
         self.retain_last = Some(n);
+        self
+    }
+
+    /// Expires these snapshots (Java's `expireSnapshotId`; a migration's intermediate ones),
+    /// even where they are ancestors of a branch. Without [`Self::older_than_ms`] no other
+    /// snapshot expires by age. The head of a branch or tag is never expired (kept, not an
+    /// error); ids the table does not have are ignored.
+    pub fn snapshot_ids(mut self, ids: impl IntoIterator<Item = i64>) -> Self {
+        self.snapshot_ids.get_or_insert_with(Vec::new).extend(ids);
         self
     }
 
@@ -280,7 +304,12 @@ impl ExpireSnapshotsBuilder {
         let planned = last.lock().unwrap_or_else(|p| p.into_inner()).take();
         let rule = match &planned {
             Some(p) => p.rule.clone(),
-            None => ExpiryRule::of(committed.metadata(), self.older_than_ms, self.retain_last)?,
+            None => ExpiryRule::of(
+                committed.metadata(),
+                self.older_than_ms,
+                self.retain_last,
+                self.snapshot_ids.as_deref(),
+            )?,
         };
         let Some(planned) = planned.filter(|p| !p.expired.is_empty() || !p.removed_refs.is_empty())
         else {
@@ -363,12 +392,29 @@ impl ExpireSnapshotsBuilder {
         };
         // The rule is passed explicitly so the report names exactly the cutoff that was used
         // (iceberg computes the same defaults, and each ref's own retention still overrides).
-        let rule = ExpiryRule::of(base.metadata(), self.older_than_ms, self.retain_last)?;
+        let rule = ExpiryRule::of(
+            base.metadata(),
+            self.older_than_ms,
+            self.retain_last,
+            self.snapshot_ids.as_deref(),
+        )?;
         let tx = Transaction::new(&planning);
-        let action = tx
+        let mut action = tx
             .expire_snapshots()
             .expire_older_than_ms(rule.older_than_ms)
             .retain_last(rule.retain_last.max(1));
+        if let Some(ids) = &self.snapshot_ids {
+            // iceberg refuses a named ref head outright; such a snapshot is simply kept.
+            let md = base.metadata();
+            let mut heads: std::collections::HashSet<i64> =
+                ref_heads(md).into_iter().map(|(_, id)| id).collect();
+            heads.extend(md.current_snapshot_id());
+            action = action.expire_snapshot_ids(
+                ids.iter()
+                    .copied()
+                    .filter(|id| !heads.contains(id) && md.snapshot_by_id(*id).is_some()),
+            );
+        }
         let tx = action.apply(tx)?;
         let capture = Capture::new(planning);
         tx.commit(&capture).await.map_err(|e| {

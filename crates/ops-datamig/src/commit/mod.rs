@@ -7,10 +7,12 @@
 //! 2. [`upsert`]: an upsert batch is computed against the destination's keys at commit time
 //!    (copy-on-write, one overwrite commit).
 //! 3. [`history`]: the tags the commits carry, read back to find landed batches and rollbacks.
-//! 4. [`outputs`]: the commit step of a plan executed elsewhere feeds the task outputs to the
+//! 4. [`finish`]: after the last batch, the job's own compaction and snapshot expiry.
+//! 5. [`outputs`]: the commit step of a plan executed elsewhere feeds the task outputs to the
 //!    same committer.
 
 pub(crate) mod committer;
+pub(crate) mod finish;
 pub(crate) mod history;
 mod outputs;
 pub(crate) mod upsert;

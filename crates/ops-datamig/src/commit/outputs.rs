@@ -23,6 +23,7 @@ use ops_core::write::WrittenFiles;
 use serde_json::json;
 
 use super::committer::{Committer, CommitterSetup};
+use super::finish::{compact_job, expire_job};
 use super::history::{landed_batches, rolled_back};
 use crate::execute::worker::{BatchWork, Payload};
 use crate::plan::job::{MigrationPlan, TaskOutput, files_from_json};
@@ -282,8 +283,14 @@ impl MigrationPlan {
             &self.job_id,
         )
         .await?;
+        if self.compact {
+            result.compaction = Some(compact_job(&dest_ref, &self.job_id).await?);
+        }
         if let Some(s) = &mut store {
             s.mark_completed()?;
+        }
+        if self.expire_job_snapshots {
+            result.expiry = Some(expire_job(&dest_ref, &self.job_id).await?);
         }
         result.duration_seconds = started.elapsed().as_secs_f64();
         tracing::info!(

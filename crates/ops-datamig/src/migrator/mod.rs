@@ -42,7 +42,8 @@ use serde_json::json;
 use self::resume::resumed;
 use crate::FileRoute;
 use crate::commit::committer::{Committer, CommitterSetup};
-use crate::commit::history::{COMPACTED_JOB_PROPERTY, landed_batches};
+use crate::commit::finish::{compact_job, expire_job};
+use crate::commit::history::landed_batches;
 use crate::execute::worker::TaskContext;
 use crate::plan::job::{MigrationPlan, PLAN_FORMAT, TableLocator, layout_fingerprint, split_tasks};
 use crate::plan::last_keys::{KeyScan, LastBatches};
@@ -50,8 +51,8 @@ use crate::plan::read::PlannedRead;
 use crate::plan::route::{route_planned, routes_of};
 use crate::types::TableRef;
 use crate::{
-    CopyMode, JobCompaction, MigrationError, MigrationResult, OnDuplicateKeys, PartitionStrategy,
-    Progress, Result, RowFilter, VerificationResult, VerifyMethod, WriteMode,
+    CopyMode, MigrationError, MigrationResult, OnDuplicateKeys, PartitionStrategy, Progress,
+    Result, RowFilter, VerificationResult, VerifyMethod, WriteMode,
 };
 
 /// The default `batch_rows`.
@@ -85,6 +86,7 @@ pub struct DataMigrator {
     copy_mode: CopyMode,
     /// Compact the files the job wrote once its last batch landed.
     compact: bool,
+    expire_job_snapshots: bool,
     /// The snapshot the last `run` read; `verify` reads the source there.
     last_source_snapshot: Option<i64>,
     /// Set when `create_dest` could not keep the source's field ids (the catalog's server
@@ -144,6 +146,7 @@ impl DataMigrator {
             workers: None,
             copy_mode: CopyMode::Auto,
             compact: false,
+            expire_job_snapshots: false,
             last_source_snapshot: None,
             ids_renumbered: None,
         }
@@ -156,6 +159,19 @@ impl DataMigrator {
     /// the compaction finds every batch landed and compacts again.
     pub fn compact(mut self, compact: bool) -> Self {
         self.compact = compact;
+        self
+    }
+
+    /// Once the checkpoint is completed, expires the job's own snapshots (each batch's, and its
+    /// compaction's) but the table's current one, with
+    /// [`ops_core::ops::expire_snapshots::ExpireSnapshotsBuilder::snapshot_ids`]: one metadata
+    /// commit, then the files only they referenced are deleted (the small files a compaction
+    /// replaced, the batches' manifests). Snapshots of other writers, older snapshots and
+    /// branch or tag heads are kept. On a `gc.enabled=false` destination (a reference copy)
+    /// only the metadata changes. Not before completion: a resume finds its landed batches by
+    /// these snapshots.
+    pub fn expire_job_snapshots(mut self, expire: bool) -> Self {
+        self.expire_job_snapshots = expire;
         self
     }
 
@@ -463,6 +479,8 @@ impl DataMigrator {
                 total_rows: total,
                 tasks,
                 notes: self.ids_renumbered.iter().cloned().collect(),
+                compact: self.compact,
+                expire_job_snapshots: self.expire_job_snapshots,
             })));
         }
         if let Some(table) = self
@@ -580,10 +598,13 @@ impl DataMigrator {
             );
         }
         if self.compact {
-            result.compaction = Some(self.compact_job(&job_id).await?);
+            result.compaction = Some(compact_job(&self.dest, &job_id).await?);
         }
         if let Some(s) = &mut store {
             s.mark_completed()?;
+        }
+        if self.expire_job_snapshots {
+            result.expiry = Some(expire_job(&self.dest, &job_id).await?);
         }
         result.plan = Some(plan);
         result.duration_seconds = started.elapsed().as_secs_f64();
@@ -594,47 +615,6 @@ impl DataMigrator {
             "migration finished"
         );
         Ok(Outcome::Ran(Box::new(result)))
-    }
-
-    /// Compacts the live files `job_id`'s batch snapshots added (see [`Self::compact`]).
-    async fn compact_job(&self, job_id: &str) -> Result<JobCompaction> {
-        let dest = self.dest.load().await?;
-        let snapshots: Vec<i64> = landed_batches(&dest, job_id, 0)
-            .into_values()
-            .flatten()
-            .collect();
-        let (_, m) = ops_core::ops::compact::CompactBuilder::new(
-            &self.dest.handle,
-            self.dest.ident.clone(),
-        )
-        .only_files_added_by(snapshots)
-        // A job's batches leave a few small files per partition; two are worth merging.
-        .min_input_files(2)
-        .with_properties(std::collections::HashMap::from([(
-            COMPACTED_JOB_PROPERTY.to_string(),
-            job_id.to_string(),
-        )]))
-        .await
-        .map_err(|e| {
-            MigrationError::InvalidInput(format!(
-                "every batch of job {job_id} landed in {}, but compacting the files it wrote \
-                 failed: {e}. The same command (with its --checkpoint) compacts again without \
-                 writing any batch twice; or compact later with `iceberg-ops table compact {}`",
-                self.dest.describe(),
-                self.dest.ident
-            ))
-        })?;
-        tracing::info!(
-            job = %job_id,
-            input = m.input_files(),
-            output = m.output_files(),
-            "the job's files compacted"
-        );
-        Ok(JobCompaction {
-            snapshot_id: m.snapshot_id,
-            input_files: m.input_files(),
-            output_files: m.output_files(),
-        })
     }
 
     /// Removes the marker of a job run without a checkpoint that failed: nothing can resume it,

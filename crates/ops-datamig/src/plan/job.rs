@@ -82,6 +82,59 @@ pub struct MigrationPlan {
     /// destination's field ids were assigned anew, so its files are rewritten, not copied).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Once the last batch landed, compact the files the job wrote (`--compact`), before the
+    /// checkpoint completes.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub compact: bool,
+    /// Once the job is complete, expire its own snapshots (`--expire-job-snapshots`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub expire_job_snapshots: bool,
+}
+
+impl MigrationPlan {
+    /// A plan of two one-file tasks from `lake`'s `src.orders` to `dst.orders`, batch 10:
+    /// for tests of the crates that carry plans.
+    #[doc(hidden)]
+    pub fn example() -> MigrationPlan {
+        MigrationPlan {
+            format: PLAN_FORMAT,
+            job_id: "job-1".into(),
+            source: TableLocator {
+                catalog: "lake".into(),
+                table: "src.orders".into(),
+            },
+            dest: TableLocator {
+                catalog: "lake".into(),
+                table: "dst.orders".into(),
+            },
+            source_uuid: "u1".into(),
+            dest_uuid: "u2".into(),
+            source_snapshot_id: Some(7),
+            source_schema_id: 0,
+            dest_schema_id: 0,
+            dest_spec_id: 0,
+            dest_snapshot_before: None,
+            reconciler: SchemaReconciler::default(),
+            row_filter: None,
+            batch_rows: 10,
+            write_mode: WriteMode::Append,
+            copy_mode: CopyMode::Auto,
+            total_rows: Some(20),
+            tasks: (0..2)
+                .map(|id| MigrationTask {
+                    id,
+                    first_batch: id as u64,
+                    max_batches: 1,
+                    record_count: Some(10),
+                    files: vec![format!("s3://b/f{id}.parquet")],
+                    route: FileRoute::Rewrite,
+                })
+                .collect(),
+            notes: Vec::new(),
+            compact: false,
+            expire_job_snapshots: false,
+        }
+    }
 }
 
 /// A run of source files and the batches it yields (see module docs).

@@ -1,0 +1,879 @@
+//! Sorts a stream of record batches by Iceberg sort fields in bounded memory (compaction's
+//! `--sort`, Java's `SortDataRewriter` without Spark's shuffle).
+//!
+//! 1. Rows are buffered until they take [`Sorter::memory`] bytes (Arrow buffers plus their
+//!    `arrow_row` keys).
+//! 2. A full buffer is sorted (stable, so equal keys keep their input order) and spilled to an
+//!    anonymous temporary Arrow IPC file (`TMPDIR`; the OS removes it when it is closed, a
+//!    crash included).
+//! 3. At the end the spilled runs and the last buffer are merged k-way; past [`MAX_OPEN_RUNS`]
+//!    runs, the oldest are first merged into one, so open files stay bounded too. A stream that
+//!    fits in memory is sorted there and never touches disk.
+//!
+//! Keys are compared as `arrow_row` encodes them: by the transformed value, each field
+//! ascending or descending with NULLs first or last as the sort field says; floats in IEEE total
+//! order (`-NaN < -inf < … < inf < NaN`), strings and binaries by their bytes. A field nested in
+//! structs is NULL where any parent is.
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Seek, SeekFrom};
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_ipc::reader::FileReader;
+use arrow_ipc::writer::FileWriter;
+use arrow_row::{RowConverter, Rows, SortField};
+use arrow_schema::{SchemaRef, SortOptions};
+use arrow_select::interleave::interleave_record_batch;
+use futures::stream::BoxStream;
+use futures::{Stream, StreamExt};
+use iceberg::spec::{NullOrder, SortDirection, SortOrder, TableMetadata, Transform};
+use iceberg::transform::{BoxedTransformFunction, create_transform_function};
+
+use crate::{Error, Result};
+
+/// Runs merged at once; more are first merged into one run (bounded open files).
+pub const MAX_OPEN_RUNS: usize = 64;
+
+/// Rows per batch the sorter emits.
+const OUTPUT_ROWS: usize = 8192;
+
+/// One sort field: a column by field id, the transform whose result is compared, and the order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SortKey {
+    /// Field id of the source column (nested columns too).
+    pub field_id: i32,
+    /// Compared on `transform(column)`.
+    pub transform: Transform,
+    /// Largest first.
+    pub descending: bool,
+    /// NULLs before every value.
+    pub nulls_first: bool,
+}
+
+impl SortKey {
+    /// The keys of an Iceberg sort order.
+    pub fn of_order(order: &SortOrder) -> Vec<SortKey> {
+        order
+            .fields
+            .iter()
+            .map(|f| SortKey {
+                field_id: f.source_id,
+                transform: f.transform,
+                descending: f.direction == SortDirection::Descending,
+                nulls_first: f.null_order == NullOrder::First,
+            })
+            .collect()
+    }
+}
+
+/// What to sort by: the table's default sort order, or columns named by the user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SortSpec {
+    /// The table's default sort order (Java's `sort` strategy without `sort-order`).
+    TableOrder,
+    /// These columns, in order (Java's `sort-order` option without transforms).
+    Columns(Vec<SortColumn>),
+}
+
+/// A column to sort by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SortColumn {
+    /// Its name in the current schema (`a.b` inside structs).
+    pub name: String,
+    /// Largest first.
+    pub descending: bool,
+    /// NULLs before every value.
+    pub nulls_first: bool,
+}
+
+/// A [`SortSpec`] resolved against a table's current schema.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedSort {
+    /// The keys, by field id.
+    pub keys: Vec<SortKey>,
+    /// The table sort order these keys are (written as the files' `sort_order_id`), if any.
+    pub order_id: Option<i64>,
+    /// As a user reads it: `id ASC NULLS FIRST, bucket[4](name) DESC NULLS LAST`.
+    pub description: String,
+}
+
+impl SortSpec {
+    /// Parses `col [ASC|DESC] [NULLS FIRST|NULLS LAST], ...` (SQL's `ORDER BY` list, as
+    /// Spark's `rewrite_data_files` takes its `sort_order`). The null order defaults as
+    /// Iceberg's does: first when ascending, last when descending.
+    pub fn parse_columns(text: &str) -> Result<SortSpec> {
+        let usage = "expected `col [ASC|DESC] [NULLS FIRST|NULLS LAST], ...`";
+        let mut columns = Vec::new();
+        for part in text.split(',') {
+            let words: Vec<&str> = part.split_whitespace().collect();
+            let Some((name, rest)) = words.split_first() else {
+                return Err(Error::InvalidInput(format!(
+                    "sort order '{text}' has an empty column: {usage}"
+                )));
+            };
+            let upper: Vec<String> = rest.iter().map(|w| w.to_ascii_uppercase()).collect();
+            let words: Vec<&str> = upper.iter().map(String::as_str).collect();
+            let (descending, nulls) = match words.as_slice() {
+                [] | ["ASC"] => (false, None),
+                ["DESC"] => (true, None),
+                ["NULLS", n] | ["ASC", "NULLS", n] => (false, Some(*n)),
+                ["DESC", "NULLS", n] => (true, Some(*n)),
+                _ => {
+                    return Err(Error::InvalidInput(format!(
+                        "sort order '{text}': cannot read '{}': {usage}",
+                        part.trim()
+                    )));
+                }
+            };
+            let nulls_first = match nulls {
+                None => !descending,
+                Some("FIRST") => true,
+                Some("LAST") => false,
+                Some(other) => {
+                    return Err(Error::InvalidInput(format!(
+                        "sort order '{text}': NULLS {other} is neither FIRST nor LAST"
+                    )));
+                }
+            };
+            columns.push(SortColumn {
+                name: (*name).to_string(),
+                descending,
+                nulls_first,
+            });
+        }
+        Ok(SortSpec::Columns(columns))
+    }
+
+    /// The keys of this sort on `md`'s current schema; `table` names the table in errors.
+    pub fn resolve(&self, md: &TableMetadata, table: &str) -> Result<ResolvedSort> {
+        let schema = md.current_schema();
+        let keys = match self {
+            SortSpec::TableOrder => {
+                let order = md.default_sort_order();
+                if order.is_unsorted() {
+                    return Err(Error::InvalidInput(format!(
+                        "{table} has no sort order to sort by: give the columns with \
+                         --sort-by 'col [ASC|DESC], ...', or set the table's order first \
+                         (`iceberg-ops table set-sort-order`)"
+                    )));
+                }
+                SortKey::of_order(order)
+            }
+            SortSpec::Columns(columns) => {
+                let mut keys = Vec::with_capacity(columns.len());
+                for c in columns {
+                    let field = schema.field_by_name(&c.name).ok_or_else(|| {
+                        Error::InvalidInput(format!(
+                            "cannot sort {table} by '{}': no such column",
+                            c.name
+                        ))
+                    })?;
+                    if !field.field_type.is_primitive() {
+                        return Err(Error::InvalidInput(format!(
+                            "cannot sort {table} by '{}': it is a {}, not a primitive column",
+                            c.name, field.field_type
+                        )));
+                    }
+                    keys.push(SortKey {
+                        field_id: field.id,
+                        transform: Transform::Identity,
+                        descending: c.descending,
+                        nulls_first: c.nulls_first,
+                    });
+                }
+                keys
+            }
+        };
+        // A file is marked with an order only when it is one of the table's (Java's
+        // `outputSortOrderId`): readers may rely on what the id says.
+        let order_id = md
+            .sort_orders_iter()
+            .find(|o| !o.is_unsorted() && SortKey::of_order(o) == keys)
+            .map(|o| o.order_id);
+        let description = keys
+            .iter()
+            .map(|k| {
+                let name = schema
+                    .name_by_field_id(k.field_id)
+                    .map_or_else(|| format!("field {}", k.field_id), str::to_string);
+                let column = match k.transform {
+                    Transform::Identity => name,
+                    t => format!("{t}({name})"),
+                };
+                format!(
+                    "{column} {} NULLS {}",
+                    if k.descending { "DESC" } else { "ASC" },
+                    if k.nulls_first { "FIRST" } else { "LAST" }
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        Ok(ResolvedSort {
+            keys,
+            order_id,
+            description,
+        })
+    }
+}
+
+/// Sorts batches of one schema by [`SortKey`]s (see the module docs).
+pub struct Sorter {
+    schema: SchemaRef,
+    keys: Vec<SortKey>,
+    transforms: Vec<BoxedTransformFunction>,
+    converter: RowConverter,
+    memory: usize,
+}
+
+impl std::fmt::Debug for Sorter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sorter")
+            .field("keys", &self.keys)
+            .field("memory", &self.memory)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Sorter {
+    /// A sorter of batches with `schema` (field ids in `PARQUET:field_id` metadata) that holds
+    /// about `memory` bytes of rows before it spills.
+    ///
+    /// A key whose field is not a column of `schema` (or lies in a list or map), or whose
+    /// transform does not apply to its type, is an [`Error::InvalidInput`] naming it.
+    pub fn new(schema: SchemaRef, keys: Vec<SortKey>, memory: usize) -> Result<Self> {
+        if keys.is_empty() {
+            return Err(Error::InvalidInput(
+                "a sort needs at least one field".into(),
+            ));
+        }
+        let empty = RecordBatch::new_empty(schema.clone());
+        let mut transforms = Vec::with_capacity(keys.len());
+        let mut fields = Vec::with_capacity(keys.len());
+        for key in &keys {
+            let column =
+                crate::eval::column_by_field_id(&empty, key.field_id)?.ok_or_else(|| {
+                    Error::InvalidInput(format!(
+                        "sort field id {} is not a column of the table outside lists and maps",
+                        key.field_id
+                    ))
+                })?;
+            let transform = create_transform_function(&key.transform)?;
+            let transformed = transform.transform(column.clone()).map_err(|e| {
+                Error::InvalidInput(format!(
+                    "cannot sort by {}(field id {}) of type {}: {e}",
+                    key.transform,
+                    key.field_id,
+                    column.data_type()
+                ))
+            })?;
+            fields.push(SortField::new_with_options(
+                transformed.data_type().clone(),
+                SortOptions {
+                    descending: key.descending,
+                    nulls_first: key.nulls_first,
+                },
+            ));
+            transforms.push(transform);
+        }
+        Ok(Self {
+            schema,
+            keys,
+            transforms,
+            converter: RowConverter::new(fields)?,
+            memory: memory.max(1),
+        })
+    }
+
+    /// Bytes of rows held before a run is spilled.
+    pub fn memory(&self) -> usize {
+        self.memory
+    }
+
+    /// Sorts `input` (read to its end first) into a stream of sorted batches.
+    pub async fn sort<S>(self, mut input: S) -> Result<BoxStream<'static, Result<RecordBatch>>>
+    where
+        S: Stream<Item = Result<RecordBatch>> + Unpin,
+    {
+        let sorter = Arc::new(self);
+        let mut buffer = Buffer::default();
+        let mut runs: Vec<Run> = Vec::new();
+        while let Some(batch) = input.next().await {
+            let batch = batch?;
+            if batch.num_rows() == 0 {
+                continue;
+            }
+            let rows = sorter.rows(&batch)?;
+            buffer.bytes += batch.get_array_memory_size() + rows.size();
+            buffer.batches.push(batch);
+            buffer.rows.push(rows);
+            if buffer.bytes >= sorter.memory {
+                let full = std::mem::take(&mut buffer);
+                let s = sorter.clone();
+                let run = blocking(move || s.spill(full.into_run())).await?;
+                runs.push(run);
+                if runs.len() >= MAX_OPEN_RUNS {
+                    let s = sorter.clone();
+                    let all = std::mem::take(&mut runs);
+                    runs.push(blocking(move || s.spill_merged(all)).await?);
+                }
+            }
+        }
+        let last = blocking(move || Ok(buffer.into_run())).await?;
+        if runs.is_empty() {
+            // Everything fitted in memory: emit the one run as it is.
+            return Ok(run_stream(last));
+        }
+        runs.push(last);
+        tracing::debug!(runs = runs.len(), "merging spilled sort runs");
+        let merge = blocking({
+            let s = sorter.clone();
+            move || Merge::new(s, runs)
+        })
+        .await?;
+        Ok(futures::stream::try_unfold(merge, |merge| async move {
+            let (merge, next) = blocking(move || {
+                let mut merge = merge;
+                let next = merge.next_batch()?;
+                Ok((merge, next))
+            })
+            .await?;
+            Ok(next.map(|b| (b, merge)))
+        })
+        .boxed())
+    }
+
+    /// The sort keys of `batch`'s rows.
+    fn rows(&self, batch: &RecordBatch) -> Result<Rows> {
+        let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.keys.len());
+        for (key, transform) in self.keys.iter().zip(&self.transforms) {
+            let column =
+                crate::eval::column_by_field_id(batch, key.field_id)?.ok_or_else(|| {
+                    Error::InvalidInput(format!(
+                        "sort field id {} is missing from a batch",
+                        key.field_id
+                    ))
+                })?;
+            columns.push(transform.transform(column)?);
+        }
+        Ok(self.converter.convert_columns(&columns)?)
+    }
+
+    /// Writes `run` to an anonymous temporary file and returns it as a run read back from there.
+    fn spill(&self, mut run: Run) -> Result<Run> {
+        let file = tempfile::tempfile().map_err(|e| io_error("a temporary sort file", e))?;
+        let rows = {
+            let writer = file
+                .try_clone()
+                .map_err(|e| io_error("a temporary sort file", e))?;
+            let mut writer = FileWriter::try_new(BufWriter::new(writer), &self.schema)?;
+            let mut rows = 0;
+            while let Some(batch) = run.next_batch()? {
+                rows += batch.num_rows();
+                writer.write(&batch)?;
+            }
+            writer.finish()?;
+            rows
+        };
+        drop(run);
+        let mut file = file;
+        file.seek(SeekFrom::Start(0))
+            .map_err(|e| io_error("a temporary sort file", e))?;
+        tracing::debug!(rows, "sort run spilled");
+        Ok(Run::Spilled(FileReader::try_new(
+            BufReader::new(file),
+            None,
+        )?))
+    }
+
+    /// Merges `runs` into one spilled run.
+    fn spill_merged(self: &Arc<Self>, runs: Vec<Run>) -> Result<Run> {
+        let merge = Merge::new(self.clone(), runs)?;
+        self.spill(Run::Merged(Box::new(merge)))
+    }
+}
+
+/// Rows buffered before they are sorted.
+#[derive(Default)]
+struct Buffer {
+    batches: Vec<RecordBatch>,
+    rows: Vec<Rows>,
+    bytes: usize,
+}
+
+impl Buffer {
+    /// The buffer as a sorted run: its rows' positions in key order (stable).
+    fn into_run(self) -> Run {
+        let rows = self.rows;
+        let mut order: Vec<(usize, usize)> = rows
+            .iter()
+            .enumerate()
+            .flat_map(|(b, r)| (0..r.num_rows()).map(move |i| (b, i)))
+            .collect();
+        order.sort_by(|&(ab, ai), &(bb, bi)| rows[ab].row(ai).cmp(&rows[bb].row(bi)));
+        Run::Memory {
+            batches: self.batches,
+            order,
+            next: 0,
+        }
+    }
+}
+
+/// A sorted sequence of rows.
+enum Run {
+    /// Buffered batches and the order of their rows.
+    Memory {
+        batches: Vec<RecordBatch>,
+        order: Vec<(usize, usize)>,
+        next: usize,
+    },
+    /// A run written to a temporary file, read back a batch at a time.
+    Spilled(FileReader<BufReader<File>>),
+    /// Runs merged on the fly (only while being spilled as one).
+    Merged(Box<Merge>),
+}
+
+impl Run {
+    /// The run's next rows, in order, or `None` at its end.
+    fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        match self {
+            Run::Memory {
+                batches,
+                order,
+                next,
+            } => {
+                if *next >= order.len() {
+                    return Ok(None);
+                }
+                let end = (*next + OUTPUT_ROWS).min(order.len());
+                let refs: Vec<&RecordBatch> = batches.iter().collect();
+                let batch = interleave_record_batch(&refs, &order[*next..end])?;
+                *next = end;
+                Ok(Some(batch))
+            }
+            Run::Spilled(reader) => loop {
+                match reader.next() {
+                    None => return Ok(None),
+                    Some(batch) => {
+                        let batch = batch?;
+                        if batch.num_rows() > 0 {
+                            return Ok(Some(batch));
+                        }
+                    }
+                }
+            },
+            Run::Merged(merge) => merge.next_batch(),
+        }
+    }
+}
+
+/// The whole of one run as a stream.
+fn run_stream(run: Run) -> BoxStream<'static, Result<RecordBatch>> {
+    futures::stream::unfold(run, |mut run| async move {
+        match &mut run {
+            Run::Memory {
+                batches,
+                order,
+                next,
+            } => {
+                if *next >= order.len() {
+                    return None;
+                }
+                let end = (*next + OUTPUT_ROWS).min(order.len());
+                let refs: Vec<&RecordBatch> = batches.iter().collect();
+                let batch = interleave_record_batch(&refs, &order[*next..end]).map_err(Error::from);
+                *next = end;
+                Some((batch, run))
+            }
+            // Only in-memory runs are streamed whole.
+            Run::Spilled(_) | Run::Merged(_) => None,
+        }
+    })
+    .boxed()
+}
+
+/// The current batch of one run being merged.
+struct Cursor {
+    batch: RecordBatch,
+    rows: Rows,
+    pos: usize,
+}
+
+/// A k-way merge of sorted runs: a binary heap of run indices, ordered by each run's current
+/// row (ties by run index, so rows of earlier runs come first and the sort stays stable).
+struct Merge {
+    sorter: Arc<Sorter>,
+    runs: Vec<Run>,
+    cursors: Vec<Option<Cursor>>,
+    heap: Vec<usize>,
+}
+
+impl Merge {
+    fn new(sorter: Arc<Sorter>, mut runs: Vec<Run>) -> Result<Self> {
+        let mut cursors = Vec::with_capacity(runs.len());
+        let mut heap = Vec::with_capacity(runs.len());
+        for (i, run) in runs.iter_mut().enumerate() {
+            let cursor = match run.next_batch()? {
+                Some(batch) => {
+                    heap.push(i);
+                    Some(Cursor {
+                        rows: sorter.rows(&batch)?,
+                        batch,
+                        pos: 0,
+                    })
+                }
+                None => None,
+            };
+            cursors.push(cursor);
+        }
+        let mut merge = Self {
+            sorter,
+            runs,
+            cursors,
+            heap,
+        };
+        for i in (0..merge.heap.len() / 2).rev() {
+            merge.sift_down(i);
+        }
+        Ok(merge)
+    }
+
+    /// Whether run `a`'s current row sorts before run `b`'s.
+    fn before(&self, a: usize, b: usize) -> bool {
+        match (&self.cursors[a], &self.cursors[b]) {
+            (Some(x), Some(y)) => match x.rows.row(x.pos).cmp(&y.rows.row(y.pos)) {
+                std::cmp::Ordering::Less => true,
+                std::cmp::Ordering::Greater => false,
+                std::cmp::Ordering::Equal => a < b,
+            },
+            // Exhausted runs are never in the heap.
+            _ => a < b,
+        }
+    }
+
+    fn sift_down(&mut self, mut i: usize) {
+        let n = self.heap.len();
+        loop {
+            let (l, r) = (2 * i + 1, 2 * i + 2);
+            let mut least = i;
+            if l < n && self.before(self.heap[l], self.heap[least]) {
+                least = l;
+            }
+            if r < n && self.before(self.heap[r], self.heap[least]) {
+                least = r;
+            }
+            if least == i {
+                return;
+            }
+            self.heap.swap(i, least);
+            i = least;
+        }
+    }
+
+    /// Up to [`OUTPUT_ROWS`] next rows in order, or `None` once every run is done. A batch
+    /// ends early where a run's current batch does (the output is taken from the current
+    /// batches).
+    fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        let mut picks: Vec<(usize, usize)> = Vec::with_capacity(OUTPUT_ROWS);
+        let mut exhausted = None;
+        while picks.len() < OUTPUT_ROWS {
+            let Some(&top) = self.heap.first() else {
+                break;
+            };
+            let Some(cursor) = self.cursors[top].as_mut() else {
+                break;
+            };
+            picks.push((top, cursor.pos));
+            cursor.pos += 1;
+            if cursor.pos == cursor.batch.num_rows() {
+                exhausted = Some(top);
+                break;
+            }
+            self.sift_down(0);
+        }
+        if picks.is_empty() {
+            return Ok(None);
+        }
+        // Runs without a cursor are never picked; any batch stands in for them.
+        let placeholder = &picks_batch(&self.cursors, picks[0].0)?;
+        let refs: Vec<&RecordBatch> = self
+            .cursors
+            .iter()
+            .map(|c| c.as_ref().map_or(placeholder, |c| &c.batch))
+            .collect();
+        let out = interleave_record_batch(&refs, &picks)?;
+        if let Some(run) = exhausted {
+            match self.runs[run].next_batch()? {
+                Some(batch) => {
+                    self.cursors[run] = Some(Cursor {
+                        rows: self.sorter.rows(&batch)?,
+                        batch,
+                        pos: 0,
+                    });
+                    self.sift_down(0);
+                }
+                None => {
+                    self.cursors[run] = None;
+                    self.heap.swap_remove(0);
+                    if !self.heap.is_empty() {
+                        self.sift_down(0);
+                    }
+                }
+            }
+        }
+        Ok(Some(out))
+    }
+}
+
+fn picks_batch(cursors: &[Option<Cursor>], run: usize) -> Result<RecordBatch> {
+    cursors
+        .get(run)
+        .and_then(Option::as_ref)
+        .map(|c| c.batch.clone())
+        .ok_or_else(|| Error::InvalidInput("sort merge lost its current batch".into()))
+}
+
+/// Runs `f` on tokio's blocking pool (sorting, spilling and merging are CPU and file work).
+async fn blocking<T, F>(f: F) -> Result<T>
+where
+    F: FnOnce() -> Result<T> + Send + 'static,
+    T: Send + 'static,
+{
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Error::InvalidInput(format!("the sort stopped: {e}")))?
+}
+
+fn io_error(what: &str, source: std::io::Error) -> Error {
+    Error::Io {
+        path: std::env::temp_dir().join(what),
+        source,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::Int64Type;
+    use arrow_array::{Int64Array, StringArray, StructArray};
+    use arrow_schema::{DataType, Field, Fields, Schema};
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn field(name: &str, ty: DataType, id: i32) -> Field {
+        Field::new(name, ty, true).with_metadata(HashMap::from([(
+            "PARQUET:field_id".to_string(),
+            id.to_string(),
+        )]))
+    }
+
+    fn schema() -> SchemaRef {
+        let inner = Fields::from(vec![field("v", DataType::Int64, 4)]);
+        Arc::new(Schema::new(vec![
+            field("a", DataType::Int64, 1),
+            field("b", DataType::Utf8, 2),
+            field("s", DataType::Struct(inner), 3),
+        ]))
+    }
+
+    /// Batches of `rows` (a, b, s.v with s NULL where `parent_null`), `per` rows each.
+    fn batches(rows: &[Row], per: usize) -> Vec<RecordBatch> {
+        let schema = schema();
+        rows.chunks(per.max(1))
+            .map(|chunk| {
+                let a = Int64Array::from(chunk.iter().map(|r| r.0).collect::<Vec<_>>());
+                let b = StringArray::from(chunk.iter().map(|r| r.1.clone()).collect::<Vec<_>>());
+                let v = Int64Array::from(chunk.iter().map(|r| r.2).collect::<Vec<_>>());
+                let nulls = arrow_buffer::NullBuffer::from(
+                    chunk.iter().map(|r| !r.3).collect::<Vec<bool>>(),
+                );
+                let DataType::Struct(fields) = schema.field(2).data_type().clone() else {
+                    unreachable!()
+                };
+                let s = StructArray::new(fields, vec![Arc::new(v) as ArrayRef], Some(nulls));
+                RecordBatch::try_new(schema.clone(), vec![Arc::new(a), Arc::new(b), Arc::new(s)])
+                    .expect("batch")
+            })
+            .collect()
+    }
+
+    async fn sorted(
+        input: Vec<RecordBatch>,
+        keys: Vec<SortKey>,
+        memory: usize,
+    ) -> Vec<RecordBatch> {
+        let sorter = Sorter::new(schema(), keys, memory).expect("sorter");
+        let stream = futures::stream::iter(input.into_iter().map(Ok));
+        sorter
+            .sort(stream)
+            .await
+            .expect("sort")
+            .collect::<Vec<_>>()
+            .await
+            .into_iter()
+            .collect::<Result<Vec<_>>>()
+            .expect("batches")
+    }
+
+    fn rows_of(batches: &[RecordBatch]) -> Vec<Row> {
+        let mut out = Vec::new();
+        for b in batches {
+            let a = b.column(0).as_primitive::<Int64Type>();
+            let s = b.column(1).as_string::<i32>();
+            let st = b.column(2).as_struct();
+            let v = st.column(0).as_primitive::<Int64Type>();
+            for i in 0..b.num_rows() {
+                out.push((
+                    a.is_valid(i).then(|| a.value(i)),
+                    s.is_valid(i).then(|| s.value(i).to_string()),
+                    v.is_valid(i).then(|| v.value(i)),
+                    st.is_null(i),
+                ));
+            }
+        }
+        out
+    }
+
+    fn key(field_id: i32, descending: bool, nulls_first: bool) -> SortKey {
+        SortKey {
+            field_id,
+            transform: Transform::Identity,
+            descending,
+            nulls_first,
+        }
+    }
+
+    type Row = (Option<i64>, Option<String>, Option<i64>, bool);
+
+    /// The reference: a stable sort of the rows by the same keys.
+    fn expected(mut rows: Vec<Row>, keys: &[SortKey]) -> Vec<Row> {
+        rows.sort_by(|x, y| {
+            for k in keys {
+                let o = match k.field_id {
+                    1 => cmp_opt(x.0, y.0, k),
+                    2 => cmp_opt(x.1.clone(), y.1.clone(), k),
+                    // s.v: NULL where the parent is.
+                    4 => cmp_opt(
+                        (!x.3).then_some(x.2).flatten(),
+                        (!y.3).then_some(y.2).flatten(),
+                        k,
+                    ),
+                    _ => std::cmp::Ordering::Equal,
+                };
+                if o != std::cmp::Ordering::Equal {
+                    return o;
+                }
+            }
+            std::cmp::Ordering::Equal
+        });
+        rows
+    }
+
+    fn cmp_opt<T: Ord>(x: Option<T>, y: Option<T>, k: &SortKey) -> std::cmp::Ordering {
+        use std::cmp::Ordering::*;
+        match (x, y) {
+            (None, None) => Equal,
+            (None, Some(_)) => {
+                if k.nulls_first {
+                    Less
+                } else {
+                    Greater
+                }
+            }
+            (Some(_), None) => {
+                if k.nulls_first {
+                    Greater
+                } else {
+                    Less
+                }
+            }
+            (Some(a), Some(b)) => {
+                if k.descending {
+                    b.cmp(&a)
+                } else {
+                    a.cmp(&b)
+                }
+            }
+        }
+    }
+
+    fn row_strategy() -> impl Strategy<Value = Row> {
+        (
+            proptest::option::of(-5i64..5),
+            proptest::option::of("[a-c]{0,2}"),
+            proptest::option::of(-3i64..3),
+            any::<bool>(),
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        /// Spilled or not, merged in one pass or two, the output is the stable sort of the
+        /// input by the keys: nothing lost, nothing duplicated, NULL parents making NULL keys.
+        #[test]
+        fn an_external_sort_is_the_stable_sort_of_its_input(
+            rows in proptest::collection::vec(row_strategy(), 0..300),
+            per in 1usize..40,
+            memory in prop_oneof![Just(1usize), 1usize..20_000, Just(usize::MAX)],
+            desc in any::<[bool; 3]>(),
+            nulls in any::<[bool; 3]>(),
+            order in 0usize..3,
+        ) {
+            let fields = [[1, 2, 4], [4, 1, 2], [2, 4, 1]][order];
+            let keys: Vec<SortKey> = (0..3).map(|i| key(fields[i], desc[i], nulls[i])).collect();
+            let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).build().expect("rt");
+            let out = runtime.block_on(sorted(batches(&rows, per), keys.clone(), memory));
+            // Each row's parent-null flag and child value travel together.
+            let got = rows_of(&out);
+            let want = expected(rows.clone(), &keys);
+            let strip = |r: &Row| (r.0, r.1.clone(), (!r.3).then_some(r.2).flatten(), r.3);
+            prop_assert_eq!(got.iter().map(strip).collect::<Vec<_>>(), want.iter().map(strip).collect::<Vec<_>>());
+        }
+    }
+
+    /// More spilled runs than may be open at once are merged in two passes.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn more_runs_than_may_be_open_are_merged_in_passes() {
+        let rows: Vec<Row> = (0..(MAX_OPEN_RUNS as i64 * 3))
+            .map(|i| (Some((i * 7919) % 1000), None, None, false))
+            .collect();
+        let out = sorted(batches(&rows, 1), vec![key(1, false, true)], 1).await;
+        let got: Vec<i64> = rows_of(&out).iter().filter_map(|r| r.0).collect();
+        let mut want: Vec<i64> = rows.iter().filter_map(|r| r.0).collect();
+        want.sort();
+        assert_eq!(got, want);
+    }
+
+    /// A transform's result is compared (bucket, truncate), and a key the schema lacks is
+    /// refused by id.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn transforms_are_compared_and_unknown_fields_refused() {
+        let rows: Vec<Row> = ["ba", "ab", "bb", "aa"]
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (Some(i as i64), Some(s.to_string()), None, false))
+            .collect();
+        let truncate = SortKey {
+            field_id: 2,
+            transform: Transform::Truncate(1),
+            descending: false,
+            nulls_first: true,
+        };
+        let out = sorted(batches(&rows, 2), vec![truncate], 1).await;
+        let got: Vec<String> = rows_of(&out).into_iter().filter_map(|r| r.1).collect();
+        // By first letter only; equal keys keep their input order.
+        assert_eq!(got, ["ab", "aa", "ba", "bb"]);
+        let err = Sorter::new(schema(), vec![key(99, false, true)], 1).expect_err("unknown");
+        assert!(err.to_string().contains("field id 99"), "{err}");
+        let bucket = SortKey {
+            field_id: 1,
+            transform: Transform::Bucket(4),
+            descending: false,
+            nulls_first: true,
+        };
+        assert!(Sorter::new(schema(), vec![bucket], 1).is_ok());
+    }
+}

@@ -1,0 +1,98 @@
+//! After the last batch, the job's own maintenance, for a local run and for the commit of a
+//! plan run elsewhere alike:
+//!
+//! 1. [`compact_job`]: compact the files the job wrote — before the checkpoint is marked
+//!    completed, so the same command after a crash during it finds every batch landed and
+//!    compacts again;
+//! 2. [`expire_job`]: expire the job's snapshots — only after completion, since a resume finds
+//!    its landed batches by them.
+
+use super::history::{COMPACTED_JOB_PROPERTY, MIGRATION_JOB_PROPERTY, landed_batches};
+use crate::types::TableRef;
+use crate::{JobCompaction, JobExpiry, MigrationError, Result};
+
+/// Compacts the live files `job_id`'s batch snapshots added (see [`crate::DataMigrator::compact`]).
+pub(crate) async fn compact_job(dest_ref: &TableRef, job_id: &str) -> Result<JobCompaction> {
+    let dest = dest_ref.load().await?;
+    let snapshots: Vec<i64> = landed_batches(&dest, job_id, 0)
+        .into_values()
+        .flatten()
+        .collect();
+    let (_, m) =
+        ops_core::ops::compact::CompactBuilder::new(&dest_ref.handle, dest_ref.ident.clone())
+            .only_files_added_by(snapshots)
+            // A job's batches leave a few small files per partition; two are worth merging.
+            .min_input_files(2)
+            .with_properties(std::collections::HashMap::from([(
+                COMPACTED_JOB_PROPERTY.to_string(),
+                job_id.to_string(),
+            )]))
+            .await
+            .map_err(|e| {
+                MigrationError::InvalidInput(format!(
+                    "every batch of job {job_id} landed in {}, but compacting the files it wrote \
+             failed: {e}. The same command (with its --checkpoint) compacts again without \
+             writing any batch twice; or compact later with `iceberg-ops table compact {}`",
+                    dest_ref.describe(),
+                    dest_ref.ident
+                ))
+            })?;
+    tracing::info!(
+        job = %job_id,
+        input = m.input_files(),
+        output = m.output_files(),
+        "the job's files compacted"
+    );
+    Ok(JobCompaction {
+        snapshot_id: m.snapshot_id,
+        input_files: m.input_files(),
+        output_files: m.output_files(),
+    })
+}
+
+/// Expires `job_id`'s snapshots (see [`crate::DataMigrator::expire_job_snapshots`]).
+pub(crate) async fn expire_job(dest_ref: &TableRef, job_id: &str) -> Result<JobExpiry> {
+    let dest = dest_ref.load().await?;
+    let mut snapshots: Vec<i64> = landed_batches(&dest, job_id, 0)
+        .into_values()
+        .flatten()
+        .collect();
+    snapshots.extend(dest.metadata().snapshots().filter_map(|s| {
+        (s.summary()
+            .additional_properties
+            .get(COMPACTED_JOB_PROPERTY)
+            .map(String::as_str)
+            == Some(job_id))
+        .then_some(s.snapshot_id())
+    }));
+    let keep_files = !ops_core::ops::maintenance::gc_enabled(dest.metadata());
+    let (_, m) = ops_core::ops::expire_snapshots::ExpireSnapshotsBuilder::new(
+        &dest_ref.handle,
+        dest_ref.ident.clone(),
+    )
+    .snapshot_ids(snapshots.iter().copied())
+    .keep_files(keep_files)
+    .await
+    .map_err(|e| {
+        MigrationError::InvalidInput(format!(
+            "job {job_id} completed in {}, but expiring its snapshots failed: {e}. Expire \
+             them later with `iceberg-ops table expire-snapshots {} --snapshot-id ID ...` \
+             (the job's snapshots carry {MIGRATION_JOB_PROPERTY}={job_id} in their summary)",
+            dest_ref.describe(),
+            dest_ref.ident
+        ))
+    })?;
+    tracing::info!(
+        job = %job_id,
+        expired = m.expired_snapshots.len(),
+        deleted = m.deleted_data_files.len(),
+        "the job's snapshots expired"
+    );
+    Ok(JobExpiry {
+        expired_snapshots: m.expired_snapshots,
+        deleted_data_files: m.deleted_data_files.len(),
+        deleted_manifests: m.deleted_manifests.len() + m.deleted_manifest_lists.len(),
+        kept_files: keep_files,
+        cleanup_skipped: m.cleanup_skipped,
+    })
+}
