@@ -128,16 +128,18 @@ fn start_cluster(
     props: &BTreeMap<String, String>,
     n: usize,
 ) -> anyhow::Result<Cluster> {
-    start_cluster_with(bin, root, props, n, &[])
+    start_cluster_with(bin, root, props, n, &[], &[])
 }
 
-/// [`start_cluster`] with `scheduler_env` added to the scheduler's environment.
+/// [`start_cluster`] with `scheduler_env` added to the scheduler's environment and
+/// `executor_env` to the executors'.
 fn start_cluster_with(
     bin: &Path,
     root: &Path,
     props: &BTreeMap<String, String>,
     n: usize,
     scheduler_env: &[(&str, &str)],
+    executor_env: &[(&str, &str)],
 ) -> anyhow::Result<Cluster> {
     let scheduler_port = free_port();
     let dir = root.join("scheduler");
@@ -157,6 +159,7 @@ fn start_cluster_with(
         let (port, grpc) = (free_port(), free_port());
         let dir = root.join(format!("executor-{i}"));
         let mut cmd = command(bin, &dir, props)?;
+        cmd.envs(executor_env.iter().copied());
         cmd.args(["cluster", "executor", "--scheduler"])
             .arg(format!("127.0.0.1:{scheduler_port}"))
             .args(["--concurrent-tasks", "1", "--heartbeat", "1"])
@@ -348,14 +351,22 @@ fn a_scheduler_that_is_not_there_is_a_clear_error_and_commits_nothing() -> TestR
             "--create-dest",
         ])
         .args(["--batch-rows", "25"])
+        .arg("--checkpoint")
+        .arg(client_dir.join("job.json"))
         .arg("--cluster")
         .arg(format!("df://127.0.0.1:{port}"));
     let started = Instant::now();
     let status = cmd.status()?;
     let log = std::fs::read_to_string(client_dir.join("log"))?;
     assert!(!status.success(), "{log}");
+    // The error itself (the last line, after the progress lines that also name the URL).
+    let error = log
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or_default();
     assert!(
-        log.contains(&format!("127.0.0.1:{port}")),
+        error.contains(&format!("127.0.0.1:{port}")),
         "the error names the scheduler:\n{log}"
     );
     assert!(
@@ -445,6 +456,7 @@ fn an_executor_killed_mid_job_loses_and_duplicates_no_row() -> TestResult {
         seed ^= seed << 17;
         seed % n
     };
+    let mut mid_job = 0;
     for trial in 0..kill_trials()? {
         let root = tempfile::tempdir()?;
         let mut cluster = start_cluster(&bin, root.path(), &props, 2)?;
@@ -477,6 +489,7 @@ fn an_executor_killed_mid_job_loses_and_duplicates_no_row() -> TestResult {
         // Then somewhere inside the next tasks.
         std::thread::sleep(Duration::from_millis(random(1500)));
         let killed_mid_job = client.try_wait()?.is_none();
+        mid_job += u32::from(killed_mid_job);
         cluster.executors[victim].child.kill()?;
         cluster.executors[victim].child.wait()?;
         eprintln!(
@@ -555,6 +568,89 @@ fn an_executor_killed_mid_job_loses_and_duplicates_no_row() -> TestResult {
             orphans.len()
         );
     }
+    // A kill after the job had ended would prove nothing.
+    assert!(
+        mid_job > 0,
+        "no trial killed an executor in the middle of its job"
+    );
+    Ok(())
+}
+
+/// Tasks longer than the scheduler's --executor-timeout on executors whose only slot they
+/// fill: Ballista's pull-mode executor polls (its only sign of life) only with a free slot, so
+/// without heartbeats of our own the scheduler takes both for lost and runs the tasks again.
+/// Each task runs once, the job succeeds, every row once.
+#[test]
+fn tasks_longer_than_the_executor_timeout_run_once() -> TestResult {
+    init_tracing();
+    let bin = binary()?;
+    let (_moto, props) = glue_on_moto();
+    let root = tempfile::tempdir()?;
+    let rt = tokio::runtime::Runtime::new()?;
+    let rows = make_source(&rt, &props, 2)?;
+    // executor-timeout 5 s (start_cluster), heartbeats every second, tasks of 9 s.
+    let cluster = start_cluster_with(
+        &bin,
+        root.path(),
+        &props,
+        2,
+        &[],
+        &[("ICEBERG_OPS_TEST_TASK_DELAY_MS", "9000")],
+    )?;
+    let client_dir = root.path().join("client");
+    let mut cmd = command(&bin, &client_dir, &props)?;
+    cmd.args(["migrate-data", "--source-catalog", "lake"])
+        .args(["--source", "src.orders", "--dest", "dst.orders"])
+        .args(["--create-dest", "--batch-rows", "20", "--output", "json"])
+        .arg("--checkpoint")
+        .arg(client_dir.join("job.json"))
+        .arg("--cluster")
+        .arg(format!("df://127.0.0.1:{}", cluster.scheduler_port))
+        .stdout(Stdio::piped());
+    let out = cmd.output()?;
+    let log = std::fs::read_to_string(client_dir.join("log"))?;
+    assert!(
+        out.status.success(),
+        "{log}\n--- scheduler:\n{}",
+        cluster.scheduler.log()
+    );
+    let tasks: usize = log
+        .lines()
+        .find_map(|l| {
+            l.split(" task(s)")
+                .next()?
+                .rsplit(", ")
+                .next()?
+                .parse()
+                .ok()
+        })
+        .context("the client names the job's tasks")?;
+    assert!(tasks >= 2, "{log}");
+    // The scheduler took no executor for lost (Ballista's warning, forwarded to its log), and
+    // no task was started again (a rerun after the first attempt's output landed reuses it).
+    let scheduler = cluster.scheduler.log();
+    assert!(
+        !scheduler.contains("heartbeat timed out"),
+        "an executor was taken for lost:\n{scheduler}\n--- executor 0:\n{}\n--- executor 1:\n{}",
+        cluster.executors[0].log(),
+        cluster.executors[1].log()
+    );
+    let reused: usize = cluster
+        .executors
+        .iter()
+        .map(|e| e.log().matches("task output already written").count())
+        .sum();
+    assert_eq!(
+        tasks_executed(&cluster) + reused,
+        tasks,
+        "a task ran twice:\n{log}\n--- executor 0:\n{}\n--- executor 1:\n{}",
+        cluster.executors[0].log(),
+        cluster.executors[1].log()
+    );
+    let (got, _) = pyiceberg_orders("lake", &props, "dst")?;
+    let mut want = crate::common::orders_json(&rows);
+    sort_rows(&mut want);
+    assert_eq!(got, want);
     Ok(())
 }
 
@@ -638,7 +734,7 @@ fn tasks_of_another_format_version_are_refused_and_commit_nothing() -> TestResul
     let rt = tokio::runtime::Runtime::new()?;
     make_source(&rt, &props, 2)?;
     const ENV: &str = "ICEBERG_OPS_TEST_ENCODE_CLUSTER_FORMAT";
-    let cluster = start_cluster_with(&bin, root.path(), &props, 2, &[(ENV, "2")])?;
+    let cluster = start_cluster_with(&bin, root.path(), &props, 2, &[(ENV, "2")], &[])?;
     let client_dir = root.path().join("client");
     for (who, client_format) in [("the scheduler", Some("2")), ("the executors", None)] {
         let mut cmd = command(&bin, &client_dir, &props)?;
@@ -648,6 +744,8 @@ fn tasks_of_another_format_version_are_refused_and_commit_nothing() -> TestResul
         cmd.args(["migrate-data", "--source-catalog", "lake"])
             .args(["--source", "src.orders", "--dest", "dst.orders"])
             .args(["--create-dest", "--batch-rows", "1000"])
+            .arg("--checkpoint")
+            .arg(client_dir.join(format!("job-{}.json", client_format.unwrap_or("1"))))
             .arg("--cluster")
             .arg(format!("df://127.0.0.1:{}", cluster.scheduler_port));
         let status = cmd.status()?;

@@ -24,8 +24,16 @@ use ops_datamig::{MigrationError, MigrationPlan, MigrationResult, TaskOutput};
 
 use crate::error::{ClusterError, Result};
 use crate::node::MigrationTasksNode;
-use crate::outputs::{Found, output_path, read_output, remove_lost_attempts, remove_outputs};
+use crate::outputs::{
+    Found, committed_attempt_folders, output_path, read_output, remove_lost_attempts,
+    remove_outputs,
+};
 use crate::process::session_config;
+
+/// How long a job whose outputs are all committed may still run before its files are cleaned
+/// up anyway (an attempt of a task taken for lost may still be writing; it ends within its
+/// task's time).
+const JOB_END_WAIT: Duration = Duration::from_secs(300);
 
 /// Called when a task's output lands: (task id, tasks landed so far, tasks in the plan).
 pub type TaskProgress = Arc<dyn Fn(usize, usize, usize) + Send + Sync>;
@@ -114,9 +122,9 @@ impl ClusterRunner {
                 .await?);
         }
         let job = self.submit(plan).await?;
-        let yielded: Yielded = Arc::default();
+        let left: JobSlot = Arc::default();
         let watcher = Watcher {
-            yielded: yielded.clone(),
+            left: left.clone(),
             plan: plan.clone(),
             dest: dest_table.clone(),
             next: 0,
@@ -129,30 +137,44 @@ impl ClusterRunner {
             let item = w.next_output().await?;
             Some((item, w))
         });
-        let result = plan
+        let committed = plan
             .commit_stream(source, dest, outputs, self.checkpoint.clone())
-            .await?;
-        // Every output the watcher yielded is committed: the files of other attempts of those
-        // tasks (whose executor died mid-task) are orphans. Before the outputs go: the attempt
-        // markers are kept beside them.
-        let yielded = std::mem::take(&mut *yielded.lock().unwrap_or_else(|e| e.into_inner()));
-        let mut orphans_left = false;
-        for (task, paths) in yielded {
-            let removed = match paths {
-                Ok(paths) => remove_lost_attempts(&dest_table, &plan.job_id, task, &paths).await,
-                Err(e) => Err(ClusterError::Storage(e)),
-            };
-            match removed {
-                Ok(folders) if !folders.is_empty() => {
-                    tracing::info!(task, ?folders, "files of lost attempts removed")
+            .await;
+        let job = left.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let result = match committed {
+            Ok(r) => r,
+            Err(e) => {
+                // Nothing more is committed: stop following the job.
+                if let Some(job) = job {
+                    job.abort();
                 }
-                Ok(_) => {}
-                Err(e) => {
-                    orphans_left = true;
-                    tracing::warn!(task, error = %e, "the files of lost attempts were not removed");
-                }
+                return Err(e.into());
             }
+        };
+        // Every task's output is committed. The Ballista job may still run an attempt of a
+        // task whose executor was taken for lost: its files are only deleted once it ended.
+        if let Some(job) = job
+            && tokio::time::timeout(JOB_END_WAIT, job).await.is_err()
+        {
+            tracing::warn!(
+                job = %plan.job_id,
+                "the cluster job still runs {}s after its last output was committed: the files \
+                 of lost attempts and the outputs are left (`iceberg-ops table remove-orphans` \
+                 collects them once they are old enough)",
+                JOB_END_WAIT.as_secs()
+            );
+            return Ok(result);
         }
+        // What the destination's snapshots reference is what was committed; every other
+        // attempt's folder holds orphans. Before the outputs go: the attempt markers are kept
+        // beside them.
+        let orphans_left = match self.remove_lost_attempts(plan, dest, &ident).await {
+            Ok(()) => false,
+            Err(e) => {
+                tracing::warn!(job = %plan.job_id, error = %e, "the files of lost attempts were not removed");
+                true
+            }
+        };
         if orphans_left {
             // The markers say where the orphans are: keep them (and the outputs) for a look.
             tracing::warn!(job = %plan.job_id, "the job's outputs are kept: some orphans remain");
@@ -163,6 +185,27 @@ impl ClusterRunner {
             tracing::warn!(job = %plan.job_id, error = %e, "the job's outputs were not removed");
         }
         Ok(result)
+    }
+
+    /// Deletes, task by task, the folders of attempts whose files no snapshot references.
+    async fn remove_lost_attempts(
+        &self,
+        plan: &MigrationPlan,
+        dest: &CatalogHandle,
+        ident: &iceberg::TableIdent,
+    ) -> Result<()> {
+        let table = dest.catalog().load_table(ident).await.map_err(|e| {
+            ClusterError::Storage(format!("reload destination {}: {e}", plan.dest.table))
+        })?;
+        let committed =
+            committed_attempt_folders(&table, &plan.job_id, plan.dest_snapshot_before).await?;
+        for task in &plan.tasks {
+            let folders = remove_lost_attempts(&table, &plan.job_id, task.id, &committed).await?;
+            if !folders.is_empty() {
+                tracing::info!(task = task.id, ?folders, "files of lost attempts removed");
+            }
+        }
+        Ok(())
     }
 
     /// Submits the job; the handle ends when Ballista reports it finished.
@@ -197,12 +240,12 @@ impl ClusterRunner {
     }
 }
 
-/// The outputs yielded for commit, by task: their data files' paths (or why they are unknown).
-type Yielded = Arc<std::sync::Mutex<Vec<(usize, Result<Vec<String>, String>)>>>;
+/// The Ballista job's client task, handed back by the watcher when the commit is done with it.
+type JobSlot = Arc<std::sync::Mutex<Option<JoinHandle<Result<(), String>>>>>;
 
 /// Yields the outputs in task order as they land under the job's prefix.
 struct Watcher {
-    yielded: Yielded,
+    left: JobSlot,
     plan: MigrationPlan,
     dest: Table,
     next: usize,
@@ -226,17 +269,6 @@ impl Watcher {
             let why_missing = match found {
                 Found::Output(out) => {
                     tracing::info!(task, batches = out.batches.len(), "task output landed");
-                    let paths = out
-                        .batches
-                        .iter()
-                        .map(|b| b.file_paths())
-                        .collect::<Result<Vec<_>, _>>()
-                        .map(|p| p.concat())
-                        .map_err(|e| e.to_string());
-                    self.yielded
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .push((task, paths));
                     self.next += 1;
                     if let Some(p) = &self.progress {
                         p(task, self.next, self.plan.tasks.len());
@@ -281,9 +313,9 @@ impl Watcher {
 
 impl Drop for Watcher {
     fn drop(&mut self) {
-        // The commit stopped (or finished): stop following the job.
+        // The commit stopped (or finished): the runner waits for the job or stops it.
         if let Some(job) = self.job.take() {
-            job.abort();
+            *self.left.lock().unwrap_or_else(|e| e.into_inner()) = Some(job);
         }
     }
 }

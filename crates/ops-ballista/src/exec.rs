@@ -201,6 +201,14 @@ async fn run_task(
     }
     // Each attempt writes under a folder of its own: a lost one's files are deleted by prefix.
     let folder = claim_attempt(&dest_table, &plan.job_id, task).await?;
+    // Tests play a long task (longer than the scheduler's --executor-timeout); debug builds only.
+    #[cfg(debug_assertions)]
+    if let Some(ms) = std::env::var("ICEBERG_OPS_TEST_TASK_DELAY_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+    }
     let out = plan
         .execute_task_in(&source, &dest, task, Some(&folder))
         .await?;

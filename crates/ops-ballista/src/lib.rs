@@ -18,6 +18,7 @@ pub mod client;
 pub mod codec;
 pub mod error;
 pub mod exec;
+pub mod heartbeat;
 pub mod node;
 pub mod outputs;
 pub mod process;

@@ -7,6 +7,8 @@
 //! the committer reads it from there as soon as it lands. A retried task finds its output there
 //! and returns it instead of writing its files again.
 
+use std::collections::HashSet;
+
 use bytes::Bytes;
 use iceberg::table::Table;
 
@@ -131,13 +133,69 @@ pub async fn claim_attempt(dest: &Table, job_id: &str, task: usize) -> Result<St
     )))
 }
 
-/// Deletes the data folders of task `task`'s attempts whose files were not committed:
-/// `committed` are the paths of the files of the output that was. Returns the folders deleted.
+/// The attempt folders (`…/iceberg-ops-<job>/task-<task>-<attempt>`) holding a data file that
+/// any snapshot of `dest` references — live, replaced or deleted since, in whichever manifest
+/// written since the job began (`before`: the destination's snapshot before the job). This is
+/// the destination's own record of what was committed: an output file read now may be that of
+/// another attempt of the same task that finished later (two attempts of one task run at once
+/// when its executor was taken for lost while it still ran), and a later compaction or expiry
+/// may have replaced the job's files while another writer's snapshot still holds them.
+pub async fn committed_attempt_folders(
+    dest: &Table,
+    job_id: &str,
+    before: Option<i64>,
+) -> Result<HashSet<String>> {
+    let md = dest.metadata();
+    let io = dest.file_io();
+    // Manifests that can hold the job's files were written by the job's commits or later ones.
+    let since = before
+        .and_then(|id| md.snapshot_by_id(id))
+        .map_or(i64::MIN, |s| s.sequence_number());
+    let marker = format!("/iceberg-ops-{job_id}/");
+    let mut manifests_seen = HashSet::new();
+    let mut folders = HashSet::new();
+    for snapshot in md.snapshots().filter(|s| s.sequence_number() > since) {
+        let list = dest
+            .manifest_list_reader(snapshot)
+            .load()
+            .await
+            .map_err(|e| {
+                ClusterError::Storage(format!(
+                    "read a manifest list of {job_id}'s destination: {e}"
+                ))
+            })?;
+        for mf in list.entries() {
+            if mf.sequence_number <= since || !manifests_seen.insert(mf.manifest_path.clone()) {
+                continue;
+            }
+            let manifest = mf
+                .load_manifest(io)
+                .await
+                .map_err(|e| ClusterError::Storage(format!("read {}: {e}", mf.manifest_path)))?;
+            for entry in manifest.entries() {
+                if let Some(folder) = attempt_folder(entry.data_file().file_path(), &marker) {
+                    folders.insert(folder);
+                }
+            }
+        }
+    }
+    Ok(folders)
+}
+
+/// The attempt folder of a data file written under `marker` (`/iceberg-ops-<job>/`).
+fn attempt_folder(path: &str, marker: &str) -> Option<String> {
+    let start = path.find(marker)? + marker.len();
+    let end = path[start..].find('/')? + start;
+    Some(path[..end].to_string())
+}
+
+/// Deletes the data folders of task `task`'s attempts that hold no committed file
+/// (`committed`: [`committed_attempt_folders`]). Returns the folders deleted.
 pub async fn remove_lost_attempts(
     dest: &Table,
     job_id: &str,
     task: usize,
-    committed: &[String],
+    committed: &HashSet<String>,
 ) -> Result<Vec<String>> {
     let io = dest.file_io();
     let mut removed = Vec::new();
@@ -166,10 +224,10 @@ pub async fn remove_lost_attempts(
                 "{marker} names {folder}, not a data folder of attempt {attempt} of task {task}"
             )));
         }
-        let prefix = format!("{folder}/");
-        if committed.iter().any(|p| p.starts_with(&prefix)) {
+        if committed.contains(&folder) {
             continue;
         }
+        let prefix = format!("{folder}/");
         io.delete_prefix(&prefix)
             .await
             .map_err(|e| ClusterError::Storage(format!("remove {prefix}: {e}")))?;
@@ -186,4 +244,30 @@ pub async fn remove_outputs(dest: &Table, job_id: &str) -> Result<()> {
         .delete_prefix(&prefix)
         .await
         .map_err(|e| ClusterError::Storage(format!("remove {prefix}: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::attempt_folder;
+
+    #[test]
+    fn a_data_file_names_its_attempt_folder() {
+        let m = "/iceberg-ops-j1/";
+        assert_eq!(
+            attempt_folder(
+                "s3://b/t/data/iceberg-ops-j1/task-000003-1/region=eu/f.parquet",
+                m
+            )
+            .as_deref(),
+            Some("s3://b/t/data/iceberg-ops-j1/task-000003-1")
+        );
+        assert_eq!(
+            attempt_folder("s3://b/t/data/iceberg-ops-j2/task-000003-1/f.parquet", m),
+            None
+        );
+        assert_eq!(
+            attempt_folder("s3://b/t/data/iceberg-ops-j1/f.parquet", m),
+            None
+        );
+    }
 }

@@ -245,6 +245,12 @@ pub async fn run_executor(opts: ExecutorOptions, catalogs: CatalogFactory) -> Re
         grpc_port = opts.grpc_port,
         "Ballista executor for iceberg-ops starting"
     );
+    // Pull mode sends no heartbeat while every slot is busy (see crate::heartbeat).
+    crate::heartbeat::start(
+        &opts.scheduler_host,
+        opts.scheduler_port,
+        std::time::Duration::from_secs(opts.heartbeat_seconds.max(1)),
+    );
     start_executor_process(Arc::new(config))
         .await
         .map_err(|e| ClusterError::Ballista(format!("executor: {e}")))

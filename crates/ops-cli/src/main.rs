@@ -85,7 +85,7 @@ fn main() -> ExitCode {
     // library picks another or finds none.
     ops_core::http::install_crypto_provider();
     let cli = Cli::parse();
-    init_tracing(cli.verbose);
+    init_tracing(cli.verbose, &cli.command);
     // Workers get the main thread's 8 MiB rather than tokio's 2 MiB: an upsert of a deeply
     // nested table awaits the writer's futures deep inside its own, and a debug build (or a
     // future dependency's larger futures) must not overflow where a release build fits.
@@ -126,11 +126,29 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
-fn init_tracing(verbose: u8) {
+fn init_tracing(verbose: u8, command: &Command) {
+    use tracing_subscriber::Layer;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     let filter = log_filter(verbose, std::env::var("RUST_LOG").ok().as_deref());
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let printed = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
+        .with_filter(filter);
+    // An executor learns its Ballista id from Ballista's INFO record of it (ops_ballista's
+    // heartbeat module), whatever the printed level.
+    #[cfg(feature = "cluster")]
+    let id = matches!(command, Command::Cluster(cluster_cmd::Command::Executor(_))).then(|| {
+        ops_ballista::heartbeat::ExecutorIdLayer::new()
+            .with_filter(tracing_subscriber::filter::LevelFilter::INFO)
+    });
+    #[cfg(not(feature = "cluster"))]
+    let id: Option<tracing_subscriber::layer::Identity> = {
+        let _ = command;
+        None
+    };
+    let _ = tracing_subscriber::registry()
+        .with(printed)
+        .with(id)
         .try_init();
 }
 

@@ -595,6 +595,17 @@ async fn run_on_cluster(
 ) -> anyhow::Result<()> {
     let mut runner = ops_ballista::ClusterRunner::new(url)?;
     if let Some(path) = &args.checkpoint {
+        // Refused before any task is submitted (the commit step would refuse it only after
+        // the executors had run every task again).
+        let mut store = ops_checkpoint::CheckpointStore::new(path);
+        if store.exists() && store.completed().unwrap_or(false) {
+            bail!(
+                "the checkpoint {} records a completed migration; delete it (and {}.plan.json), \
+                 or pass a new --checkpoint path, to run the job again",
+                path.display(),
+                path.display()
+            );
+        }
         runner = runner.checkpoint(path);
     }
     let plan = match &args.checkpoint {
@@ -641,7 +652,12 @@ async fn run_on_cluster(
                 plan
             }
         }
-        None => m.plan().await?,
+        // Without a checkpoint the same command would plan a new job, and commit again every
+        // batch the failed one had committed.
+        None => bail!(
+            "--cluster needs --checkpoint PATH: a cluster job that fails (an executor lost, the \
+             client stopped) resumes from it, and its plan is kept beside it (PATH.plan.json)"
+        ),
     };
     eprintln!(
         "cluster   {url}: job {}, {} task(s)",
@@ -694,6 +710,16 @@ fn same_job(
         "--batch-rows",
         plan.batch_rows.to_string(),
         args.batch_rows.to_string(),
+    )?;
+    differs(
+        "--compact",
+        plan.compact.to_string(),
+        args.compact.to_string(),
+    )?;
+    differs(
+        "--expire-job-snapshots",
+        plan.expire_job_snapshots.to_string(),
+        args.expire_job_snapshots.to_string(),
     )?;
     let write_mode = match args.write_mode {
         Mode::Append => WriteMode::Append,

@@ -156,8 +156,8 @@ pub enum Command {
         /// (nulls first when ascending, last when descending, as Iceberg defaults).
         #[arg(long, value_name = "COLUMNS")]
         sort_by: Option<String>,
-        /// Bytes of rows a sort holds in memory before it spills sorted runs to temporary
-        /// files under TMPDIR.
+        /// Bytes of rows the sorts hold in memory (shared by the groups rewritten at once, one
+        /// per core) before they spill sorted runs to temporary files under TMPDIR.
         #[arg(long, value_name = "BYTES", default_value_t = ops_core::ops::compact::DEFAULT_SORT_MEMORY)]
         sort_memory: usize,
         /// Print the groups that would be rewritten; write nothing.

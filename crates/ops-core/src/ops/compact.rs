@@ -488,22 +488,52 @@ impl CompactBuilder {
                     .map(|c| (c.live.file.file_path().to_string(), g.key.clone()))
             })
             .collect();
-        // Rewrite every group; on any failure, remove what was written.
+        // Rewrite the groups, as many at once as there are cores (each is one stream of
+        // decode, project and encode: a core's work); on any failure, remove what was written.
+        // After a failure the groups already running are awaited, not dropped: a writer dropped
+        // mid-file would leave its file behind.
         let io = table.file_io().clone();
         let mut written: Vec<(i32, DataFile)> = Vec::new();
-        let rewrite = async {
-            for (g, report) in groups.into_iter().zip(reports.iter_mut()) {
-                let sorting = sort.map(|s| (s, self.sort_memory));
-                let files = rewrite_group(&table, g, target, sorting).await?;
+        let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+        // The sort memory is shared by the groups sorted at once.
+        let sorting = sort.map(|s| (s.clone(), (self.sort_memory / workers).max(1)));
+        let mut running = futures::stream::iter(groups.into_iter().map(|g| {
+            let (table, sorting) = (table.clone(), sorting.clone());
+            tokio::spawn(async move {
+                let sorting = sorting.as_ref().map(|(s, m)| (s, *m));
+                rewrite_group(&table, g, target, sorting).await
+            })
+        }))
+        .buffered(workers);
+        let mut failed: Option<Error> = None;
+        let mut reports = reports.iter_mut();
+        while let Some(done) = running.next().await {
+            let files = match done {
+                Ok(Ok(files)) => files,
+                Ok(Err(e)) => {
+                    failed.get_or_insert(e);
+                    continue;
+                }
+                Err(e) => {
+                    failed.get_or_insert(Error::InvalidInput(format!(
+                        "a compaction group stopped: {e}"
+                    )));
+                    continue;
+                }
+            };
+            if let Some(report) = reports.next() {
                 report.output_rows = files.iter().map(DataFile::record_count).sum();
                 report.output_bytes = files.iter().map(DataFile::file_size_in_bytes).sum();
                 report.output_files = files.iter().map(|f| f.file_path().to_string()).collect();
-                // The writer lays rows out by the current spec, whatever the inputs' spec.
-                written.extend(files.into_iter().map(|f| (default_spec, f)));
             }
-            Ok::<(), Error>(())
+            // The writer lays rows out by the current spec, whatever the inputs' spec.
+            written.extend(files.into_iter().map(|f| (default_spec, f)));
         }
-        .await;
+        drop(running);
+        let rewrite = match failed {
+            Some(e) => Err(e),
+            None => Ok(()),
+        };
         let outputs: Vec<String> = written
             .iter()
             .map(|(_, f)| f.file_path().to_string())
