@@ -1252,6 +1252,8 @@ async fn a_migration_expires_its_own_snapshots() -> TestResult {
     });
     assert_eq!(table.metadata().snapshots().count(), count - 1);
     assert!(table.metadata().snapshot_by_id(tagged).is_some());
+    assert!(m.removed_refs.is_empty(), "{m:?}");
+    assert!(table.metadata().snapshot_for_ref("audit").is_some());
     Ok(())
 }
 
@@ -1277,7 +1279,16 @@ async fn a_planned_job_compacts_and_expires_when_committed() -> TestResult {
     for t in &plan.tasks {
         outputs.push(plan.execute_task(&handle, &handle, t.id).await?);
     }
-    let r = plan.commit(&handle, &handle, outputs, None).await?;
+    let r = plan.commit(&handle, &handle, outputs.clone(), None).await?;
+    // Committing the same outputs again is refused: the job's trace says it completed (its
+    // batch snapshots expired, a second commit would append them again).
+    let again = plan
+        .commit(&handle, &handle, outputs, None)
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(again.contains("is complete"), "{again}");
     let c = r
         .compaction
         .clone()

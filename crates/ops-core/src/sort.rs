@@ -6,9 +6,12 @@
 //! 2. A full buffer is sorted (stable, so equal keys keep their input order) and spilled to an
 //!    anonymous temporary Arrow IPC file (`TMPDIR`; the OS removes it when it is closed, a
 //!    crash included).
-//! 3. At the end the spilled runs and the last buffer are merged k-way; past [`MAX_OPEN_RUNS`]
-//!    runs, the oldest are first merged into one, so open files stay bounded too. A stream that
-//!    fits in memory is sorted there and never touches disk.
+//! 3. At the end the spilled runs and the last buffer are merged k-way. A merge holds one batch
+//!    of each run, so it opens at most as many runs as the memory holds batches of (2 to
+//!    [`MAX_OPEN_RUNS`]); past that, runs are merged level by level (that many runs of one
+//!    level into one of the next), so open files and memory stay bounded and each row is
+//!    rewritten once per level. A stream that fits in memory is sorted there and never touches
+//!    disk.
 //!
 //! Keys are compared as `arrow_row` encodes them: by the transformed value, each field
 //! ascending or descending with NULLs first or last as the sort field says; floats in IEEE total
@@ -32,7 +35,8 @@ use iceberg::transform::{BoxedTransformFunction, create_transform_function};
 
 use crate::{Error, Result};
 
-/// Runs merged at once; more are first merged into one run (bounded open files).
+/// Most runs merged at once (fewer when the memory holds fewer of their batches); more are
+/// first merged into one run, level by level (bounded open files and memory).
 pub const MAX_OPEN_RUNS: usize = 64;
 
 /// Rows per batch the sorter emits.
@@ -297,7 +301,10 @@ impl Sorter {
     {
         let sorter = Arc::new(self);
         let mut buffer = Buffer::default();
-        let mut runs: Vec<Run> = Vec::new();
+        // Spilled runs with their merge level: `fan_in` runs of one level are merged into one
+        // of the next (each row is rewritten once per level, not once per spill).
+        let mut runs: Vec<(u32, Run)> = Vec::new();
+        let mut fan_in = MAX_OPEN_RUNS;
         while let Some(batch) = input.next().await {
             let batch = batch?;
             if batch.num_rows() == 0 {
@@ -305,17 +312,22 @@ impl Sorter {
             }
             let rows = sorter.rows(&batch)?;
             buffer.bytes += batch.get_array_memory_size() + rows.size();
+            buffer.rows_held += batch.num_rows();
             buffer.batches.push(batch);
             buffer.rows.push(rows);
             if buffer.bytes >= sorter.memory {
+                // A merge holds one batch of each run: as many runs as fit in the memory.
+                let row_bytes = buffer.bytes / buffer.rows_held.max(1);
+                fan_in = (sorter.memory / (row_bytes * OUTPUT_ROWS).max(1)).clamp(2, MAX_OPEN_RUNS);
                 let full = std::mem::take(&mut buffer);
                 let s = sorter.clone();
                 let run = blocking(move || s.spill(full.into_run())).await?;
-                runs.push(run);
-                if runs.len() >= MAX_OPEN_RUNS {
+                runs.push((0, run));
+                while let Some(level) = full_level(&runs, fan_in) {
+                    let group: Vec<Run> =
+                        runs.drain(runs.len() - fan_in..).map(|(_, r)| r).collect();
                     let s = sorter.clone();
-                    let all = std::mem::take(&mut runs);
-                    runs.push(blocking(move || s.spill_merged(all)).await?);
+                    runs.push((level + 1, blocking(move || s.spill_merged(group)).await?));
                 }
             }
         }
@@ -324,7 +336,14 @@ impl Sorter {
             // Everything fitted in memory: emit the one run as it is.
             return Ok(run_stream(last));
         }
-        runs.push(last);
+        runs.push((0, last));
+        // The final merge opens at most `fan_in` runs: the newest (smallest) are merged first.
+        while runs.len() > fan_in {
+            let group: Vec<Run> = runs.drain(runs.len() - fan_in..).map(|(_, r)| r).collect();
+            let s = sorter.clone();
+            runs.push((u32::MAX, blocking(move || s.spill_merged(group)).await?));
+        }
+        let runs: Vec<Run> = runs.into_iter().map(|(_, r)| r).collect();
         tracing::debug!(runs = runs.len(), "merging spilled sort runs");
         let merge = blocking({
             let s = sorter.clone();
@@ -399,6 +418,14 @@ struct Buffer {
     batches: Vec<RecordBatch>,
     rows: Vec<Rows>,
     bytes: usize,
+    rows_held: usize,
+}
+
+/// The level of the newest `fan_in` runs when they are all of one level (then they are merged).
+fn full_level(runs: &[(u32, Run)], fan_in: usize) -> Option<u32> {
+    let tail = runs.get(runs.len().checked_sub(fan_in)?..)?;
+    let level = tail.last()?.0;
+    tail.iter().all(|(l, _)| *l == level).then_some(level)
 }
 
 impl Buffer {

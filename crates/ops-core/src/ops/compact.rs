@@ -490,38 +490,51 @@ impl CompactBuilder {
             .collect();
         // Rewrite the groups, as many at once as there are cores (each is one stream of
         // decode, project and encode: a core's work); on any failure, remove what was written.
-        // After a failure the groups already running are awaited, not dropped: a writer dropped
-        // mid-file would leave its file behind.
+        // After a failure the groups already running are awaited, not dropped (a writer dropped
+        // mid-file would leave its file behind), and those not started yet skip their work.
         let io = table.file_io().clone();
         let mut written: Vec<(i32, DataFile)> = Vec::new();
         let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
         // The sort memory is shared by the groups sorted at once.
         let sorting = sort.map(|s| (s.clone(), (self.sort_memory / workers).max(1)));
+        // Set on the first failure: groups not started yet then skip their work.
+        let stop = Arc::new(AtomicBool::new(false));
         let mut running = futures::stream::iter(groups.into_iter().map(|g| {
-            let (table, sorting) = (table.clone(), sorting.clone());
+            let (table, sorting, stop) = (table.clone(), sorting.clone(), stop.clone());
             tokio::spawn(async move {
+                if stop.load(Ordering::SeqCst) {
+                    return Ok(None);
+                }
                 let sorting = sorting.as_ref().map(|(s, m)| (s, *m));
-                rewrite_group(&table, g, target, sorting).await
+                let files = rewrite_group(&table, g, target, sorting).await;
+                if files.is_err() {
+                    stop.store(true, Ordering::SeqCst);
+                }
+                files.map(Some)
             })
         }))
         .buffered(workers);
         let mut failed: Option<Error> = None;
-        let mut reports = reports.iter_mut();
+        let mut index = 0;
         while let Some(done) = running.next().await {
+            let group = index;
+            index += 1;
             let files = match done {
-                Ok(Ok(files)) => files,
+                Ok(Ok(Some(files))) => files,
+                Ok(Ok(None)) => continue,
                 Ok(Err(e)) => {
                     failed.get_or_insert(e);
                     continue;
                 }
                 Err(e) => {
+                    stop.store(true, Ordering::SeqCst);
                     failed.get_or_insert(Error::InvalidInput(format!(
                         "a compaction group stopped: {e}"
                     )));
                     continue;
                 }
             };
-            if let Some(report) = reports.next() {
+            if let Some(report) = reports.get_mut(group) {
                 report.output_rows = files.iter().map(DataFile::record_count).sum();
                 report.output_bytes = files.iter().map(DataFile::file_size_in_bytes).sum();
                 report.output_files = files.iter().map(|f| f.file_path().to_string()).collect();

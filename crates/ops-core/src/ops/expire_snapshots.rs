@@ -430,6 +430,13 @@ impl ExpireSnapshotsBuilder {
                 _ => {}
             }
         }
+        if let (Some(named), None) = (&self.snapshot_ids, self.older_than_ms) {
+            // Named snapshots alone: iceberg's selection still applies each branch's own
+            // max-snapshot-age-ms and drops refs past their max-ref-age-ms; none of that was
+            // asked for.
+            expired.retain(|id| named.contains(id));
+            removed_refs.clear();
+        }
         expired.sort_unstable();
         Ok(Planned {
             base: base.clone(),

@@ -65,6 +65,16 @@ pub(crate) async fn expire_job(dest_ref: &TableRef, job_id: &str) -> Result<JobE
             == Some(job_id))
         .then_some(s.snapshot_id())
     }));
+    // The job's newest snapshot stays: it is the trace by which a repeated commit of the job's
+    // outputs sees that the job completed (history::completed_trace).
+    let md = dest.metadata();
+    if let Some(newest) = snapshots
+        .iter()
+        .copied()
+        .max_by_key(|id| md.snapshot_by_id(*id).map(|s| s.sequence_number()))
+    {
+        snapshots.retain(|id| *id != newest);
+    }
     let keep_files = !ops_core::ops::maintenance::gc_enabled(dest.metadata());
     let (_, m) = ops_core::ops::expire_snapshots::ExpireSnapshotsBuilder::new(
         &dest_ref.handle,

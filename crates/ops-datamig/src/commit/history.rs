@@ -43,6 +43,40 @@ pub(crate) fn landed_batches(dest: &Table, job_id: &str, from: u64) -> BTreeMap<
     out
 }
 
+/// Why `job_id` must not be committed again, if its trace in `dest` says it completed: its
+/// compaction is in the history, or a batch is there while an earlier one is not (batches land
+/// in order, so the earlier ones' snapshots were expired — `--expire-job-snapshots` keeps only
+/// the job's newest). Without this a repeated commit would append the expired batches again.
+pub(crate) fn completed_trace(
+    dest: &Table,
+    job_id: &str,
+    landed: &BTreeMap<u64, Vec<i64>>,
+) -> Option<String> {
+    let md = dest.metadata();
+    for id in history(dest) {
+        let Some(s) = md.snapshot_by_id(id) else {
+            continue;
+        };
+        if s.summary()
+            .additional_properties
+            .get(COMPACTED_JOB_PROPERTY)
+            .map(String::as_str)
+            == Some(job_id)
+        {
+            return Some(format!("its compaction (snapshot {id}) is in the history"));
+        }
+    }
+    for (expected, &batch) in (0u64..).zip(landed.keys()) {
+        if batch != expected {
+            return Some(format!(
+                "batch {batch} is in the history but batch {expected} is not (the job's \
+                 earlier snapshots were expired)"
+            ));
+        }
+    }
+    None
+}
+
 /// The first of `checkpointed` snapshots no longer in `dest`'s current history (it was rolled
 /// back): a resume from that checkpoint would skip rows that are gone.
 pub(crate) fn rolled_back(dest: &Table, checkpointed: &[i64]) -> Option<i64> {

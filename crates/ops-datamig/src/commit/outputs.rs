@@ -24,7 +24,7 @@ use serde_json::json;
 
 use super::committer::{Committer, CommitterSetup};
 use super::finish::{compact_job, expire_job};
-use super::history::{landed_batches, rolled_back};
+use super::history::{completed_trace, landed_batches, rolled_back};
 use crate::execute::worker::{BatchWork, Payload};
 use crate::plan::job::{MigrationPlan, TaskOutput, files_from_json};
 use crate::{FileRoute, MigrationError, MigrationResult, OnDuplicateKeys, Result};
@@ -166,6 +166,14 @@ impl MigrationPlan {
             None => None,
         };
         let landed = landed_batches(&dest_table, &self.job_id, 0);
+        if let Some(why) = completed_trace(&dest_table, &self.job_id, &landed) {
+            return Err(MigrationError::InvalidInput(format!(
+                "job {} is complete in {} ({why}): its rows are there already, and committing \
+                 its outputs again would append them twice",
+                self.job_id,
+                dest_ref.describe()
+            )));
+        }
         let mut committer = Committer::new(CommitterSetup {
             handle: dest_ref.handle.clone(),
             ident: dest_ref.ident.clone(),
