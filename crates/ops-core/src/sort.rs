@@ -497,24 +497,7 @@ impl Run {
 /// The whole of one run as a stream.
 fn run_stream(run: Run) -> BoxStream<'static, Result<RecordBatch>> {
     futures::stream::unfold(run, |mut run| async move {
-        match &mut run {
-            Run::Memory {
-                batches,
-                order,
-                next,
-            } => {
-                if *next >= order.len() {
-                    return None;
-                }
-                let end = (*next + OUTPUT_ROWS).min(order.len());
-                let refs: Vec<&RecordBatch> = batches.iter().collect();
-                let batch = interleave_record_batch(&refs, &order[*next..end]).map_err(Error::from);
-                *next = end;
-                Some((batch, run))
-            }
-            // Only in-memory runs are streamed whole.
-            Run::Spilled(_) | Run::Merged(_) => None,
-        }
+        run.next_batch().transpose().map(|batch| (batch, run))
     })
     .boxed()
 }
