@@ -158,8 +158,8 @@ pub enum Command {
         sort_by: Option<String>,
         /// Bytes of rows the sorts hold in memory (shared by the groups rewritten at once, one
         /// per core) before they spill sorted runs to temporary files under TMPDIR.
-        #[arg(long, value_name = "BYTES", default_value_t = ops_core::ops::compact::DEFAULT_SORT_MEMORY)]
-        sort_memory: usize,
+        #[arg(long, value_name = "BYTES")]
+        sort_memory: Option<usize>,
         /// Print the groups that would be rewritten; write nothing.
         #[arg(long)]
         dry_run: bool,
@@ -457,13 +457,17 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
                 .partial_progress(partial_progress)
                 .max_commits(max_commits)
                 .to_current_spec(to_current_spec)
-                .sort_memory(sort_memory)
                 .dry_run(dry_run)
                 .force(force);
             if sort {
                 builder = builder.sort(SortSpec::TableOrder);
             } else if let Some(columns) = sort_by {
                 builder = builder.sort(SortSpec::parse_columns(&columns)?);
+            } else if sort_memory.is_some() {
+                bail!("--sort-memory applies to a sorting compaction: add --sort or --sort-by");
+            }
+            if let Some(bytes) = sort_memory {
+                builder = builder.sort_memory(bytes);
             }
             if let Some(f) = filter {
                 builder = builder.with_filter_text(f);

@@ -158,8 +158,8 @@ impl SortSpec {
                 if order.is_unsorted() {
                     return Err(Error::InvalidInput(format!(
                         "{table} has no sort order to sort by: give the columns with \
-                         --sort-by 'col [ASC|DESC], ...', or set the table's order first \
-                         (`iceberg-ops table set-sort-order`)"
+                         --sort-by 'col [ASC|DESC], ...' (or give the table a sort order, e.g. with \
+                         Spark's `ALTER TABLE ... WRITE ORDERED BY`)"
                     )));
                 }
                 SortKey::of_order(order)
@@ -191,8 +191,10 @@ impl SortSpec {
         };
         // A file is marked with an order only when it is one of the table's (Java's
         // `outputSortOrderId`): readers may rely on what the id says.
-        let order_id = md
-            .sort_orders_iter()
+        // The default order first, when it is the one (several orders may have equal fields).
+        let default = md.default_sort_order();
+        let order_id = std::iter::once(default.as_ref())
+            .chain(md.sort_orders_iter().map(|o| o.as_ref()))
             .find(|o| !o.is_unsorted() && SortKey::of_order(o) == keys)
             .map(|o| o.order_id);
         let description = keys
