@@ -448,14 +448,18 @@ async fn commit(factory: &CatalogFactory, a: CommitArgs) -> anyhow::Result<()> {
     let result = plan.commit(&source, &dest, outputs, a.checkpoint).await?;
     match a.output {
         Output::Json => println!("{}", serde_json::to_string_pretty(&result)?),
-        Output::Text => println!(
-            "committed {} → {}: {} rows in {} commit(s); {} batch(es) were already in",
-            plan.source.table,
-            plan.dest.table,
-            result.rows_moved,
-            result.new_snapshots.len(),
-            result.batches_skipped + result.batches_landed
-        ),
+        Output::Text => {
+            println!(
+                "committed {} → {}: {} rows in {} commit(s); {} batch(es) were already in the \
+                 destination",
+                plan.source.table,
+                plan.dest.table,
+                result.rows_moved,
+                result.new_snapshots.len(),
+                result.batches_skipped + result.batches_landed
+            );
+            print_job_finish(&result);
+        }
     }
     Ok(())
 }
@@ -790,6 +794,36 @@ pub async fn run_verify(factory: &CatalogFactory, args: VerifyArgs) -> anyhow::R
     Ok(())
 }
 
+/// What ran after the last batch: the job's compaction and snapshot expiry.
+fn print_job_finish(r: &MigrationResult) {
+    if let Some(c) = &r.compaction {
+        match c.snapshot_id {
+            Some(s) => println!(
+                "compacted {} file(s) the job wrote into {} (snapshot {s})",
+                c.input_files, c.output_files
+            ),
+            None => println!("compacted nothing: the job's files need no compaction"),
+        }
+    }
+    if let Some(x) = &r.expiry {
+        println!(
+            "expired   {} snapshot(s) of the job; {}",
+            x.expired_snapshots.len(),
+            if x.kept_files {
+                "files kept (gc.enabled=false)".to_string()
+            } else {
+                format!(
+                    "deleted {} data file(s), {} manifest(s) and lists",
+                    x.deleted_data_files, x.deleted_manifests
+                )
+            }
+        );
+        if let Some(why) = &x.cleanup_skipped {
+            println!("          files not deleted: {why}");
+        }
+    }
+}
+
 fn print_result(job: &Job, r: &MigrationResult) {
     let rate = r.rows_moved as f64 / r.duration_seconds.max(1e-9);
     if r.dry_run {
@@ -831,32 +865,7 @@ fn print_result(job: &Job, r: &MigrationResult) {
         if let (Some(i), Some(u)) = (r.rows_inserted, r.rows_updated) {
             println!("upsert    {i} inserted, {u} updated");
         }
-        if let Some(c) = &r.compaction {
-            match c.snapshot_id {
-                Some(s) => println!(
-                    "compacted {} file(s) the job wrote into {} (snapshot {s})",
-                    c.input_files, c.output_files
-                ),
-                None => println!("compacted nothing: the job's files need no compaction"),
-            }
-        }
-        if let Some(x) = &r.expiry {
-            println!(
-                "expired   {} snapshot(s) of the job; {}",
-                x.expired_snapshots.len(),
-                if x.kept_files {
-                    "files kept (gc.enabled=false)".to_string()
-                } else {
-                    format!(
-                        "deleted {} data file(s), {} manifest(s) and lists",
-                        x.deleted_data_files, x.deleted_manifests
-                    )
-                }
-            );
-            if let Some(why) = &x.cleanup_skipped {
-                println!("          files not deleted: {why}");
-            }
-        }
+        print_job_finish(r);
     }
     if !r.schema_changes.is_empty() {
         println!("schema    added {}", r.schema_changes.join(", "));
