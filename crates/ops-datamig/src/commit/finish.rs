@@ -7,7 +7,9 @@
 //! 2. [`expire_job`]: expire the job's snapshots — only after completion, since a resume finds
 //!    its landed batches by them.
 
-use super::history::{COMPACTED_JOB_PROPERTY, MIGRATION_JOB_PROPERTY, landed_batches};
+use super::history::{
+    COMPACTED_JOB_PROPERTY, MIGRATION_JOB_PROPERTY, is_compaction_of, landed_batches,
+};
 use crate::types::TableRef;
 use crate::{JobCompaction, JobExpiry, MigrationError, Result};
 
@@ -57,14 +59,12 @@ pub(crate) async fn expire_job(dest_ref: &TableRef, job_id: &str) -> Result<JobE
         .into_values()
         .flatten()
         .collect();
-    snapshots.extend(dest.metadata().snapshots().filter_map(|s| {
-        (s.summary()
-            .additional_properties
-            .get(COMPACTED_JOB_PROPERTY)
-            .map(String::as_str)
-            == Some(job_id))
-        .then_some(s.snapshot_id())
-    }));
+    snapshots.extend(
+        dest.metadata()
+            .snapshots()
+            .filter(|s| is_compaction_of(s, job_id))
+            .map(|s| s.snapshot_id()),
+    );
     // The job's newest snapshot stays: it is the trace by which a repeated commit of the job's
     // outputs sees that the job completed (history::completed_trace).
     let md = dest.metadata();

@@ -43,6 +43,16 @@ pub(crate) fn landed_batches(dest: &Table, job_id: &str, from: u64) -> BTreeMap<
     out
 }
 
+/// Whether `snapshot` is the compaction `job_id` ran on its own files.
+pub(crate) fn is_compaction_of(snapshot: &iceberg::spec::Snapshot, job_id: &str) -> bool {
+    snapshot
+        .summary()
+        .additional_properties
+        .get(COMPACTED_JOB_PROPERTY)
+        .map(String::as_str)
+        == Some(job_id)
+}
+
 /// Why `job_id` must not be committed again, if its trace in `dest` says it completed: its
 /// compaction is in the history, or a batch is there while an earlier one is not (batches land
 /// in order, so the earlier ones' snapshots were expired — `--expire-job-snapshots` keeps only
@@ -57,12 +67,7 @@ pub(crate) fn completed_trace(
         let Some(s) = md.snapshot_by_id(id) else {
             continue;
         };
-        if s.summary()
-            .additional_properties
-            .get(COMPACTED_JOB_PROPERTY)
-            .map(String::as_str)
-            == Some(job_id)
-        {
+        if is_compaction_of(s, job_id) {
             return Some(format!("its compaction (snapshot {id}) is in the history"));
         }
     }
