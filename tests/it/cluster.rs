@@ -18,6 +18,7 @@ use crate::common::{
     TestResult, create_orders, glue_on_moto, init_tracing, open, orders_batch, pyiceberg_orders,
     sort_rows,
 };
+use crate::corpus::{expect_equal, key_of, py_list, py_str};
 use ops_tests::servers::free_port;
 
 /// The `iceberg-ops` binary with the `cluster` feature.
@@ -128,11 +129,11 @@ fn start_cluster(
     props: &BTreeMap<String, String>,
     n: usize,
 ) -> anyhow::Result<Cluster> {
-    start_cluster_with(bin, root, props, n, &[], &[])
+    start_cluster_with(bin, root, props, n, &[], &[], None)
 }
 
 /// [`start_cluster`] with `scheduler_env` added to the scheduler's environment and
-/// `executor_env` to the executors'.
+/// `executor_env` to the executors', and the executors' catalog `executor_props` when given.
 fn start_cluster_with(
     bin: &Path,
     root: &Path,
@@ -140,6 +141,7 @@ fn start_cluster_with(
     n: usize,
     scheduler_env: &[(&str, &str)],
     executor_env: &[(&str, &str)],
+    executor_props: Option<&BTreeMap<String, String>>,
 ) -> anyhow::Result<Cluster> {
     let scheduler_port = free_port();
     let dir = root.join("scheduler");
@@ -154,11 +156,40 @@ fn start_cluster_with(
         dir,
     };
     scheduler.wait_for_port(scheduler_port)?;
-    let mut executors = Vec::new();
-    for i in 0..n {
+    let cluster = Cluster {
+        scheduler_port,
+        scheduler,
+        executors: Vec::new(),
+    };
+    add_executors(bin, root, props, cluster, n, executor_env, executor_props)
+}
+
+/// `cluster` with `n` more executors of one task slot each (`executor-<i>` under `root`).
+fn start_cluster_executors(
+    bin: &Path,
+    root: &Path,
+    props: &BTreeMap<String, String>,
+    cluster: Cluster,
+    n: usize,
+) -> anyhow::Result<Cluster> {
+    add_executors(bin, root, props, cluster, n, &[], None)
+}
+
+fn add_executors(
+    bin: &Path,
+    root: &Path,
+    props: &BTreeMap<String, String>,
+    mut cluster: Cluster,
+    n: usize,
+    executor_env: &[(&str, &str)],
+    executor_props: Option<&BTreeMap<String, String>>,
+) -> anyhow::Result<Cluster> {
+    let scheduler_port = cluster.scheduler_port;
+    let first = cluster.executors.len();
+    for i in first..first + n {
         let (port, grpc) = (free_port(), free_port());
         let dir = root.join(format!("executor-{i}"));
-        let mut cmd = command(bin, &dir, props)?;
+        let mut cmd = command(bin, &dir, executor_props.unwrap_or(props))?;
         cmd.envs(executor_env.iter().copied());
         cmd.args(["cluster", "executor", "--scheduler"])
             .arg(format!("127.0.0.1:{scheduler_port}"))
@@ -178,13 +209,9 @@ fn start_cluster_with(
         };
         // Pull mode (see ops_ballista::process): the executor serves Flight, not gRPC.
         p.wait_for_port(port)?;
-        executors.push(p);
+        cluster.executors.push(p);
     }
-    Ok(Cluster {
-        scheduler_port,
-        scheduler,
-        executors,
-    })
+    Ok(cluster)
 }
 
 /// Tasks the executors' logs say they executed.
@@ -285,6 +312,153 @@ fn migrate_through_a_ballista_cluster() -> TestResult {
     Ok(())
 }
 
+/// Rows per corpus table written into moto for the cluster (several batches per table).
+const CORPUS_ROWS: usize = 3000;
+/// The benchmark table through the cluster: rows, and appends (each one file per region).
+const BENCH_ROWS: usize = 100_000;
+const BENCH_FILES: usize = 4;
+
+/// Every corpus table (`make_corpus.py` and `corpus_extra.py`) and the benchmark table
+/// (`gen_source.py`), written by PyIceberg into moto's S3 warehouse, through the cluster:
+/// `--verify partition_hash` matches and PyIceberg reads from each destination exactly the
+/// source's rows, values and schema (`corpus_oracle.copy_verdict`).
+#[test]
+fn every_corpus_table_and_the_benchmark_table_through_the_cluster() -> TestResult {
+    init_tracing();
+    let bin = binary()?;
+    let (_moto, props) = glue_on_moto();
+    let root = tempfile::tempdir()?;
+    let scripts = [
+        crate::corpus::corpus_script()?,
+        ops_tests::tools::py_script("corpus_extra.py"),
+    ];
+    let scripts: Vec<String> = scripts.iter().map(|p| p.display().to_string()).collect();
+    let gen_source = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/gen_source.py");
+    let started = Instant::now();
+    let staged = ops_tests::oracle::pyiceberg(
+        "lake",
+        &props,
+        &format!(
+            "import corpus_anywhere as ca\n\
+             emit({{'corpus': ca.corpus(catalog, json.loads({scripts}), {CORPUS_ROWS}), \
+             'bench': ca.bench(catalog, {gen}, {BENCH_ROWS}, {BENCH_FILES})}})",
+            scripts = py_str(&serde_json::to_string(&scripts)?)?,
+            gen = py_str(&gen_source.display().to_string())?,
+        ),
+    )?;
+    eprintln!(
+        "corpus and benchmark table written to moto in {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+    // (source, destination, key, rows per batch)
+    let mut tables: Vec<(String, String, &[&str], usize)> = Vec::new();
+    for t in staged["corpus"].as_array().context("corpus tables")? {
+        let t = t.as_str().context("a table name")?;
+        tables.push((format!("corpus.{t}"), format!("dst.{t}"), key_of(t)?, 700));
+    }
+    tables.push((
+        "bench.orders".into(),
+        "dst.bench_orders".into(),
+        &["id"],
+        BENCH_ROWS / 6,
+    ));
+    anyhow::ensure!(tables.len() >= 16, "staged: {staged}");
+
+    let cluster = start_cluster(&bin, root.path(), &props, 2)?;
+    let client_dir = root.path().join("client");
+    let mut failures = Vec::new();
+    for (source, dest, key, batch_rows) in &tables {
+        let started = Instant::now();
+        let checkpoint = client_dir.join(format!("{}.json", dest.replace('.', "_")));
+        let mut cmd = command(&bin, &client_dir, &props)?;
+        cmd.args([
+            "migrate-data",
+            "--source-catalog",
+            "lake",
+            "--source",
+            source,
+        ])
+        .args(["--dest", dest, "--create-dest", "--batch-rows"])
+        .arg(batch_rows.to_string())
+        .args([
+            "--verify",
+            "partition_hash",
+            "--output",
+            "json",
+            "--checkpoint",
+        ])
+        .arg(&checkpoint)
+        .arg("--cluster")
+        .arg(format!("df://127.0.0.1:{}", cluster.scheduler_port));
+        let out = cmd.stdout(Stdio::piped()).output()?;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        if !out.status.success() {
+            let log = std::fs::read_to_string(client_dir.join("log")).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(30).collect();
+            failures.push(format!(
+                "{source}: migrate-data --cluster failed ({}): {stdout}\n{}",
+                out.status,
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            ));
+            continue;
+        }
+        let result: Value =
+            serde_json::from_str(&stdout).with_context(|| format!("{source}: {stdout}"))?;
+        if result["verification"]["matches"] != Value::Bool(true) {
+            failures.push(format!(
+                "{source}: verify partition_hash: {}",
+                result["verification"]
+            ));
+        }
+        let verdict = ops_tests::oracle::pyiceberg(
+            "lake",
+            &props,
+            &format!(
+                "import corpus_oracle as co\nemit(co.copy_verdict(catalog, {s}, {d}, None, {k}))",
+                s = py_str(source)?,
+                d = py_str(dest)?,
+                k = py_list(key)?
+            ),
+        )?;
+        if let Err(e) = expect_equal(source, &verdict, &result.to_string()) {
+            failures.push(format!("{e:#}"));
+        }
+        eprintln!(
+            "{source}: {} rows in {} batch(es), {:.1}s",
+            result["rows_moved"],
+            result["batches_committed"],
+            started.elapsed().as_secs_f64()
+        );
+    }
+    anyhow::ensure!(
+        failures.is_empty(),
+        "{} of {} tables:\n{}\n--- scheduler:\n{}",
+        failures.len(),
+        tables.len(),
+        failures.join("\n\n"),
+        cluster.scheduler.log()
+    );
+    Ok(())
+}
+
+/// `log` without its ANSI colour sequences (`ESC [ ... m`).
+fn without_colours(log: &str) -> String {
+    let mut out = String::with_capacity(log.len());
+    let mut chars = log.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c == 'm' {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// A row of `orders`: id, region, amount.
 type Row = (i64, Option<&'static str>, Option<i32>);
 
@@ -376,6 +550,90 @@ fn a_scheduler_that_is_not_there_is_a_clear_error_and_commits_nothing() -> TestR
     );
     let (rows, _) = pyiceberg_orders("lake", &props, "dst")?;
     assert!(rows.is_empty(), "{rows:?}");
+    Ok(())
+}
+
+/// A cluster without executors: Ballista keeps the job queued, and the client gives up after
+/// `--stall-timeout` with an error saying what to do, having committed nothing, and cancels the
+/// job. Once executors run, the same command resumes the job and commits every row once, with
+/// no file left over.
+#[test]
+fn a_cluster_without_executors_stalls_out_and_the_same_command_resumes() -> TestResult {
+    init_tracing();
+    let bin = binary()?;
+    let (moto, props) = glue_on_moto();
+    let root = tempfile::tempdir()?;
+    let rt = tokio::runtime::Runtime::new()?;
+    let rows = make_source(&rt, &props, 3)?;
+    let cluster = start_cluster(&bin, root.path(), &props, 0)?;
+    let scheduler = format!("df://127.0.0.1:{}", cluster.scheduler_port);
+    let client_dir = root.path().join("client");
+    let run = |extra: &[&str]| -> anyhow::Result<(std::process::ExitStatus, String, Vec<u8>)> {
+        let mut cmd = command(&bin, &client_dir, &props)?;
+        cmd.args(["migrate-data", "--source-catalog", "lake"])
+            .args(["--source", "src.orders", "--dest", "dst.orders"])
+            .args(["--create-dest", "--batch-rows", "25", "--output", "json"])
+            .args(extra)
+            .arg("--checkpoint")
+            .arg(client_dir.join("job.json"))
+            .arg("--cluster")
+            .arg(&scheduler)
+            .stdout(Stdio::piped());
+        let mut child = cmd.spawn()?;
+        // Without a stall timeout the client would wait for ever: do not let the test.
+        let deadline = Instant::now() + Duration::from_secs(180);
+        loop {
+            if child.try_wait()?.is_some() {
+                break;
+            }
+            if Instant::now() > deadline {
+                child.kill()?;
+                bail!("migrate-data --cluster still waits after 180 s");
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let out = child.wait_with_output()?;
+        let log = std::fs::read_to_string(client_dir.join("log"))?;
+        Ok((out.status, log, out.stdout))
+    };
+    let started = Instant::now();
+    let (status, log, _) = run(&["--stall-timeout", "3"])?;
+    assert!(!status.success(), "{log}");
+    assert!(
+        log.contains("no output of task 0 for 3s") && log.contains("iceberg-ops cluster executor"),
+        "the error says what happened and what to do:\n{log}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "{:?}",
+        started.elapsed()
+    );
+    let (committed, _) = pyiceberg_orders("lake", &props, "dst")?;
+    assert!(committed.is_empty(), "{committed:?}");
+    // The client cancelled the queued job: it will not run when executors come (checked
+    // below: no file but the resumed run's).
+    assert!(
+        without_colours(&log).contains("the Ballista job was cancelled"),
+        "{log}"
+    );
+
+    // Executors join (the first job, still queued, may now run too: its tasks' outputs are the
+    // same job's and are reused, never committed twice).
+    let cluster = start_cluster_executors(&bin, root.path(), &props, cluster, 2)?;
+    let (status, log, stdout) = run(&[])?;
+    assert!(
+        status.success(),
+        "{log}\n--- scheduler:\n{}",
+        cluster.scheduler.log()
+    );
+    let result: Value = serde_json::from_slice(&stdout)?;
+    assert_eq!(result["rows_moved"], rows.len() as u64, "{log}");
+    let (got, _) = pyiceberg_orders("lake", &props, "dst")?;
+    let mut want = crate::common::orders_json(&rows);
+    sort_rows(&mut want);
+    assert_eq!(got, want, "every source row exactly once");
+    let (stored, live) = data_files(&rt, &moto, &props, "dst")?;
+    assert_eq!(stored, live, "files no snapshot references are left");
     Ok(())
 }
 
@@ -576,6 +834,81 @@ fn an_executor_killed_mid_job_loses_and_duplicates_no_row() -> TestResult {
     Ok(())
 }
 
+/// A task whose storage fails transiently — the executors reach S3 through a proxy that answers
+/// 503 to the PUT of task 0's output for longer than opendal's own retries last — is run again
+/// by Ballista (the failure is reported as retryable) and the job succeeds: every row once, the
+/// failed attempt's data files removed. A permanent failure is not retried (see
+/// `a_vanished_source_file_is_a_clear_error_and_commits_nothing`).
+#[test]
+fn a_transient_storage_failure_is_retried_by_ballista() -> TestResult {
+    init_tracing();
+    let bin = binary()?;
+    let (moto, props) = glue_on_moto();
+    let root = tempfile::tempdir()?;
+    let rt = tokio::runtime::Runtime::new()?;
+    let rows = make_source(&rt, &props, 4)?;
+    let proxy = ops_tests::proxy::FaultProxy::start(moto.server.port);
+    let mut executor_props = props.clone();
+    executor_props.insert("s3.endpoint".into(), proxy.url());
+    // iceberg-storage-opendal tries a request 4 times (opendal's RetryLayer: 3 retries): the
+    // first attempt of task 0 fails for good when writing its output, the second finds S3 well.
+    proxy.add(
+        "PUT",
+        "/task-000000.json",
+        ops_tests::proxy::Fault::Unavailable,
+        4,
+    );
+    let cluster = start_cluster_with(
+        &bin,
+        root.path(),
+        &props,
+        2,
+        &[],
+        &[],
+        Some(&executor_props),
+    )?;
+    let client_dir = root.path().join("client");
+    let mut cmd = command(&bin, &client_dir, &props)?;
+    cmd.args(["migrate-data", "--source-catalog", "lake"])
+        .args(["--source", "src.orders", "--dest", "dst.orders"])
+        .args(["--create-dest", "--batch-rows", "25", "--output", "json"])
+        .arg("--checkpoint")
+        .arg(client_dir.join("job.json"))
+        .arg("--cluster")
+        .arg(format!("df://127.0.0.1:{}", cluster.scheduler_port))
+        .stdout(Stdio::piped());
+    let out = cmd.output()?;
+    let log = std::fs::read_to_string(client_dir.join("log"))?;
+    let executors = format!(
+        "--- executor 0:\n{}\n--- executor 1:\n{}",
+        cluster.executors[0].log(),
+        cluster.executors[1].log()
+    );
+    assert!(
+        out.status.success(),
+        "{log}\n--- scheduler:\n{}\n{executors}",
+        cluster.scheduler.log()
+    );
+    let faults = proxy.seen().iter().filter(|s| s.fault.is_some()).count();
+    assert_eq!(faults, 4, "the proxy's 503s");
+    // The executor said why task 0 failed, and that it is worth another attempt.
+    let plain = without_colours(&executors);
+    assert!(
+        plain.contains("task failed") && plain.contains("transient=true"),
+        "{plain}"
+    );
+    let result: Value = serde_json::from_slice(&out.stdout)?;
+    assert_eq!(result["rows_moved"], rows.len() as u64, "{log}");
+    let (got, _) = pyiceberg_orders("lake", &props, "dst")?;
+    let mut want = crate::common::orders_json(&rows);
+    sort_rows(&mut want);
+    assert_eq!(got, want, "every source row exactly once");
+    // The failed attempt's files (written before its output's PUT failed) are gone.
+    let (stored, live) = data_files(&rt, &moto, &props, "dst")?;
+    assert_eq!(stored, live, "files no snapshot references are left");
+    Ok(())
+}
+
 /// Tasks longer than the scheduler's --executor-timeout on executors whose only slot they
 /// fill: Ballista's pull-mode executor polls (its only sign of life) only with a free slot, so
 /// without heartbeats of our own the scheduler takes both for lost and runs the tasks again.
@@ -596,6 +929,7 @@ fn tasks_longer_than_the_executor_timeout_run_once() -> TestResult {
         2,
         &[],
         &[("ICEBERG_OPS_TEST_TASK_DELAY_MS", "9000")],
+        None,
     )?;
     let client_dir = root.path().join("client");
     let mut cmd = command(&bin, &client_dir, &props)?;
@@ -722,7 +1056,7 @@ fn a_vanished_source_file_is_a_clear_error_and_commits_nothing() -> TestResult {
 }
 
 /// Tasks encoded by another iceberg-ops version, played by real processes that encode in cluster
-/// format 2 (`ICEBERG_OPS_TEST_ENCODE_CLUSTER_FORMAT`): a client's are refused by the scheduler,
+/// format 99 (`ICEBERG_OPS_TEST_ENCODE_CLUSTER_FORMAT`): a client's are refused by the scheduler,
 /// a scheduler's by the executors. Each is a clear error naming both formats, and nothing is
 /// committed.
 #[test]
@@ -734,9 +1068,9 @@ fn tasks_of_another_format_version_are_refused_and_commit_nothing() -> TestResul
     let rt = tokio::runtime::Runtime::new()?;
     make_source(&rt, &props, 2)?;
     const ENV: &str = "ICEBERG_OPS_TEST_ENCODE_CLUSTER_FORMAT";
-    let cluster = start_cluster_with(&bin, root.path(), &props, 2, &[(ENV, "2")], &[])?;
+    let cluster = start_cluster_with(&bin, root.path(), &props, 2, &[(ENV, "99")], &[], None)?;
     let client_dir = root.path().join("client");
-    for (who, client_format) in [("the scheduler", Some("2")), ("the executors", None)] {
+    for (who, client_format) in [("the scheduler", Some("99")), ("the executors", None)] {
         let mut cmd = command(&bin, &client_dir, &props)?;
         if let Some(f) = client_format {
             cmd.env(ENV, f);
@@ -750,15 +1084,15 @@ fn tasks_of_another_format_version_are_refused_and_commit_nothing() -> TestResul
             .arg(format!("df://127.0.0.1:{}", cluster.scheduler_port));
         let status = cmd.status()?;
         let log = std::fs::read_to_string(client_dir.join("log"))?;
-        assert!(!status.success(), "{who} ran tasks of format 2:\n{log}");
+        assert!(!status.success(), "{who} ran tasks of format 99:\n{log}");
         // Which process refused: the scheduler parses the client's plan; the executors the
         // scheduler's tasks.
         let refused = match client_format {
-            Some(_) => cluster.scheduler.log().contains("cluster format 2"),
+            Some(_) => cluster.scheduler.log().contains("cluster format 99"),
             None => cluster
                 .executors
                 .iter()
-                .any(|e| e.log().contains("cluster format 2")),
+                .any(|e| e.log().contains("cluster format 99")),
         };
         assert!(
             refused,
@@ -768,8 +1102,8 @@ fn tasks_of_another_format_version_are_refused_and_commit_nothing() -> TestResul
             cluster.executors[1].log()
         );
         assert!(
-            log.contains("encoded in iceberg-ops cluster format 2")
-                && log.contains("reads format 1")
+            log.contains("encoded in iceberg-ops cluster format 99")
+                && log.contains("but this process reads format ")
                 && log.contains("same iceberg-ops version"),
             "{who}: the error names both formats and the fix:\n{log}"
         );

@@ -283,6 +283,11 @@ fn spec(table: &str) -> anyhow::Result<&'static Spec> {
         .with_context(|| format!("no corpus spec for table '{table}'"))
 }
 
+/// The key rows of corpus table `table` are paired by (for other modules' verdicts).
+pub(crate) fn key_of(table: &str) -> anyhow::Result<&'static [&'static str]> {
+    Ok(spec(table)?.key)
+}
+
 fn specs_json() -> Value {
     Value::Array(
         SPECS
@@ -330,22 +335,33 @@ fn vendored_script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/make_corpus.py")
 }
 
-/// The repository's copy of the corpus script is the shared one, byte for byte, where the
-/// shared one is present (a workstation beside `../shared`); a clean clone without it has only
-/// the copy, which is then what every corpus case runs.
+/// The repository's copies of the corpus script and of the benchmark table's generator
+/// (`tests/corpus/gen_source.py`, used by the cluster's tests) are the shared ones, byte for
+/// byte, where the shared ones are present (a workstation beside `../shared`); a clean clone
+/// without them has only the copies, which are then what the tests run.
 #[test]
 fn corpus_copy_matches_shared() -> TestResult {
-    let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/make_corpus.py");
-    if !shared.is_file() {
-        return Ok(());
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for (ours, shared) in [
+        (
+            "corpus/make_corpus.py",
+            "../../shared/corpus/make_corpus.py",
+        ),
+        ("corpus/gen_source.py", "../../shared/bench/gen_source.py"),
+    ] {
+        let shared = here.join(shared);
+        if !shared.is_file() {
+            continue;
+        }
+        let mine = std::fs::read(here.join(ours)).with_context(|| format!("read tests/{ours}"))?;
+        let theirs =
+            std::fs::read(&shared).with_context(|| format!("read {}", shared.display()))?;
+        anyhow::ensure!(
+            mine == theirs,
+            "tests/{ours} differs from {}: copy the shared script over it",
+            shared.display()
+        );
     }
-    let ours = std::fs::read(vendored_script()).context("read tests/corpus/make_corpus.py")?;
-    let theirs = std::fs::read(&shared).with_context(|| format!("read {}", shared.display()))?;
-    anyhow::ensure!(
-        ours == theirs,
-        "tests/corpus/make_corpus.py differs from {}: copy the shared script over it",
-        shared.display()
-    );
     Ok(())
 }
 
@@ -465,11 +481,11 @@ fn remove_stale_runs(root: &Path) {
 }
 
 /// A Python string literal (JSON's escapes are Python's).
-fn py_str(s: &str) -> anyhow::Result<String> {
+pub(crate) fn py_str(s: &str) -> anyhow::Result<String> {
     Ok(serde_json::to_string(s)?)
 }
 
-fn py_list(items: &[&str]) -> anyhow::Result<String> {
+pub(crate) fn py_list(items: &[&str]) -> anyhow::Result<String> {
     Ok(serde_json::to_string(items)?)
 }
 
@@ -510,7 +526,7 @@ fn ident(ns: &str, table: &str) -> anyhow::Result<TableIdent> {
 }
 
 /// Fails with PyIceberg's problems unless its verdict is `equal`.
-fn expect_equal(what: &str, verdict: &Value, ours: &str) -> TestResult {
+pub(crate) fn expect_equal(what: &str, verdict: &Value, ours: &str) -> TestResult {
     if verdict["equal"] == json!(true) {
         return Ok(());
     }

@@ -10,12 +10,19 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ballista::prelude::SessionContextExt;
+use ballista_core::config::BALLISTA_CLIENT_PULL;
+use ballista_core::execution_plans::DistributedQueryExec;
 use ballista_core::extension::SessionConfigExt;
+use ballista_core::serde::protobuf::CancelJobParams;
+use ballista_core::serde::protobuf::scheduler_grpc_client::SchedulerGrpcClient;
+use ballista_core::utils::create_grpc_client_endpoint;
 use datafusion::execution::SessionStateBuilder;
+use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::SessionContext;
+use datafusion_proto::protobuf::LogicalPlanNode;
 use iceberg::table::Table;
 use tokio::task::JoinHandle;
 
@@ -28,12 +35,19 @@ use crate::outputs::{
     Found, committed_attempt_folders, output_path, read_output, remove_lost_attempts,
     remove_outputs,
 };
+use crate::plan_store::store_plan;
 use crate::process::session_config;
 
 /// How long a job whose outputs are all committed may still run before its files are cleaned
 /// up anyway (an attempt of a task taken for lost may still be writing; it ends within its
 /// task's time).
 const JOB_END_WAIT: Duration = Duration::from_secs(300);
+
+/// How often the client says which task it still waits for, while none lands.
+const STALL_WARN_EVERY: Duration = Duration::from_secs(60);
+
+/// Default of [`ClusterRunner::stall_timeout`]: an hour without the next task's output.
+pub const DEFAULT_STALL_TIMEOUT: Duration = Duration::from_secs(3600);
 
 /// Called when a task's output lands: (task id, tasks landed so far, tasks in the plan).
 pub type TaskProgress = Arc<dyn Fn(usize, usize, usize) + Send + Sync>;
@@ -45,6 +59,7 @@ pub struct ClusterRunner {
     poll: Duration,
     checkpoint: Option<PathBuf>,
     progress: Option<TaskProgress>,
+    stall: Option<Duration>,
 }
 
 impl std::fmt::Debug for ClusterRunner {
@@ -53,6 +68,7 @@ impl std::fmt::Debug for ClusterRunner {
             .field("url", &self.url)
             .field("poll", &self.poll)
             .field("checkpoint", &self.checkpoint)
+            .field("stall", &self.stall)
             .finish_non_exhaustive()
     }
 }
@@ -80,7 +96,17 @@ impl ClusterRunner {
             poll: Duration::from_millis(500),
             checkpoint: None,
             progress: None,
+            stall: Some(DEFAULT_STALL_TIMEOUT),
         })
+    }
+
+    /// Gives up when the next task's output has not landed for this long (default an hour;
+    /// `None` waits for ever). Ballista keeps a job whose executors are all gone queued, and
+    /// its client waits with it: without a limit a migration whose cluster lost every executor
+    /// never ends. What landed before stays committed, and the same job resumes.
+    pub fn stall_timeout(mut self, limit: Option<Duration>) -> Self {
+        self.stall = limit;
+        self
     }
 
     /// How often the job's prefix is looked at for the next output (default 500 ms).
@@ -121,7 +147,7 @@ impl ClusterRunner {
                 .commit(source, dest, Vec::new(), self.checkpoint.clone())
                 .await?);
         }
-        let job = self.submit(plan).await?;
+        let (job, ballista_plan) = self.submit(plan, &dest_table).await?;
         let left: JobSlot = Arc::default();
         let watcher = Watcher {
             left: left.clone(),
@@ -132,6 +158,10 @@ impl ClusterRunner {
             job_result: None,
             poll: self.poll,
             progress: self.progress.clone(),
+            stall: self.stall,
+            later_seen: 0,
+            waiting_since: Instant::now(),
+            warned: Instant::now(),
         };
         let outputs = futures::stream::unfold(watcher, |mut w| async move {
             let item = w.next_output().await?;
@@ -144,9 +174,12 @@ impl ClusterRunner {
         let result = match committed {
             Ok(r) => r,
             Err(e) => {
-                // Nothing more is committed: stop following the job.
+                // Nothing more is committed: stop following the job, and stop the job itself
+                // (a job queued for lack of executors would otherwise run when they come,
+                // writing files nobody commits).
                 if let Some(job) = job {
                     job.abort();
+                    self.cancel(&ballista_plan).await;
                 }
                 return Err(e.into());
             }
@@ -208,10 +241,59 @@ impl ClusterRunner {
         Ok(())
     }
 
-    /// Submits the job; the handle ends when Ballista reports it finished.
-    async fn submit(&self, plan: &MigrationPlan) -> Result<JoinHandle<Result<(), String>>> {
+    /// Asks the scheduler to cancel the Ballista job `ballista_plan` submitted (logged, never
+    /// an error: the caller is already failing).
+    async fn cancel(&self, ballista_plan: &Arc<dyn ExecutionPlan>) {
+        let Some(job_id) = ballista_job_id(ballista_plan) else {
+            tracing::warn!(
+                scheduler = %self.url,
+                plan = %datafusion::physical_plan::displayable(ballista_plan.as_ref()).one_line(),
+                "the Ballista job was not accepted yet, so it is not cancelled"
+            );
+            return;
+        };
+        let url = format!("http://{}", self.url.trim_start_matches("df://"));
+        let cancelled = async {
+            let channel = create_grpc_client_endpoint(url.clone(), None)
+                .map_err(|e| e.to_string())?
+                .connect()
+                .await
+                .map_err(|e| e.to_string())?;
+            SchedulerGrpcClient::new(channel)
+                .cancel_job(CancelJobParams {
+                    job_id: job_id.clone(),
+                })
+                .await
+                .map_err(|e| e.to_string())
+        }
+        .await;
+        match cancelled {
+            Ok(_) => tracing::info!(ballista_job = %job_id, "the Ballista job was cancelled"),
+            Err(e) => tracing::warn!(
+                ballista_job = %job_id,
+                scheduler = %self.url,
+                error = %e,
+                "the Ballista job could not be cancelled: it may still run its tasks (their \
+                 files are collected by `iceberg-ops table remove-orphans`)"
+            ),
+        }
+    }
+
+    /// Submits the job; the handle ends when Ballista reports it finished. Also returns
+    /// Ballista's plan of the job, which knows its id once the scheduler accepted it.
+    async fn submit(
+        &self,
+        plan: &MigrationPlan,
+        dest: &Table,
+    ) -> Result<(JoinHandle<Result<(), String>>, Arc<dyn ExecutionPlan>)> {
+        // The tasks carry where the plan is, not the plan (see crate::plan_store).
+        let stored = store_plan(dest, plan).await?;
+        // Pull tracking: the scheduler answers the submission with the job's id at once (push
+        // tracking learns it from the first status update, which a job queued for lack of
+        // executors never sends), so a stalled job can be cancelled.
         let config = session_config()
-            .with_ballista_job_name(&format!("iceberg-ops migration {}", plan.job_id));
+            .with_ballista_job_name(&format!("iceberg-ops migration {}", plan.job_id))
+            .set_bool(BALLISTA_CLIENT_PULL, true);
         let state = SessionStateBuilder::new()
             .with_config(config)
             .with_default_features()
@@ -223,20 +305,42 @@ impl ClusterRunner {
         let ctx = SessionContext::remote_with_state(&self.url, state)
             .await
             .map_err(scheduler)?;
-        let node = MigrationTasksNode::new(Arc::new(plan.clone()), (0..plan.tasks.len()).collect())
-            .map_err(scheduler)?;
+        let node =
+            MigrationTasksNode::new(stored, (0..plan.tasks.len()).collect()).map_err(scheduler)?;
         let df = ctx
             .execute_logical_plan(node.into_logical_plan())
             .await
             .map_err(scheduler)?;
+        let task_ctx = df.task_ctx();
+        let ballista_plan = df.create_physical_plan().await.map_err(scheduler)?;
         let url = self.url.clone();
         tracing::info!(job = %plan.job_id, tasks = plan.tasks.len(), scheduler = %url, "submitted");
-        Ok(tokio::spawn(async move {
-            df.collect()
-                .await
-                .map(|_| ())
-                .map_err(|e| format!("{e} (scheduler {url})"))
-        }))
+        let running = ballista_plan.clone();
+        Ok((
+            tokio::spawn(async move {
+                datafusion::physical_plan::collect(running, Arc::new(task_ctx))
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| format!("{e} (scheduler {url})"))
+            }),
+            ballista_plan,
+        ))
+    }
+}
+
+/// The id the scheduler gave the job `plan` submits (its `DistributedQueryExec`, which
+/// DataFusion's optimizer may have wrapped), once the scheduler accepted it.
+fn ballista_job_id(plan: &Arc<dyn ExecutionPlan>) -> Option<String> {
+    let mut node = Arc::clone(plan);
+    loop {
+        if let Some(d) = node
+            .as_any()
+            .downcast_ref::<DistributedQueryExec<LogicalPlanNode>>()
+        {
+            return d.job_id();
+        }
+        let next = Arc::clone(node.children().first()?);
+        node = next;
     }
 }
 
@@ -253,6 +357,15 @@ struct Watcher {
     job_result: Option<Result<(), String>>,
     poll: Duration,
     progress: Option<TaskProgress>,
+    /// Give up after this long without the next output (and without new outputs of the
+    /// tasks after it).
+    stall: Option<Duration>,
+    /// Outputs of later tasks seen when the stall limit was last reached.
+    later_seen: usize,
+    /// Since the last output landed (or the job was submitted).
+    waiting_since: Instant,
+    /// When the client last said what it waits for.
+    warned: Instant,
 }
 
 impl Watcher {
@@ -270,6 +383,8 @@ impl Watcher {
                 Found::Output(out) => {
                     tracing::info!(task, batches = out.batches.len(), "task output landed");
                     self.next += 1;
+                    self.waiting_since = Instant::now();
+                    self.warned = self.waiting_since;
                     if let Some(p) = &self.progress {
                         p(task, self.next, self.plan.tasks.len());
                     }
@@ -306,8 +421,59 @@ impl Watcher {
                     Ok(r) => r,
                     Err(e) => Err(format!("the job's client task failed: {e}")),
                 });
+                continue;
+            }
+            let waited = self.waiting_since.elapsed();
+            if let Some(limit) = self.stall
+                && waited >= limit
+                && !self.later_tasks_progressed(task).await
+            {
+                self.next = self.plan.tasks.len();
+                return Some(Err(MigrationError::InvalidInput(format!(
+                    "no output of task {task} for {}s (the stall timeout): the cluster has no \
+                     executor left, or none can run the task; see the executors' logs, start \
+                     executors (`iceberg-ops cluster executor --scheduler HOST:PORT`) and run \
+                     the same command to resume",
+                    waited.as_secs()
+                ))));
+            }
+            if self.warned.elapsed() >= STALL_WARN_EVERY {
+                self.warned = Instant::now();
+                tracing::warn!(
+                    task,
+                    waited_s = waited.as_secs(),
+                    "still waiting for the task's output: is an executor running? (Ballista \
+                     keeps the job queued until one is)"
+                );
             }
         }
+    }
+}
+
+/// Later tasks whose outputs are looked for when the next task stalls.
+const LATER_PROBED: usize = 64;
+
+impl Watcher {
+    /// Whether more outputs of the tasks after `task` are there than when this was last asked
+    /// (the cluster is busy, only `task` is slow): then the stall clock starts again.
+    async fn later_tasks_progressed(&mut self, task: usize) -> bool {
+        let mut seen = 0;
+        for later in (task + 1..self.plan.tasks.len()).take(LATER_PROBED) {
+            if let Ok(Found::Output(_)) = read_output(&self.dest, &self.plan.job_id, later).await {
+                seen += 1;
+            }
+        }
+        let progressed = seen > self.later_seen;
+        self.later_seen = seen;
+        if progressed {
+            tracing::info!(
+                task,
+                later_outputs = seen,
+                "the next task is slow, but later ones land: still waiting"
+            );
+            self.waiting_since = Instant::now();
+        }
+        progressed
     }
 }
 

@@ -1,7 +1,8 @@
 //! Logical and physical extension codecs for [`MigrationTasksNode`] and [`MigrationTasksExec`].
 //!
-//! Encoded tasks are `MAGIC`, the format as a little-endian `u32`, then the JSON of the plan and
-//! the task ids. Every other node goes to Ballista's own codecs unchanged (their protobuf never
+//! Encoded tasks are `MAGIC`, the format as a little-endian `u32`, then the JSON of where the
+//! plan is ([`StoredPlan`]: the plan itself stays in the destination's storage, see
+//! [`crate::plan_store`]) and the task ids. Every other node goes to Ballista's own codecs unchanged (their protobuf never
 //! starts with `MAGIC`: its first byte is a field tag, and `i` is not one Ballista uses). A
 //! process reading another format refuses the task with an error naming both versions, so a
 //! cluster of mixed iceberg-ops versions fails loudly instead of running tasks it misreads.
@@ -22,21 +23,21 @@ use datafusion_proto::physical_plan::PhysicalExtensionCodec;
 use serde::{Deserialize, Serialize};
 
 use ops_core::CatalogFactory;
-use ops_datamig::MigrationPlan;
-use ops_datamig::job::PLAN_FORMAT;
 
 use crate::exec::MigrationTasksExec;
 use crate::node::MigrationTasksNode;
+use crate::plan_store::StoredPlan;
 
 /// Version of the encoded tasks. Bump it whenever the encoding or what a task means changes.
-pub const CLUSTER_FORMAT: u32 = 1;
+/// (2: tasks carry where the plan is stored, not the plan.)
+pub const CLUSTER_FORMAT: u32 = 2;
 
 /// Marks bytes as encoded tasks of iceberg-ops.
 const MAGIC: &[u8] = b"iceberg-ops/tasks\0";
 
 #[derive(Serialize, Deserialize)]
 struct Envelope {
-    plan: MigrationPlan,
+    plan: StoredPlan,
     tasks: Vec<usize>,
 }
 
@@ -61,7 +62,7 @@ fn encoding_format() -> u32 {
 
 /// Encodes `tasks` of `plan` as [`CLUSTER_FORMAT`].
 pub fn encode_tasks(
-    plan: &MigrationPlan,
+    plan: &StoredPlan,
     tasks: &[usize],
     buf: &mut Vec<u8>,
 ) -> Result<(), DataFusionError> {
@@ -72,7 +73,7 @@ pub fn encode_tasks(
 #[doc(hidden)]
 pub fn encode_tasks_as(
     format: u32,
-    plan: &MigrationPlan,
+    plan: &StoredPlan,
     tasks: &[usize],
     buf: &mut Vec<u8>,
 ) -> Result<(), DataFusionError> {
@@ -80,7 +81,7 @@ pub fn encode_tasks_as(
     buf.extend_from_slice(&format.to_le_bytes());
     #[derive(Serialize)]
     struct EnvelopeRef<'a> {
-        plan: &'a MigrationPlan,
+        plan: &'a StoredPlan,
         tasks: &'a [usize],
     }
     serde_json::to_writer(&mut *buf, &EnvelopeRef { plan, tasks })
@@ -89,12 +90,12 @@ pub fn encode_tasks_as(
 
 /// `Some((plan, tasks))` when `buf` holds encoded tasks, an error when they are of another
 /// format or unreadable, `None` when `buf` is another codec's.
-pub fn decode_tasks(buf: &[u8]) -> Option<Result<(MigrationPlan, Vec<usize>), DataFusionError>> {
+pub fn decode_tasks(buf: &[u8]) -> Option<Result<(StoredPlan, Vec<usize>), DataFusionError>> {
     let rest = buf.strip_prefix(MAGIC)?;
     Some(decode_envelope(rest))
 }
 
-fn decode_envelope(rest: &[u8]) -> Result<(MigrationPlan, Vec<usize>), DataFusionError> {
+fn decode_envelope(rest: &[u8]) -> Result<(StoredPlan, Vec<usize>), DataFusionError> {
     let (version, json) = rest.split_first_chunk::<4>().ok_or_else(|| {
         DataFusionError::Plan("encoded migration tasks are truncated (no format version)".into())
     })?;
@@ -108,17 +109,10 @@ fn decode_envelope(rest: &[u8]) -> Result<(MigrationPlan, Vec<usize>), DataFusio
     }
     let env: Envelope = serde_json::from_slice(json)
         .map_err(|e| DataFusionError::Plan(format!("unreadable migration tasks: {e}")))?;
-    if env.plan.format != PLAN_FORMAT {
-        return Err(DataFusionError::Plan(format!(
-            "the migration plan is in plan format {}, but this process reads format \
-             {PLAN_FORMAT}: run the same iceberg-ops version everywhere",
-            env.plan.format
-        )));
-    }
-    if let Some(bad) = env.tasks.iter().find(|&&t| t >= env.plan.tasks.len()) {
+    if let Some(bad) = env.tasks.iter().find(|&&t| t >= env.plan.tasks) {
         return Err(DataFusionError::Plan(format!(
             "the encoded tasks name task {bad}, but the plan has {} tasks",
-            env.plan.tasks.len()
+            env.plan.tasks
         )));
     }
     Ok((env.plan, env.tasks))
@@ -140,7 +134,7 @@ impl LogicalExtensionCodec for MigrationLogicalCodec {
         match decode_tasks(buf) {
             Some(decoded) => {
                 let (plan, tasks) = decoded?;
-                let node = MigrationTasksNode::new(Arc::new(plan), tasks)?;
+                let node = MigrationTasksNode::new(plan, tasks)?;
                 Ok(Extension {
                     node: Arc::new(node),
                 })
@@ -223,7 +217,7 @@ impl PhysicalExtensionCodec for MigrationPhysicalCodec {
             Some(decoded) => {
                 let (plan, tasks) = decoded?;
                 Ok(Arc::new(MigrationTasksExec::new(
-                    Arc::new(plan),
+                    plan,
                     tasks,
                     self.factory.clone(),
                 )))
@@ -248,8 +242,15 @@ impl PhysicalExtensionCodec for MigrationPhysicalCodec {
 mod tests {
     use super::*;
 
-    fn plan() -> MigrationPlan {
-        MigrationPlan::example()
+    fn plan() -> StoredPlan {
+        StoredPlan {
+            job_id: "job-1".into(),
+            dest_catalog: "lake".into(),
+            dest_table: "db.t".into(),
+            path: "s3://b/db/t/iceberg-ops-jobs/job-1/plan-0123456789abcdef.json".into(),
+            sha256: "0123456789abcdef".repeat(4),
+            tasks: 2,
+        }
     }
 
     fn ctx() -> TaskContext {
@@ -260,7 +261,7 @@ mod tests {
     fn physical_tasks_round_trip() -> datafusion::error::Result<()> {
         let codec = MigrationPhysicalCodec::default();
         let exec: Arc<dyn ExecutionPlan> =
-            Arc::new(MigrationTasksExec::new(Arc::new(plan()), vec![1, 0], None));
+            Arc::new(MigrationTasksExec::new(plan(), vec![1, 0], None));
         let mut buf = Vec::new();
         codec.try_encode(exec, &mut buf)?;
         let back = codec.try_decode(&buf, &[], &ctx())?;
@@ -269,8 +270,7 @@ mod tests {
             .downcast_ref::<MigrationTasksExec>()
             .ok_or_else(|| DataFusionError::Internal("not a MigrationTasksExec".into()))?;
         assert_eq!(back.tasks(), &[1, 0]);
-        assert_eq!(back.plan().job_id, "job-1");
-        assert_eq!(back.plan().tasks, plan().tasks);
+        assert_eq!(back.plan(), &plan());
         assert_eq!(back.properties().output_partitioning().partition_count(), 2);
         Ok(())
     }
@@ -278,7 +278,7 @@ mod tests {
     #[test]
     fn logical_tasks_round_trip() -> datafusion::error::Result<()> {
         let codec = MigrationLogicalCodec::default();
-        let node = MigrationTasksNode::new(Arc::new(plan()), vec![0, 1])?;
+        let node = MigrationTasksNode::new(plan(), vec![0, 1])?;
         let ext = Extension {
             node: Arc::new(node.clone()),
         };

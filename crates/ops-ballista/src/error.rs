@@ -22,12 +22,40 @@ pub enum ClusterError {
     /// Planning, executing or committing the migration failed.
     #[error(transparent)]
     Migration(#[from] ops_datamig::MigrationError),
-    /// The destination's storage.
+    /// The destination's storage: something wrong with what is stored there.
     #[error("{0}")]
     Storage(String),
+    /// A storage or catalog request failed (the cause is kept, so a transient failure can be
+    /// told from a permanent one: see [`crate::transient`]).
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done (`write <path>`).
+        what: String,
+        /// Why it failed.
+        #[source]
+        source: Box<iceberg::Error>,
+    },
+    /// A catalog could not be opened where the task runs.
+    #[error("{what}: {source}")]
+    Catalog {
+        /// Which catalog, where.
+        what: String,
+        /// Why.
+        #[source]
+        source: Box<ops_core::Error>,
+    },
     /// Ballista's processes.
     #[error("Ballista: {0}")]
     Ballista(String),
+}
+
+/// Maps a storage failure to [`ClusterError::Io`] saying what was being done.
+pub(crate) fn io_failed(what: impl Into<String>) -> impl FnOnce(iceberg::Error) -> ClusterError {
+    let what = what.into();
+    move |source| ClusterError::Io {
+        what,
+        source: Box::new(source),
+    }
 }
 
 /// `Result` of this crate.

@@ -1,8 +1,9 @@
 //! The physical node: one partition per task; executing a partition runs the task.
 
 use std::any::Any;
+use std::collections::HashMap;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, RwLock};
 
 use arrow_array::{RecordBatch, StringArray, UInt64Array};
 use datafusion::error::DataFusionError;
@@ -15,30 +16,56 @@ use datafusion::physical_plan::{
 };
 
 use ops_core::CatalogFactory;
-use ops_datamig::{MigrationPlan, TaskOutput};
+use ops_datamig::TaskOutput;
 
 use crate::error::{ClusterError, Result};
 use crate::node::output_schema;
 use crate::outputs::{Found, claim_attempt, read_output, write_output};
+use crate::plan_store::{StoredPlan, load_plan};
 
-/// Runs tasks of a [`MigrationPlan`], one per partition: reads the task's source files, writes
+/// Runs tasks of a migration plan, one per partition: reads the task's source files, writes
 /// the destination's data files, writes the [`TaskOutput`] under the job's prefix and yields it
 /// as one row (`task`, `output`). Nothing is committed here.
 pub struct MigrationTasksExec {
-    plan: Arc<MigrationPlan>,
+    plan: StoredPlan,
     tasks: Vec<usize>,
     factory: Option<Arc<CatalogFactory>>,
     properties: Arc<PlanProperties>,
+    /// Why partitions failed, for [`crate::engine`] to report to Ballista as it should (the
+    /// shuffle writer between this node and Ballista turns every error into a string).
+    failures: Arc<Mutex<HashMap<usize, TaskFailure>>>,
+}
+
+/// Why a task failed where it ran.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskFailure {
+    /// A later attempt may succeed (see [`crate::transient`]): Ballista should run it again.
+    pub transient: bool,
+    /// The error, naming the task, the job and the executor.
+    pub message: String,
+}
+
+/// How this process names itself in task errors (set by [`set_executor_name`]).
+static EXECUTOR_NAME: RwLock<Option<String>> = RwLock::new(None);
+
+/// Names this executor in the errors of the tasks it runs: its address, then also its id once
+/// Ballista made one.
+pub fn set_executor_name(name: impl Into<String>) {
+    *EXECUTOR_NAME.write().unwrap_or_else(|e| e.into_inner()) = Some(name.into());
+}
+
+fn executor_name() -> String {
+    EXECUTOR_NAME
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
+        .unwrap_or_else(|| format!("process {}", std::process::id()))
 }
 
 impl MigrationTasksExec {
     /// Tasks `tasks` of `plan`; `factory` opens the catalogs where the tasks execute (`None`
     /// on a process that only plans, such as the scheduler).
-    pub fn new(
-        plan: Arc<MigrationPlan>,
-        tasks: Vec<usize>,
-        factory: Option<Arc<CatalogFactory>>,
-    ) -> Self {
+    pub fn new(plan: StoredPlan, tasks: Vec<usize>, factory: Option<Arc<CatalogFactory>>) -> Self {
         let properties = Arc::new(PlanProperties::new(
             EquivalenceProperties::new(output_schema()),
             Partitioning::UnknownPartitioning(tasks.len()),
@@ -50,11 +77,20 @@ impl MigrationTasksExec {
             tasks,
             factory,
             properties,
+            failures: Arc::default(),
         }
     }
 
-    /// The plan.
-    pub fn plan(&self) -> &MigrationPlan {
+    /// Why partition `partition` failed here, once (the record is removed).
+    pub fn take_failure(&self, partition: usize) -> Option<TaskFailure> {
+        self.failures
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&partition)
+    }
+
+    /// Where the plan is.
+    pub fn plan(&self) -> &StoredPlan {
         &self.plan
     }
 
@@ -128,15 +164,29 @@ impl ExecutionPlan for MigrationTasksExec {
         })?;
         let plan = self.plan.clone();
         let factory = self.factory.clone();
-        let job = plan.job_id.clone();
+        let failures = self.failures.clone();
         let fut = async move {
-            let out = run_task(&plan, factory.as_deref(), task)
-                .await
-                .map_err(|e| {
-                    DataFusionError::External(
-                        format!("task {task} of migration job {job}: {e}").into(),
-                    )
-                })?;
+            let out = match run_task(&plan, factory.as_deref(), task).await {
+                Ok(out) => out,
+                Err(e) => {
+                    let transient = crate::transient::is_transient(&e);
+                    let message = format!(
+                        "task {task} of migration job {} failed on executor {}{}: {e}",
+                        plan.job_id,
+                        executor_name(),
+                        if transient { " (transient)" } else { "" }
+                    );
+                    tracing::warn!(task, job = %plan.job_id, transient, error = %e, "task failed");
+                    failures.lock().unwrap_or_else(|e| e.into_inner()).insert(
+                        partition,
+                        TaskFailure {
+                            transient,
+                            message: message.clone(),
+                        },
+                    );
+                    return Err(DataFusionError::External(message.into()));
+                }
+            };
             let json =
                 serde_json::to_string(&out).map_err(|e| DataFusionError::External(Box::new(e)))?;
             RecordBatch::try_new(
@@ -158,7 +208,7 @@ impl ExecutionPlan for MigrationTasksExec {
 /// Executes one task where it runs: the catalogs are this process's, the output goes under the
 /// job's prefix before it is reported.
 async fn run_task(
-    plan: &MigrationPlan,
+    stored: &StoredPlan,
     factory: Option<&CatalogFactory>,
     task: usize,
 ) -> Result<TaskOutput> {
@@ -172,21 +222,29 @@ async fn run_task(
         factory
             .open(&name)
             .await
-            .map_err(|e| invalid(format!("open catalog '{name}' on this executor: {e}")))
+            .map_err(|e| ClusterError::Catalog {
+                what: format!("open catalog '{name}' on this executor"),
+                source: Box::new(e),
+            })
     };
-    let source = open(plan.source.catalog.clone()).await?;
-    let dest = if plan.dest.catalog == plan.source.catalog {
-        source.clone()
-    } else {
-        open(plan.dest.catalog.clone()).await?
-    };
-    let ident = iceberg::TableIdent::from_strs(plan.dest.table.split('.'))
-        .map_err(|e| invalid(format!("the plan names table '{}': {e}", plan.dest.table)))?;
+    // The destination first: the plan is in its storage.
+    let dest = open(stored.dest_catalog.clone()).await?;
+    let ident = iceberg::TableIdent::from_strs(stored.dest_table.split('.'))
+        .map_err(|e| invalid(format!("the plan names table '{}': {e}", stored.dest_table)))?;
     let dest_table = dest
         .catalog()
         .load_table(&ident)
         .await
-        .map_err(|e| invalid(format!("load destination {}: {e}", plan.dest.table)))?;
+        .map_err(crate::error::io_failed(format!(
+            "load destination {}",
+            stored.dest_table
+        )))?;
+    let plan = load_plan(&dest_table, stored).await?;
+    let source = if plan.source.catalog == stored.dest_catalog {
+        dest.clone()
+    } else {
+        open(plan.source.catalog.clone()).await?
+    };
     // A retried task whose first attempt got as far as writing its output: that output is the
     // task's; writing the files again would leave the first attempt's as orphans.
     match read_output(&dest_table, &plan.job_id, task).await? {

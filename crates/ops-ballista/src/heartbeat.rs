@@ -83,9 +83,9 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for ExecutorIdLayer {
 }
 
 /// Starts sending heartbeats to the scheduler at `host:port` every `every`, once
-/// [`ExecutorIdLayer`] caught the executor's id. Returns false (and logs why) when no such
-/// layer was installed.
-pub fn start(host: &str, port: u16, every: Duration) -> bool {
+/// [`ExecutorIdLayer`] caught the executor's id (from then on task errors name the executor by
+/// its id and `address`). Returns false (and logs why) when no such layer was installed.
+pub fn start(address: &str, host: &str, port: u16, every: Duration) -> bool {
     let Some(rx) = CAUGHT.lock().unwrap_or_else(|e| e.into_inner()).take() else {
         tracing::warn!(
             "no ExecutorIdLayer in this process's tracing subscriber: this executor sends no \
@@ -95,10 +95,12 @@ pub fn start(host: &str, port: u16, every: Duration) -> bool {
         return false;
     };
     let url = format!("http://{host}:{port}");
+    let address = address.to_string();
     tokio::spawn(async move {
         let Ok(executor_id) = rx.await else {
             return;
         };
+        crate::exec::set_executor_name(format!("{executor_id} ({address})"));
         tracing::info!(executor = %executor_id, every = ?every, "sending heartbeats");
         let mut client = None;
         let mut tick = tokio::time::interval(every);

@@ -9,19 +9,25 @@
 //!   [`ops_datamig::TaskOutput`] durably under the job's prefix in the destination's storage
 //!   ([`outputs`]) and yields it as one row.
 //! - [`codec`]: the logical and physical extension codecs, carrying [`CLUSTER_FORMAT`]; a
-//!   process of another format refuses the task with an error naming both.
-//! - [`process`]: Ballista's scheduler and executor processes with those codecs and the planner.
+//!   process of another format refuses the task with an error naming both. Tasks carry where
+//!   the plan is ([`plan_store`]), not the plan.
+//! - [`process`]: Ballista's scheduler and executor processes with those codecs and the planner;
+//!   the executors run [`engine`], which reports a task's transient failures ([`transient`]) so
+//!   that Ballista runs the task again.
 //! - [`client`]: submits the tasks and commits their outputs in batch order as they land, with
 //!   ops-datamig's committer.
 
 pub mod client;
 pub mod codec;
+pub mod engine;
 pub mod error;
 pub mod exec;
 pub mod heartbeat;
 pub mod node;
 pub mod outputs;
+pub mod plan_store;
 pub mod process;
+pub mod transient;
 
 pub use client::{ClusterRunner, TaskProgress};
 pub use codec::{CLUSTER_FORMAT, MigrationLogicalCodec, MigrationPhysicalCodec};

@@ -10,7 +10,7 @@ use datafusion::common::{DFSchema, DFSchemaRef};
 use datafusion::error::DataFusionError;
 use datafusion::logical_expr::{Expr, Extension, LogicalPlan, UserDefinedLogicalNodeCore};
 
-use ops_datamig::MigrationPlan;
+use crate::plan_store::StoredPlan;
 
 /// Column of the output rows: the task's id.
 pub const TASK_COLUMN: &str = "task";
@@ -28,14 +28,14 @@ pub fn output_schema() -> SchemaRef {
     SCHEMA.clone()
 }
 
-/// The tasks of a [`MigrationPlan`] to execute, one partition each.
+/// The tasks of a migration plan to execute, one partition each.
 ///
 /// Identity (equality, hash, order) is the plan's job id and the task ids: two nodes of the same
 /// job and tasks do the same work.
 #[derive(Clone)]
 pub struct MigrationTasksNode {
-    /// The plan (every task's files are in it; executors run only theirs).
-    pub plan: Arc<MigrationPlan>,
+    /// Where the plan is (every task's files are in it; executors run only theirs).
+    pub plan: StoredPlan,
     /// The ids of the tasks to run, in partition order.
     pub tasks: Vec<usize>,
     schema: DFSchemaRef,
@@ -43,7 +43,7 @@ pub struct MigrationTasksNode {
 
 impl MigrationTasksNode {
     /// The node running `tasks` of `plan`.
-    pub fn new(plan: Arc<MigrationPlan>, tasks: Vec<usize>) -> Result<Self, DataFusionError> {
+    pub fn new(plan: StoredPlan, tasks: Vec<usize>) -> Result<Self, DataFusionError> {
         let schema = Arc::new(DFSchema::try_from(output_schema().as_ref().clone())?);
         Ok(Self {
             plan,

@@ -14,7 +14,7 @@ use iceberg::table::Table;
 
 use ops_datamig::TaskOutput;
 
-use crate::error::{ClusterError, Result};
+use crate::error::{ClusterError, Result, io_failed};
 
 /// The folder under a table's location that holds the jobs' outputs.
 pub const JOBS_DIR: &str = "iceberg-ops-jobs";
@@ -49,10 +49,10 @@ pub async fn write_output(dest: &Table, out: &TaskOutput) -> Result<()> {
     })?;
     dest.file_io()
         .new_output(&path)
-        .map_err(|e| ClusterError::Storage(format!("write {path}: {e}")))?
+        .map_err(io_failed(format!("write {path}")))?
         .write(Bytes::from(json))
         .await
-        .map_err(|e| ClusterError::Storage(format!("write {path}: {e}")))
+        .map_err(io_failed(format!("write {path}")))
 }
 
 /// Reads task `task`'s output of job `job_id`, if it is there.
@@ -62,16 +62,16 @@ pub async fn read_output(dest: &Table, job_id: &str, task: usize) -> Result<Foun
     let exists = io
         .exists(&path)
         .await
-        .map_err(|e| ClusterError::Storage(format!("look for {path}: {e}")))?;
+        .map_err(io_failed(format!("look for {path}")))?;
     if !exists {
         return Ok(Found::Absent);
     }
     let bytes = io
         .new_input(&path)
-        .map_err(|e| ClusterError::Storage(format!("read {path}: {e}")))?
+        .map_err(io_failed(format!("read {path}")))?
         .read()
         .await
-        .map_err(|e| ClusterError::Storage(format!("read {path}: {e}")))?;
+        .map_err(io_failed(format!("read {path}")))?;
     let text = match std::str::from_utf8(&bytes) {
         Ok(t) => t,
         Err(e) => return Ok(Found::Unreadable(format!("{path} is not UTF-8: {e}"))),
@@ -113,7 +113,7 @@ pub async fn claim_attempt(dest: &Table, job_id: &str, task: usize) -> Result<St
         let exists = io
             .exists(&marker)
             .await
-            .map_err(|e| ClusterError::Storage(format!("look for {marker}: {e}")))?;
+            .map_err(io_failed(format!("look for {marker}")))?;
         if exists {
             continue;
         }
@@ -122,10 +122,10 @@ pub async fn claim_attempt(dest: &Table, job_id: &str, task: usize) -> Result<St
             ops_datamig::data_location(dest)
         );
         io.new_output(&marker)
-            .map_err(|e| ClusterError::Storage(format!("write {marker}: {e}")))?
+            .map_err(io_failed(format!("write {marker}")))?
             .write(Bytes::from(folder.clone()))
             .await
-            .map_err(|e| ClusterError::Storage(format!("write {marker}: {e}")))?;
+            .map_err(io_failed(format!("write {marker}")))?;
         return Ok(folder);
     }
     Err(ClusterError::Storage(format!(
@@ -204,16 +204,16 @@ pub async fn remove_lost_attempts(
         let exists = io
             .exists(&marker)
             .await
-            .map_err(|e| ClusterError::Storage(format!("look for {marker}: {e}")))?;
+            .map_err(io_failed(format!("look for {marker}")))?;
         if !exists {
             break;
         }
         let bytes = io
             .new_input(&marker)
-            .map_err(|e| ClusterError::Storage(format!("read {marker}: {e}")))?
+            .map_err(io_failed(format!("read {marker}")))?
             .read()
             .await
-            .map_err(|e| ClusterError::Storage(format!("read {marker}: {e}")))?;
+            .map_err(io_failed(format!("read {marker}")))?;
         let folder = String::from_utf8_lossy(&bytes)
             .trim_end_matches('/')
             .to_string();

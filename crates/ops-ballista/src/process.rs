@@ -237,8 +237,17 @@ pub async fn run_executor(opts: ExecutorOptions, catalogs: CatalogFactory) -> Re
         override_physical_codec: Some(Arc::new(MigrationPhysicalCodec::with_catalogs(Arc::new(
             catalogs,
         )))),
+        override_execution_engine: Some(Arc::new(
+            crate::engine::MigrationExecutionEngine::default(),
+        )),
         ..ExecutorProcessConfig::default()
     };
+    let address = format!(
+        "{}:{}",
+        opts.external_host.as_deref().unwrap_or(&opts.bind_host),
+        opts.port
+    );
+    crate::exec::set_executor_name(address.clone());
     tracing::info!(
         scheduler = %format!("{}:{}", opts.scheduler_host, opts.scheduler_port),
         port = opts.port,
@@ -247,6 +256,7 @@ pub async fn run_executor(opts: ExecutorOptions, catalogs: CatalogFactory) -> Re
     );
     // Pull mode sends no heartbeat while every slot is busy (see crate::heartbeat).
     crate::heartbeat::start(
+        &address,
         &opts.scheduler_host,
         opts.scheduler_port,
         std::time::Duration::from_secs(opts.heartbeat_seconds.max(1)),

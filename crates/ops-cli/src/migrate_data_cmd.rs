@@ -14,8 +14,8 @@ use clap::ValueEnum;
 use iceberg::spec::Type;
 use ops_core::CatalogFactory;
 use ops_datamig::{
-    DataMigrator, MigrationPlan, MigrationResult, TaskOutput, VerificationResult, VerifyMethod,
-    WriteMode,
+    DataMigrator, MigrationError, MigrationPlan, MigrationResult, TaskOutput, VerificationResult,
+    VerifyMethod, WriteMode,
 };
 use ops_reconcile::{MissingInDest, MissingInSource, SchemaReconciler};
 use serde_json::Value;
@@ -226,6 +226,11 @@ pub struct MigrateArgs {
     /// plan here, commit here in batch order as the executors' outputs land.
     #[arg(long, value_name = "df://HOST:PORT")]
     cluster: Option<String>,
+    /// With --cluster: give up when the next task's output has not landed for this many
+    /// seconds (default 3600; 0 waits for ever) — Ballista keeps a job queued while no
+    /// executor is there. What landed stays committed; the same command resumes.
+    #[arg(long, value_name = "SECS")]
+    stall_timeout: Option<u64>,
     /// Verify the destination after migrating.
     #[arg(long, value_enum)]
     verify: Option<Method>,
@@ -445,7 +450,26 @@ async fn commit(factory: &CatalogFactory, a: CommitArgs) -> anyhow::Result<()> {
         );
     }
     let (source, dest) = plan_catalogs(factory, &plan).await?;
-    let result = plan.commit(&source, &dest, outputs, a.checkpoint).await?;
+    let result = match plan.commit(&source, &dest, outputs, a.checkpoint).await {
+        Ok(r) => r,
+        // Committing is idempotent: a repeated commit (a retry after a lost response, a
+        // pipeline step run twice) finds the job done and succeeds without writing.
+        Err(e @ MigrationError::AlreadyComplete { .. }) => {
+            match a.output {
+                Output::Json => println!(
+                    "{}",
+                    serde_json::to_string_pretty(&serde_json::json!({
+                        "job_id": plan.job_id,
+                        "already_complete": true,
+                        "detail": e.to_string(),
+                    }))?
+                ),
+                Output::Text => println!("{e}"),
+            }
+            return Ok(());
+        }
+        Err(e) => return Err(e.into()),
+    };
     match a.output {
         Output::Json => println!("{}", serde_json::to_string_pretty(&result)?),
         Output::Text => {
@@ -498,6 +522,9 @@ async fn run_migrate(factory: &CatalogFactory, args: MigrateArgs) -> anyhow::Res
             );
         }
         return run_on_cluster(factory, url, m, &args).await;
+    }
+    if args.stall_timeout.is_some() {
+        bail!("--stall-timeout applies to --cluster runs only");
     }
     if let Some(path) = &args.checkpoint {
         m = m.checkpoint(path);
@@ -598,6 +625,9 @@ async fn run_on_cluster(
     args: &MigrateArgs,
 ) -> anyhow::Result<()> {
     let mut runner = ops_ballista::ClusterRunner::new(url)?;
+    if let Some(secs) = args.stall_timeout {
+        runner = runner.stall_timeout((secs > 0).then(|| std::time::Duration::from_secs(secs)));
+    }
     if let Some(path) = &args.checkpoint {
         // Refused before any task is submitted (the commit step would refuse it only after
         // the executors had run every task again).

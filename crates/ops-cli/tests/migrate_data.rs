@@ -469,3 +469,112 @@ fn an_abandoned_plan_can_be_unmarked() {
         "expire after abandoning",
     );
 }
+
+/// A planned job with `--compact --expire-job-snapshots`, committed, then committed again (a
+/// retry after a lost response, a pipeline step run twice): the second commit writes nothing
+/// and succeeds, saying the job is complete — with the same checkpoint and without one (then
+/// the destination's trace says so: the job's compaction in the history).
+#[test]
+fn committing_a_completed_job_again_succeeds_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    ok(&run(cwd, &["quickstart", "--rows", "3000"]), "quickstart");
+    let out = run(
+        cwd,
+        &[
+            "migrate-data",
+            "--source",
+            "quickstart.orders",
+            "--dest",
+            "done.orders",
+            "--create-dest",
+            "--batch-rows",
+            "1000",
+            "--compact",
+            "--expire-job-snapshots",
+            "--plan-only",
+            "--output",
+            "json",
+        ],
+    );
+    ok(&out, "plan");
+    std::fs::write(cwd.join("plan.json"), &out.stdout).unwrap();
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tasks = plan["tasks"].as_array().unwrap().len();
+    let mut commit = vec![
+        "migrate-data".to_string(),
+        "commit".into(),
+        "--plan".into(),
+        "plan.json".into(),
+    ];
+    for task in 0..tasks {
+        let file = format!("task-{task}.json");
+        let t = task.to_string();
+        ok(
+            &run(
+                cwd,
+                &[
+                    "migrate-data",
+                    "run-task",
+                    "--plan",
+                    "plan.json",
+                    "--task",
+                    &t,
+                    "--out",
+                    &file,
+                ],
+            ),
+            "run-task",
+        );
+        commit.push(file);
+    }
+    let with_checkpoint = |json: bool| {
+        let mut c = commit.clone();
+        c.extend(["--checkpoint".into(), "commit.ckpt".into()]);
+        if json {
+            c.extend(["--output".into(), "json".into()]);
+        }
+        c
+    };
+    let args = with_checkpoint(false);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    ok(&run(cwd, &args), "first commit");
+    let snapshots = || {
+        let out = run(
+            cwd,
+            &["table", "snapshots", "done.orders", "--output", "json"],
+        );
+        ok(&out, "snapshots");
+        serde_json::from_slice::<Vec<serde_json::Value>>(&out.stdout).unwrap()
+    };
+    let after_first = snapshots();
+    assert_eq!(
+        after_first.len(),
+        1,
+        "compacted, batches expired: {after_first:?}"
+    );
+
+    let args = with_checkpoint(true);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = run(cwd, &args);
+    ok(&out, "second commit with the checkpoint");
+    let again: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(again["already_complete"], true, "{again}");
+    assert!(
+        again["detail"].as_str().unwrap().contains("is complete in"),
+        "{again}"
+    );
+    let args: Vec<&str> = commit.iter().map(String::as_str).collect();
+    let out = run(cwd, &args);
+    ok(&out, "second commit without a checkpoint");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("is complete in") && text.contains("nothing to commit"),
+        "{text}"
+    );
+    assert_eq!(
+        snapshots(),
+        after_first,
+        "the repeated commits wrote nothing"
+    );
+}

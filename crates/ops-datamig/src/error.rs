@@ -81,6 +81,19 @@ pub enum MigrationError {
         source: Box<MigrationError>,
     },
 
+    /// The plan's job already completed in the destination: nothing was committed, and nothing
+    /// needs to be (a repeated `migrate-data commit`, e.g. after a lost response). Callers that
+    /// commit idempotently treat it as success.
+    #[error("job {job_id} is complete in {dest} ({why}): nothing to commit")]
+    AlreadyComplete {
+        /// The plan's job.
+        job_id: String,
+        /// The destination as CLI commands name it.
+        dest: String,
+        /// What says it completed.
+        why: String,
+    },
+
     /// A table operation, catalog or read failed.
     #[error(transparent)]
     Core(#[from] ops_core::Error),

@@ -97,12 +97,31 @@ impl MigrationPlan {
                         rollback_to: self.dest_snapshot_before,
                         dest: dest_ref.cli_args(),
                     };
-                    if state.completed {
-                        return Err(refuse(
-                            "it records a completed commit of this plan; delete it to commit \
-                             again"
-                                .into(),
-                        ));
+                    let job = state
+                        .job
+                        .as_ref()
+                        .and_then(|j| j.get("job_id"))
+                        .and_then(|v| v.as_str());
+                    if state.completed && job == Some(self.job_id.as_str()) {
+                        // Complete, unless its batches were rolled back since. Its batch
+                        // snapshots may also be gone because the job expired them
+                        // (`--expire-job-snapshots`): the destination's trace tells.
+                        let landed = landed_batches(&dest_table, &self.job_id, 0);
+                        let trace = completed_trace(&dest_table, &self.job_id, &landed);
+                        if trace.is_some()
+                            || rolled_back(&dest_table, &state.dest_snapshot_ids).is_none()
+                        {
+                            return Err(MigrationError::AlreadyComplete {
+                                job_id: self.job_id.clone(),
+                                dest: dest_ref.describe(),
+                                why: trace.unwrap_or_else(|| {
+                                    format!(
+                                        "checkpoint {} records its completed commit",
+                                        s.path().display()
+                                    )
+                                }),
+                            });
+                        }
                     }
                     if let Some(missing) = rolled_back(&dest_table, &state.dest_snapshot_ids) {
                         return Err(refuse(format!(
@@ -111,11 +130,6 @@ impl MigrationPlan {
                              committing would skip rows that are no longer there"
                         )));
                     }
-                    let job = state
-                        .job
-                        .as_ref()
-                        .and_then(|j| j.get("job_id"))
-                        .and_then(|v| v.as_str());
                     if job != Some(self.job_id.as_str()) {
                         return Err(MigrationError::Resume {
                             path: s.path().to_path_buf(),
@@ -166,13 +180,14 @@ impl MigrationPlan {
             None => None,
         };
         let landed = landed_batches(&dest_table, &self.job_id, 0);
+        // Its rows are there already (batch snapshots perhaps expired, so committing the
+        // outputs again would append them twice).
         if let Some(why) = completed_trace(&dest_table, &self.job_id, &landed) {
-            return Err(MigrationError::InvalidInput(format!(
-                "job {} is complete in {} ({why}): its rows are there already, and committing \
-                 its outputs again would append them twice",
-                self.job_id,
-                dest_ref.describe()
-            )));
+            return Err(MigrationError::AlreadyComplete {
+                job_id: self.job_id.clone(),
+                dest: dest_ref.describe(),
+                why,
+            });
         }
         let mut committer = Committer::new(CommitterSetup {
             handle: dest_ref.handle.clone(),

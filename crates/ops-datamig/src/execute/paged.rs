@@ -100,17 +100,21 @@ pub(crate) async fn open(
     };
     // A page read from a local file is a system call; from an object store, a request.
     let limit = matches!(source, Source::Remote { .. }).then_some(REMOTE_PAGED_FROM);
-    let file = RangedFile(Arc::new(Ranged {
+    let ranged = Arc::new(Ranged {
         source,
         len: task.file_size_in_bytes,
         path: task.data_file_path.clone(),
-    }));
+        failure: std::sync::Mutex::new(None),
+    });
+    let file = RangedFile(ranged.clone());
     let path = task.data_file_path.clone();
     let handle = tokio::runtime::Handle::current();
     let (ready_tx, ready_rx) = oneshot::channel::<Result<bool>>();
     let (tx, rx) = mpsc::channel::<Result<RecordBatch>>(1);
     let producer = tokio::task::spawn_blocking(move || {
-        let mut reader = match prepare(file, &wanted, &not_null_if_missing, limit, batch_size) {
+        let mut reader = match prepare(file, &wanted, &not_null_if_missing, limit, batch_size)
+            .map_err(|e| caused(e, ranged.take_failure()))
+        {
             Ok(Some(reader)) => {
                 let _ = ready_tx.send(Ok(true));
                 reader
@@ -131,7 +135,7 @@ pub(crate) async fn open(
                 return; // the reader was dropped (the run stopped): stop reading
             };
             let Some(batch) = reader.next() else { return };
-            let item = batch.map_err(|e| parquet_error(&path, e));
+            let item = batch.map_err(|e| caused(parquet_error(&path, e), ranged.take_failure()));
             let failed = item.is_err();
             permit.send(item);
             if failed {
@@ -243,6 +247,16 @@ fn prepare(
 /// iceberg's reader, whole; larger ones page by page.
 const REMOTE_PAGED_FROM: u64 = 64 * 1024 * 1024;
 
+/// `err` with the read failure behind it as its cause (see [`Ranged::failure`]).
+fn caused(err: MigrationError, cause: Option<iceberg::Error>) -> MigrationError {
+    match (err, cause) {
+        (MigrationError::Iceberg(e), Some(cause)) if std::error::Error::source(&*e).is_none() => {
+            MigrationError::from((*e).with_source(cause))
+        }
+        (err, _) => err,
+    }
+}
+
 fn parquet_error(path: &str, e: impl std::fmt::Display) -> MigrationError {
     MigrationError::from(iceberg::Error::new(
         iceberg::ErrorKind::DataInvalid,
@@ -275,6 +289,9 @@ struct Ranged {
     source: Source,
     len: u64,
     path: String,
+    /// The last read that failed, kept whole: the Parquet reader passes it on as text only,
+    /// and whether it may succeed later (a 503, a timeout) is in the error, not the text.
+    failure: std::sync::Mutex<Option<iceberg::Error>>,
 }
 
 enum Source {
@@ -341,10 +358,22 @@ impl Ranged {
                     .map_err(|e| ParquetError::External(Box::new(e)))?;
                 Ok(Bytes::from(buffer))
             }
-            Source::Remote { handle, reader } => handle
-                .block_on(reader.read(start..end))
-                .map_err(|e| ParquetError::External(Box::new(e))),
+            Source::Remote { handle, reader } => {
+                handle.block_on(reader.read(start..end)).map_err(|e| {
+                    let text = ParquetError::General(e.to_string());
+                    *self.failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                    text
+                })
+            }
         }
+    }
+
+    /// The read failure behind the reader's last error, if a read failed.
+    fn take_failure(&self) -> Option<iceberg::Error> {
+        self.failure
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
     }
 }
 
@@ -489,8 +518,81 @@ mod tests {
             },
             len,
             path,
+            failure: Mutex::new(None),
         }));
         Ok((file, recording))
+    }
+
+    /// Fails every read after the first `ok` with a retryable error (a throttled store).
+    struct Failing {
+        inner: Box<dyn FileRead>,
+        ok: Mutex<usize>,
+    }
+
+    #[async_trait::async_trait]
+    impl FileRead for Failing {
+        async fn read(&self, range: Range<u64>) -> iceberg::Result<Bytes> {
+            let left = self.ok.lock().map(|mut n| {
+                let left = *n;
+                *n = n.saturating_sub(1);
+                left
+            });
+            if left.unwrap_or(0) == 0 {
+                return Err(
+                    iceberg::Error::new(iceberg::ErrorKind::Unexpected, "503 SlowDown")
+                        .with_retryable(true),
+                );
+            }
+            self.inner.read(range).await
+        }
+    }
+
+    /// A read failing mid-file reaches the caller as the cause of the error, not only as the
+    /// Parquet reader's text: whether another attempt may succeed (a 503, a timeout) is told
+    /// from it (ops-ballista's `transient`).
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_failed_read_is_the_cause_of_the_error() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("big.parquet");
+        write(&path, 200_000, true)?;
+        let io = iceberg::io::FileIO::new_with_fs();
+        let name = path.display().to_string();
+        let input = io.new_input(&name)?;
+        let len = input.metadata().await?.size;
+        let ranged = Arc::new(Ranged {
+            source: Source::Remote {
+                handle: tokio::runtime::Handle::current(),
+                reader: Arc::new(Failing {
+                    inner: input.reader().await?,
+                    ok: Mutex::new(6),
+                }),
+            },
+            len,
+            path: name.clone(),
+            failure: Mutex::new(None),
+        });
+        let file = RangedFile(ranged.clone());
+        let err = tokio::task::spawn_blocking(move || -> Option<MigrationError> {
+            let reader = match prepare(file, &[1, 2], &HashSet::new(), None, 8_192) {
+                Ok(Some(r)) => r,
+                Ok(None) => return None,
+                Err(e) => return Some(caused(e, ranged.take_failure())),
+            };
+            for batch in reader {
+                if let Err(e) = batch {
+                    return Some(caused(parquet_error(&name, e), ranged.take_failure()));
+                }
+            }
+            None
+        })
+        .await?
+        .ok_or("the read did not fail")?;
+        assert!(err.to_string().contains("503 SlowDown"), "{err}");
+        let cause = std::error::Error::source(&err)
+            .and_then(|c| c.downcast_ref::<iceberg::Error>())
+            .ok_or_else(|| format!("no iceberg error behind {err:?}"))?;
+        assert!(cause.retryable(), "{cause:?}");
+        Ok(())
     }
 
     /// A row group is read a page at a time: no read is anywhere near a column chunk's size,
@@ -676,6 +778,7 @@ mod tests {
             },
             len: bytes.len() as u64,
             path: location.to_string(),
+            failure: Mutex::new(None),
         }));
         let rows = tokio::task::spawn_blocking(move || -> Result<usize> {
             let reader = prepare(file, &[1], &HashSet::new(), Some(0), 4_096)?

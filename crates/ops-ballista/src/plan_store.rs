@@ -1,0 +1,192 @@
+//! The plan a cluster job runs, stored once beside its outputs; tasks carry only where it is.
+//!
+//! Ballista sends every task the whole plan of its stage, and a migration plan lists every
+//! source file of every task (a 20,000-file source plans to 1.8 MB of JSON): sent with each
+//! task, a plan of a few hundred thousand files passes gRPC's 16 MiB message limit, and the
+//! scheduler would send it once per task. So the client writes the plan to
+//! `<job prefix>/plan-<digest>.json` in the destination's storage before it submits, and the
+//! tasks carry a [`StoredPlan`] — the destination, the path, the plan's SHA-256 and its number
+//! of tasks, a few hundred bytes whatever the plan's size. An executor reads each job's plan
+//! once and keeps the last few; a plan whose digest differs (replaced while the job ran) is
+//! refused.
+
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use iceberg::table::Table;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use ops_datamig::MigrationPlan;
+use ops_datamig::job::PLAN_FORMAT;
+
+use crate::error::{ClusterError, Result, io_failed};
+use crate::outputs::job_prefix;
+
+/// Where a job's plan is, as its tasks carry it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct StoredPlan {
+    /// The plan's job id.
+    pub job_id: String,
+    /// The destination's catalog (as the executors' configuration names it).
+    pub dest_catalog: String,
+    /// The destination table, `NS.T`: the plan is in its storage.
+    pub dest_table: String,
+    /// The plan's JSON.
+    pub path: String,
+    /// SHA-256 of that JSON, in hex.
+    pub sha256: String,
+    /// How many tasks the plan has.
+    pub tasks: usize,
+}
+
+/// Writes `plan` under its job's prefix in `dest`'s storage (`dest` is the plan's destination).
+pub async fn store_plan(dest: &Table, plan: &MigrationPlan) -> Result<StoredPlan> {
+    let json = serde_json::to_vec(plan).map_err(|e| {
+        ClusterError::Storage(format!("encode the plan of job {}: {e}", plan.job_id))
+    })?;
+    let sha256 = hex(&Sha256::digest(&json));
+    let path = format!(
+        "{}plan-{}.json",
+        job_prefix(dest, &plan.job_id),
+        &sha256[..16]
+    );
+    dest.file_io()
+        .new_output(&path)
+        .map_err(io_failed(format!("write {path}")))?
+        .write(Bytes::from(json))
+        .await
+        .map_err(io_failed(format!("write {path}")))?;
+    Ok(StoredPlan {
+        job_id: plan.job_id.clone(),
+        dest_catalog: plan.dest.catalog.clone(),
+        dest_table: plan.dest.table.clone(),
+        path,
+        sha256,
+        tasks: plan.tasks.len(),
+    })
+}
+
+/// Plans this process read lately, newest last.
+static PLANS: Mutex<Vec<(StoredPlan, Arc<MigrationPlan>)>> = Mutex::new(Vec::new());
+/// Plans kept: an executor runs the tasks of one job, or a few at once.
+const KEPT: usize = 4;
+
+/// The plan `stored` names, read through `dest`'s storage (the table it names) or kept from an
+/// earlier task of the job.
+pub async fn load_plan(dest: &Table, stored: &StoredPlan) -> Result<Arc<MigrationPlan>> {
+    if let Some(plan) = kept(stored) {
+        return Ok(plan);
+    }
+    let path = &stored.path;
+    let bytes = dest
+        .file_io()
+        .new_input(path)
+        .map_err(io_failed(format!("read the plan {path}")))?
+        .read()
+        .await
+        .map_err(io_failed(format!("read the plan {path}")))?;
+    let plan = check(stored, &bytes)?;
+    let plan = Arc::new(plan);
+    let mut plans = PLANS.lock().unwrap_or_else(|e| e.into_inner());
+    plans.retain(|(s, _)| s != stored);
+    plans.push((stored.clone(), plan.clone()));
+    if plans.len() > KEPT {
+        plans.remove(0);
+    }
+    Ok(plan)
+}
+
+fn kept(stored: &StoredPlan) -> Option<Arc<MigrationPlan>> {
+    PLANS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .find(|(s, _)| s == stored)
+        .map(|(_, p)| p.clone())
+}
+
+/// The plan in `bytes`, if it is the one `stored` names.
+fn check(stored: &StoredPlan, bytes: &[u8]) -> Result<MigrationPlan> {
+    let path = &stored.path;
+    let actual = hex(&Sha256::digest(bytes));
+    if actual != stored.sha256 {
+        return Err(ClusterError::Storage(format!(
+            "the plan at {path} is not the one job {} was submitted with (SHA-256 {actual}, \
+             expected {}): it was replaced while the job ran; run the job again from its client",
+            stored.job_id, stored.sha256
+        )));
+    }
+    let plan: MigrationPlan = serde_json::from_slice(bytes)
+        .map_err(|e| ClusterError::Storage(format!("the plan at {path} is unreadable: {e}")))?;
+    if plan.format != PLAN_FORMAT {
+        return Err(ClusterError::InvalidInput(format!(
+            "the plan at {path} is in plan format {}, but this process reads format \
+             {PLAN_FORMAT}: run the same iceberg-ops version on the client and every executor",
+            plan.format
+        )));
+    }
+    if plan.job_id != stored.job_id || plan.tasks.len() != stored.tasks {
+        return Err(ClusterError::Storage(format!(
+            "the plan at {path} is job {} with {} tasks, not job {} with {}",
+            plan.job_id,
+            plan.tasks.len(),
+            stored.job_id,
+            stored.tasks
+        )));
+    }
+    Ok(plan)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stored(plan: &MigrationPlan, json: &[u8]) -> StoredPlan {
+        StoredPlan {
+            job_id: plan.job_id.clone(),
+            dest_catalog: plan.dest.catalog.clone(),
+            dest_table: plan.dest.table.clone(),
+            path: "s3://b/t/iceberg-ops-jobs/job-1/plan-0.json".into(),
+            sha256: hex(&Sha256::digest(json)),
+            tasks: plan.tasks.len(),
+        }
+    }
+
+    #[test]
+    fn the_plan_read_back_is_the_one_stored() -> Result<()> {
+        let plan = MigrationPlan::example();
+        let json = serde_json::to_vec(&plan).map_err(|e| ClusterError::Storage(e.to_string()))?;
+        let back = check(&stored(&plan, &json), &json)?;
+        assert_eq!(back.tasks, plan.tasks);
+        Ok(())
+    }
+
+    #[test]
+    fn a_replaced_or_foreign_plan_is_refused() -> Result<()> {
+        let plan = MigrationPlan::example();
+        let json = serde_json::to_vec(&plan).map_err(|e| ClusterError::Storage(e.to_string()))?;
+        let s = stored(&plan, &json);
+        let mut other = plan.clone();
+        other.batch_rows += 1;
+        let replaced =
+            serde_json::to_vec(&other).map_err(|e| ClusterError::Storage(e.to_string()))?;
+        let err = check(&s, &replaced)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("replaced while the job ran"), "{err}");
+        let mut foreign = s.clone();
+        foreign.job_id = "job-2".into();
+        let err = check(&foreign, &json)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("not job job-2"), "{err}");
+        Ok(())
+    }
+}
