@@ -214,6 +214,36 @@ fn add_executors(
     Ok(cluster)
 }
 
+/// `migrate-data` of `src.orders` into `dst.orders` (created) through the scheduler at `port`,
+/// in batches of `batch_rows`, checkpointed in `client_dir/checkpoint`, its output piped; the
+/// caller adds the rest.
+fn orders_through(
+    bin: &Path,
+    client_dir: &Path,
+    props: &BTreeMap<String, String>,
+    port: u16,
+    batch_rows: usize,
+    checkpoint: &str,
+) -> anyhow::Result<Command> {
+    let mut cmd = command(bin, client_dir, props)?;
+    cmd.args(["migrate-data", "--source-catalog", "lake"])
+        .args([
+            "--source",
+            "src.orders",
+            "--dest",
+            "dst.orders",
+            "--create-dest",
+        ])
+        .arg("--batch-rows")
+        .arg(batch_rows.to_string())
+        .arg("--checkpoint")
+        .arg(client_dir.join(checkpoint))
+        .arg("--cluster")
+        .arg(format!("df://127.0.0.1:{port}"))
+        .stdout(Stdio::piped());
+    Ok(cmd)
+}
+
 /// Tasks the executors' logs say they executed.
 fn tasks_executed(cluster: &Cluster) -> usize {
     cluster
@@ -236,21 +266,16 @@ fn migrate_through_a_ballista_cluster() -> TestResult {
 
     let cluster = start_cluster(&bin, root.path(), &props, 2)?;
     let client_dir = root.path().join("client");
-    let mut cmd = command(&bin, &client_dir, &props)?;
-    cmd.args(["migrate-data", "--source-catalog", "lake"])
-        .args([
-            "--source",
-            "src.orders",
-            "--dest",
-            "dst.orders",
-            "--create-dest",
-        ])
-        .args(["--batch-rows", "25", "--output", "json"])
-        .arg("--checkpoint")
-        .arg(client_dir.join("job.json"))
-        .arg("--cluster")
-        .arg(format!("df://127.0.0.1:{}", cluster.scheduler_port));
-    let out = cmd.stdout(Stdio::piped()).output()?;
+    let out = orders_through(
+        &bin,
+        &client_dir,
+        &props,
+        cluster.scheduler_port,
+        25,
+        "job.json",
+    )?
+    .args(["--output", "json"])
+    .output()?;
     let client_log = std::fs::read_to_string(client_dir.join("log"))?;
     if !out.status.success() {
         bail!(
@@ -566,20 +591,13 @@ fn a_cluster_without_executors_stalls_out_and_the_same_command_resumes() -> Test
     let rt = tokio::runtime::Runtime::new()?;
     let rows = make_source(&rt, &props, 3)?;
     let cluster = start_cluster(&bin, root.path(), &props, 0)?;
-    let scheduler = format!("df://127.0.0.1:{}", cluster.scheduler_port);
+    let port = cluster.scheduler_port;
     let client_dir = root.path().join("client");
     let run = |extra: &[&str]| -> anyhow::Result<(std::process::ExitStatus, String, Vec<u8>)> {
-        let mut cmd = command(&bin, &client_dir, &props)?;
-        cmd.args(["migrate-data", "--source-catalog", "lake"])
-            .args(["--source", "src.orders", "--dest", "dst.orders"])
-            .args(["--create-dest", "--batch-rows", "25", "--output", "json"])
+        let mut child = orders_through(&bin, &client_dir, &props, port, 25, "job.json")?
+            .args(["--output", "json"])
             .args(extra)
-            .arg("--checkpoint")
-            .arg(client_dir.join("job.json"))
-            .arg("--cluster")
-            .arg(&scheduler)
-            .stdout(Stdio::piped());
-        let mut child = cmd.spawn()?;
+            .spawn()?;
         // Without a stall timeout the client would wait for ever: do not let the test.
         let deadline = Instant::now() + Duration::from_secs(180);
         loop {
@@ -868,16 +886,16 @@ fn a_transient_storage_failure_is_retried_by_ballista() -> TestResult {
         Some(&executor_props),
     )?;
     let client_dir = root.path().join("client");
-    let mut cmd = command(&bin, &client_dir, &props)?;
-    cmd.args(["migrate-data", "--source-catalog", "lake"])
-        .args(["--source", "src.orders", "--dest", "dst.orders"])
-        .args(["--create-dest", "--batch-rows", "25", "--output", "json"])
-        .arg("--checkpoint")
-        .arg(client_dir.join("job.json"))
-        .arg("--cluster")
-        .arg(format!("df://127.0.0.1:{}", cluster.scheduler_port))
-        .stdout(Stdio::piped());
-    let out = cmd.output()?;
+    let out = orders_through(
+        &bin,
+        &client_dir,
+        &props,
+        cluster.scheduler_port,
+        25,
+        "job.json",
+    )?
+    .args(["--output", "json"])
+    .output()?;
     let log = std::fs::read_to_string(client_dir.join("log"))?;
     let executors = format!(
         "--- executor 0:\n{}\n--- executor 1:\n{}",
@@ -932,16 +950,16 @@ fn tasks_longer_than_the_executor_timeout_run_once() -> TestResult {
         None,
     )?;
     let client_dir = root.path().join("client");
-    let mut cmd = command(&bin, &client_dir, &props)?;
-    cmd.args(["migrate-data", "--source-catalog", "lake"])
-        .args(["--source", "src.orders", "--dest", "dst.orders"])
-        .args(["--create-dest", "--batch-rows", "20", "--output", "json"])
-        .arg("--checkpoint")
-        .arg(client_dir.join("job.json"))
-        .arg("--cluster")
-        .arg(format!("df://127.0.0.1:{}", cluster.scheduler_port))
-        .stdout(Stdio::piped());
-    let out = cmd.output()?;
+    let out = orders_through(
+        &bin,
+        &client_dir,
+        &props,
+        cluster.scheduler_port,
+        20,
+        "job.json",
+    )?
+    .args(["--output", "json"])
+    .output()?;
     let log = std::fs::read_to_string(client_dir.join("log"))?;
     assert!(
         out.status.success(),
@@ -1071,18 +1089,19 @@ fn tasks_of_another_format_version_are_refused_and_commit_nothing() -> TestResul
     let cluster = start_cluster_with(&bin, root.path(), &props, 2, &[(ENV, "99")], &[], None)?;
     let client_dir = root.path().join("client");
     for (who, client_format) in [("the scheduler", Some("99")), ("the executors", None)] {
-        let mut cmd = command(&bin, &client_dir, &props)?;
+        let checkpoint = format!("job-{}.json", client_format.unwrap_or("1"));
+        let mut cmd = orders_through(
+            &bin,
+            &client_dir,
+            &props,
+            cluster.scheduler_port,
+            1000,
+            &checkpoint,
+        )?;
         if let Some(f) = client_format {
             cmd.env(ENV, f);
         }
-        cmd.args(["migrate-data", "--source-catalog", "lake"])
-            .args(["--source", "src.orders", "--dest", "dst.orders"])
-            .args(["--create-dest", "--batch-rows", "1000"])
-            .arg("--checkpoint")
-            .arg(client_dir.join(format!("job-{}.json", client_format.unwrap_or("1"))))
-            .arg("--cluster")
-            .arg(format!("df://127.0.0.1:{}", cluster.scheduler_port));
-        let status = cmd.status()?;
+        let status = cmd.output()?.status;
         let log = std::fs::read_to_string(client_dir.join("log"))?;
         assert!(!status.success(), "{who} ran tasks of format 99:\n{log}");
         // Which process refused: the scheduler parses the client's plan; the executors the

@@ -1241,15 +1241,25 @@ async fn a_migration_expires_its_own_snapshots() -> TestResult {
         .set("history.expire.max-snapshot-age-ms", "1")
         .await?;
     let count = table.metadata().snapshots().count();
+    let absent = 42;
     let (table, m) = ExpireSnapshotsBuilder::new(&handle, dest.clone())
-        .snapshot_ids([tagged, named])
+        .snapshot_ids([tagged, named, absent])
         .await?;
     assert_eq!(m.expired_snapshots, vec![named], "{m:?}");
     assert_eq!(m.rule.snapshot_ids, {
-        let mut v = vec![tagged, named];
+        let mut v = vec![tagged, named, absent];
         v.sort_unstable();
         v
     });
+    // The named snapshots that stay are reported, each with its reason.
+    let mut not_expired = m.not_expired.clone();
+    not_expired.sort_unstable();
+    let mut want = vec![
+        (absent, "the table has no such snapshot".to_string()),
+        (tagged, "the head of audit".to_string()),
+    ];
+    want.sort_unstable();
+    assert_eq!(not_expired, want, "{m:?}");
     assert_eq!(table.metadata().snapshots().count(), count - 1);
     assert!(table.metadata().snapshot_by_id(tagged).is_some());
     assert!(m.removed_refs.is_empty(), "{m:?}");

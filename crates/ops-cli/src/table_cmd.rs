@@ -705,6 +705,7 @@ fn expire_json(table: &str, m: &ExpireMetrics) -> Value {
         "retain_last": m.rule.retain_last,
         "retain_last_from": m.rule.retain_last_from,
         "snapshot_ids": m.rule.snapshot_ids,
+        "not_expired": m.not_expired.iter().map(|(id, why)| json!({"snapshot_id": id, "why": why})).collect::<Vec<_>>(),
     })
 }
 
@@ -758,6 +759,13 @@ fn print_expire(v: &Value) {
             v["older_than_from"].as_str().unwrap_or_default(),
             v["retain_last"],
             v["retain_last_from"].as_str().unwrap_or_default()
+        );
+    }
+    for k in v["not_expired"].as_array().into_iter().flatten() {
+        println!(
+            "  snapshot {} not expired: {}",
+            k["snapshot_id"],
+            k["why"].as_str().unwrap_or_default()
         );
     }
     if v["kept_files"] == json!(true) {

@@ -175,8 +175,9 @@ impl SortSpec {
                     })?;
                     if !field.field_type.is_primitive() {
                         return Err(Error::InvalidInput(format!(
-                            "cannot sort {table} by '{}': it is a {}, not a primitive column",
-                            c.name, field.field_type
+                            "cannot sort {table} by '{}': it is {}, not a primitive column",
+                            c.name,
+                            nested_kind(&c.name, &field.field_type)
                         )));
                     }
                     keys.push(SortKey {
@@ -220,6 +221,27 @@ impl SortSpec {
             order_id,
             description,
         })
+    }
+}
+
+/// A nested type in words, for an error: iceberg's `Display` runs a struct's field types
+/// together (`struct<intstring>`). A struct names its fields, the first as the way out.
+fn nested_kind(name: &str, t: &iceberg::spec::Type) -> String {
+    use iceberg::spec::Type;
+    match t {
+        Type::Struct(st) => {
+            let fields: Vec<&str> = st.fields().iter().map(|f| f.name.as_str()).collect();
+            match fields.first() {
+                Some(first) => format!(
+                    "a struct of {} (sort by a field of it, e.g. '{name}.{first}')",
+                    fields.join(", ")
+                ),
+                None => "an empty struct".to_string(),
+            }
+        }
+        Type::List(_) => "a list".to_string(),
+        Type::Map(_) => "a map".to_string(),
+        Type::Primitive(p) => p.to_string(),
     }
 }
 
@@ -674,6 +696,20 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+
+    /// A struct column in an error names its fields, not their types run together.
+    #[test]
+    fn a_nested_column_is_described_in_words() {
+        use iceberg::spec::{NestedField, PrimitiveType, StructType, Type};
+        let st = Type::Struct(StructType::new(vec![
+            NestedField::optional(2, "a", Type::Primitive(PrimitiveType::Int)).into(),
+            NestedField::optional(3, "b", Type::Primitive(PrimitiveType::String)).into(),
+        ]));
+        assert_eq!(
+            nested_kind("s", &st),
+            "a struct of a, b (sort by a field of it, e.g. 's.a')"
+        );
+    }
 
     fn field(name: &str, ty: DataType, id: i32) -> Field {
         Field::new(name, ty, true).with_metadata(HashMap::from([(

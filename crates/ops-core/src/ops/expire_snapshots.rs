@@ -67,6 +67,8 @@ pub struct ExpireMetrics {
     pub cleanup_skipped: Option<String>,
     /// The rule the snapshots were chosen by (refs with their own retention apart).
     pub rule: ExpiryRule,
+    /// Snapshots named to expire (`snapshot_ids`) that were not, and why, ascending.
+    pub not_expired: Vec<(i64, String)>,
 }
 
 /// The age and count an expiry chose by, and where each came from: users who pass neither
@@ -274,6 +276,7 @@ impl ExpireSnapshotsBuilder {
                 dry_run: true,
                 kept_files: self.keep_files,
                 rule: planned.rule.clone(),
+                not_expired: not_expired(table.metadata(), &planned.rule, &planned.expired),
                 ..Default::default()
             };
             if !self.keep_files {
@@ -314,12 +317,14 @@ impl ExpireSnapshotsBuilder {
         let Some(planned) = planned.filter(|p| !p.expired.is_empty() || !p.removed_refs.is_empty())
         else {
             let retained_snapshots = committed.metadata().snapshots().count();
+            let not_expired = not_expired(committed.metadata(), &rule, &[]);
             return Ok((
                 committed,
                 ExpireMetrics {
                     retained_snapshots,
                     kept_files: self.keep_files,
                     rule,
+                    not_expired,
                     ..Default::default()
                 },
             ));
@@ -331,6 +336,7 @@ impl ExpireSnapshotsBuilder {
             removed_refs: planned.removed_refs.clone(),
             kept_files: self.keep_files,
             rule: planned.rule.clone(),
+            not_expired: not_expired(planned.base.metadata(), &planned.rule, &planned.expired),
             ..Default::default()
         };
         tracing::info!(
@@ -445,6 +451,32 @@ impl ExpireSnapshotsBuilder {
             rule,
         })
     }
+}
+
+/// The snapshots `rule` names that are not among `expired`, each with the reason, as `md` says.
+fn not_expired(md: &TableMetadata, rule: &ExpiryRule, expired: &[i64]) -> Vec<(i64, String)> {
+    let heads = ref_heads(md);
+    rule.snapshot_ids
+        .iter()
+        .filter(|id| !expired.contains(id))
+        .map(|&id| {
+            let refs: Vec<&str> = heads
+                .iter()
+                .filter(|(_, head)| *head == id)
+                .map(|(name, _)| name.as_str())
+                .collect();
+            let why = if md.snapshot_by_id(id).is_none() {
+                "the table has no such snapshot".to_string()
+            } else if !refs.is_empty() {
+                format!("the head of {}", refs.join(", "))
+            } else if md.current_snapshot_id() == Some(id) {
+                "the table's current snapshot".to_string()
+            } else {
+                "a branch or tag still needs it (its retention keeps it)".to_string()
+            };
+            (id, why)
+        })
+        .collect()
 }
 
 /// The commit for `planned`, or `None` when nothing expires.
