@@ -12,7 +12,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::common::{
     TestResult, create_orders, glue_on_moto, init_tracing, open, orders_batch, pyiceberg_orders,
@@ -334,6 +334,31 @@ fn migrate_through_a_ballista_cluster() -> TestResult {
         anyhow::Ok(t.file_io().exists(&path).await?)
     })?;
     assert!(!leftover, "the job's outputs were left behind");
+
+    // The same command again: the job is complete, which it says and succeeds, submitting no
+    // task and committing nothing.
+    let again = orders_through(
+        &bin,
+        &client_dir,
+        &props,
+        cluster.scheduler_port,
+        25,
+        "job.json",
+    )?
+    .args(["--output", "json"])
+    .output()?;
+    let again_log = std::fs::read_to_string(client_dir.join("log"))?;
+    assert!(again.status.success(), "{again_log}");
+    let said: Value = serde_json::from_slice(&again.stdout)
+        .with_context(|| format!("{}\n{again_log}", String::from_utf8_lossy(&again.stdout)))?;
+    assert_eq!(said["already_complete"], json!(true), "{said}");
+    assert_eq!(said["job_id"], json!(job_id), "{said}");
+    assert_eq!(tasks_executed(&cluster), executed, "a task ran again");
+    let (_, desc_again) = pyiceberg_orders("lake", &props, "dst")?;
+    assert_eq!(
+        desc_again["snapshots"], desc["snapshots"],
+        "something was committed"
+    );
     Ok(())
 }
 
@@ -652,6 +677,21 @@ fn a_cluster_without_executors_stalls_out_and_the_same_command_resumes() -> Test
     assert_eq!(got, want, "every source row exactly once");
     let (stored, live) = data_files(&rt, &moto, &props, "dst")?;
     assert_eq!(stored, live, "files no snapshot references are left");
+    // The cancelled job ran none of its tasks when the executors came (the scheduler would
+    // have given them its tasks first): every task executed is one the resumed run committed.
+    // (A task of it that ran would log its output written, or reused by the resumed run's.)
+    let landed = without_colours(&log).matches("task output landed").count();
+    assert!(landed > 0, "{log}");
+    let executed: usize = cluster
+        .executors
+        .iter()
+        .map(|e| {
+            let log = e.log();
+            log.matches("task output written").count()
+                + log.matches("task output already written").count()
+        })
+        .sum();
+    assert_eq!(executed, landed, "{log}");
     Ok(())
 }
 

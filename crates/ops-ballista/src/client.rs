@@ -46,6 +46,9 @@ const JOB_END_WAIT: Duration = Duration::from_secs(300);
 /// How often the client says which task it still waits for, while none lands.
 const STALL_WARN_EVERY: Duration = Duration::from_secs(60);
 
+/// How long cancelling the Ballista job may take before the client gives up on it.
+const CANCEL_TIMEOUT: Duration = Duration::from_secs(15);
+
 /// Default of [`ClusterRunner::stall_timeout`]: an hour without the next task's output.
 pub const DEFAULT_STALL_TIMEOUT: Duration = Duration::from_secs(3600);
 
@@ -147,6 +150,13 @@ impl ClusterRunner {
                 .commit(source, dest, Vec::new(), self.checkpoint.clone())
                 .await?);
         }
+        // A job that is over (a run killed after its last commit) runs no task again.
+        if let Some(done) = plan
+            .finished(source, dest, self.checkpoint.as_deref())
+            .await?
+        {
+            return Err(done.into());
+        }
         let (job, ballista_plan) = self.submit(plan, &dest_table).await?;
         let left: JobSlot = Arc::default();
         let watcher = Watcher {
@@ -159,7 +169,8 @@ impl ClusterRunner {
             poll: self.poll,
             progress: self.progress.clone(),
             stall: self.stall,
-            later_seen: 0,
+            later_landed: std::collections::BTreeSet::new(),
+            read_failures: 0,
             waiting_since: Instant::now(),
             warned: Instant::now(),
         };
@@ -253,7 +264,9 @@ impl ClusterRunner {
             return;
         };
         let url = format!("http://{}", self.url.trim_start_matches("df://"));
-        let cancelled = async {
+        // Bounded: the client is already failing, and a scheduler that does not answer must
+        // not keep it from saying why.
+        let cancelled = tokio::time::timeout(CANCEL_TIMEOUT, async {
             let channel = create_grpc_client_endpoint(url.clone(), None)
                 .map_err(|e| e.to_string())?
                 .connect()
@@ -265,10 +278,23 @@ impl ClusterRunner {
                 })
                 .await
                 .map_err(|e| e.to_string())
-        }
-        .await;
+        })
+        .await
+        .unwrap_or_else(|_| {
+            Err(format!(
+                "the scheduler did not answer within {}s",
+                CANCEL_TIMEOUT.as_secs()
+            ))
+        });
         match cancelled {
-            Ok(_) => tracing::info!(ballista_job = %job_id, "the Ballista job was cancelled"),
+            // Ballista drops the job's queued tasks; in pull mode it cannot reach the executors
+            // to stop running ones, which finish and write files nothing will commit.
+            Ok(_) => tracing::info!(
+                ballista_job = %job_id,
+                "the Ballista job was cancelled: its queued tasks will not run (tasks already \
+                 running finish; files nothing commits are collected at the end of the next \
+                 run of this job, or by `iceberg-ops table remove-orphans`)"
+            ),
             Err(e) => tracing::warn!(
                 ballista_job = %job_id,
                 scheduler = %self.url,
@@ -360,8 +386,10 @@ struct Watcher {
     /// Give up after this long without the next output (and without new outputs of the
     /// tasks after it).
     stall: Option<Duration>,
-    /// Outputs of later tasks seen when the stall limit was last reached.
-    later_seen: usize,
+    /// Tasks after the next one whose outputs were seen when the stall limit was reached.
+    later_landed: std::collections::BTreeSet<usize>,
+    /// Transient failures to read the next output in a row.
+    read_failures: u32,
     /// Since the last output landed (or the job was submitted).
     waiting_since: Instant,
     /// When the client last said what it waits for.
@@ -376,13 +404,35 @@ impl Watcher {
         }
         loop {
             let found = match read_output(&self.dest, &self.plan.job_id, task).await {
-                Ok(f) => f,
+                Ok(f) => {
+                    self.read_failures = 0;
+                    f
+                }
+                // A storage hiccup while polling is polled through: the output is read again
+                // at the next poll. Only a lasting or permanent failure ends the commit (and,
+                // with it, the job).
+                Err(e)
+                    if crate::transient::is_transient(&e)
+                        && self.read_failures < MAX_READ_FAILURES =>
+                {
+                    self.read_failures += 1;
+                    tracing::warn!(
+                        task,
+                        error = %e,
+                        attempt = self.read_failures,
+                        "reading the task's output failed; reading it again"
+                    );
+                    tokio::time::sleep(self.poll.max(Duration::from_millis(500))).await;
+                    continue;
+                }
                 Err(e) => return Some(Err(MigrationError::InvalidInput(e.to_string()))),
             };
             let why_missing = match found {
                 Found::Output(out) => {
                     tracing::info!(task, batches = out.batches.len(), "task output landed");
                     self.next += 1;
+                    // Tasks up to this one are no longer "later" ones.
+                    self.later_landed = self.later_landed.split_off(&self.next);
                     self.waiting_since = Instant::now();
                     self.warned = self.waiting_since;
                     if let Some(p) = &self.progress {
@@ -430,10 +480,11 @@ impl Watcher {
             {
                 self.next = self.plan.tasks.len();
                 return Some(Err(MigrationError::InvalidInput(format!(
-                    "no output of task {task} for {}s (the stall timeout): the cluster has no \
-                     executor left, or none can run the task; see the executors' logs, start \
-                     executors (`iceberg-ops cluster executor --scheduler HOST:PORT`) and run \
-                     the same command to resume",
+                    "no output of task {task} for {}s, nor of any later task (--stall-timeout; \
+                     0 waits forever): the cluster has no executor left, or none can run the \
+                     task; see the executors' logs, start executors (`iceberg-ops cluster \
+                     executor --scheduler HOST:PORT`) and run the same command to resume, with \
+                     a longer --stall-timeout if the task is only slow",
                     waited.as_secs()
                 ))));
             }
@@ -450,30 +501,38 @@ impl Watcher {
     }
 }
 
-/// Later tasks whose outputs are looked for when the next task stalls.
+/// Later tasks whose outputs are looked for when the next task stalls (those not seen yet).
 const LATER_PROBED: usize = 64;
 
+/// Transient failures to read the next output in a row before the commit gives up.
+const MAX_READ_FAILURES: u32 = 10;
+
 impl Watcher {
-    /// Whether more outputs of the tasks after `task` are there than when this was last asked
-    /// (the cluster is busy, only `task` is slow): then the stall clock starts again.
+    /// Whether an output of a task after `task` landed since this was last asked (the cluster
+    /// is busy, only `task` is slow): then the stall clock starts again. Looks at the first
+    /// [`LATER_PROBED`] later tasks not seen yet, so progress shows however far the cluster
+    /// got past the slow task.
     async fn later_tasks_progressed(&mut self, task: usize) -> bool {
-        let mut seen = 0;
-        for later in (task + 1..self.plan.tasks.len()).take(LATER_PROBED) {
+        let unseen: Vec<usize> = (task + 1..self.plan.tasks.len())
+            .filter(|t| !self.later_landed.contains(t))
+            .take(LATER_PROBED)
+            .collect();
+        let mut landed = 0;
+        for later in unseen {
             if let Ok(Found::Output(_)) = read_output(&self.dest, &self.plan.job_id, later).await {
-                seen += 1;
+                self.later_landed.insert(later);
+                landed += 1;
             }
         }
-        let progressed = seen > self.later_seen;
-        self.later_seen = seen;
-        if progressed {
+        if landed > 0 {
             tracing::info!(
                 task,
-                later_outputs = seen,
+                later_outputs = self.later_landed.len(),
                 "the next task is slow, but later ones land: still waiting"
             );
             self.waiting_since = Instant::now();
         }
-        progressed
+        landed > 0
     }
 }
 

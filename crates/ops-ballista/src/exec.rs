@@ -257,6 +257,12 @@ async fn run_task(
             tracing::warn!(task, %why, "an unreadable output of an earlier attempt is replaced");
         }
     }
+    // A job whose client is done with it (it committed another attempt of every task and
+    // removed the job's prefix, plan included) has no use for this attempt: the plan may
+    // still be in this process's cache, not in the store.
+    if !job_open(&dest_table, stored).await? {
+        return Err(job_over(stored, task));
+    }
     // Each attempt writes under a folder of its own: a lost one's files are deleted by prefix.
     let folder = claim_attempt(&dest_table, &plan.job_id, task).await?;
     // Tests play a long task (longer than the scheduler's --executor-timeout); debug builds only.
@@ -270,9 +276,38 @@ async fn run_task(
     let out = plan
         .execute_task_in(&source, &dest, task, Some(&folder))
         .await?;
+    // The job may have ended while this attempt ran (a task taken for lost and run again, or
+    // the task of a job its client cancelled): nothing would ever commit these files, so
+    // they go now instead of waiting for `remove-orphans`.
+    // (Only when the plan is known to be gone: a failure to look keeps the files.)
+    if !job_open(&dest_table, stored).await? {
+        let prefix = format!("{folder}/");
+        if let Err(d) = dest_table.file_io().delete_prefix(&prefix).await {
+            tracing::warn!(task, folder = %prefix, error = %d, "the attempt's files were not removed");
+        }
+        return Err(job_over(stored, task));
+    }
     write_output(&dest_table, &out).await?;
     tracing::info!(task, job = %plan.job_id, batches = out.batches.len(), "task output written");
     Ok(out)
+}
+
+/// Whether `stored`'s plan is still in the destination's store: the client removes it with the
+/// job's outputs once every task's output is committed.
+async fn job_open(dest: &iceberg::table::Table, stored: &StoredPlan) -> Result<bool> {
+    dest.file_io()
+        .exists(&stored.path)
+        .await
+        .map_err(crate::error::io_failed(format!("look for {}", stored.path)))
+}
+
+/// The error of a task of a job that is over.
+fn job_over(stored: &StoredPlan, task: usize) -> ClusterError {
+    invalid(format!(
+        "job {} is over (its plan {} is gone: its client committed every task and cleaned up): \
+         task {task} is not run again",
+        stored.job_id, stored.path
+    ))
 }
 
 fn invalid(m: impl Into<String>) -> ClusterError {

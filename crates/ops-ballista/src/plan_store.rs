@@ -51,12 +51,16 @@ pub async fn store_plan(dest: &Table, plan: &MigrationPlan) -> Result<StoredPlan
         job_prefix(dest, &plan.job_id),
         &sha256[..16]
     );
-    dest.file_io()
-        .new_output(&path)
-        .map_err(io_failed(format!("write {path}")))?
-        .write(Bytes::from(json))
-        .await
-        .map_err(io_failed(format!("write {path}")))?;
+    // A resumed job stores the same plan at the same path: left as it is, since executors of
+    // the earlier attempt may be reading it (a file system overwrites in place).
+    if !already_stored(dest, &path, &sha256).await {
+        dest.file_io()
+            .new_output(&path)
+            .map_err(io_failed(format!("write {path}")))?
+            .write(Bytes::from(json))
+            .await
+            .map_err(io_failed(format!("write {path}")))?;
+    }
     Ok(StoredPlan {
         job_id: plan.job_id.clone(),
         dest_catalog: plan.dest.catalog.clone(),
@@ -65,6 +69,21 @@ pub async fn store_plan(dest: &Table, plan: &MigrationPlan) -> Result<StoredPlan
         sha256,
         tasks: plan.tasks.len(),
     })
+}
+
+/// Whether `path` holds bytes of digest `sha256` (anything unreadable is written again).
+async fn already_stored(dest: &Table, path: &str, sha256: &str) -> bool {
+    let io = dest.file_io();
+    if !io.exists(path).await.unwrap_or(false) {
+        return false;
+    }
+    let Ok(input) = io.new_input(path) else {
+        return false;
+    };
+    match input.read().await {
+        Ok(bytes) => hex(&Sha256::digest(&bytes)) == sha256,
+        Err(_) => false,
+    }
 }
 
 /// Plans this process read lately, newest last.

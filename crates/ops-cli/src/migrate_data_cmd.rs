@@ -438,6 +438,27 @@ async fn run_task(factory: &CatalogFactory, a: RunTaskArgs) -> anyhow::Result<()
     Ok(())
 }
 
+/// A job found complete ([`MigrationError::AlreadyComplete`]), reported as the success it is.
+fn report_already_complete(output: Output, job_id: &str, e: &MigrationError) -> anyhow::Result<()> {
+    let expiry = match e {
+        MigrationError::AlreadyComplete { expiry, .. } => expiry.clone(),
+        _ => None,
+    };
+    match output {
+        Output::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "job_id": job_id,
+                "already_complete": true,
+                "detail": e.to_string(),
+                "expiry": expiry,
+            }))?
+        ),
+        Output::Text => println!("{e}"),
+    }
+    Ok(())
+}
+
 async fn commit(factory: &CatalogFactory, a: CommitArgs) -> anyhow::Result<()> {
     let plan = read_plan(&a.plan)?;
     let mut outputs = Vec::new();
@@ -455,18 +476,7 @@ async fn commit(factory: &CatalogFactory, a: CommitArgs) -> anyhow::Result<()> {
         // Committing is idempotent: a repeated commit (a retry after a lost response, a
         // pipeline step run twice) finds the job done and succeeds without writing.
         Err(e @ MigrationError::AlreadyComplete { .. }) => {
-            match a.output {
-                Output::Json => println!(
-                    "{}",
-                    serde_json::to_string_pretty(&serde_json::json!({
-                        "job_id": plan.job_id,
-                        "already_complete": true,
-                        "detail": e.to_string(),
-                    }))?
-                ),
-                Output::Text => println!("{e}"),
-            }
-            return Ok(());
+            return report_already_complete(a.output, &plan.job_id, &e);
         }
         Err(e) => return Err(e.into()),
     };
@@ -629,13 +639,20 @@ async fn run_on_cluster(
         runner = runner.stall_timeout((secs > 0).then(|| std::time::Duration::from_secs(secs)));
     }
     if let Some(path) = &args.checkpoint {
-        // Refused before any task is submitted (the commit step would refuse it only after
-        // the executors had run every task again).
+        // A completed job with its plan beside the checkpoint is found over by the runner
+        // before any task is submitted (and said so, as `migrate-data commit` does); without
+        // its plan there is no job to speak of.
         let mut store = ops_checkpoint::CheckpointStore::new(path);
-        if store.exists() && store.completed().unwrap_or(false) {
+        let mut plan_path = path.clone().into_os_string();
+        plan_path.push(".plan.json");
+        if store.exists()
+            && store.completed().unwrap_or(false)
+            && !PathBuf::from(plan_path).exists()
+        {
             bail!(
-                "the checkpoint {} records a completed migration; delete it (and {}.plan.json), \
-                 or pass a new --checkpoint path, to run the job again",
+                "the checkpoint {} records a completed migration: the job is done. To copy the \
+                 source again as a new job (every row once more), delete it and {}.plan.json, \
+                 or pass a new --checkpoint path",
                 path.display(),
                 path.display()
             );
@@ -702,7 +719,31 @@ async fn run_on_cluster(
         eprintln!("task {task} done ({landed}/{total} landed)");
     });
     let (source, dest) = plan_catalogs(factory, &plan).await?;
-    let result = runner.run(&plan, &source, &dest).await?;
+    let result = match runner.run(&plan, &source, &dest).await {
+        Ok(r) => r,
+        // Over already (a run killed after its last commit): a success, as for `commit`.
+        Err(ops_ballista::ClusterError::Migration(e @ MigrationError::AlreadyComplete { .. })) => {
+            report_already_complete(args.output, &plan.job_id, &e)?;
+            if let Some(method) = args.verify {
+                if let Some(id) = plan.source_snapshot_id {
+                    m = m.source_snapshot(id);
+                }
+                let v = m.verify(method.into(), args.sample_size).await?;
+                match args.output {
+                    Output::Json => println!(
+                        "{}",
+                        serde_json::to_string_pretty(&serde_json::json!({ "verification": v }))?
+                    ),
+                    Output::Text => print_verification(&v),
+                }
+                if !v.matches {
+                    bail!("verification failed: the destination does not match the source");
+                }
+            }
+            return Ok(());
+        }
+        Err(e) => return Err(e.into()),
+    };
     // Verify what the job read, even if the source moved on since.
     if let Some(id) = plan.source_snapshot_id {
         m = m.source_snapshot(id);

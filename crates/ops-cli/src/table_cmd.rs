@@ -152,14 +152,21 @@ pub enum Command {
         /// Sort each group's rows by the table's sort order (Spark's `strategy => 'sort'`).
         #[arg(long, conflicts_with = "sort_by")]
         sort: bool,
-        /// Sort each group's rows by these columns: "col [ASC|DESC] [NULLS FIRST|LAST], ..."
-        /// (nulls first when ascending, last when descending, as Iceberg defaults).
+        /// Sort each group's rows by these columns or transforms of them:
+        /// "col [ASC|DESC] [NULLS FIRST|LAST], ..." with Spark's transforms, e.g.
+        /// "bucket(16, id), days(ts) DESC" (nulls first when ascending, last when descending,
+        /// as Iceberg defaults).
         #[arg(long, value_name = "COLUMNS")]
         sort_by: Option<String>,
         /// Bytes of rows the sorts hold in memory (shared by the groups rewritten at once, one
         /// per core) before they spill sorted runs to temporary files under TMPDIR.
         #[arg(long, value_name = "BYTES")]
         sort_memory: Option<usize>,
+        /// With --sort/--sort-by, the most input bytes sorted together (Java's
+        /// max-file-group-size-bytes, default 100 GiB): a partition up to this size becomes
+        /// files of consecutive key ranges.
+        #[arg(long, value_name = "BYTES")]
+        max_file_group_size: Option<u64>,
         /// Print the groups that would be rewritten; write nothing.
         #[arg(long)]
         dry_run: bool,
@@ -445,6 +452,7 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
             sort,
             sort_by,
             sort_memory,
+            max_file_group_size,
             dry_run,
             force,
             output,
@@ -465,9 +473,17 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
                 builder = builder.sort(SortSpec::parse_columns(&columns)?);
             } else if sort_memory.is_some() {
                 bail!("--sort-memory applies to a sorting compaction: add --sort or --sort-by");
+            } else if max_file_group_size.is_some() {
+                bail!(
+                    "--max-file-group-size applies to a sorting compaction (bin-pack groups are \
+                     of the target size): add --sort or --sort-by, or use --target-file-size"
+                );
             }
             if let Some(bytes) = sort_memory {
                 builder = builder.sort_memory(bytes);
+            }
+            if let Some(bytes) = max_file_group_size {
+                builder = builder.max_file_group_size(bytes);
             }
             if let Some(f) = filter {
                 builder = builder.with_filter_text(f);

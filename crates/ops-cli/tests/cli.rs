@@ -409,6 +409,59 @@ fn table_delete_dry_run_then_delete() {
     assert_eq!(snapshots(dir.path()), before + 1);
 }
 
+/// `table compact --sort-by` takes Spark's transforms; a transform that does not apply to its
+/// column, one without its width, and `--max-file-group-size` without a sort are refused by
+/// name, with nothing written.
+#[test]
+fn compact_sorts_by_transforms_and_refuses_what_cannot_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(
+        iceberg_ops(dir.path(), &["quickstart", "--rows", "100"], &[])
+            .status
+            .success()
+    );
+    let compact = |extra: &[&str]| -> Output {
+        let mut args = vec!["table", "compact", "quickstart.orders", "--output", "json"];
+        args.extend_from_slice(extra);
+        iceberg_ops(dir.path(), &args, &[])
+    };
+    let refused = |extra: &[&str], want: &str| {
+        let out = compact(extra);
+        let (stdout, stderr) = text(&out);
+        assert!(!out.status.success(), "{extra:?}: {stdout}");
+        assert!(stderr.contains(want), "{extra:?}: {stderr}");
+    };
+    refused(
+        &["--max-file-group-size", "1000"],
+        "--max-file-group-size applies to a sorting compaction",
+    );
+    refused(
+        &["--sort-by", "days(id)"],
+        "does not apply to its type long",
+    );
+    refused(&["--sort-by", "bucket(id)"], "takes a width");
+    refused(&["--sort-by", "zorder(id, qty)"], "z-order");
+
+    let out = compact(&[
+        "--sort-by",
+        "bucket(4, id) DESC, truncate(region, 1), days(event_ts) NULLS LAST",
+        "--min-input-files",
+        "1",
+        "--dry-run",
+    ]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        v["sort_order"],
+        serde_json::json!(
+            "bucket[4](id) DESC NULLS LAST, truncate[1](region) ASC NULLS FIRST, \
+             day(event_ts) ASC NULLS LAST"
+        ),
+        "{v}"
+    );
+}
+
 fn create_table_file(table: &str) -> String {
     format!(
         "[[upgrade]]\nop = \"create_table\"\ntable = \"{table}\"\ncolumns = [{{ name = \"id\", type = \"long\", required = true }}]\n"

@@ -76,15 +76,18 @@ impl SortKey {
 pub enum SortSpec {
     /// The table's default sort order (Java's `sort` strategy without `sort-order`).
     TableOrder,
-    /// These columns, in order (Java's `sort-order` option without transforms).
+    /// These columns or transforms of them, in order (Java's `sort-order` option, z-order
+    /// aside).
     Columns(Vec<SortColumn>),
 }
 
-/// A column to sort by.
+/// A column, or a transform of one, to sort by.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SortColumn {
     /// Its name in the current schema (`a.b` inside structs).
     pub name: String,
+    /// Compared on `transform(column)` (`Identity`: the column itself).
+    pub transform: Transform,
     /// Largest first.
     pub descending: bool,
     /// NULLs before every value.
@@ -103,20 +106,40 @@ pub struct ResolvedSort {
 }
 
 impl SortSpec {
-    /// Parses `col [ASC|DESC] [NULLS FIRST|NULLS LAST], ...` (SQL's `ORDER BY` list, as
-    /// Spark's `rewrite_data_files` takes its `sort_order`). The null order defaults as
-    /// Iceberg's does: first when ascending, last when descending.
+    /// Parses `term [ASC|DESC] [NULLS FIRST|NULLS LAST], ...` (SQL's `ORDER BY` list, as
+    /// Spark's `rewrite_data_files` takes its `sort_order`), where a term is a column (`a.b`
+    /// inside structs) or a transform of one in Spark's words: `bucket(16, id)`,
+    /// `truncate(4, name)` (or `truncate(name, 4)`), `years(ts)`, `months(ts)`, `days(ts)`,
+    /// `hours(ts)` (also `year`, `month`, `day`/`date`, `hour`/`date_hour`) and `identity(c)`.
+    /// The null order defaults as Iceberg's does: first when ascending, last when descending.
     pub fn parse_columns(text: &str) -> Result<SortSpec> {
-        let usage = "expected `col [ASC|DESC] [NULLS FIRST|NULLS LAST], ...`";
+        let usage = "expected `col [ASC|DESC] [NULLS FIRST|NULLS LAST], ...`, a column \
+                     or a transform of one such as `bucket(16, id)` or `days(ts)`";
         let mut columns = Vec::new();
-        for part in text.split(',') {
-            let words: Vec<&str> = part.split_whitespace().collect();
-            let Some((name, rest)) = words.split_first() else {
+        for part in split_outside_parens(text)? {
+            let part = part.trim();
+            if part.is_empty() {
                 return Err(Error::InvalidInput(format!(
                     "sort order '{text}' has an empty column: {usage}"
                 )));
+            }
+            // The term ends at its closing parenthesis, or at the first space.
+            let (term, rest) = match part.find('(') {
+                Some(open) if !part[..open].trim().contains(char::is_whitespace) => {
+                    let close = part.rfind(')').ok_or_else(|| {
+                        Error::InvalidInput(format!(
+                            "sort order '{text}': '{part}' has no closing parenthesis"
+                        ))
+                    })?;
+                    part.split_at(close + 1)
+                }
+                _ => part.split_at(part.find(char::is_whitespace).unwrap_or(part.len())),
             };
-            let upper: Vec<String> = rest.iter().map(|w| w.to_ascii_uppercase()).collect();
+            let (name, transform) = parse_term(term.trim(), text)?;
+            let upper: Vec<String> = rest
+                .split_whitespace()
+                .map(|w| w.to_ascii_uppercase())
+                .collect();
             let words: Vec<&str> = upper.iter().map(String::as_str).collect();
             let (descending, nulls) = match words.as_slice() {
                 [] | ["ASC"] => (false, None),
@@ -125,8 +148,7 @@ impl SortSpec {
                 ["DESC", "NULLS", n] => (true, Some(*n)),
                 _ => {
                     return Err(Error::InvalidInput(format!(
-                        "sort order '{text}': cannot read '{}': {usage}",
-                        part.trim()
+                        "sort order '{text}': cannot read '{part}': {usage}"
                     )));
                 }
             };
@@ -141,7 +163,8 @@ impl SortSpec {
                 }
             };
             columns.push(SortColumn {
-                name: (*name).to_string(),
+                name,
+                transform,
                 descending,
                 nulls_first,
             });
@@ -180,9 +203,19 @@ impl SortSpec {
                             nested_kind(&c.name, &field.field_type)
                         )));
                     }
+                    if let Err(e) = c.transform.result_type(&field.field_type) {
+                        return Err(Error::InvalidInput(format!(
+                            "cannot sort {table} by {}({}): the transform does not apply to \
+                             its type {}: {}",
+                            c.transform,
+                            c.name,
+                            field.field_type,
+                            e.message()
+                        )));
+                    }
                     keys.push(SortKey {
                         field_id: field.id,
-                        transform: Transform::Identity,
+                        transform: c.transform,
                         descending: c.descending,
                         nulls_first: c.nulls_first,
                     });
@@ -190,6 +223,22 @@ impl SortSpec {
                 keys
             }
         };
+        // Refused here, by name, rather than in the first group to sort (after others wrote
+        // files): a transform iceberg defines for the type but whose arrow function does not
+        // evaluate it yet (0.10.1: `truncate` of `binary`, `hour` of nanosecond timestamps).
+        for k in &keys {
+            if let Some(field) = schema.field_by_id(k.field_id) {
+                evaluable(k.transform, &field.field_type).map_err(|e| {
+                    Error::InvalidInput(format!(
+                        "cannot sort {table} by {}({}): {e}",
+                        k.transform,
+                        schema
+                            .name_by_field_id(k.field_id)
+                            .unwrap_or(field.name.as_str())
+                    ))
+                })?;
+            }
+        }
         // A file is marked with an order only when it is one of the table's (Java's
         // `outputSortOrderId`): readers may rely on what the id says.
         // The default order first, when it is the one (several orders may have equal fields).
@@ -222,6 +271,119 @@ impl SortSpec {
             description,
         })
     }
+}
+
+/// Whether iceberg's arrow function of `transform` evaluates a column of type `ty` (tried on
+/// an empty array of the type the reader produces); why not, in words.
+fn evaluable(transform: Transform, ty: &iceberg::spec::Type) -> std::result::Result<(), String> {
+    let arrow = iceberg::arrow::type_to_arrow_type(ty).map_err(|e| e.to_string())?;
+    let function = create_transform_function(&transform).map_err(|e| e.to_string())?;
+    function
+        .transform(arrow_array::new_empty_array(&arrow))
+        .map(|_| ())
+        .map_err(|e| {
+            format!(
+                "iceberg's {transform} transform does not evaluate {ty} columns yet ({e}); sort by \
+                 the column itself or another transform"
+            )
+        })
+}
+
+/// `text` split at its commas outside parentheses (a transform's arguments stay together).
+fn split_outside_parens(text: &str) -> Result<Vec<&str>> {
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0usize, 0usize);
+    for (i, ch) in text.char_indices() {
+        match ch {
+            '(' => depth += 1,
+            ')' => {
+                depth = depth.checked_sub(1).ok_or_else(|| {
+                    Error::InvalidInput(format!(
+                        "sort order '{text}' closes a parenthesis it never opened"
+                    ))
+                })?;
+            }
+            ',' if depth == 0 => {
+                parts.push(&text[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    if depth != 0 {
+        return Err(Error::InvalidInput(format!(
+            "sort order '{text}' leaves a parenthesis open"
+        )));
+    }
+    parts.push(&text[start..]);
+    Ok(parts)
+}
+
+/// A sort term: a column, or `name(args)` in Spark's transform words (Iceberg's
+/// `Spark3Util.toIcebergTerm`), the width of `bucket`/`truncate` on either side of the column.
+fn parse_term(term: &str, text: &str) -> Result<(String, Transform)> {
+    let Some(open) = term.find('(') else {
+        return Ok((term.to_string(), Transform::Identity));
+    };
+    let name = term[..open].trim().to_ascii_lowercase();
+    let inner = term[open + 1..]
+        .strip_suffix(')')
+        .unwrap_or(&term[open + 1..]);
+    let args: Vec<&str> = inner.split(',').map(str::trim).collect();
+    let bad = |why: String| Error::InvalidInput(format!("sort order '{text}': '{term}' {why}"));
+    let one_column = |args: &[&str]| match args {
+        [c] if !c.is_empty() && !c.contains(['(', ')']) => Ok(c.to_string()),
+        _ => Err(bad("takes one column".to_string())),
+    };
+    // `bucket(16, id)` or `bucket(id, 16)`: the number is the width, the other the column.
+    let width_and_column = |args: &[&str]| -> Result<(u32, String)> {
+        // Java's widths are `int`s.
+        let width = |s: &str| {
+            s.parse::<u32>()
+                .ok()
+                .filter(|w| *w > 0 && i32::try_from(*w).is_ok())
+        };
+        match args {
+            [a, b] => match (width(a), width(b)) {
+                (Some(w), None) if !b.is_empty() => Ok((w, b.to_string())),
+                (None, Some(w)) if !a.is_empty() => Ok((w, a.to_string())),
+                _ => Err(bad(
+                    "takes a width (a whole number above 0) and a column".to_string()
+                )),
+            },
+            _ => Err(bad(
+                "takes a width (a whole number above 0) and a column".to_string()
+            )),
+        }
+    };
+    Ok(match name.as_str() {
+        "identity" => (one_column(&args)?, Transform::Identity),
+        "bucket" => {
+            let (n, c) = width_and_column(&args)?;
+            (c, Transform::Bucket(n))
+        }
+        "truncate" => {
+            let (w, c) = width_and_column(&args)?;
+            (c, Transform::Truncate(w))
+        }
+        "year" | "years" => (one_column(&args)?, Transform::Year),
+        "month" | "months" => (one_column(&args)?, Transform::Month),
+        "day" | "days" | "date" => (one_column(&args)?, Transform::Day),
+        "hour" | "hours" | "date_hour" => (one_column(&args)?, Transform::Hour),
+        "zorder" => {
+            return Err(bad(
+                "is a z-order, which compaction does not write yet: sort by columns or transforms"
+                    .to_string(),
+            ));
+        }
+        _ => {
+            return Err(bad(
+                "is not a transform: use bucket(N, col), truncate(W, col), years(col), \
+                 months(col), days(col), hours(col) or identity(col)"
+                    .to_string(),
+            ));
+        }
+    })
 }
 
 /// A nested type in words, for an error: iceberg's `Display` runs a struct's field types
@@ -696,6 +858,82 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+
+    fn column(name: &str, transform: Transform, descending: bool, nulls_first: bool) -> SortColumn {
+        SortColumn {
+            name: name.to_string(),
+            transform,
+            descending,
+            nulls_first,
+        }
+    }
+
+    /// Spark's transform words, the width on either side of the column; commas inside a
+    /// transform do not split the list.
+    #[test]
+    fn sort_terms_take_sparks_transforms() -> Result<()> {
+        let spec = SortSpec::parse_columns(
+            "bucket(16, id) DESC, truncate(name, 4), days(ts) NULLS LAST, s.a, \
+             Hours( ts ) desc nulls first, identity(x), year(d), months(d), date_hour(ts), date(ts)",
+        )?;
+        assert_eq!(
+            spec,
+            SortSpec::Columns(vec![
+                column("id", Transform::Bucket(16), true, false),
+                column("name", Transform::Truncate(4), false, true),
+                column("ts", Transform::Day, false, false),
+                column("s.a", Transform::Identity, false, true),
+                column("ts", Transform::Hour, true, true),
+                column("x", Transform::Identity, false, true),
+                column("d", Transform::Year, false, true),
+                column("d", Transform::Month, false, true),
+                column("ts", Transform::Hour, false, true),
+                column("ts", Transform::Day, false, true),
+            ])
+        );
+        Ok(())
+    }
+
+    /// Each malformed term is named with what it lacks.
+    #[test]
+    fn malformed_sort_terms_say_what_is_wrong() {
+        for (text, want) in [
+            ("bucket(id)", "takes a width"),
+            ("bucket(0, id)", "takes a width"),
+            ("truncate(4, 5)", "takes a width"),
+            ("days(a, b)", "takes one column"),
+            ("days()", "takes one column"),
+            ("zorder(a, b)", "z-order"),
+            ("frob(a)", "is not a transform"),
+            ("bucket(4, id", "leaves a parenthesis open"),
+            ("id)", "closes a parenthesis it never opened"),
+            ("id,", "has an empty column"),
+            ("bucket(4, id) sideways", "cannot read"),
+        ] {
+            let err = SortSpec::parse_columns(text)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(err.contains(want), "{text}: {err}");
+        }
+    }
+
+    /// A transform iceberg defines for a type but whose arrow function does not evaluate it
+    /// is found out before any group is sorted.
+    #[test]
+    fn transforms_are_tried_on_the_columns_type() {
+        use iceberg::spec::{PrimitiveType, Type};
+        let binary = Type::Primitive(PrimitiveType::Binary);
+        assert!(evaluable(Transform::Bucket(4), &binary).is_ok());
+        assert!(evaluable(Transform::Day, &Type::Primitive(PrimitiveType::Timestamp)).is_ok());
+        let err = evaluable(Transform::Truncate(3), &binary)
+            .err()
+            .unwrap_or_default();
+        assert!(
+            err.contains("does not evaluate binary columns yet"),
+            "{err}"
+        );
+    }
 
     /// A struct column in an error names its fields, not their types run together.
     #[test]

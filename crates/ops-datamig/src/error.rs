@@ -83,8 +83,11 @@ pub enum MigrationError {
 
     /// The plan's job already completed in the destination: nothing was committed, and nothing
     /// needs to be (a repeated `migrate-data commit`, e.g. after a lost response). Callers that
-    /// commit idempotently treat it as success.
-    #[error("job {job_id} is complete in {dest} ({why}): nothing to commit")]
+    /// commit idempotently treat it as success. What an earlier commit left undone after
+    /// completing (killed before it, say) is done first: the checkpoint is marked completed,
+    /// and the job's snapshots are expired when the plan asks for it.
+    #[error("job {job_id} is complete in {dest} ({why}): nothing to commit{note}",
+            note = expiry_note(.expiry.as_deref()))]
     AlreadyComplete {
         /// The plan's job.
         job_id: String,
@@ -92,6 +95,9 @@ pub enum MigrationError {
         dest: String,
         /// What says it completed.
         why: String,
+        /// The job's snapshots expired now (`expire_job_snapshots`) because an earlier commit
+        /// completed the job but stopped before expiring them.
+        expiry: Option<Box<crate::JobExpiry>>,
     },
 
     /// A table operation, catalog or read failed.
@@ -132,6 +138,23 @@ fn rollback_hint(dest: &str, committed: u64, rollback_to: Option<i64>) -> String
         ". {committed} batch(es) of this job are already committed: {undo} before deleting the \
          checkpoint file, or a re-run writes those rows again"
     )
+}
+
+/// The end of [`MigrationError::AlreadyComplete`]'s message: the expiry it finished, if any.
+fn expiry_note(expiry: Option<&crate::JobExpiry>) -> String {
+    match expiry {
+        None => String::new(),
+        Some(e) => format!(
+            "; the job's snapshot expiry, left undone by an earlier commit, ran now: {} \
+             snapshot(s) expired, {}",
+            e.expired_snapshots.len(),
+            if e.kept_files {
+                "files kept (gc.enabled=false)".to_string()
+            } else {
+                format!("{} data file(s) deleted", e.deleted_data_files)
+            }
+        ),
+    }
 }
 
 #[cfg(test)]

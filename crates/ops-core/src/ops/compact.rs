@@ -6,14 +6,15 @@
 //!    writes to (unless forced).
 //! 2. Plan on the current snapshot: its live data files of the default partition spec (files of
 //!    older specs stay as they are unless [`CompactBuilder::to_current_spec`]: then each of them
-//!    is rewritten into the current spec, whatever its size), limited by `where` to the files whose statistics allow a
+//!    is rewritten into the current spec, whatever its size), limited by `where` to the files whose statistics and partition allow a
 //!    matching row, grouped by partition. A file is a candidate when it is smaller than 75% of
 //!    the target (`write.target-file-size-bytes`, 512 MiB, or [`CompactBuilder::target_file_size`])
 //!    or has delete files applied to it (a position delete only where its `file_path` bounds
 //!    allow the file's path, as Java's `DeleteFileIndex` checks and iceberg 0.10.1's planner
 //!    does not). A partition is rewritten when it holds at least
 //!    `min_input_files` (5) candidates or a candidate with deletes; its candidates are bin-packed
-//!    (largest first, first fit) into groups of at most the target size, and a group of one file
+//!    (largest first, first fit) into groups of at most the target size (sorting: the
+//!    partition whole, up to [`CompactBuilder::max_file_group_size`]), and a group of one file
 //!    without deletes is left alone (rewriting it alone gains nothing).
 //! 3. Stream each group's rows (position deletes applied, in the current schema) into new files
 //!    of the same partition, rolling at the target size. Files with equality delete files are
@@ -21,7 +22,8 @@
 //!    keys) and reported.
 //!    With [`CompactBuilder::sort`] (Java's sort strategy), each group's rows are sorted first —
 //!    by the table's sort order or the columns given — in bounded memory ([`crate::sort`]), and
-//!    the outputs carry the table sort order they follow as their `sort_order_id`.
+//!    the outputs carry the table sort order they follow as their `sort_order_id`. A group's
+//!    outputs roll at the target size, so a partition's files hold consecutive key ranges.
 //! 4. Commit one `replace` snapshot removing the inputs and adding the outputs. The outputs keep
 //!    the data sequence number of the snapshot the plan read (Java's
 //!    `use-starting-sequence-number`), so an equality delete committed later still applies to
@@ -70,6 +72,10 @@ pub const DEFAULT_MAX_COMMITS: usize = 10;
 
 /// Bytes of rows a sorting rewrite holds before it spills a sorted run to disk.
 pub const DEFAULT_SORT_MEMORY: usize = 128 * 1024 * 1024;
+
+/// Java's `max-file-group-size-bytes` default (100 GiB): the most input bytes one sorting
+/// rewrite takes.
+pub const DEFAULT_MAX_FILE_GROUP_SIZE: u64 = 100 * 1024 * 1024 * 1024;
 
 /// Java's `min-file-size-bytes` default: 75% of the target.
 const MIN_FILE_SIZE_RATIO: f64 = 0.75;
@@ -185,6 +191,7 @@ pub struct CompactBuilder {
     before_commit: Option<BeforeCommitHook>,
     sort: Option<SortSpec>,
     sort_memory: usize,
+    max_file_group_size: u64,
 }
 
 /// A file considered, with its scan tasks (delete files attached).
@@ -220,6 +227,7 @@ impl CompactBuilder {
             before_commit: None,
             sort: None,
             sort_memory: DEFAULT_SORT_MEMORY,
+            max_file_group_size: DEFAULT_MAX_FILE_GROUP_SIZE,
         }
     }
 
@@ -269,6 +277,15 @@ impl CompactBuilder {
     /// temporary file (default [`DEFAULT_SORT_MEMORY`]).
     pub fn sort_memory(mut self, bytes: usize) -> Self {
         self.sort_memory = bytes;
+        self
+    }
+
+    /// With [`Self::sort`], the most input bytes one group takes (Java's
+    /// `max-file-group-size-bytes`, default [`DEFAULT_MAX_FILE_GROUP_SIZE`]): a partition's
+    /// files up to this size are sorted together, so its outputs hold non-overlapping key
+    /// ranges; a larger partition is split into groups of about this size.
+    pub fn max_file_group_size(mut self, bytes: u64) -> Self {
+        self.max_file_group_size = bytes;
         self
     }
 
@@ -332,6 +349,11 @@ impl CompactBuilder {
         if self.min_input_files == 0 {
             return Err(Error::InvalidInput(
                 "--min-input-files must be at least 1".into(),
+            ));
+        }
+        if self.max_file_group_size == 0 {
+            return Err(Error::InvalidInput(
+                "--max-file-group-size must be at least 1 byte".into(),
             ));
         }
         if self.target_file_size == Some(0) {
@@ -495,8 +517,10 @@ impl CompactBuilder {
         let io = table.file_io().clone();
         let mut written: Vec<(i32, DataFile)> = Vec::new();
         let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-        // The sort memory is shared by the groups sorted at once.
-        let sorting = sort.map(|s| (s.clone(), (self.sort_memory / workers).max(1)));
+        // The sort memory is shared by the groups sorted at once (one per core, or fewer when
+        // there are fewer groups: a sort takes a partition whole, often one group).
+        let at_once = workers.min(groups.len()).max(1);
+        let sorting = sort.map(|s| (s.clone(), (self.sort_memory / at_once).max(1)));
         // Set on the first failure: groups not started yet then skip their work.
         let stop = Arc::new(AtomicBool::new(false));
         let mut running = futures::stream::iter(groups.into_iter().map(|g| {
@@ -653,6 +677,12 @@ impl CompactBuilder {
                 Some(paths)
             }
         };
+        let scanned = match (&self.filter, md.current_snapshot()) {
+            (Some(f), Some(snapshot)) => {
+                partition_matches(table, snapshot.snapshot_id(), f.resolve(table)?).await
+            }
+            _ => None,
+        };
         let mut considered = Vec::new();
         for live in live_data_files(table, cache).await? {
             if allowed
@@ -666,6 +696,12 @@ impl CompactBuilder {
                 continue;
             }
             if pruning.as_ref().is_some_and(|p| !may_match(p, &live.file)) {
+                continue;
+            }
+            if scanned
+                .as_ref()
+                .is_some_and(|s| !s.contains(live.file.file_path()))
+            {
                 continue;
             }
             considered.push(live);
@@ -805,7 +841,16 @@ impl CompactBuilder {
             if candidates.len() < self.min_input_files && !any_deletes && !other_spec {
                 continue;
             }
-            for bin in bin_pack(candidates, target) {
+            // Bin-pack groups are of the target size: each makes about one file, and they are
+            // rewritten in parallel. A sort takes the partition whole (up to Java's 100 GiB
+            // group size) and rolls its outputs at the target size, so the partition's files
+            // follow each other in key order instead of each group's overlapping the next's.
+            let group_size = if self.sort.is_some() {
+                self.max_file_group_size.max(target)
+            } else {
+                target
+            };
+            for bin in bin_pack(candidates, group_size) {
                 if bin.len() == 1 && !bin[0].has_deletes && !other_spec {
                     continue;
                 }
@@ -820,6 +865,45 @@ impl CompactBuilder {
             }
         }
         Ok(planned)
+    }
+}
+
+/// The data files a scan of `snapshot_id` filtered by `filter` plans: those whose partition
+/// (through its spec's transforms: `bucket(4, id)` for `id = 5`) and column metrics may hold a
+/// matching row — Java plans a filtered compaction through such a scan. `None` when iceberg
+/// cannot plan it: the statistics alone then choose. It only ever narrows that choice (a file
+/// it leaves out is not rewritten, its rows unchanged), so where iceberg 0.10.1's pruning is
+/// stricter than it should be, no row is lost.
+async fn partition_matches(
+    table: &Table,
+    snapshot_id: i64,
+    filter: Predicate,
+) -> Option<std::collections::HashSet<String>> {
+    let planned = async {
+        table
+            .scan()
+            .snapshot_id(snapshot_id)
+            .with_filter(filter)
+            .select_all()
+            .build()?
+            .plan_files()
+            .await?
+            .map_ok(|t| t.data_file_path)
+            .try_collect::<std::collections::HashSet<String>>()
+            .await
+    }
+    .await;
+    match planned {
+        Ok(paths) => Some(paths),
+        Err(e) => {
+            tracing::debug!(
+                table = %table.identifier(),
+                error = %e,
+                "the filter could not be planned through the partitions; the column \
+                 statistics alone choose the files"
+            );
+            None
+        }
     }
 }
 
@@ -939,15 +1023,15 @@ fn human(ty: &Type, value: &Literal) -> Option<String> {
 }
 
 /// First-fit decreasing: the largest file first into the first group it fits, groups of at
-/// most `target` bytes (a file larger than the target alone in its group).
-fn bin_pack(mut files: Vec<Candidate>, target: u64) -> Vec<Vec<Candidate>> {
+/// most `limit` bytes (a file larger than the limit alone in its group).
+fn bin_pack(mut files: Vec<Candidate>, limit: u64) -> Vec<Vec<Candidate>> {
     files.sort_by_key(|c| std::cmp::Reverse(c.live.file.file_size_in_bytes()));
     let mut bins: Vec<(u64, Vec<Candidate>)> = Vec::new();
     for c in files {
         let size = c.live.file.file_size_in_bytes();
         match bins
             .iter_mut()
-            .find(|(used, _)| used.saturating_add(size) <= target)
+            .find(|(used, _)| used.saturating_add(size) <= limit)
         {
             Some((used, bin)) => {
                 *used += size;

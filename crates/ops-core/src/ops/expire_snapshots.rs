@@ -150,6 +150,7 @@ impl ExpiryRule {
         };
         let mut snapshot_ids = snapshot_ids.map(<[i64]>::to_vec).unwrap_or_default();
         snapshot_ids.sort_unstable();
+        snapshot_ids.dedup();
         Ok(Self {
             older_than_ms,
             older_than_from,
@@ -460,11 +461,12 @@ fn not_expired(md: &TableMetadata, rule: &ExpiryRule, expired: &[i64]) -> Vec<(i
         .iter()
         .filter(|id| !expired.contains(id))
         .map(|&id| {
-            let refs: Vec<&str> = heads
+            let mut refs: Vec<&str> = heads
                 .iter()
                 .filter(|(_, head)| *head == id)
                 .map(|(name, _)| name.as_str())
                 .collect();
+            refs.sort_unstable();
             let why = if md.snapshot_by_id(id).is_none() {
                 "the table has no such snapshot".to_string()
             } else if !refs.is_empty() {

@@ -53,15 +53,9 @@ pub(crate) fn is_compaction_of(snapshot: &iceberg::spec::Snapshot, job_id: &str)
         == Some(job_id)
 }
 
-/// Why `job_id` must not be committed again, if its trace in `dest` says it completed: its
-/// compaction is in the history, or a batch is there while an earlier one is not (batches land
-/// in order, so the earlier ones' snapshots were expired — `--expire-job-snapshots` keeps only
-/// the job's newest). Without this a repeated commit would append the expired batches again.
-pub(crate) fn completed_trace(
-    dest: &Table,
-    job_id: &str,
-    landed: &BTreeMap<u64, Vec<i64>>,
-) -> Option<String> {
+/// Why `job_id` must not be committed again, if its compaction is in `dest`'s history: a job
+/// compacts only after its last batch landed.
+pub(crate) fn completed_trace(dest: &Table, job_id: &str) -> Option<String> {
     let md = dest.metadata();
     for id in history(dest) {
         let Some(s) = md.snapshot_by_id(id) else {
@@ -71,15 +65,21 @@ pub(crate) fn completed_trace(
             return Some(format!("its compaction (snapshot {id}) is in the history"));
         }
     }
-    for (expected, &batch) in (0u64..).zip(landed.keys()) {
-        if batch != expected {
-            return Some(format!(
-                "batch {batch} is in the history but batch {expected} is not (the job's \
-                 earlier snapshots were expired)"
-            ));
-        }
-    }
     None
+}
+
+/// Whether batch `batch` of a job, absent from the destination's history, landed and had its
+/// snapshot expired since: a later batch of the job is there (`landed`), and batches land in
+/// order. Asked only about a batch an output holds: batch numbers have gaps where a task
+/// yields fewer batches than its range (a filter or delete files dropped rows), and such a gap
+/// says nothing.
+pub(crate) fn expired_batch(landed: &BTreeMap<u64, Vec<i64>>, batch: u64) -> bool {
+    !landed.contains_key(&batch) && landed.range(batch.saturating_add(1)..).next().is_some()
+}
+
+/// Whether `snapshot` is `dest`'s current snapshot or one of its ancestors.
+pub(crate) fn in_history(dest: &Table, snapshot: i64) -> bool {
+    history(dest).contains(&snapshot)
 }
 
 /// The first of `checkpointed` snapshots no longer in `dest`'s current history (it was rolled

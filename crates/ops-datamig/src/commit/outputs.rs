@@ -24,7 +24,7 @@ use serde_json::json;
 
 use super::committer::{Committer, CommitterSetup};
 use super::finish::{compact_job, expire_job};
-use super::history::{completed_trace, landed_batches, rolled_back};
+use super::history::{completed_trace, expired_batch, in_history, landed_batches, rolled_back};
 use crate::execute::worker::{BatchWork, Payload};
 use crate::plan::job::{MigrationPlan, TaskOutput, files_from_json};
 use crate::{FileRoute, MigrationError, MigrationResult, OnDuplicateKeys, Result};
@@ -84,8 +84,16 @@ impl MigrationPlan {
     {
         let started = Instant::now();
         let (source_ref, dest_ref) = self.table_refs(source, dest)?;
-        let (_, dest_table) = self.tables(&source_ref, &dest_ref, false).await?;
         let mut store = checkpoint.as_ref().map(CheckpointStore::new);
+        // Whether the job is over is decided from the destination (the same table: its UUID)
+        // and the checkpoint alone, before the plan's staleness checks: a job that completed
+        // stays complete whatever happened to its source or the destination's schema since,
+        // and a retry must say so rather than advise a new plan (which would copy every row
+        // again).
+        if let Some(done) = self.finished_in(&dest_ref, store.as_mut()).await? {
+            return Err(done);
+        }
+        let (_, dest_table) = self.tables(&source_ref, &dest_ref, false).await?;
         if let Some(s) = &mut store {
             match s.state()? {
                 Some(state) => {
@@ -102,27 +110,7 @@ impl MigrationPlan {
                         .as_ref()
                         .and_then(|j| j.get("job_id"))
                         .and_then(|v| v.as_str());
-                    if state.completed && job == Some(self.job_id.as_str()) {
-                        // Complete, unless its batches were rolled back since. Its batch
-                        // snapshots may also be gone because the job expired them
-                        // (`--expire-job-snapshots`): the destination's trace tells.
-                        let landed = landed_batches(&dest_table, &self.job_id, 0);
-                        let trace = completed_trace(&dest_table, &self.job_id, &landed);
-                        if trace.is_some()
-                            || rolled_back(&dest_table, &state.dest_snapshot_ids).is_none()
-                        {
-                            return Err(MigrationError::AlreadyComplete {
-                                job_id: self.job_id.clone(),
-                                dest: dest_ref.describe(),
-                                why: trace.unwrap_or_else(|| {
-                                    format!(
-                                        "checkpoint {} records its completed commit",
-                                        s.path().display()
-                                    )
-                                }),
-                            });
-                        }
-                    }
+                    // (A completed checkpoint whose batches are still there returned above.)
                     if let Some(missing) = rolled_back(&dest_table, &state.dest_snapshot_ids) {
                         return Err(refuse(format!(
                             "the destination's current history no longer holds snapshot \
@@ -180,15 +168,6 @@ impl MigrationPlan {
             None => None,
         };
         let landed = landed_batches(&dest_table, &self.job_id, 0);
-        // Its rows are there already (batch snapshots perhaps expired, so committing the
-        // outputs again would append them twice).
-        if let Some(why) = completed_trace(&dest_table, &self.job_id, &landed) {
-            return Err(MigrationError::AlreadyComplete {
-                job_id: self.job_id.clone(),
-                dest: dest_ref.describe(),
-                why,
-            });
-        }
         let mut committer = Committer::new(CommitterSetup {
             handle: dest_ref.handle.clone(),
             ident: dest_ref.ident.clone(),
@@ -240,9 +219,19 @@ impl MigrationPlan {
                 }
                 next_task += 1;
                 for b in out.batches {
-                    let payload = if landed.contains_key(&b.index)
-                        || last_checkpointed.is_some_and(|l| b.index <= l)
-                    {
+                    let checkpointed_here = last_checkpointed.is_some_and(|l| b.index <= l);
+                    // Absent from the history while a later batch of the job is there: it
+                    // landed (batches land in order) and its snapshot was expired since, by
+                    // another engine's expiry (this job's own runs only once it completed).
+                    let expired = !checkpointed_here && expired_batch(&landed, b.index);
+                    if expired {
+                        tracing::info!(
+                            batch = b.index,
+                            "the batch's snapshot was expired, but a later batch of the job \
+                             landed: it is not committed again"
+                        );
+                    }
+                    let payload = if landed.contains_key(&b.index) || checkpointed_here || expired {
                         Payload::Landed
                     } else {
                         let files = files_from_json(&dest_table, &b)?;
@@ -327,6 +316,117 @@ impl MigrationPlan {
 }
 
 impl MigrationPlan {
+    /// Whether the job is over in its destination, decided as [`Self::commit_stream`] does
+    /// before it reads any output: if so, what a commit killed after completing the job left
+    /// undone is finished, and the [`MigrationError::AlreadyComplete`] saying so is returned —
+    /// for a scheduler to ask before it runs any task.
+    pub async fn finished(
+        &self,
+        source: &CatalogHandle,
+        dest: &CatalogHandle,
+        checkpoint: Option<&std::path::Path>,
+    ) -> Result<Option<MigrationError>> {
+        let (_, dest_ref) = self.table_refs(source, dest)?;
+        let mut store = checkpoint.map(CheckpointStore::new);
+        self.finished_in(&dest_ref, store.as_mut()).await
+    }
+
+    /// [`Self::finished`] on the destination `dest_ref` (the plan's table: its UUID).
+    async fn finished_in(
+        &self,
+        dest_ref: &crate::types::TableRef,
+        mut store: Option<&mut CheckpointStore>,
+    ) -> Result<Option<MigrationError>> {
+        let dest = dest_ref.load().await?;
+        if dest.metadata().uuid().to_string() != self.dest_uuid {
+            // Another table of that name: the staleness checks refuse it.
+            return Ok(None);
+        }
+        let Some(why) = self.over(&dest, store.as_deref_mut())? else {
+            return Ok(None);
+        };
+        Ok(Some(self.already_complete(dest_ref, store, why).await))
+    }
+
+    /// Why the job is over in `dest`, if it is: a checkpoint of it marked completed whose
+    /// newest snapshot is still in the history (not rolled back since; the earlier ones, its
+    /// ancestors, may be gone only because the job's own expiry removed them); its compaction
+    /// in the history (it runs after the last batch); or, without a checkpoint of it, its
+    /// running marker gone — set when the job was planned and cleared when it completed (or
+    /// was abandoned), so every snapshot of a completed job may have been expired since and
+    /// its outputs are still not committed twice.
+    fn over(
+        &self,
+        dest: &iceberg::table::Table,
+        store: Option<&mut CheckpointStore>,
+    ) -> Result<Option<String>> {
+        let mut checkpointed = false;
+        if let Some(s) = store
+            && let Some(state) = s.state()?
+        {
+            let job = state
+                .job
+                .as_ref()
+                .and_then(|j| j.get("job_id"))
+                .and_then(|v| v.as_str());
+            checkpointed = job == Some(self.job_id.as_str());
+            let newest_there = state
+                .dest_snapshot_ids
+                .last()
+                .is_none_or(|id| in_history(dest, *id));
+            if checkpointed && state.completed && newest_there {
+                return Ok(Some(format!(
+                    "checkpoint {} records its completed commit",
+                    s.path().display()
+                )));
+            }
+        }
+        if let Some(why) = completed_trace(dest, &self.job_id) {
+            return Ok(Some(why));
+        }
+        let marker = ops_core::ops::maintenance::running_job_key(&self.job_id);
+        if !checkpointed && !dest.metadata().properties().contains_key(&marker) {
+            return Ok(Some(format!(
+                "its marker {marker} is no longer on the destination: the job completed (its \
+                 snapshots may have been expired since) or was abandoned"
+            )));
+        }
+        Ok(None)
+    }
+
+    /// The job is complete in the destination (`why`): finishes what a commit stopped after
+    /// completion (killed, or its connection lost) left undone — the checkpoint's completed
+    /// mark and, when the plan asks for it, the expiry of the job's snapshots, both of which
+    /// are idempotent — and says so in a [`MigrationError::AlreadyComplete`].
+    async fn already_complete(
+        &self,
+        dest_ref: &crate::types::TableRef,
+        store: Option<&mut CheckpointStore>,
+        why: String,
+    ) -> MigrationError {
+        if let Some(s) = store
+            && let Err(e) = s.mark_completed()
+        {
+            return e.into();
+        }
+        let mut expiry = None;
+        let mut why = why;
+        if self.expire_job_snapshots {
+            match expire_job(dest_ref, &self.job_id).await {
+                Ok(e) if !e.expired_snapshots.is_empty() => expiry = Some(Box::new(e)),
+                Ok(_) => {}
+                // The job is still complete: say so, and why its snapshots stay.
+                Err(e) => why = format!("{why}; its snapshots were not expired: {e}"),
+            }
+        }
+        MigrationError::AlreadyComplete {
+            job_id: self.job_id.clone(),
+            dest: dest_ref.describe(),
+            why,
+            expiry,
+        }
+    }
+
     /// An output of this plan's job, of one of its tasks, with batches in the task's range.
     fn check_output(&self, out: &TaskOutput) -> Result<()> {
         if out.job_id != self.job_id {

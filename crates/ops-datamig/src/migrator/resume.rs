@@ -88,8 +88,9 @@ impl DataMigrator {
         };
         if state.completed {
             return Err(refuse(
-                "it records a completed migration; delete the file, or pass a new \
-                 --checkpoint path, to run the job again"
+                "it records a completed migration: the job is done. To copy the source again \
+                 as a new job (every row once more), delete the file or pass a new \
+                 --checkpoint path"
                     .into(),
             ));
         }
