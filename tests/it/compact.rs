@@ -1512,6 +1512,181 @@ async fn a_repeated_commit_finishes_the_expiry_a_killed_one_left() -> TestResult
     Ok(())
 }
 
+/// A commit killed after the job's completion record but before its compaction (here: the
+/// same plan committed first without `compact`, which leaves the same state), repeated without
+/// a checkpoint: the job is complete, and the repeat runs the compaction it left (review
+/// finding: it was skipped for good, and the job's expiry then removed the snapshots by which
+/// the job's files are found).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_repeated_commit_finishes_the_compaction_a_killed_one_left() -> TestResult {
+    let db = SqlCatalog::sqlite()?;
+    let handle = open("c", &db.props).await?;
+    let source = small_files(&handle, "cfin").await?;
+    let dest = TableIdent::from_strs(["cfin", "copy"])?;
+    let plan = ops_datamig::DataMigrator::new(&handle, source.clone(), &handle, dest.clone())
+        .batch_rows(3)
+        .create_dest(true)
+        .compact(true)
+        .plan()
+        .await?;
+    let mut outputs = Vec::new();
+    for t in &plan.tasks {
+        outputs.push(plan.execute_task(&handle, &handle, t.id).await?);
+    }
+    let mut killed = plan.clone();
+    killed.compact = false;
+    let r = killed
+        .commit(&handle, &handle, outputs.clone(), None)
+        .await?;
+    assert!(r.compaction.is_none() && r.new_snapshots.len() > 1, "{r:?}");
+    let compactions = |t: &Table| {
+        t.metadata()
+            .snapshots()
+            .filter(|s| {
+                s.summary()
+                    .additional_properties
+                    .get("iceberg-ops.compacted-job")
+                    == Some(&plan.job_id)
+            })
+            .count()
+    };
+    assert_eq!(compactions(&handle.catalog().load_table(&dest).await?), 0);
+
+    let again = plan.commit(&handle, &handle, outputs.clone(), None).await;
+    let message = match &again {
+        Err(e @ ops_datamig::MigrationError::AlreadyComplete { .. }) => e.to_string(),
+        other => anyhow::bail!("want the job complete: {other:?}"),
+    };
+    assert!(message.contains("completion record"), "{message}");
+    assert!(
+        message.contains("compaction, left undone, ran now"),
+        "{message}"
+    );
+    let table = handle.catalog().load_table(&dest).await?;
+    assert_eq!(compactions(&table), 1);
+    // Once more: nothing left to do, no second compaction.
+    let third = plan.commit(&handle, &handle, outputs, None).await;
+    assert!(
+        matches!(
+            third,
+            Err(ops_datamig::MigrationError::AlreadyComplete { .. })
+        ),
+        "{third:?}"
+    );
+    assert_eq!(compactions(&handle.catalog().load_table(&dest).await?), 1);
+    let src = py_state("c", &db.props, "cfin")?;
+    let copied = ops_tests::oracle::pyiceberg(
+        "c",
+        &db.props,
+        "t = catalog.load_table('cfin.copy')\nemit(sorted(r['id'] for r in rows(t)))",
+    )?;
+    assert_eq!(copied, json!(ids(&src)));
+    Ok(())
+}
+
+/// A commit given another job's checkpoint is refused before anything is read or written, and
+/// leaves that checkpoint as it was (review finding: when this plan's job was over, the other
+/// job's checkpoint was marked completed, and that job's next commit skipped its remaining
+/// batches). A job abandoned with `table abandon-migration` — no marker, no completion record —
+/// is refused too, not reported complete.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_commit_refuses_another_jobs_checkpoint_and_an_abandoned_job() -> TestResult {
+    let db = SqlCatalog::sqlite()?;
+    let handle = open("c", &db.props).await?;
+    let source = small_files(&handle, "ab").await?;
+    let plan_of = |name: &str| {
+        let migrator = ops_datamig::DataMigrator::new(
+            &handle,
+            source.clone(),
+            &handle,
+            TableIdent::from_strs(["ab", name]).unwrap_or_else(|e| panic!("{e}")),
+        )
+        .batch_rows(3)
+        .create_dest(true);
+        async move {
+            let mut migrator = migrator;
+            migrator.plan().await
+        }
+    };
+    let outputs_of = |plan: &ops_datamig::MigrationPlan| {
+        let plan = plan.clone();
+        let handle = handle.clone();
+        async move {
+            let mut outputs = Vec::new();
+            for t in &plan.tasks {
+                outputs.push(plan.execute_task(&handle, &handle, t.id).await?);
+            }
+            anyhow::Ok(outputs)
+        }
+    };
+    // Job A completes.
+    let a = plan_of("a").await?;
+    let a_out = outputs_of(&a).await?;
+    a.commit(&handle, &handle, a_out.clone(), None).await?;
+    // Job B stops after its first output, checkpointed.
+    let b = plan_of("b").await?;
+    let b_out = outputs_of(&b).await?;
+    assert!(b_out.len() > 1, "{} tasks", b_out.len());
+    let dir = tempfile::tempdir()?;
+    let ckpt = dir.path().join("b.ckpt");
+    let first: Vec<ops_datamig::Result<ops_datamig::TaskOutput>> = vec![
+        Ok(b_out[0].clone()),
+        Err(ops_datamig::MigrationError::InvalidInput(
+            "executor lost".into(),
+        )),
+    ];
+    let stopped = b
+        .commit_stream(
+            &handle,
+            &handle,
+            futures::stream::iter(first),
+            Some(ckpt.clone()),
+        )
+        .await;
+    assert!(stopped.is_err(), "{stopped:?}");
+    // A's commit with B's checkpoint: refused, B's checkpoint untouched.
+    let wrong = a.commit(&handle, &handle, a_out, Some(ckpt.clone())).await;
+    match &wrong {
+        Err(e @ ops_datamig::MigrationError::InvalidInput(_)) => {
+            let message = e.to_string();
+            assert!(message.contains("records another job"), "{message}");
+            // None of the other job's counts or advice (review finding: "13 batches of this
+            // job are already committed: empty the destination").
+            assert!(!message.contains("already committed"), "{message}");
+        }
+        other => anyhow::bail!("want a refusal of B's checkpoint: {other:?}"),
+    }
+    let state: Value = serde_json::from_str(&std::fs::read_to_string(&ckpt)?)?;
+    assert_eq!(state["completed"], json!(false), "{state}");
+    // B resumes with its checkpoint and completes: every row once.
+    b.commit(&handle, &handle, b_out, Some(ckpt)).await?;
+    let src = py_state("c", &db.props, "ab")?;
+    for name in ["a", "b"] {
+        let copied = ops_tests::oracle::pyiceberg(
+            "c",
+            &db.props,
+            &format!("t = catalog.load_table('ab.{name}')\nemit(sorted(r['id'] for r in rows(t)))"),
+        )?;
+        assert_eq!(copied, json!(ids(&src)), "ab.{name}");
+    }
+
+    // Job C is abandoned before its commit: refused, nothing committed.
+    let c = plan_of("c").await?;
+    let c_out = outputs_of(&c).await?;
+    let c_ident = TableIdent::from_strs(["ab", "c"])?;
+    ops_core::ops::maintenance::clear_running_marker(&handle, &c_ident, &c.job_id).await?;
+    let refused = c.commit(&handle, &handle, c_out, None).await;
+    let message = match &refused {
+        Err(e @ ops_datamig::MigrationError::InvalidInput(_)) => e.to_string(),
+        other => anyhow::bail!("want the abandoned job refused: {other:?}"),
+    };
+    assert!(message.contains("abandon-migration"), "{message}");
+    assert!(message.contains("Nothing was committed"), "{message}");
+    let table = handle.catalog().load_table(&c_ident).await?;
+    assert!(table.metadata().current_snapshot().is_none());
+    Ok(())
+}
+
 /// A filtered job's tasks yield fewer batches than their ranges (gaps in the batch numbers): a
 /// commit that stopped part-way and is repeated commits the rest — a gap among the landed
 /// batches is no sign that the job completed (review finding: it was taken for expired batches,
@@ -1672,7 +1847,7 @@ async fn a_completed_job_whose_snapshots_were_all_expired_is_not_committed_again
     let Err(ops_datamig::MigrationError::AlreadyComplete { why, .. }) = &again else {
         anyhow::bail!("want the job complete: {again:?}");
     };
-    assert!(why.contains("marker"), "{why}");
+    assert!(why.contains("completion record"), "{why}");
     let src = py_state("c", &db.props, "gone")?;
     let mut want = ids(&src);
     want.push(1000);

@@ -98,6 +98,15 @@ async fn outputs_commit_in_order_as_they_arrive_and_a_gap_stops_then_resumes() -
     let (_, desc) = pyiceberg_orders("lake", &p, "dst")?;
     assert!(committed_batches(&desc).is_empty());
 
+    // A stream that ends early is an error, not a silent partial commit: task 0's batches
+    // land, and the error says the rest is missing.
+    let short = vec![Ok(outputs[0].clone())];
+    let err = plan
+        .commit_stream(&handle, &handle, futures::stream::iter(short), None)
+        .await
+        .expect_err("a stream missing tasks");
+    assert!(err.to_string().contains("ended after 1 of"), "{err}");
+
     // Tasks 0 and 1 land, then the source of outputs fails: their batches stay committed and
     // checkpointed, the error names task 2's first batch.
     let gap = vec![
@@ -148,12 +157,17 @@ async fn outputs_commit_in_order_as_they_arrive_and_a_gap_stops_then_resumes() -
     sort_rows(&mut want);
     assert_eq!(got, want);
 
-    // A stream that ends early is an error, not a silent partial commit.
+    // The job is complete: a stream of it again, even a short one, commits nothing.
     let short = vec![Ok(outputs[0].clone())];
     let err = plan
         .commit_stream(&handle, &handle, futures::stream::iter(short), None)
         .await
-        .expect_err("a stream missing tasks");
-    assert!(err.to_string().contains("ended after 1 of"), "{err}");
+        .expect_err("a completed job");
+    assert!(
+        matches!(err, MigrationError::AlreadyComplete { .. }),
+        "{err}"
+    );
+    let (again, _) = pyiceberg_orders("lake", &p, "dst")?;
+    assert_eq!(again, got);
     Ok(())
 }

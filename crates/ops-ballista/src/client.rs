@@ -103,6 +103,29 @@ impl ClusterRunner {
         })
     }
 
+    /// Whether the scheduler accepts connections (within 10 s): ask before planning, so a
+    /// wrong `--cluster` address creates no destination and marks no job.
+    pub async fn reachable(&self) -> Result<()> {
+        let addr = self.url.trim_start_matches("df://").to_string();
+        let unreachable = |why: String| ClusterError::Scheduler {
+            url: self.url.clone(),
+            message: format!(
+                "cannot be reached ({why}); nothing was planned or written. Start one \
+                 (`iceberg-ops cluster scheduler --bind HOST:PORT`) or correct --cluster"
+            ),
+        };
+        match tokio::time::timeout(
+            Duration::from_secs(10),
+            tokio::net::TcpStream::connect(addr.as_str()),
+        )
+        .await
+        {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(unreachable(e.to_string())),
+            Err(_) => Err(unreachable("no answer within 10 s".into())),
+        }
+    }
+
     /// Gives up when the next task's output has not landed for this long (default an hour;
     /// `None` waits for ever). Ballista keeps a job whose executors are all gone queued, and
     /// its client waits with it: without a limit a migration whose cluster lost every executor
@@ -422,7 +445,12 @@ impl Watcher {
                         attempt = self.read_failures,
                         "reading the task's output failed; reading it again"
                     );
-                    tokio::time::sleep(self.poll.max(Duration::from_millis(500))).await;
+                    // Backing off, doubling from half a second up to 30 s: the ten attempts
+                    // ride out about two and a half minutes of an object store's outage.
+                    let backoff = Duration::from_millis(500)
+                        .saturating_mul(1 << (self.read_failures - 1).min(6))
+                        .min(Duration::from_secs(30));
+                    tokio::time::sleep(self.poll.max(backoff)).await;
                     continue;
                 }
                 Err(e) => return Some(Err(MigrationError::InvalidInput(e.to_string()))),

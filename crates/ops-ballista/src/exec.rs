@@ -279,8 +279,13 @@ async fn run_task(
     // The job may have ended while this attempt ran (a task taken for lost and run again, or
     // the task of a job its client cancelled): nothing would ever commit these files, so
     // they go now instead of waiting for `remove-orphans`.
-    // (Only when the plan is known to be gone: a failure to look keeps the files.)
-    if !job_open(&dest_table, stored).await? {
+    // (Only when the plan is known to be gone: a failure to look keeps the files and writes
+    // the output — the work is done, and a committer that is waiting needs it.)
+    let open = job_open(&dest_table, stored).await.unwrap_or_else(|e| {
+        tracing::warn!(task, error = %e, "could not tell whether the job is still open; its output is written");
+        true
+    });
+    if !open {
         let prefix = format!("{folder}/");
         if let Err(d) = dest_table.file_io().delete_prefix(&prefix).await {
             tracing::warn!(task, folder = %prefix, error = %d, "the attempt's files were not removed");

@@ -438,23 +438,40 @@ async fn run_task(factory: &CatalogFactory, a: RunTaskArgs) -> anyhow::Result<()
     Ok(())
 }
 
-/// A job found complete ([`MigrationError::AlreadyComplete`]), reported as the success it is.
-fn report_already_complete(output: Output, job_id: &str, e: &MigrationError) -> anyhow::Result<()> {
+/// A job found complete ([`MigrationError::AlreadyComplete`]), reported as the success it is,
+/// with its verification when one ran (one JSON document either way); a mismatch fails.
+fn report_already_complete(
+    output: Output,
+    job_id: &str,
+    e: &MigrationError,
+    verification: Option<&VerificationResult>,
+) -> anyhow::Result<()> {
     let expiry = match e {
         MigrationError::AlreadyComplete { expiry, .. } => expiry.clone(),
         _ => None,
     };
     match output {
-        Output::Json => println!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({
+        Output::Json => {
+            let mut v = serde_json::json!({
                 "job_id": job_id,
                 "already_complete": true,
                 "detail": e.to_string(),
                 "expiry": expiry,
-            }))?
-        ),
-        Output::Text => println!("{e}"),
+            });
+            if let (Some(obj), Some(ver)) = (v.as_object_mut(), verification) {
+                obj.insert("verification".into(), serde_json::to_value(ver)?);
+            }
+            println!("{}", serde_json::to_string_pretty(&v)?);
+        }
+        Output::Text => {
+            println!("{e}");
+            if let Some(v) = verification {
+                print_verification(v);
+            }
+        }
+    }
+    if verification.is_some_and(|v| !v.matches) {
+        bail!("verification failed: the destination does not match the source");
     }
     Ok(())
 }
@@ -476,7 +493,7 @@ async fn commit(factory: &CatalogFactory, a: CommitArgs) -> anyhow::Result<()> {
         // Committing is idempotent: a repeated commit (a retry after a lost response, a
         // pipeline step run twice) finds the job done and succeeds without writing.
         Err(e @ MigrationError::AlreadyComplete { .. }) => {
-            return report_already_complete(a.output, &plan.job_id, &e);
+            return report_already_complete(a.output, &plan.job_id, &e, None);
         }
         Err(e) => return Err(e.into()),
     };
@@ -635,6 +652,7 @@ async fn run_on_cluster(
     args: &MigrateArgs,
 ) -> anyhow::Result<()> {
     let mut runner = ops_ballista::ClusterRunner::new(url)?;
+    runner.reachable().await?;
     if let Some(secs) = args.stall_timeout {
         runner = runner.stall_timeout((secs > 0).then(|| std::time::Duration::from_secs(secs)));
     }
@@ -723,24 +741,16 @@ async fn run_on_cluster(
         Ok(r) => r,
         // Over already (a run killed after its last commit): a success, as for `commit`.
         Err(ops_ballista::ClusterError::Migration(e @ MigrationError::AlreadyComplete { .. })) => {
-            report_already_complete(args.output, &plan.job_id, &e)?;
-            if let Some(method) = args.verify {
-                if let Some(id) = plan.source_snapshot_id {
-                    m = m.source_snapshot(id);
+            let verification = match args.verify {
+                Some(method) => {
+                    if let Some(id) = plan.source_snapshot_id {
+                        m = m.source_snapshot(id);
+                    }
+                    Some(m.verify(method.into(), args.sample_size).await?)
                 }
-                let v = m.verify(method.into(), args.sample_size).await?;
-                match args.output {
-                    Output::Json => println!(
-                        "{}",
-                        serde_json::to_string_pretty(&serde_json::json!({ "verification": v }))?
-                    ),
-                    Output::Text => print_verification(&v),
-                }
-                if !v.matches {
-                    bail!("verification failed: the destination does not match the source");
-                }
-            }
-            return Ok(());
+                None => None,
+            };
+            return report_already_complete(args.output, &plan.job_id, &e, verification.as_ref());
         }
         Err(e) => return Err(e.into()),
     };

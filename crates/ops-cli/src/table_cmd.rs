@@ -164,7 +164,8 @@ pub enum Command {
         sort_memory: Option<usize>,
         /// With --sort/--sort-by, the most input bytes sorted together (Java's
         /// max-file-group-size-bytes, default 100 GiB): a partition up to this size becomes
-        /// files of consecutive key ranges.
+        /// files of consecutive key ranges. A value below the target file size counts as the
+        /// target (a group is never smaller than one output file).
         #[arg(long, value_name = "BYTES")]
         max_file_group_size: Option<u64>,
         /// Print the groups that would be rewritten; write nothing.
@@ -303,13 +304,27 @@ async fn load(
 ) -> anyhow::Result<(ops_core::CatalogHandle, Table)> {
     let ident = parse_ident(&target.table)?;
     let handle = factory.open(&target.catalog).await?;
-    let table = handle.catalog().load_table(&ident).await.with_context(|| {
-        format!(
-            "cannot load {} from catalog '{}' (--catalog; `iceberg-ops table list --catalog {}` \
-             lists its tables)",
-            target.table, target.catalog, target.catalog
-        )
-    })?;
+    let table = match handle.catalog().load_table(&ident).await {
+        Ok(t) => t,
+        // PyIceberg given a `warehouse` without a scheme stores plain-path metadata locations,
+        // which iceberg 0.10.1's FileIO does not parse: the table is listed but cannot load.
+        Err(e) if e.to_string().contains("relative URL without a base") => {
+            return Err(anyhow::Error::new(e).context(format!(
+                "cannot load {} from catalog '{}': its metadata location is a plain path, as \
+                 PyIceberg records when the catalog's `warehouse` has no scheme; iceberg-ops \
+                 reads table locations as URIs. Give the catalog's warehouse as file:///… (in \
+                 .pyiceberg.yaml too) for the tables PyIceberg creates",
+                target.table, target.catalog
+            )));
+        }
+        Err(e) => {
+            return Err(anyhow::Error::new(e).context(format!(
+                "cannot load {} from catalog '{}' (--catalog; `iceberg-ops table list \
+                 --catalog {}` lists its tables)",
+                target.table, target.catalog, target.catalog
+            )));
+        }
+    };
     Ok((handle, table))
 }
 

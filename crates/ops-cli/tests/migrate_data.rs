@@ -350,6 +350,12 @@ fn planned_tasks_run_in_other_processes_and_commit_in_batch_order() {
     let result: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(result["rows_moved"], 20000);
     assert_eq!(result["batches_committed"].as_u64(), Some(batches));
+    // The files' routes, from the plan (new-user finding: a commit reported none).
+    let routed: u64 = ["files_copied", "files_referenced", "files_rewritten"]
+        .iter()
+        .filter_map(|k| result[*k].as_u64())
+        .sum();
+    assert!(routed > 0 && result["copy_mode"] == "auto", "{result}");
 
     // One commit per batch, tagged, in batch order.
     let history = snapshots(cwd);
@@ -360,11 +366,11 @@ fn planned_tasks_run_in_other_processes_and_commit_in_batch_order() {
         .collect();
     assert_eq!(tagged, (0..batches).collect::<Vec<_>>(), "{history:?}");
 
-    // Running the commit step again records the batches instead of committing them twice.
+    // Running the commit step again finds the job complete instead of committing it twice.
     let out = run(cwd, &commit);
     ok(&out, "second commit");
     let again: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(again["rows_moved"], 0);
+    assert_eq!(again["already_complete"], true, "{again}");
     assert_eq!(snapshots(cwd).len(), history.len());
 
     let mut verify = vec![

@@ -879,6 +879,18 @@ async fn partition_matches(
     snapshot_id: i64,
     filter: Predicate,
 ) -> Option<std::collections::HashSet<String>> {
+    // iceberg binds the filter by name to the snapshot's schema, the candidates use the current
+    // one: after a rename the same name may be another column there.
+    let md = table.metadata();
+    let schema_then = md.snapshot_by_id(snapshot_id).and_then(|s| s.schema_id());
+    if schema_then.is_some_and(|id| id != md.current_schema_id()) {
+        tracing::warn!(
+            table = %table.identifier(),
+            "the table's schema changed since its current snapshot: the filter prunes by column \
+             statistics only, not through the partitions"
+        );
+        return None;
+    }
     let planned = async {
         table
             .scan()
@@ -896,7 +908,7 @@ async fn partition_matches(
     match planned {
         Ok(paths) => Some(paths),
         Err(e) => {
-            tracing::debug!(
+            tracing::warn!(
                 table = %table.identifier(),
                 error = %e,
                 "the filter could not be planned through the partitions; the column \

@@ -36,6 +36,31 @@ pub fn running_job_key(job_id: &str) -> String {
     format!("{MIGRATION_JOB_PROPERTY}.{job_id}")
 }
 
+/// Prefix of the table properties recording completed migration jobs:
+/// `iceberg-ops.migration.completed-job.<job id>`, valued with the time the job completed (RFC
+/// 3339), set in the same commit that removes the job's running marker. The positive record is
+/// what lets a repeated commit of the job's outputs tell a completed job (report it, commit
+/// nothing) from an abandoned one (refuse) after every snapshot of the job was expired; a
+/// missing marker alone says neither. Only the newest [`COMPLETED_JOBS_KEPT`] are kept, so the
+/// metadata does not grow with every job a table ever received.
+pub const MIGRATION_COMPLETED_PROPERTY: &str = "iceberg-ops.migration.completed-job";
+
+/// How many completion records a table keeps (see [`MIGRATION_COMPLETED_PROPERTY`]).
+pub const COMPLETED_JOBS_KEPT: usize = 32;
+
+/// The completion record key of `job_id` (see [`MIGRATION_COMPLETED_PROPERTY`]).
+pub fn completed_job_key(job_id: &str) -> String {
+    format!("{MIGRATION_COMPLETED_PROPERTY}.{job_id}")
+}
+
+/// When `job_id` completed on this table, if its completion record is there.
+pub fn completed_at<'a>(metadata: &'a TableMetadata, job_id: &str) -> Option<&'a str> {
+    metadata
+        .properties()
+        .get(&completed_job_key(job_id))
+        .map(String::as_str)
+}
+
 /// Java's `gc.enabled`.
 pub const GC_ENABLED: &str = "gc.enabled";
 
@@ -99,6 +124,43 @@ pub fn clear_running(metadata: &TableMetadata, job_id: &str) -> Option<TableUpda
         })
 }
 
+/// The updates that record `job_id` as completed: its running marker removed, its completion
+/// record set, and the oldest records beyond [`COMPLETED_JOBS_KEPT`] removed. Empty when the
+/// record is there and the marker is not (a repeated completion).
+pub fn complete_running(metadata: &TableMetadata, job_id: &str) -> Vec<TableUpdate> {
+    let props = metadata.properties();
+    let running = running_job_key(job_id);
+    let done = completed_job_key(job_id);
+    let mut removals = Vec::new();
+    if props.contains_key(&running) {
+        removals.push(running);
+    }
+    let mut updates = Vec::new();
+    if !props.contains_key(&done) {
+        // The other records, newest first (RFC 3339 UTC times sort as text); this one takes
+        // the place of the oldest kept.
+        let prefix = format!("{MIGRATION_COMPLETED_PROPERTY}.");
+        let mut others: Vec<(&String, &String)> = props
+            .iter()
+            .filter(|(k, _)| k.starts_with(&prefix))
+            .collect();
+        others.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
+        removals.extend(
+            others
+                .into_iter()
+                .skip(COMPLETED_JOBS_KEPT.saturating_sub(1))
+                .map(|(k, _)| k.clone()),
+        );
+        updates.push(TableUpdate::SetProperties {
+            updates: HashMap::from([(done, chrono::Utc::now().to_rfc3339())]),
+        });
+    }
+    if !removals.is_empty() {
+        updates.insert(0, TableUpdate::RemoveProperties { removals });
+    }
+    updates
+}
+
 /// A commit that marks the table as a destination of the unfinished `job_id`; returns the
 /// table, unchanged when the marker was already there (a resumed job).
 pub async fn mark_running_marker(
@@ -118,15 +180,30 @@ pub async fn clear_running_marker(
     marker_commit(handle, ident, |md| clear_running(md, job_id)).await
 }
 
-async fn marker_commit(
+/// A commit that records `job_id` as completed (see [`complete_running`]): the job's last
+/// batch landed. An abandoned job's marker is removed with [`clear_running_marker`] instead,
+/// which records nothing.
+pub async fn complete_running_marker(
     handle: &CatalogHandle,
     ident: &TableIdent,
-    update: impl Fn(&TableMetadata) -> Option<TableUpdate>,
+    job_id: &str,
 ) -> Result<Table> {
+    marker_commit(handle, ident, |md| complete_running(md, job_id)).await
+}
+
+async fn marker_commit<U>(
+    handle: &CatalogHandle,
+    ident: &TableIdent,
+    update: impl Fn(&TableMetadata) -> U,
+) -> Result<Table>
+where
+    U: IntoIterator<Item = TableUpdate>,
+{
     crate::commit::commit_metadata_change(handle, ident, |md| {
-        Ok(update(md).map(|update| TableChange {
+        let updates: Vec<TableUpdate> = update(md).into_iter().collect();
+        Ok((!updates.is_empty()).then(|| TableChange {
             requirements: vec![TableRequirement::UuidMatch { uuid: md.uuid() }],
-            updates: vec![update],
+            updates,
             ..Default::default()
         }))
     })
@@ -357,6 +434,49 @@ mod tests {
         // Orphan cleanup has no override: its --force is about the age threshold only.
         let err = refuse_running_migration(&ident, &both, None, "removing orphans");
         assert!(!format!("{err:?}").contains("--force"), "{err:?}");
+    }
+
+    #[test]
+    fn completion_replaces_the_marker_and_keeps_the_newest_records() {
+        let key1 = running_job_key("job-1");
+        let marked = md(&[(&key1, "2026-12-02T08:00:00+00:00")]);
+        let updates = complete_running(&marked, "job-1");
+        assert!(
+            matches!(&updates[..], [
+                TableUpdate::RemoveProperties { removals },
+                TableUpdate::SetProperties { updates },
+            ] if removals == &vec![key1.clone()] && updates.contains_key(&completed_job_key("job-1"))),
+            "{updates:?}"
+        );
+        // Completed already, marker gone: nothing to do.
+        let done = md(&[(&completed_job_key("job-1"), "2026-12-02T09:00:00+00:00")]);
+        assert!(complete_running(&done, "job-1").is_empty());
+        assert_eq!(
+            completed_at(&done, "job-1"),
+            Some("2026-12-02T09:00:00+00:00")
+        );
+        assert_eq!(completed_at(&done, "job-2"), None);
+        // A table holding the full count of records: the oldest one makes room.
+        let keys: Vec<(String, String)> = (0..COMPLETED_JOBS_KEPT)
+            .map(|i| {
+                (
+                    completed_job_key(&format!("old-{i:02}")),
+                    format!("2026-11-{:02}T00:00:00+00:00", i + 1),
+                )
+            })
+            .collect();
+        let full = md(&keys
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect::<Vec<_>>());
+        let updates = complete_running(&full, "new");
+        assert!(
+            matches!(&updates[..], [
+                TableUpdate::RemoveProperties { removals },
+                TableUpdate::SetProperties { .. },
+            ] if removals == &vec![completed_job_key("old-00")]),
+            "{updates:?}"
+        );
     }
 
     #[test]

@@ -65,8 +65,9 @@ pub(crate) async fn expire_job(dest_ref: &TableRef, job_id: &str) -> Result<JobE
             .filter(|s| is_compaction_of(s, job_id))
             .map(|s| s.snapshot_id()),
     );
-    // The job's newest snapshot stays: it is the trace by which a repeated commit of the job's
-    // outputs sees that the job completed (history::completed_trace).
+    // The job's newest snapshot stays: the history keeps where the job ended (its last batch,
+    // or its compaction: the trace `history::completed_trace` finds), as a completed
+    // checkpoint names it.
     let md = dest.metadata();
     if let Some(newest) = snapshots
         .iter()

@@ -94,55 +94,12 @@ impl MigrationPlan {
             return Err(done);
         }
         let (_, dest_table) = self.tables(&source_ref, &dest_ref, false).await?;
-        if let Some(s) = &mut store {
-            match s.state()? {
-                Some(state) => {
-                    let committed = state.last_committed_batch.map_or(0, |b| b + 1);
-                    let refuse = |reason: String| MigrationError::Resume {
-                        path: s.path().to_path_buf(),
-                        reason,
-                        committed_batches: committed,
-                        rollback_to: self.dest_snapshot_before,
-                        dest: dest_ref.cli_args(),
-                    };
-                    let job = state
-                        .job
-                        .as_ref()
-                        .and_then(|j| j.get("job_id"))
-                        .and_then(|v| v.as_str());
-                    // (A completed checkpoint whose batches are still there returned above.)
-                    if let Some(missing) = rolled_back(&dest_table, &state.dest_snapshot_ids) {
-                        return Err(refuse(format!(
-                            "the destination's current history no longer holds snapshot \
-                             {missing} of a checkpointed batch (it was rolled back); \
-                             committing would skip rows that are no longer there"
-                        )));
-                    }
-                    if job != Some(self.job_id.as_str()) {
-                        return Err(MigrationError::Resume {
-                            path: s.path().to_path_buf(),
-                            reason: format!(
-                                "it records another job, not this plan's job {}; give the \
-                                 commit step its own checkpoint file",
-                                self.job_id
-                            ),
-                            committed_batches: state.last_committed_batch.map_or(0, |b| b + 1),
-                            rollback_to: self.dest_snapshot_before,
-                            dest: dest_ref.cli_args(),
-                        });
-                    }
-                }
-                None => {
-                    let mut job = ops_checkpoint::JobIdentity::new();
-                    job.insert("job_id".into(), json!(self.job_id));
-                    job.insert(
-                        "dest_snapshot_before".into(),
-                        json!(self.dest_snapshot_before),
-                    );
-                    job.insert("plan".into(), json!(true));
-                    s.start(self.source_snapshot_id, Some(job))?;
-                }
-            }
+        // (A checkpoint of another job, or one whose batches were rolled back, was refused by
+        // `finished_in`.)
+        if let Some(s) = &mut store
+            && s.state()?.is_none()
+        {
+            s.start(self.source_snapshot_id, Some(self.checkpoint_identity()))?;
         }
         // As a local run does (migrator::preflight::disable_gc_for_references): a destination
         // about to share the source's files must not let expiry or orphan cleanup delete them.
@@ -187,7 +144,20 @@ impl MigrationPlan {
             resume_from: 0,
         })
         .await?;
+        // The files' routes as the plan's tasks carry them (a local run reports them from its
+        // routing; files no row of which passes the filter are in no task).
+        let routed = |route: FileRoute| -> u64 {
+            self.tasks
+                .iter()
+                .filter(|t| t.route == route)
+                .map(|t| t.files.len() as u64)
+                .sum()
+        };
         let mut result = MigrationResult {
+            copy_mode: self.copy_mode,
+            files_copied: routed(FileRoute::Copy),
+            files_referenced: routed(FileRoute::Reference),
+            files_rewritten: routed(FileRoute::Rewrite),
             source_snapshot_id: self.source_snapshot_id,
             job_id: Some(self.job_id.clone()),
             dest_snapshot_before: self.dest_snapshot_before,
@@ -288,8 +258,9 @@ impl MigrationPlan {
         committer.finish(&mut result);
         result.batches_skipped += checkpointed;
         outcome?;
-        // The plan's job is complete: maintenance may touch the destination again.
-        ops_core::ops::maintenance::clear_running_marker(
+        // The plan's job is complete: maintenance may touch the destination again, and a
+        // repeated commit finds the job's completion record.
+        ops_core::ops::maintenance::complete_running_marker(
             &dest_ref.handle,
             &dest_ref.ident,
             &self.job_id,
@@ -331,7 +302,10 @@ impl MigrationPlan {
         self.finished_in(&dest_ref, store.as_mut()).await
     }
 
-    /// [`Self::finished`] on the destination `dest_ref` (the plan's table: its UUID).
+    /// [`Self::finished`] on the destination `dest_ref` (the plan's table: its UUID). Refuses,
+    /// before any output is read or task run, a checkpoint of another job, a checkpoint whose
+    /// batches are no longer in the destination's history, and a job that is neither running
+    /// nor completed there (abandoned).
     async fn finished_in(
         &self,
         dest_ref: &crate::types::TableRef,
@@ -342,75 +316,163 @@ impl MigrationPlan {
             // Another table of that name: the staleness checks refuse it.
             return Ok(None);
         }
-        let Some(why) = self.over(&dest, store.as_deref_mut())? else {
-            return Ok(None);
+        let state = match store.as_deref_mut() {
+            Some(s) => s.state()?,
+            None => None,
         };
-        Ok(Some(self.already_complete(dest_ref, store, why).await))
-    }
-
-    /// Why the job is over in `dest`, if it is: a checkpoint of it marked completed whose
-    /// newest snapshot is still in the history (not rolled back since; the earlier ones, its
-    /// ancestors, may be gone only because the job's own expiry removed them); its compaction
-    /// in the history (it runs after the last batch); or, without a checkpoint of it, its
-    /// running marker gone — set when the job was planned and cleared when it completed (or
-    /// was abandoned), so every snapshot of a completed job may have been expired since and
-    /// its outputs are still not committed twice.
-    fn over(
-        &self,
-        dest: &iceberg::table::Table,
-        store: Option<&mut CheckpointStore>,
-    ) -> Result<Option<String>> {
-        let mut checkpointed = false;
-        if let Some(s) = store
-            && let Some(state) = s.state()?
-        {
+        let path = store.as_deref().map(|s| s.path().to_path_buf());
+        let refuse = |reason: String| MigrationError::Resume {
+            path: path.clone().unwrap_or_default(),
+            reason,
+            committed_batches: state
+                .as_ref()
+                .and_then(|s| s.last_committed_batch)
+                .map_or(0, |b| b + 1),
+            rollback_to: self.dest_snapshot_before,
+            dest: dest_ref.cli_args(),
+        };
+        if let Some(state) = &state {
             let job = state
                 .job
                 .as_ref()
                 .and_then(|j| j.get("job_id"))
                 .and_then(|v| v.as_str());
-            checkpointed = job == Some(self.job_id.as_str());
-            let newest_there = state
-                .dest_snapshot_ids
-                .last()
-                .is_none_or(|id| in_history(dest, *id));
-            if checkpointed && state.completed && newest_there {
-                return Ok(Some(format!(
-                    "checkpoint {} records its completed commit",
-                    s.path().display()
+            if job != Some(self.job_id.as_str()) {
+                // Another job's progress: left as it is (never marked completed for this job),
+                // and none of its counts or advice apply to this one.
+                return Err(MigrationError::InvalidInput(format!(
+                    "checkpoint {} records another job ({}), not this plan's job {}: nothing \
+                     was committed and the checkpoint is unchanged. Give the commit step its \
+                     own checkpoint file (a new path)",
+                    path.as_deref()
+                        .map_or_else(String::new, |p| p.display().to_string()),
+                    job.unwrap_or("none recorded"),
+                    self.job_id
                 )));
             }
         }
-        if let Some(why) = completed_trace(dest, &self.job_id) {
-            return Ok(Some(why));
+        if let Some(why) = self.over(&dest, state.as_ref(), path.as_deref()) {
+            return Ok(Some(self.already_complete(dest_ref, store, why).await));
+        }
+        if let Some(state) = &state
+            && let Some(missing) = rolled_back(&dest, &state.dest_snapshot_ids)
+        {
+            return Err(refuse(format!(
+                "the destination's current history no longer holds snapshot {missing} of a \
+                 checkpointed batch: it was rolled back (committing would skip rows that are \
+                 no longer there), or expired by maintenance that did not respect the job's \
+                 marker"
+            )));
         }
         let marker = ops_core::ops::maintenance::running_job_key(&self.job_id);
-        if !checkpointed && !dest.metadata().properties().contains_key(&marker) {
-            return Ok(Some(format!(
-                "its marker {marker} is no longer on the destination: the job completed (its \
-                 snapshots may have been expired since) or was abandoned"
+        if !dest.metadata().properties().contains_key(&marker) {
+            return Err(MigrationError::InvalidInput(format!(
+                "{} carries neither the running marker of job {job} ({marker}) nor its \
+                 completion record: the job was abandoned (`iceberg-ops table \
+                 abandon-migration`), or its record was pruned after {kept} later jobs \
+                 completed. Nothing was committed. To copy the source again as a new job, make \
+                 a new plan (`migrate-data --plan-only`)",
+                dest_ref.describe(),
+                job = self.job_id,
+                kept = ops_core::ops::maintenance::COMPLETED_JOBS_KEPT,
             )));
         }
         Ok(None)
     }
 
+    /// The checkpoint identity of this plan's job.
+    fn checkpoint_identity(&self) -> ops_checkpoint::JobIdentity {
+        let mut job = ops_checkpoint::JobIdentity::new();
+        job.insert("job_id".into(), json!(self.job_id));
+        job.insert(
+            "dest_snapshot_before".into(),
+            json!(self.dest_snapshot_before),
+        );
+        job.insert("plan".into(), json!(true));
+        job
+    }
+
+    /// Why the job is over in `dest`, if it is: its checkpoint (`state`, this job's) marked
+    /// completed with its newest snapshot still in the history (not rolled back since; the
+    /// earlier ones, its ancestors, may be gone only because the job's own expiry removed
+    /// them); its completion record on the destination (set when its last batch landed, so
+    /// every snapshot of it may have been expired since and its outputs are still not
+    /// committed twice); or its compaction in the history (it runs after the last batch).
+    fn over(
+        &self,
+        dest: &iceberg::table::Table,
+        state: Option<&ops_checkpoint::CheckpointState>,
+        path: Option<&std::path::Path>,
+    ) -> Option<String> {
+        if let Some(state) = state
+            && state.completed
+            && state
+                .dest_snapshot_ids
+                .last()
+                .is_none_or(|id| in_history(dest, *id))
+        {
+            return Some(format!(
+                "checkpoint {} records its completed commit",
+                path.map_or_else(String::new, |p| p.display().to_string())
+            ));
+        }
+        if let Some(at) = ops_core::ops::maintenance::completed_at(dest.metadata(), &self.job_id) {
+            return Some(format!(
+                "its completion record ({}) says it completed at {at}",
+                ops_core::ops::maintenance::completed_job_key(&self.job_id)
+            ));
+        }
+        completed_trace(dest, &self.job_id)
+    }
+
     /// The job is complete in the destination (`why`): finishes what a commit stopped after
-    /// completion (killed, or its connection lost) left undone — the checkpoint's completed
-    /// mark and, when the plan asks for it, the expiry of the job's snapshots, both of which
-    /// are idempotent — and says so in a [`MigrationError::AlreadyComplete`].
+    /// completion (killed, or its connection lost) left undone — the compaction when the plan
+    /// asks for it and none of the job's is in the history, the checkpoint's completed mark
+    /// (`store` holds this job's checkpoint or none), and the expiry of the job's snapshots when
+    /// the plan asks for it, each idempotent — and says so in a
+    /// [`MigrationError::AlreadyComplete`].
     async fn already_complete(
         &self,
         dest_ref: &crate::types::TableRef,
         store: Option<&mut CheckpointStore>,
         why: String,
     ) -> MigrationError {
-        if let Some(s) = store
-            && let Err(e) = s.mark_completed()
-        {
-            return e.into();
+        let mut why = why;
+        if self.compact {
+            let compacted = match dest_ref.load().await {
+                Ok(dest) => completed_trace(&dest, &self.job_id).is_some(),
+                Err(e) => return e,
+            };
+            if !compacted {
+                // The compaction runs after the completion record: a commit killed between
+                // the two left it undone. Its failure is an error, as at the first commit
+                // (the job's expiry must not run before it: it finds the job's files by
+                // its snapshots).
+                match compact_job(dest_ref, &self.job_id).await {
+                    Ok(c) if c.snapshot_id.is_some() => {
+                        why = format!(
+                            "{why}; its compaction, left undone, ran now ({} files into {})",
+                            c.input_files, c.output_files
+                        )
+                    }
+                    Ok(_) => {}
+                    Err(e) => return e,
+                }
+            }
+        }
+        if let Some(s) = store {
+            let marked = match s.state() {
+                Ok(None) => s
+                    .start(self.source_snapshot_id, Some(self.checkpoint_identity()))
+                    .and_then(|()| s.mark_completed()),
+                Ok(Some(_)) => s.mark_completed(),
+                Err(e) => Err(e),
+            };
+            if let Err(e) = marked {
+                return e.into();
+            }
         }
         let mut expiry = None;
-        let mut why = why;
         if self.expire_job_snapshots {
             match expire_job(dest_ref, &self.job_id).await {
                 Ok(e) if !e.expired_snapshots.is_empty() => expiry = Some(Box::new(e)),

@@ -580,9 +580,10 @@ impl DataMigrator {
             self.clear_marker_after_failure(&job_id).await;
         }
         outcome?;
-        // Every batch has landed: a failure to unmark must not turn the run into a failure (a
-        // re-run without a checkpoint would append every row again).
-        if let Err(e) = ops_core::ops::maintenance::clear_running_marker(
+        // Every batch has landed: the marker gives way to the job's completion record. A
+        // failure to record it must not turn the run into a failure (a re-run without a
+        // checkpoint would append every row again).
+        if let Err(e) = ops_core::ops::maintenance::complete_running_marker(
             &self.dest.handle,
             &self.dest.ident,
             &job_id,
