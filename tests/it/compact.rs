@@ -131,6 +131,81 @@ fn ids(state: &Value) -> Vec<i64> {
 
 /// Six appends of one small file per region in eu and us, one file in ap: eu and us are
 /// compacted (>= 5 small files each), ap is left alone.
+/// The ids PyIceberg reads from `table` (`NS.T`), sorted.
+fn copied_ids(props: &BTreeMap<String, String>, table: &str) -> anyhow::Result<Value> {
+    ops_tests::oracle::pyiceberg(
+        "c",
+        props,
+        &format!("t = catalog.load_table('{table}')\nemit(sorted(r['id'] for r in rows(t)))"),
+    )
+}
+
+/// A migration's setting: `NS.orders` of [`small_files`] in a fresh SQLite catalog, to be
+/// copied to `NS.copy`.
+struct CopyJob {
+    db: SqlCatalog,
+    handle: CatalogHandle,
+    source: TableIdent,
+    dest: TableIdent,
+}
+
+async fn copy_job(ns: &str) -> anyhow::Result<CopyJob> {
+    let db = SqlCatalog::sqlite()?;
+    let handle = open("c", &db.props).await?;
+    let source = small_files(&handle, ns).await?;
+    let dest = TableIdent::from_strs([ns, "copy"])?;
+    Ok(CopyJob {
+        db,
+        handle,
+        source,
+        dest,
+    })
+}
+
+impl CopyJob {
+    /// The job's migrator: batches of 3 rows, the destination created.
+    fn migrator(&self) -> ops_datamig::DataMigrator {
+        ops_datamig::DataMigrator::new(
+            &self.handle,
+            self.source.clone(),
+            &self.handle,
+            self.dest.clone(),
+        )
+        .batch_rows(3)
+        .create_dest(true)
+    }
+
+    /// The job planned as `configure` sets its migrator, and its tasks executed here.
+    async fn planned(
+        &self,
+        configure: impl FnOnce(ops_datamig::DataMigrator) -> ops_datamig::DataMigrator,
+    ) -> anyhow::Result<(ops_datamig::MigrationPlan, Vec<ops_datamig::TaskOutput>)> {
+        let plan = configure(self.migrator()).plan().await?;
+        let outputs = run_tasks(&self.handle, &plan).await?;
+        Ok((plan, outputs))
+    }
+}
+
+/// `NS.copy` holds every row of `NS.orders` once, as PyIceberg reads them.
+fn every_row_once(props: &BTreeMap<String, String>, ns: &str) -> TestResult {
+    let src = py_state("c", props, ns)?;
+    let copied = copied_ids(props, &format!("{ns}.copy"))?;
+    assert_eq!(copied, json!(ids(&src)), "{ns}.copy");
+    Ok(())
+}
+
+/// Every task of `plan` executed here, in order: the outputs a commit takes.
+async fn run_tasks(
+    handle: &CatalogHandle,
+    plan: &ops_datamig::MigrationPlan,
+) -> anyhow::Result<Vec<ops_datamig::TaskOutput>> {
+    let mut outputs = Vec::new();
+    for t in &plan.tasks {
+        outputs.push(plan.execute_task(handle, handle, t.id).await?);
+    }
+    Ok(outputs)
+}
+
 async fn small_files(handle: &CatalogHandle, ns: &str) -> anyhow::Result<TableIdent> {
     let table = create_orders(handle, ns).await?;
     let ident = table.identifier().clone();
@@ -1192,10 +1267,12 @@ async fn corpus_compaction(sort: bool) -> TestResult {
 /// earlier job in the same destination are left as they are; PyIceberg reads every row.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_migration_compacts_the_files_it_wrote() -> TestResult {
-    let db = SqlCatalog::sqlite()?;
-    let handle = open("c", &db.props).await?;
-    let source = small_files(&handle, "mig").await?;
-    let dest = TableIdent::from_strs(["mig", "copy"])?;
+    let CopyJob {
+        db,
+        handle,
+        source,
+        dest,
+    } = copy_job("mig").await?;
     let migrate = |compact: bool| {
         ops_datamig::DataMigrator::new(&handle, source.clone(), &handle, dest.clone())
             .batch_rows(3)
@@ -1242,11 +1319,7 @@ async fn a_migration_compacts_the_files_it_wrote() -> TestResult {
     // eu and us: one file each for the second job; ap (one row) had one file.
     assert_eq!(now.len() - first_files.len(), 3, "{c:?}");
     let src = py_state("c", &db.props, "mig")?;
-    let copied = ops_tests::oracle::pyiceberg(
-        "c",
-        &db.props,
-        "t = catalog.load_table('mig.copy')\nemit(sorted(r['id'] for r in rows(t)))",
-    )?;
+    let copied = copied_ids(&db.props, "mig.copy")?;
     let mut want: Vec<i64> = ids(&src).into_iter().flat_map(|i| [i, i]).collect();
     want.sort_unstable();
     assert_eq!(copied, json!(want));
@@ -1259,10 +1332,12 @@ async fn a_migration_compacts_the_files_it_wrote() -> TestResult {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_migration_expires_its_own_snapshots() -> TestResult {
     use ops_core::ops::expire_snapshots::ExpireSnapshotsBuilder;
-    let db = SqlCatalog::sqlite()?;
-    let handle = open("c", &db.props).await?;
-    let source = small_files(&handle, "exp").await?;
-    let dest = TableIdent::from_strs(["exp", "copy"])?;
+    let CopyJob {
+        db,
+        handle,
+        source,
+        dest,
+    } = copy_job("exp").await?;
     let migrate = |expire: bool| {
         ops_datamig::DataMigrator::new(&handle, source.clone(), &handle, dest.clone())
             .batch_rows(3)
@@ -1309,11 +1384,7 @@ async fn a_migration_expires_its_own_snapshots() -> TestResult {
         assert!(local(f.file_path()).exists(), "{} deleted", f.file_path());
     }
     let src = py_state("c", &db.props, "exp")?;
-    let copied = ops_tests::oracle::pyiceberg(
-        "c",
-        &db.props,
-        "t = catalog.load_table('exp.copy')\nemit(sorted(r['id'] for r in rows(t)))",
-    )?;
+    let copied = copied_ids(&db.props, "exp.copy")?;
     let mut want_ids: Vec<i64> = ids(&src).into_iter().flat_map(|i| [i, i]).collect();
     want_ids.sort_unstable();
     assert_eq!(copied, json!(want_ids));
@@ -1372,10 +1443,12 @@ async fn a_migration_expires_its_own_snapshots() -> TestResult {
 /// complete: only the compaction's snapshot is left, rows as the source's.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_planned_job_compacts_and_expires_when_committed() -> TestResult {
-    let db = SqlCatalog::sqlite()?;
-    let handle = open("c", &db.props).await?;
-    let source = small_files(&handle, "pln").await?;
-    let dest = TableIdent::from_strs(["pln", "copy"])?;
+    let CopyJob {
+        db,
+        handle,
+        source,
+        dest,
+    } = copy_job("pln").await?;
     let plan = ops_datamig::DataMigrator::new(&handle, source.clone(), &handle, dest.clone())
         .batch_rows(3)
         .create_dest(true)
@@ -1385,10 +1458,7 @@ async fn a_planned_job_compacts_and_expires_when_committed() -> TestResult {
         .await?;
     let plan: ops_datamig::MigrationPlan = serde_json::from_str(&serde_json::to_string(&plan)?)?;
     assert!(plan.compact && plan.expire_job_snapshots);
-    let mut outputs = Vec::new();
-    for t in &plan.tasks {
-        outputs.push(plan.execute_task(&handle, &handle, t.id).await?);
-    }
+    let outputs = run_tasks(&handle, &plan).await?;
     let r = plan.commit(&handle, &handle, outputs.clone(), None).await?;
     // Committing the same outputs again commits nothing: the job's trace says it completed
     // (its batch snapshots expired, a second commit would append them again).
@@ -1420,13 +1490,7 @@ async fn a_planned_job_compacts_and_expires_when_committed() -> TestResult {
         .collect();
     assert_eq!(left, c.snapshot_id.into_iter().collect::<Vec<_>>());
     assert!(unreferenced_data_files(&table).await?.is_empty());
-    let src = py_state("c", &db.props, "pln")?;
-    let copied = ops_tests::oracle::pyiceberg(
-        "c",
-        &db.props,
-        "t = catalog.load_table('pln.copy')\nemit(sorted(r['id'] for r in rows(t)))",
-    )?;
-    assert_eq!(copied, json!(ids(&src)));
+    every_row_once(&db.props, "pln")?;
     Ok(())
 }
 
@@ -1436,20 +1500,11 @@ async fn a_planned_job_compacts_and_expires_when_committed() -> TestResult {
 /// left and says so; once more, it has nothing left to do. No row is committed twice.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_repeated_commit_finishes_the_expiry_a_killed_one_left() -> TestResult {
-    let db = SqlCatalog::sqlite()?;
-    let handle = open("c", &db.props).await?;
-    let source = small_files(&handle, "fin").await?;
-    let dest = TableIdent::from_strs(["fin", "copy"])?;
-    let plan = ops_datamig::DataMigrator::new(&handle, source.clone(), &handle, dest.clone())
-        .batch_rows(3)
-        .create_dest(true)
-        .expire_job_snapshots(true)
-        .plan()
-        .await?;
-    let mut outputs = Vec::new();
-    for t in &plan.tasks {
-        outputs.push(plan.execute_task(&handle, &handle, t.id).await?);
-    }
+    let job = copy_job("fin").await?;
+    let (plan, outputs) = job.planned(|m| m.expire_job_snapshots(true)).await?;
+    let CopyJob {
+        db, handle, dest, ..
+    } = job;
     let dir = tempfile::tempdir()?;
     let checkpoint = dir.path().join("job.ckpt");
     let mut killed = plan.clone();
@@ -1502,13 +1557,7 @@ async fn a_repeated_commit_finishes_the_expiry_a_killed_one_left() -> TestResult
         ),
         "{third:?}"
     );
-    let src = py_state("c", &db.props, "fin")?;
-    let copied = ops_tests::oracle::pyiceberg(
-        "c",
-        &db.props,
-        "t = catalog.load_table('fin.copy')\nemit(sorted(r['id'] for r in rows(t)))",
-    )?;
-    assert_eq!(copied, json!(ids(&src)));
+    every_row_once(&db.props, "fin")?;
     Ok(())
 }
 
@@ -1519,20 +1568,11 @@ async fn a_repeated_commit_finishes_the_expiry_a_killed_one_left() -> TestResult
 /// the job's files are found).
 #[tokio::test(flavor = "multi_thread")]
 async fn a_repeated_commit_finishes_the_compaction_a_killed_one_left() -> TestResult {
-    let db = SqlCatalog::sqlite()?;
-    let handle = open("c", &db.props).await?;
-    let source = small_files(&handle, "cfin").await?;
-    let dest = TableIdent::from_strs(["cfin", "copy"])?;
-    let plan = ops_datamig::DataMigrator::new(&handle, source.clone(), &handle, dest.clone())
-        .batch_rows(3)
-        .create_dest(true)
-        .compact(true)
-        .plan()
-        .await?;
-    let mut outputs = Vec::new();
-    for t in &plan.tasks {
-        outputs.push(plan.execute_task(&handle, &handle, t.id).await?);
-    }
+    let job = copy_job("cfin").await?;
+    let (plan, outputs) = job.planned(|m| m.compact(true)).await?;
+    let CopyJob {
+        db, handle, dest, ..
+    } = job;
     let mut killed = plan.clone();
     killed.compact = false;
     let r = killed
@@ -1574,13 +1614,7 @@ async fn a_repeated_commit_finishes_the_compaction_a_killed_one_left() -> TestRe
         "{third:?}"
     );
     assert_eq!(compactions(&handle.catalog().load_table(&dest).await?), 1);
-    let src = py_state("c", &db.props, "cfin")?;
-    let copied = ops_tests::oracle::pyiceberg(
-        "c",
-        &db.props,
-        "t = catalog.load_table('cfin.copy')\nemit(sorted(r['id'] for r in rows(t)))",
-    )?;
-    assert_eq!(copied, json!(ids(&src)));
+    every_row_once(&db.props, "cfin")?;
     Ok(())
 }
 
@@ -1608,24 +1642,13 @@ async fn a_commit_refuses_another_jobs_checkpoint_and_an_abandoned_job() -> Test
             migrator.plan().await
         }
     };
-    let outputs_of = |plan: &ops_datamig::MigrationPlan| {
-        let plan = plan.clone();
-        let handle = handle.clone();
-        async move {
-            let mut outputs = Vec::new();
-            for t in &plan.tasks {
-                outputs.push(plan.execute_task(&handle, &handle, t.id).await?);
-            }
-            anyhow::Ok(outputs)
-        }
-    };
     // Job A completes.
     let a = plan_of("a").await?;
-    let a_out = outputs_of(&a).await?;
+    let a_out = run_tasks(&handle, &a).await?;
     a.commit(&handle, &handle, a_out.clone(), None).await?;
     // Job B stops after its first output, checkpointed.
     let b = plan_of("b").await?;
-    let b_out = outputs_of(&b).await?;
+    let b_out = run_tasks(&handle, &b).await?;
     assert!(b_out.len() > 1, "{} tasks", b_out.len());
     let dir = tempfile::tempdir()?;
     let ckpt = dir.path().join("b.ckpt");
@@ -1672,7 +1695,7 @@ async fn a_commit_refuses_another_jobs_checkpoint_and_an_abandoned_job() -> Test
 
     // Job C is abandoned before its commit: refused, nothing committed.
     let c = plan_of("c").await?;
-    let c_out = outputs_of(&c).await?;
+    let c_out = run_tasks(&handle, &c).await?;
     let c_ident = TableIdent::from_strs(["ab", "c"])?;
     ops_core::ops::maintenance::clear_running_marker(&handle, &c_ident, &c.job_id).await?;
     let refused = c.commit(&handle, &handle, c_out, None).await;
@@ -1693,10 +1716,12 @@ async fn a_commit_refuses_another_jobs_checkpoint_and_an_abandoned_job() -> Test
 /// and the repeated commit reported the job complete with rows missing).
 #[tokio::test(flavor = "multi_thread")]
 async fn a_filtered_job_stopped_part_way_commits_the_rest() -> TestResult {
-    let db = SqlCatalog::sqlite()?;
-    let handle = open("c", &db.props).await?;
-    let source = small_files(&handle, "gap").await?;
-    let dest = TableIdent::from_strs(["gap", "copy"])?;
+    let CopyJob {
+        db,
+        handle,
+        source,
+        dest,
+    } = copy_job("gap").await?;
     let plan = ops_datamig::DataMigrator::new(&handle, source.clone(), &handle, dest.clone())
         .batch_rows(1)
         // Half of each `eu` file matches: the files are rewritten, not copied whole, and each
@@ -1705,10 +1730,7 @@ async fn a_filtered_job_stopped_part_way_commits_the_rest() -> TestResult {
         .create_dest(true)
         .plan()
         .await?;
-    let mut outputs = Vec::new();
-    for t in &plan.tasks {
-        outputs.push(plan.execute_task(&handle, &handle, t.id).await?);
-    }
+    let outputs = run_tasks(&handle, &plan).await?;
     let batches: Vec<u64> = outputs
         .iter()
         .flat_map(|o| o.batches.iter().map(|b| b.index))
@@ -1756,11 +1778,7 @@ async fn a_filtered_job_stopped_part_way_commits_the_rest() -> TestResult {
         .collect::<std::collections::BTreeSet<_>>()
         .into_iter()
         .collect();
-    let copied = ops_tests::oracle::pyiceberg(
-        "c",
-        &db.props,
-        "t = catalog.load_table('gap.copy')\nemit(sorted(r['id'] for r in rows(t)))",
-    )?;
+    let copied = copied_ids(&db.props, "gap.copy")?;
     assert_eq!(copied, json!(want));
     Ok(())
 }
@@ -1814,23 +1832,15 @@ async fn a_filter_on_a_bucketed_column_picks_its_partition_only() -> TestResult 
 
 /// A completed job whose every snapshot was expired since (another writer appended, then a
 /// routine expiry kept only the current snapshot): committing its outputs again finds no batch
-/// of it in the history, yet commits nothing — its running marker, cleared when it completed,
+/// of it in the history, yet commits nothing — its completion record, set when it completed,
 /// says it is over. Before, every row was appended a second time.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_completed_job_whose_snapshots_were_all_expired_is_not_committed_again() -> TestResult {
-    let db = SqlCatalog::sqlite()?;
-    let handle = open("c", &db.props).await?;
-    let source = small_files(&handle, "gone").await?;
-    let dest = TableIdent::from_strs(["gone", "copy"])?;
-    let plan = ops_datamig::DataMigrator::new(&handle, source.clone(), &handle, dest.clone())
-        .batch_rows(3)
-        .create_dest(true)
-        .plan()
-        .await?;
-    let mut outputs = Vec::new();
-    for t in &plan.tasks {
-        outputs.push(plan.execute_task(&handle, &handle, t.id).await?);
-    }
+    let job = copy_job("gone").await?;
+    let (plan, outputs) = job.planned(|m| m).await?;
+    let CopyJob {
+        db, handle, dest, ..
+    } = job;
     plan.commit(&handle, &handle, outputs.clone(), None).await?;
     append(&handle, &dest, &[(1000, Some("eu"), Some(1))]).await?;
     let now = std::time::SystemTime::now()
@@ -1852,11 +1862,7 @@ async fn a_completed_job_whose_snapshots_were_all_expired_is_not_committed_again
     let mut want = ids(&src);
     want.push(1000);
     want.sort_unstable();
-    let copied = ops_tests::oracle::pyiceberg(
-        "c",
-        &db.props,
-        "t = catalog.load_table('gone.copy')\nemit(sorted(r['id'] for r in rows(t)))",
-    )?;
+    let copied = copied_ids(&db.props, "gone.copy")?;
     assert_eq!(copied, json!(want), "rows committed twice");
     Ok(())
 }
@@ -1866,19 +1872,11 @@ async fn a_completed_job_whose_snapshots_were_all_expired_is_not_committed_again
 /// commits the rest — each row once.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_stopped_job_whose_early_snapshots_were_expired_commits_the_rest_once() -> TestResult {
-    let db = SqlCatalog::sqlite()?;
-    let handle = open("c", &db.props).await?;
-    let source = small_files(&handle, "early").await?;
-    let dest = TableIdent::from_strs(["early", "copy"])?;
-    let plan = ops_datamig::DataMigrator::new(&handle, source.clone(), &handle, dest.clone())
-        .batch_rows(3)
-        .create_dest(true)
-        .plan()
-        .await?;
-    let mut outputs = Vec::new();
-    for t in &plan.tasks {
-        outputs.push(plan.execute_task(&handle, &handle, t.id).await?);
-    }
+    let job = copy_job("early").await?;
+    let (plan, outputs) = job.planned(|m| m).await?;
+    let CopyJob {
+        db, handle, dest, ..
+    } = job;
     let half = outputs.len() / 2;
     let first: Vec<ops_datamig::Result<ops_datamig::TaskOutput>> = outputs[..half]
         .iter()
@@ -1918,11 +1916,7 @@ async fn a_stopped_job_whose_early_snapshots_were_expired_commits_the_rest_once(
         .await?;
     plan.commit(&handle, &handle, outputs, None).await?;
     let src = py_state("c", &db.props, "early")?;
-    let copied = ops_tests::oracle::pyiceberg(
-        "c",
-        &db.props,
-        "t = catalog.load_table('early.copy')\nemit(sorted(r['id'] for r in rows(t)))",
-    )?;
+    let copied = copied_ids(&db.props, "early.copy")?;
     assert_eq!(copied, json!(ids(&src)), "each row once");
     Ok(())
 }
