@@ -482,6 +482,18 @@ async fn orphans(handle: &CatalogHandle, name: &str, p: &BTreeMap<String, String
     std::fs::write(&leftover_manifest, b"not committed")?;
     let young = data_dir.join("region=us/00001-being-written.parquet");
     std::fs::write(&young, b"PAR1 a writer is still at it")?;
+    // Hidden files and directories (Java's hidden-path filter): never listed, never deleted.
+    let hidden = [
+        data_dir.join("_SUCCESS"),
+        data_dir.join("region=us/.00000-killed-run.parquet.crc"),
+        data_dir.join("_temporary/0/part-0.parquet"),
+    ];
+    for h in &hidden {
+        if let Some(dir) = h.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(h, b"hidden")?;
+    }
     // Outside the table location: never touched.
     let outside = root
         .parent()
@@ -527,6 +539,9 @@ async fn orphans(handle: &CatalogHandle, name: &str, p: &BTreeMap<String, String
         outside.exists(),
         "a file outside the table location was deleted"
     );
+    for h in &hidden {
+        assert!(h.exists(), "hidden {} was deleted", h.display());
+    }
     let table = handle.catalog().load_table(&ident).await?;
     all_needed_exist(&table).await?;
     // Every metadata file in the log is kept, and the old snapshot still reads.

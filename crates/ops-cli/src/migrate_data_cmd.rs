@@ -652,7 +652,6 @@ async fn run_on_cluster(
     args: &MigrateArgs,
 ) -> anyhow::Result<()> {
     let mut runner = ops_ballista::ClusterRunner::new(url)?;
-    runner.reachable().await?;
     if let Some(secs) = args.stall_timeout {
         runner = runner.stall_timeout((secs > 0).then(|| std::time::Duration::from_secs(secs)));
     }
@@ -710,6 +709,9 @@ async fn run_on_cluster(
                 eprintln!("resuming job {} planned in {}", plan.job_id, path.display());
                 plan
             } else {
+                // Asked before planning creates the destination and marks the job; a job
+                // planned already may be over, which needs no scheduler to say.
+                runner.reachable().await?;
                 let plan = m.plan().await?;
                 let mut tmp = path.clone().into_os_string();
                 tmp.push(format!(".tmp-{}", std::process::id()));

@@ -330,7 +330,13 @@ fn parse_term(term: &str, text: &str) -> Result<(String, Transform)> {
         .strip_suffix(')')
         .unwrap_or(&term[open + 1..]);
     let args: Vec<&str> = inner.split(',').map(str::trim).collect();
-    let bad = |why: String| Error::InvalidInput(format!("sort order '{text}': '{term}' {why}"));
+    let bad = |why: String| {
+        Error::InvalidInput(if text.trim() == term.trim() {
+            format!("sort order '{term}' {why}")
+        } else {
+            format!("sort order '{text}': '{term}' {why}")
+        })
+    };
     let one_column = |args: &[&str]| match args {
         [c] if !c.is_empty() && !c.contains(['(', ')']) => Ok(c.to_string()),
         _ => Err(bad("takes one column".to_string())),

@@ -140,7 +140,14 @@ impl RemoveOrphansBuilder {
             by_path.entry(loc.path.clone()).or_default().push(loc);
         }
 
-        let (listed, other_tables) = list_files(&root).await?;
+        // Java's PartitionAwareHiddenPathFilter: a partition field named `_x` makes `_x=…`
+        // directories ordinary ones.
+        let underscored: HashSet<String> = md
+            .partition_specs_iter()
+            .flat_map(|spec| spec.fields().iter().map(|f| f.name.clone()))
+            .filter(|n| n.starts_with('_'))
+            .collect();
+        let (listed, other_tables) = list_files(&root, underscored).await?;
         for dir in &other_tables {
             tracing::warn!(
                 table = %self.ident,
@@ -437,7 +444,26 @@ async fn reachable_files(table: &Table) -> Result<HashSet<Location>> {
 /// the directories below `root` skipped because they hold another table (a table whose location
 /// is nested in this one's, e.g. `db/t` and `db/t/child`): its files are not this table's
 /// orphans.
-async fn list_files(root: &Path) -> Result<(Vec<(PathBuf, SystemTime)>, Vec<PathBuf>)> {
+/// Whether an entry named `name` under the table location is hidden, as Java's
+/// `PartitionAwareHiddenPathFilter` decides: a name starting with `_` or `.` (Hadoop's
+/// `_SUCCESS` and `_temporary`, `.crc` checksums, editors' and sync tools' files) is neither
+/// listed nor deleted — except a directory `<field>=<value>` of a partition field whose name
+/// itself starts with `_` (`underscored`).
+fn hidden(name: &str, is_dir: bool, underscored: &HashSet<String>) -> bool {
+    if !(name.starts_with('_') || name.starts_with('.')) {
+        return false;
+    }
+    let partition_dir = is_dir
+        && name
+            .split_once('=')
+            .is_some_and(|(field, _)| underscored.contains(field));
+    !partition_dir
+}
+
+async fn list_files(
+    root: &Path,
+    underscored: HashSet<String>,
+) -> Result<(Vec<(PathBuf, SystemTime)>, Vec<PathBuf>)> {
     let root = root.to_path_buf();
     tokio::task::spawn_blocking(move || {
         let io_err = |path: &Path, e: std::io::Error| {
@@ -457,6 +483,14 @@ async fn list_files(root: &Path) -> Result<(Vec<(PathBuf, SystemTime)>, Vec<Path
             for entry in std::fs::read_dir(&dir).map_err(|e| io_err(&dir, e))? {
                 let entry = entry.map_err(|e| io_err(&dir, e))?;
                 let kind = entry.file_type().map_err(|e| io_err(&entry.path(), e))?;
+                if hidden(
+                    &entry.file_name().to_string_lossy(),
+                    kind.is_dir(),
+                    &underscored,
+                ) {
+                    tracing::debug!(path = %entry.path().display(), "hidden: not listed");
+                    continue;
+                }
                 if kind.is_dir() {
                     stack.push(entry.path());
                 } else if kind.is_file() {
@@ -552,6 +586,25 @@ mod tests {
     }
 
     #[test]
+    fn hidden_names_are_javas_except_underscored_partition_directories() {
+        let underscored: HashSet<String> = ["_region".to_string()].into();
+        for (name, dir, want) in [
+            ("_SUCCESS", false, true),
+            (".part-0.parquet.crc", false, true),
+            ("_temporary", true, true),
+            (".hidden", true, true),
+            ("_region=eu", true, false),
+            // Only as a directory, and only of the table's own underscored fields.
+            ("_region=eu", false, true),
+            ("_other=eu", true, true),
+            ("region=eu", true, false),
+            ("00000-0-a.parquet", false, false),
+        ] {
+            assert_eq!(hidden(name, dir, &underscored), want, "{name} dir={dir}");
+        }
+    }
+
+    #[test]
     fn local_spellings_are_one_location_and_s3a_is_not_s3() {
         let a = loc("file:///tmp/w/t/data/a.parquet");
         let b = loc("file:/tmp/w/t/data/a.parquet");
@@ -607,7 +660,7 @@ mod tests {
         ] {
             std::fs::write(root.join(f), b"x").map_err(io)?;
         }
-        let (files, skipped) = list_files(&root).await?;
+        let (files, skipped) = list_files(&root, HashSet::new()).await?;
         let mut names: Vec<String> = files
             .iter()
             .map(|(p, _)| {

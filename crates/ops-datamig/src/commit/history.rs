@@ -2,7 +2,7 @@
 //! the job id and batch index, so a resume or a repeated commit step finds the batches that
 //! landed, and notices a destination rolled back under its checkpoint.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 
 use iceberg::spec::{DataFile, ManifestContentType};
 use iceberg::table::Table;
@@ -82,11 +82,47 @@ pub(crate) fn in_history(dest: &Table, snapshot: i64) -> bool {
     history(dest).contains(&snapshot)
 }
 
-/// The first of `checkpointed` snapshots no longer in `dest`'s current history (it was rolled
-/// back): a resume from that checkpoint would skip rows that are gone.
+/// The newest of `checkpointed` snapshots when it is no longer in `dest`'s current history
+/// (rolled back, or expired after later commits): a resume from that checkpoint would skip rows
+/// that may be gone. Only the newest is asked: batches land in order on one history, so while
+/// it is there every earlier one was too, and an earlier one missing was expired (an expiry
+/// forced past the job's marker), its rows still in the table.
 pub(crate) fn rolled_back(dest: &Table, checkpointed: &[i64]) -> Option<i64> {
-    let history: HashSet<i64> = history(dest).into_iter().collect();
-    checkpointed.iter().copied().find(|s| !history.contains(s))
+    checkpointed
+        .last()
+        .copied()
+        .filter(|s| !in_history(dest, *s))
+}
+
+/// The newest snapshot of `job_id` (a batch or its compaction) when the table still holds it
+/// but its current history does not: the destination was rolled back past the job, whose rows
+/// are then not (all) there, whatever its completion record says. A snapshot expired since is
+/// gone from the metadata altogether and says nothing.
+pub(crate) fn job_rolled_back(dest: &Table, job_id: &str) -> Option<i64> {
+    let md = dest.metadata();
+    let newest = md
+        .snapshots()
+        .filter(|s| of_job(s, job_id))
+        .max_by_key(|s| s.sequence_number())?;
+    let id = newest.snapshot_id();
+    (!in_history(dest, id)).then_some(id)
+}
+
+/// Whether the destination holds any snapshot of `job_id` (a batch or its compaction), in its
+/// history or not.
+pub(crate) fn has_snapshots_of(dest: &Table, job_id: &str) -> bool {
+    dest.metadata().snapshots().any(|s| of_job(s, job_id))
+}
+
+/// Whether `snapshot` is a batch of `job_id` or its compaction.
+fn of_job(snapshot: &iceberg::spec::Snapshot, job_id: &str) -> bool {
+    snapshot
+        .summary()
+        .additional_properties
+        .get(MIGRATION_JOB_PROPERTY)
+        .map(String::as_str)
+        == Some(job_id)
+        || is_compaction_of(snapshot, job_id)
 }
 
 /// The destination's current snapshot and its ancestors, newest first.

@@ -24,7 +24,10 @@ use serde_json::json;
 
 use super::committer::{Committer, CommitterSetup};
 use super::finish::{compact_job, expire_job};
-use super::history::{completed_trace, expired_batch, in_history, landed_batches, rolled_back};
+use super::history::{
+    completed_trace, expired_batch, has_snapshots_of, in_history, job_rolled_back, landed_batches,
+    rolled_back,
+};
 use crate::execute::worker::{BatchWork, Payload};
 use crate::plan::job::{MigrationPlan, TaskOutput, files_from_json};
 use crate::{FileRoute, MigrationError, MigrationResult, OnDuplicateKeys, Result};
@@ -351,8 +354,24 @@ impl MigrationPlan {
                 )));
             }
         }
-        if let Some(why) = self.over(&dest, state.as_ref(), path.as_deref()) {
+        // Rolled back past the job's newest snapshot: whatever the table says of its
+        // completion, its rows are not all there.
+        let rolled = job_rolled_back(&dest, &self.job_id);
+        if let Some(why) = self.over(&dest, state.as_ref(), path.as_deref(), rolled.is_none()) {
             return Ok(Some(self.already_complete(dest_ref, store, why).await));
+        }
+        let progress = state
+            .as_ref()
+            .is_some_and(|s| !s.dest_snapshot_ids.is_empty());
+        if let (false, Some(id)) = (progress, rolled) {
+            // (With a checkpoint of its progress, that checkpoint decides below.)
+            return Err(refuse(format!(
+                "the destination's current history no longer holds snapshot {id} of job {}, \
+                 which the table still keeps: it was rolled back past the job, so its rows are \
+                 not all there, and which of its batches are cannot be told without its \
+                 checkpoint",
+                self.job_id
+            )));
         }
         if let Some(state) = &state
             && let Some(missing) = rolled_back(&dest, &state.dest_snapshot_ids)
@@ -365,13 +384,33 @@ impl MigrationPlan {
             )));
         }
         let marker = ops_core::ops::maintenance::running_job_key(&self.job_id);
-        if !dest.metadata().properties().contains_key(&marker) {
+        let recorded =
+            ops_core::ops::maintenance::completed_at(dest.metadata(), &self.job_id).is_some();
+        // (Recorded but rolled back, with a checkpoint the history agrees with: it resumes.)
+        if !recorded && !dest.metadata().properties().contains_key(&marker) {
+            // Whether some of the job's rows are in the table decides what is safe to advise.
+            let next = if has_snapshots_of(&dest, &self.job_id) {
+                format!(
+                    "Snapshots of the job are in the destination: it completed before \
+                     iceberg-ops recorded completions (or its record was pruned), or was \
+                     abandoned part-way. Nothing was committed. A new plan would copy those \
+                     rows again: check the destination (`iceberg-ops verify`), and roll it back \
+                     to {} before copying anew",
+                    self.dest_snapshot_before
+                        .map_or("its state before the job (it was empty)".to_string(), |s| {
+                            format!("snapshot {s}")
+                        })
+                )
+            } else {
+                "No batch of it is in the destination and nothing was committed. To copy the \
+                 source as a new job, make a new plan (`migrate-data --plan-only`)"
+                    .to_string()
+            };
             return Err(MigrationError::InvalidInput(format!(
                 "{} carries neither the running marker of job {job} ({marker}) nor its \
                  completion record: the job was abandoned (`iceberg-ops table \
                  abandon-migration`), or its record was pruned after {kept} later jobs \
-                 completed. Nothing was committed. To copy the source again as a new job, make \
-                 a new plan (`migrate-data --plan-only`)",
+                 completed. {next}",
                 dest_ref.describe(),
                 job = self.job_id,
                 kept = ops_core::ops::maintenance::COMPLETED_JOBS_KEPT,
@@ -397,12 +436,14 @@ impl MigrationPlan {
     /// earlier ones, its ancestors, may be gone only because the job's own expiry removed
     /// them); its completion record on the destination (set when its last batch landed, so
     /// every snapshot of it may have been expired since and its outputs are still not
-    /// committed twice); or its compaction in the history (it runs after the last batch).
+    /// committed twice); or its compaction in the history (it runs after the last batch). The
+    /// last two count only while the job's newest snapshot was `not_rolled_back`.
     fn over(
         &self,
         dest: &iceberg::table::Table,
         state: Option<&ops_checkpoint::CheckpointState>,
         path: Option<&std::path::Path>,
+        not_rolled_back: bool,
     ) -> Option<String> {
         if let Some(state) = state
             && state.completed
@@ -415,6 +456,11 @@ impl MigrationPlan {
                 "checkpoint {} records its completed commit",
                 path.map_or_else(String::new, |p| p.display().to_string())
             ));
+        }
+        // The record and the compaction say the job completed, not that its rows are still
+        // there: only while the job's newest snapshot was not rolled back.
+        if !not_rolled_back {
+            return None;
         }
         if let Some(at) = ops_core::ops::maintenance::completed_at(dest.metadata(), &self.job_id) {
             return Some(format!(

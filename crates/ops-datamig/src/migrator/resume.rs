@@ -151,9 +151,9 @@ impl DataMigrator {
         }
         if let Some(missing) = rolled_back(dest, &state.dest_snapshot_ids) {
             return Err(refuse(format!(
-                "the destination's current history no longer holds snapshot {missing} of a \
-                 checkpointed batch (it was rolled back); resuming would skip rows that are no \
-                 longer there"
+                "the destination's current history no longer holds snapshot {missing}, the \
+                 newest checkpointed batch's (it was rolled back, or expired after later \
+                 commits); resuming would skip rows that may no longer be there"
             )));
         }
         Ok((snapshot, job_id.to_string(), rollback_to))

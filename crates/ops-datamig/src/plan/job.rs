@@ -32,7 +32,7 @@ pub const PLAN_FORMAT: u32 = 1;
 /// A table as a catalog name and `NAMESPACE.TABLE`, for a process that opens its own catalogs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TableLocator {
-    /// The catalog's name (as configured: `~/.iceberg-ops.yaml`, `.pyiceberg.yaml`, env).
+    /// The catalog's name (as configured: `.pyiceberg.yaml`, `PYICEBERG_CATALOG__*`, `--config`).
     pub catalog: String,
     /// `NAMESPACE.TABLE`.
     pub table: String,
