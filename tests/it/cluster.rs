@@ -266,17 +266,21 @@ fn migrate_through_a_ballista_cluster() -> TestResult {
 
     let cluster = start_cluster(&bin, root.path(), &props, 2)?;
     let client_dir = root.path().join("client");
-    let out = orders_through(
-        &bin,
-        &client_dir,
-        &props,
-        cluster.scheduler_port,
-        25,
-        "job.json",
-    )?
-    .args(["--output", "json"])
-    .output()?;
-    let client_log = std::fs::read_to_string(client_dir.join("log"))?;
+    // The client command, as JSON, and its log; run twice below.
+    let migrate = || -> anyhow::Result<(std::process::Output, String)> {
+        let out = orders_through(
+            &bin,
+            &client_dir,
+            &props,
+            cluster.scheduler_port,
+            25,
+            "job.json",
+        )?
+        .args(["--output", "json"])
+        .output()?;
+        Ok((out, std::fs::read_to_string(client_dir.join("log"))?))
+    };
+    let (out, client_log) = migrate()?;
     if !out.status.success() {
         bail!(
             "migrate-data --cluster failed ({}):\n{client_log}\n--- scheduler:\n{}\n--- \
@@ -337,17 +341,7 @@ fn migrate_through_a_ballista_cluster() -> TestResult {
 
     // The same command again: the job is complete, which it says and succeeds, submitting no
     // task and committing nothing.
-    let again = orders_through(
-        &bin,
-        &client_dir,
-        &props,
-        cluster.scheduler_port,
-        25,
-        "job.json",
-    )?
-    .args(["--output", "json"])
-    .output()?;
-    let again_log = std::fs::read_to_string(client_dir.join("log"))?;
+    let (again, again_log) = migrate()?;
     assert!(again.status.success(), "{again_log}");
     let said: Value = serde_json::from_slice(&again.stdout)
         .with_context(|| format!("{}\n{again_log}", String::from_utf8_lossy(&again.stdout)))?;

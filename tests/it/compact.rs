@@ -162,17 +162,21 @@ async fn copy_job(ns: &str) -> anyhow::Result<CopyJob> {
     })
 }
 
-impl CopyJob {
-    /// The job's migrator: batches of 3 rows, the destination created.
-    fn migrator(&self) -> ops_datamig::DataMigrator {
-        ops_datamig::DataMigrator::new(
-            &self.handle,
-            self.source.clone(),
-            &self.handle,
-            self.dest.clone(),
-        )
+/// A migrator of `source` to `dest` in one catalog: batches of 3 rows, the destination created.
+fn copy_migrator(
+    handle: &CatalogHandle,
+    source: &TableIdent,
+    dest: &TableIdent,
+) -> ops_datamig::DataMigrator {
+    ops_datamig::DataMigrator::new(handle, source.clone(), handle, dest.clone())
         .batch_rows(3)
         .create_dest(true)
+}
+
+impl CopyJob {
+    /// The job's migrator (see [`copy_migrator`]).
+    fn migrator(&self) -> ops_datamig::DataMigrator {
+        copy_migrator(&self.handle, &self.source, &self.dest)
     }
 
     /// The job planned as `configure` sets its migrator, and its tasks executed here.
@@ -1273,12 +1277,7 @@ async fn a_migration_compacts_the_files_it_wrote() -> TestResult {
         source,
         dest,
     } = copy_job("mig").await?;
-    let migrate = |compact: bool| {
-        ops_datamig::DataMigrator::new(&handle, source.clone(), &handle, dest.clone())
-            .batch_rows(3)
-            .create_dest(true)
-            .compact(compact)
-    };
+    let migrate = |compact: bool| copy_migrator(&handle, &source, &dest).compact(compact);
     let first = migrate(false).run().await?;
     assert!(first.compaction.is_none());
     let table = handle.catalog().load_table(&dest).await?;
@@ -1339,9 +1338,7 @@ async fn a_migration_expires_its_own_snapshots() -> TestResult {
         dest,
     } = copy_job("exp").await?;
     let migrate = |expire: bool| {
-        ops_datamig::DataMigrator::new(&handle, source.clone(), &handle, dest.clone())
-            .batch_rows(3)
-            .create_dest(true)
+        copy_migrator(&handle, &source, &dest)
             .compact(expire)
             .expire_job_snapshots(expire)
     };
@@ -1449,9 +1446,7 @@ async fn a_planned_job_compacts_and_expires_when_committed() -> TestResult {
         source,
         dest,
     } = copy_job("pln").await?;
-    let plan = ops_datamig::DataMigrator::new(&handle, source.clone(), &handle, dest.clone())
-        .batch_rows(3)
-        .create_dest(true)
+    let plan = copy_migrator(&handle, &source, &dest)
         .compact(true)
         .expire_job_snapshots(true)
         .plan()
@@ -1666,18 +1661,9 @@ async fn a_commit_refuses_another_jobs_checkpoint_and_an_abandoned_job() -> Test
     let handle = open("c", &db.props).await?;
     let source = small_files(&handle, "ab").await?;
     let plan_of = |name: &str| {
-        let migrator = ops_datamig::DataMigrator::new(
-            &handle,
-            source.clone(),
-            &handle,
-            TableIdent::from_strs(["ab", name]).unwrap_or_else(|e| panic!("{e}")),
-        )
-        .batch_rows(3)
-        .create_dest(true);
-        async move {
-            let mut migrator = migrator;
-            migrator.plan().await
-        }
+        let dest = TableIdent::from_strs(["ab", name]).unwrap_or_else(|e| panic!("{e}"));
+        let mut migrator = copy_migrator(&handle, &source, &dest);
+        async move { migrator.plan().await }
     };
     // Job A completes.
     let a = plan_of("a").await?;
@@ -1762,12 +1748,11 @@ async fn a_filtered_job_stopped_part_way_commits_the_rest() -> TestResult {
         source,
         dest,
     } = copy_job("gap").await?;
-    let plan = ops_datamig::DataMigrator::new(&handle, source.clone(), &handle, dest.clone())
+    let plan = copy_migrator(&handle, &source, &dest)
         .batch_rows(1)
         // Half of each `eu` file matches: the files are rewritten, not copied whole, and each
         // yields fewer batches than its range.
         .row_filter("amount IS NULL")
-        .create_dest(true)
         .plan()
         .await?;
     let outputs = run_tasks(&handle, &plan).await?;

@@ -450,21 +450,40 @@ fn report_already_complete(
         MigrationError::AlreadyComplete { expiry, .. } => expiry.clone(),
         _ => None,
     };
-    match output {
-        Output::Json => {
-            let mut v = serde_json::json!({
+    print_report(
+        output,
+        || {
+            Ok(serde_json::json!({
                 "job_id": job_id,
                 "already_complete": true,
                 "detail": e.to_string(),
                 "expiry": expiry,
-            });
+            }))
+        },
+        || println!("{e}"),
+        verification,
+    )
+}
+
+/// Prints a report as `--output` asks — `json()` as one JSON document holding the
+/// verification too, or `text()` followed by the verification — and fails when the
+/// verification found a mismatch.
+fn print_report(
+    output: Output,
+    json: impl FnOnce() -> serde_json::Result<serde_json::Value>,
+    text: impl FnOnce(),
+    verification: Option<&VerificationResult>,
+) -> anyhow::Result<()> {
+    match output {
+        Output::Json => {
+            let mut v = json()?;
             if let (Some(obj), Some(ver)) = (v.as_object_mut(), verification) {
                 obj.insert("verification".into(), serde_json::to_value(ver)?);
             }
             println!("{}", serde_json::to_string_pretty(&v)?);
         }
         Output::Text => {
-            println!("{e}");
+            text();
             if let Some(v) = verification {
                 print_verification(v);
             }
@@ -623,25 +642,12 @@ fn report_run(
     result: &MigrationResult,
     verification: Option<&VerificationResult>,
 ) -> anyhow::Result<()> {
-    match args.output {
-        Output::Json => {
-            let mut v = serde_json::to_value(result)?;
-            if let (Some(obj), Some(ver)) = (v.as_object_mut(), verification) {
-                obj.insert("verification".into(), serde_json::to_value(ver)?);
-            }
-            println!("{}", serde_json::to_string_pretty(&v)?);
-        }
-        Output::Text => {
-            print_result(&args.job, result);
-            if let Some(v) = verification {
-                print_verification(v);
-            }
-        }
-    }
-    if verification.is_some_and(|v| !v.matches) {
-        bail!("verification failed: the destination does not match the source");
-    }
-    Ok(())
+    print_report(
+        args.output,
+        || serde_json::to_value(result),
+        || print_result(&args.job, result),
+        verification,
+    )
 }
 
 #[cfg(feature = "cluster")]
@@ -739,20 +745,11 @@ async fn run_on_cluster(
         eprintln!("task {task} done ({landed}/{total} landed)");
     });
     let (source, dest) = plan_catalogs(factory, &plan).await?;
-    let result = match runner.run(&plan, &source, &dest).await {
-        Ok(r) => r,
+    let outcome = match runner.run(&plan, &source, &dest).await {
+        Ok(r) => Ok(r),
         // Over already (a run killed after its last commit): a success, as for `commit`.
         Err(ops_ballista::ClusterError::Migration(e @ MigrationError::AlreadyComplete { .. })) => {
-            let verification = match args.verify {
-                Some(method) => {
-                    if let Some(id) = plan.source_snapshot_id {
-                        m = m.source_snapshot(id);
-                    }
-                    Some(m.verify(method.into(), args.sample_size).await?)
-                }
-                None => None,
-            };
-            return report_already_complete(args.output, &plan.job_id, &e, verification.as_ref());
+            Err(e)
         }
         Err(e) => return Err(e.into()),
     };
@@ -764,7 +761,12 @@ async fn run_on_cluster(
         Some(method) => Some(m.verify(method.into(), args.sample_size).await?),
         None => None,
     };
-    report_run(args, &result, verification.as_ref())
+    match outcome {
+        Ok(result) => report_run(args, &result, verification.as_ref()),
+        Err(done) => {
+            report_already_complete(args.output, &plan.job_id, &done, verification.as_ref())
+        }
+    }
 }
 
 /// Whether `plan` is the job these arguments describe (tables, batch size, modes, filter,

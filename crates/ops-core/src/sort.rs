@@ -349,18 +349,15 @@ fn parse_term(term: &str, text: &str) -> Result<(String, Transform)> {
                 .ok()
                 .filter(|w| *w > 0 && i32::try_from(*w).is_ok())
         };
-        match args {
+        let parsed = match args {
             [a, b] => match (width(a), width(b)) {
-                (Some(w), None) if !b.is_empty() => Ok((w, b.to_string())),
-                (None, Some(w)) if !a.is_empty() => Ok((w, a.to_string())),
-                _ => Err(bad(
-                    "takes a width (a whole number above 0) and a column".to_string()
-                )),
+                (Some(w), None) if !b.is_empty() => Some((w, b.to_string())),
+                (None, Some(w)) if !a.is_empty() => Some((w, a.to_string())),
+                _ => None,
             },
-            _ => Err(bad(
-                "takes a width (a whole number above 0) and a column".to_string()
-            )),
-        }
+            _ => None,
+        };
+        parsed.ok_or_else(|| bad("takes a width (a whole number above 0) and a column".to_string()))
     };
     Ok(match name.as_str() {
         "identity" => (one_column(&args)?, Transform::Identity),

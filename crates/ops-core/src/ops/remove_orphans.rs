@@ -440,10 +440,6 @@ async fn reachable_files(table: &Table) -> Result<HashSet<Location>> {
     out.iter().map(|p| Location::parse(p)).collect()
 }
 
-/// Every regular file under `root` with its modification time, walked without recursion, and
-/// the directories below `root` skipped because they hold another table (a table whose location
-/// is nested in this one's, e.g. `db/t` and `db/t/child`): its files are not this table's
-/// orphans.
 /// Whether an entry named `name` under the table location is hidden, as Java's
 /// `PartitionAwareHiddenPathFilter` decides: a name starting with `_` or `.` (Hadoop's
 /// `_SUCCESS` and `_temporary`, `.crc` checksums, editors' and sync tools' files) is neither
@@ -460,6 +456,11 @@ fn hidden(name: &str, is_dir: bool, underscored: &HashSet<String>) -> bool {
     !partition_dir
 }
 
+/// Every regular file under `root` with its modification time, walked without recursion, and
+/// the directories below `root` skipped because they hold another table (a table whose location
+/// is nested in this one's, e.g. `db/t` and `db/t/child`): its files are not this table's
+/// orphans. Hidden entries ([`hidden`]) are not listed, nor anything below a hidden
+/// directory.
 async fn list_files(
     root: &Path,
     underscored: HashSet<String>,

@@ -78,7 +78,7 @@ pub(crate) fn expired_batch(landed: &BTreeMap<u64, Vec<i64>>, batch: u64) -> boo
 }
 
 /// Whether `snapshot` is `dest`'s current snapshot or one of its ancestors.
-pub(crate) fn in_history(dest: &Table, snapshot: i64) -> bool {
+fn in_history(dest: &Table, snapshot: i64) -> bool {
     history(dest).contains(&snapshot)
 }
 
@@ -92,6 +92,16 @@ pub(crate) fn rolled_back(dest: &Table, checkpointed: &[i64]) -> Option<i64> {
         .last()
         .copied()
         .filter(|s| !in_history(dest, *s))
+}
+
+/// Why a checkpoint whose newest snapshot `missing` is gone ([`rolled_back`]) cannot be
+/// resumed by `doing` ("committing", "resuming").
+pub(crate) fn rolled_back_reason(missing: i64, doing: &str) -> String {
+    format!(
+        "the destination's current history no longer holds snapshot {missing}, the newest \
+         checkpointed batch's (it was rolled back, or expired after later commits); {doing} \
+         would skip rows that may no longer be there"
+    )
 }
 
 /// The newest snapshot of `job_id` (a batch or its compaction) when the table still holds it

@@ -25,8 +25,8 @@ use serde_json::json;
 use super::committer::{Committer, CommitterSetup};
 use super::finish::{compact_job, expire_job};
 use super::history::{
-    completed_trace, expired_batch, has_snapshots_of, in_history, job_rolled_back, landed_batches,
-    rolled_back,
+    completed_trace, expired_batch, has_snapshots_of, job_rolled_back, landed_batches, rolled_back,
+    rolled_back_reason,
 };
 use crate::execute::worker::{BatchWork, Payload};
 use crate::plan::job::{MigrationPlan, TaskOutput, files_from_json};
@@ -358,7 +358,9 @@ impl MigrationPlan {
         // completion, its rows are not all there.
         let rolled = job_rolled_back(&dest, &self.job_id);
         if let Some(why) = self.over(&dest, state.as_ref(), path.as_deref(), rolled.is_none()) {
-            return Ok(Some(self.already_complete(dest_ref, store, why).await));
+            return Ok(Some(
+                self.already_complete(dest_ref, &dest, store, why).await,
+            ));
         }
         let progress = state
             .as_ref()
@@ -376,12 +378,7 @@ impl MigrationPlan {
         if let Some(state) = &state
             && let Some(missing) = rolled_back(&dest, &state.dest_snapshot_ids)
         {
-            return Err(refuse(format!(
-                "the destination's current history no longer holds snapshot {missing} of a \
-                 checkpointed batch: it was rolled back (committing would skip rows that are \
-                 no longer there), or expired by maintenance that did not respect the job's \
-                 marker"
-            )));
+            return Err(refuse(rolled_back_reason(missing, "committing")));
         }
         let marker = ops_core::ops::maintenance::running_job_key(&self.job_id);
         let recorded =
@@ -447,10 +444,7 @@ impl MigrationPlan {
     ) -> Option<String> {
         if let Some(state) = state
             && state.completed
-            && state
-                .dest_snapshot_ids
-                .last()
-                .is_none_or(|id| in_history(dest, *id))
+            && rolled_back(dest, &state.dest_snapshot_ids).is_none()
         {
             return Some(format!(
                 "checkpoint {} records its completed commit",
@@ -472,7 +466,8 @@ impl MigrationPlan {
     }
 
     /// The job is complete in the destination (`why`): finishes what a commit stopped after
-    /// completion (killed, or its connection lost) left undone — the compaction when the plan
+    /// completion (killed, or its connection lost) left undone in `dest` (the destination
+    /// `finished_in` read) — the compaction when the plan
     /// asks for it and none of the job's is in the history, the checkpoint's completed mark
     /// (`store` holds this job's checkpoint or none), and the expiry of the job's snapshots when
     /// the plan asks for it, each idempotent — and says so in a
@@ -480,30 +475,24 @@ impl MigrationPlan {
     async fn already_complete(
         &self,
         dest_ref: &crate::types::TableRef,
+        dest: &iceberg::table::Table,
         store: Option<&mut CheckpointStore>,
         why: String,
     ) -> MigrationError {
         let mut why = why;
-        if self.compact {
-            let compacted = match dest_ref.load().await {
-                Ok(dest) => completed_trace(&dest, &self.job_id).is_some(),
-                Err(e) => return e,
-            };
-            if !compacted {
-                // The compaction runs after the completion record: a commit killed between
-                // the two left it undone. Its failure is an error, as at the first commit
-                // (the job's expiry must not run before it: it finds the job's files by
-                // its snapshots).
-                match compact_job(dest_ref, &self.job_id).await {
-                    Ok(c) if c.snapshot_id.is_some() => {
-                        why = format!(
-                            "{why}; its compaction, left undone, ran now ({} files into {})",
-                            c.input_files, c.output_files
-                        )
-                    }
-                    Ok(_) => {}
-                    Err(e) => return e,
+        // The compaction runs after the completion record: a commit killed between the two
+        // left it undone. Its failure is an error, as at the first commit (the job's expiry
+        // must not run before it: it finds the job's files by its snapshots).
+        if self.compact && completed_trace(dest, &self.job_id).is_none() {
+            match compact_job(dest_ref, &self.job_id).await {
+                Ok(c) if c.snapshot_id.is_some() => {
+                    why = format!(
+                        "{why}; its compaction, left undone, ran now ({} files into {})",
+                        c.input_files, c.output_files
+                    )
                 }
+                Ok(_) => {}
+                Err(e) => return e,
             }
         }
         if let Some(s) = store {

@@ -19,7 +19,7 @@ use ops_reconcile::{MissingInDest, MissingInSource};
 use serde_json::{Value, json};
 
 use super::DataMigrator;
-use crate::commit::history::rolled_back;
+use crate::commit::history::{rolled_back, rolled_back_reason};
 use crate::plan::job::MigrationTask;
 use crate::{MigrationError, OnDuplicateKeys, Result, RowFilter};
 
@@ -150,11 +150,7 @@ impl DataMigrator {
             )));
         }
         if let Some(missing) = rolled_back(dest, &state.dest_snapshot_ids) {
-            return Err(refuse(format!(
-                "the destination's current history no longer holds snapshot {missing}, the \
-                 newest checkpointed batch's (it was rolled back, or expired after later \
-                 commits); resuming would skip rows that may no longer be there"
-            )));
+            return Err(refuse(rolled_back_reason(missing, "resuming")));
         }
         Ok((snapshot, job_id.to_string(), rollback_to))
     }
