@@ -660,6 +660,39 @@ pub(crate) async fn commit_equality_delete(
     commit_delete_file(handle, table, partition, None, ids).await
 }
 
+/// Commits an equality delete file on one column (`name`, field id `field_id`) whose rows are
+/// `values` (NULLs included), as another engine would.
+pub(crate) async fn commit_equality_delete_on(
+    handle: &CatalogHandle,
+    table: &Table,
+    partition: Struct,
+    (name, field_id): (&str, i32),
+    values: arrow_array::ArrayRef,
+) -> anyhow::Result<Table> {
+    commit_delete_file_rows(
+        handle,
+        table,
+        partition,
+        DeleteRows::Equality {
+            name,
+            field_id,
+            values,
+        },
+        false,
+    )
+    .await
+}
+
+/// What a delete file holds: positions in one data file, or equality rows of one column.
+enum DeleteRows<'a> {
+    Positions(&'a str, &'a [i64]),
+    Equality {
+        name: &'a str,
+        field_id: i32,
+        values: arrow_array::ArrayRef,
+    },
+}
+
 /// Commits one delete file as another engine would: position deletes against `data_path`
 /// when given, else equality deletes on `id` for `ids`.
 async fn commit_delete_file(
@@ -681,19 +714,42 @@ async fn commit_delete_file_with(
     ids: &[i64],
     path_bounds: bool,
 ) -> anyhow::Result<Table> {
-    use arrow_array::{Int64Array, RecordBatch, StringArray};
+    let rows = match position {
+        Some((data_path, positions)) => DeleteRows::Positions(data_path, positions),
+        None => DeleteRows::Equality {
+            name: "id",
+            field_id: 1,
+            values: Arc::new(arrow_array::Int64Array::from(ids.to_vec())),
+        },
+    };
+    commit_delete_file_rows(handle, table, partition, rows, path_bounds).await
+}
+
+/// Writes and commits one delete file holding `rows`.
+async fn commit_delete_file_rows(
+    handle: &CatalogHandle,
+    table: &Table,
+    partition: Struct,
+    rows: DeleteRows<'_>,
+    path_bounds: bool,
+) -> anyhow::Result<Table> {
+    use arrow_array::{Array, Int64Array, RecordBatch, StringArray};
     use arrow_schema::{DataType, Field, Schema};
-    let field = |name: &str, id: i32, t: DataType| {
-        Field::new(name, t, false).with_metadata(HashMap::from([(
+    let field = |name: &str, id: i32, t: DataType, nullable: bool| {
+        Field::new(name, t, nullable).with_metadata(HashMap::from([(
             "PARQUET:field_id".to_string(),
             id.to_string(),
         )]))
     };
-    let (schema, batch, content, rows) = match position {
-        Some((data_path, positions)) => {
+    let position = match &rows {
+        DeleteRows::Positions(data_path, positions) => Some((*data_path, *positions)),
+        DeleteRows::Equality { .. } => None,
+    };
+    let (schema, batch, content, rows, equality_ids) = match rows {
+        DeleteRows::Positions(data_path, positions) => {
             let schema = Arc::new(Schema::new(vec![
-                field("file_path", 2147483546, DataType::Utf8),
-                field("pos", 2147483545, DataType::Int64),
+                field("file_path", 2147483546, DataType::Utf8, false),
+                field("pos", 2147483545, DataType::Int64, false),
             ]));
             let batch = RecordBatch::try_new(
                 schema.clone(),
@@ -707,15 +763,29 @@ async fn commit_delete_file_with(
                 batch,
                 DataContentType::PositionDeletes,
                 positions.len(),
+                None,
             )
         }
-        None => {
-            let schema = Arc::new(Schema::new(vec![field("id", 1, DataType::Int64)]));
-            let batch = RecordBatch::try_new(
-                schema.clone(),
-                vec![Arc::new(Int64Array::from(ids.to_vec()))],
-            )?;
-            (schema, batch, DataContentType::EqualityDeletes, ids.len())
+        DeleteRows::Equality {
+            name,
+            field_id,
+            values,
+        } => {
+            let schema = Arc::new(Schema::new(vec![field(
+                name,
+                field_id,
+                values.data_type().clone(),
+                values.null_count() > 0,
+            )]));
+            let n = values.len();
+            let batch = RecordBatch::try_new(schema.clone(), vec![values])?;
+            (
+                schema,
+                batch,
+                DataContentType::EqualityDeletes,
+                n,
+                Some(vec![field_id]),
+            )
         }
     };
     let path = format!(
@@ -733,7 +803,6 @@ async fn commit_delete_file_with(
     table.file_io().new_output(&path)?.write(buf.into()).await?;
     let md = table.metadata();
     let spec = md.default_partition_spec().clone();
-    let equality_ids = (content == DataContentType::EqualityDeletes).then(|| vec![1]);
     let mut builder = DataFileBuilder::default();
     builder
         .content(content)

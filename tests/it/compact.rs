@@ -928,6 +928,90 @@ async fn compaction_applies_position_deletes() -> TestResult {
     Ok(())
 }
 
+/// Equality deletes written by another engine are applied as Java applies them, NULL equal to
+/// NULL: a delete row `amount = 2` removes the rows whose amount is 2 and keeps the one whose
+/// amount is NULL (iceberg's reader, applying `amount != 2`, would lose it); a delete row
+/// `amount = NULL` removes the rows whose amount is NULL. Rows appended after a delete are not
+/// deleted by it. Once every file a delete applied to is rewritten it applies to nothing and
+/// goes in the same commit, so PyIceberg (which reads no equality deletes) reads the table.
+#[tokio::test(flavor = "multi_thread")]
+async fn compaction_applies_equality_deletes_null_equal_to_null() -> TestResult {
+    use arrow_array::Int32Array;
+    use iceberg::spec::Struct;
+    let db = SqlCatalog::sqlite()?;
+    let handle = open("c", &db.props).await?;
+    let table = create_orders(&handle, "eqd").await?;
+    let ident = table.identifier().clone();
+    append(
+        &handle,
+        &ident,
+        &[
+            (1, Some("eu"), Some(1)),
+            (2, Some("eu"), Some(2)),
+            (3, Some("eu"), None),
+        ],
+    )
+    .await?;
+    append(
+        &handle,
+        &ident,
+        &[
+            (4, Some("eu"), Some(2)),
+            (5, Some("us"), None),
+            (6, Some("us"), Some(6)),
+        ],
+    )
+    .await?;
+    let table = handle.catalog().load_table(&ident).await?;
+    let part = |region: &str| Struct::from_iter([Some(Literal::string(region))]);
+    let table = crate::commit_layer::commit_equality_delete_on(
+        &handle,
+        &table,
+        part("eu"),
+        ("amount", 3),
+        Arc::new(Int32Array::from(vec![Some(2)])),
+    )
+    .await?;
+    crate::commit_layer::commit_equality_delete_on(
+        &handle,
+        &table,
+        part("us"),
+        ("amount", 3),
+        Arc::new(Int32Array::from(vec![None::<i32>])),
+    )
+    .await?;
+    append(
+        &handle,
+        &ident,
+        &[(7, Some("eu"), Some(2)), (8, Some("us"), None)],
+    )
+    .await?;
+
+    let (table, m) = CompactBuilder::new(&handle, ident.clone()).await?;
+    assert!(m.skipped_equality_delete_files.is_empty(), "{m:?}");
+    assert_eq!(m.groups.len(), 2, "{m:?}");
+    assert_eq!(
+        m.groups.iter().map(|g| g.output_rows).sum::<u64>(),
+        5,
+        "{m:?}"
+    );
+    assert_eq!(m.removed_dangling_delete_files.len(), 2, "{m:?}");
+    assert_eq!(live_files(&table).await?.len(), 2);
+    let after = py_state("c", &db.props, "eqd")?;
+    assert_eq!(ids(&after), vec![1, 3, 6, 7, 8], "{after}");
+    assert_eq!(
+        after["summary"]["total-delete-files"],
+        json!("0"),
+        "{after}"
+    );
+    assert_eq!(
+        after["summary"]["removed-equality-delete-files"],
+        json!("2"),
+        "{after}"
+    );
+    Ok(())
+}
+
 /// A position delete written as Spark writes it, with `file_path` bounds naming the one file it
 /// deletes from: only that file counts as having deletes, and once it is rewritten the delete
 /// applies to nothing and is removed in the compaction's own commit (Java's

@@ -656,6 +656,103 @@ async fn orphan_cleanup_on_rest() -> TestResult {
     orphans(&handle, "c", &p).await
 }
 
+/// Writes a few bytes at `path` through the table's FileIO (an object no metadata references).
+async fn put(io: &iceberg::io::FileIO, path: &str) -> anyhow::Result<()> {
+    io.new_output(path)?
+        .write(bytes::Bytes::from_static(b"not committed"))
+        .await?;
+    Ok(())
+}
+
+/// Orphan cleanup on an S3 warehouse (Glue on moto): the location is listed by key prefix with
+/// the table's own FileIO properties; a killed run's leftovers go once old enough (objects are
+/// stamped by the store, so the age is set by the threshold), and everything reachable, hidden
+/// (`_SUCCESS`, `_temporary/`, `.crc`), inside a nested table, or in a sibling prefix sharing
+/// the location's name (`<location>_backup/`) stays. PyIceberg reads the same rows after.
+#[tokio::test(flavor = "multi_thread")]
+async fn orphan_cleanup_lists_an_s3_location() -> TestResult {
+    init_tracing();
+    let (_moto, p) = glue_on_moto();
+    let handle = open("glue", &p).await?;
+    let ns = "orph";
+    let table = create_orders(&handle, ns).await?;
+    let ident = table.identifier().clone();
+    let s1 = append(
+        &handle,
+        &ident,
+        &[(1, Some("us"), Some(1)), (2, Some("eu"), Some(2))],
+    )
+    .await?;
+    DeleteBuilder::new(&handle, ident.clone())
+        .with_filter_text("region = 'eu'")
+        .await?;
+    append(&handle, &ident, &[(3, Some("apac"), Some(3))]).await?;
+    let table = handle.catalog().load_table(&ident).await?;
+    let location = table
+        .metadata()
+        .location()
+        .trim_end_matches('/')
+        .to_string();
+    assert!(location.starts_with("s3://lake/"), "{location}");
+    let (rows_before, at_s1, _) = oracle("glue", &p, ns, Some(s1))?;
+
+    let io = table.file_io().clone();
+    let leftover = format!("{location}/data/region=us/00000-killed-run.parquet");
+    let leftover_manifest = format!("{location}/metadata/killed-run-m0.avro");
+    let kept = [
+        format!("{location}/data/_SUCCESS"),
+        format!("{location}/data/region=us/.00000-killed-run.parquet.crc"),
+        format!("{location}/data/_temporary/0/part-0.parquet"),
+        format!("{location}_backup/data/region=us/a.parquet"),
+        format!("{location}/child/metadata/00000-x.metadata.json"),
+        format!("{location}/child/data/b.parquet"),
+    ];
+    for f in [&leftover, &leftover_manifest].into_iter().chain(&kept) {
+        put(&io, f).await?;
+    }
+    let mut want = vec![leftover.clone(), leftover_manifest.clone()];
+    want.sort();
+
+    // Everything was just written: under the default hour, all of it is too young.
+    let young = RemoveOrphansBuilder::new(&handle, ident.clone())
+        .older_than(Duration::from_secs(3600))
+        .await?;
+    assert!(young.orphans.is_empty(), "{young:?}");
+    assert_eq!(young.too_young, want, "{young:?}");
+    assert_eq!(young.other_tables, [format!("{location}/child")]);
+
+    let dry = RemoveOrphansBuilder::new(&handle, ident.clone())
+        .older_than(Duration::ZERO)
+        .force(true)
+        .dry_run(true)
+        .await?;
+    assert_eq!(dry.orphans, want, "{dry:?}");
+    assert!(io.exists(&leftover).await?, "the dry run deleted a file");
+    let m = RemoveOrphansBuilder::new(&handle, ident.clone())
+        .older_than(Duration::ZERO)
+        .force(true)
+        .await?;
+    assert_eq!(m.orphans, want, "{m:?}");
+    assert!(m.failed_deletes.is_empty(), "{m:?}");
+    let needed = needed_files(&table).await?;
+    assert_eq!(m.reachable, m.listed - want.len(), "{m:?}");
+    assert!(m.reachable >= needed.len(), "{m:?} {needed:?}");
+    for f in &want {
+        assert!(!io.exists(f).await?, "orphan {f} was not deleted");
+    }
+    for f in &kept {
+        assert!(io.exists(f).await?, "{f} was deleted");
+    }
+    for f in &needed {
+        assert!(io.exists(f).await?, "{f} is needed but was deleted");
+    }
+    let (rows, at, ids) = oracle("glue", &p, ns, Some(s1))?;
+    assert_eq!(rows, rows_before);
+    assert_eq!(at, at_s1);
+    assert_eq!(ids.len(), 3);
+    Ok(())
+}
+
 /// Expiry then orphan cleanup on every corpus table (`corpus::private_corpus`, generated here,
 /// privately: the shared corpus of `corpus.rs` must not lose files): PyIceberg reads the same
 /// rows before and after.

@@ -11,7 +11,8 @@
 //! - **data in and out of tables** — [`write::write_data_files`] lays Arrow batches out as
 //!   Parquet files by the table's partition spec, [`append::append`] commits them (through
 //!   [`ops::append::AppendBuilder`], the one append path), and
-//!   [`scan::scan`] streams a table back as Arrow batches.
+//!   [`scan::scan`] streams a table back as Arrow batches; [`equality_deletes`] applies
+//!   other engines' equality deletes to rows read for a copy or a rewrite (null-safe, as Java).
 //!
 //! ```no_run
 //! # async fn demo() -> ops_core::Result<()> {
@@ -26,6 +27,7 @@
 pub mod append;
 pub mod catalog;
 pub mod commit;
+pub mod equality_deletes;
 mod error;
 pub mod eval;
 pub mod filter;

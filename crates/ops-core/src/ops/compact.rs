@@ -16,10 +16,12 @@
 //!    (largest first, first fit) into groups of at most the target size (sorting: the
 //!    partition whole, up to [`CompactBuilder::max_file_group_size`]), and a group of one file
 //!    without deletes is left alone (rewriting it alone gains nothing).
-//! 3. Stream each group's rows (position deletes applied, in the current schema) into new files
-//!    of the same partition, rolling at the target size. Files with equality delete files are
-//!    left out (iceberg's reader applies them as `col != v`, which would drop rows with NULL
-//!    keys) and reported.
+//! 3. Stream each group's rows (position and equality deletes applied, in the current schema)
+//!    into new files of the same partition, rolling at the target size. Equality deletes are
+//!    applied by [`super::equality_deletes`] with Java's NULL-equals-NULL matching (iceberg's
+//!    reader turns them into `col != v`, which drops rows whose column is NULL); an equality
+//!    delete of an unpartitioned spec applies to every older file, whatever its partition. A
+//!    file whose equality deletes name a nested or dropped column is left out and reported.
 //!    With [`CompactBuilder::sort`] (Java's sort strategy), each group's rows are sorted first —
 //!    by the table's sort order or the columns given — in bounded memory ([`crate::sort`]), and
 //!    the outputs carry the table sort order they follow as their `sort_order_id`. A group's
@@ -43,7 +45,7 @@ use futures::{StreamExt, TryStreamExt};
 use iceberg::TableIdent;
 use iceberg::arrow::{ArrowReaderBuilder, schema_to_arrow_schema};
 use iceberg::expr::{Bind, Predicate};
-use iceberg::scan::FileScanTask;
+use iceberg::scan::{FileScanTask, FileScanTaskDeleteFile};
 use iceberg::spec::{
     DataContentType, DataFile, DataFileBuilder, Literal, ManifestContentType, Operation,
     PartitionSpec, PrimitiveLiteral, PrimitiveType, SnapshotRef, Struct, StructType, Transform,
@@ -60,6 +62,7 @@ use super::snapshot::{
     commit_snapshot_from, live_data_files, live_data_files_of, spec_by_id,
 };
 use super::validate::ConflictCheck;
+use crate::equality_deletes::{EqualityDeletes, anti_join};
 use crate::prune::may_match;
 use crate::sort::{ResolvedSort, SortSpec, Sorter};
 use crate::{CatalogHandle, Error, Result};
@@ -116,7 +119,8 @@ pub struct CompactMetrics {
     pub snapshot_id: Option<i64>,
     /// Nothing was written or committed.
     pub dry_run: bool,
-    /// Files left out because equality delete files apply to them.
+    /// Files left out because equality delete files apply to them that cannot be applied
+    /// here (an equality column nested, or dropped since); the rest are applied.
     pub skipped_equality_delete_files: Vec<String>,
     /// Live data files of an older partition spec, left out.
     pub skipped_other_spec_files: usize,
@@ -197,7 +201,10 @@ pub struct CompactBuilder {
 /// A file considered, with its scan tasks (delete files attached).
 struct Candidate {
     live: LiveFile,
+    /// Its scan tasks, position deletes attached.
     tasks: Vec<FileScanTask>,
+    /// The equality delete files that apply to it (applied by [`rewrite_group`]).
+    equality: Vec<FileScanTaskDeleteFile>,
     has_deletes: bool,
 }
 
@@ -735,14 +742,25 @@ impl CompactBuilder {
         };
         // Equality deletes of an unpartitioned spec apply to every file older than they are,
         // but iceberg 0.10.1's planner attaches one of an all-`void` spec (a tuple of NULLs, not
-        // an empty one) only to files of that tuple: a file it misses would be rewritten without
-        // its deletes, and at a sequence number past them.
-        let global_equality: Vec<i64> = deletes
+        // an empty one) only to files of that tuple: they are attached here to every file
+        // older than they are.
+        let global_equality: Vec<(i64, FileScanTaskDeleteFile)> = deletes
             .values()
             .filter(|d| d.file.content_type() == DataContentType::EqualityDeletes)
             .filter(|d| unpartitioned(md, d.spec_id))
-            .map(|d| d.sequence_number)
+            .map(|d| {
+                let task_file = FileScanTaskDeleteFile::builder()
+                    .with_file_path(d.file.file_path().to_string())
+                    .with_file_size_in_bytes(d.file.file_size_in_bytes())
+                    .with_file_type(DataContentType::EqualityDeletes)
+                    .with_partition_spec_id(d.spec_id)
+                    .with_equality_ids(d.file.equality_ids())
+                    .build();
+                (d.sequence_number, task_file)
+            })
             .collect();
+        // The rows a rewrite reads: equality deletes must name columns of them.
+        let target_arrow = crate::write::table_arrow_schema(table)?;
         let mut file_tasks = tasks(
             table,
             snapshot.snapshot_id(),
@@ -775,15 +793,31 @@ impl CompactBuilder {
                 // Every row of it is deleted, or the planner left it out: nothing to read.
                 continue;
             };
-            let equality = t.iter().any(|t| {
-                t.deletes
+            // The equality deletes that apply to it: applied by the rewrite itself
+            // ([`super::equality_deletes`]), not by iceberg's reader, which would drop rows whose
+            // equality column is NULL.
+            let mut t = t;
+            let mut equality: Vec<FileScanTaskDeleteFile> = Vec::new();
+            for task in &mut t {
+                let (eq, other): (Vec<_>, Vec<_>) = std::mem::take(&mut task.deletes)
+                    .into_iter()
+                    .partition(|d| d.file_type == DataContentType::EqualityDeletes);
+                task.deletes = other;
+                equality.extend(eq);
+            }
+            equality.extend(
+                global_equality
                     .iter()
-                    .any(|d| d.file_type == DataContentType::EqualityDeletes)
-            });
-            let global = global_equality
-                .iter()
-                .any(|&seq| live.sequence_number < seq);
-            if equality || global {
+                    .filter(|(seq, _)| live.sequence_number < *seq)
+                    .map(|(_, f)| f.clone()),
+            );
+            equality.sort_by(|a, b| a.file_path.cmp(&b.file_path));
+            equality.dedup_by(|a, b| a.file_path == b.file_path);
+            if let Some(why) =
+                crate::equality_deletes::unsupported(md.current_schema(), &target_arrow, &equality)
+            {
+                tracing::warn!(table = %table.identifier(), file = %path, reason = %why,
+                    "left out of compaction: its equality deletes cannot be applied");
                 metrics.skipped_equality_delete_files.push(path.clone());
                 continue;
             }
@@ -796,13 +830,14 @@ impl CompactBuilder {
                 metrics.skipped_widened_delete_files.push(path.clone());
                 continue;
             }
-            let has_deletes = t.iter().any(|t| {
-                t.deletes.iter().any(|d| {
-                    deletes
-                        .get(&d.file_path)
-                        .is_none_or(|live| live.may_reference(path))
-                })
-            });
+            let has_deletes = !equality.is_empty()
+                || t.iter().any(|t| {
+                    t.deletes.iter().any(|d| {
+                        deletes
+                            .get(&d.file_path)
+                            .is_none_or(|live| live.may_reference(path))
+                    })
+                });
             // A file of an older spec is rewritten whatever its size (`to_current_spec`).
             let other_spec = live.spec_id != default_spec;
             if !has_deletes && !other_spec && live.file.file_size_in_bytes() >= min_size {
@@ -825,6 +860,7 @@ impl CompactBuilder {
                 .push(Candidate {
                     live: live.clone(),
                     tasks: t,
+                    equality,
                     has_deletes,
                 });
         }
@@ -1063,26 +1099,53 @@ async fn rewrite_group(
     target: u64,
     sort: Option<(&ResolvedSort, usize)>,
 ) -> Result<Vec<DataFile>> {
-    let all: Vec<FileScanTask> = group.files.into_iter().flat_map(|c| c.tasks).collect();
-    let Some(first) = all.first() else {
+    let Some(first) = group.files.iter().flat_map(|c| c.tasks.first()).next() else {
         return Ok(Vec::new());
     };
     let read_schema = Arc::new(schema_to_arrow_schema(&first.schema)?);
     let target_schema = crate::write::table_arrow_schema(table)?;
     let reader =
         ArrowReaderBuilder::new(table.file_io().clone(), iceberg::Runtime::try_current()?).build();
+    // Files without equality deletes are read as one stream (the reader overlaps their
+    // reads); each file with them by itself, its rows filtered by the deletes that apply to
+    // it. Each delete file is read once for the group.
+    let (plain, with_equality): (Vec<Candidate>, Vec<Candidate>) =
+        group.files.into_iter().partition(|c| c.equality.is_empty());
+    let deletes = EqualityDeletes::new(table, target_schema.clone(), reader.clone());
+    let mut parts = Vec::with_capacity(with_equality.len() + 1);
+    let plain: Vec<FileScanTask> = plain.into_iter().flat_map(|c| c.tasks).collect();
+    if !plain.is_empty() {
+        parts.push((plain, Vec::new()));
+    }
+    for c in with_equality {
+        let mut keys = Vec::with_capacity(c.equality.len());
+        for d in &c.equality {
+            keys.push(deletes.keys(d).await?);
+        }
+        parts.push((c.tasks, keys));
+    }
     let rows = Arc::new(AtomicU64::new(0));
     let rows_c = rows.clone();
     let sort_schema = target_schema.clone();
-    let batches = reader
-        .read(futures::stream::iter(all.into_iter().map(Ok)).boxed())?
-        .stream()
-        .map_err(Error::from)
-        .map(move |b| {
-            let b = crate::scan::project_by_field_id(&b?, &read_schema, &target_schema)?;
-            rows_c.fetch_add(b.num_rows() as u64, Ordering::Relaxed);
-            Ok(b)
-        });
+    let batches = futures::stream::iter(parts)
+        .map(move |(tasks, keys)| {
+            let (read_schema, target_schema, rows) =
+                (read_schema.clone(), target_schema.clone(), rows_c.clone());
+            let stream = match reader
+                .clone()
+                .read(futures::stream::iter(tasks.into_iter().map(Ok)).boxed())
+            {
+                Ok(s) => s.stream().map_err(Error::from).boxed(),
+                Err(e) => futures::stream::once(async move { Err(Error::from(e)) }).boxed(),
+            };
+            stream.map(move |b| {
+                let b = crate::scan::project_by_field_id(&b?, &read_schema, &target_schema)?;
+                let b = anti_join(b, &keys)?;
+                rows.fetch_add(b.num_rows() as u64, Ordering::Relaxed);
+                Ok(b)
+            })
+        })
+        .flatten();
     let target = usize::try_from(target).unwrap_or(usize::MAX);
     let files = match sort {
         None => {

@@ -9,29 +9,24 @@
 //!
 //! Delete files written by other engines:
 //! - position deletes are applied by iceberg's reader;
-//! - equality deletes are applied here. iceberg 0.10.1 turns a deleted key `k = 5` into the row
-//!   filter `k != 5`, which is NULL — so "drop" — for every row whose `k` is NULL, losing rows
-//!   no delete names. The spec matches equality deletes with null-safe equality (a NULL key is
-//!   deleted only by a NULL in the delete file), so the keys of each equality delete file are
-//!   loaded once (cached per read), encoded with arrow's row format (where NULL equals NULL and
-//!   nothing else), and every batch of the data files it applies to is anti-joined against them.
-//!   Which delete files apply to which data file (partition, sequence numbers: strictly newer
-//!   for equality, newer or equal for position deletes) is still iceberg's planning.
+//! - equality deletes by [`ops_core::equality_deletes`] (null-safe, as Java: iceberg 0.10.1
+//!   would lose the rows whose key is NULL), each delete file's keys loaded once per read and
+//!   every batch of the data files it applies to anti-joined against them. Which delete files
+//!   apply to which data file (partition, sequence numbers: strictly newer for equality, newer
+//!   or equal for position deletes) is still iceberg's planning.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, BooleanArray, RecordBatch};
-use arrow_row::{RowConverter, SortField};
+use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
-use iceberg::arrow::{ArrowReader, ArrowReaderBuilder, schema_to_arrow_schema};
-use iceberg::io::FileIO;
-use iceberg::scan::{FileScanTask, FileScanTaskDeleteFile};
-use iceberg::spec::{DataContentType, DataFileFormat, Schema};
+use iceberg::arrow::{ArrowReaderBuilder, schema_to_arrow_schema};
+use iceberg::scan::FileScanTask;
+use iceberg::spec::DataContentType;
 use iceberg::table::Table;
-use tokio::sync::Mutex;
+use ops_core::equality_deletes::{EqualityDeletes, EqualityKeys, anti_join};
 
 use super::paged;
 use crate::plan::read::PlannedRead;
@@ -79,14 +74,7 @@ impl PlannedRead {
             .with_data_file_concurrency_limit(1)
             .with_batch_size(batch_size.max(1))
             .build();
-        let deletes = Arc::new(EqualityDeletes {
-            reader: reader.clone(),
-            file_io: table.file_io().clone(),
-            schema: md.current_schema().clone(),
-            target: target.clone(),
-            table: table.identifier().to_string(),
-            loaded: Mutex::new(HashMap::new()),
-        });
+        let deletes = Arc::new(EqualityDeletes::new(table, target.clone(), reader.clone()));
         // The row filter is applied here rather than by iceberg's reader, which takes a
         // column a file predates as matching `<` and `<=` (it keeps the file's rows) and
         // orders NaN above every number; here a NULL — a missing column included — makes a
@@ -102,7 +90,7 @@ impl PlannedRead {
         let stream = futures::stream::iter(self.tasks.clone().into_iter().map(Ok))
             .and_then(move |task| {
                 let deletes = deletes.clone();
-                async move { deletes.split(task).await }
+                async move { deletes.split(task).await.map_err(MigrationError::from) }
             })
             .and_then(move |(mut task, keys)| {
                 let reader = reader.clone();
@@ -249,182 +237,5 @@ fn convert(
         }
     }
     let out = ops_core::scan::project_by_field_id(&read, read_arrow, target)?;
-    anti_join(out, keys)
-}
-
-/// The keys of one equality delete file, in the current schema's types.
-struct EqualityKeys {
-    /// Column index in the current-schema batch of each equality field.
-    columns: Vec<usize>,
-    converter: RowConverter,
-    keys: HashSet<Box<[u8]>>,
-}
-
-/// Loads (once per read) the equality delete files the tasks reference.
-struct EqualityDeletes {
-    reader: ArrowReader,
-    file_io: FileIO,
-    schema: iceberg::spec::SchemaRef,
-    target: SchemaRef,
-    table: String,
-    loaded: Mutex<HashMap<String, Arc<EqualityKeys>>>,
-}
-
-impl EqualityDeletes {
-    /// `task` without its equality deletes (left to iceberg's reader: position deletes) and
-    /// the keys those equality deletes remove.
-    async fn split(
-        &self,
-        mut task: FileScanTask,
-    ) -> Result<(FileScanTask, Vec<Arc<EqualityKeys>>)> {
-        let (equality, rest): (Vec<_>, Vec<_>) = task
-            .deletes
-            .into_iter()
-            .partition(|d| d.file_type == DataContentType::EqualityDeletes);
-        task.deletes = rest;
-        let mut keys = Vec::with_capacity(equality.len());
-        for delete in &equality {
-            keys.push(self.keys(delete).await?);
-        }
-        Ok((task, keys))
-    }
-
-    async fn keys(&self, delete: &FileScanTaskDeleteFile) -> Result<Arc<EqualityKeys>> {
-        let mut loaded = self.loaded.lock().await;
-        if let Some(k) = loaded.get(&delete.file_path) {
-            return Ok(k.clone());
-        }
-        let keys = Arc::new(self.load(delete).await?);
-        loaded.insert(delete.file_path.clone(), keys.clone());
-        Ok(keys)
-    }
-
-    async fn load(&self, delete: &FileScanTaskDeleteFile) -> Result<EqualityKeys> {
-        let unsupported = |why: String| {
-            MigrationError::InvalidInput(format!(
-                "{}: equality delete file {} {why}; rewrite the table's deletes (e.g. Spark's \
-                 rewrite_data_files) before migrating it",
-                self.table, delete.file_path
-            ))
-        };
-        let ids = delete
-            .equality_ids
-            .clone()
-            .filter(|ids| !ids.is_empty())
-            .ok_or_else(|| unsupported("lists no equality field ids".into()))?;
-        let mut fields = Vec::with_capacity(ids.len());
-        let mut columns = Vec::with_capacity(ids.len());
-        for id in &ids {
-            // Only top-level key columns: a nested key would need its parent's nulls too.
-            let field = self
-                .schema
-                .as_struct()
-                .fields()
-                .iter()
-                .find(|f| f.id == *id)
-                .ok_or_else(|| {
-                    unsupported(format!(
-                        "keys on field id {id}, which is not a top-level column of the current \
-                         schema"
-                    ))
-                })?;
-            let mut field = field.as_ref().clone();
-            // The delete file may hold a NULL key (it deletes the NULL-key rows).
-            field.required = false;
-            fields.push(Arc::new(field));
-            let column = self
-                .target
-                .fields()
-                .iter()
-                .position(|f| f.metadata().get(FIELD_ID) == Some(&id.to_string()))
-                .ok_or_else(|| {
-                    unsupported(format!("keys on field id {id}, which the read cannot find"))
-                })?;
-            columns.push(column);
-        }
-        let key_schema = Arc::new(Schema::builder().with_fields(fields).build()?);
-        let types: Vec<_> = columns
-            .iter()
-            .map(|&i| self.target.field(i).data_type().clone())
-            .collect();
-        let converter = RowConverter::new(types.iter().cloned().map(SortField::new).collect())?;
-        let size = match delete.file_size_in_bytes {
-            0 => {
-                self.file_io
-                    .new_input(&delete.file_path)?
-                    .metadata()
-                    .await?
-                    .size
-            }
-            n => n,
-        };
-        let task = FileScanTask::builder()
-            .with_file_size_in_bytes(size)
-            .with_start(0)
-            .with_length(size)
-            .with_data_file_path(delete.file_path.clone())
-            .with_data_file_format(DataFileFormat::Parquet)
-            .with_schema(key_schema)
-            .with_project_field_ids(ids.clone())
-            .with_case_sensitive(true)
-            .build();
-        let mut stream = self
-            .reader
-            .clone()
-            .read(futures::stream::iter([Ok(task)]).boxed())?
-            .stream();
-        let mut keys = HashSet::new();
-        while let Some(batch) = stream.next().await {
-            let batch = batch?;
-            let cols = batch
-                .columns()
-                .iter()
-                .zip(&types)
-                .map(|(c, t)| {
-                    if c.data_type() == t {
-                        Ok(c.clone())
-                    } else {
-                        arrow_cast::cast(c, t)
-                    }
-                })
-                .collect::<std::result::Result<Vec<ArrayRef>, _>>()?;
-            let rows = converter.convert_columns(&cols)?;
-            keys.extend(rows.iter().map(|r| Box::<[u8]>::from(r.as_ref())));
-        }
-        tracing::debug!(
-            table = %self.table,
-            file = %delete.file_path,
-            keys = keys.len(),
-            "loaded equality delete keys"
-        );
-        Ok(EqualityKeys {
-            columns,
-            converter,
-            keys,
-        })
-    }
-}
-
-/// `batch` without the rows whose key some equality delete file holds (null-safe equality).
-fn anti_join(batch: RecordBatch, deletes: &[Arc<EqualityKeys>]) -> Result<RecordBatch> {
-    if deletes.is_empty() || batch.num_rows() == 0 {
-        return Ok(batch);
-    }
-    let mut keep = vec![true; batch.num_rows()];
-    for d in deletes {
-        let cols: Vec<ArrayRef> = d.columns.iter().map(|&i| batch.column(i).clone()).collect();
-        let rows = d.converter.convert_columns(&cols)?;
-        for (i, k) in keep.iter_mut().enumerate() {
-            if *k && d.keys.contains(rows.row(i).as_ref()) {
-                *k = false;
-            }
-        }
-    }
-    if keep.iter().all(|k| *k) {
-        return Ok(batch);
-    }
-    Ok(arrow_select::filter::filter_record_batch(
-        &batch,
-        &BooleanArray::from(keep),
-    )?)
+    Ok(anti_join(out, keys)?)
 }

@@ -1,0 +1,264 @@
+//! Equality delete files applied to the rows of the data files they delete from, as Java's
+//! `DeleteFilter` applies them — for every read that must yield a table's live rows (a
+//! migration's copy, a compaction's rewrite).
+//!
+//! iceberg 0.10.1's reader turns a deleted key `k = 5` into the row filter `k != 5`, which is
+//! NULL — so "drop" — for every row whose `k` is NULL, losing rows no delete names. The spec
+//! matches equality deletes with null-safe equality (Java's `StructLikeSet`: a NULL key is
+//! deleted only by a NULL in the delete file), so here:
+//! 1. [`EqualityDeletes::split`] takes a task's equality deletes off it (iceberg's reader is
+//!    left the position deletes) and loads the keys of each delete file once per
+//!    [`EqualityDeletes`] (cached), in the current schema's types (a delete written before its
+//!    column was widened matches), encoded with arrow's row format, where NULL equals NULL and
+//!    nothing else.
+//! 2. [`anti_join`] drops the rows of every batch read from that task whose key one of them
+//!    holds.
+//!
+//! Which delete files apply to which data file (partition, sequence numbers: strictly newer
+//! for equality deletes) is the planner's decision, not this module's.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, BooleanArray, RecordBatch};
+use arrow_row::{RowConverter, SortField};
+use arrow_schema::SchemaRef;
+use futures::StreamExt;
+use iceberg::arrow::ArrowReader;
+use iceberg::io::FileIO;
+use iceberg::scan::{FileScanTask, FileScanTaskDeleteFile};
+use iceberg::spec::{DataContentType, DataFileFormat, NestedFieldRef, Schema};
+use iceberg::table::Table;
+use tokio::sync::Mutex;
+
+use crate::{Error, Result};
+
+const FIELD_ID: &str = "PARQUET:field_id";
+
+/// The keys of one equality delete file, in the current schema's types.
+pub struct EqualityKeys {
+    /// Column index in the target batch of each equality field.
+    columns: Vec<usize>,
+    converter: RowConverter,
+    keys: HashSet<Box<[u8]>>,
+}
+
+impl std::fmt::Debug for EqualityKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EqualityKeys")
+            .field("columns", &self.columns)
+            .field("keys", &self.keys.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Loads (once each) the equality delete files of one read (see the module docs).
+pub struct EqualityDeletes {
+    reader: ArrowReader,
+    file_io: FileIO,
+    schema: iceberg::spec::SchemaRef,
+    target: SchemaRef,
+    table: String,
+    loaded: Mutex<HashMap<String, Arc<EqualityKeys>>>,
+}
+
+impl EqualityDeletes {
+    /// For batches of `target` (an arrow schema with field ids, the table's current schema or
+    /// some of its top-level columns) read from `table` with `reader`.
+    pub fn new(table: &Table, target: SchemaRef, reader: ArrowReader) -> Self {
+        Self {
+            reader,
+            file_io: table.file_io().clone(),
+            schema: table.metadata().current_schema().clone(),
+            target,
+            table: table.identifier().to_string(),
+            loaded: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// `task` without its equality deletes (left to iceberg's reader: position deletes) and
+    /// the keys those equality deletes remove.
+    pub async fn split(
+        &self,
+        mut task: FileScanTask,
+    ) -> Result<(FileScanTask, Vec<Arc<EqualityKeys>>)> {
+        let (equality, rest): (Vec<_>, Vec<_>) = task
+            .deletes
+            .into_iter()
+            .partition(|d| d.file_type == DataContentType::EqualityDeletes);
+        task.deletes = rest;
+        let mut keys = Vec::with_capacity(equality.len());
+        for delete in &equality {
+            keys.push(self.keys(delete).await?);
+        }
+        Ok((task, keys))
+    }
+
+    /// The keys of the equality delete file `delete`, read on first use.
+    pub async fn keys(&self, delete: &FileScanTaskDeleteFile) -> Result<Arc<EqualityKeys>> {
+        let mut loaded = self.loaded.lock().await;
+        if let Some(k) = loaded.get(&delete.file_path) {
+            return Ok(k.clone());
+        }
+        let keys = Arc::new(self.load(delete).await?);
+        loaded.insert(delete.file_path.clone(), keys.clone());
+        Ok(keys)
+    }
+
+    async fn load(&self, delete: &FileScanTaskDeleteFile) -> Result<EqualityKeys> {
+        let (ids, fields, columns) =
+            key_columns(&self.schema, &self.target, delete).map_err(|why| {
+                Error::InvalidInput(format!(
+                    "{}: equality delete file {} {why}; rewrite the table's deletes (e.g. \
+                     Spark's rewrite_data_files) first",
+                    self.table, delete.file_path
+                ))
+            })?;
+        let key_schema = Arc::new(Schema::builder().with_fields(fields).build()?);
+        let types: Vec<_> = columns
+            .iter()
+            .map(|&i| self.target.field(i).data_type().clone())
+            .collect();
+        let converter = RowConverter::new(types.iter().cloned().map(SortField::new).collect())?;
+        let size = match delete.file_size_in_bytes {
+            0 => {
+                self.file_io
+                    .new_input(&delete.file_path)?
+                    .metadata()
+                    .await?
+                    .size
+            }
+            n => n,
+        };
+        let task = FileScanTask::builder()
+            .with_file_size_in_bytes(size)
+            .with_start(0)
+            .with_length(size)
+            .with_data_file_path(delete.file_path.clone())
+            .with_data_file_format(DataFileFormat::Parquet)
+            .with_schema(key_schema)
+            .with_project_field_ids(ids)
+            .with_case_sensitive(true)
+            .build();
+        let mut stream = self
+            .reader
+            .clone()
+            .read(futures::stream::iter([Ok(task)]).boxed())?
+            .stream();
+        let mut keys = HashSet::new();
+        while let Some(batch) = stream.next().await {
+            let batch = batch?;
+            let cols = batch
+                .columns()
+                .iter()
+                .zip(&types)
+                .map(|(c, t)| {
+                    if c.data_type() == t {
+                        Ok(c.clone())
+                    } else {
+                        arrow_cast::cast(c, t)
+                    }
+                })
+                .collect::<std::result::Result<Vec<ArrayRef>, _>>()?;
+            let rows = converter.convert_columns(&cols)?;
+            keys.extend(rows.iter().map(|r| Box::<[u8]>::from(r.as_ref())));
+        }
+        tracing::debug!(
+            table = %self.table,
+            file = %delete.file_path,
+            keys = keys.len(),
+            "loaded equality delete keys"
+        );
+        Ok(EqualityKeys {
+            columns,
+            converter,
+            keys,
+        })
+    }
+}
+
+/// Why the equality delete files among `deletes` cannot be applied to batches of `target`
+/// read from a table of current schema `schema` (`None`: they can) — what
+/// [`EqualityDeletes::keys`] would refuse, decided without reading them.
+pub fn unsupported(
+    schema: &Schema,
+    target: &SchemaRef,
+    deletes: &[FileScanTaskDeleteFile],
+) -> Option<String> {
+    deletes
+        .iter()
+        .filter(|d| d.file_type == DataContentType::EqualityDeletes)
+        .find_map(|d| {
+            key_columns(schema, target, d)
+                .err()
+                .map(|why| format!("equality delete file {} {why}", d.file_path))
+        })
+}
+
+/// The equality field ids of a delete file, their fields as the file is read and their column
+/// indices in the batches read.
+type KeyColumns = (Vec<i32>, Vec<NestedFieldRef>, Vec<usize>);
+
+/// The equality field ids of `delete`, their fields as the delete file is read (optional: it
+/// may hold a NULL key, which deletes the NULL-key rows) and their column indices in `target`;
+/// or why not.
+fn key_columns(
+    schema: &Schema,
+    target: &SchemaRef,
+    delete: &FileScanTaskDeleteFile,
+) -> std::result::Result<KeyColumns, String> {
+    let ids = delete
+        .equality_ids
+        .clone()
+        .filter(|ids| !ids.is_empty())
+        .ok_or_else(|| "lists no equality field ids".to_string())?;
+    let mut fields = Vec::with_capacity(ids.len());
+    let mut columns = Vec::with_capacity(ids.len());
+    for id in &ids {
+        // Only top-level key columns: a nested key would need its parent's nulls too.
+        let field = schema
+            .as_struct()
+            .fields()
+            .iter()
+            .find(|f| f.id == *id)
+            .ok_or_else(|| {
+                format!(
+                    "keys on field id {id}, which is not a top-level column of the current schema"
+                )
+            })?;
+        let mut field = field.as_ref().clone();
+        field.required = false;
+        fields.push(Arc::new(field));
+        let column = target
+            .fields()
+            .iter()
+            .position(|f| f.metadata().get(FIELD_ID) == Some(&id.to_string()))
+            .ok_or_else(|| format!("keys on field id {id}, which the read cannot find"))?;
+        columns.push(column);
+    }
+    Ok((ids, fields, columns))
+}
+
+/// `batch` without the rows whose key some equality delete file holds (null-safe equality).
+pub fn anti_join(batch: RecordBatch, deletes: &[Arc<EqualityKeys>]) -> Result<RecordBatch> {
+    if deletes.is_empty() || batch.num_rows() == 0 {
+        return Ok(batch);
+    }
+    let mut keep = vec![true; batch.num_rows()];
+    for d in deletes {
+        let cols: Vec<ArrayRef> = d.columns.iter().map(|&i| batch.column(i).clone()).collect();
+        let rows = d.converter.convert_columns(&cols)?;
+        for (i, k) in keep.iter_mut().enumerate() {
+            if *k && d.keys.contains(rows.row(i).as_ref()) {
+                *k = false;
+            }
+        }
+    }
+    if keep.iter().all(|k| *k) {
+        return Ok(batch);
+    }
+    Ok(arrow_select::filter::filter_record_batch(
+        &batch,
+        &BooleanArray::from(keep),
+    )?)
+}

@@ -1,0 +1,438 @@
+//! Step 3 of orphan cleanup: the files under a table location, with their modification times.
+//!
+//! A local location is walked directory by directory; an object store location (S3 and the
+//! schemes Java takes for it, `s3a`/`s3n`) is listed by key prefix through OpenDAL with the
+//! table's own FileIO properties (endpoint, region, credentials, path-style access), as Java's
+//! `SupportsPrefixOperations.listPrefix`. Both apply Java's hidden-path filter and leave out a
+//! nested table's directory.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use futures::TryStreamExt;
+use iceberg::io::{
+    CLIENT_REGION, S3_ACCESS_KEY_ID, S3_ALLOW_ANONYMOUS, S3_ASSUME_ROLE_ARN,
+    S3_ASSUME_ROLE_EXTERNAL_ID, S3_ASSUME_ROLE_SESSION_NAME, S3_DISABLE_CONFIG_LOAD,
+    S3_DISABLE_EC2_METADATA, S3_ENDPOINT, S3_PATH_STYLE_ACCESS, S3_REGION, S3_SECRET_ACCESS_KEY,
+    S3_SESSION_TOKEN,
+};
+use opendal::services::S3Config;
+use opendal::{Configurator, Operator};
+
+use super::location::{Location, normalize};
+use crate::{Error, Result};
+
+/// One file under the table location.
+#[derive(Debug, Clone)]
+pub(super) struct ListedFile {
+    /// The path part, normalised as [`Location::path`], to match referenced paths.
+    pub(super) path: String,
+    /// The file's full name, as deleted and reported.
+    pub(super) url: String,
+    pub(super) modified: SystemTime,
+}
+
+/// What a listing found.
+#[derive(Debug, Default)]
+pub(super) struct Listing {
+    pub(super) files: Vec<ListedFile>,
+    /// Directories left out because they hold another table, as full names.
+    pub(super) other_tables: Vec<String>,
+}
+
+/// Lists every file under `location` (see the module docs). `io_props` are the table's FileIO
+/// properties; `underscored` the partition field names starting with `_` ([`hidden`]).
+pub(super) async fn list(
+    location: &Location,
+    io_props: &HashMap<String, String>,
+    underscored: HashSet<String>,
+) -> Result<Listing> {
+    if location.is_local() {
+        let (files, other_tables) = list_local(Path::new(&location.path), underscored).await?;
+        return Ok(Listing {
+            files: files
+                .into_iter()
+                .map(|(file, modified)| {
+                    let path = file.to_string_lossy().to_string();
+                    ListedFile {
+                        url: location.local_url(&path),
+                        path,
+                        modified,
+                    }
+                })
+                .collect(),
+            other_tables: other_tables
+                .iter()
+                .map(|d| location.local_url(&d.to_string_lossy()))
+                .collect(),
+        });
+    }
+    if matches!(location.scheme.as_str(), "s3" | "s3a" | "s3n") {
+        return list_s3(location, io_props, &underscored).await;
+    }
+    Err(Error::InvalidInput(format!(
+        "listing {} is not supported: iceberg-ops lists local and S3 (s3://, s3a://, s3n://) \
+         table locations. No file was deleted",
+        location.original
+    )))
+}
+
+/// Whether an entry named `name` under the table location is hidden, as Java's
+/// `PartitionAwareHiddenPathFilter` decides: a name starting with `_` or `.` (Hadoop's
+/// `_SUCCESS` and `_temporary`, `.crc` checksums, editors' and sync tools' files) is neither
+/// listed nor deleted — except a directory `<field>=<value>` of a partition field whose name
+/// itself starts with `_` (`underscored`).
+pub(super) fn hidden(name: &str, is_dir: bool, underscored: &HashSet<String>) -> bool {
+    if !(name.starts_with('_') || name.starts_with('.')) {
+        return false;
+    }
+    let partition_dir = is_dir
+        && name
+            .split_once('=')
+            .is_some_and(|(field, _)| underscored.contains(field));
+    !partition_dir
+}
+
+/// Every regular file under `root` with its modification time, walked without recursion, and
+/// the directories below `root` skipped because they hold another table (a table whose location
+/// is nested in this one's, e.g. `db/t` and `db/t/child`): its files are not this table's
+/// orphans. Hidden entries ([`hidden`]) are not listed, nor anything below a hidden
+/// directory.
+async fn list_local(
+    root: &Path,
+    underscored: HashSet<String>,
+) -> Result<(Vec<(PathBuf, SystemTime)>, Vec<PathBuf>)> {
+    let root = root.to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        let io_err = |path: &Path, e: std::io::Error| {
+            Error::InvalidInput(format!("cannot list {}: {e}", path.display()))
+        };
+        let mut out = Vec::new();
+        let mut skipped = Vec::new();
+        if !root.exists() {
+            return Ok((out, skipped));
+        }
+        let mut stack = vec![root.clone()];
+        while let Some(dir) = stack.pop() {
+            if dir != root && holds_table(&dir).map_err(|e| io_err(&dir, e))? {
+                skipped.push(dir);
+                continue;
+            }
+            for entry in std::fs::read_dir(&dir).map_err(|e| io_err(&dir, e))? {
+                let entry = entry.map_err(|e| io_err(&dir, e))?;
+                let kind = entry.file_type().map_err(|e| io_err(&entry.path(), e))?;
+                if hidden(
+                    &entry.file_name().to_string_lossy(),
+                    kind.is_dir(),
+                    &underscored,
+                ) {
+                    tracing::debug!(path = %entry.path().display(), "hidden: not listed");
+                    continue;
+                }
+                if kind.is_dir() {
+                    stack.push(entry.path());
+                } else if kind.is_file() {
+                    let modified = entry
+                        .metadata()
+                        .and_then(|m| m.modified())
+                        .map_err(|e| io_err(&entry.path(), e))?;
+                    out.push((entry.path(), modified));
+                }
+                // Symbolic links are neither followed nor deleted: they may point outside.
+            }
+        }
+        skipped.sort();
+        Ok((out, skipped))
+    })
+    .await
+    .map_err(|e| Error::InvalidInput(format!("listing the table location failed: {e}")))?
+}
+
+/// Whether `dir` is a table's location: it has a `metadata` directory holding a
+/// `*.metadata.json` file.
+fn holds_table(dir: &Path) -> std::io::Result<bool> {
+    let metadata = dir.join("metadata");
+    if !metadata.is_dir() {
+        return Ok(false);
+    }
+    for entry in std::fs::read_dir(&metadata)? {
+        if entry?
+            .file_name()
+            .to_string_lossy()
+            .ends_with(".metadata.json")
+        {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// Lists the objects under an S3 location, a page of keys at a time.
+async fn list_s3(
+    location: &Location,
+    io_props: &HashMap<String, String>,
+    underscored: &HashSet<String>,
+) -> Result<Listing> {
+    let failed = |e: opendal::Error| {
+        Error::InvalidInput(format!(
+            "cannot list {} ({e}); check the catalog's s3.* properties (endpoint, region, \
+             credentials). No file was deleted",
+            location.original
+        ))
+    };
+    let op = s3_operator(io_props, &location.authority).map_err(failed)?;
+    // The trailing slash keeps a sibling sharing the name as a prefix (`t` and `t_backup`) out.
+    let root = location.path.trim_start_matches('/');
+    let prefix = if root.is_empty() {
+        String::new()
+    } else {
+        format!("{root}/")
+    };
+    let mut lister = op
+        .lister_with(if prefix.is_empty() { "/" } else { &prefix })
+        .recursive(true)
+        .await
+        .map_err(failed)?;
+    let mut keys = Vec::new();
+    while let Some(entry) = lister.try_next().await.map_err(failed)? {
+        let meta = entry.metadata();
+        // Directory markers (keys ending in `/`) are not files.
+        if !meta.mode().is_file() {
+            continue;
+        }
+        let modified = match meta.last_modified() {
+            Some(t) => SystemTime::from(t),
+            // ListObjects always gives LastModified; another store might not.
+            None => op
+                .stat(entry.path())
+                .await
+                .map_err(failed)?
+                .last_modified()
+                .map(SystemTime::from)
+                .ok_or_else(|| {
+                    Error::InvalidInput(format!(
+                        "{}: the store reports no modification time, so its age is unknown. \
+                         No file was deleted",
+                        location.object_url(entry.path())
+                    ))
+                })?,
+        };
+        keys.push((entry.path().to_string(), modified));
+    }
+    let (files, other_tables) = filter_keys(keys, &prefix, underscored);
+    Ok(Listing {
+        files: files
+            .into_iter()
+            .map(|(key, modified)| ListedFile {
+                path: normalize(&format!("/{key}")),
+                url: location.object_url(&key),
+                modified,
+            })
+            .collect(),
+        other_tables: other_tables
+            .iter()
+            .map(|d| location.object_url(d))
+            .collect(),
+    })
+}
+
+/// Of the keys listed under `prefix`, those neither hidden ([`hidden`], on every segment below
+/// the prefix) nor inside a directory holding another table (`<dir>/metadata/*.metadata.json`),
+/// and those directories (outermost only), as keys.
+fn filter_keys(
+    keys: Vec<(String, SystemTime)>,
+    prefix: &str,
+    underscored: &HashSet<String>,
+) -> (Vec<(String, SystemTime)>, Vec<String>) {
+    let mut visible = Vec::new();
+    let mut table_dirs: BTreeSet<String> = BTreeSet::new();
+    for (key, modified) in keys {
+        let Some(rel) = key.strip_prefix(prefix) else {
+            continue;
+        };
+        let segments: Vec<&str> = rel.split('/').collect();
+        let last = segments.len() - 1;
+        if segments
+            .iter()
+            .enumerate()
+            .any(|(i, s)| hidden(s, i < last, underscored))
+        {
+            tracing::debug!(key = %key, "hidden: not listed");
+            continue;
+        }
+        if last >= 2
+            && segments[last - 1] == "metadata"
+            && segments[last].ends_with(".metadata.json")
+        {
+            table_dirs.insert(format!("{prefix}{}", segments[..last - 1].join("/")));
+        }
+        visible.push((key, modified));
+    }
+    // Only the outermost: a table nested in a nested table is inside the first one's directory.
+    let mut outermost: Vec<String> = Vec::new();
+    for dir in table_dirs {
+        if !outermost.iter().any(|o| dir.starts_with(&format!("{o}/"))) {
+            outermost.push(dir);
+        }
+    }
+    visible.retain(|(key, _)| !outermost.iter().any(|d| key.starts_with(&format!("{d}/"))));
+    (visible, outermost)
+}
+
+/// An OpenDAL S3 operator for `bucket` from the table's FileIO properties, read as the iceberg
+/// crate's S3 storage reads them (its parser is private to that crate, and iceberg's `Storage`
+/// has no listing): virtual-host addressing unless `s3.path-style-access`, as Java.
+fn s3_operator(props: &HashMap<String, String>, bucket: &str) -> opendal::Result<Operator> {
+    let get = |key: &str| props.get(key).cloned();
+    let truthy = |key: &str| {
+        props.get(key).is_some_and(|v| {
+            matches!(
+                v.trim().to_ascii_lowercase().as_str(),
+                "true" | "t" | "1" | "on"
+            )
+        })
+    };
+    let mut cfg = S3Config::default();
+    cfg.bucket = bucket.to_string();
+    cfg.endpoint = get(S3_ENDPOINT);
+    cfg.access_key_id = get(S3_ACCESS_KEY_ID);
+    cfg.secret_access_key = get(S3_SECRET_ACCESS_KEY);
+    cfg.session_token = get(S3_SESSION_TOKEN);
+    cfg.region = get(CLIENT_REGION).or_else(|| get(S3_REGION));
+    cfg.enable_virtual_host_style = !truthy(S3_PATH_STYLE_ACCESS);
+    cfg.role_arn = get(S3_ASSUME_ROLE_ARN);
+    cfg.external_id = get(S3_ASSUME_ROLE_EXTERNAL_ID);
+    cfg.role_session_name = get(S3_ASSUME_ROLE_SESSION_NAME);
+    cfg.skip_signature = truthy(S3_ALLOW_ANONYMOUS);
+    cfg.disable_ec2_metadata = truthy(S3_DISABLE_EC2_METADATA);
+    cfg.disable_config_load = truthy(S3_DISABLE_CONFIG_LOAD);
+    Ok(Operator::new(cfg.into_builder())?.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hidden_names_are_javas_except_underscored_partition_directories() {
+        let underscored: HashSet<String> = ["_region".to_string()].into();
+        for (name, dir, want) in [
+            ("_SUCCESS", false, true),
+            (".part-0.parquet.crc", false, true),
+            ("_temporary", true, true),
+            (".hidden", true, true),
+            ("_region=eu", true, false),
+            // Only as a directory, and only of the table's own underscored fields.
+            ("_region=eu", false, true),
+            ("_other=eu", true, true),
+            ("region=eu", true, false),
+            ("00000-0-a.parquet", false, false),
+        ] {
+            assert_eq!(hidden(name, dir, &underscored), want, "{name} dir={dir}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_table_nested_in_the_location_is_not_listed() -> Result<()> {
+        let dir = tempfile::tempdir().map_err(|e| Error::InvalidInput(e.to_string()))?;
+        let root = dir.path().join("t");
+        let io = |e: std::io::Error| Error::InvalidInput(e.to_string());
+        std::fs::create_dir_all(root.join("metadata")).map_err(io)?;
+        std::fs::create_dir_all(root.join("data/region=us")).map_err(io)?;
+        std::fs::create_dir_all(root.join("child/metadata")).map_err(io)?;
+        std::fs::create_dir_all(root.join("child/data")).map_err(io)?;
+        std::fs::create_dir_all(root.join("notatable/metadata")).map_err(io)?;
+        for f in [
+            "metadata/00000-a.metadata.json",
+            "data/region=us/a.parquet",
+            "child/metadata/00000-b.metadata.json",
+            "child/data/b.parquet",
+            "notatable/metadata/x.avro",
+        ] {
+            std::fs::write(root.join(f), b"x").map_err(io)?;
+        }
+        let (files, skipped) = list_local(&root, HashSet::new()).await?;
+        let mut names: Vec<String> = files
+            .iter()
+            .map(|(p, _)| {
+                p.strip_prefix(&root)
+                    .map_or(String::new(), |p| p.display().to_string())
+            })
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                "data/region=us/a.parquet",
+                "metadata/00000-a.metadata.json",
+                "notatable/metadata/x.avro"
+            ]
+        );
+        assert_eq!(skipped, vec![root.join("child")]);
+        Ok(())
+    }
+
+    #[test]
+    fn object_keys_keep_javas_hidden_rule_and_leave_nested_tables_and_siblings_out() {
+        let underscored: HashSet<String> = ["_region".to_string()].into();
+        let now = SystemTime::now();
+        let keys: Vec<(String, SystemTime)> = [
+            "w/t/metadata/00000-a.metadata.json",
+            "w/t/data/region=us/a.parquet",
+            "w/t/data/_region=eu/b.parquet",
+            "w/t/data/_SUCCESS",
+            "w/t/data/_temporary/0/part-0.parquet",
+            "w/t/data/.a.parquet.crc",
+            "w/t/child/metadata/00000-b.metadata.json",
+            "w/t/child/data/b.parquet",
+            "w/t/child/grand/metadata/00000-c.metadata.json",
+            "w/t/notatable/metadata/x.avro",
+            "w/t/_hidden/metadata/00000-d.metadata.json",
+        ]
+        .iter()
+        .map(|k| (k.to_string(), now))
+        .collect();
+        let (files, tables) = filter_keys(keys, "w/t/", &underscored);
+        let names: Vec<&str> = files.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "w/t/metadata/00000-a.metadata.json",
+                "w/t/data/region=us/a.parquet",
+                "w/t/data/_region=eu/b.parquet",
+                "w/t/notatable/metadata/x.avro",
+            ]
+        );
+        assert_eq!(tables, ["w/t/child"]);
+    }
+
+    #[test]
+    fn s3_operator_reads_the_fileio_properties() -> std::result::Result<(), opendal::Error> {
+        let props: HashMap<String, String> = [
+            (S3_ENDPOINT, "http://127.0.0.1:9000"),
+            (S3_REGION, "eu-west-1"),
+            (S3_PATH_STYLE_ACCESS, "true"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let op = s3_operator(&props, "lake")?;
+        assert_eq!(op.info().name(), "lake");
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn another_scheme_is_refused_naming_it() {
+        let loc = Location::parse("gs://bucket/w/t").unwrap_or_else(|e| panic!("{e}"));
+        let err = list(&loc, &HashMap::new(), HashSet::new())
+            .await
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            err.contains("gs://bucket/w/t") && err.contains("No file was deleted"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,269 @@
+//! Delete files under a table's location that no metadata references (Java's
+//! `DeleteOrphanFiles`).
+//!
+//! 1. Refuse an S3 Tables table, a `gc.enabled=false` table (its location may hold another
+//!    table's files), a table an unfinished migration writes to (its uncommitted outputs wait
+//!    there) unless forced, and a threshold under an hour unless forced (a file a running writer
+//!    has not committed yet must not be taken for an orphan).
+//! 2. Collect everything reachable from the current metadata and from every metadata file still
+//!    in its log: those metadata files, manifest lists, manifests, data and delete files (any
+//!    entry status), statistics files, and `version-hint.text`.
+//! 3. List the table location (a local directory, or an S3 prefix through OpenDAL with the
+//!    table's FileIO properties) and delete each file that is not reachable and was last
+//!    modified before the threshold. Hidden paths (Java's `PartitionAwareHiddenPathFilter`) and
+//!    a nested table's directory are not listed. A reachable path whose scheme or authority
+//!    differs from the listed one is an error, as Java's `prefix-mismatch-mode=ERROR`: the same
+//!    file named two ways must not be deleted as an orphan. `s3a://` and `s3n://` are `s3://`
+//!    there, as Java's default `equal_schemes`. Nothing outside the table location is ever
+//!    listed (`<location>/`, so not a sibling `<location>_x`), so nothing outside it is deleted.
+
+mod listing;
+mod location;
+mod reachable;
+
+use std::collections::{HashMap, HashSet};
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
+use std::time::{Duration, SystemTime};
+
+use iceberg::TableIdent;
+use iceberg::table::Table;
+
+use super::maintenance;
+use crate::{CatalogHandle, Error, Result};
+use location::Location;
+use reachable::reachable_files;
+
+/// Java's default `olderThan`: three days.
+pub const DEFAULT_OLDER_THAN: Duration = Duration::from_secs(3 * 24 * 3600);
+
+/// The shortest threshold accepted without `force`.
+pub const MIN_OLDER_THAN: Duration = Duration::from_secs(3600);
+
+/// What an orphan cleanup found and did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OrphanMetrics {
+    /// Files listed under the table location.
+    pub listed: usize,
+    /// Of those, reachable from the metadata.
+    pub reachable: usize,
+    /// Unreachable files old enough to delete: deleted, or for a dry run, to be deleted.
+    pub orphans: Vec<String>,
+    /// Unreachable files younger than the threshold, kept.
+    pub too_young: Vec<String>,
+    /// Orphans that could not be deleted.
+    pub failed_deletes: Vec<String>,
+    /// Directories under the table location that hold another table (a `metadata/` directory
+    /// with a `*.metadata.json`), not listed: their files belong to that table.
+    pub other_tables: Vec<String>,
+    /// Nothing was deleted.
+    pub dry_run: bool,
+}
+
+/// Removes orphan files of one table (see the module docs).
+#[must_use = "a RemoveOrphansBuilder does nothing until awaited"]
+pub struct RemoveOrphansBuilder {
+    handle: CatalogHandle,
+    ident: TableIdent,
+    older_than: Duration,
+    dry_run: bool,
+    force: bool,
+}
+
+impl RemoveOrphansBuilder {
+    /// An orphan cleanup of `ident` with the default threshold (3 days).
+    pub fn new(handle: &CatalogHandle, ident: TableIdent) -> Self {
+        Self {
+            handle: handle.clone(),
+            ident,
+            older_than: DEFAULT_OLDER_THAN,
+            dry_run: false,
+            force: false,
+        }
+    }
+
+    /// Deletes only orphans last modified longer ago than this.
+    pub fn older_than(mut self, age: Duration) -> Self {
+        self.older_than = age;
+        self
+    }
+
+    /// Lists what would be deleted, deleting nothing.
+    pub fn dry_run(mut self, dry_run: bool) -> Self {
+        self.dry_run = dry_run;
+        self
+    }
+
+    /// Accepts a threshold under an hour. Never a table an unfinished migration marks: its
+    /// task outputs wait there as unreferenced files, and a cleanup run for the threshold must
+    /// not delete them as a side effect (remove an abandoned job's marker with
+    /// [`super::maintenance::clear_running_marker`] first).
+    pub fn force(mut self, force: bool) -> Self {
+        self.force = force;
+        self
+    }
+
+    async fn execute(self) -> Result<OrphanMetrics> {
+        maintenance::refuse_self_maintained(&self.handle, &self.ident, "orphan file removal")
+            .await?;
+        if self.older_than < MIN_OLDER_THAN && !self.force {
+            return Err(Error::InvalidInput(format!(
+                "--older-than {}s is under an hour: a file a running writer has not committed \
+                 yet would be deleted as an orphan. Pass --force if nothing writes to {}",
+                self.older_than.as_secs(),
+                self.ident
+            )));
+        }
+        let table = crate::commit::load_current(&self.handle, &self.ident).await?;
+        let md = table.metadata();
+        maintenance::refuse_running_migration(&self.ident, md, None, "removing orphans")?;
+        if !maintenance::gc_enabled(md) {
+            return Err(maintenance::gc_disabled_error(
+                &self.ident,
+                "orphan cleanup",
+                false,
+            ));
+        }
+        let location = Location::parse(md.location())?;
+        let cutoff = SystemTime::now()
+            .checked_sub(self.older_than)
+            .unwrap_or(SystemTime::UNIX_EPOCH);
+
+        let reachable = reachable_files(&table).await?;
+        // Reachable paths keyed by their path part, to find the same file named two ways.
+        let mut by_path: HashMap<String, Vec<&Location>> = HashMap::new();
+        for loc in &reachable {
+            by_path.entry(loc.path.clone()).or_default().push(loc);
+        }
+
+        // Java's PartitionAwareHiddenPathFilter: a partition field named `_x` makes `_x=…`
+        // directories ordinary ones.
+        let underscored: HashSet<String> = md
+            .partition_specs_iter()
+            .flat_map(|spec| spec.fields().iter().map(|f| f.name.clone()))
+            .filter(|n| n.starts_with('_'))
+            .collect();
+        let listing =
+            listing::list(&location, table.file_io().config().props(), underscored).await?;
+        for dir in &listing.other_tables {
+            tracing::warn!(
+                table = %self.ident,
+                dir = %dir,
+                "skipping a directory under the table location that holds another table's metadata"
+            );
+        }
+        let mut metrics = OrphanMetrics {
+            listed: listing.files.len(),
+            dry_run: self.dry_run,
+            other_tables: listing.other_tables,
+            ..Default::default()
+        };
+        let mut mismatches = Vec::new();
+        for file in listing.files {
+            match by_path.get(&file.path) {
+                Some(locs) if locs.iter().any(|l| l.same_file_system(&location)) => {
+                    metrics.reachable += 1;
+                    continue;
+                }
+                Some(locs) => {
+                    mismatches.push(format!("{} (referenced as {})", file.url, locs[0].original));
+                    continue;
+                }
+                None => {}
+            }
+            if file.path.ends_with("/version-hint.text") {
+                metrics.reachable += 1;
+                continue;
+            }
+            if file.modified >= cutoff {
+                metrics.too_young.push(file.url);
+            } else {
+                metrics.orphans.push(file.url);
+            }
+        }
+        if !mismatches.is_empty() {
+            mismatches.sort();
+            return Err(Error::InvalidInput(format!(
+                "{}: {} file(s) under {} are referenced with a different scheme or authority \
+                 (prefix mismatch; Java's prefix-mismatch-mode=ERROR), so no file was deleted: {}",
+                self.ident,
+                mismatches.len(),
+                md.location(),
+                mismatches.join(", ")
+            )));
+        }
+        metrics.orphans.sort();
+        metrics.too_young.sort();
+        refuse_shared_location(&table, &self.ident, &metrics).await?;
+        if self.dry_run {
+            return Ok(metrics);
+        }
+        (_, metrics.failed_deletes) =
+            super::maintenance::delete_files(table.file_io(), metrics.orphans.clone(), "an orphan")
+                .await;
+        tracing::info!(
+            table = %self.ident,
+            orphans = metrics.orphans.len(),
+            failed = metrics.failed_deletes.len(),
+            "orphan files removed"
+        );
+        Ok(metrics)
+    }
+}
+
+impl IntoFuture for RemoveOrphansBuilder {
+    type Output = Result<OrphanMetrics>;
+    type IntoFuture = Pin<Box<dyn Future<Output = Self::Output> + Send>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.execute())
+    }
+}
+
+/// Refuses when an unreferenced `*.metadata.json` under the location belongs to another table
+/// (another `table-uuid`): two tables were created at one location, and every file of the other
+/// would look like an orphan of this one. An unreferenced metadata file of this table (pruned
+/// from the log by `write.metadata.previous-versions-max`) is an ordinary orphan.
+async fn refuse_shared_location(
+    table: &Table,
+    ident: &TableIdent,
+    metrics: &OrphanMetrics,
+) -> Result<()> {
+    #[derive(serde::Deserialize)]
+    struct Uuid {
+        #[serde(rename = "table-uuid")]
+        uuid: String,
+    }
+    let own = table.metadata().uuid().to_string();
+    let candidates = metrics
+        .orphans
+        .iter()
+        .chain(&metrics.too_young)
+        .filter(|f| f.ends_with(".metadata.json"));
+    for file in candidates {
+        let read = async {
+            let bytes = table.file_io().new_input(file)?.read().await?;
+            Ok::<_, iceberg::Error>(bytes)
+        };
+        let uuid = match read.await {
+            Ok(bytes) => serde_json::from_slice::<Uuid>(&bytes).map(|u| u.uuid).ok(),
+            Err(e) => {
+                tracing::warn!(file = %file, error = %e, "cannot read an unreferenced metadata file");
+                None
+            }
+        };
+        // Unreadable or compressed: nothing says it is another table's; it is listed as usual.
+        if let Some(uuid) = uuid.filter(|u| !u.eq_ignore_ascii_case(&own)) {
+            return Err(Error::InvalidInput(format!(
+                "{ident}: {file} is the metadata of another table (table-uuid {uuid}; this one is \
+                 {own}): two tables share the location {}, and the other's files would be deleted \
+                 as orphans of this one. No file was deleted. If that table is still in use, give \
+                 one of them its own location; if it was dropped (a table dropped without purge \
+                 and created again under the same name leaves its files there), delete its \
+                 metadata files yourself and run this again",
+                table.metadata().location()
+            )));
+        }
+    }
+    Ok(())
+}
