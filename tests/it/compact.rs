@@ -1012,6 +1012,60 @@ async fn compaction_applies_equality_deletes_null_equal_to_null() -> TestResult 
     Ok(())
 }
 
+/// An equality delete of an unpartitioned spec (the table's partition field removed since)
+/// applies to every older file, whatever its partition, and to no newer one: with
+/// `--to-current-spec` the old spec's files are rewritten without the rows it deletes (NULL
+/// amounts kept), a file appended after it keeps its row, and the delete, dangling afterwards,
+/// goes in the same commit so PyIceberg reads the table.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_global_equality_delete_applies_to_every_older_partition() -> TestResult {
+    use arrow_array::Int32Array;
+    use iceberg::spec::Struct;
+    let db = SqlCatalog::sqlite()?;
+    let handle = open("c", &db.props).await?;
+    let table = create_orders(&handle, "geq").await?;
+    let ident = table.identifier().clone();
+    append(
+        &handle,
+        &ident,
+        &[
+            (1, Some("eu"), Some(1)),
+            (2, Some("eu"), Some(2)),
+            (3, Some("eu"), None),
+            (4, Some("us"), Some(2)),
+        ],
+    )
+    .await?;
+    ops_core::ops::evolve_spec::EvolveSpecBuilder::new(&handle, ident.clone())
+        .remove_field("region")
+        .await?;
+    let table = handle.catalog().load_table(&ident).await?;
+    crate::commit_layer::commit_equality_delete_on(
+        &handle,
+        &table,
+        Struct::empty(),
+        ("amount", 3),
+        Arc::new(Int32Array::from(vec![Some(2)])),
+    )
+    .await?;
+    append(&handle, &ident, &[(5, Some("eu"), Some(2))]).await?;
+
+    let (table, m) = CompactBuilder::new(&handle, ident.clone())
+        .to_current_spec(true)
+        .await?;
+    assert!(m.skipped_equality_delete_files.is_empty(), "{m:?}");
+    assert_eq!(m.removed_dangling_delete_files.len(), 1, "{m:?}");
+    let after = py_state("c", &db.props, "geq")?;
+    assert_eq!(ids(&after), vec![1, 3, 5], "{after}");
+    assert_eq!(
+        after["summary"]["total-delete-files"],
+        json!("0"),
+        "{after}"
+    );
+    assert!(!live_files(&table).await?.is_empty());
+    Ok(())
+}
+
 /// A position delete written as Spark writes it, with `file_path` bounds naming the one file it
 /// deletes from: only that file counts as having deletes, and once it is rewritten the delete
 /// applies to nothing and is removed in the compaction's own commit (Java's

@@ -694,8 +694,9 @@ fn print_compact(v: &Value) {
         .map_or(0, Vec::len);
     if eq > 0 {
         println!(
-            "  {eq} file(s) left as they are: equality deletes on a nested or dropped column \
-             apply to them (compact them with the engine that wrote the deletes)"
+            "  {eq} file(s) left as they are: equality deletes iceberg-ops cannot apply \
+             (a nested or dropped column, a format other than Parquet; the log names the \
+             reason) apply to them (compact them with the engine that wrote the deletes)"
         );
     }
     let other = v["skipped_other_spec_files"].as_u64().unwrap_or(0);

@@ -20,9 +20,11 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float32Type, Float64Type};
 use arrow_array::{ArrayRef, BooleanArray, RecordBatch};
 use arrow_row::{RowConverter, SortField};
-use arrow_schema::SchemaRef;
+use arrow_schema::{DataType, SchemaRef};
 use futures::StreamExt;
 use iceberg::arrow::ArrowReader;
 use iceberg::io::FileIO;
@@ -160,6 +162,7 @@ impl EqualityDeletes {
                     }
                 })
                 .collect::<std::result::Result<Vec<ArrayRef>, _>>()?;
+            let cols: Vec<ArrayRef> = cols.into_iter().map(canonical_nan).collect();
             let rows = converter.convert_columns(&cols)?;
             keys.extend(rows.iter().map(|r| Box::<[u8]>::from(r.as_ref())));
         }
@@ -246,7 +249,11 @@ pub fn anti_join(batch: RecordBatch, deletes: &[Arc<EqualityKeys>]) -> Result<Re
     }
     let mut keep = vec![true; batch.num_rows()];
     for d in deletes {
-        let cols: Vec<ArrayRef> = d.columns.iter().map(|&i| batch.column(i).clone()).collect();
+        let cols: Vec<ArrayRef> = d
+            .columns
+            .iter()
+            .map(|&i| canonical_nan(batch.column(i).clone()))
+            .collect();
         let rows = d.converter.convert_columns(&cols)?;
         for (i, k) in keep.iter_mut().enumerate() {
             if *k && d.keys.contains(rows.row(i).as_ref()) {
@@ -261,4 +268,57 @@ pub fn anti_join(batch: RecordBatch, deletes: &[Arc<EqualityKeys>]) -> Result<Re
         &batch,
         &BooleanArray::from(keep),
     )?)
+}
+
+/// `column` with every NaN made the same NaN. Java compares equality delete keys with
+/// `Float.compare`/`Double.compare`, where all NaNs are equal; arrow's row format compares
+/// bits, where a NaN with another payload or sign (x86's `0.0 / 0.0`) is another value.
+fn canonical_nan(column: ArrayRef) -> ArrayRef {
+    match column.data_type() {
+        DataType::Float32 => {
+            let a = column.as_primitive::<Float32Type>();
+            if a.values().iter().any(|v| v.is_nan()) {
+                return Arc::new(
+                    a.unary::<_, Float32Type>(|v| if v.is_nan() { f32::NAN } else { v }),
+                );
+            }
+            column
+        }
+        DataType::Float64 => {
+            let a = column.as_primitive::<Float64Type>();
+            if a.values().iter().any(|v| v.is_nan()) {
+                return Arc::new(
+                    a.unary::<_, Float64Type>(|v| if v.is_nan() { f64::NAN } else { v }),
+                );
+            }
+            column
+        }
+        _ => column,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use arrow_array::{Array, Float64Array};
+
+    use super::*;
+
+    #[test]
+    fn every_nan_is_one_key_and_nulls_stay() {
+        let other_nan = f64::from_bits(0xFFF8_0000_0000_0000);
+        assert!(other_nan.is_nan() && other_nan.to_bits() != f64::NAN.to_bits());
+        let column: ArrayRef = Arc::new(Float64Array::from(vec![
+            Some(other_nan),
+            None,
+            Some(-0.0),
+            Some(f64::NAN),
+        ]));
+        let out = canonical_nan(column);
+        let out = out.as_primitive::<Float64Type>();
+        assert_eq!(out.value(0).to_bits(), f64::NAN.to_bits());
+        assert!(out.is_null(1));
+        // -0.0 stays itself: Java's Double.compare tells it from 0.0 too.
+        assert_eq!(out.value(2).to_bits(), (-0.0f64).to_bits());
+        assert_eq!(out.value(3).to_bits(), f64::NAN.to_bits());
+    }
 }

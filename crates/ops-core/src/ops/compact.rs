@@ -747,7 +747,12 @@ impl CompactBuilder {
         let global_equality: Vec<(i64, FileScanTaskDeleteFile)> = deletes
             .values()
             .filter(|d| d.file.content_type() == DataContentType::EqualityDeletes)
-            .filter(|d| unpartitioned(md, d.spec_id))
+            // Only a known unpartitioned spec: a delete of an unknown one applied everywhere
+            // could delete rows of partitions it never named.
+            .filter(|d| {
+                md.partition_spec_by_id(d.spec_id)
+                    .is_some_and(|s| s.fields().iter().all(|f| f.transform == Transform::Void))
+            })
             .map(|d| {
                 let task_file = FileScanTaskDeleteFile::builder()
                     .with_file_path(d.file.file_path().to_string())
@@ -813,9 +818,22 @@ impl CompactBuilder {
             );
             equality.sort_by(|a, b| a.file_path.cmp(&b.file_path));
             equality.dedup_by(|a, b| a.file_path == b.file_path);
-            if let Some(why) =
+            // iceberg's reader (and so the key loader) reads Parquet delete files only.
+            let other_format = equality.iter().find_map(|d| {
+                deletes
+                    .get(&d.file_path)
+                    .filter(|l| l.file.file_format() != iceberg::spec::DataFileFormat::Parquet)
+                    .map(|l| {
+                        format!(
+                            "equality delete file {} is {:?}, not Parquet",
+                            d.file_path,
+                            l.file.file_format()
+                        )
+                    })
+            });
+            if let Some(why) = other_format.or_else(|| {
                 crate::equality_deletes::unsupported(md.current_schema(), &target_arrow, &equality)
-            {
+            }) {
                 tracing::warn!(table = %table.identifier(), file = %path, reason = %why,
                     "left out of compaction: its equality deletes cannot be applied");
                 metrics.skipped_equality_delete_files.push(path.clone());

@@ -106,7 +106,8 @@ pub(crate) async fn live_delete_files_of(
         .collect())
 }
 
-/// The paths of the delete files among `deletes`, in the partitions `touched`, that can apply to
+/// The paths of the delete files among `deletes`, in the partitions `touched` (a global
+/// equality delete whenever any partition is), that can apply to
 /// none of `live` (the live data files as they will be once the commit lands). `unpartitioned`
 /// says whether a spec id has no partition fields: an equality delete of such a spec applies
 /// to every partition of every spec, so it is weighed against every live file.
@@ -120,13 +121,15 @@ pub(crate) fn dangling(
     for f in live {
         by_key.entry(f.key()).or_default().push(f);
     }
+    let global = |d: &LiveDelete| {
+        d.file.content_type() == DataContentType::EqualityDeletes && unpartitioned(d.spec_id)
+    };
     let mut out: Vec<String> = deletes
         .iter()
-        .filter(|d| touched.contains(&d.key()))
+        // A global equality delete applies to files of every partition: any rewrite touches it.
+        .filter(|d| touched.contains(&d.key()) || (!touched.is_empty() && global(d)))
         .filter(|d| {
-            let global = d.file.content_type() == DataContentType::EqualityDeletes
-                && unpartitioned(d.spec_id);
-            let applies = if global {
+            let applies = if global(d) {
                 live.iter().any(|f| d.may_apply_to(f))
             } else {
                 by_key

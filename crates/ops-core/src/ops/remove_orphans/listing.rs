@@ -181,6 +181,21 @@ async fn list_s3(
             location.original
         ))
     };
+    // OpenDAL normalises every path it is given (whitespace trimmed, `//` collapsed): under a
+    // location spelled otherwise it would list, and delete in, another prefix than the table's.
+    let raw_path = location
+        .original
+        .split_once("://")
+        .map_or("", |(_, rest)| rest.split_once('/').map_or("", |(_, p)| p));
+    let raw_path = raw_path.strip_suffix('/').unwrap_or(raw_path);
+    if !raw_path.is_empty() && opendal::raw::normalize_path(raw_path) != raw_path {
+        return Err(Error::InvalidInput(format!(
+            "the table location {} has an empty path segment (`//`) or leading or trailing \
+             whitespace, which the S3 client would drop, listing another prefix than the \
+             table's. No file was deleted",
+            location.original
+        )));
+    }
     let op = s3_operator(io_props, &location.authority).map_err(failed)?;
     // The trailing slash keeps a sibling sharing the name as a prefix (`t` and `t_backup`) out.
     let root = location.path.trim_start_matches('/');
@@ -220,6 +235,19 @@ async fn list_s3(
         };
         keys.push((entry.path().to_string(), modified));
     }
+    // A key OpenDAL would normalise (a `//`, whitespace at either end) cannot be deleted as it
+    // is: the delete would reach the normalised key — possibly a live file — instead. Such
+    // keys are neither listed nor deleted.
+    keys.retain(|(key, _)| {
+        let addressable = opendal::raw::normalize_path(key) == *key;
+        if !addressable {
+            tracing::warn!(
+                key = %key,
+                "left alone: the S3 client cannot address this key as it is spelled"
+            );
+        }
+        addressable
+    });
     let (files, other_tables) = filter_keys(keys, &prefix, underscored);
     Ok(Listing {
         files: files
@@ -389,6 +417,7 @@ mod tests {
             "w/t/child/grand/metadata/00000-c.metadata.json",
             "w/t/notatable/metadata/x.avro",
             "w/t/_hidden/metadata/00000-d.metadata.json",
+            "w/t_backup/data/x.parquet",
         ]
         .iter()
         .map(|k| (k.to_string(), now))
@@ -419,7 +448,26 @@ mod tests {
         .collect();
         let op = s3_operator(&props, "lake")?;
         assert_eq!(op.info().name(), "lake");
+        // The endpoint and path-style addressing reach the requests it signs.
+        let debug = format!("{op:?}");
+        assert!(debug.contains("127.0.0.1:9000"), "{debug}");
         Ok(())
+    }
+
+    #[tokio::test]
+    async fn an_s3_location_the_client_would_respell_is_refused() {
+        for location in ["s3://bucket/w//t", "s3://bucket/w/t ", "s3://bucket/ w/t/"] {
+            let loc = Location::parse(location).unwrap_or_else(|e| panic!("{e}"));
+            let err = list(&loc, &HashMap::new(), HashSet::new())
+                .await
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(
+                err.contains("empty path segment") && err.contains("No file was deleted"),
+                "{location}: {err}"
+            );
+        }
     }
 
     #[tokio::test]

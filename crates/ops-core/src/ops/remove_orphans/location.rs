@@ -92,14 +92,12 @@ impl Location {
         }
     }
 
-    /// The object `key` in this location's bucket, with the scheme as the table spells it.
+    /// The object `key` in this location's bucket, with this location's scheme.
     pub(super) fn object_url(&self, key: &str) -> String {
-        let scheme = self
-            .original
-            .split_once("://")
-            .map_or(self.scheme.as_str(), |(s, _)| s);
+        // Lower case: iceberg's FileIO matches the scheme as written (`S3://` is refused).
         format!(
-            "{scheme}://{}/{}",
+            "{}://{}/{}",
+            self.scheme,
             self.authority,
             key.trim_start_matches('/')
         )
@@ -188,6 +186,11 @@ mod tests {
         assert_eq!(
             s3a.object_url("t/data/b.parquet"),
             "s3a://bucket/t/data/b.parquet"
+        );
+        assert_eq!(
+            loc("S3://bucket/t").object_url("t/x"),
+            "s3://bucket/t/x",
+            "iceberg's FileIO takes the scheme in lower case only"
         );
         assert_eq!(a.local_url("/tmp/w/b"), "file:///tmp/w/b");
         assert_eq!(c.local_url("/tmp/w/b"), "/tmp/w/b");

@@ -134,6 +134,13 @@ impl RemoveOrphansBuilder {
         let mut by_path: HashMap<String, Vec<&Location>> = HashMap::new();
         for loc in &reachable {
             by_path.entry(loc.path.clone()).or_default().push(loc);
+            // PyIceberg's FileIO parses a path as a URI: a file it recorded as `a?b#c.parquet`
+            // is stored (and read back) as `a`. That object is live too.
+            if let Some(cut) = loc.path.find(['?', '#']).map(|i| &loc.path[..i])
+                && cut.len() > 1
+            {
+                by_path.entry(cut.to_string()).or_default().push(loc);
+            }
         }
 
         // Java's PartitionAwareHiddenPathFilter: a partition field named `_x` makes `_x=…`
