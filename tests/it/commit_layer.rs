@@ -60,7 +60,7 @@ fn table_dir(table: &Table) -> std::path::PathBuf {
         .into()
 }
 
-async fn orders_files(
+pub(crate) async fn orders_files(
     table: &Table,
     rows: &[(i64, Option<&str>, Option<i32>)],
 ) -> anyhow::Result<ops_core::write::WrittenFiles> {

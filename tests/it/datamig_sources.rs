@@ -490,6 +490,112 @@ async fn a_source_with_position_and_equality_deletes_migrates_the_surviving_rows
     Ok(())
 }
 
+/// An equality delete of an all-`void` spec (a v1 table whose partition field was dropped, then
+/// upgraded to v2, as Flink writes them) applies to every older file whatever its partition —
+/// Java's `PartitionSpec.isUnpartitioned` — though iceberg 0.10.1's planner attaches it only to
+/// the files of that spec's tuple of NULLs. The copy drops the rows it deletes (NULL-safe: a
+/// NULL amount survives `amount = 2`) and keeps a row appended after it; PyIceberg reads the
+/// destination, and verify agrees.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_all_void_spec_equality_delete_applies_to_every_partition() -> TestResult {
+    use iceberg::spec::{FormatVersion, Literal, Transform, UnboundPartitionSpec};
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let py = sqlite(dir.path());
+    let handle = open("lake", &py).await?;
+    let ns = NamespaceIdent::new("src".into());
+    handle
+        .catalog()
+        .create_namespace(&ns, HashMap::new())
+        .await?;
+    let orders = create_orders(&handle, "tmp").await?;
+    let table = handle
+        .catalog()
+        .create_table(
+            &ns,
+            TableCreation::builder()
+                .name("orders".into())
+                .schema(orders.metadata().current_schema().as_ref().clone())
+                .partition_spec(
+                    UnboundPartitionSpec::builder()
+                        .add_partition_field(2, "region", Transform::Identity)?
+                        .build(),
+                )
+                .format_version(FormatVersion::V1)
+                .build(),
+        )
+        .await?;
+    let ident = table.identifier().clone();
+    let rows: &[(i64, Option<&str>, Option<i32>)] = &[
+        (1, Some("eu"), Some(1)),
+        (2, Some("eu"), Some(2)),
+        (3, Some("eu"), None),
+        (4, Some("us"), Some(2)),
+        (5, Some("us"), Some(5)),
+    ];
+    ops_core::ops::append::AppendBuilder::new(&handle, ident.clone())
+        .add_written(crate::commit_layer::orders_files(&table, rows).await?)
+        .await?;
+    // v1 keeps a dropped partition field as `void`; then the table moves to v2.
+    ops_core::ops::evolve_spec::EvolveSpecBuilder::new(&handle, ident.clone())
+        .remove_field("region")
+        .await?;
+    let table = handle.catalog().load_table(&ident).await?;
+    let table = ops_core::commit::commit(
+        &handle,
+        &table,
+        TableChange {
+            requirements: vec![],
+            updates: vec![TableUpdate::UpgradeFormatVersion {
+                format_version: FormatVersion::V2,
+            }],
+            ..Default::default()
+        },
+    )
+    .await?;
+    let spec = table.metadata().default_partition_spec();
+    assert!(
+        !spec.fields().is_empty() && spec.fields().iter().all(|f| f.transform == Transform::Void),
+        "{spec:?}"
+    );
+    let null_tuple = Struct::from_iter([None::<Literal>]);
+    let table = crate::commit_layer::commit_equality_delete_on(
+        &handle,
+        &table,
+        null_tuple,
+        ("amount", 3),
+        Arc::new(Int32Array::from(vec![Some(2)])),
+    )
+    .await?;
+    ops_core::ops::append::AppendBuilder::new(&handle, ident.clone())
+        .add_written(crate::commit_layer::orders_files(&table, &[(6, Some("eu"), Some(2))]).await?)
+        .await?;
+
+    handle
+        .catalog()
+        .create_namespace(&NamespaceIdent::new("dst".into()), HashMap::new())
+        .await?;
+    let mut m = DataMigrator::new(
+        &handle,
+        ident.clone(),
+        &handle,
+        TableIdent::from_strs(["dst", "orders"])?,
+    )
+    .create_dest(true);
+    let result = m.run().await?;
+    let got: Vec<i64> = pyiceberg_rows(&py, "dst.orders")?
+        .iter()
+        .filter_map(|r| r["id"].as_i64())
+        .collect();
+    let mut got = got;
+    got.sort_unstable();
+    assert_eq!(got, vec![1, 3, 5, 6], "{result:?}");
+    assert_eq!(result.rows_moved, 4);
+    let hash = m.verify(VerifyMethod::PartitionHash, 10).await?;
+    assert!(hash.matches, "{:?}", hash.details);
+    Ok(())
+}
+
 /// Data file paths of `table`'s current snapshot.
 async fn data_paths(table: &Table) -> anyhow::Result<Vec<String>> {
     let mut out = Vec::new();

@@ -15,7 +15,9 @@
 //!    holds.
 //!
 //! Which delete files apply to which data file (partition, sequence numbers: strictly newer
-//! for equality deletes) is the planner's decision, not this module's.
+//! for equality deletes) is the planner's decision, but for one case it misses:
+//! [`attach_global_deletes`] adds the deletes of an all-`void` spec to the files of other
+//! partitions, as Java's `DeleteFileIndex` treats them as global.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -29,10 +31,15 @@ use futures::StreamExt;
 use iceberg::arrow::ArrowReader;
 use iceberg::io::FileIO;
 use iceberg::scan::{FileScanTask, FileScanTaskDeleteFile};
-use iceberg::spec::{DataContentType, DataFileFormat, NestedFieldRef, Schema};
+use iceberg::spec::{
+    DataContentType, DataFileFormat, ManifestContentType, NestedFieldRef, Schema, TableMetadata,
+    Transform,
+};
 use iceberg::table::Table;
 use tokio::sync::Mutex;
 
+use crate::ops::dangling_deletes::{LiveDelete, live_delete_files_of};
+use crate::ops::snapshot::{ManifestCache, live_data_files_of};
 use crate::{Error, Result};
 
 const FIELD_ID: &str = "PARQUET:field_id";
@@ -178,6 +185,87 @@ impl EqualityDeletes {
             keys,
         })
     }
+}
+
+/// The equality delete files among `deletes` of a known unpartitioned spec — no fields, or
+/// `void` ones only (Java's `PartitionSpec.isUnpartitioned`) — with their data sequence
+/// numbers: each applies to every data file with a smaller data sequence number, whatever its
+/// partition. (A delete of an unknown spec is not taken for one: applied everywhere, it could
+/// delete rows of partitions it never named.)
+pub(crate) fn global_deletes<'a>(
+    md: &TableMetadata,
+    deletes: impl IntoIterator<Item = &'a LiveDelete>,
+) -> Vec<(i64, FileScanTaskDeleteFile)> {
+    deletes
+        .into_iter()
+        .filter(|d| d.file.content_type() == DataContentType::EqualityDeletes)
+        .filter(|d| {
+            md.partition_spec_by_id(d.spec_id)
+                .is_some_and(|s| s.fields().iter().all(|f| f.transform == Transform::Void))
+        })
+        .map(|d| {
+            let task_file = FileScanTaskDeleteFile::builder()
+                .with_file_path(d.file.file_path().to_string())
+                .with_file_size_in_bytes(d.file.file_size_in_bytes())
+                .with_file_type(DataContentType::EqualityDeletes)
+                .with_partition_spec_id(d.spec_id)
+                .with_equality_ids(d.file.equality_ids())
+                .build();
+            (d.sequence_number, task_file)
+        })
+        .collect()
+}
+
+/// Attaches to `tasks` (planned on snapshot `snapshot_id` of `table`) the equality deletes of
+/// an unpartitioned spec ([`global_deletes`]) that apply to their data files and that they
+/// lack: iceberg 0.10.1's planner attaches one of an all-`void` spec (a v1 table's dropped
+/// partition fields, upgraded to v2) only to the files of that spec's tuple of NULLs, so read
+/// as planned, the rows it deletes from other partitions would come back.
+pub async fn attach_global_deletes(
+    table: &Table,
+    snapshot_id: i64,
+    tasks: &mut [FileScanTask],
+) -> Result<()> {
+    let Some(snapshot) = table.metadata().snapshot_by_id(snapshot_id) else {
+        return Ok(());
+    };
+    let cache = ManifestCache::new(table);
+    let has_deletes = cache
+        .manifest_list(snapshot)
+        .await?
+        .iter()
+        .any(|m| m.content == ManifestContentType::Deletes);
+    if !has_deletes {
+        return Ok(());
+    }
+    let deletes = live_delete_files_of(snapshot, &cache).await?;
+    let globals = global_deletes(table.metadata(), &deletes);
+    if globals.is_empty() {
+        return Ok(());
+    }
+    let sequence: HashMap<String, i64> = live_data_files_of(snapshot, &cache)
+        .await?
+        .into_iter()
+        .map(|f| (f.file.file_path().to_string(), f.sequence_number))
+        .collect();
+    let mut attached = 0usize;
+    for task in tasks.iter_mut() {
+        let Some(&seq) = sequence.get(&task.data_file_path) else {
+            continue;
+        };
+        for (delete_seq, file) in &globals {
+            if seq < *delete_seq && !task.deletes.iter().any(|d| d.file_path == file.file_path) {
+                task.deletes.push(file.clone());
+                attached += 1;
+            }
+        }
+    }
+    tracing::debug!(
+        table = %table.identifier(),
+        attached,
+        "global equality deletes attached where the planner left them out"
+    );
+    Ok(())
 }
 
 /// Why the equality delete files among `deletes` cannot be applied to batches of `target`

@@ -178,6 +178,21 @@ where
     let writer = DataFileWriterBuilder::new(rolling);
     let spec = metadata.default_partition_spec().clone();
     let mut batches = futures::stream::iter([Ok(first)]).chain(batches);
+    if spec.is_unpartitioned() && !spec.fields().is_empty() {
+        // An all-`void` spec (a v1 table's dropped partition fields) still has fields: its
+        // files carry a tuple of NULLs, one per field, as Java writes them (iceberg's
+        // unpartitioned writer would give them none, which the commit refuses).
+        let nulls = iceberg::spec::Struct::from_iter(spec.fields().iter().map(|_| None));
+        let key = PartitionKey::new(spec.as_ref().clone(), schema.clone(), nulls);
+        let mut fanout = FanoutWriter::new(writer);
+        while let Some(batch) = batches.next().await {
+            let batch = conform(&batch?, &arrow_schema)?;
+            if batch.num_rows() > 0 {
+                fanout.write(key.clone(), batch).await?;
+            }
+        }
+        return Ok(fanout.close().await?);
+    }
     if spec.is_unpartitioned() {
         // iceberg's splitter refuses unpartitioned specs; one writer takes every row.
         let mut out = UnpartitionedWriter::new(writer);

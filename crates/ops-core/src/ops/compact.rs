@@ -744,26 +744,7 @@ impl CompactBuilder {
         // but iceberg 0.10.1's planner attaches one of an all-`void` spec (a tuple of NULLs, not
         // an empty one) only to files of that tuple: they are attached here to every file
         // older than they are.
-        let global_equality: Vec<(i64, FileScanTaskDeleteFile)> = deletes
-            .values()
-            .filter(|d| d.file.content_type() == DataContentType::EqualityDeletes)
-            // Only a known unpartitioned spec: a delete of an unknown one applied everywhere
-            // could delete rows of partitions it never named.
-            .filter(|d| {
-                md.partition_spec_by_id(d.spec_id)
-                    .is_some_and(|s| s.fields().iter().all(|f| f.transform == Transform::Void))
-            })
-            .map(|d| {
-                let task_file = FileScanTaskDeleteFile::builder()
-                    .with_file_path(d.file.file_path().to_string())
-                    .with_file_size_in_bytes(d.file.file_size_in_bytes())
-                    .with_file_type(DataContentType::EqualityDeletes)
-                    .with_partition_spec_id(d.spec_id)
-                    .with_equality_ids(d.file.equality_ids())
-                    .build();
-                (d.sequence_number, task_file)
-            })
-            .collect();
+        let global_equality = crate::equality_deletes::global_deletes(md, deletes.values());
         // The rows a rewrite reads: equality deletes must name columns of them.
         let target_arrow = crate::write::table_arrow_schema(table)?;
         let mut file_tasks = tasks(

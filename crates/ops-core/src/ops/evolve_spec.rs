@@ -3,7 +3,8 @@
 //! 1. Load the table and copy its default spec.
 //! 2. Apply the changes, validating each: the source column exists and the transform applies
 //!    to its type; no duplicate (source, transform); names unique and not shadowing another
-//!    column. A v1 table keeps a removed field as `void` (v1 specs cannot drop fields).
+//!    column. A v1 table keeps a removed field as `void` (v1 specs cannot drop fields), renamed
+//!    `<name>_<field id>` when its name is a column's (iceberg refuses a `void` field by that name).
 //! 3. Commit `AddSpec` + `SetDefaultSpec`, guarded by the default spec id and the last assigned
 //!    partition id. Existing files keep their spec; new writes use the new one. Field ids of
 //!    a (source, transform) seen in an earlier spec are reused.
@@ -188,6 +189,13 @@ fn evolve(md: &TableMetadata, changes: &[Change]) -> Result<UnboundPartitionSpec
                     .ok_or_else(|| invalid(format!("no partition field '{name}'")))?;
                 if v1 {
                     fields[index].transform = Transform::Void;
+                    // A `void` field may not carry a column's name (iceberg checks it, as Java
+                    // does for every transform but identity): renamed `<name>_<field id>`, as
+                    // Java's `TableMetadata` renames the void fields that would conflict.
+                    if schema.field_by_name(name).is_some() {
+                        let id = fields[index].field_id.unwrap_or_default();
+                        fields[index].name = format!("{name}_{id}");
+                    }
                 } else {
                     fields.remove(index);
                 }

@@ -78,6 +78,9 @@ impl PlannedRead {
         tasks.sort_by(|a, b| {
             (a.data_file_path.as_str(), a.start).cmp(&(b.data_file_path.as_str(), b.start))
         });
+        // iceberg's planner attaches an all-`void` spec's equality deletes to the files of its
+        // own tuple of NULLs only; they apply to every older file.
+        ops_core::equality_deletes::attach_global_deletes(table, id, &mut tasks).await?;
         Ok(Self {
             snapshot_id: Some(id),
             tasks,
