@@ -527,6 +527,15 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
             output,
         } => {
             let age = parse_duration(&older_than)?;
+            // Said here in the user's own terms (a point in time is an age to the library).
+            if age < ops_core::ops::remove_orphans::MIN_OLDER_THAN && !force {
+                bail!(
+                    "--older-than {older_than} is under an hour ago: a file a running writer has \
+                     not committed yet would be deleted as an orphan. Pass --force if nothing \
+                     writes to {}",
+                    target.table
+                );
+            }
             let cutoff = chrono::Duration::from_std(age)
                 .ok()
                 .and_then(|d| chrono::Utc::now().checked_sub_signed(d))

@@ -530,14 +530,27 @@ impl CompactBuilder {
         let sorting = sort.map(|s| (s.clone(), (self.sort_memory / at_once).max(1)));
         // Set on the first failure: groups not started yet then skip their work.
         let stop = Arc::new(AtomicBool::new(false));
+        // Equality delete keys, each file read once for the job (a global delete applies to
+        // every group).
+        let equality = Arc::new(EqualityDeletes::new(
+            &table,
+            crate::write::table_arrow_schema(&table)?,
+            ArrowReaderBuilder::new(table.file_io().clone(), iceberg::Runtime::try_current()?)
+                .build(),
+        ));
         let mut running = futures::stream::iter(groups.into_iter().map(|g| {
-            let (table, sorting, stop) = (table.clone(), sorting.clone(), stop.clone());
+            let (table, sorting, stop, equality) = (
+                table.clone(),
+                sorting.clone(),
+                stop.clone(),
+                equality.clone(),
+            );
             tokio::spawn(async move {
                 if stop.load(Ordering::SeqCst) {
                     return Ok(None);
                 }
                 let sorting = sorting.as_ref().map(|(s, m)| (s, *m));
-                let files = rewrite_group(&table, g, target, sorting).await;
+                let files = rewrite_group(&table, g, target, sorting, &equality).await;
                 if files.is_err() {
                     stop.store(true, Ordering::SeqCst);
                 }
@@ -1097,6 +1110,7 @@ async fn rewrite_group(
     group: Planned,
     target: u64,
     sort: Option<(&ResolvedSort, usize)>,
+    deletes: &EqualityDeletes,
 ) -> Result<Vec<DataFile>> {
     let Some(first) = group.files.iter().flat_map(|c| c.tasks.first()).next() else {
         return Ok(Vec::new());
@@ -1107,10 +1121,9 @@ async fn rewrite_group(
         ArrowReaderBuilder::new(table.file_io().clone(), iceberg::Runtime::try_current()?).build();
     // Files without equality deletes are read as one stream (the reader overlaps their
     // reads); each file with them by itself, its rows filtered by the deletes that apply to
-    // it. Each delete file is read once for the group.
+    // it. Each delete file is read once for the job (`deletes` caches them).
     let (plain, with_equality): (Vec<Candidate>, Vec<Candidate>) =
         group.files.into_iter().partition(|c| c.equality.is_empty());
-    let deletes = EqualityDeletes::new(table, target_schema.clone(), reader.clone());
     let mut parts = Vec::with_capacity(with_equality.len() + 1);
     let plain: Vec<FileScanTask> = plain.into_iter().flat_map(|c| c.tasks).collect();
     if !plain.is_empty() {

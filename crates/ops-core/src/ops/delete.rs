@@ -37,6 +37,7 @@ use super::snapshot::{
     LiveFile, ManifestCache, SnapshotMetrics, SnapshotProducer, UnmatchedDeletes, commit_snapshot,
     live_data_files, spec_by_id,
 };
+use crate::equality_deletes::{EqualityDeletes, anti_join};
 use crate::keys::KeySet;
 use crate::prune::may_match;
 use crate::{CatalogHandle, Error, Result};
@@ -418,13 +419,32 @@ pub(crate) async fn plan_delete_except(
         .filter(|f| unmatched.misses(f))
         .map(|f| f.file.file_path().to_string())
         .collect();
-    let candidates = tasks(table, snapshot_id, candidates, has_delete_manifests).await?;
+    let mut candidates = tasks(table, snapshot_id, candidates, has_delete_manifests).await?;
     if candidates.is_empty() {
         return Ok(None);
+    }
+    if has_delete_manifests {
+        // An all-`void` spec's equality deletes apply to every older file; iceberg's planner
+        // attaches them to the NULL tuple's files only (rewritten without them, a file's
+        // deleted rows would come back).
+        let mut all: Vec<FileScanTask> = std::mem::take(&mut candidates)
+            .into_values()
+            .flatten()
+            .collect();
+        crate::equality_deletes::attach_global_deletes(table, snapshot_id, &mut all).await?;
+        for task in all {
+            candidates
+                .entry(task.data_file_path.clone())
+                .or_default()
+                .push(task);
+        }
     }
     let target = crate::write::table_arrow_schema(table)?;
     let reader =
         ArrowReaderBuilder::new(table.file_io().clone(), iceberg::Runtime::try_current()?).build();
+    // Equality deletes are applied here, null-safe, not by iceberg's reader (which would drop
+    // the rows whose equality column is NULL); each delete file is read once for the plan.
+    let equality = EqualityDeletes::new(table, target.clone(), reader.clone());
     let mut plan = DeletePlan {
         removed: Vec::new(),
         added: crate::write::WrittenFiles {
@@ -434,7 +454,14 @@ pub(crate) async fn plan_delete_except(
         preview: DeletePreview::default(),
     };
     let result = async {
-        for (path, file_tasks) in candidates {
+        for (path, planned) in candidates {
+            let mut file_tasks = Vec::with_capacity(planned.len());
+            let mut keys = Vec::new();
+            for task in planned {
+                let (task, k) = equality.split(task).await?;
+                file_tasks.push(task);
+                keys.extend(k);
+            }
             refuse_unsafe_rewrite(table, &path, &file_tasks, misses.contains(&path))?;
             let read_schema = Arc::new(schema_to_arrow_schema(&file_tasks[0].schema)?);
             let read = Arc::new(AtomicU64::new(0));
@@ -449,6 +476,7 @@ pub(crate) async fn plan_delete_except(
                 .map_err(Error::from)
                 .map(move |b| {
                     let b = crate::scan::project_by_field_id(&b?, &read_schema, &target_schema)?;
+                    let b = anti_join(b, &keys)?;
                     let keep = crate::eval::not_true(&matcher.evaluate(&b)?);
                     let out = arrow_select::filter::filter_record_batch(&b, &keep)?;
                     read_c.fetch_add(b.num_rows() as u64, Ordering::Relaxed);
