@@ -119,7 +119,7 @@ pub async fn claim_attempt(dest: &Table, job_id: &str, task: usize) -> Result<St
         }
         let folder = format!(
             "{}/iceberg-ops-{job_id}/task-{task:06}-{attempt}",
-            ops_datamig::data_location(dest)
+            ops_datamig::data_location(dest)?
         );
         io.new_output(&marker)
             .map_err(io_failed(format!("write {marker}")))?

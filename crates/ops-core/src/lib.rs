@@ -33,6 +33,7 @@ pub mod eval;
 pub mod filter;
 pub mod http;
 pub mod keys;
+pub mod location;
 pub mod ops;
 pub mod prune;
 pub mod rows;

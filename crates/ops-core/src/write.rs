@@ -32,7 +32,7 @@ use iceberg::table::Table;
 use iceberg::writer::base_writer::data_file_writer::DataFileWriterBuilder;
 use iceberg::writer::file_writer::ParquetWriterBuilder;
 use iceberg::writer::file_writer::location_generator::{
-    DefaultFileNameGenerator, DefaultLocationGenerator, LocationGenerator,
+    DefaultFileNameGenerator, LocationGenerator,
 };
 use iceberg::writer::file_writer::rolling_writer::RollingFileWriterBuilder;
 use iceberg::writer::partitioning::PartitioningWriter;
@@ -42,6 +42,7 @@ use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 use parquet::schema::types::ColumnPath;
 
+use crate::location::DataLocations;
 use crate::{Error, Result};
 
 // Iceberg's `write.parquet.*` table properties, with Java's defaults (the row limit is
@@ -121,9 +122,15 @@ pub(crate) async fn write_data_files_sized<S>(
 where
     S: Stream<Item = Result<RecordBatch>> + Unpin,
 {
-    let location = RecordingLocations::new(DefaultLocationGenerator::new(table.metadata())?);
+    let location = RecordingLocations::new(DataLocations::for_table(table.metadata())?);
     let written = location.generated.clone();
-    let result = Box::pin(write_rows(table, batches, target_file_size, location)).await;
+    let refused = location.refused.clone();
+    let mut result = Box::pin(write_rows(table, batches, target_file_size, location)).await;
+    if result.is_ok()
+        && let Some(why) = lock_refusal(&refused).take()
+    {
+        result = Err(Error::InvalidInput(why));
+    }
     if result.is_err() {
         // The writers are dropped by now. Files they had rolled over (closed) or begun are
         // referenced by nothing: a failed write leaves no file behind.
@@ -168,6 +175,7 @@ where
         writer_properties(metadata.properties(), Some(&first))?,
         schema.clone(),
     );
+    let checked = location.clone();
     let rolling = RollingFileWriterBuilder::new(
         parquet,
         target_file_size.unwrap_or(properties.write_target_file_size_bytes),
@@ -212,35 +220,59 @@ where
             continue;
         }
         for (key, part) in splitter.split(&batch)? {
+            checked.check(&key)?;
             fanout.write(key, part).await?;
         }
     }
     Ok(fanout.close().await?)
 }
 
-/// A location generator that remembers every location it handed out, so a failed write can
-/// delete the files its writers created (iceberg's writers leave them on error).
+/// A location generator that places files as Java does ([`DataLocations`]) and remembers every
+/// location it handed out, so a failed write can delete the files its writers created
+/// (iceberg's writers leave them on error).
 #[derive(Clone)]
 struct RecordingLocations {
-    inner: DefaultLocationGenerator,
+    inner: Arc<DataLocations>,
     generated: Arc<Mutex<Vec<String>>>,
+    /// Why a location was refused. iceberg's generator cannot fail, and every partition is
+    /// checked before its rows reach a writer (`check`), so this only guards that check.
+    refused: Arc<Mutex<Option<String>>>,
 }
 
 impl RecordingLocations {
-    fn new(inner: DefaultLocationGenerator) -> Self {
+    fn new(inner: DataLocations) -> Self {
         Self {
-            inner,
+            inner: Arc::new(inner),
             generated: Arc::default(),
+            refused: Arc::default(),
         }
+    }
+
+    /// Refuses a partition whose files would not lie inside the data location, before any
+    /// of its rows are written.
+    fn check(&self, key: &PartitionKey) -> Result<()> {
+        self.inner.path(Some(key), "check").map(drop)
     }
 }
 
 impl LocationGenerator for RecordingLocations {
     fn generate_location(&self, partition_key: Option<&PartitionKey>, file_name: &str) -> String {
-        let location = self.inner.generate_location(partition_key, file_name);
+        let location = match self.inner.path(partition_key, file_name) {
+            Ok(location) => location,
+            Err(e) => {
+                // Written at the data location's top instead, then deleted with the failed
+                // write; never outside the table.
+                lock_refusal(&self.refused).get_or_insert_with(|| e.to_string());
+                format!("{}/refused-{file_name}", self.inner.data_location())
+            }
+        };
         lock(&self.generated).push(location.clone());
         location
     }
+}
+
+fn lock_refusal(m: &Mutex<Option<String>>) -> std::sync::MutexGuard<'_, Option<String>> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The list stays usable even if a thread panicked while holding it (it only ever grows).

@@ -19,9 +19,7 @@ use iceberg::spec::{
     PartitionSpec, PrimitiveLiteral, PrimitiveType, Struct, Type,
 };
 use iceberg::table::Table;
-use iceberg::writer::file_writer::location_generator::{
-    DefaultLocationGenerator, LocationGenerator,
-};
+use ops_core::location::DataLocations;
 use ops_core::write::WrittenFiles;
 
 use crate::plan::eligibility::is_promotion;
@@ -95,7 +93,7 @@ struct CopyTarget {
     spec: PartitionSpec,
     schema: iceberg::spec::SchemaRef,
     partition_types: Vec<Option<PrimitiveType>>,
-    locations: DefaultLocationGenerator,
+    locations: DataLocations,
     /// Source sort order id → the id the destination keeps for it (same fields).
     sort_orders: HashMap<i64, i32>,
 }
@@ -123,7 +121,7 @@ impl CopyTarget {
             spec,
             schema,
             partition_types,
-            locations: DefaultLocationGenerator::new(md)?,
+            locations: DataLocations::for_table(md)?,
             sort_orders,
         })
     }
@@ -143,7 +141,7 @@ impl CopyTarget {
                     PartitionKey::new(self.spec.clone(), self.schema.clone(), partition.clone())
                 });
                 let name = format!("{}-copy.parquet", uuid::Uuid::now_v7());
-                let to = self.locations.generate_location(key.as_ref(), &name);
+                let to = self.locations.path(key.as_ref(), &name)?;
                 if let Err(e) = stream_copy(source, dest, file, &to).await {
                     remove_quietly(dest.file_io(), &to).await;
                     return Err(e);

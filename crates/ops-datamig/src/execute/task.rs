@@ -193,20 +193,17 @@ fn with_data_location(
 }
 
 /// Iceberg's table property naming where data files are written.
-pub const WRITE_DATA_PATH: &str = "write.data.path";
+pub const WRITE_DATA_PATH: &str = ops_core::location::WRITE_DATA_PATH;
 
-/// Where `table` writes its data files: `write.data.path`, the older
-/// `write.folder-storage.path`, or `<location>/data` (as Iceberg's location generator decides).
-pub fn data_location(table: &iceberg::table::Table) -> String {
-    let md = table.metadata();
-    let props = md.properties();
-    match props
-        .get(WRITE_DATA_PATH)
-        .or_else(|| props.get("write.folder-storage.path"))
-    {
-        Some(l) => l.trim_end_matches('/').to_string(),
-        None => format!("{}/data", md.location().trim_end_matches('/')),
-    }
+/// Where `table` writes its data files, as Java's location providers decide
+/// ([`ops_core::location::DataLocations`]): `write.data.path`, the older
+/// `write.folder-storage.path`, or `<location>/data`.
+pub fn data_location(table: &iceberg::table::Table) -> Result<String> {
+    Ok(
+        ops_core::location::DataLocations::for_table(table.metadata())?
+            .data_location()
+            .to_string(),
+    )
 }
 
 #[cfg(test)]
@@ -237,10 +234,10 @@ mod tests {
             .metadata(md)
             .runtime(iceberg::Runtime::try_current()?)
             .build()?;
-        assert_eq!(data_location(&table), "memory:///wh/t/data");
+        assert_eq!(data_location(&table)?, "memory:///wh/t/data");
         let moved = with_data_location(&table, "memory:///wh/t/data/job-1/task-000002-0/")?;
         assert_eq!(
-            data_location(&moved),
+            data_location(&moved)?,
             "memory:///wh/t/data/job-1/task-000002-0"
         );
         let batch = arrow_array::RecordBatch::try_new(

@@ -1,0 +1,292 @@
+//! Partition values in data file paths, as Java's `LocationProviders` place them: every writer
+//! (a rewriting and a copying migration, compaction, a copy-on-write delete, an upsert) puts
+//! each file at `<data>/<partitionToPath>/<file>` — or under murmur3 entropy folders with
+//! `write.object-storage.enabled` — with names and values URL-encoded as Java does, never
+//! outside the table. The expected paths are computed in Python from Java's rules,
+//! independently of the code under test; PyIceberg reads every table.
+
+use std::collections::BTreeMap;
+
+use iceberg::TableIdent;
+use ops_core::ops::compact::CompactBuilder;
+use ops_core::ops::delete::DeleteBuilder;
+use ops_datamig::{CopyMode, DataMigrator, WriteMode};
+use serde_json::{Value, json};
+
+use crate::common::*;
+
+/// The partition values a user's rows can hold that a path must not take raw.
+const VALUES: &str = r##"["a/b", "sp ace", "#?&", "50%", "ü", "a%2Fb", "..", "", None,
+    "../../../../outside", "*~+=", "x/../../y", "."]"##;
+
+/// Python run by the oracle before each check: Java's `URLEncoder` and the object-storage
+/// entropy, written from Java's source (not from ours), and each table's file paths.
+const JAVA_RULES: &str = r#"
+import mmh3, os
+SAFE = set(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-*_")
+def url_encode(s):
+    out = []
+    for b in s.encode("utf-8"):
+        if b in SAFE: out.append(chr(b))
+        elif b == 0x20: out.append("+")
+        else: out.append("%%%02X" % b)
+    return "".join(out)
+def human(v):
+    return "null" if v is None else str(v)
+def partition_path(spec, schema, record):
+    parts = []
+    for i, f in enumerate(spec.fields):
+        parts.append(url_encode(f.name) + "=" + url_encode(human(record[i])))
+    return "/".join(parts)
+def entropy(relative):
+    # Guava's murmur3_32_fixed().hashString(UTF-8).asInt() | Integer.MIN_VALUE, last 20 bits.
+    h = (mmh3.hash(relative.encode("utf-8"), 0, signed=False) | 0x80000000)
+    bits = format(h, "032b")[-20:]
+    return "/".join([bits[0:4], bits[4:8], bits[8:12], bits[12:20]])
+def check_paths(t, object_store=False):
+    data = t.properties.get("write.data.path", t.location().rstrip("/") + "/data").rstrip("/")
+    bad = []
+    n = 0
+    for task in t.scan().plan_files():
+        f = task.file
+        spec = t.specs()[f.spec_id]
+        name = f.file_path.rsplit("/", 1)[1]
+        rel = partition_path(spec, t.schema(), f.partition) + "/" + name
+        want = data + "/" + (entropy(rel) + "/" + rel if object_store else rel)
+        n += 1
+        if f.file_path != want:
+            bad.append({"got": f.file_path, "want": want})
+    return {"files": n, "bad": bad}
+"#;
+
+fn oracle(py: &BTreeMap<String, String>, code: &str) -> anyhow::Result<Value> {
+    ops_tests::oracle::pyiceberg("lake", py, &format!("{JAVA_RULES}\n{code}"))
+}
+
+fn ident(name: &str) -> anyhow::Result<TableIdent> {
+    Ok(TableIdent::from_strs(name.split('.'))?)
+}
+
+/// The rows of `table` as PyIceberg reads them, sorted by id.
+fn py_rows(py: &BTreeMap<String, String>, table: &str) -> anyhow::Result<Value> {
+    oracle(
+        py,
+        &format!(
+            "emit(sorted(catalog.load_table('{table}').scan().to_arrow().to_pylist(), \
+             key=lambda r: r['id']))"
+        ),
+    )
+}
+
+fn check_paths(
+    py: &BTreeMap<String, String>,
+    table: &str,
+    object_store: bool,
+) -> anyhow::Result<()> {
+    let out = oracle(
+        py,
+        &format!(
+            "emit(check_paths(catalog.load_table('{table}'), {}))",
+            if object_store { "True" } else { "False" }
+        ),
+    )?;
+    anyhow::ensure!(
+        out["files"].as_u64().unwrap_or(0) > 0 && out["bad"] == json!([]),
+        "{table}: paths not as Java places them: {out:#}"
+    );
+    Ok(())
+}
+
+/// Every file under the warehouse lies inside the location of one of `tables`.
+fn nothing_outside(
+    py: &BTreeMap<String, String>,
+    warehouse: &std::path::Path,
+    tables: &[&str],
+) -> anyhow::Result<()> {
+    let names = serde_json::to_string(tables)?;
+    let locations = oracle(
+        py,
+        &format!("emit([catalog.load_table(n).location() for n in {names}])"),
+    )?;
+    let inside: Vec<std::path::PathBuf> = locations
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(|l| std::path::PathBuf::from(l.trim_start_matches("file://")))
+        .collect();
+    anyhow::ensure!(inside.len() == tables.len(), "{locations}");
+    let mut stack = vec![warehouse.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir)? {
+            let path = entry?.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                anyhow::ensure!(
+                    inside.iter().any(|t| path.starts_with(t)),
+                    "{} lies outside every table ({inside:?})",
+                    path.display()
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_writer_places_partition_values_as_java_does() -> anyhow::Result<()> {
+    let sql = SqlCatalog::sqlite()?;
+    let py = &sql.props;
+    let warehouse = sql.dir.path().join("wh");
+    // The source as PyIceberg writes it: identity(p) and identity(q) on strings; a destination
+    // with the object-storage layout.
+    oracle(
+        py,
+        &format!(
+            r#"
+from pyiceberg.schema import Schema
+from pyiceberg.types import NestedField, LongType, StringType
+from pyiceberg.partitioning import PartitionSpec, PartitionField
+from pyiceberg.transforms import IdentityTransform
+schema = Schema(NestedField(1, "id", LongType(), required=False),
+                NestedField(2, "p", StringType(), required=False),
+                NestedField(3, "v", LongType(), required=False),
+                NestedField(4, "q", StringType(), required=False))
+spec = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "p"),
+                     PartitionField(4, 1001, IdentityTransform(), "q"))
+catalog.create_namespace("src")
+catalog.create_namespace("dst")
+t = catalog.create_table("src.t", schema=schema, partition_spec=spec)
+values = {VALUES}
+n = len(values)
+# Two appends: two files in every partition, so compaction has something to do.
+for start in (0, n):
+    t.append(pa.table({{"id": pa.array(range(start, start + n), pa.int64()),
+                        "p": pa.array(values, pa.string()),
+                        "v": pa.array([10 * i for i in range(start, start + n)], pa.int64()),
+                        "q": pa.array(["x/y z"] * n, pa.string())}}))
+catalog.create_table("dst.o", schema=schema, partition_spec=spec,
+                     properties={{"write.object-storage.enabled": "true"}})
+emit(n)
+"#
+        ),
+    )?;
+    let handle = open("lake", py).await?;
+    let source_rows = py_rows(py, "src.t")?;
+    let n = source_rows.as_array().map_or(0, Vec::len) as i64;
+
+    // Rewritten rows (the migration's workers; in two runs, so that every partition has two
+    // files for compaction) and copied files (the copy route).
+    let half = n / 2;
+    for (dest, mode, filter) in [
+        ("dst.t", CopyMode::Rewrite, format!("id < {half}")),
+        ("dst.t", CopyMode::Rewrite, format!("id >= {half}")),
+        ("dst.c", CopyMode::Files, "true".to_string()),
+    ] {
+        DataMigrator::new(&handle, ident("src.t")?, &handle, ident(dest)?)
+            .create_dest(true)
+            .copy_mode(mode)
+            .row_filter(filter.as_str())
+            .run()
+            .await?;
+        check_paths(py, dest, false)?;
+    }
+    assert_eq!(py_rows(py, "dst.t")?, source_rows);
+    assert_eq!(py_rows(py, "dst.c")?, source_rows);
+    // The object-storage layout.
+    for filter in [format!("id < {half}"), format!("id >= {half}")] {
+        DataMigrator::new(&handle, ident("src.t")?, &handle, ident("dst.o")?)
+            .copy_mode(CopyMode::Rewrite)
+            .row_filter(filter.as_str())
+            .run()
+            .await?;
+    }
+    assert_eq!(py_rows(py, "dst.o")?, source_rows);
+    check_paths(py, "dst.o", true)?;
+
+    // Compaction, a copy-on-write delete and an upsert rewrite files of those partitions.
+    let (_, compacted) = CompactBuilder::new(&handle, ident("dst.t")?)
+        .min_input_files(1)
+        .await?;
+    assert!(compacted.output_files() > 0, "{compacted:?}");
+    check_paths(py, "dst.t", false)?;
+    DeleteBuilder::new(&handle, ident("dst.t")?)
+        .with_filter_text("v = 0")
+        .await?;
+    check_paths(py, "dst.t", false)?;
+    DataMigrator::new(&handle, ident("src.t")?, &handle, ident("dst.t")?)
+        .write_mode(WriteMode::Upsert)
+        .upsert_keys(["id"])
+        .run()
+        .await?;
+    check_paths(py, "dst.t", false)?;
+    assert_eq!(py_rows(py, "dst.t")?, source_rows, "after delete + upsert");
+    let (_, compacted) = CompactBuilder::new(&handle, ident("dst.o")?)
+        .min_input_files(1)
+        .await?;
+    assert!(compacted.output_files() > 0, "{compacted:?}");
+    check_paths(py, "dst.o", true)?;
+    assert_eq!(py_rows(py, "dst.o")?, source_rows);
+    assert!(n > 20);
+
+    nothing_outside(py, &warehouse, &["src.t", "dst.t", "dst.c", "dst.o"])?;
+    Ok(())
+}
+
+/// On S3 the object key written must equal the manifest's path byte for byte: `%`, `+` and
+/// spaces (in the data location) must not be re-encoded or decoded on the way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s3_keys_equal_the_manifest_paths() -> anyhow::Result<()> {
+    init_tracing();
+    let (moto, py) = glue_on_moto();
+    let py = &py;
+    oracle(
+        py,
+        &format!(
+            r#"
+from pyiceberg.schema import Schema
+from pyiceberg.types import NestedField, LongType, StringType
+from pyiceberg.partitioning import PartitionSpec, PartitionField
+from pyiceberg.transforms import IdentityTransform
+schema = Schema(NestedField(1, "id", LongType(), required=False),
+                NestedField(2, "p", StringType(), required=False),
+                NestedField(3, "v", LongType(), required=False))
+spec = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "p"))
+catalog.create_namespace("src")
+catalog.create_namespace("dst")
+t = catalog.create_table("src.t", schema=schema, partition_spec=spec)
+values = {VALUES}
+t.append(pa.table({{"id": pa.array(range(len(values)), pa.int64()),
+                    "p": pa.array(values, pa.string()),
+                    "v": pa.array([10 * i for i in range(len(values))], pa.int64())}}))
+d = catalog.create_table("dst.t", schema=schema, partition_spec=spec)
+with d.transaction() as tx:
+    tx.set_properties({{"write.data.path": d.location().rstrip("/") + "/da ta+x%41"}})
+emit(1)
+"#
+        ),
+    )?;
+    let handle = open("lake", py).await?;
+    let source_rows = py_rows(py, "src.t")?;
+    DataMigrator::new(&handle, ident("src.t")?, &handle, ident("dst.t")?)
+        .copy_mode(CopyMode::Rewrite)
+        .run()
+        .await?;
+    assert_eq!(py_rows(py, "dst.t")?, source_rows);
+    check_paths(py, "dst.t", false)?;
+    let paths = oracle(
+        py,
+        "emit(sorted(task.file.file_path for task in \
+         catalog.load_table('dst.t').scan().plan_files()))",
+    )?;
+    let mut keys: Vec<String> = moto
+        .list_objects("lake", "")
+        .into_iter()
+        .filter(|k| k.contains("/da ta+x%41/"))
+        .map(|k| format!("s3://lake/{k}"))
+        .collect();
+    keys.sort();
+    assert_eq!(json!(keys), paths, "object keys vs manifest paths");
+    Ok(())
+}
