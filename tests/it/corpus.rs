@@ -274,6 +274,20 @@ const SPECS: &[Spec] = &[
             drop: true,
         }),
     },
+    Spec {
+        table: "escaped_paths",
+        key: &["id"],
+        // Partition values with `/`, `#`, `%`, `..`, NULL and the string "null".
+        copy_filter: "p IN ('a/b', '#?&', '..', 'null') OR p IS NULL",
+        delete_filter: "p = '../../../../outside' OR q = '.' AND id < 100",
+        mutate: &["v"],
+        overwrite: Some(Overwrite {
+            filter: "p = 'a/b' OR p IS NULL OR p = '50%'",
+            mutate: &["v"],
+            dynamic: true,
+            drop: true,
+        }),
+    },
 ];
 
 fn spec(table: &str) -> anyhow::Result<&'static Spec> {
@@ -1014,7 +1028,19 @@ matrix! {
         delete,
         upsert,
         overwrite_partition,
-    ];    widened_partition: [
+    ];
+    widened_partition: [
+        copy_auto,
+        copy_rewrite,
+        copy_filter,
+        verify_auto,
+        verify_rewrite,
+        verify_filter,
+        delete,
+        upsert,
+        overwrite_partition,
+    ];
+    escaped_paths: [
         copy_auto,
         copy_rewrite,
         copy_filter,

@@ -165,7 +165,24 @@ def widened_partition(cat, n):
         t.append(arrow(t, [row(i) for i in range(k * quarter, n if k == 3 else (k + 1) * quarter)]))
 
 
-TABLES = ["reused_names", "v1_evolved", "paged", "odd_names", "identity_types", "maps", "widened_partition"]
+def escaped_paths(cat, n):
+    # Partition values a data file's path must escape as Java's partitionToPath does (a `/`, a
+    # `#` that starts a URI fragment, `%`, `+`, `..` that would leave the table, non-ASCII), and
+    # NULL beside the string "null", which Java's paths print alike: every writer must keep them
+    # apart in the manifests and inside the table.
+    s = Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "p", StringType()),
+               NestedField(3, "q", StringType()), NestedField(4, "v", StringType()))
+    spec = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "p"),
+                         PartitionField(3, 1001, IdentityTransform(), "q"))
+    t = cat.create_table("corpus.escaped_paths", schema=s, partition_spec=spec)
+    ps = ["a/b", "sp ace", "#?&", "50%", "ü", "a%2Fb", "..", "", None, "null", "../../../../outside", "*~+="]
+    qs = ["x/y z", "."]
+    t.append(arrow(t, [{"id": i, "p": ps[i % len(ps)], "q": qs[i // len(ps) % len(qs)], "v": f"v{i}"}
+                       for i in range(max(n // 10, 50))]))
+
+
+TABLES = ["reused_names", "v1_evolved", "paged", "odd_names", "identity_types", "maps", "widened_partition",
+          "escaped_paths"]
 
 
 def main():
