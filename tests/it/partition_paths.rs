@@ -139,8 +139,8 @@ async fn every_writer_places_partition_values_as_java_does() -> anyhow::Result<(
     let sql = SqlCatalog::sqlite()?;
     let py = &sql.props;
     let warehouse = sql.dir.path().join("wh");
-    // The source as PyIceberg writes it: identity(p) and identity(q) on strings; a destination
-    // with the object-storage layout.
+    // The source as PyIceberg writes it: identity(p) and identity(q) on strings, and a field
+    // named `b k/ü`; a destination with the object-storage layout.
     oracle(
         py,
         &format!(
@@ -148,13 +148,16 @@ async fn every_writer_places_partition_values_as_java_does() -> anyhow::Result<(
 from pyiceberg.schema import Schema
 from pyiceberg.types import NestedField, LongType, StringType
 from pyiceberg.partitioning import PartitionSpec, PartitionField
-from pyiceberg.transforms import IdentityTransform
+from pyiceberg.transforms import IdentityTransform, BucketTransform
 schema = Schema(NestedField(1, "id", LongType(), required=False),
                 NestedField(2, "p", StringType(), required=False),
                 NestedField(3, "v", LongType(), required=False),
                 NestedField(4, "q", StringType(), required=False))
+# A field name that is no Avro name: its manifests carry it sanitized (`b_x20k_x2Fü`), as Java
+# and PyIceberg write it; its paths carry it URL-encoded.
 spec = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "p"),
-                     PartitionField(4, 1001, IdentityTransform(), "q"))
+                     PartitionField(4, 1001, IdentityTransform(), "q"),
+                     PartitionField(1, 1002, BucketTransform(2), "b k/ü"))
 catalog.create_namespace("src")
 catalog.create_namespace("dst")
 t = catalog.create_table("src.t", schema=schema, partition_spec=spec)

@@ -40,6 +40,77 @@ const MAP_LOGICAL_TYPE: &str = "map";
 // This const may better to maintain in avro-rs.
 const LOGICAL_TYPE: &str = "logicalType";
 
+// iceberg-ops patch: Avro field names as Java's `AvroSchemaUtil` writes and reads them. A name
+// that is not a valid Avro name (a partition field `b k/j`, a column `a.b`) is written
+// sanitized (`b_x20k_x2Fj`) with its field id beside it, instead of failing every manifest write;
+// and names Java and PyIceberg write with non-ASCII letters (`ü`) are read, where apache-avro's
+// default validator allows ASCII only.
+
+/// Java's `AvroSchemaUtil.makeCompatibleName`: the name unchanged if it is a valid Avro name by
+/// Java's rule (a letter or `_`, then letters, digits or `_`, Unicode included); otherwise each
+/// UTF-16 unit that breaks the rule replaced by `_x<hex>` (a digit in the first place by
+/// `_<digit>`).
+pub(crate) fn java_compatible_name(name: &str) -> String {
+    if java_valid_avro_name(name) {
+        return name.to_string();
+    }
+    let mut out = String::with_capacity(name.len() + 8);
+    for (i, unit) in name.encode_utf16().enumerate() {
+        let c = char::from_u32(u32::from(unit));
+        let ok = match c {
+            Some(c) if i == 0 => c.is_alphabetic() || c == '_',
+            Some(c) => c.is_alphanumeric() || c == '_',
+            None => false,
+        };
+        match c {
+            Some(c) if ok => out.push(c),
+            Some(c) if c.is_ascii_digit() => {
+                out.push('_');
+                out.push(c);
+            }
+            _ => out.push_str(&format!("_x{unit:X}")),
+        }
+    }
+    out
+}
+
+/// Java's `AvroSchemaUtil.validAvroName`.
+fn java_valid_avro_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    match chars.next() {
+        Some(first) if first.is_alphabetic() || first == '_' => {
+            // Java checks UTF-16 units: a character outside the BMP is two surrogates, neither
+            // a letter.
+            u32::from(first) <= 0xFFFF
+                && chars.all(|c| (c.is_alphanumeric() || c == '_') && u32::from(c) <= 0xFFFF)
+        }
+        _ => false,
+    }
+}
+
+/// Accepts the field names Java accepts ([`java_valid_avro_name`]).
+struct JavaFieldNames;
+
+impl apache_avro::validator::RecordFieldNameValidator for JavaFieldNames {
+    fn validate(&self, name: &str) -> apache_avro::AvroResult<()> {
+        if java_valid_avro_name(name) {
+            Ok(())
+        } else {
+            Err(apache_avro::error::Details::FieldName(name.to_string()).into())
+        }
+    }
+}
+
+/// Registers [`JavaFieldNames`] with apache-avro, once, before any schema is parsed or built
+/// here (apache-avro keeps the first validator it sees for the process).
+pub(crate) fn register_java_field_names() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // Already set (by the process, before iceberg): that one stays.
+        let _ = apache_avro::validator::set_record_field_name_validator(Box::new(JavaFieldNames));
+    });
+}
+
 struct SchemaToAvroSchema {
     schema: String,
 }
@@ -87,7 +158,8 @@ impl SchemaVisitor for SchemaToAvroSchema {
         };
 
         let mut avro_record_field = AvroRecordField {
-            name: field.name.clone(),
+            // iceberg-ops patch: sanitized as Java does (see `java_compatible_name`).
+            name: java_compatible_name(&field.name),
             schema: field_schema,
             order: RecordFieldOrder::Ignore,
             position: 0,
@@ -170,7 +242,7 @@ impl SchemaVisitor for SchemaToAvroSchema {
             // not string type.
             let key_field = {
                 let mut field = AvroRecordField {
-                    name: map.key_field.name.clone(),
+                    name: java_compatible_name(&map.key_field.name),
                     doc: None,
                     aliases: None,
                     default: None,
@@ -188,7 +260,7 @@ impl SchemaVisitor for SchemaToAvroSchema {
 
             let value_field = {
                 let mut field = AvroRecordField {
-                    name: map.value_field.name.clone(),
+                    name: java_compatible_name(&map.value_field.name),
                     doc: None,
                     aliases: None,
                     default: None,
@@ -247,6 +319,7 @@ impl SchemaVisitor for SchemaToAvroSchema {
 
 /// Converting iceberg schema to avro schema.
 pub(crate) fn schema_to_avro_schema(name: impl ToString, schema: &Schema) -> Result<AvroSchema> {
+    register_java_field_names(); // iceberg-ops patch
     let mut converter = SchemaToAvroSchema {
         schema: name.to_string(),
     };
@@ -582,6 +655,7 @@ impl AvroSchemaVisitor for AvroSchemaToSchema {
 #[allow(unused)]
 /// Converts avro schema to iceberg schema.
 pub(crate) fn avro_schema_to_schema(avro_schema: &AvroSchema) -> Result<Schema> {
+    register_java_field_names(); // iceberg-ops patch
     if let AvroSchema::Record(_) = avro_schema {
         let mut converter = AvroSchemaToSchema;
         let schema_type =

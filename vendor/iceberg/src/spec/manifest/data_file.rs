@@ -296,6 +296,7 @@ pub fn write_data_files_to_avro<W: Write>(
     partition_type: &StructType,
     version: FormatVersion,
 ) -> Result<usize> {
+    crate::avro::register_java_field_names(); // iceberg-ops patch
     let avro_schema = match version {
         FormatVersion::V1 => data_file_schema_v1(partition_type).unwrap(),
         FormatVersion::V2 => data_file_schema_v2(partition_type).unwrap(),

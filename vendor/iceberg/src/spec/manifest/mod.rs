@@ -46,6 +46,7 @@ pub struct Manifest {
 impl Manifest {
     /// Parse manifest metadata and entries from bytes of avro file.
     pub(crate) fn try_from_avro_bytes(bs: &[u8]) -> Result<(ManifestMetadata, Vec<ManifestEntry>)> {
+        crate::avro::register_java_field_names(); // iceberg-ops patch
         let reader = AvroReader::new(bs)?;
 
         // Parse manifest metadata

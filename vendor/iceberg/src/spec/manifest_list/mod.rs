@@ -59,6 +59,7 @@ pub struct ManifestList {
 impl ManifestList {
     /// Parse manifest list from bytes.
     pub fn parse_with_version(bs: &[u8], version: FormatVersion) -> Result<ManifestList> {
+        crate::avro::register_java_field_names(); // iceberg-ops patch
         match version {
             FormatVersion::V1 => {
                 let reader = Reader::with_schema(&MANIFEST_LIST_AVRO_SCHEMA_V1, bs)?;

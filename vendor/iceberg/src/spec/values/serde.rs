@@ -255,11 +255,13 @@ pub(crate) mod _serde {
                     let mut required = Vec::new();
                     let mut optional = Vec::new();
                     if let Type::Struct(struct_ty) = ty {
+                        // iceberg-ops patch: field names as the Avro schema carries them
+                        // (sanitized as Java does where they are no Avro names).
                         for (value, field) in r#struct.into_iter().zip(struct_ty.fields()) {
                             if field.required {
                                 if let Some(value) = value {
                                     required.push((
-                                        field.name.clone(),
+                                        crate::avro::java_compatible_name(&field.name),
                                         RawLiteralEnum::try_from(value, &field.field_type)?,
                                     ));
                                 } else {
@@ -270,11 +272,11 @@ pub(crate) mod _serde {
                                 }
                             } else if let Some(value) = value {
                                 optional.push((
-                                    field.name.clone(),
+                                    crate::avro::java_compatible_name(&field.name),
                                     Some(RawLiteralEnum::try_from(value, &field.field_type)?),
                                 ));
                             } else {
-                                optional.push((field.name.clone(), None));
+                                optional.push((crate::avro::java_compatible_name(&field.name), None));
                             }
                         }
                     } else {
@@ -676,8 +678,16 @@ pub(crate) mod _serde {
                         let iters: Vec<Option<Literal>> = required
                             .into_iter()
                             .map(|(field_name, value)| {
+                                // iceberg-ops patch: Avro carries names that are no Avro
+                                // names sanitized as Java writes them (`b_x20k_x2Fj`).
                                 let field = struct_ty
                                     .field_by_name(field_name.as_str())
+                                    .or_else(|| {
+                                        struct_ty.fields().iter().find(|f| {
+                                            crate::avro::java_compatible_name(&f.name)
+                                                == field_name.as_str()
+                                        })
+                                    })
                                     .ok_or_else(|| {
                                         invalid_err_with_reason(
                                             "record",
