@@ -21,7 +21,10 @@
 //!   partition path and joins the last 8 digits to the file name with `-`; a data location
 //!   outside the table location adds `<parent>/<table>` of the table location as context; the
 //!   deprecated `write.object-storage.path` is read between `write.data.path` and
-//!   `write.folder-storage.path`, as Java does;
+//!   `write.folder-storage.path`, as Java 1.7 and 1.8 do (Java 1.9 refuses both deprecated
+//!   properties; we keep writing where older writers of such a table did). A table at the top of
+//!   a bucket (`s3://b/t`) gets the context `t` where Hadoop's `Path` gives Java `/t` and a
+//!   doubled slash;
 //! - an unpartitioned spec (no fields, or every field `void`) gives no partition path, as Java's
 //!   writers call the provider without a partition then.
 //!
@@ -34,10 +37,13 @@
 //! opposite); its value texts are Python's (`nan`, `inf`, `1e+20` where Java writes `NaN`,
 //! `Infinity`, `1.0E20`), and times and timestamps go through `isoformat`, which prints six
 //! fraction digits (`00:00:01.500000`, `…T00:00:00.500000+00:00`) where Java prints `00:00:01.500`
-//! (`LocalTime.toString`) and `…T00:00:00.5+00:00` (`ISO_LOCAL_DATE_TIME`). Older Java releases
-//! (before `DateTimeUtil`) wrote a timestamptz with `Z` and no zero seconds; current Java writes
-//! `+00:00`, as here. Files keep whatever path their writer chose, so tables written by both
-//! read the same; only the folder names of new files differ.
+//! (`LocalTime.toString`) and `…T00:00:00.5+00:00` (`ISO_LOCAL_DATE_TIME`). Java before 1.7
+//! printed timestamps with `toString` (no zero seconds, fractions in groups of three, `Z` for
+//! UTC); current Java prints as here. Floats and doubles print as JDK 19 and later do (the
+//! shortest decimal); JDK 17 and older print more digits for some doubles and for about one
+//! float in five (`1.34225E8` as `1.34224992E8`), so a float partition's folder names depend on
+//! the JVM that wrote them. Files keep whatever path their writer chose, so tables written by
+//! both read the same; only the folder names of new files differ.
 
 use std::fmt::Write as _;
 
@@ -135,8 +141,21 @@ impl DataLocations {
         let layout = if object_store {
             // Java compares the strings: a data location merely starting with the table
             // location's text counts as inside it.
-            let context =
-                (!data_location.starts_with(table_location)).then(|| path_context(table_location));
+            let context = if data_location.starts_with(table_location) {
+                None
+            } else {
+                match path_context(table_location) {
+                    c if c.is_empty() => {
+                        return Err(Error::InvalidInput(format!(
+                            "the table at {table_location} has no folder name to put beside \
+                             its data in {data_location} ({OBJECT_STORE_ENABLED}): give the \
+                             table a location below the bucket, or a {WRITE_DATA_PATH} inside \
+                             it"
+                        )));
+                    }
+                    c => Some(c),
+                }
+            };
             Layout::ObjectStore {
                 context,
                 partitioned_paths: flag(properties, OBJECT_STORE_PARTITIONED_PATHS, true)?,
@@ -153,15 +172,6 @@ impl DataLocations {
     /// The folder every new data file goes under, without a trailing `/`.
     pub fn data_location(&self) -> &str {
         &self.data_location
-    }
-
-    /// These locations with the data location moved to `data_location` (a distributed attempt's
-    /// own folder under the table's); the layout stays.
-    pub fn with_data_location(&self, data_location: &str) -> Self {
-        Self {
-            data_location: data_location.trim_end_matches('/').to_string(),
-            layout: self.layout.clone(),
-        }
     }
 
     /// The location of a new data file named `file_name` in partition `partition` (`None`, or a
@@ -225,11 +235,20 @@ impl DataLocations {
         }
         let values = partition
             .map(|k| {
+                let types = k.spec().partition_type(k.schema()).ok();
                 k.spec()
                     .fields()
                     .iter()
                     .zip(k.data().iter())
-                    .map(|(f, v)| format!("{}={v:?}", f.name))
+                    .enumerate()
+                    .map(|(i, (f, v))| {
+                        let text = types
+                            .as_ref()
+                            .and_then(|t| t.fields().get(i))
+                            .and_then(|t| human_string(&f.transform, &t.field_type, v).ok())
+                            .unwrap_or_else(|| format!("{v:?}"));
+                        format!("{}={text:?}", f.name)
+                    })
                     .collect::<Vec<_>>()
                     .join(", ")
             })
@@ -251,7 +270,7 @@ fn flag(
 ) -> Result<bool> {
     Ok(properties
         .get(key)
-        .map_or(default, |v| v.trim().eq_ignore_ascii_case("true")))
+        .map_or(default, |v| v.eq_ignore_ascii_case("true")))
 }
 
 /// `<parent name>/<name>` of a table location (Java's `pathContext`, through Hadoop's `Path`).
@@ -364,7 +383,12 @@ pub fn human_string(
             "a partition value must be primitive, not {value:?}"
         ));
     };
-    let mismatch = || format!("value {value:?} does not fit {result_type} ({transform})");
+    let mismatch = || {
+        format!(
+            "value {value:?} does not fit {result_type} ({transform}), or lies outside the \
+             years -262143 to 262142 this process can print"
+        )
+    };
     match (transform, value) {
         (Transform::Year, PrimitiveLiteral::Int(years)) => {
             Ok(format!("{:04}", 1970_i64 + i64::from(*years)))
@@ -890,7 +914,7 @@ mod tests {
         ] {
             let err = locations.check_inside(bad, Some(&k));
             assert!(
-                matches!(&err, Err(Error::InvalidInput(m)) if m.contains("p=Some")),
+                matches!(&err, Err(Error::InvalidInput(m)) if m.contains("p=\"x\"")),
                 "{bad}: {err:?}"
             );
         }

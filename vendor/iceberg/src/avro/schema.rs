@@ -40,16 +40,31 @@ const MAP_LOGICAL_TYPE: &str = "map";
 // This const may better to maintain in avro-rs.
 const LOGICAL_TYPE: &str = "logicalType";
 
-// iceberg-ops patch: Avro field names as Java's `AvroSchemaUtil` writes and reads them. A name
-// that is not a valid Avro name (a partition field `b k/j`, a column `a.b`) is written
-// sanitized (`b_x20k_x2Fj`) with its field id beside it, instead of failing every manifest write;
-// and names Java and PyIceberg write with non-ASCII letters (`ü`) are read, where apache-avro's
-// default validator allows ASCII only.
+// iceberg-ops patch: Avro field names as Java's `AvroSchemaUtil` writes them, and partition
+// fields read by field id. A name that is no Avro name (a partition field `b k/j`, a column
+// `a.b`) is written sanitized (`b_x20k_x2Fj`) with its field id and its name
+// (`iceberg-field-name`) beside it, instead of failing every manifest write; manifests are read
+// whatever names their writer chose (Java and PyIceberg sanitize differently, and PyIceberg keeps
+// some names Java changes): `Manifest::try_from_avro_bytes` names the reader's partition fields
+// as the file does, matched by field id (`partition_type_as_written`), so no value is lost to a
+// spelling, and apache-avro's ASCII-only name check is replaced for reading.
+
+/// Java's `Character.isLetter`: the Unicode letter categories (Lu, Ll, Lt, Lm, Lo).
+fn java_is_letter(c: char) -> bool {
+    use unicode_properties::{GeneralCategoryGroup, UnicodeGeneralCategory};
+    c.general_category_group() == GeneralCategoryGroup::Letter
+}
+
+/// Java's `Character.isDigit`: the decimal digits (Nd).
+fn java_is_digit(c: char) -> bool {
+    use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
+    c.general_category() == GeneralCategory::DecimalNumber
+}
 
 /// Java's `AvroSchemaUtil.makeCompatibleName`: the name unchanged if it is a valid Avro name by
-/// Java's rule (a letter or `_`, then letters, digits or `_`, Unicode included); otherwise each
-/// UTF-16 unit that breaks the rule replaced by `_x<hex>` (a digit in the first place by
-/// `_<digit>`).
+/// Java's rule (`validAvroName`: a letter or `_`, then letters, digits or `_`), otherwise each
+/// UTF-16 unit that breaks the rule replaced: a digit by `_<digit>`, anything else by
+/// `_x<hex of the unit>` (a character outside the BMP is two surrogate units, each replaced).
 pub(crate) fn java_compatible_name(name: &str) -> String {
     if java_valid_avro_name(name) {
         return name.to_string();
@@ -58,13 +73,13 @@ pub(crate) fn java_compatible_name(name: &str) -> String {
     for (i, unit) in name.encode_utf16().enumerate() {
         let c = char::from_u32(u32::from(unit));
         let ok = match c {
-            Some(c) if i == 0 => c.is_alphabetic() || c == '_',
-            Some(c) => c.is_alphanumeric() || c == '_',
+            Some(c) if i == 0 => java_is_letter(c) || c == '_',
+            Some(c) => java_is_letter(c) || java_is_digit(c) || c == '_',
             None => false,
         };
         match c {
             Some(c) if ok => out.push(c),
-            Some(c) if c.is_ascii_digit() => {
+            Some(c) if java_is_digit(c) => {
                 out.push('_');
                 out.push(c);
             }
@@ -74,41 +89,145 @@ pub(crate) fn java_compatible_name(name: &str) -> String {
     out
 }
 
-/// Java's `AvroSchemaUtil.validAvroName`.
+/// Java's `AvroSchemaUtil.validAvroName`, over UTF-16 units as Java checks them.
 fn java_valid_avro_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    match chars.next() {
-        Some(first) if first.is_alphabetic() || first == '_' => {
-            // Java checks UTF-16 units: a character outside the BMP is two surrogates, neither
-            // a letter.
-            u32::from(first) <= 0xFFFF
-                && chars.all(|c| (c.is_alphanumeric() || c == '_') && u32::from(c) <= 0xFFFF)
-        }
+    let mut units = name.encode_utf16().map(|u| char::from_u32(u32::from(u)));
+    match units.next() {
+        Some(Some(first)) if java_is_letter(first) || first == '_' => units.all(|c| {
+            c.is_some_and(|c| java_is_letter(c) || java_is_digit(c) || c == '_')
+        }),
         _ => false,
     }
 }
 
-/// Accepts the field names Java accepts ([`java_valid_avro_name`]).
-struct JavaFieldNames;
+/// Accepts any non-empty field name when a file's schema is parsed: names are matched by field
+/// id where it matters, and other writers keep names apache-avro's check refuses.
+struct AnyFieldName;
 
-impl apache_avro::validator::RecordFieldNameValidator for JavaFieldNames {
+impl apache_avro::validator::RecordFieldNameValidator for AnyFieldName {
     fn validate(&self, name: &str) -> apache_avro::AvroResult<()> {
-        if java_valid_avro_name(name) {
-            Ok(())
-        } else {
+        if name.is_empty() {
             Err(apache_avro::error::Details::FieldName(name.to_string()).into())
+        } else {
+            Ok(())
         }
     }
 }
 
-/// Registers [`JavaFieldNames`] with apache-avro, once, before any schema is parsed or built
-/// here (apache-avro keeps the first validator it sees for the process).
+/// Registers [`AnyFieldName`] with apache-avro, once, before any schema is parsed or built here
+/// (apache-avro keeps the first validator it sees for the process).
 pub(crate) fn register_java_field_names() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         // Already set (by the process, before iceberg): that one stays.
-        let _ = apache_avro::validator::set_record_field_name_validator(Box::new(JavaFieldNames));
+        let _ = apache_avro::validator::set_record_field_name_validator(Box::new(AnyFieldName));
     });
+}
+
+/// `partition_type` with each field named as the manifest whose writer schema is `writer`
+/// names it, matched by field id (`field-id` of the fields of `data_file.partition`), so that
+/// Avro's resolution, which matches by name, finds every value. A field the file has no id for
+/// is matched by position when the file's partition record has no ids at all (very old
+/// writers), and keeps its Java-compatible name otherwise; a field id of the spec that the
+/// file's partition record lacks while it names others is an error, not a NULL.
+pub(crate) fn partition_type_as_written(
+    writer: &AvroSchema,
+    partition_type: &crate::spec::StructType,
+) -> Result<crate::spec::StructType> {
+    use std::sync::Arc;
+    let record_fields = |schema: &AvroSchema| match schema {
+        AvroSchema::Record(r) => Some(r.fields.clone()),
+        _ => None,
+    };
+    let field = |fields: &[AvroRecordField], name: &str| {
+        fields.iter().find(|f| f.name == name).cloned()
+    };
+    let Some(written) = record_fields(writer)
+        .and_then(|entry| field(&entry, "data_file"))
+        .and_then(|data_file| record_fields(&data_file.schema))
+        .and_then(|data_file| field(&data_file, "partition"))
+        .and_then(|partition| record_fields(&partition.schema))
+    else {
+        return Ok(partition_type.clone());
+    };
+    let ids: Vec<Option<i64>> = written
+        .iter()
+        .map(|f| f.custom_attributes.get(FIELD_ID_PROP).and_then(Value::as_i64))
+        .collect();
+    let any_id = ids.iter().any(Option::is_some);
+    let mut fields = Vec::with_capacity(partition_type.fields().len());
+    for (pos, f) in partition_type.fields().iter().enumerate() {
+        let name = if any_id {
+            match ids.iter().position(|id| *id == Some(i64::from(f.id))) {
+                Some(i) => written[i].name.clone(),
+                None => {
+                    return Err(Error::new(
+                        ErrorKind::DataInvalid,
+                        format!(
+                            "the manifest's partition record has no field with id {} ('{}'): \
+                             its fields are {:?}",
+                            f.id,
+                            f.name,
+                            written.iter().map(|w| w.name.as_str()).collect::<Vec<_>>()
+                        ),
+                    ));
+                }
+            }
+        } else if written.len() == partition_type.fields().len() {
+            written[pos].name.clone()
+        } else {
+            java_compatible_name(&f.name)
+        };
+        let mut renamed = f.as_ref().clone();
+        renamed.name = name;
+        fields.push(Arc::new(renamed));
+    }
+    Ok(crate::spec::StructType::new(fields))
+}
+
+/// Names the fields of `data_file.partition` in the manifest-entry schema `schema` (built from
+/// the spec, so with Java-compatible names) as `written` names them (from
+/// [`partition_type_as_written`]), matched by field id: the reader schema then resolves against
+/// the file's own spelling, which may be no Java-compatible name at all (PyIceberg keeps `m²`).
+pub(crate) fn name_partition_fields_as(
+    schema: &mut AvroSchema,
+    written: &crate::spec::StructType,
+) {
+    let names: std::collections::HashMap<i64, &str> = written
+        .fields()
+        .iter()
+        .map(|f| (i64::from(f.id), f.name.as_str()))
+        .collect();
+    let AvroSchema::Record(entry) = schema else {
+        return;
+    };
+    let Some(data_file) = entry.fields.iter_mut().find(|f| f.name == "data_file") else {
+        return;
+    };
+    let AvroSchema::Record(data_file) = &mut data_file.schema else {
+        return;
+    };
+    let Some(partition) = data_file.fields.iter_mut().find(|f| f.name == "partition") else {
+        return;
+    };
+    let AvroSchema::Record(partition) = &mut partition.schema else {
+        return;
+    };
+    for field in &mut partition.fields {
+        let id = field
+            .custom_attributes
+            .get(FIELD_ID_PROP)
+            .and_then(Value::as_i64);
+        if let Some(name) = id.and_then(|id| names.get(&id)) {
+            field.name = (*name).to_string();
+        }
+    }
+    partition.lookup = partition
+        .fields
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.name.clone(), i))
+        .collect();
 }
 
 struct SchemaToAvroSchema {
@@ -173,6 +292,14 @@ impl SchemaVisitor for SchemaToAvroSchema {
             FIELD_ID_PROP.to_string(),
             Value::Number(Number::from(field.id)),
         );
+        // iceberg-ops patch: a sanitized name keeps the original beside it, as Java's
+        // `TypeToSchema` writes it.
+        if avro_record_field.name != field.name {
+            avro_record_field.custom_attributes.insert(
+                "iceberg-field-name".to_string(),
+                Value::String(field.name.clone()),
+            );
+        }
 
         Ok(Either::Right(avro_record_field))
     }

@@ -54,11 +54,18 @@ impl Manifest {
         let metadata = ManifestMetadata::parse(meta)?;
 
         // Parse manifest entries
-        let partition_type = metadata.partition_spec.partition_type(&metadata.schema)?;
+        // iceberg-ops patch: the partition fields named as this file names them (by field id),
+        // in the reader schema and in the type its records are converted with.
+        let partition_type = crate::avro::partition_type_as_written(
+            reader.writer_schema(),
+            &metadata.partition_spec.partition_type(&metadata.schema)?,
+        )?;
+        let spec_type = metadata.partition_spec.partition_type(&metadata.schema)?;
 
         let entries = match metadata.format_version {
             FormatVersion::V1 => {
-                let schema = manifest_schema_v1(&partition_type)?;
+                let mut schema = manifest_schema_v1(&spec_type)?;
+                crate::avro::name_partition_fields_as(&mut schema, &partition_type);
                 let reader = AvroReader::with_schema(&schema, bs)?;
                 reader
                     .into_iter()
@@ -73,7 +80,8 @@ impl Manifest {
             }
             // Manifest Schema & Manifest Entry did not change between V2 and V3
             FormatVersion::V2 | FormatVersion::V3 => {
-                let schema = manifest_schema_v2(&partition_type)?;
+                let mut schema = manifest_schema_v2(&spec_type)?;
+                crate::avro::name_partition_fields_as(&mut schema, &partition_type);
                 let reader = AvroReader::with_schema(&schema, bs)?;
                 reader
                     .into_iter()
