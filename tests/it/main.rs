@@ -24,4 +24,5 @@ mod rest_vended;
 mod runner;
 mod runner_recovery;
 mod s3tables_migration;
+mod v1_tables;
 mod verify;

@@ -8,7 +8,9 @@
 //! are remembered by location, and the next commit's refs are those plus its own
 //! `SetSnapshotRef` / `RemoveSnapshotRef` changes. A base this process did not write (the first
 //! commit after a load), a v1 table, or a change that drops refs some other way (removing
-//! snapshots) takes iceberg's serialiser, whose output the refs are then read back from.
+//! snapshots) takes iceberg's serialiser, whose output the refs are then read back from. (The
+//! published iceberg 0.10.1 wrote v1 metadata without `refs`, dropping every tag and branch of
+//! a v1 table; vendor/iceberg writes them, as Java and PyIceberg do.)
 //!
 //! A snapshot never changes once committed, so each one's JSON is kept (by table UUID and
 //! snapshot id, reused only for the same or an equal snapshot) and the next file copies it
@@ -139,6 +141,14 @@ fn followed_refs(
     }) && metadata.current_snapshot_id()
         == refs.get("main").map(|r| r.snapshot_id);
     consistent.then_some(refs)
+}
+
+/// Every ref of `metadata`, by name. iceberg 0.10.1 keeps the map private; its serialised form
+/// is public (this serialises the whole metadata: use it off the per-commit path of v2 tables).
+pub(crate) fn refs_of(metadata: &TableMetadata) -> Result<Refs> {
+    serde_json::from_slice::<RefsOnly>(&json(metadata)?)
+        .map(|r| r.refs)
+        .map_err(|e| Error::InvalidInput(format!("reading back table metadata: {e}")))
 }
 
 #[derive(Deserialize)]
@@ -546,6 +556,73 @@ mod tests {
         assert_eq!(ours.get("refs"), Some(&serde_json::json!({})));
         assert_eq!(normalised(ours.clone()), normalised(theirs));
         assert_eq!(serde_json::from_value::<TableMetadata>(ours)?, md);
+        Ok(())
+    }
+
+    /// A v1 table's tags and branches are written and read back (Java and PyIceberg keep
+    /// `refs` in v1 metadata; the published iceberg 0.10.1 dropped them); v1 metadata without
+    /// `refs` still reads its current snapshot as `main`.
+    #[test]
+    fn a_v1_table_keeps_its_refs() -> TestResult {
+        let schema = Schema::builder()
+            .with_fields(vec![
+                NestedField::required(1, "id", Type::Primitive(PrimitiveType::Long)).into(),
+            ])
+            .build()?;
+        let md = TableMetadataBuilder::new(
+            schema,
+            UnboundPartitionSpec::builder().build(),
+            SortOrder::unsorted_order(),
+            "s3://b/v1".to_string(),
+            FormatVersion::V1,
+            HashMap::new(),
+        )?
+        .build()?
+        .metadata;
+        let md = TableMetadataBuilder::new_from_metadata(md, None)
+            .set_branch_snapshot(snapshot(21, None, 0), "main")?
+            .set_branch_snapshot(snapshot(22, Some(21), 0), "main")?
+            .set_ref(
+                "audit",
+                SnapshotReference::new(
+                    21,
+                    SnapshotRetention::Tag {
+                        max_ref_age_ms: None,
+                    },
+                ),
+            )?
+            .set_ref(
+                "b1",
+                SnapshotReference::new(21, SnapshotRetention::branch(None, None, None)),
+            )?
+            .build()?
+            .metadata;
+        let (bytes, _) = to_json("s3://b/v1/metadata/00001-x.metadata.json", &md, &[])?;
+        let doc: Value = serde_json::from_slice(&bytes)?;
+        assert_eq!(doc["format-version"], 1);
+        let written = serde_json::from_value::<RefsOnly>(doc.clone())?.refs;
+        let mut names: Vec<_> = written.keys().cloned().collect();
+        names.sort();
+        assert_eq!(names, vec!["audit", "b1", "main"], "{doc}");
+        let back = serde_json::from_slice::<TableMetadata>(&bytes)?;
+        assert_eq!(refs_of(&back)?, refs_of(&md)?);
+        assert_eq!(
+            back.snapshot_for_ref("audit").map(|s| s.snapshot_id()),
+            Some(21)
+        );
+        assert_eq!(
+            back.snapshot_for_ref("b1").map(|s| s.snapshot_id()),
+            Some(21)
+        );
+        assert_eq!(back.current_snapshot_id(), Some(22));
+
+        // Metadata from before refs existed: main is the current snapshot.
+        let mut old = doc;
+        old.as_object_mut().ok_or("an object")?.remove("refs");
+        let back = serde_json::from_value::<TableMetadata>(old)?;
+        let refs = refs_of(&back)?;
+        assert_eq!(refs.keys().collect::<Vec<_>>(), vec!["main"]);
+        assert_eq!(refs["main"].snapshot_id, 22);
         Ok(())
     }
 

@@ -288,7 +288,8 @@ impl DataMigrator {
 
     /// The schema `create_dest` gives the destination: the schema of the snapshot read
     /// (`pinned`) with the reconciler's renames and coercions, every field keeping its id; and
-    /// the source's partition spec (the fields whose source column `pinned` has).
+    /// the source's partition spec (the fields whose source column `pinned` has, but for `void`
+    /// ones).
     fn dest_layout(
         &self,
         source: &Table,
@@ -321,13 +322,16 @@ impl DataMigrator {
             .with_identifier_field_ids(current.identifier_field_ids())
             .build()?;
         // The source's partition field ids too: a copied file's manifest entry carries its
-        // partition tuple by those ids.
+        // partition tuple by those ids. `void` fields are left out: they are what a v1 table
+        // keeps of a removed field (always NULL, often under its column's name, which a new
+        // table's catalog may refuse), and the destination is a new table that never had them.
         let source_spec = md.default_partition_spec();
         let spec = UnboundPartitionSpec::builder()
             .add_partition_fields(
                 source_spec
                     .fields()
                     .iter()
+                    .filter(|pf| pf.transform != iceberg::spec::Transform::Void)
                     .filter(|pf| pinned.field_by_id(pf.source_id).is_some())
                     .map(|pf| iceberg::spec::UnboundPartitionField {
                         source_id: pf.source_id,

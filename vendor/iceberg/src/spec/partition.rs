@@ -601,7 +601,11 @@ impl PartitionSpecBuilder {
     ) -> Result<()> {
         match schema.field_by_name(field.name.as_str()) {
             Some(schema_collision) => {
-                if field.transform == Transform::Identity {
+                // iceberg-ops patch: a `void` field may carry its source column's name too, as
+                // Java (`alwaysNull`, "can duplicate a source column name") and PyIceberg
+                // (`validate_partition_name`) allow: a v1 table keeps a removed field as `void`
+                // under its old name, which for an identity field is the column's.
+                if field.transform == Transform::Identity || field.transform == Transform::Void {
                     if schema_collision.id == field.source_id {
                         Ok(())
                     } else {
@@ -693,6 +697,13 @@ trait CorePartitionSpecValidator {
 
     /// For a single source-column transformations must be unique.
     fn check_for_redundant_partitions(&self, source_id: i32, transform: &Transform) -> Result<()> {
+        // iceberg-ops patch: `void` fields are never redundant. A v1 table keeps each removed
+        // field as `void`, so removing identity(p) and bucket(p) leaves two `void` fields of
+        // `p`; Java adds spec fields read from metadata without this check, and PyIceberg has
+        // none either, so such a spec must still bind.
+        if *transform == Transform::Void {
+            return Ok(());
+        }
         let collision = self.fields().iter().find(|f| {
             f.source_id == source_id && f.transform.dedup_name() == transform.dedup_name()
         });

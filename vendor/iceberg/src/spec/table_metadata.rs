@@ -881,6 +881,11 @@ pub(super) mod _serde {
         pub metadata_log: Option<Vec<MetadataLog>>,
         pub sort_orders: Option<Vec<SortOrder>>,
         pub default_sort_order_id: Option<i64>,
+        // iceberg-ops patch: v1 metadata carries `refs` too (Java's TableMetadataParser and
+        // PyIceberg read and write them for every format version); without the field every
+        // tag and branch of a v1 table was dropped on read and so by the next commit.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub refs: Option<HashMap<String, SnapshotReference>>,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         pub statistics: Vec<StatisticsFile>,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -1302,18 +1307,22 @@ pub(super) mod _serde {
                 default_sort_order_id: value
                     .default_sort_order_id
                     .unwrap_or(SortOrder::UNSORTED_ORDER_ID),
-                refs: if let Some(snapshot_id) = current_snapshot_id {
-                    HashMap::from_iter(vec![(MAIN_BRANCH.to_string(), SnapshotReference {
-                        snapshot_id,
-                        retention: SnapshotRetention::Branch {
-                            min_snapshots_to_keep: None,
-                            max_snapshot_age_ms: None,
-                            max_ref_age_ms: None,
-                        },
-                    })])
-                } else {
-                    HashMap::new()
-                },
+                // iceberg-ops patch: the refs the file has; `main` from current-snapshot-id
+                // only when it has none (as for v2, and as Java reads any version).
+                refs: value.refs.unwrap_or_else(|| {
+                    if let Some(snapshot_id) = current_snapshot_id {
+                        HashMap::from_iter(vec![(MAIN_BRANCH.to_string(), SnapshotReference {
+                            snapshot_id,
+                            retention: SnapshotRetention::Branch {
+                                min_snapshots_to_keep: None,
+                                max_snapshot_age_ms: None,
+                                max_ref_age_ms: None,
+                            },
+                        })])
+                    } else {
+                        HashMap::new()
+                    }
+                }),
                 statistics: index_statistics(value.statistics),
                 partition_statistics: index_partition_statistics(value.partition_statistics),
                 encryption_keys: HashMap::new(),
@@ -1506,6 +1515,8 @@ pub(super) mod _serde {
                         .collect(),
                 ),
                 default_sort_order_id: Some(v.default_sort_order_id),
+                // iceberg-ops patch: written for v1 as for v2 (Java and PyIceberg do).
+                refs: Some(v.refs),
                 statistics: v.statistics.into_values().collect(),
                 partition_statistics: v.partition_statistics.into_values().collect(),
             })

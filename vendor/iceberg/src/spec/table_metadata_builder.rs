@@ -789,8 +789,10 @@ impl TableMetadataBuilder {
 
             // If name exists in schemas, validate against current schema rules
             if let Some(schema_field) = current_schema.field_by_name(&partition_field.name) {
-                let is_identity_transform =
-                    partition_field.transform == crate::spec::Transform::Identity;
+                // iceberg-ops patch: `void` too (see `check_name_does_not_collide_with_schema`).
+                let is_identity_transform = partition_field.transform
+                    == crate::spec::Transform::Identity
+                    || partition_field.transform == crate::spec::Transform::Void;
                 let has_matching_source_id = schema_field.id == partition_field.source_id;
 
                 if !is_identity_transform {
