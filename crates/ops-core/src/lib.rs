@@ -34,6 +34,7 @@ pub mod filter;
 pub mod http;
 pub mod keys;
 pub mod ops;
+pub mod partition_constants;
 pub mod prune;
 pub mod rows;
 pub mod scan;

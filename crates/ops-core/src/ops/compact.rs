@@ -1143,10 +1143,14 @@ async fn rewrite_group(
         .map(move |(tasks, keys)| {
             let (read_schema, target_schema, rows) =
                 (read_schema.clone(), target_schema.clone(), rows_c.clone());
-            let stream = match reader
-                .clone()
-                .read(futures::stream::iter(tasks.into_iter().map(Ok)).boxed())
-            {
+            let stream = match reader.clone().read(
+                futures::stream::iter(
+                    tasks
+                        .into_iter()
+                        .map(crate::partition_constants::for_reader),
+                )
+                .boxed(),
+            ) {
                 Ok(s) => s.stream().map_err(Error::from).boxed(),
                 Err(e) => futures::stream::once(async move { Err(Error::from(e)) }).boxed(),
             };

@@ -42,7 +42,7 @@ pub(crate) mod snapshot;
 pub mod sort_order;
 pub(crate) mod validate;
 
-pub(crate) use snapshot::partition_fits as snapshot_partition_fits;
+pub(crate) use snapshot::fit_literal as snapshot_fit_literal;
 pub use snapshot::{PreparedManifest, SnapshotMetrics, canonical_partition, files_missing_deletes};
 
 /// `iceberg-ops.*` snapshot summary keys written by the operations.
