@@ -656,6 +656,65 @@ async fn orphan_cleanup_on_rest() -> TestResult {
     orphans(&handle, "c", &p).await
 }
 
+/// A REST server that answers a table load without `metadata-location` (the spec makes it
+/// optional): the loaded metadata's snapshots are still live, and the current metadata file
+/// cannot be told from an orphan, so orphan cleanup refuses, naming the table and why — even
+/// forced, with every file old enough — and deletes nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn orphan_cleanup_refuses_a_table_loaded_without_its_metadata_location() -> TestResult {
+    init_tracing();
+    let rustberg = Rustberg::start();
+    let direct = props(&[("type", "rest"), ("uri", &rustberg.uri())]);
+    let handle = open("c", &direct).await?;
+    let ns = "nomdl";
+    let table = create_orders(&handle, ns).await?;
+    let ident = table.identifier().clone();
+    append(&handle, &ident, &[(1, Some("us"), Some(1))]).await?;
+    append(&handle, &ident, &[(2, Some("eu"), Some(2))]).await?;
+    let table = handle.catalog().load_table(&ident).await?;
+    let root = local(table.metadata().location());
+    // A table left alone for a week: every file is old, only reachability protects it.
+    let mut before = files_under(&root);
+    before.sort();
+    for f in &before {
+        set_mtime(f, Duration::from_secs(7 * 24 * 3600))?;
+    }
+    let (rows_before, _, _) = oracle("c", &direct, ns, None)?;
+
+    let proxy = ops_tests::proxy::FaultProxy::start(rustberg.server.port);
+    proxy.add(
+        "GET",
+        "/tables/orders",
+        ops_tests::proxy::Fault::ForwardWithoutKey("metadata-location".into()),
+        usize::MAX,
+    );
+    let proxied = props(&[("type", "rest"), ("uri", &proxy.url())]);
+    let through = open("c", &proxied).await?;
+    let loaded = through.catalog().load_table(&ident).await?;
+    assert_eq!(
+        loaded.metadata_location(),
+        None,
+        "the proxy kept metadata-location"
+    );
+    let err = RemoveOrphansBuilder::new(&through, ident.clone())
+        .older_than(Duration::ZERO)
+        .force(true)
+        .await
+        .err()
+        .ok_or_else(|| anyhow::anyhow!("orphan cleanup ran without the metadata location"))?;
+    let text = err.to_string();
+    assert!(
+        text.contains("metadata-location") && text.contains(&ident.to_string()),
+        "{text}"
+    );
+    let mut after = files_under(&root);
+    after.sort();
+    assert_eq!(after, before, "orphan cleanup deleted files of the table");
+    let (rows, _, _) = oracle("c", &direct, ns, None)?;
+    assert_eq!(rows, rows_before);
+    Ok(())
+}
+
 /// Writes a few bytes at `path` through the table's FileIO (an object no metadata references).
 async fn put(io: &iceberg::io::FileIO, path: &str) -> anyhow::Result<()> {
     io.new_output(path)?

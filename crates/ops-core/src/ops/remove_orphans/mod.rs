@@ -3,11 +3,13 @@
 //!
 //! 1. Refuse an S3 Tables table, a `gc.enabled=false` table (its location may hold another
 //!    table's files), a table an unfinished migration writes to (its uncommitted outputs wait
-//!    there) unless forced, and a threshold under an hour unless forced (a file a running writer
-//!    has not committed yet must not be taken for an orphan).
-//! 2. Collect everything reachable from the current metadata and from every metadata file still
-//!    in its log: those metadata files, manifest lists, manifests, data and delete files (any
-//!    entry status), statistics files, and `version-hint.text`.
+//!    there) unless forced, a threshold under an hour unless forced (a file a running writer
+//!    has not committed yet must not be taken for an orphan), and a table whose current
+//!    metadata file or location the catalog did not say (that file would be taken for an
+//!    orphan; there would be nothing to list).
+//! 2. Collect everything reachable from the current metadata (the table as loaded) and from
+//!    every metadata file still in its log: those metadata files, manifest lists, manifests,
+//!    data and delete files (any entry status), statistics files, and `version-hint.text`.
 //! 3. List the table location (a local directory, or an S3 prefix through OpenDAL with the
 //!    table's FileIO properties) and delete each file that is not reachable and was last
 //!    modified before the threshold. Hidden paths (Java's `PartitionAwareHiddenPathFilter`) and
@@ -116,6 +118,7 @@ impl RemoveOrphansBuilder {
         }
         let table = crate::commit::load_current(&self.handle, &self.ident).await?;
         let md = table.metadata();
+        refuse_unknown_location(&table, &self.ident)?;
         maintenance::refuse_running_migration(&self.ident, md, None, "removing orphans")?;
         if !maintenance::gc_enabled(md) {
             return Err(maintenance::gc_disabled_error(
@@ -225,6 +228,28 @@ impl IntoFuture for RemoveOrphansBuilder {
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(self.execute())
     }
+}
+
+/// Refuses a table whose current metadata file the catalog did not name (some REST servers
+/// answer a load without `metadata-location`): that file, the newest under `metadata/`, would
+/// be taken for an orphan and deleted, and the table could not be loaded again. Also a table
+/// whose metadata has no location: there is nothing to list.
+fn refuse_unknown_location(table: &Table, ident: &TableIdent) -> Result<()> {
+    if table.metadata().location().trim().is_empty() {
+        return Err(Error::InvalidInput(format!(
+            "{ident}: the table's metadata has no location, so there is no directory to look \
+             for orphans in; no file was deleted"
+        )));
+    }
+    if table.metadata_location().is_none() {
+        return Err(Error::InvalidInput(format!(
+            "{ident}: the catalog did not say where the table's current metadata file is (its \
+             answer had no metadata-location), so that file cannot be told from an orphan and \
+             would be deleted; no file was deleted. Run orphan cleanup through a catalog that \
+             returns the metadata location"
+        )));
+    }
+    Ok(())
 }
 
 /// Refuses when an unreferenced `*.metadata.json` under the location belongs to another table
