@@ -240,7 +240,7 @@ async fn expiry_with_refs(
     // Older metadata files in the log still name the expired snapshots, whose manifest lists are
     // gone: orphan cleanup reads past them.
     let o = RemoveOrphansBuilder::new(handle, ident.clone())
-        .older_than(Duration::from_secs(3600))
+        .older_than(Duration::from_secs(24 * 3600))
         .await?;
     assert!(o.orphans.is_empty(), "{o:?}");
     all_needed_exist(&handle.catalog().load_table(&ident).await?).await?;
@@ -508,20 +508,27 @@ async fn orphans(handle: &CatalogHandle, name: &str, p: &BTreeMap<String, String
     }
     set_mtime(&outside, Duration::from_secs(7 * 24 * 3600))?;
 
-    let err = RemoveOrphansBuilder::new(handle, ident.clone())
-        .older_than(Duration::from_secs(60))
-        .await
-        .err()
-        .ok_or_else(|| anyhow::anyhow!("a threshold of a minute was accepted without --force"))?;
-    assert!(err.to_string().contains("under an hour"), "{err}");
+    // Spark's floor: under 24 hours needs --force (a sorted compaction writes for hours
+    // before its one commit).
+    for short in [60, 23 * 3600] {
+        let err = RemoveOrphansBuilder::new(handle, ident.clone())
+            .older_than(Duration::from_secs(short))
+            .await
+            .err()
+            .ok_or_else(|| {
+                anyhow::anyhow!("a threshold of {short}s was accepted without --force")
+            })?;
+        assert!(err.to_string().contains("under 24 hours"), "{err}");
+        assert!(leftover.exists(), "a refused cleanup deleted a file");
+    }
 
     let dry = RemoveOrphansBuilder::new(handle, ident.clone())
-        .older_than(Duration::from_secs(3600))
+        .older_than(Duration::from_secs(24 * 3600))
         .dry_run(true)
         .await?;
     assert!(leftover.exists(), "the dry run deleted a file");
     let m = RemoveOrphansBuilder::new(handle, ident.clone())
-        .older_than(Duration::from_secs(3600))
+        .older_than(Duration::from_secs(24 * 3600))
         .await?;
     assert_eq!(dry.orphans, m.orphans);
     let mut orphans: Vec<PathBuf> = m.orphans.iter().map(|o| local(o)).collect();
@@ -591,7 +598,7 @@ async fn orphan_cleanup_refuses_a_location_shared_with_another_table() -> TestRe
         set_mtime(&f, Duration::from_secs(7 * 24 * 3600))?;
     }
     let m = RemoveOrphansBuilder::new(&handle, ident.clone())
-        .older_than(Duration::from_secs(3600))
+        .older_than(Duration::from_secs(24 * 3600))
         .dry_run(true)
         .await?;
     assert!(
@@ -620,7 +627,7 @@ async fn orphan_cleanup_refuses_a_location_shared_with_another_table() -> TestRe
     }
     for dry_run in [true, false] {
         let err = RemoveOrphansBuilder::new(&handle, ident.clone())
-            .older_than(Duration::from_secs(3600))
+            .older_than(Duration::from_secs(24 * 3600))
             .dry_run(dry_run)
             .await
             .err()
@@ -772,9 +779,9 @@ async fn orphan_cleanup_lists_an_s3_location() -> TestResult {
     let mut want = vec![leftover.clone(), leftover_manifest.clone()];
     want.sort();
 
-    // Everything was just written: under the default hour, all of it is too young.
+    // Everything was just written: under the 24-hour floor, all of it is too young.
     let young = RemoveOrphansBuilder::new(&handle, ident.clone())
-        .older_than(Duration::from_secs(3600))
+        .older_than(Duration::from_secs(24 * 3600))
         .await?;
     assert!(young.orphans.is_empty(), "{young:?}");
     assert_eq!(young.too_young, want, "{young:?}");
@@ -850,7 +857,7 @@ async fn corpus_tables_survive_expiry_and_orphan_cleanup() -> TestResult {
             .await?;
         all_needed_exist(&table).await?;
         let o = RemoveOrphansBuilder::new(&handle, ident.clone())
-            .older_than(Duration::from_secs(3600))
+            .older_than(Duration::from_secs(24 * 3600))
             .await?;
         all_needed_exist(&handle.catalog().load_table(&ident).await?).await?;
         let after = read(&t)?;

@@ -3,10 +3,11 @@
 //!
 //! 1. Refuse an S3 Tables table, a `gc.enabled=false` table (its location may hold another
 //!    table's files), a table an unfinished migration writes to (its uncommitted outputs wait
-//!    there) unless forced, a threshold under an hour unless forced (a file a running writer
-//!    has not committed yet must not be taken for an orphan), and a table whose current
-//!    metadata file or location the catalog did not say (that file would be taken for an
-//!    orphan; there would be nothing to list).
+//!    there) unless forced, a threshold under 24 hours unless forced (Spark's
+//!    `remove_orphan_files` floor: a file a running writer has not committed yet must not be
+//!    taken for an orphan, and a sorted compaction or a migration writes for hours before its
+//!    commit), and a table whose current metadata file or location the catalog did not say
+//!    (that file would be taken for an orphan; there would be nothing to list).
 //! 2. Collect everything reachable from the current metadata (the table as loaded) and from
 //!    every metadata file still in its log: those metadata files, manifest lists, manifests,
 //!    data and delete files (any entry status), statistics files, and `version-hint.text`.
@@ -39,8 +40,9 @@ use reachable::reachable_files;
 /// Java's default `olderThan`: three days.
 pub const DEFAULT_OLDER_THAN: Duration = Duration::from_secs(3 * 24 * 3600);
 
-/// The shortest threshold accepted without `force`.
-pub const MIN_OLDER_THAN: Duration = Duration::from_secs(3600);
+/// The shortest threshold accepted without `force`: 24 hours, as Spark's `remove_orphan_files`
+/// procedure requires ("Cannot remove orphan files with an interval less than 24 hours").
+pub const MIN_OLDER_THAN: Duration = Duration::from_secs(24 * 3600);
 
 /// What an orphan cleanup found and did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -96,7 +98,7 @@ impl RemoveOrphansBuilder {
         self
     }
 
-    /// Accepts a threshold under an hour. Never a table an unfinished migration marks: its
+    /// Accepts a threshold under 24 hours. Never a table an unfinished migration marks: its
     /// task outputs wait there as unreferenced files, and a cleanup run for the threshold must
     /// not delete them as a side effect (remove an abandoned job's marker with
     /// [`super::maintenance::clear_running_marker`] first).
@@ -110,8 +112,9 @@ impl RemoveOrphansBuilder {
             .await?;
         if self.older_than < MIN_OLDER_THAN && !self.force {
             return Err(Error::InvalidInput(format!(
-                "--older-than {}s is under an hour: a file a running writer has not committed \
-                 yet would be deleted as an orphan. Pass --force if nothing writes to {}",
+                "--older-than {}s is under 24 hours: a file a running writer has not committed \
+                 yet would be deleted as an orphan (a sorted compaction or a migration writes \
+                 for hours before its commit). Pass --force if nothing writes to {}",
                 self.older_than.as_secs(),
                 self.ident
             )));
