@@ -662,6 +662,70 @@ async fn compaction_conflicts_with_a_racing_delete_of_an_input() -> TestResult {
     Ok(())
 }
 
+/// An output deleted between the rewrite and the commit (an orphan cleanup forced to a short
+/// threshold while a long compaction wrote): the compaction fails naming the file, commits
+/// nothing and removes its other outputs; the table reads as before.
+#[tokio::test(flavor = "multi_thread")]
+async fn compaction_whose_output_was_deleted_commits_nothing() -> TestResult {
+    let db = SqlCatalog::sqlite()?;
+    let a = open("c", &db.props).await?;
+    let ident = small_files(&a, "gone").await?;
+    let before = py_state("c", &db.props, "gone")?;
+    let snapshot_before = a
+        .catalog()
+        .load_table(&ident)
+        .await?
+        .metadata()
+        .current_snapshot_id();
+    let deleted: Arc<std::sync::Mutex<Option<String>>> = Arc::default();
+    let (hook, calls) = {
+        let (a, ident, deleted) = (a.clone(), ident.clone(), deleted.clone());
+        once(move || {
+            let (a, ident, deleted) = (a.clone(), ident.clone(), deleted.clone());
+            async move {
+                let table = a
+                    .catalog()
+                    .load_table(&ident)
+                    .await
+                    .unwrap_or_else(|e| panic!("load: {e}"));
+                // The compaction's outputs are the data files no snapshot references yet.
+                let mut outputs = unreferenced_data_files(&table)
+                    .await
+                    .unwrap_or_else(|e| panic!("list: {e}"));
+                outputs.sort();
+                let victim = outputs
+                    .pop()
+                    .unwrap_or_else(|| panic!("the compaction wrote no file"));
+                std::fs::remove_file(&victim).unwrap_or_else(|e| panic!("delete: {e}"));
+                *deleted.lock().unwrap_or_else(|p| p.into_inner()) = Some(victim);
+            }
+        })
+    };
+    let err = CompactBuilder::new(&a, ident.clone())
+        .before_commit(hook)
+        .await
+        .err()
+        .ok_or_else(|| anyhow::anyhow!("a compaction whose output was deleted committed"))?;
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    let victim = deleted
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone()
+        .unwrap_or_default();
+    let name = victim.rsplit('/').next().unwrap_or_default();
+    let text = err.to_string();
+    assert!(
+        matches!(err, Error::InvalidInput(_)) && text.contains(name) && text.contains("is gone"),
+        "{text}"
+    );
+    let table = a.catalog().load_table(&ident).await?;
+    assert_eq!(table.metadata().current_snapshot_id(), snapshot_before);
+    let left = unreferenced_data_files(&table).await?;
+    assert!(left.is_empty(), "the compaction's files stayed: {left:?}");
+    assert_eq!(py_state("c", &db.props, "gone")?, before);
+    Ok(())
+}
+
 /// With partial progress each group is its own commit: a racing delete that removes an input of
 /// the second group (us) while the first (eu) commits fails only the second — reported, its
 /// files removed — and the first lands; every row is where PyIceberg expects it.

@@ -18,6 +18,7 @@ mod filters;
 mod filters_evolved;
 mod maintenance;
 mod ops;
+mod partition_constants;
 mod partition_paths;
 mod rest_tls;
 mod rest_vended;

@@ -240,7 +240,7 @@ async fn expiry_with_refs(
     // Older metadata files in the log still name the expired snapshots, whose manifest lists are
     // gone: orphan cleanup reads past them.
     let o = RemoveOrphansBuilder::new(handle, ident.clone())
-        .older_than(Duration::from_secs(3600))
+        .older_than(Duration::from_secs(24 * 3600))
         .await?;
     assert!(o.orphans.is_empty(), "{o:?}");
     all_needed_exist(&handle.catalog().load_table(&ident).await?).await?;
@@ -508,20 +508,27 @@ async fn orphans(handle: &CatalogHandle, name: &str, p: &BTreeMap<String, String
     }
     set_mtime(&outside, Duration::from_secs(7 * 24 * 3600))?;
 
-    let err = RemoveOrphansBuilder::new(handle, ident.clone())
-        .older_than(Duration::from_secs(60))
-        .await
-        .err()
-        .ok_or_else(|| anyhow::anyhow!("a threshold of a minute was accepted without --force"))?;
-    assert!(err.to_string().contains("under an hour"), "{err}");
+    // Spark's floor: under 24 hours needs --force (a sorted compaction writes for hours
+    // before its one commit).
+    for short in [60, 23 * 3600] {
+        let err = RemoveOrphansBuilder::new(handle, ident.clone())
+            .older_than(Duration::from_secs(short))
+            .await
+            .err()
+            .ok_or_else(|| {
+                anyhow::anyhow!("a threshold of {short}s was accepted without --force")
+            })?;
+        assert!(err.to_string().contains("under 24 hours"), "{err}");
+        assert!(leftover.exists(), "a refused cleanup deleted a file");
+    }
 
     let dry = RemoveOrphansBuilder::new(handle, ident.clone())
-        .older_than(Duration::from_secs(3600))
+        .older_than(Duration::from_secs(24 * 3600))
         .dry_run(true)
         .await?;
     assert!(leftover.exists(), "the dry run deleted a file");
     let m = RemoveOrphansBuilder::new(handle, ident.clone())
-        .older_than(Duration::from_secs(3600))
+        .older_than(Duration::from_secs(24 * 3600))
         .await?;
     assert_eq!(dry.orphans, m.orphans);
     let mut orphans: Vec<PathBuf> = m.orphans.iter().map(|o| local(o)).collect();
@@ -591,7 +598,7 @@ async fn orphan_cleanup_refuses_a_location_shared_with_another_table() -> TestRe
         set_mtime(&f, Duration::from_secs(7 * 24 * 3600))?;
     }
     let m = RemoveOrphansBuilder::new(&handle, ident.clone())
-        .older_than(Duration::from_secs(3600))
+        .older_than(Duration::from_secs(24 * 3600))
         .dry_run(true)
         .await?;
     assert!(
@@ -620,7 +627,7 @@ async fn orphan_cleanup_refuses_a_location_shared_with_another_table() -> TestRe
     }
     for dry_run in [true, false] {
         let err = RemoveOrphansBuilder::new(&handle, ident.clone())
-            .older_than(Duration::from_secs(3600))
+            .older_than(Duration::from_secs(24 * 3600))
             .dry_run(dry_run)
             .await
             .err()
@@ -654,6 +661,65 @@ async fn orphan_cleanup_on_rest() -> TestResult {
     let p = props(&[("type", "rest"), ("uri", &rustberg.uri())]);
     let handle = open("c", &p).await?;
     orphans(&handle, "c", &p).await
+}
+
+/// A REST server that answers a table load without `metadata-location` (the spec makes it
+/// optional): the loaded metadata's snapshots are still live, and the current metadata file
+/// cannot be told from an orphan, so orphan cleanup refuses, naming the table and why — even
+/// forced, with every file old enough — and deletes nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn orphan_cleanup_refuses_a_table_loaded_without_its_metadata_location() -> TestResult {
+    init_tracing();
+    let rustberg = Rustberg::start();
+    let direct = props(&[("type", "rest"), ("uri", &rustberg.uri())]);
+    let handle = open("c", &direct).await?;
+    let ns = "nomdl";
+    let table = create_orders(&handle, ns).await?;
+    let ident = table.identifier().clone();
+    append(&handle, &ident, &[(1, Some("us"), Some(1))]).await?;
+    append(&handle, &ident, &[(2, Some("eu"), Some(2))]).await?;
+    let table = handle.catalog().load_table(&ident).await?;
+    let root = local(table.metadata().location());
+    // A table left alone for a week: every file is old, only reachability protects it.
+    let mut before = files_under(&root);
+    before.sort();
+    for f in &before {
+        set_mtime(f, Duration::from_secs(7 * 24 * 3600))?;
+    }
+    let (rows_before, _, _) = oracle("c", &direct, ns, None)?;
+
+    let proxy = ops_tests::proxy::FaultProxy::start(rustberg.server.port);
+    proxy.add(
+        "GET",
+        "/tables/orders",
+        ops_tests::proxy::Fault::ForwardWithoutKey("metadata-location".into()),
+        usize::MAX,
+    );
+    let proxied = props(&[("type", "rest"), ("uri", &proxy.url())]);
+    let through = open("c", &proxied).await?;
+    let loaded = through.catalog().load_table(&ident).await?;
+    assert_eq!(
+        loaded.metadata_location(),
+        None,
+        "the proxy kept metadata-location"
+    );
+    let err = RemoveOrphansBuilder::new(&through, ident.clone())
+        .older_than(Duration::ZERO)
+        .force(true)
+        .await
+        .err()
+        .ok_or_else(|| anyhow::anyhow!("orphan cleanup ran without the metadata location"))?;
+    let text = err.to_string();
+    assert!(
+        text.contains("metadata-location") && text.contains(&ident.to_string()),
+        "{text}"
+    );
+    let mut after = files_under(&root);
+    after.sort();
+    assert_eq!(after, before, "orphan cleanup deleted files of the table");
+    let (rows, _, _) = oracle("c", &direct, ns, None)?;
+    assert_eq!(rows, rows_before);
+    Ok(())
 }
 
 /// Writes a few bytes at `path` through the table's FileIO (an object no metadata references).
@@ -713,9 +779,9 @@ async fn orphan_cleanup_lists_an_s3_location() -> TestResult {
     let mut want = vec![leftover.clone(), leftover_manifest.clone()];
     want.sort();
 
-    // Everything was just written: under the default hour, all of it is too young.
+    // Everything was just written: under the 24-hour floor, all of it is too young.
     let young = RemoveOrphansBuilder::new(&handle, ident.clone())
-        .older_than(Duration::from_secs(3600))
+        .older_than(Duration::from_secs(24 * 3600))
         .await?;
     assert!(young.orphans.is_empty(), "{young:?}");
     assert_eq!(young.too_young, want, "{young:?}");
@@ -791,7 +857,7 @@ async fn corpus_tables_survive_expiry_and_orphan_cleanup() -> TestResult {
             .await?;
         all_needed_exist(&table).await?;
         let o = RemoveOrphansBuilder::new(&handle, ident.clone())
-            .older_than(Duration::from_secs(3600))
+            .older_than(Duration::from_secs(24 * 3600))
             .await?;
         all_needed_exist(&handle.catalog().load_table(&ident).await?).await?;
         let after = read(&t)?;

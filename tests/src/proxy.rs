@@ -29,6 +29,9 @@ pub enum Fault {
     /// cannot be decrypted onto the connection: the TLS session breaks after the request was
     /// sent (only meaningful on a proxy serving TLS).
     ForwardThenCorruptTls,
+    /// Forward it, then answer with the server's JSON object without this top-level key (a
+    /// server that leaves out an optional field, e.g. a table load's `metadata-location`).
+    ForwardWithoutKey(String),
 }
 
 /// The TCP connection under a stream, to write bytes past the TLS layer.
@@ -316,16 +319,34 @@ fn handle<S: Read + Write + RawSocket>(stream: S, shared: &Shared) {
         // Dropping the stream closes the connection without an answer.
         Some(Fault::Drop) => return,
         Some(Fault::Stall(d)) => std::thread::sleep(*d),
-        Some(Fault::ForwardThenUnavailable) | Some(Fault::ForwardThenCorruptTls) | None => {}
+        Some(Fault::ForwardThenUnavailable)
+        | Some(Fault::ForwardThenCorruptTls)
+        | Some(Fault::ForwardWithoutKey(_))
+        | None => {}
     }
     let Ok(mut upstream) = TcpStream::connect(("127.0.0.1", shared.upstream)) else {
         return;
+    };
+    // An answer to edit must come uncompressed.
+    let head = match &fault {
+        Some(Fault::ForwardWithoutKey(_)) => head
+            .split_inclusive("\r\n")
+            .filter(|l| {
+                !l.to_ascii_lowercase()
+                    .trim_start()
+                    .starts_with("accept-encoding:")
+            })
+            .collect(),
+        _ => head,
     };
     if upstream.write_all(head.as_bytes()).is_err() || upstream.write_all(&body).is_err() {
         return;
     }
     let mut response = Vec::new();
     let _ = upstream.read_to_end(&mut response);
+    if let Some(Fault::ForwardWithoutKey(key)) = &fault {
+        response = without_key(&response, key);
+    }
     if fault == Some(Fault::ForwardThenCorruptTls) {
         // An application-data record (TLS 1.2/1.3 framing) of 32 bytes no key decrypts.
         let mut record = vec![0x17, 0x03, 0x03, 0x00, 0x20];
@@ -349,4 +370,56 @@ fn handle<S: Read + Write + RawSocket>(stream: S, shared: &Shared) {
     }
     let _ = client.write_all(&response);
     let _ = client.flush();
+}
+
+/// `response` (a whole HTTP/1.1 answer) with `key` removed from its JSON object body, sent with
+/// a `Content-Length` (a chunked body is decoded first); unchanged when it is not JSON.
+fn without_key(response: &[u8], key: &str) -> Vec<u8> {
+    let Some(split) = response.windows(4).position(|w| w == b"\r\n\r\n") else {
+        return response.to_vec();
+    };
+    let head = String::from_utf8_lossy(&response[..split]).to_string();
+    let raw = &response[split + 4..];
+    let chunked = head.lines().any(|l| {
+        let l = l.to_ascii_lowercase();
+        l.starts_with("transfer-encoding:") && l.contains("chunked")
+    });
+    let body = if chunked { dechunk(raw) } else { raw.to_vec() };
+    let Ok(mut json) = serde_json::from_slice::<serde_json::Value>(&body) else {
+        return response.to_vec();
+    };
+    if let Some(obj) = json.as_object_mut() {
+        obj.remove(key);
+    }
+    let body = json.to_string();
+    let mut out = String::new();
+    for line in head.split("\r\n") {
+        let lower = line.to_ascii_lowercase();
+        if lower.starts_with("transfer-encoding:") || lower.starts_with("content-length:") {
+            continue;
+        }
+        out.push_str(line);
+        out.push_str("\r\n");
+    }
+    out.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
+    out.push_str(&body);
+    out.into_bytes()
+}
+
+/// A chunked transfer-encoded body, decoded.
+fn dechunk(mut raw: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(end) = raw.windows(2).position(|w| w == b"\r\n") {
+        let size = String::from_utf8_lossy(&raw[..end]);
+        let size = size.split(';').next().unwrap_or_default().trim();
+        let Ok(n) = usize::from_str_radix(size, 16) else {
+            break;
+        };
+        if n == 0 || raw.len() < end + 2 + n {
+            break;
+        }
+        out.extend_from_slice(&raw[end + 2..end + 2 + n]);
+        raw = &raw[(end + 4 + n).min(raw.len())..];
+    }
+    out
 }

@@ -183,13 +183,15 @@ pub enum Command {
         #[command(flatten)]
         target: Target,
         /// Only files last modified longer ago than this: 3d, 12h, 90m, 3600s, or before a
-        /// point in time (2026-01-31T00:00:00Z, 2026-01-31). Default 3d; under 1h needs --force.
+        /// point in time (2026-01-31T00:00:00Z, 2026-01-31). Default 3d; under 24h needs
+        /// --force (Spark's floor: a long write, e.g. `compact --sort`, commits hours after
+        /// writing its files).
         #[arg(long, value_name = "DURATION", default_value = "3d")]
         older_than: String,
         /// List the orphans; delete nothing.
         #[arg(long)]
         dry_run: bool,
-        /// Accept a threshold under an hour (never a table an unfinished migration marks:
+        /// Accept a threshold under 24 hours (never a table an unfinished migration marks:
         /// `table abandon-migration` first, if the job is abandoned).
         #[arg(long)]
         force: bool,
@@ -530,8 +532,9 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
             // Said here in the user's own terms (a point in time is an age to the library).
             if age < ops_core::ops::remove_orphans::MIN_OLDER_THAN && !force {
                 bail!(
-                    "--older-than {older_than} is under an hour ago: a file a running writer has \
-                     not committed yet would be deleted as an orphan. Pass --force if nothing \
+                    "--older-than {older_than} is under 24 hours ago: a file a running writer \
+                     has not committed yet would be deleted as an orphan (a sorted compaction or \
+                     a migration writes for hours before its commit). Pass --force if nothing \
                      writes to {}",
                     target.table
                 );

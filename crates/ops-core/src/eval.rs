@@ -381,13 +381,17 @@ fn compare(column: &ArrayRef, op: PredicateOperator, literal: &Datum) -> Result<
 
 /// A one-element Arrow array holding `datum`, in the type iceberg maps its type to.
 pub(crate) fn literal_array(datum: &Datum) -> Result<ArrayRef> {
-    let bad = || {
-        Error::InvalidInput(format!(
-            "literal {datum} does not fit its type {}",
-            datum.data_type()
-        ))
-    };
-    let array: ArrayRef = match (datum.data_type(), datum.literal()) {
+    typed_literal_array(datum.data_type(), datum.literal())
+}
+
+/// A one-element Arrow array holding `literal` as a value of `ty`, in the type iceberg maps
+/// `ty` to.
+pub(crate) fn typed_literal_array(
+    ty: &PrimitiveType,
+    literal: &PrimitiveLiteral,
+) -> Result<ArrayRef> {
+    let bad = || Error::InvalidInput(format!("literal {literal:?} does not fit its type {ty}"));
+    let array: ArrayRef = match (ty, literal) {
         (PrimitiveType::Boolean, PrimitiveLiteral::Boolean(v)) => {
             Arc::new(BooleanArray::from(vec![*v]))
         }

@@ -66,19 +66,8 @@ pub async fn scan_filtered(
         // The filter is evaluated below: iceberg's reader would keep the rows of a file that
         // lacks the filtered column for `<` and `<=`, and order NaN above every number.
         t.predicate = None;
-        // iceberg's reader uses identity-partition values as constants and fails on a value
-        // written before its source column was widened: read those columns from the file.
-        let fits = match (&t.partition_spec, &t.partition) {
-            (Some(spec), Some(value)) => {
-                crate::ops::snapshot_partition_fits(spec, value, &t.schema)
-            }
-            _ => true,
-        };
-        if !fits {
-            t.partition = None;
-            t.partition_spec = None;
-        }
-        Ok(t)
+        // Identity-partition values are read as constants, in the schema's types.
+        crate::partition_constants::for_reader(t)
     }))
     .boxed();
     let reader = iceberg::arrow::ArrowReaderBuilder::new(
@@ -297,7 +286,10 @@ pub async fn plan_files_named(
     let read_schema = snapshot_schema(table, snapshot_id)?;
     let builder = table.scan().snapshot_id(snapshot_id).select_all();
     let Some(filter) = filter else {
-        return Ok(builder.build()?.plan_files().await?.try_collect().await?);
+        let mut tasks: Vec<FileScanTask> =
+            builder.build()?.plan_files().await?.try_collect().await?;
+        crate::partition_constants::attach_specs(table, snapshot_id, &mut tasks).await?;
+        return Ok(tasks);
     };
     let filter = &to_snapshot_names(table, Some(snapshot_id), filter, names)?;
     let bound = filter.bind(read_schema.clone(), true)?;
@@ -323,6 +315,7 @@ pub async fn plan_files_named(
     for t in &mut tasks {
         t.predicate = Some(bound.clone());
     }
+    crate::partition_constants::attach_specs(table, snapshot_id, &mut tasks).await?;
     Ok(tasks)
 }
 
@@ -436,6 +429,29 @@ fn field_id(field: &Field) -> Option<i32> {
     field.metadata().get(FIELD_ID).and_then(|v| v.parse().ok())
 }
 
+/// An identity-partition constant as iceberg's reader yields it (run-end encoded, timestamps,
+/// times and uuids in their storage types `Int64` and `Binary`) as a plain array of `to`'s
+/// type; any other column unchanged.
+fn decode_constant(column: &arrow_array::ArrayRef, to: &Field) -> Result<arrow_array::ArrayRef> {
+    if !matches!(
+        column.data_type(),
+        arrow_schema::DataType::RunEndEncoded(_, _)
+    ) {
+        return Ok(column.clone());
+    }
+    let strict = arrow_cast::CastOptions {
+        safe: false,
+        ..Default::default()
+    };
+    arrow_cast::cast_with_options(column, to.data_type(), &strict).map_err(|e| {
+        Error::InvalidInput(format!(
+            "reading {}: its partition value as {}: {e}",
+            to.name(),
+            to.data_type()
+        ))
+    })
+}
+
 /// Maps `batch` (read with `read_schema`) onto `target` by field id.
 pub fn project_by_field_id(
     batch: &RecordBatch,
@@ -464,7 +480,7 @@ pub fn project_by_field_id(
     for tf in target.fields() {
         let column = match field_id(tf).and_then(|id| by_id.get(&id)) {
             Some(&i) => ops_reconcile::convert_array(
-                batch.column(i),
+                &decode_constant(batch.column(i), tf)?,
                 tf.data_type(),
                 tf.name(),
                 ops_reconcile::ChildMatch::ByFieldId,
@@ -534,5 +550,37 @@ mod tests {
         // A name the naming schema lacks (here: the old name) is reported, not guessed.
         let old = Reference::new("k").equal_to(Datum::long(1));
         assert_eq!(rename_columns(&old, &now, &then), Err("k".to_string()));
+    }
+
+    /// A constant as iceberg's reader yields it — run-end encoded, a timestamp in its storage
+    /// type — comes out as the target's plain array.
+    #[test]
+    fn run_end_encoded_constants_are_decoded_to_the_targets_type() -> crate::Result<()> {
+        use arrow_array::{Array, Int32Array, Int64Array, RunArray, TimestampMicrosecondArray};
+        use arrow_schema::{DataType, TimeUnit};
+        let ts = DataType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into()));
+        let meta = HashMap::from([(FIELD_ID.to_string(), "7".to_string())]);
+        let target = Arc::new(arrow_schema::Schema::new(vec![
+            Field::new("at", ts.clone(), true).with_metadata(meta.clone()),
+        ]));
+        let ree = RunArray::try_new(
+            &Int32Array::from(vec![3]),
+            &Int64Array::from(vec![1_700_000_000_000_000]),
+        )?;
+        let batch = RecordBatch::try_new(
+            Arc::new(arrow_schema::Schema::new(vec![
+                Field::new("at", ree.data_type().clone(), true).with_metadata(meta),
+            ])),
+            vec![Arc::new(ree)],
+        )?;
+        let out = project_by_field_id(&batch, &target, &target)?;
+        assert_eq!(out.column(0).data_type(), &ts);
+        let at = out
+            .column(0)
+            .as_any()
+            .downcast_ref::<TimestampMicrosecondArray>()
+            .map(|a| a.values().to_vec());
+        assert_eq!(at, Some(vec![1_700_000_000_000_000; 3]));
+        Ok(())
     }
 }

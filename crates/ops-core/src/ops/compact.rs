@@ -602,6 +602,21 @@ impl CompactBuilder {
         if let Some(hook) = &self.before_commit {
             hook().await;
         }
+        // A rewrite (a sorted one above all) may take hours before this commit: an orphan
+        // cleanup run meanwhile with a short threshold, or a lifecycle rule, may have deleted
+        // its files, and a commit referencing them would make the table unreadable.
+        let files: Vec<DataFile> = written.iter().map(|(_, f)| f.clone()).collect();
+        if let Some(altered) = super::outputs::first_altered(table.file_io(), &files).await {
+            crate::commit::delete_quietly(table.file_io(), &outputs).await;
+            let what = altered.describe("the compaction");
+            return Err(Error::InvalidInput(format!(
+                "{}: the compaction's output {what}, so nothing was committed and the table is \
+                 as it was (its other outputs were removed). Something deleted files under the \
+                 table location while the compaction wrote, e.g. remove-orphans with a short \
+                 --older-than; run the compaction again",
+                self.ident
+            )));
+        }
 
         let data_seq = start.sequence_number();
         let since = Some(start.snapshot_id());
@@ -1143,10 +1158,14 @@ async fn rewrite_group(
         .map(move |(tasks, keys)| {
             let (read_schema, target_schema, rows) =
                 (read_schema.clone(), target_schema.clone(), rows_c.clone());
-            let stream = match reader
-                .clone()
-                .read(futures::stream::iter(tasks.into_iter().map(Ok)).boxed())
-            {
+            let stream = match reader.clone().read(
+                futures::stream::iter(
+                    tasks
+                        .into_iter()
+                        .map(crate::partition_constants::for_reader),
+                )
+                .boxed(),
+            ) {
                 Ok(s) => s.stream().map_err(Error::from).boxed(),
                 Err(e) => futures::stream::once(async move { Err(Error::from(e)) }).boxed(),
             };

@@ -231,9 +231,8 @@ pub(crate) async fn tasks(
         for live in candidates {
             let spec = spec_by_id(table, live.spec_id)?;
             let f = &live.file;
-            // Identity-partition constants only where the values have the schema's types: an
-            // `int` written before its source column became `long` is read from the file.
-            let constants = super::snapshot::partition_fits(&spec, f.partition(), &schema);
+            // The file's spec and tuple: its identity-partition values are read as constants
+            // (`partition_constants::for_reader`).
             let task = FileScanTask::builder()
                 .with_file_size_in_bytes(f.file_size_in_bytes())
                 .with_start(0)
@@ -243,17 +242,19 @@ pub(crate) async fn tasks(
                 .with_data_file_format(f.file_format())
                 .with_schema(schema.clone())
                 .with_project_field_ids(ids.clone())
-                .with_partition(constants.then(|| f.partition().clone()))
-                .with_partition_spec(constants.then_some(spec))
+                .with_partition(Some(f.partition().clone()))
+                .with_partition_spec(Some(spec))
                 .with_case_sensitive(true)
                 .build();
             by_file.insert(f.file_path().to_string(), vec![task]);
         }
         return Ok(by_file);
     }
-    let wanted: HashSet<String> = candidates
+    // iceberg's planner leaves the spec out of its tasks: each gets its file's, so its
+    // identity-partition values are read as constants.
+    let wanted: HashMap<String, i32> = candidates
         .iter()
-        .map(|f| f.file.file_path().to_string())
+        .map(|f| (f.file.file_path().to_string(), f.spec_id))
         .collect();
     let tasks: Vec<FileScanTask> = table
         .scan()
@@ -264,8 +265,9 @@ pub(crate) async fn tasks(
         .await?
         .try_collect()
         .await?;
-    for t in tasks {
-        if wanted.contains(&t.data_file_path) {
+    for mut t in tasks {
+        if let Some(&spec_id) = wanted.get(&t.data_file_path) {
+            t.partition_spec = Some(spec_by_id(table, spec_id)?);
             by_file.entry(t.data_file_path.clone()).or_default().push(t);
         }
     }
@@ -471,7 +473,14 @@ pub(crate) async fn plan_delete_except(
             let matcher = matcher.clone();
             let batches = reader
                 .clone()
-                .read(futures::stream::iter(file_tasks.into_iter().map(Ok)).boxed())?
+                .read(
+                    futures::stream::iter(
+                        file_tasks
+                            .into_iter()
+                            .map(crate::partition_constants::for_reader),
+                    )
+                    .boxed(),
+                )?
                 .stream()
                 .map_err(Error::from)
                 .map(move |b| {

@@ -21,7 +21,9 @@
 //! | [`remove_orphans`] | delete files under the location no metadata references | (no commit) |
 //!
 //! [`maintenance`] holds what the last two check first (S3 Tables, `gc.enabled`, a running
-//! migration's marker) and the marker functions a migration calls.
+//! migration's marker) and the marker functions a migration calls; [`outputs`] checks that
+//! files written long before their commit are still there (compaction, a migration's task
+//! outputs).
 //!
 //! [`CatalogHandle`]: crate::CatalogHandle
 
@@ -33,6 +35,7 @@ pub mod evolve_schema;
 pub mod evolve_spec;
 pub mod expire_snapshots;
 pub mod maintenance;
+pub mod outputs;
 pub mod overwrite;
 pub mod properties;
 pub mod remove_orphans;
@@ -42,7 +45,7 @@ pub(crate) mod snapshot;
 pub mod sort_order;
 pub(crate) mod validate;
 
-pub(crate) use snapshot::partition_fits as snapshot_partition_fits;
+pub(crate) use snapshot::fit_literal as snapshot_fit_literal;
 pub use snapshot::{PreparedManifest, SnapshotMetrics, canonical_partition, files_missing_deletes};
 
 /// `iceberg-ops.*` snapshot summary keys written by the operations.

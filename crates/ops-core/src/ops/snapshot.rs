@@ -866,28 +866,6 @@ fn fit_partition(
     )?)
 }
 
-/// Whether `value` has exactly the types `spec`'s partition has under `schema` (iceberg's reader
-/// uses identity-partition values as constants and fails on an `int` where `long` is due).
-pub(crate) fn partition_fits(
-    spec: &iceberg::spec::PartitionSpec,
-    value: &iceberg::spec::Struct,
-    schema: &iceberg::spec::Schema,
-) -> bool {
-    let Ok(ty) = spec.partition_type(schema) else {
-        return false;
-    };
-    ty.fields().len() == value.fields().len()
-        && ty.fields().iter().zip(value.iter()).all(|(field, v)| {
-            match (v, field.field_type.as_primitive_type()) {
-                (None, _) => true,
-                (Some(iceberg::spec::Literal::Primitive(p)), Some(want)) => {
-                    matches!(fit_literal(p.clone(), want), Some((_, false)))
-                }
-                _ => false,
-            }
-        })
-}
-
 /// `p` as a value of `want`: unchanged, or promoted int→long / float→double.
 pub(crate) fn fit_literal(
     p: PrimitiveLiteral,

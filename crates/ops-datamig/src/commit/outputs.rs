@@ -552,30 +552,12 @@ async fn check_present(
     files: &[iceberg::spec::DataFile],
     batch: u64,
 ) -> Result<()> {
-    use futures::TryStreamExt;
-    let io = dest.file_io();
-    futures::stream::iter(files.iter().map(Ok::<_, MigrationError>))
-        .try_for_each_concurrent(8, |f| async move {
-            let found = match io.new_input(f.file_path()) {
-                Ok(input) => input.metadata().await.ok().map(|m| m.size),
-                Err(_) => None,
-            };
-            match found {
-                Some(size) if size == f.file_size_in_bytes() => Ok(()),
-                Some(size) => Err(MigrationError::InvalidInput(format!(
-                    "batch {batch}: {} holds {size} bytes, not the {} its task wrote; nothing \
-                     of this batch was committed. Run its task again (`migrate-data run-task`) \
-                     and commit with the new output",
-                    f.file_path(),
-                    f.file_size_in_bytes()
-                ))),
-                None => Err(MigrationError::InvalidInput(format!(
-                    "batch {batch}: {} is gone (deleted since its task wrote it); nothing of \
-                     this batch was committed. Run its task again (`migrate-data run-task`) and \
-                     commit with the new output",
-                    f.file_path()
-                ))),
-            }
-        })
-        .await
+    let Some(altered) = ops_core::ops::outputs::first_altered(dest.file_io(), files).await else {
+        return Ok(());
+    };
+    let what = altered.describe("its task");
+    Err(MigrationError::InvalidInput(format!(
+        "batch {batch}: {what}; nothing of this batch was committed. Run its task again \
+         (`migrate-data run-task`) and commit with the new output"
+    )))
 }

@@ -17,9 +17,9 @@
 //! Files this path does not cover are left to iceberg's reader (the caller falls back when
 //! [`open`] returns `None`): no Parquet field ids (name mapping or position fallback), INT96
 //! timestamps, position deletes, a task over part of a file, and a projected column missing
-//! from the file whose value is not NULL (an `initial-default`, or an identity partition's
-//! value — though iceberg 0.10.1's planner passes no partition spec, so its reader reads NULL
-//! there too).
+//! from the file whose value is not NULL (an `initial-default`). Identity-partition values are
+//! not read from the file: their columns are filled with the file's partition values, whether
+//! the file has them or not ([`ops_core::partition_constants`], as iceberg's reader does).
 
 use std::collections::HashSet;
 use std::io::Read;
@@ -32,7 +32,7 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 use iceberg::io::{FileIO, FileRead};
 use iceberg::scan::FileScanTask;
-use iceberg::spec::{DataFileFormat, Transform};
+use iceberg::spec::DataFileFormat;
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::basic::Type as PhysicalType;
@@ -66,31 +66,25 @@ pub(crate) async fn open(
     {
         return Ok(None);
     }
+    // Identity-partition values, filled in below rather than read from the file.
+    let constants = ops_core::partition_constants::constants(task);
     let wanted: Vec<i32> = read_schema
         .fields()
         .iter()
         .filter_map(|f| field_id(f))
+        .filter(|id| !constants.iter().any(|c| c.field_id == *id))
         .collect();
-    // Columns a file may lack whose value is not NULL: an identity partition's source column
-    // takes the partition's value (iceberg 0.10.1's planner passes no spec, so today neither
-    // reader fills it), and a column with an `initial-default` takes the default.
-    let mut not_null_if_missing: HashSet<i32> = task
-        .partition_spec
+    // Columns a file may lack whose value is not NULL: a column with an `initial-default`
+    // takes the default.
+    let not_null_if_missing: HashSet<i32> = wanted
         .iter()
-        .flat_map(|spec| spec.fields().iter())
-        .filter(|f| f.transform == Transform::Identity)
-        .map(|f| f.source_id)
+        .filter(|id| {
+            task.schema
+                .field_by_id(**id)
+                .is_some_and(|f| f.initial_default.is_some())
+        })
+        .copied()
         .collect();
-    not_null_if_missing.extend(
-        wanted
-            .iter()
-            .filter(|id| {
-                task.schema
-                    .field_by_id(**id)
-                    .is_some_and(|f| f.initial_default.is_some())
-            })
-            .copied(),
-    );
     let source = match local_source(&task.data_file_path, task.file_size_in_bytes)? {
         Some(source) => source,
         None => Source::Remote {
@@ -150,6 +144,7 @@ pub(crate) async fn open(
         Err(_) => return Err(ended(producer.await, &task.data_file_path)),
     }
     let file = task.data_file_path.clone();
+    let read_schema = read_schema.clone();
     // After the last batch, the producer's outcome: a panic there must not read as the end of
     // the file, or the rest of its rows would be silently missing.
     let stream = futures::stream::unfold(
@@ -165,6 +160,12 @@ pub(crate) async fn open(
             }
         },
     );
+    let stream = stream.map(move |batch| {
+        batch.and_then(|b| {
+            ops_core::partition_constants::fill(&b, &constants, &read_schema)
+                .map_err(MigrationError::from)
+        })
+    });
     Ok(Some(stream.boxed()))
 }
 

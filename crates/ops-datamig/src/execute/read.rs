@@ -4,7 +4,8 @@
 //!
 //! 1. Each task's equality deletes are split off and their keys loaded (once per read).
 //! 2. The file is read page by page ([`paged`]) where it can be, else by iceberg's reader
-//!    (which applies position deletes).
+//!    (which applies position deletes); either way its identity-partition values are read as
+//!    constants ([`ops_core::partition_constants`]).
 //! 3. Every batch is mapped onto the current schema, filtered, and anti-joined against the keys.
 //!
 //! Delete files written by other engines:
@@ -108,6 +109,8 @@ impl PlannedRead {
                         match paged::open(&file_io, &task, &read_arrow, batch_size).await? {
                             Some(batches) => batches,
                             None => {
+                                // Identity-partition values are read as constants.
+                                let task = ops_core::partition_constants::for_reader(task)?;
                                 let one = futures::stream::iter([Ok(task)]).boxed();
                                 reader
                                     .read(one)?

@@ -3,11 +3,14 @@
 //!
 //! 1. Refuse an S3 Tables table, a `gc.enabled=false` table (its location may hold another
 //!    table's files), a table an unfinished migration writes to (its uncommitted outputs wait
-//!    there) unless forced, and a threshold under an hour unless forced (a file a running writer
-//!    has not committed yet must not be taken for an orphan).
-//! 2. Collect everything reachable from the current metadata and from every metadata file still
-//!    in its log: those metadata files, manifest lists, manifests, data and delete files (any
-//!    entry status), statistics files, and `version-hint.text`.
+//!    there) unless forced, a threshold under 24 hours unless forced (Spark's
+//!    `remove_orphan_files` floor: a file a running writer has not committed yet must not be
+//!    taken for an orphan, and a sorted compaction or a migration writes for hours before its
+//!    commit), and a table whose current metadata file or location the catalog did not say
+//!    (that file would be taken for an orphan; there would be nothing to list).
+//! 2. Collect everything reachable from the current metadata (the table as loaded) and from
+//!    every metadata file still in its log: those metadata files, manifest lists, manifests,
+//!    data and delete files (any entry status), statistics files, and `version-hint.text`.
 //! 3. List the table location (a local directory, or an S3 prefix through OpenDAL with the
 //!    table's FileIO properties) and delete each file that is not reachable and was last
 //!    modified before the threshold. Hidden paths (Java's `PartitionAwareHiddenPathFilter`) and
@@ -37,8 +40,9 @@ use reachable::reachable_files;
 /// Java's default `olderThan`: three days.
 pub const DEFAULT_OLDER_THAN: Duration = Duration::from_secs(3 * 24 * 3600);
 
-/// The shortest threshold accepted without `force`.
-pub const MIN_OLDER_THAN: Duration = Duration::from_secs(3600);
+/// The shortest threshold accepted without `force`: 24 hours, as Spark's `remove_orphan_files`
+/// procedure requires ("Cannot remove orphan files with an interval less than 24 hours").
+pub const MIN_OLDER_THAN: Duration = Duration::from_secs(24 * 3600);
 
 /// What an orphan cleanup found and did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -94,7 +98,7 @@ impl RemoveOrphansBuilder {
         self
     }
 
-    /// Accepts a threshold under an hour. Never a table an unfinished migration marks: its
+    /// Accepts a threshold under 24 hours. Never a table an unfinished migration marks: its
     /// task outputs wait there as unreferenced files, and a cleanup run for the threshold must
     /// not delete them as a side effect (remove an abandoned job's marker with
     /// [`super::maintenance::clear_running_marker`] first).
@@ -108,14 +112,16 @@ impl RemoveOrphansBuilder {
             .await?;
         if self.older_than < MIN_OLDER_THAN && !self.force {
             return Err(Error::InvalidInput(format!(
-                "--older-than {}s is under an hour: a file a running writer has not committed \
-                 yet would be deleted as an orphan. Pass --force if nothing writes to {}",
+                "--older-than {}s is under 24 hours: a file a running writer has not committed \
+                 yet would be deleted as an orphan (a sorted compaction or a migration writes \
+                 for hours before its commit). Pass --force if nothing writes to {}",
                 self.older_than.as_secs(),
                 self.ident
             )));
         }
         let table = crate::commit::load_current(&self.handle, &self.ident).await?;
         let md = table.metadata();
+        refuse_unknown_location(&table, &self.ident)?;
         maintenance::refuse_running_migration(&self.ident, md, None, "removing orphans")?;
         if !maintenance::gc_enabled(md) {
             return Err(maintenance::gc_disabled_error(
@@ -225,6 +231,28 @@ impl IntoFuture for RemoveOrphansBuilder {
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(self.execute())
     }
+}
+
+/// Refuses a table whose current metadata file the catalog did not name (some REST servers
+/// answer a load without `metadata-location`): that file, the newest under `metadata/`, would
+/// be taken for an orphan and deleted, and the table could not be loaded again. Also a table
+/// whose metadata has no location: there is nothing to list.
+fn refuse_unknown_location(table: &Table, ident: &TableIdent) -> Result<()> {
+    if table.metadata().location().trim().is_empty() {
+        return Err(Error::InvalidInput(format!(
+            "{ident}: the table's metadata has no location, so there is no directory to look \
+             for orphans in; no file was deleted"
+        )));
+    }
+    if table.metadata_location().is_none() {
+        return Err(Error::InvalidInput(format!(
+            "{ident}: the catalog did not say where the table's current metadata file is (its \
+             answer had no metadata-location), so that file cannot be told from an orphan and \
+             would be deleted; no file was deleted. Run orphan cleanup through a catalog that \
+             returns the metadata location"
+        )));
+    }
+    Ok(())
 }
 
 /// Refuses when an unreferenced `*.metadata.json` under the location belongs to another table

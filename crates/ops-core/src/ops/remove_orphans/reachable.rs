@@ -11,19 +11,23 @@ use crate::{Error, Result};
 
 const READ_CONCURRENCY: usize = 8;
 
-/// Every file the table's metadata log and current metadata reach.
+/// Every file the table's metadata log and current metadata reach. The current metadata is
+/// the table's own (as loaded), whether or not the catalog said where its file is: some REST
+/// servers leave `metadata-location` out, and its snapshots' files are live all the same.
+/// (Its file is reachable only when named; the caller refuses to run without it.)
 pub(super) async fn reachable_files(table: &Table) -> Result<HashSet<Location>> {
     let md = table.metadata();
     let mut out: HashSet<String> = HashSet::new();
-    let mut versions: Vec<(String, Option<TableMetadata>)> = Vec::new();
-    if let Some(current) = table.metadata_location() {
-        out.insert(current.to_string());
-        versions.push((current.to_string(), Some(md.clone())));
+    let mut versions: Vec<(Option<String>, Option<TableMetadata>)> = Vec::new();
+    let current = table.metadata_location().map(str::to_string);
+    if let Some(current) = &current {
+        out.insert(current.clone());
     }
+    versions.push((current, Some(md.clone())));
     for log in md.metadata_log() {
         out.insert(log.metadata_file.clone());
         match TableMetadata::read_from(table.file_io(), &log.metadata_file).await {
-            Ok(old) => versions.push((log.metadata_file.clone(), Some(old))),
+            Ok(old) => versions.push((Some(log.metadata_file.clone()), Some(old))),
             // A log entry whose file is gone references nothing that still exists.
             Err(e) if !table.file_io().exists(&log.metadata_file).await? => {
                 tracing::debug!(file = %log.metadata_file, error = %e, "a metadata file in the log is gone");
@@ -63,13 +67,15 @@ pub(super) async fn reachable_files(table: &Table) -> Result<HashSet<Location>> 
         if snapshots.is_empty() {
             continue;
         }
-        let reader = Table::builder()
+        let mut reader = Table::builder()
             .identifier(table.identifier().clone())
             .metadata(version)
-            .metadata_location(location)
             .file_io(table.file_io().clone())
-            .runtime(iceberg::Runtime::try_current()?)
-            .build()?;
+            .runtime(iceberg::Runtime::try_current()?);
+        if let Some(location) = location {
+            reader = reader.metadata_location(location);
+        }
+        let reader = reader.build()?;
         for s in snapshots {
             out.insert(s.manifest_list().to_string());
             let list = match reader.manifest_list_reader(&s).load().await {
@@ -116,4 +122,98 @@ pub(super) async fn reachable_files(table: &Table) -> Result<HashSet<Location>> 
         .await?;
     out.extend(files.into_iter().flatten());
     out.iter().map(|p| Location::parse(p)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, HashMap};
+
+    use arrow_array::{Int64Array, RecordBatch};
+    use iceberg::spec::{NestedField, PrimitiveType, Schema, Type};
+    use iceberg::{NamespaceIdent, TableCreation};
+
+    use super::*;
+    use crate::catalog::{CatalogConfig, CatalogDefinition};
+
+    /// A table loaded without its metadata location (a REST server leaving `metadata-location`
+    /// out): its current snapshot's manifest list, manifests and data files are reachable all
+    /// the same.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn the_loaded_metadata_is_reachable_without_its_location() -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let props: BTreeMap<String, String> = [
+            ("type".to_string(), "sql".to_string()),
+            (
+                "uri".into(),
+                format!("sqlite:///{}/catalog.db", dir.path().display()),
+            ),
+            (
+                "warehouse".into(),
+                format!("file://{}/wh", dir.path().display()),
+            ),
+        ]
+        .into();
+        let mut config = CatalogConfig::empty();
+        config.insert(CatalogDefinition::inline("t", props));
+        let handle = crate::CatalogFactory::new(config).open("t").await?;
+        let ns = NamespaceIdent::new("ns".into());
+        handle
+            .catalog()
+            .create_namespace(&ns, HashMap::new())
+            .await?;
+        let schema = Schema::builder()
+            .with_fields(vec![
+                NestedField::required(1, "id", Type::Primitive(PrimitiveType::Long)).into(),
+            ])
+            .build()?;
+        let table = handle
+            .catalog()
+            .create_table(
+                &ns,
+                TableCreation::builder()
+                    .name("t".into())
+                    .schema(schema)
+                    .build(),
+            )
+            .await?;
+        let batch = RecordBatch::try_new(
+            crate::write::table_arrow_schema(&table)?,
+            vec![std::sync::Arc::new(Int64Array::from(vec![1, 2]))],
+        )?;
+        let (table, _) = crate::append::append(
+            &handle,
+            &table,
+            futures::stream::iter([Ok(batch)]),
+            HashMap::new(),
+        )
+        .await?;
+        let snapshot = table
+            .metadata()
+            .current_snapshot()
+            .ok_or_else(|| anyhow::anyhow!("no snapshot"))?
+            .clone();
+        let manifests = table.manifest_list_reader(&snapshot).load().await?;
+        let mut live = vec![snapshot.manifest_list().to_string()];
+        for mf in manifests.entries() {
+            live.push(mf.manifest_path.clone());
+            for e in mf.load_manifest(table.file_io()).await?.entries() {
+                live.push(e.data_file().file_path().to_string());
+            }
+        }
+        let unlocated = Table::builder()
+            .identifier(table.identifier().clone())
+            .metadata(table.metadata_ref())
+            .file_io(table.file_io().clone())
+            .runtime(iceberg::Runtime::try_current()?)
+            .build()?;
+        assert_eq!(unlocated.metadata_location(), None);
+        let reachable = reachable_files(&unlocated).await?;
+        for path in live {
+            assert!(
+                reachable.contains(&Location::parse(&path)?),
+                "{path} is not reachable"
+            );
+        }
+        Ok(())
+    }
 }
