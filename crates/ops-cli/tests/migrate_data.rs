@@ -87,6 +87,9 @@ fn crash_trials(mode: &str) {
     let mut kills = 0;
     // Kills that left committed batches behind an unfinished checkpoint.
     let mut mid_run = 0;
+    // Trials whose job was over before the re-run (finished before a kill, or killed after
+    // its checkpoint's mark).
+    let mut over = 0;
     // TRIALS trials, then more (up to as many again) only while fewer than three kills have
     // landed between commits: how many do depends on how fast this machine runs a job (a
     // committer grouping waiting batches finishes sooner), and every trial is checked alike.
@@ -192,6 +195,7 @@ fn crash_trials(mode: &str) {
             &format!("{mode} trial {trial}: the same command again"),
         );
         if completed {
+            over += 1;
             let text = String::from_utf8_lossy(&out.stdout);
             assert!(
                 text.contains("is complete in") && text.contains("nothing to commit"),
@@ -216,7 +220,10 @@ fn crash_trials(mode: &str) {
             "{mode} trial {trial}: {text}"
         );
     }
-    eprintln!("{mode}: {kills} kills, {mid_run} after some batches were committed");
+    eprintln!(
+        "{mode}: {kills} kills, {mid_run} after some batches were committed; {over} re-run(s) \
+         found the job over"
+    );
     assert!(
         mid_run >= 3,
         "{mode}: only {mid_run} of {kills} kills landed between commits; widen the kill window"
