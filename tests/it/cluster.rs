@@ -604,6 +604,165 @@ fn a_scheduler_that_is_not_there_is_a_clear_error_and_commits_nothing() -> TestR
     Ok(())
 }
 
+/// Issue 31, failure 5: the plan a `--cluster` job keeps beside its checkpoint
+/// (`PATH.plan.json`) does not outlive the checkpoint. The client writes the plan before it
+/// contacts the cluster, so no Ballista is needed: a job is completed here as the client
+/// completes one (planned, its tasks run, its outputs committed with `migrate-data commit
+/// --checkpoint PATH`: the same plan file and checkpoint), and the scheduler the `--cluster`
+/// command names is not there.
+/// 1. The same command finds the job complete (exit 0) without reaching the cluster.
+/// 2. The operator drops the destination and deletes the checkpoint, as our messages advise for
+///    a fresh start: the stale plan is ignored and a new job is planned (it reaches for the
+///    scheduler first; before the fix: "resuming job ..." then "load destination ...: No such
+///    table", every time).
+/// 3. The checkpoint kept, the destination dropped: refused, saying exactly that, without
+///    `--create-dest`; with it, the stale checkpoint goes and a new job is planned.
+#[test]
+fn a_cluster_jobs_plan_does_not_outlive_its_checkpoint_or_its_destination() -> TestResult {
+    let bin = binary()?;
+    let db = crate::common::SqlCatalog::sqlite()?;
+    let props = db.props.clone();
+    let rt = tokio::runtime::Runtime::new()?;
+    make_source(&rt, &props, 2)?;
+    let dir = db.dir.path().join("client");
+    let port = free_port();
+    let log = |dir: &Path| std::fs::read_to_string(dir.join("log")).unwrap_or_default();
+    // `iceberg-ops ARGS` in `dir`: its exit status, its stdout, and the log of its stderr.
+    let cli = |args: &[&str]| -> anyhow::Result<(bool, Vec<u8>, String)> {
+        let out = command(&bin, &dir, &props)?
+            .args(args)
+            .stdout(Stdio::piped())
+            .output()?;
+        Ok((out.status.success(), out.stdout, log(&dir)))
+    };
+    let job = [
+        "migrate-data",
+        "--source-catalog",
+        "lake",
+        "--source",
+        "src.orders",
+        "--dest",
+        "dst.orders",
+        "--batch-rows",
+        "25",
+    ];
+    let cluster = format!("df://127.0.0.1:{port}");
+    // The `--cluster` command: its exit status, and its stdout followed by its stderr.
+    let on_cluster = |create_dest: bool| -> anyhow::Result<(bool, String)> {
+        let mut args = job.to_vec();
+        args.extend(["--checkpoint", "ck.json", "--cluster", &cluster]);
+        if create_dest {
+            args.push("--create-dest");
+        }
+        let (ok, stdout, log) = cli(&args)?;
+        Ok((ok, format!("{}{log}", String::from_utf8_lossy(&stdout))))
+    };
+    let complete_a_job = || -> anyhow::Result<()> {
+        let mut plan = job.to_vec();
+        plan.extend(["--create-dest", "--plan-only", "--output", "json"]);
+        let (ok, stdout, log) = cli(&plan)?;
+        anyhow::ensure!(ok, "plan: {log}");
+        std::fs::write(dir.join("ck.json.plan.json"), &stdout)?;
+        let tasks = serde_json::from_slice::<Value>(&stdout)?["tasks"]
+            .as_array()
+            .map_or(0, Vec::len);
+        let mut commit = vec![
+            "migrate-data".to_string(),
+            "commit".into(),
+            "--plan".into(),
+            "ck.json.plan.json".into(),
+            "--checkpoint".into(),
+            "ck.json".into(),
+        ];
+        for task in 0..tasks {
+            let out = format!("task-{task}.json");
+            let t = task.to_string();
+            let (ok, _, log) = cli(&[
+                "migrate-data",
+                "run-task",
+                "--plan",
+                "ck.json.plan.json",
+                "--task",
+                &t,
+                "--out",
+                &out,
+            ])?;
+            anyhow::ensure!(ok, "run-task {task}: {log}");
+            commit.push(out);
+        }
+        let commit: Vec<&str> = commit.iter().map(String::as_str).collect();
+        let (ok, _, log) = cli(&commit)?;
+        anyhow::ensure!(ok, "commit: {log}");
+        Ok(())
+    };
+    let dest = iceberg::TableIdent::from_strs(["dst", "orders"])?;
+    let drop_dest = || {
+        rt.block_on(async {
+            let handle = open("lake", &props).await?;
+            handle.catalog().drop_table(&dest).await?;
+            anyhow::Ok(())
+        })
+    };
+    let dest_exists = || {
+        rt.block_on(async {
+            let handle = open("lake", &props).await?;
+            anyhow::Ok(handle.catalog().table_exists(&dest).await?)
+        })
+    };
+
+    complete_a_job()?;
+    // 1. Complete: said so, exit 0, no scheduler needed.
+    let (ok, log) = on_cluster(true)?;
+    assert!(ok && log.contains("is complete in"), "{log}");
+
+    // 2. The destination dropped and the checkpoint deleted: a fresh start.
+    drop_dest()?;
+    std::fs::remove_file(dir.join("ck.json"))?;
+    let (ok, log) = on_cluster(true)?;
+    assert!(!ok, "{log}");
+    assert!(
+        !log.contains("resuming job") && !log.contains("No such table"),
+        "the stale plan was resumed:\n{log}"
+    );
+    assert!(
+        log.contains("ignoring") && log.contains("ck.json.plan.json") && log.contains("is gone"),
+        "{log}"
+    );
+    assert!(log.contains("cannot be reached"), "{log}");
+    assert!(
+        !dest_exists()?,
+        "nothing planned without the scheduler: {log}"
+    );
+
+    // 3. The checkpoint kept, the destination dropped.
+    complete_a_job()?;
+    drop_dest()?;
+    let (ok, log) = on_cluster(false)?;
+    assert!(!ok, "{log}");
+    assert!(
+        log.contains("dst.orders")
+            && log.contains("no longer exists")
+            && log.contains("--create-dest"),
+        "{log}"
+    );
+    assert!(
+        dir.join("ck.json").exists(),
+        "refused: the checkpoint stays"
+    );
+    let (ok, log) = on_cluster(true)?;
+    assert!(!ok, "{log}");
+    assert!(
+        log.contains("no longer exists") && log.contains("planning a new job"),
+        "{log}"
+    );
+    assert!(log.contains("cannot be reached"), "{log}");
+    assert!(!dir.join("ck.json").exists(), "the stale checkpoint went");
+    // The plan left (stale now, without its checkpoint) is ignored by the next run.
+    let (ok, log) = on_cluster(true)?;
+    assert!(!ok && log.contains("ignoring"), "{log}");
+    Ok(())
+}
+
 /// A cluster without executors: Ballista keeps the job queued, and the client gives up after
 /// `--stall-timeout` with an error saying what to do, having committed nothing, and cancels the
 /// job. Once executors run, the same command resumes the job and commits every row once, with

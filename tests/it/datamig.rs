@@ -469,6 +469,95 @@ async fn resume_records_landed_batches_and_refuses_a_rolled_back_destination_on_
     resume_after_crashes(SqlCatalog::postgres()?).await
 }
 
+/// Issue 31, failure 3, in the library: a job stopped between its completion record and its
+/// checkpoint's mark (played by unmarking the checkpoint of a finished job), whose snapshots
+/// were then expired after two commits of another writer (so its last batch is neither the
+/// current snapshot nor its parent). `run` refuses it as the completed job it is (the seed's
+/// `CheckpointError`), advising no undoing, instead of as a rolled-back destination;
+/// `finished` reports it complete from its completion record and marks the checkpoint.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_job_over_whose_snapshots_were_expired_is_reported_complete() -> TestResult {
+    let db = SqlCatalog::sqlite()?;
+    let handle = open("lake", &db.props).await?;
+    source(&handle, &rows(12, false)).await?;
+    dest(&handle, "dst", PrimitiveType::Long).await?;
+    let checkpoint = db.dir.path().join("cp.json");
+    let job = || -> anyhow::Result<DataMigrator> {
+        Ok(migrator(&handle)?
+            .copy_mode(CopyMode::Rewrite)
+            .batch_rows(4)
+            .checkpoint(&checkpoint))
+    };
+    let first = job()?.run().await?;
+    assert!(first.new_snapshots.len() > 1, "{first:?}");
+    edit_checkpoint(&checkpoint, |v| v["completed"] = json!(false))?;
+    for id in [1000, 1001] {
+        let dst = handle.catalog().load_table(&ident("dst")?).await?;
+        let batch = arrow_array::RecordBatch::try_new(
+            ops_core::write::table_arrow_schema(&dst)?,
+            vec![
+                Arc::new(arrow_array::Int64Array::from(vec![id])),
+                Arc::new(arrow_array::StringArray::from(vec!["eu"])),
+                Arc::new(arrow_array::Int64Array::from(vec![1])),
+            ],
+        )?;
+        let files =
+            ops_core::write::write_data_files(&dst, futures::stream::iter([Ok(batch)])).await?;
+        AppendBuilder::new(&handle, ident("dst")?)
+            .with_files(files)
+            .await?;
+    }
+    // Every snapshot but the current one (the first append's too: its parent id names the
+    // job's last batch, which would still count as in the history).
+    let dst = handle.catalog().load_table(&ident("dst")?).await?;
+    let md = dst.metadata();
+    let older: Vec<i64> = md
+        .snapshots()
+        .map(|s| s.snapshot_id())
+        .filter(|id| Some(*id) != md.current_snapshot_id())
+        .collect();
+    ops_core::ops::expire_snapshots::ExpireSnapshotsBuilder::new(&handle, ident("dst")?)
+        .snapshot_ids(older)
+        .await?;
+
+    let err = job()?.run().await.err();
+    let msg = err.as_ref().map(ToString::to_string).unwrap_or_default();
+    assert!(
+        matches!(&err, Some(MigrationError::Resume { job_done: true, .. }))
+            && msg.contains("completion record")
+            && msg.contains("the job is done")
+            && !msg.contains("rolled back")
+            && !msg.contains("--where true"),
+        "{msg}"
+    );
+    let done = job()?.finished().await?;
+    let Some(MigrationError::AlreadyComplete {
+        why,
+        source_snapshots: Some(source),
+        ..
+    }) = &done
+    else {
+        anyhow::bail!("want the job complete: {done:?}");
+    };
+    assert!(why.contains("completion record"), "{why}");
+    assert!(
+        !source.changed() && source.read_snapshot_id == first.source_snapshot_id,
+        "{source:?}"
+    );
+    let cp: Value = serde_json::from_slice(&std::fs::read(&checkpoint)?)?;
+    assert_eq!(cp["completed"], true, "{cp}");
+    // Marked now: `run` refuses it as any completed checkpoint, `finished` still reports it.
+    assert!(matches!(
+        job()?.run().await,
+        Err(MigrationError::Resume { job_done: true, .. })
+    ));
+    assert!(matches!(
+        job()?.finished().await?,
+        Some(MigrationError::AlreadyComplete { .. })
+    ));
+    Ok(())
+}
+
 async fn resume_after_crashes(db: SqlCatalog) -> TestResult {
     let (dir, py) = (&db.dir, db.props.clone());
     let handle = open("lake", &py).await?;

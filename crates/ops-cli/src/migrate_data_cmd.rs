@@ -446,19 +446,37 @@ fn report_already_complete(
     e: &MigrationError,
     verification: Option<&VerificationResult>,
 ) -> anyhow::Result<()> {
-    let expiry = match e {
-        MigrationError::AlreadyComplete { expiry, .. } => expiry.clone(),
-        _ => None,
+    let (expiry, source) = match e {
+        MigrationError::AlreadyComplete {
+            expiry,
+            source_snapshots,
+            ..
+        } => (expiry.clone(), source_snapshots.clone()),
+        _ => (None, None),
     };
     print_report(
         output,
         || {
-            Ok(serde_json::json!({
+            let mut v = serde_json::json!({
                 "job_id": job_id,
                 "already_complete": true,
                 "detail": e.to_string(),
                 "expiry": expiry,
-            }))
+            });
+            // What the job read against where the source is now: an orchestrator retrying the
+            // task sees that rows committed to the source since were not copied.
+            if let (Some(obj), Some(src)) = (v.as_object_mut(), &source) {
+                obj.insert(
+                    "source_snapshot_id".into(),
+                    serde_json::json!(src.read_snapshot_id),
+                );
+                obj.insert(
+                    "source_current_snapshot_id".into(),
+                    serde_json::json!(src.current_snapshot_id),
+                );
+                obj.insert("source_changed".into(), serde_json::json!(src.changed()));
+            }
+            Ok(v)
         },
         || println!("{e}"),
         verification,
@@ -623,6 +641,25 @@ async fn run_migrate(factory: &CatalogFactory, args: MigrateArgs) -> anyhow::Res
         }
         return Ok(());
     }
+    // A job killed after its last commit is over: the same command says so and succeeds, with
+    // the verification it asks for, as `migrate-data commit` and --cluster do (the library's
+    // `run` refuses a completed checkpoint, as the seed's CheckpointError does).
+    match m.finished().await? {
+        Some(done @ MigrationError::AlreadyComplete { .. }) => {
+            let verification = match args.verify {
+                Some(method) => Some(m.verify(method.into(), args.sample_size).await?),
+                None => None,
+            };
+            let job_id = match &done {
+                MigrationError::AlreadyComplete { job_id, .. } => job_id.clone(),
+                _ => String::new(),
+            };
+            return report_already_complete(args.output, &job_id, &done, verification.as_ref());
+        }
+        // Finishing what the stopped run left undone failed (its compaction, say).
+        Some(e) => return Err(e.into()),
+        None => {}
+    }
     let reporter = Reporter::new(args.output == Output::Text || !std::io::stderr().is_terminal());
     let progress = reporter.clone_handle();
     m = m.progress(move |done, total| progress.update(done, total));
@@ -661,80 +698,46 @@ async fn run_on_cluster(
     if let Some(secs) = args.stall_timeout {
         runner = runner.stall_timeout((secs > 0).then(|| std::time::Duration::from_secs(secs)));
     }
-    if let Some(path) = &args.checkpoint {
-        // A completed job with its plan beside the checkpoint is found over by the runner
-        // before any task is submitted (and said so, as `migrate-data commit` does); without
-        // its plan there is no job to speak of.
-        let mut store = ops_checkpoint::CheckpointStore::new(path);
-        let mut plan_path = path.clone().into_os_string();
-        plan_path.push(".plan.json");
-        if store.exists()
-            && store.completed().unwrap_or(false)
-            && !PathBuf::from(plan_path).exists()
-        {
-            bail!(
-                "the checkpoint {} records a completed migration: the job is done. To copy the \
-                 source again as a new job (every row once more), delete it and {}.plan.json, \
-                 or pass a new --checkpoint path",
-                path.display(),
-                path.display()
-            );
-        }
-        runner = runner.checkpoint(path);
-    }
-    let plan = match &args.checkpoint {
-        // The plan is kept beside the checkpoint: the same command after a failure resumes
-        // that job (its committed batches skipped, its tasks' outputs reused) instead of
-        // planning a new job that would commit the same rows again.
-        Some(checkpoint) => {
-            let mut path = checkpoint.clone().into_os_string();
-            path.push(".plan.json");
-            let path = PathBuf::from(path);
-            if path.exists() {
-                let plan = read_plan(&path)?;
-                // Filters are compared as parsed (`qty>5` is `qty > 5`) where the source
-                // still parses them; as text otherwise.
-                let source_schema = match plan_catalogs(factory, &plan).await {
-                    Ok((source, _)) => source
-                        .catalog()
-                        .load_table(&parse_ident(&plan.source.table)?)
-                        .await
-                        .ok()
-                        .map(|t| t.metadata().current_schema().clone()),
-                    Err(_) => None,
-                };
-                same_job(&plan, args, source_schema.as_deref()).with_context(|| {
-                    format!(
-                        "{} holds the plan of job {} with other settings; finish that job with \
-                         its own settings, or remove {} and the checkpoint to start anew",
-                        path.display(),
-                        plan.job_id,
-                        path.display()
-                    )
-                })?;
-                eprintln!("resuming job {} planned in {}", plan.job_id, path.display());
-                plan
-            } else {
-                // Asked before planning creates the destination and marks the job; a job
-                // planned already may be over, which needs no scheduler to say.
-                runner.reachable().await?;
-                let plan = m.plan().await?;
-                let mut tmp = path.clone().into_os_string();
-                tmp.push(format!(".tmp-{}", std::process::id()));
-                let tmp = PathBuf::from(tmp);
-                std::fs::write(&tmp, serde_json::to_string(&plan)?)
-                    .with_context(|| format!("write {}", tmp.display()))?;
-                std::fs::rename(&tmp, &path)
-                    .with_context(|| format!("write {}", path.display()))?;
-                plan
-            }
-        }
-        // Without a checkpoint the same command would plan a new job, and commit again every
-        // batch the failed one had committed.
-        None => bail!(
+    // Without a checkpoint the same command would plan a new job, and commit again every batch
+    // the failed one had committed.
+    let Some(checkpoint) = args.checkpoint.clone() else {
+        bail!(
             "--cluster needs --checkpoint PATH: a cluster job that fails (an executor lost, the \
              client stopped) resumes from it, and its plan is kept beside it (PATH.plan.json)"
-        ),
+        );
+    };
+    runner = runner.checkpoint(&checkpoint);
+    let plan_path = cluster_plan_path(&checkpoint);
+    let plan = match stored_cluster_job(factory, &checkpoint, &plan_path, args).await? {
+        // The same command after a failure resumes that job (its committed batches skipped,
+        // its tasks' outputs reused) instead of planning a new job that would commit the same
+        // rows again; a job that is over is found so by the runner before any task is
+        // submitted, and said so, as `migrate-data commit` does.
+        StoredJob::Resume(plan) => {
+            eprintln!(
+                "resuming job {} planned in {}",
+                plan.job_id,
+                plan_path.display()
+            );
+            *plan
+        }
+        StoredJob::New => {
+            // Asked before planning creates the destination and marks the job.
+            runner.reachable().await?;
+            let plan = m.plan().await?;
+            // The plan first, then its checkpoint: a plan without its checkpoint is stale
+            // (`stored_cluster_job`), so a stop between the two leaves nothing that resumes
+            // the wrong job.
+            let mut tmp = plan_path.clone().into_os_string();
+            tmp.push(format!(".tmp-{}", std::process::id()));
+            let tmp = PathBuf::from(tmp);
+            std::fs::write(&tmp, serde_json::to_string(&plan)?)
+                .with_context(|| format!("write {}", tmp.display()))?;
+            std::fs::rename(&tmp, &plan_path)
+                .with_context(|| format!("write {}", plan_path.display()))?;
+            plan.start_checkpoint(&checkpoint)?;
+            plan
+        }
     };
     eprintln!(
         "cluster   {url}: job {}, {} task(s)",
@@ -766,6 +769,208 @@ async fn run_on_cluster(
         Err(done) => {
             report_already_complete(args.output, &plan.job_id, &done, verification.as_ref())
         }
+    }
+}
+
+/// Where a cluster job keeps its plan: beside its checkpoint, `PATH.plan.json`.
+#[cfg(feature = "cluster")]
+fn cluster_plan_path(checkpoint: &std::path::Path) -> PathBuf {
+    let mut path = checkpoint.as_os_str().to_owned();
+    path.push(".plan.json");
+    PathBuf::from(path)
+}
+
+/// What a `--cluster` run finds of its job on disk.
+#[cfg(feature = "cluster")]
+enum StoredJob {
+    /// The job its checkpoint and plan record: run (or report) it.
+    Resume(Box<MigrationPlan>),
+    /// No job to resume: plan one.
+    New,
+}
+
+/// The job `checkpoint` and its plan (`plan_path`) record, for a `--cluster` run.
+///
+/// The checkpoint is the job's one piece of state the operator sees, deletes or keeps; the plan
+/// beside it is only what the checkpoint's job needs to run (kept out of the checkpoint, which
+/// is rewritten after every batch, because a plan lists every source file: megabytes for a
+/// large table). A plan belongs to a job only while that job's checkpoint is there:
+/// - a plan without a checkpoint is stale — the operator deleted the checkpoint to start
+///   afresh (as our messages advise), or the run that planned it stopped before starting its
+///   checkpoint, before any task ran — and a new job is planned;
+/// - a plan whose destination is gone (dropped, or dropped and created again: another UUID)
+///   cannot be resumed; with `--create-dest` its checkpoint is removed and a new job planned,
+///   otherwise the run stops saying so;
+/// - a checkpoint without its plan, or with another job's plan, is refused, unless nothing of
+///   its job was committed (then a new job is planned).
+#[cfg(feature = "cluster")]
+async fn stored_cluster_job(
+    factory: &CatalogFactory,
+    checkpoint: &std::path::Path,
+    plan_path: &std::path::Path,
+    args: &MigrateArgs,
+) -> anyhow::Result<StoredJob> {
+    let (ck, pp) = (checkpoint.display(), plan_path.display());
+    let state = {
+        // Dropped at the end of the block: the runner takes the checkpoint's lock later.
+        let mut store = ops_checkpoint::CheckpointStore::new(checkpoint);
+        if store.exists() { store.state()? } else { None }
+    };
+    let plan = if plan_path.exists() {
+        Some(read_plan(plan_path)?)
+    } else {
+        None
+    };
+    let Some(state) = state else {
+        if let Some(plan) = plan {
+            eprintln!(
+                "ignoring {pp}: it holds the plan of job {}, whose checkpoint {ck} is gone \
+                 (deleted to start afresh, or never started); planning a new job",
+                plan.job_id
+            );
+        }
+        return Ok(StoredJob::New);
+    };
+    let job = state.job.clone().unwrap_or_default();
+    let job_id = job
+        .get("job_id")
+        .and_then(Value::as_str)
+        .unwrap_or("none recorded")
+        .to_string();
+    let committed = state.last_committed_batch.map_or(0, |b| b + 1);
+    let Some(plan) = plan else {
+        if state.completed {
+            bail!(
+                "the checkpoint {ck} records a completed migration (job {job_id}): the job is \
+                 done. To copy the source again as a new job, delete it or pass a new \
+                 --checkpoint path{}",
+                if args.write_mode == Mode::Append {
+                    " (appending, that copies every row once more)"
+                } else {
+                    ""
+                }
+            );
+        }
+        if job.get("plan") != Some(&Value::Bool(true)) {
+            bail!(
+                "{ck} is the checkpoint of a local run (job {job_id}), not of a cluster job: \
+                 finish that job without --cluster, or give this one its own --checkpoint path"
+            );
+        }
+        if committed == 0 {
+            eprintln!(
+                "ignoring {ck}: it started cluster job {job_id}, whose plan {pp} is gone, and \
+                 none of its batches was committed; planning a new job"
+            );
+            remove_checkpoint(checkpoint)?;
+            return Ok(StoredJob::New);
+        }
+        bail!(
+            "{ck} records cluster job {job_id} with {committed} batch(es) committed, but its \
+             plan {pp} is gone: the job cannot be resumed without it. Put the plan back, or \
+             delete {ck} to copy the source as a new job{}",
+            undo_advice(args, &job)
+        );
+    };
+    if job_id != plan.job_id {
+        if committed == 0 && !state.completed {
+            eprintln!(
+                "ignoring {ck}: it started job {job_id}, but {pp} holds the plan of job {}, and \
+                 none of its batches was committed; planning a new job",
+                plan.job_id
+            );
+            remove_checkpoint(checkpoint)?;
+            return Ok(StoredJob::New);
+        }
+        bail!(
+            "{ck} records job {job_id}, but {pp} holds the plan of another job ({}): the \
+             checkpoint's job cannot be resumed without its own plan. Give this run a new \
+             --checkpoint path",
+            plan.job_id
+        );
+    }
+    // Filters are compared as parsed (`qty>5` is `qty > 5`) where the source still parses
+    // them; as text otherwise.
+    let (source, dest) = plan_catalogs(factory, &plan).await?;
+    let source_schema = source
+        .catalog()
+        .load_table(&parse_ident(&plan.source.table)?)
+        .await
+        .ok()
+        .map(|t| t.metadata().current_schema().clone());
+    same_job(&plan, args, source_schema.as_deref()).with_context(|| {
+        format!(
+            "{pp} holds the plan of job {} with other settings; finish that job with its own \
+             settings, or remove {pp} and the checkpoint to start anew",
+            plan.job_id
+        )
+    })?;
+    // The planned destination must still be the table the job writes.
+    let ident = parse_ident(&plan.dest.table)?;
+    let gone = if !dest.catalog().table_exists(&ident).await? {
+        Some(format!(
+            "the destination {} (catalog '{}') of job {}, planned in {pp}, no longer exists",
+            plan.dest.table, plan.dest.catalog, plan.job_id
+        ))
+    } else {
+        let table = dest.catalog().load_table(&ident).await?;
+        let uuid = table.metadata().uuid().to_string();
+        (uuid != plan.dest_uuid).then(|| {
+            format!(
+                "the destination {} (catalog '{}') is no longer the table job {} was planned \
+                 for in {pp} (UUID {} then, {uuid} now: it was dropped and created again)",
+                plan.dest.table, plan.dest.catalog, plan.job_id, plan.dest_uuid
+            )
+        })
+    };
+    let Some(gone) = gone else {
+        return Ok(StoredJob::Resume(Box::new(plan)));
+    };
+    if !args.create_dest {
+        bail!(
+            "{gone}, so the job cannot be resumed. Pass --create-dest to plan a new job \
+             (creating the destination if it is missing), or delete {ck} and {pp}"
+        );
+    }
+    // Nothing the checkpoint records is in any table any more: it goes, and a new job starts.
+    eprintln!("{gone}; planning a new job (--create-dest), replacing {ck} and {pp}");
+    remove_checkpoint(checkpoint)?;
+    Ok(StoredJob::New)
+}
+
+/// Removes a checkpoint found stale, before a new job's plan replaces its job's: a stop in
+/// between then leaves a plan without a checkpoint, which the next run ignores.
+#[cfg(feature = "cluster")]
+fn remove_checkpoint(checkpoint: &std::path::Path) -> anyhow::Result<()> {
+    std::fs::remove_file(checkpoint)
+        .with_context(|| format!("remove the stale checkpoint {}", checkpoint.display()))
+}
+
+/// What to undo before a new job copies the rows a checkpoint's job committed again: only an
+/// append writes them twice.
+#[cfg(feature = "cluster")]
+fn undo_advice(args: &MigrateArgs, job: &ops_checkpoint::JobIdentity) -> String {
+    if args.write_mode != Mode::Append {
+        return String::new();
+    }
+    let dest = format!(
+        "{} --catalog {}",
+        args.job.dest(),
+        args.job
+            .dest_catalog
+            .as_deref()
+            .unwrap_or(&args.job.source_catalog)
+    );
+    match job.get("dest_snapshot_before").and_then(Value::as_i64) {
+        Some(id) => format!(
+            ", after rolling the destination back to snapshot {id} (`iceberg-ops table \
+             rollback {dest} --to {id}`), or a new job appends the committed rows again"
+        ),
+        None => format!(
+            ", after emptying the destination, which had no snapshot before the job \
+             (`iceberg-ops table delete {dest} --where true`), or a new job appends the \
+             committed rows again"
+        ),
     }
 }
 

@@ -87,6 +87,9 @@ fn crash_trials(mode: &str) {
     let mut kills = 0;
     // Kills that left committed batches behind an unfinished checkpoint.
     let mut mid_run = 0;
+    // Trials whose job was over before the re-run (finished before a kill, or killed after
+    // its checkpoint's mark).
+    let mut over = 0;
     // TRIALS trials, then more (up to as many again) only while fewer than three kills have
     // landed between commits: how many do depends on how fast this machine runs a job (a
     // committer grouping waiting batches finishes sooner), and every trial is checked alike.
@@ -182,11 +185,22 @@ fn crash_trials(mode: &str) {
                 window_ms = (window_ms * 2 / 3).max(50);
             }
         }
-        // A run that finished before its kill completed the checkpoint; another would be
-        // refused as a completed job.
+        // Whatever the last kill left — nothing, some batches, every batch, a completed job
+        // (killed after its last commit, or finished before the kill) — the same command ends
+        // in exit 0 (issue 31: a completed checkpoint was refused, every time).
         let completed = checkpoint(cwd).is_some_and(|v| v["completed"] == serde_json::json!(true));
-        if !completed {
-            ok(&run(cwd, &args), &format!("{mode} trial {trial}: resume"));
+        let out = run(cwd, &args);
+        ok(
+            &out,
+            &format!("{mode} trial {trial}: the same command again"),
+        );
+        if completed {
+            over += 1;
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                text.contains("is complete in") && text.contains("nothing to commit"),
+                "{mode} trial {trial}: {text}"
+            );
         }
         let mut verify = vec![
             "verify",
@@ -206,7 +220,10 @@ fn crash_trials(mode: &str) {
             "{mode} trial {trial}: {text}"
         );
     }
-    eprintln!("{mode}: {kills} kills, {mid_run} after some batches were committed");
+    eprintln!(
+        "{mode}: {kills} kills, {mid_run} after some batches were committed; {over} re-run(s) \
+         found the job over"
+    );
     assert!(
         mid_run >= 3,
         "{mode}: only {mid_run} of {kills} kills landed between commits; widen the kill window"
@@ -583,4 +600,283 @@ fn committing_a_completed_job_again_succeeds_and_writes_nothing() {
         after_first,
         "the repeated commits wrote nothing"
     );
+}
+
+/// The test-only failpoint variable (crates/ops-datamig/src/failpoint.rs; debug builds only).
+const ABORT_AT: &str = "ICEBERG_OPS_TEST_ABORT_AT";
+
+/// Runs `args` with the failpoint `point` armed: the process must abort there.
+fn run_aborted_at(cwd: &Path, args: &[&str], point: &str) {
+    let out = cmd(cwd, args).env(ABORT_AT, point).output().expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && stderr.contains(&format!("test failpoint {point}: aborting")),
+        "want an abort at {point}: {}\n{stderr}",
+        out.status
+    );
+}
+
+/// Every row once: partition_hash (an exact per-partition multiset digest) and the counts.
+fn every_row_once(cwd: &Path, dest: &str, rows: &str, what: &str) {
+    let out = run(
+        cwd,
+        &[
+            "verify",
+            "--source",
+            "quickstart.orders",
+            "--dest",
+            dest,
+            "--method",
+            "partition_hash",
+        ],
+    );
+    ok(&out, &format!("{what}: partition_hash"));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!("source {rows} rows, destination {rows} rows")),
+        "{what}: {text}"
+    );
+}
+
+/// Issue 31, failure 3: a local `--checkpoint` job stopped at each point between its durable
+/// steps — after a batch's commit (first, middle and last batch) before its checkpoint entry,
+/// after every batch before the completion record, after the completion record before the
+/// checkpoint's mark, after the mark — then the same command: exit 0 every time, with the
+/// verification it asks for, and every row once. Where the job was already over, the re-run
+/// says so (`already_complete`), naming the source snapshot the job read (still the current
+/// one here). The issue's command: an upsert into a destination it creates.
+#[test]
+fn a_job_stopped_at_any_point_reruns_to_exit_0_with_every_row_once() {
+    let rows = "6000";
+    let upsert = [
+        "migrate-data",
+        "--source",
+        "quickstart.orders",
+        "--dest",
+        "fp.orders",
+        "--write-mode",
+        "upsert",
+        "--upsert-keys",
+        "id",
+        "--batch-rows",
+        "2000",
+        "--create-dest",
+        "--checkpoint",
+        "ck.json",
+    ];
+    // Three batches: 0, 1 and 2 (the last).
+    let cases: &[(&str, bool)] = &[
+        ("after-commit:0", false),
+        ("after-commit:1", false),
+        ("after-commit:2", false),
+        ("after-batches", false),
+        ("after-completion-record", true),
+        ("after-checkpoint-completed", true),
+    ];
+    for &(point, over) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let cwd = dir.path();
+        ok(&run(cwd, &["quickstart", "--rows", rows]), "quickstart");
+        run_aborted_at(cwd, &upsert, point);
+        let mut again = upsert.to_vec();
+        again.extend(["--verify", "row_count", "--output", "json"]);
+        let out = run(cwd, &again);
+        ok(&out, &format!("{point}: the same command again"));
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(report["verification"]["matches"], true, "{point}: {report}");
+        if over {
+            assert_eq!(report["already_complete"], true, "{point}: {report}");
+            assert_eq!(report["source_changed"], false, "{point}: {report}");
+            let detail = report["detail"].as_str().unwrap_or_default();
+            assert!(
+                detail.contains("still the source's current snapshot")
+                    && !detail.contains("--where true")
+                    && !detail.contains("rollback"),
+                "{point}: {detail}"
+            );
+        } else {
+            assert!(report["already_complete"].is_null(), "{point}: {report}");
+        }
+        let ck: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(cwd.join("ck.json")).unwrap()).unwrap();
+        assert_eq!(ck["completed"], true, "{point}: {ck}");
+        every_row_once(cwd, "fp.orders", rows, point);
+        // Once more: over, whatever stopped the first run.
+        let out = run(cwd, &again);
+        ok(&out, &format!("{point}: a third run"));
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(report["already_complete"], true, "{point}: {report}");
+    }
+}
+
+/// An append with `--compact --expire-job-snapshots` stopped after its completion record (its
+/// compaction not run) and after its checkpoint's mark (its expiry not run): the same command
+/// reports the job complete and finishes what was left, and says so; a third run has nothing
+/// left. A job over whose source moved on names both snapshots and says a new append job
+/// would copy every row again.
+#[test]
+fn a_rerun_of_a_completed_job_finishes_its_compaction_and_expiry_and_names_the_source_snapshots() {
+    let rows = "3000";
+    let args = [
+        "migrate-data",
+        "--source",
+        "quickstart.orders",
+        "--dest",
+        "fin.orders",
+        "--batch-rows",
+        "1000",
+        "--copy-mode",
+        "rewrite",
+        "--create-dest",
+        "--compact",
+        "--expire-job-snapshots",
+        "--checkpoint",
+        "ck.json",
+    ];
+    let snapshots = |cwd: &Path| {
+        let out = run(
+            cwd,
+            &["table", "snapshots", "fin.orders", "--output", "json"],
+        );
+        ok(&out, "snapshots");
+        serde_json::from_slice::<Vec<serde_json::Value>>(&out.stdout).unwrap()
+    };
+    for (point, left) in [
+        (
+            "after-completion-record",
+            "compaction, left undone, ran now",
+        ),
+        ("after-checkpoint-completed", "snapshot expiry, left undone"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let cwd = dir.path();
+        ok(&run(cwd, &["quickstart", "--rows", rows]), "quickstart");
+        run_aborted_at(cwd, &args, point);
+        let mut again = args.to_vec();
+        again.extend(["--output", "json"]);
+        let out = run(cwd, &again);
+        ok(&out, &format!("{point}: the same command again"));
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(report["already_complete"], true, "{point}: {report}");
+        let detail = report["detail"].as_str().unwrap_or_default();
+        assert!(detail.contains(left), "{point}: {detail}");
+        // Compacted, and every snapshot of the job but the table's current one expired.
+        let history = snapshots(cwd);
+        assert_eq!(history.len(), 1, "{point}: {history:?}");
+        every_row_once(cwd, "fin.orders", rows, point);
+        let out = run(cwd, &again);
+        ok(&out, &format!("{point}: a third run"));
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let detail = report["detail"].as_str().unwrap_or_default();
+        assert!(
+            report["already_complete"] == true && !detail.contains("left undone"),
+            "{point}: {report}"
+        );
+        assert_eq!(
+            snapshots(cwd),
+            history,
+            "{point}: the third run wrote nothing"
+        );
+
+        if point == "after-checkpoint-completed" {
+            // The source moves on (one row deleted): the re-run still succeeds, verifying at
+            // the snapshot the job read, but names that snapshot and the current one, and
+            // does not pretend the change was copied.
+            ok(
+                &run(
+                    cwd,
+                    &["table", "delete", "quickstart.orders", "--where", "id = 7"],
+                ),
+                "a change to the source",
+            );
+            let mut verified = again.clone();
+            verified.extend(["--verify", "row_count"]);
+            let out = run(cwd, &verified);
+            ok(&out, "after the source moved on");
+            let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            let detail = report["detail"].as_str().unwrap_or_default();
+            assert!(
+                report["already_complete"] == true
+                    && report["source_changed"] == true
+                    && report["source_snapshot_id"] != report["source_current_snapshot_id"]
+                    && report["verification"]["matches"] == true
+                    && detail.contains("not in the destination")
+                    && detail.contains("copies every row again"),
+                "{report}"
+            );
+        }
+    }
+}
+
+/// The gap the previous stop left (docs/datamig.md, "Limitations"): a local `--checkpoint` job
+/// stopped after its completion record but before its checkpoint's mark, whose snapshots were
+/// then expired (the record lets maintenance at the table again): two compactions make the
+/// job's last batch neither current nor the current snapshot's parent, and the expiry removes
+/// every snapshot but the current one. The same command reports the job complete, from its
+/// completion record, instead of refusing it as "rolled back, or expired".
+#[test]
+fn a_job_stopped_before_its_checkpoint_mark_then_expired_is_reported_complete() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    ok(&run(cwd, &["quickstart", "--rows", "3000"]), "quickstart");
+    let args = [
+        "migrate-data",
+        "--source",
+        "quickstart.orders",
+        "--dest",
+        "gap.orders",
+        "--batch-rows",
+        "200",
+        "--copy-mode",
+        "rewrite",
+        "--create-dest",
+        "--checkpoint",
+        "ck.json",
+    ];
+    run_aborted_at(cwd, &args, "after-completion-record");
+    // Five 600-row source files, one per region, in 200-row batches: three files a region.
+    for only in [&["--where", "region = 'eu'"][..], &[]] {
+        let mut compact = vec!["table", "compact", "gap.orders", "--min-input-files", "2"];
+        compact.extend(only);
+        ok(&run(cwd, &compact), "compact");
+    }
+    ok(
+        &run(
+            cwd,
+            &[
+                "table",
+                "expire-snapshots",
+                "gap.orders",
+                "--older-than",
+                "2099-01-01",
+            ],
+        ),
+        "expire",
+    );
+    let out = run(
+        cwd,
+        &["table", "snapshots", "gap.orders", "--output", "json"],
+    );
+    ok(&out, "snapshots");
+    let left: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        left.len() == 1 && left[0]["operation"] == "replace",
+        "only the second compaction is left: {left:?}"
+    );
+    let mut again = args.to_vec();
+    again.extend(["--verify", "row_count", "--output", "json"]);
+    let out = run(cwd, &again);
+    ok(&out, "the same command again");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let detail = report["detail"].as_str().unwrap_or_default();
+    assert!(
+        report["already_complete"] == true
+            && report["verification"]["matches"] == true
+            && detail.contains("completion record"),
+        "{report}"
+    );
+    let ck: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(cwd.join("ck.json")).unwrap()).unwrap();
+    assert_eq!(ck["completed"], true, "{ck}");
+    every_row_once(cwd, "gap.orders", "3000", "gap");
 }

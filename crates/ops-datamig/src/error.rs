@@ -28,7 +28,11 @@ pub enum MigrationError {
     #[error(
         "cannot resume from checkpoint {}: {reason}{}",
         path.display(),
-        rollback_hint(dest, *committed_batches, *rollback_to)
+        if *job_done {
+            String::new()
+        } else {
+            rollback_hint(dest, *committed_batches, *rollback_to, *write_mode)
+        }
     )]
     Resume {
         /// The checkpoint file.
@@ -41,6 +45,11 @@ pub enum MigrationError {
         rollback_to: Option<i64>,
         /// The destination as CLI commands name it (`NS.T --catalog C`), for the advice.
         dest: String,
+        /// The job's write mode: only an append writes the committed batches' rows twice when
+        /// it is run again as a new job, so only then is undoing them advised.
+        write_mode: WriteMode,
+        /// The job completed: nothing needs to run again, so nothing needs undoing either.
+        job_done: bool,
     },
 
     /// A batch failed mid-stream; every earlier batch is committed (and checkpointed).
@@ -86,8 +95,9 @@ pub enum MigrationError {
     /// commit idempotently treat it as success. What an earlier commit left undone after
     /// completing (killed before it, say) is done first: the checkpoint is marked completed,
     /// and the job's snapshots are expired when the plan asks for it.
-    #[error("job {job_id} is complete in {dest} ({why}): nothing to commit{note}",
-            note = expiry_note(.expiry.as_deref()))]
+    #[error("job {job_id} is complete in {dest} ({why}): nothing to commit{note}{read}",
+            note = expiry_note(.expiry.as_deref()),
+            read = source_snapshots.as_ref().map_or_else(String::new, |s| format!(". {s}")))]
     AlreadyComplete {
         /// The plan's job.
         job_id: String,
@@ -98,6 +108,10 @@ pub enum MigrationError {
         /// The job's snapshots expired now (`expire_job_snapshots`) because an earlier commit
         /// completed the job but stopped before expiring them.
         expiry: Option<Box<crate::JobExpiry>>,
+        /// The source snapshot the job read and the source's current one (`None` when the
+        /// source could not be loaded): a re-run does not copy rows committed since. (Not
+        /// `source`: thiserror takes a field of that name for the error's cause.)
+        source_snapshots: Option<Box<crate::CompletedSource>>,
     },
 
     /// A table operation, catalog or read failed.
@@ -119,9 +133,31 @@ impl From<iceberg::Error> for MigrationError {
     }
 }
 
-fn rollback_hint(dest: &str, committed: u64, rollback_to: Option<i64>) -> String {
+fn rollback_hint(
+    dest: &str,
+    committed: u64,
+    rollback_to: Option<i64>,
+    write_mode: WriteMode,
+) -> String {
     if committed == 0 {
         return String::new();
+    }
+    // Run again as a new job, an upsert or a partition overwrite writes the same rows over
+    // themselves: nothing to undo first.
+    match write_mode {
+        WriteMode::Append => {}
+        WriteMode::Upsert => {
+            return format!(
+                ". {committed} batch(es) of this job are already committed; a new job (the \
+                 checkpoint file deleted) upserts them again by key, no row twice"
+            );
+        }
+        WriteMode::OverwritePartition => {
+            return format!(
+                ". {committed} batch(es) of this job are already committed; a new job (the \
+                 checkpoint file deleted) replaces their partitions again, no row twice"
+            );
+        }
     }
     // Said as the commands an operator runs, on the job's destination.
     let undo = match rollback_to {
@@ -166,10 +202,12 @@ mod tests {
     fn resume_refusals_say_what_the_cli_user_does() {
         let err = MigrationError::Resume {
             path: PathBuf::from("/x/job.ckpt"),
-            reason: "it records a completed migration".into(),
+            reason: "it was started with different settings".into(),
             committed_batches: 3,
             rollback_to: Some(42),
             dest: "db.orders --catalog prod".into(),
+            write_mode: WriteMode::Append,
+            job_done: false,
         }
         .to_string();
         assert!(
@@ -184,6 +222,8 @@ mod tests {
             committed_batches: 1,
             rollback_to: None,
             dest: "db.orders --catalog prod".into(),
+            write_mode: WriteMode::Append,
+            job_done: false,
         }
         .to_string();
         assert!(
@@ -197,6 +237,39 @@ mod tests {
         .to_string();
         assert!(corrupt.contains("new --checkpoint path"), "{corrupt}");
         assert!(!corrupt.contains("CheckpointStore"), "{corrupt}");
+    }
+
+    /// Undoing the committed batches is advised only where a new job would write their rows
+    /// twice: an append that did not complete (issue 31: a completed upsert was told to empty
+    /// its destination).
+    #[test]
+    fn resume_refusals_advise_undoing_only_what_a_rerun_would_duplicate() {
+        let say = |write_mode, job_done| {
+            MigrationError::Resume {
+                path: PathBuf::from("/x/job.ckpt"),
+                reason: "r".into(),
+                committed_batches: 120,
+                rollback_to: None,
+                dest: "db.orders --catalog prod".into(),
+                write_mode,
+                job_done,
+            }
+            .to_string()
+        };
+        assert!(say(WriteMode::Append, false).contains("--where true"));
+        for (mode, done) in [
+            (WriteMode::Append, true),
+            (WriteMode::Upsert, false),
+            (WriteMode::Upsert, true),
+            (WriteMode::OverwritePartition, false),
+        ] {
+            let err = say(mode, done);
+            assert!(
+                !err.contains("--where true") && !err.contains("rollback"),
+                "{mode} done={done}: {err}"
+            );
+        }
+        assert!(say(WriteMode::Upsert, false).contains("no row twice"));
     }
 
     /// A failed batch without a checkpoint says what a re-run does in the job's mode: only an

@@ -51,6 +51,7 @@
 mod commit;
 mod error;
 mod execute;
+mod failpoint;
 mod migrator;
 mod nbytes;
 mod plan;
@@ -70,7 +71,7 @@ pub use plan::eligibility::table_eligibility;
 pub use plan::job::{self, BatchOutput, MigrationPlan, MigrationTask, TableLocator, TaskOutput};
 pub use plan::route::{FileRouting, PlannedFile, route_files};
 pub use types::{
-    CopyMode, FileRoute, JobCompaction, JobExpiry, MigrationResult, OnDuplicateKeys,
-    PartitionStrategy, Progress, RoutedFile, RowFilter, VerificationResult, VerifyMethod,
-    WriteMode,
+    CompletedSource, CopyMode, FileRoute, JobCompaction, JobExpiry, MigrationResult,
+    OnDuplicateKeys, PartitionStrategy, Progress, RoutedFile, RowFilter, VerificationResult,
+    VerifyMethod, WriteMode,
 };

@@ -330,6 +330,70 @@ pub struct JobExpiry {
     pub cleanup_skipped: Option<String>,
 }
 
+/// The source snapshot a completed job read, and the source's current snapshot when a re-run
+/// found the job complete: rows committed to the source after the pinned snapshot are not in
+/// the destination, and the completed job does not copy them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CompletedSource {
+    /// The source, as messages name it.
+    pub table: String,
+    /// The snapshot the job was pinned to; `None` when the source had none (it was empty).
+    pub read_snapshot_id: Option<i64>,
+    /// The source's current snapshot now; `None` when it has none.
+    pub current_snapshot_id: Option<i64>,
+    /// The job's write mode: what a new job would do with the rows this one copied.
+    pub write_mode: WriteMode,
+}
+
+impl CompletedSource {
+    /// Whether the source moved on since the snapshot the job read.
+    pub fn changed(&self) -> bool {
+        self.read_snapshot_id != self.current_snapshot_id
+    }
+}
+
+impl fmt::Display for CompletedSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let read = match self.read_snapshot_id {
+            Some(id) => format!("snapshot {id}"),
+            None => "no snapshot (it was empty)".to_string(),
+        };
+        if !self.changed() {
+            return write!(
+                f,
+                "It read {} at {read}, which is still the source's current snapshot",
+                self.table
+            );
+        }
+        let current = self
+            .current_snapshot_id
+            .map_or("none".to_string(), |id| id.to_string());
+        // A new job reads the current snapshot whole: in append mode that is every row again,
+        // which the operator must hear before starting one for the new rows.
+        let new_job = match self.write_mode {
+            WriteMode::Append => {
+                "a new job (a new --checkpoint path) reads the current snapshot whole and, \
+                 appending, copies every row again, not only the new ones: select the new rows \
+                 with --row-filter"
+            }
+            WriteMode::Upsert => {
+                "a new job (a new --checkpoint path) upserts the source's current rows by key"
+            }
+            WriteMode::OverwritePartition => {
+                "a new job (a new --checkpoint path) replaces the partitions the source's \
+                 current rows fall in"
+            }
+        };
+        write!(
+            f,
+            "It read {} at {read}, but the source's current snapshot is now {current}: \
+             changes committed to the source since are not in the destination, and this job \
+             does not copy them; {new_job}",
+            self.table
+        )
+    }
+}
+
 /// The compaction a job ran on the files it wrote, once its last batch landed.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct JobCompaction {

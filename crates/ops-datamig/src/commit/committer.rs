@@ -408,6 +408,7 @@ impl Committer {
             marks.push((w.index, snapshots));
             self.next = w.index + 1;
         }
+        crate::failpoint::after_commit(marks.iter().map(|(i, _)| *i));
         if let Some(s) = &mut self.store {
             s.mark_committed_many(&marks)
                 .map_err(|e| (first, MigrationError::from(e)))?;
@@ -436,6 +437,7 @@ impl Committer {
     }
 
     fn committed(&mut self, index: u64, rows: u64, bytes: u64, snapshots: Vec<i64>) -> Result<()> {
+        crate::failpoint::after_commit([index]);
         if let Some(s) = &mut self.store {
             s.mark_committed(index, &snapshots)?;
         }

@@ -7,11 +7,96 @@
 //! 2. [`expire_job`]: expire the job's snapshots — only after completion, since a resume finds
 //!    its landed batches by them.
 
+use ops_checkpoint::{CheckpointStore, JobIdentity};
+
 use super::history::{
-    COMPACTED_JOB_PROPERTY, MIGRATION_JOB_PROPERTY, is_compaction_of, landed_batches,
+    COMPACTED_JOB_PROPERTY, MIGRATION_JOB_PROPERTY, completed_trace, is_compaction_of,
+    landed_batches,
 };
 use crate::types::TableRef;
-use crate::{JobCompaction, JobExpiry, MigrationError, Result};
+use crate::{CompletedSource, JobCompaction, JobExpiry, MigrationError, Result};
+
+/// A job found over in its destination (`history::job_over` says `why`), as a re-run sees it.
+pub(crate) struct Completed<'a> {
+    pub dest_ref: &'a TableRef,
+    /// The destination as the re-run loaded it.
+    pub dest: &'a iceberg::table::Table,
+    pub job_id: &'a str,
+    /// The re-run asks for the job's compaction / the expiry of its snapshots.
+    pub compact: bool,
+    pub expire: bool,
+    pub why: String,
+    /// The source snapshot the job read against the source's current one.
+    pub source: Option<CompletedSource>,
+}
+
+/// The job is complete in the destination: finishes what a run stopped after completion
+/// (killed, or its connection lost) left undone — the compaction when asked for and none of
+/// the job's is in the history, the checkpoint's completed mark (`store` holds this job's
+/// checkpoint or none; one not started yet is started with `fresh`, the snapshot the job read
+/// and its identity), and the expiry of the job's snapshots when asked for, each idempotent —
+/// and says so in a [`MigrationError::AlreadyComplete`] (or the error that stopped it).
+pub(crate) async fn already_complete(
+    c: Completed<'_>,
+    store: Option<&mut CheckpointStore>,
+    fresh: impl FnOnce() -> (Option<i64>, JobIdentity),
+) -> MigrationError {
+    let Completed {
+        dest_ref,
+        dest,
+        job_id,
+        compact,
+        expire,
+        mut why,
+        source,
+    } = c;
+    // The compaction runs after the completion record: a run killed between the two left it
+    // undone. Its failure is an error, as at the first run (the job's expiry must not run
+    // before it: it finds the job's files by its snapshots).
+    if compact && completed_trace(dest, job_id).is_none() {
+        match compact_job(dest_ref, job_id).await {
+            Ok(c) if c.snapshot_id.is_some() => {
+                why = format!(
+                    "{why}; its compaction, left undone, ran now ({} files into {})",
+                    c.input_files, c.output_files
+                )
+            }
+            Ok(_) => {}
+            Err(e) => return e,
+        }
+    }
+    if let Some(s) = store {
+        let marked = match s.state() {
+            Ok(None) => {
+                let (snapshot, identity) = fresh();
+                s.start(snapshot, Some(identity))
+                    .and_then(|()| s.mark_completed())
+            }
+            Ok(Some(state)) if state.completed => Ok(()),
+            Ok(Some(_)) => s.mark_completed(),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = marked {
+            return e.into();
+        }
+    }
+    let mut expiry = None;
+    if expire {
+        match expire_job(dest_ref, job_id).await {
+            Ok(e) if !e.expired_snapshots.is_empty() => expiry = Some(Box::new(e)),
+            Ok(_) => {}
+            // The job is still complete: say so, and why its snapshots stay.
+            Err(e) => why = format!("{why}; its snapshots were not expired: {e}"),
+        }
+    }
+    MigrationError::AlreadyComplete {
+        job_id: job_id.to_string(),
+        dest: dest_ref.describe(),
+        why,
+        expiry,
+        source_snapshots: source.map(Box::new),
+    }
+}
 
 /// Compacts the live files `job_id`'s batch snapshots added (see [`crate::DataMigrator::compact`]).
 pub(crate) async fn compact_job(dest_ref: &TableRef, job_id: &str) -> Result<JobCompaction> {

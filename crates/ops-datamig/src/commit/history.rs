@@ -118,6 +118,42 @@ pub(crate) fn job_rolled_back(dest: &Table, job_id: &str) -> Option<i64> {
     (!in_history(dest, id)).then_some(id)
 }
 
+/// Why `job_id` is over in `dest`, if it is: its checkpoint (`state`, which the caller made
+/// sure is this job's) marked completed with its newest snapshot still in the history (not
+/// rolled back since; the earlier ones, its ancestors, may be gone only because the job's own
+/// expiry removed them); its completion record on the destination (set when its last batch
+/// landed, so every snapshot of it may have been expired since and it is still not run or
+/// committed twice); or its compaction in the history (it runs after the last batch). The last
+/// two count only while the job was not rolled back past ([`job_rolled_back`] is `None`).
+pub(crate) fn job_over(
+    dest: &Table,
+    job_id: &str,
+    state: Option<&ops_checkpoint::CheckpointState>,
+    path: Option<&std::path::Path>,
+) -> Option<String> {
+    if let Some(state) = state
+        && state.completed
+        && rolled_back(dest, &state.dest_snapshot_ids).is_none()
+    {
+        return Some(format!(
+            "checkpoint {} records its completion",
+            path.map_or_else(String::new, |p| p.display().to_string())
+        ));
+    }
+    // The record and the compaction say the job completed, not that its rows are still
+    // there: only while the job's newest snapshot was not rolled back.
+    if job_rolled_back(dest, job_id).is_some() {
+        return None;
+    }
+    if let Some(at) = ops_core::ops::maintenance::completed_at(dest.metadata(), job_id) {
+        return Some(format!(
+            "its completion record ({}) says it completed at {at}",
+            ops_core::ops::maintenance::completed_job_key(job_id)
+        ));
+    }
+    completed_trace(dest, job_id)
+}
+
 /// Whether the destination holds any snapshot of `job_id` (a batch or its compaction), in its
 /// history or not.
 pub(crate) fn has_snapshots_of(dest: &Table, job_id: &str) -> bool {

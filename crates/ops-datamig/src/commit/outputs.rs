@@ -23,9 +23,9 @@ use ops_core::write::WrittenFiles;
 use serde_json::json;
 
 use super::committer::{Committer, CommitterSetup};
-use super::finish::{compact_job, expire_job};
+use super::finish::{Completed, already_complete, compact_job, expire_job};
 use super::history::{
-    completed_trace, expired_batch, has_snapshots_of, job_rolled_back, landed_batches, rolled_back,
+    expired_batch, has_snapshots_of, job_over, job_rolled_back, landed_batches, rolled_back,
     rolled_back_reason,
 };
 use crate::execute::worker::{BatchWork, Payload};
@@ -93,7 +93,10 @@ impl MigrationPlan {
         // stays complete whatever happened to its source or the destination's schema since,
         // and a retry must say so rather than advise a new plan (which would copy every row
         // again).
-        if let Some(done) = self.finished_in(&dest_ref, store.as_mut()).await? {
+        if let Some(done) = self
+            .finished_in(&source_ref, &dest_ref, store.as_mut())
+            .await?
+        {
             return Err(done);
         }
         let (_, dest_table) = self.tables(&source_ref, &dest_ref, false).await?;
@@ -300,9 +303,10 @@ impl MigrationPlan {
         dest: &CatalogHandle,
         checkpoint: Option<&std::path::Path>,
     ) -> Result<Option<MigrationError>> {
-        let (_, dest_ref) = self.table_refs(source, dest)?;
+        let (source_ref, dest_ref) = self.table_refs(source, dest)?;
         let mut store = checkpoint.map(CheckpointStore::new);
-        self.finished_in(&dest_ref, store.as_mut()).await
+        self.finished_in(&source_ref, &dest_ref, store.as_mut())
+            .await
     }
 
     /// [`Self::finished`] on the destination `dest_ref` (the plan's table: its UUID). Refuses,
@@ -311,6 +315,7 @@ impl MigrationPlan {
     /// nor completed there (abandoned).
     async fn finished_in(
         &self,
+        source_ref: &crate::types::TableRef,
         dest_ref: &crate::types::TableRef,
         mut store: Option<&mut CheckpointStore>,
     ) -> Result<Option<MigrationError>> {
@@ -333,6 +338,8 @@ impl MigrationPlan {
                 .map_or(0, |b| b + 1),
             rollback_to: self.dest_snapshot_before,
             dest: dest_ref.cli_args(),
+            write_mode: self.write_mode,
+            job_done: false,
         };
         if let Some(state) = &state {
             let job = state
@@ -357,9 +364,35 @@ impl MigrationPlan {
         // Rolled back past the job's newest snapshot: whatever the table says of its
         // completion, its rows are not all there.
         let rolled = job_rolled_back(&dest, &self.job_id);
-        if let Some(why) = self.over(&dest, state.as_ref(), path.as_deref(), rolled.is_none()) {
+        if let Some(why) = job_over(&dest, &self.job_id, state.as_ref(), path.as_deref()) {
+            // What the job read against where the source is now; a source that cannot be
+            // loaded (dropped since) does not make a completed job less complete.
+            let source = match source_ref.load().await {
+                Ok(t) => Some(crate::CompletedSource {
+                    table: source_ref.describe(),
+                    read_snapshot_id: self.source_snapshot_id,
+                    current_snapshot_id: t.metadata().current_snapshot_id(),
+                    write_mode: self.write_mode,
+                }),
+                Err(e) => {
+                    tracing::warn!(error = %e, "the completed job's source could not be loaded");
+                    None
+                }
+            };
+            let done = Completed {
+                dest_ref,
+                dest: &dest,
+                job_id: &self.job_id,
+                compact: self.compact,
+                expire: self.expire_job_snapshots,
+                why,
+                source,
+            };
             return Ok(Some(
-                self.already_complete(dest_ref, &dest, store, why).await,
+                already_complete(done, store, || {
+                    (self.source_snapshot_id, self.checkpoint_identity())
+                })
+                .await,
             ));
         }
         let progress = state
@@ -416,6 +449,16 @@ impl MigrationPlan {
         Ok(None)
     }
 
+    /// Starts the checkpoint at `path` for this plan's job, nothing committed yet (as
+    /// [`Self::commit_stream`] does when it finds none), overwriting whatever the file held. A
+    /// client keeping the plan in a file of its own starts the checkpoint as soon as the plan
+    /// is written, so that the checkpoint, the job's state, names the plan's job from then on.
+    pub fn start_checkpoint(&self, path: &std::path::Path) -> Result<()> {
+        CheckpointStore::new(path)
+            .start(self.source_snapshot_id, Some(self.checkpoint_identity()))?;
+        Ok(())
+    }
+
     /// The checkpoint identity of this plan's job.
     fn checkpoint_identity(&self) -> ops_checkpoint::JobIdentity {
         let mut job = ops_checkpoint::JobIdentity::new();
@@ -426,102 +469,6 @@ impl MigrationPlan {
         );
         job.insert("plan".into(), json!(true));
         job
-    }
-
-    /// Why the job is over in `dest`, if it is: its checkpoint (`state`, this job's) marked
-    /// completed with its newest snapshot still in the history (not rolled back since; the
-    /// earlier ones, its ancestors, may be gone only because the job's own expiry removed
-    /// them); its completion record on the destination (set when its last batch landed, so
-    /// every snapshot of it may have been expired since and its outputs are still not
-    /// committed twice); or its compaction in the history (it runs after the last batch). The
-    /// last two count only while the job's newest snapshot was `not_rolled_back`.
-    fn over(
-        &self,
-        dest: &iceberg::table::Table,
-        state: Option<&ops_checkpoint::CheckpointState>,
-        path: Option<&std::path::Path>,
-        not_rolled_back: bool,
-    ) -> Option<String> {
-        if let Some(state) = state
-            && state.completed
-            && rolled_back(dest, &state.dest_snapshot_ids).is_none()
-        {
-            return Some(format!(
-                "checkpoint {} records its completed commit",
-                path.map_or_else(String::new, |p| p.display().to_string())
-            ));
-        }
-        // The record and the compaction say the job completed, not that its rows are still
-        // there: only while the job's newest snapshot was not rolled back.
-        if !not_rolled_back {
-            return None;
-        }
-        if let Some(at) = ops_core::ops::maintenance::completed_at(dest.metadata(), &self.job_id) {
-            return Some(format!(
-                "its completion record ({}) says it completed at {at}",
-                ops_core::ops::maintenance::completed_job_key(&self.job_id)
-            ));
-        }
-        completed_trace(dest, &self.job_id)
-    }
-
-    /// The job is complete in the destination (`why`): finishes what a commit stopped after
-    /// completion (killed, or its connection lost) left undone in `dest` (the destination
-    /// `finished_in` read) — the compaction when the plan
-    /// asks for it and none of the job's is in the history, the checkpoint's completed mark
-    /// (`store` holds this job's checkpoint or none), and the expiry of the job's snapshots when
-    /// the plan asks for it, each idempotent — and says so in a
-    /// [`MigrationError::AlreadyComplete`].
-    async fn already_complete(
-        &self,
-        dest_ref: &crate::types::TableRef,
-        dest: &iceberg::table::Table,
-        store: Option<&mut CheckpointStore>,
-        why: String,
-    ) -> MigrationError {
-        let mut why = why;
-        // The compaction runs after the completion record: a commit killed between the two
-        // left it undone. Its failure is an error, as at the first commit (the job's expiry
-        // must not run before it: it finds the job's files by its snapshots).
-        if self.compact && completed_trace(dest, &self.job_id).is_none() {
-            match compact_job(dest_ref, &self.job_id).await {
-                Ok(c) if c.snapshot_id.is_some() => {
-                    why = format!(
-                        "{why}; its compaction, left undone, ran now ({} files into {})",
-                        c.input_files, c.output_files
-                    )
-                }
-                Ok(_) => {}
-                Err(e) => return e,
-            }
-        }
-        if let Some(s) = store {
-            let marked = match s.state() {
-                Ok(None) => s
-                    .start(self.source_snapshot_id, Some(self.checkpoint_identity()))
-                    .and_then(|()| s.mark_completed()),
-                Ok(Some(_)) => s.mark_completed(),
-                Err(e) => Err(e),
-            };
-            if let Err(e) = marked {
-                return e.into();
-            }
-        }
-        let mut expiry = None;
-        if self.expire_job_snapshots {
-            match expire_job(dest_ref, &self.job_id).await {
-                Ok(e) if !e.expired_snapshots.is_empty() => expiry = Some(Box::new(e)),
-                Ok(_) => {}
-                // The job is still complete: say so, and why its snapshots stay.
-                Err(e) => why = format!("{why}; its snapshots were not expired: {e}"),
-            }
-        }
-        MigrationError::AlreadyComplete {
-            job_id: self.job_id.clone(),
-            dest: dest_ref.describe(),
-            why,
-            expiry,
-        }
     }
 
     /// An output of this plan's job, of one of its tasks, with batches in the task's range.

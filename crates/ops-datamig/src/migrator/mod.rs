@@ -580,6 +580,7 @@ impl DataMigrator {
             self.clear_marker_after_failure(&job_id).await;
         }
         outcome?;
+        crate::failpoint::hit(crate::failpoint::AFTER_BATCHES);
         // Every batch has landed: the marker gives way to the job's completion record. A
         // failure to record it must not turn the run into a failure (a re-run without a
         // checkpoint would append every row again).
@@ -598,12 +599,14 @@ impl DataMigrator {
                  table until then)"
             );
         }
+        crate::failpoint::hit(crate::failpoint::AFTER_COMPLETION_RECORD);
         if self.compact {
             result.compaction = Some(compact_job(&self.dest, &job_id).await?);
         }
         if let Some(s) = &mut store {
             s.mark_completed()?;
         }
+        crate::failpoint::hit(crate::failpoint::AFTER_CHECKPOINT_COMPLETED);
         if self.expire_job_snapshots {
             result.expiry = Some(expire_job(&self.dest, &job_id).await?);
         }

@@ -242,6 +242,8 @@ impl DataMigrator {
                 committed_batches: 0,
                 rollback_to: None,
                 dest: self.dest.cli_args(),
+                write_mode: self.write_mode,
+                job_done: false,
             });
         }
         let catalog = self.dest.handle.catalog();
