@@ -194,6 +194,15 @@ impl DataMigrator {
                 false,
             ));
         };
+        if crate::plan::job::check_job_id(job_id).is_err() {
+            return Err(refuse(
+                format!(
+                    "its job id {job_id:?} is not one iceberg-ops makes (the file was edited); \
+                     delete it to start over"
+                ),
+                false,
+            ));
+        }
         let snapshot = state.source_snapshot_id;
         if let Some(id) = snapshot
             && source.metadata().snapshot_by_id(id).is_none()

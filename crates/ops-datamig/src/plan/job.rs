@@ -295,6 +295,26 @@ pub(crate) fn layout_fingerprint(tasks: &[MigrationTask], filtered: bool) -> Str
     format!("{:032x}", h.finish_128())
 }
 
+/// Refuses a job id that could not have been made here (a UUID): a job id names folders — the
+/// cluster's `iceberg-ops-<job id>/` attempt folders under the data location, the job's prefix
+/// its cleanup deletes — so one read from an edited plan or checkpoint (`../x`) must not reach a
+/// path outside the table.
+pub(crate) fn check_job_id(id: &str) -> Result<()> {
+    let ok = !id.is_empty()
+        && id.len() <= 64
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if ok {
+        Ok(())
+    } else {
+        Err(MigrationError::InvalidInput(format!(
+            "job id {id:?} is not one iceberg-ops makes (letters, digits, '-' and '_', at most 64): \
+             the plan or checkpoint was edited; plan the job again"
+        )))
+    }
+}
+
 impl MigrationPlan {
     /// Reads a plan written by `iceberg-ops migrate-data --plan-only --output json`.
     pub fn from_json(text: &str) -> Result<Self> {
@@ -304,6 +324,7 @@ impl MigrationPlan {
                  json`): {e}"
             ))
         })?;
+        check_job_id(&plan.job_id)?;
         if plan.format != PLAN_FORMAT {
             return Err(MigrationError::InvalidInput(format!(
                 "migration plan format {} is not supported by this build (format {PLAN_FORMAT}); \
@@ -486,6 +507,14 @@ pub(crate) fn files_from_json(dest: &Table, batch: &BatchOutput) -> Result<Vec<D
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_job_id_that_could_name_another_folder_is_refused() {
+        for bad in ["", "..", "../x", "a/b", "x y", "é", &"a".repeat(65)] {
+            assert!(check_job_id(bad).is_err(), "{bad:?}");
+        }
+        check_job_id(&uuid::Uuid::new_v4().to_string()).unwrap_or_else(|e| panic!("{e}"));
+    }
     use super::*;
 
     fn read_of(counts: &[Option<u64>]) -> PlannedRead {
