@@ -520,6 +520,12 @@ async fn orphans(handle: &CatalogHandle, name: &str, p: &BTreeMap<String, String
             })?;
         assert!(err.to_string().contains("under 24 hours"), "{err}");
         assert!(leftover.exists(), "a refused cleanup deleted a file");
+        // A dry run deletes nothing: it may look below the floor.
+        RemoveOrphansBuilder::new(handle, ident.clone())
+            .older_than(Duration::from_secs(short))
+            .dry_run(true)
+            .await?;
+        assert!(leftover.exists(), "a dry run deleted a file");
     }
 
     let dry = RemoveOrphansBuilder::new(handle, ident.clone())

@@ -530,12 +530,12 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
         } => {
             let age = parse_duration(&older_than)?;
             // Said here in the user's own terms (a point in time is an age to the library).
-            if age < ops_core::ops::remove_orphans::MIN_OLDER_THAN && !force {
+            if age < ops_core::ops::remove_orphans::MIN_OLDER_THAN && !force && !dry_run {
                 bail!(
                     "--older-than {older_than} is under 24 hours ago: a file a running writer \
                      has not committed yet would be deleted as an orphan (a sorted compaction or \
                      a migration writes for hours before its commit). Pass --force if nothing \
-                     writes to {}",
+                     writes to {}, or --dry-run to see what it would delete",
                     target.table
                 );
             }

@@ -110,11 +110,13 @@ impl RemoveOrphansBuilder {
     async fn execute(self) -> Result<OrphanMetrics> {
         maintenance::refuse_self_maintained(&self.handle, &self.ident, "orphan file removal")
             .await?;
-        if self.older_than < MIN_OLDER_THAN && !self.force {
+        // A dry run deletes nothing: it may look at younger files without `force`.
+        if self.older_than < MIN_OLDER_THAN && !self.force && !self.dry_run {
             return Err(Error::InvalidInput(format!(
                 "--older-than {}s is under 24 hours: a file a running writer has not committed \
                  yet would be deleted as an orphan (a sorted compaction or a migration writes \
-                 for hours before its commit). Pass --force if nothing writes to {}",
+                 for hours before its commit). Pass --force if nothing writes to {}, or look \
+                 first with a dry run",
                 self.older_than.as_secs(),
                 self.ident
             )));
