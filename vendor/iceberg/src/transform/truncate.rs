@@ -50,17 +50,22 @@ impl Truncate {
 
     #[inline]
     fn truncate_i32(v: i32, width: i32) -> i32 {
-        v - v.rem_euclid(width)
+        // iceberg-ops patch: Java's int arithmetic wraps (`value - (((value % width) + width) %
+        // width)`); here the minimum overflowed and panicked.
+        v.wrapping_sub(v.rem_euclid(width))
     }
 
     #[inline]
     fn truncate_i64(v: i64, width: i64) -> i64 {
-        v - (((v % width) + width) % width)
+        // iceberg-ops patch: wrapping as Java's long arithmetic.
+        v.wrapping_sub(v.rem_euclid(width))
     }
 
     #[inline]
     fn truncate_decimal_i128(v: i128, width: i128) -> i128 {
-        v - (((v % width) + width) % width)
+        // iceberg-ops patch: wrapping, as above (Java's BigDecimal cannot overflow, but a
+        // decimal(38) minimum truncated leaves the type either way).
+        v.wrapping_sub(v.rem_euclid(width))
     }
 }
 

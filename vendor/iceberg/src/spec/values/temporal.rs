@@ -92,13 +92,16 @@ pub(crate) mod timestamptz {
     }
 
     pub(crate) fn microseconds_to_datetimetz(micros: i64) -> DateTime<Utc> {
-        let (secs, rem) = (micros / 1_000_000, micros % 1_000_000);
+        // iceberg-ops patch: floor division, so an instant before 1970 with a fraction
+        // (1969-12-31T23:59:59.999999) has a non-negative remainder (it overflowed).
+        let (secs, rem) = (micros.div_euclid(1_000_000), micros.rem_euclid(1_000_000));
 
         DateTime::from_timestamp(secs, rem as u32 * 1_000).unwrap()
     }
 
     pub(crate) fn nanoseconds_to_datetimetz(nanos: i64) -> DateTime<Utc> {
-        let (secs, rem) = (nanos / 1_000_000_000, nanos % 1_000_000_000);
+        // iceberg-ops patch: floor division, as above.
+        let (secs, rem) = (nanos.div_euclid(1_000_000_000), nanos.rem_euclid(1_000_000_000));
 
         DateTime::from_timestamp(secs, rem as u32).unwrap()
     }
