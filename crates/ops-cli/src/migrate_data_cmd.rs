@@ -546,6 +546,7 @@ async fn commit(factory: &CatalogFactory, a: CommitArgs) -> anyhow::Result<()> {
                 result.new_snapshots.len(),
                 result.batches_skipped + result.batches_landed
             );
+            print_source_snapshots(&result);
             print_job_finish(&result);
         }
     }
@@ -1084,6 +1085,19 @@ pub async fn run_verify(factory: &CatalogFactory, args: VerifyArgs) -> anyhow::R
     Ok(())
 }
 
+/// The source snapshot the job is pinned to against the source's current one (the wording of
+/// a job found complete): a warning when the source moved on, since a resumed job does not
+/// copy the rows committed since.
+fn print_source_snapshots(r: &MigrationResult) {
+    if let Some(s) = &r.source_snapshots {
+        if s.changed() {
+            println!("warning   {s}");
+        } else {
+            println!("source    {s}");
+        }
+    }
+}
+
 /// What ran after the last batch: the job's compaction and snapshot expiry.
 fn print_job_finish(r: &MigrationResult) {
     if let Some(c) = &r.compaction {
@@ -1146,9 +1160,17 @@ fn print_result(job: &Job, r: &MigrationResult) {
                 }
             );
         }
+        print_source_snapshots(r);
         if let Some(before) = r.dest_snapshot_before {
+            // Once the job's snapshots are expired, the current snapshot's parent is gone:
+            // `before` is no longer reachable as an ancestor, and rollback (ancestors only)
+            // refuses it; set-current-snapshot takes any snapshot the table still has.
+            let undo = match &r.expiry {
+                Some(x) if !x.expired_snapshots.is_empty() => "set-current-snapshot",
+                _ => "rollback",
+            };
             println!(
-                "undo      iceberg-ops table rollback {} --to {before}",
+                "undo      iceberg-ops table {undo} {} --to {before}",
                 job.dest()
             );
         }

@@ -880,3 +880,238 @@ fn a_job_stopped_before_its_checkpoint_mark_then_expired_is_reported_complete() 
     assert_eq!(ck["completed"], true, "{ck}");
     every_row_once(cwd, "gap.orders", "3000", "gap");
 }
+
+/// The current snapshot of `table`, from `table snapshots`.
+fn current_snapshot(cwd: &Path, table: &str) -> i64 {
+    let out = run(cwd, &["table", "snapshots", table, "--output", "json"]);
+    ok(&out, "snapshots");
+    let list: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    list.iter()
+        .find(|s| s["current"] == true)
+        .and_then(|s| s["snapshot_id"].as_i64())
+        .unwrap_or_else(|| panic!("{table} has no current snapshot: {list:?}"))
+}
+
+/// Issue 31, item 3, the resume path: a local `--checkpoint` upsert stopped mid-job (after a
+/// batch's commit) and after its last batch (before the completion record), then rows appended
+/// to the source, then the same command: exit 0, resuming at the snapshot the job is pinned
+/// to, and the report names that snapshot and the source's current one and says the new rows
+/// are not copied — in JSON (`source_current_snapshot_id`, `source_changed`, as for a job found
+/// complete) and as a warning in text. Before, a resume said nothing of the source.
+#[test]
+fn a_resume_after_rows_were_added_to_the_source_names_both_snapshots() {
+    let rows = "6000";
+    let upsert = [
+        "migrate-data",
+        "--source",
+        "quickstart.orders",
+        "--dest",
+        "rs.orders",
+        "--write-mode",
+        "upsert",
+        "--upsert-keys",
+        "id",
+        "--batch-rows",
+        "2000",
+        "--create-dest",
+        "--checkpoint",
+        "ck.json",
+    ];
+    // Three batches: 0, 1 and 2 (the last).
+    for point in ["after-commit:1", "after-batches"] {
+        for output in ["json", "text"] {
+            let what = format!("{point}, {output}");
+            let dir = tempfile::tempdir().unwrap();
+            let cwd = dir.path();
+            ok(&run(cwd, &["quickstart", "--rows", rows]), "quickstart");
+            // Five rows to append to the source later, in its own schema.
+            ok(
+                &run(
+                    cwd,
+                    &[
+                        "migrate-data",
+                        "--source",
+                        "quickstart.orders",
+                        "--dest",
+                        "side.orders",
+                        "--create-dest",
+                        "--copy-mode",
+                        "rewrite",
+                        "--row-filter",
+                        "id < 5",
+                    ],
+                ),
+                "the rows to append",
+            );
+            run_aborted_at(cwd, &upsert, point);
+            let ck: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(cwd.join("ck.json")).unwrap()).unwrap();
+            let pinned = ck["source_snapshot_id"].as_i64().unwrap();
+            ok(
+                &run(
+                    cwd,
+                    &[
+                        "migrate-data",
+                        "--source",
+                        "side.orders",
+                        "--dest",
+                        "quickstart.orders",
+                        "--copy-mode",
+                        "rewrite",
+                    ],
+                ),
+                "rows appended to the source",
+            );
+            let current = current_snapshot(cwd, "quickstart.orders");
+            assert_ne!(pinned, current, "{what}");
+            let mut again = upsert.to_vec();
+            again.extend(["--verify", "row_count", "--output", output]);
+            let out = run(cwd, &again);
+            ok(&out, &format!("{what}: the same command again"));
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            if output == "json" {
+                let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+                assert!(
+                    report["already_complete"].is_null()
+                        && report["source_snapshot_id"] == pinned
+                        && report["source_current_snapshot_id"] == current
+                        && report["source_changed"] == true
+                        && report["verification"]["matches"] == true,
+                    "{what}: {report}"
+                );
+            } else {
+                let warning = stdout
+                    .lines()
+                    .find(|l| l.starts_with("warning   It read quickstart.orders"))
+                    .unwrap_or_else(|| panic!("{what}: no warning about the source:\n{stdout}"));
+                assert!(
+                    warning.contains(&format!("at snapshot {pinned}, but the source's current snapshot is now {current}"))
+                        && warning.contains("changes committed to the source since are not in the destination, and this job does not copy them"),
+                    "{what}: {warning}"
+                );
+            }
+            // The job copied its pinned snapshot, every row once; the new rows are not copied.
+            every_row_once_at(cwd, "rs.orders", pinned, rows, &what);
+        }
+    }
+}
+
+/// A first run whose source did not move reports the snapshot it pinned as still current.
+#[test]
+fn a_first_run_reports_its_pinned_source_snapshot_as_current() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    ok(&run(cwd, &["quickstart", "--rows", "3000"]), "quickstart");
+    let current = current_snapshot(cwd, "quickstart.orders");
+    let args = [
+        "migrate-data",
+        "--source",
+        "quickstart.orders",
+        "--dest",
+        "first.orders",
+        "--create-dest",
+        "--output",
+        "json",
+    ];
+    let out = run(cwd, &args);
+    ok(&out, "a first run");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        report["source_snapshot_id"] == current
+            && report["source_current_snapshot_id"] == current
+            && report["source_changed"] == false,
+        "{report}"
+    );
+}
+
+/// An append with `--expire-job-snapshots` into a destination that had a snapshot: the undo
+/// advice names `table set-current-snapshot`, since the expiry broke the parent chain that
+/// `table rollback` (ancestors only) follows — and the advice, run as printed, works.
+#[test]
+fn the_undo_advice_after_an_expiry_is_set_current_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    ok(&run(cwd, &["quickstart", "--rows", "3000"]), "quickstart");
+    let base = [
+        "migrate-data",
+        "--source",
+        "quickstart.orders",
+        "--dest",
+        "undo.orders",
+        "--copy-mode",
+        "rewrite",
+        "--batch-rows",
+        "1000",
+    ];
+    let mut first = base.to_vec();
+    first.extend(["--create-dest", "--row-filter", "id < 10"]);
+    ok(&run(cwd, &first), "a destination with a snapshot");
+    let before = current_snapshot(cwd, "undo.orders");
+    let mut second = base.to_vec();
+    second.extend(["--row-filter", "id >= 10", "--expire-job-snapshots"]);
+    let out = run(cwd, &second);
+    ok(&out, "an append expiring its snapshots");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let undo =
+        format!("undo      iceberg-ops table set-current-snapshot undo.orders --to {before}");
+    assert!(
+        stdout.lines().any(|l| l == undo) && !stdout.contains("table rollback"),
+        "{stdout}"
+    );
+    // rollback refuses it; the advice as printed restores the destination.
+    let rollback = run(
+        cwd,
+        &[
+            "table",
+            "rollback",
+            "undo.orders",
+            "--to",
+            &before.to_string(),
+        ],
+    );
+    assert!(!rollback.status.success(), "rollback after the expiry");
+    let advice: Vec<&str> = undo
+        .trim_start_matches("undo      iceberg-ops ")
+        .split(' ')
+        .collect();
+    ok(&run(cwd, &advice), "the undo advice");
+    assert_eq!(current_snapshot(cwd, "undo.orders"), before);
+}
+
+/// [`every_row_once`] against the source at `snapshot` — and the source's current rows, which
+/// hold five more (appended after the job pinned `snapshot`), are not all in `dest`.
+fn every_row_once_at(cwd: &Path, dest: &str, snapshot: i64, rows: &str, what: &str) {
+    let verify = |at: Option<String>| {
+        let mut args = vec![
+            "verify".to_string(),
+            "--source".into(),
+            "quickstart.orders".into(),
+            "--dest".into(),
+            dest.into(),
+            "--method".into(),
+            "partition_hash".into(),
+        ];
+        if let Some(at) = at {
+            args.extend(["--source-snapshot".into(), at]);
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        run(cwd, &args)
+    };
+    let out = verify(Some(snapshot.to_string()));
+    ok(
+        &out,
+        &format!("{what}: partition_hash at the pinned snapshot"),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!("source {rows} rows, destination {rows} rows")),
+        "{what}: {text}"
+    );
+    let out = verify(None);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let more = rows.parse::<u64>().unwrap() + 5;
+    assert!(
+        !out.status.success() && text.contains(&format!("source {more} rows")),
+        "{what}: the appended rows are not copied: {text}"
+    );
+}

@@ -305,8 +305,15 @@ pub struct MigrationResult {
     pub batches_landed: u64,
     /// The job id stamped into every snapshot summary (`iceberg-ops.migration-job`).
     pub job_id: Option<String>,
-    /// The source snapshot read.
+    /// The source snapshot read: the one the job is pinned to, which a resumed run reads again.
     pub source_snapshot_id: Option<i64>,
+    /// That snapshot against the source's current one when the run ended (`None` for a dry
+    /// run, or when the source could not be loaded again): rows committed to the source after
+    /// the job pinned its snapshot — before a resume, say — are not in the destination, and
+    /// this job does not copy them. In JSON, as for a job found complete:
+    /// `source_current_snapshot_id` and `source_changed`.
+    #[serde(flatten, serialize_with = "source_now")]
+    pub source_snapshots: Option<CompletedSource>,
     /// With [`crate::DataMigrator::compact`]: the compaction of the files the job wrote.
     pub compaction: Option<JobCompaction>,
     /// With [`crate::DataMigrator::expire_job_snapshots`]: the expiry of the job's snapshots.
@@ -330,9 +337,9 @@ pub struct JobExpiry {
     pub cleanup_skipped: Option<String>,
 }
 
-/// The source snapshot a completed job read, and the source's current snapshot when a re-run
-/// found the job complete: rows committed to the source after the pinned snapshot are not in
-/// the destination, and the completed job does not copy them.
+/// The source snapshot a job is pinned to, and the source's current snapshot when a run ended
+/// or a re-run found the job complete: rows committed to the source after the pinned snapshot
+/// are not in the destination, and the job (resumed or complete) does not copy them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CompletedSource {
     /// The source, as messages name it.
@@ -404,6 +411,26 @@ pub struct JobCompaction {
     pub input_files: usize,
     /// The files written in their place.
     pub output_files: usize,
+}
+
+/// The source's current snapshot and whether it moved on, as fields of the result's JSON (the
+/// names `migrate-data` uses for a job found complete); nothing without them.
+fn source_now<S: serde::Serializer>(
+    source: &Option<CompletedSource>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct SourceNow {
+        source_current_snapshot_id: Option<i64>,
+        source_changed: bool,
+    }
+    source
+        .as_ref()
+        .map(|c| SourceNow {
+            source_current_snapshot_id: c.current_snapshot_id,
+            source_changed: c.changed(),
+        })
+        .serialize(s)
 }
 
 fn plan_summary<S: serde::Serializer>(
@@ -526,6 +553,38 @@ impl TableRef {
     /// The table as a CLI command names it: `NS.T --catalog C`, for advice an operator runs.
     pub(crate) fn cli_args(&self) -> String {
         format!("{} --catalog {}", self.ident, self.handle.name())
+    }
+
+    /// The snapshot a job of this source is pinned to (`pinned`) against the source's current
+    /// one, loaded now: rows committed since are not in the destination. `None`, with a warning
+    /// logged, when the source cannot be loaded (dropped since): what the job copied is not
+    /// less copied for that.
+    pub(crate) async fn pinned_against_current(
+        &self,
+        pinned: Option<i64>,
+        write_mode: WriteMode,
+    ) -> Option<CompletedSource> {
+        match self.load().await {
+            Ok(t) => {
+                let now = CompletedSource {
+                    table: self.describe(),
+                    read_snapshot_id: pinned,
+                    current_snapshot_id: t.metadata().current_snapshot_id(),
+                    write_mode,
+                };
+                if now.changed() {
+                    tracing::warn!(source = %now.table, pinned = ?pinned,
+                        current = ?now.current_snapshot_id,
+                        "the source moved on since the snapshot the job is pinned to");
+                }
+                Some(now)
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, source = %self.describe(),
+                    "the job's source could not be loaded to compare its snapshots");
+                None
+            }
+        }
     }
 
     pub(crate) async fn load(&self) -> Result<Table> {

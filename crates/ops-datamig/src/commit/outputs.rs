@@ -281,6 +281,10 @@ impl MigrationPlan {
         if self.expire_job_snapshots {
             result.expiry = Some(expire_job(&dest_ref, &self.job_id).await?);
         }
+        // The plan's snapshot against the source's now: rows committed since are not copied.
+        result.source_snapshots = source_ref
+            .pinned_against_current(self.source_snapshot_id, self.write_mode)
+            .await;
         result.duration_seconds = started.elapsed().as_secs_f64();
         tracing::info!(
             job = %self.job_id,
@@ -367,18 +371,9 @@ impl MigrationPlan {
         if let Some(why) = job_over(&dest, &self.job_id, state.as_ref(), path.as_deref()) {
             // What the job read against where the source is now; a source that cannot be
             // loaded (dropped since) does not make a completed job less complete.
-            let source = match source_ref.load().await {
-                Ok(t) => Some(crate::CompletedSource {
-                    table: source_ref.describe(),
-                    read_snapshot_id: self.source_snapshot_id,
-                    current_snapshot_id: t.metadata().current_snapshot_id(),
-                    write_mode: self.write_mode,
-                }),
-                Err(e) => {
-                    tracing::warn!(error = %e, "the completed job's source could not be loaded");
-                    None
-                }
-            };
+            let source = source_ref
+                .pinned_against_current(self.source_snapshot_id, self.write_mode)
+                .await;
             let done = Completed {
                 dest_ref,
                 dest: &dest,

@@ -271,7 +271,17 @@ impl DataMigrator {
     /// Runs the migration (see the module docs).
     pub async fn run(&mut self) -> Result<MigrationResult> {
         match self.run_or_plan(false).await? {
-            Outcome::Ran(result) => Ok(*result),
+            Outcome::Ran(mut result) => {
+                if !result.dry_run {
+                    // A resumed job reads the snapshot its first run pinned: the caller must
+                    // hear of rows committed to the source since, which it does not copy.
+                    result.source_snapshots = self
+                        .source
+                        .pinned_against_current(result.source_snapshot_id, self.write_mode)
+                        .await;
+                }
+                Ok(*result)
+            }
             Outcome::Planned(_) => Err(MigrationError::InvalidInput(
                 "internal: a run returned a plan".into(),
             )),
