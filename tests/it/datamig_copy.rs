@@ -272,8 +272,9 @@ async fn copied_files_read_the_same_in_pyiceberg_with_renamed_and_widened_column
         "{report}"
     );
 
+    let planned = routing.planned(FileRoute::Copy);
     let files = routing.data_files(FileRoute::Copy);
-    let written = copy_files(&src, &dst, &files, FileRoute::Copy).await?;
+    let written = copy_files(&src, &dst, &planned, FileRoute::Copy).await?;
     assert_eq!(written.spec_id, dst.metadata().default_partition_spec_id());
     assert_eq!(written.record_count(), 30);
     let data_dir = format!("{}/data/", dst.metadata().location());
@@ -362,7 +363,7 @@ async fn a_partition_filter_copies_matching_files_and_a_data_filter_rewrites() -
     let written = copy_files(
         &src,
         &dst,
-        &routing.data_files(FileRoute::Copy),
+        &routing.planned(FileRoute::Copy),
         FileRoute::Copy,
     )
     .await?;
@@ -526,7 +527,13 @@ async fn reference_mode_commits_the_source_paths() -> TestResult {
     let routing = route(&src, &dst, &plan, None, CopyMode::Reference).await?;
     assert_eq!(routing.count(FileRoute::Reference), 8);
     let files = routing.data_files(FileRoute::Reference);
-    let written = copy_files(&src, &dst, &files, FileRoute::Reference).await?;
+    let written = copy_files(
+        &src,
+        &dst,
+        &routing.planned(FileRoute::Reference),
+        FileRoute::Reference,
+    )
+    .await?;
     let paths = |f: &[iceberg::spec::DataFile]| {
         f.iter()
             .map(|f| f.file_path().to_string())
@@ -680,7 +687,14 @@ async fn a_failed_copy_leaves_no_file_behind() -> TestResult {
     // done or under way, are removed again.
     let gone = files[files.len() / 2].file_path().to_string();
     std::fs::remove_file(gone.trim_start_matches("file://"))?;
-    let err = copy_files(&src, &dst, &files, FileRoute::Copy).await.err();
+    let err = copy_files(
+        &src,
+        &dst,
+        &routing.planned(FileRoute::Copy),
+        FileRoute::Copy,
+    )
+    .await
+    .err();
     assert!(err.is_some());
     let mut left = Vec::new();
     let data = dir.path().join("wh/dst/events/data");

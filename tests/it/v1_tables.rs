@@ -618,6 +618,147 @@ async fn a_v1_table_whose_partition_field_was_removed() -> TestResult {
     Ok(())
 }
 
+/// A v1 table whose partition field was removed (spec `[void(p), identity(q)]`) copied file by
+/// file into a new table (`create_dest` leaves the `void` field out: `[identity(q)]`): a `void`
+/// field is always NULL and shapes no path, so the files of that spec are copied (or
+/// referenced) whole under `files`, `auto` and `reference`, and only the file of the older
+/// `identity(p)` spec is rewritten. The reverse (a source without the `void` field into the v1
+/// table) copies with a NULL put in. A check that refuses a file copy refuses before the
+/// destination is created. PyIceberg reads every copy with the source's rows and partitions.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_v1_table_whose_partition_field_was_removed_is_copied_file_by_file() -> TestResult {
+    use ops_datamig::CopyMode;
+    let db = SqlCatalog::sqlite()?;
+    let p = &db.props;
+    pyiceberg(
+        "c",
+        p,
+        "import pyarrow as pa\n\
+         catalog.create_namespace('v')\n\
+         schema = pa.schema([('id', pa.int64()), ('p', pa.string()), ('q', pa.string())])\n\
+         def df(ids, p, q):\n\
+         \x20   return pa.table({'id': ids, 'p': [p] * len(ids), 'q': [q] * len(ids)}, schema=schema)\n\
+         t = catalog.create_table('v.t', schema=schema, properties={'format-version': '1'})\n\
+         with t.update_spec() as u:\n\
+         \x20   u.add_identity('p')\n\
+         t.append(df([1, 2], 'a', 'x'))\n\
+         with t.update_spec() as u:\n\
+         \x20   u.remove_field('p')\n\
+         with t.update_spec() as u:\n\
+         \x20   u.add_identity('q')\n\
+         t.append(pa.concat_tables([df([3], 'a', 'x'), df([4, 5], 'b', 'y')]))\n\
+         f = catalog.create_table('v.flat', schema=schema)\n\
+         with f.update_spec() as u:\n\
+         \x20   u.add_identity('q')\n\
+         f.append(pa.concat_tables([df([10], 'c', 'x'), df([11], 'c', 'z')]))\n\
+         emit({'spec': [str(x.transform) for x in t.spec().fields]})",
+    )?;
+    let handle = open("c", p).await?;
+    let t = TableIdent::from_strs(["v", "t"])?;
+    // PyIceberg's view: rows, and each data file's partition tuple and record count.
+    let files_of = |tables: &[&str]| {
+        pyiceberg(
+            "c",
+            p,
+            &format!(
+                "emit({{n: {{'rows': rows(catalog.load_table(n)), 'files': sorted(\
+                 [[f['partition'], f['record_count']] \
+                 for f in catalog.load_table(n).inspect.files().to_pylist()], \
+                 key=lambda f: json.dumps(f, sort_keys=True))}} \
+                 for n in {tables:?}}})"
+            ),
+        )
+    };
+
+    // A refused file copy (an upsert never copies files) leaves no destination behind.
+    let refused = DataMigrator::new(
+        &handle,
+        t.clone(),
+        &handle,
+        TableIdent::from_strs(["v", "up"])?,
+    )
+    .create_dest(true)
+    .copy_mode(CopyMode::Files)
+    .write_mode(WriteMode::Upsert)
+    .upsert_keys(["id"])
+    .run()
+    .await;
+    let err = refused.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(err.contains("only append copies files"), "{err}");
+    assert!(
+        !handle
+            .catalog()
+            .table_exists(&TableIdent::from_strs(["v", "up"])?)
+            .await?,
+        "the refused copy created its destination"
+    );
+
+    for (name, mode) in [
+        ("files", CopyMode::Files),
+        ("auto", CopyMode::Auto),
+        ("ref", CopyMode::Reference),
+    ] {
+        let dest = TableIdent::from_strs(["v", name])?;
+        let r = DataMigrator::new(&handle, t.clone(), &handle, dest.clone())
+            .create_dest(true)
+            .copy_mode(mode)
+            .run()
+            .await?;
+        let shared = match mode {
+            CopyMode::Reference => r.files_referenced,
+            _ => r.files_copied,
+        };
+        // The two files of the current spec whole; the one of identity(p) through the plan.
+        assert_eq!((shared, r.files_rewritten), (2, 1), "{name}: {:?}", r.files);
+        let dst = handle.catalog().load_table(&dest).await?;
+        let spec: Vec<String> = dst
+            .metadata()
+            .default_partition_spec()
+            .fields()
+            .iter()
+            .map(|f| format!("{}({})", f.transform, f.name))
+            .collect();
+        assert_eq!(spec, vec!["identity(q)".to_string()], "{name}");
+    }
+    let read = files_of(&["v.t", "v.files", "v.auto", "v.ref"])?;
+    for name in ["v.files", "v.auto", "v.ref"] {
+        assert_eq!(read[name]["rows"], read["v.t"]["rows"], "{name}");
+        assert_eq!(
+            read[name]["files"],
+            json!([[{"q": "x"}, 1], [{"q": "x"}, 2], [{"q": "y"}, 2]]),
+            "{name}"
+        );
+    }
+
+    // The reverse: [identity(q)] into the v1 table's [void(p), identity(q)], a NULL put in.
+    let r = DataMigrator::new(
+        &handle,
+        TableIdent::from_strs(["v", "flat"])?,
+        &handle,
+        t.clone(),
+    )
+    .copy_mode(CopyMode::Files)
+    .run()
+    .await?;
+    assert_eq!((r.files_copied, r.files_rewritten), (2, 0), "{:?}", r.files);
+    let read = files_of(&["v.t"])?;
+    let ids_read = ids(read["v.t"]["rows"]
+        .as_array()
+        .map_or(&[][..], Vec::as_slice));
+    assert_eq!(ids_read, vec![1, 2, 3, 4, 5, 10, 11]);
+    let tuples: Vec<Value> = read["v.t"]["files"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|f| f[0].clone())
+        .collect();
+    for q in ["x", "z"] {
+        let want = json!({"p": null, "q": q});
+        assert!(tuples.contains(&want), "{want} in {tuples:?}");
+    }
+    Ok(())
+}
+
 /// Old Java v1 metadata (hand-made here: PyIceberg cannot make it) numbered each spec's
 /// partition fields from 1000, so field 1000 is `identity(p)` in spec 0 and `identity(q)` in
 /// spec 1. Writing, compacting, deleting, upserting, expiring and copying it work spec by spec:

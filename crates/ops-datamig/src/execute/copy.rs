@@ -6,7 +6,8 @@
 //!    memory), a few files at once, into the destination's data location, or references the
 //!    source path;
 //! 2. it builds each [`DataFile`] from the source manifest entry's metrics, with the partition
-//!    tuple and bounds typed for the destination;
+//!    tuple mapped onto the destination's fields (a source `void` field's NULL left out, a
+//!    destination `void` field's NULL put in) and it and the bounds typed for the destination;
 //! 3. the caller commits them (e.g. `AppendBuilder::add_written`), one group of whole files per
 //!    batch. A failed copy deletes every file the call wrote.
 
@@ -22,7 +23,8 @@ use iceberg::table::Table;
 use ops_core::location::DataLocations;
 use ops_core::write::WrittenFiles;
 
-use crate::plan::eligibility::is_promotion;
+use crate::plan::eligibility::{describe_spec, is_promotion, partition_map};
+use crate::plan::route::PlannedFile;
 use crate::{FileRoute, MigrationError, Result};
 
 /// Bytes read and written per request when copying a file.
@@ -32,14 +34,16 @@ pub const COPY_CHUNK_BYTES: u64 = 4 * 1024 * 1024;
 const COPY_CONCURRENCY: usize = 4;
 
 /// Copies (`FileRoute::Copy`) or references (`FileRoute::Reference`) source data files into
-/// `dest`, returning them ready to commit under the destination's default spec.
+/// `dest`, returning them ready to commit under the destination's default spec. Each file
+/// comes with the source spec it was written under ([`PlannedFile::spec_id`], as
+/// [`route_files`](crate::route_files) returns it), which places its partition values.
 ///
 /// Copies stream [`COPY_CHUNK_BYTES`] at a time, a few files at once. If any copy fails, every
 /// file this call wrote is deleted (best effort) and the first error is returned.
 pub async fn copy_files(
     source: &Table,
     dest: &Table,
-    files: &[DataFile],
+    files: &[PlannedFile],
     route: FileRoute,
 ) -> Result<WrittenFiles> {
     if !matches!(route, FileRoute::Copy | FileRoute::Reference) {
@@ -93,6 +97,9 @@ struct CopyTarget {
     spec: PartitionSpec,
     schema: iceberg::spec::SchemaRef,
     partition_types: Vec<Option<PrimitiveType>>,
+    /// Source spec id → where each destination partition value comes from (see
+    /// [`partition_map`]); a spec whose layout differs is absent.
+    partition_maps: HashMap<i32, Vec<Option<usize>>>,
     locations: DataLocations,
     /// Source sort order id → the id the destination keeps for it (same fields).
     sort_orders: HashMap<i64, i32>,
@@ -109,6 +116,11 @@ impl CopyTarget {
             .iter()
             .map(|f| f.field_type.as_primitive_type().cloned())
             .collect();
+        let partition_maps = source
+            .metadata()
+            .partition_specs_iter()
+            .filter_map(|s| Some((s.spec_id(), partition_map(s, &spec)?)))
+            .collect();
         let mut sort_orders = HashMap::new();
         for order in source.metadata().sort_orders_iter() {
             if let Some(same) = md.sort_order_by_id(order.order_id)
@@ -121,6 +133,7 @@ impl CopyTarget {
             spec,
             schema,
             partition_types,
+            partition_maps,
             locations: DataLocations::for_table(md)?,
             sort_orders,
         })
@@ -130,10 +143,11 @@ impl CopyTarget {
         &self,
         source: &Table,
         dest: &Table,
-        file: &DataFile,
+        planned: &PlannedFile,
         route: FileRoute,
     ) -> Result<DataFile> {
-        let partition = self.partition(file)?;
+        let file = &planned.data_file;
+        let partition = self.partition(source, file, planned.spec_id)?;
         let (path, copied) = match route {
             FileRoute::Reference => (file.file_path().to_string(), false),
             _ => {
@@ -185,21 +199,37 @@ impl CopyTarget {
         })
     }
 
-    /// The source partition tuple typed as the destination's (same layout, checked when
-    /// routing; a widened identity/truncate column turns `int` into `long`).
-    fn partition(&self, file: &DataFile) -> Result<Struct> {
-        let values = file.partition();
-        if values.fields().len() != self.partition_types.len() {
+    /// The source partition tuple (of source spec `spec_id`) as the destination's: mapped onto
+    /// its fields by [`partition_map`] (the same layout, `void` fields aside, checked when
+    /// routing) and typed as them (a widened identity/truncate column turns `int` into `long`).
+    fn partition(&self, source: &Table, file: &DataFile, spec_id: i32) -> Result<Struct> {
+        let md = source.metadata();
+        let (Some(spec), Some(map)) = (
+            md.partition_spec_by_id(spec_id),
+            self.partition_maps.get(&spec_id),
+        ) else {
             return Err(MigrationError::InvalidInput(format!(
-                "{} has {} partition values but the destination spec has {} fields; route \
-                 files with route_files before copying",
+                "{} was written under source partition spec {spec_id}, which {} the \
+                 destination's [{}]; route files with route_files before copying",
+                file.file_path(),
+                match md.partition_spec_by_id(spec_id) {
+                    Some(s) => format!("[{}] does not lay out as", describe_spec(s)),
+                    None => "the source metadata lacks, so it cannot match".to_string(),
+                },
+                describe_spec(&self.spec)
+            )));
+        };
+        let values = file.partition();
+        if values.fields().len() != spec.fields().len() {
+            return Err(MigrationError::InvalidInput(format!(
+                "{} has {} partition values but its source spec {spec_id} has {} fields",
                 file.file_path(),
                 values.fields().len(),
-                self.partition_types.len()
+                spec.fields().len()
             )));
         }
-        values
-            .iter()
+        map.iter()
+            .map(|from| from.and_then(|i| values.fields().get(i)?.as_ref()))
             .zip(&self.partition_types)
             .map(|(v, want)| match (v, want) {
                 (None, _) => Ok(None),
@@ -452,7 +482,7 @@ mod tests {
 
     /// The migrator spawns it on tokio tasks.
     #[allow(dead_code)]
-    fn futures_are_send(a: &Table, b: &Table, f: &[DataFile], _p: &ReconciliationPlan) {
+    fn futures_are_send(a: &Table, b: &Table, f: &[PlannedFile], _p: &ReconciliationPlan) {
         fn send<T: Send>(_: T) {}
         send(copy_files(a, b, f, FileRoute::Copy));
     }

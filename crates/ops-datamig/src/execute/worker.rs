@@ -17,7 +17,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use arrow_array::RecordBatch;
 use futures::StreamExt;
 use iceberg::scan::FileScanTask;
-use iceberg::spec::DataFile;
 use iceberg::table::Table;
 use ops_core::write::WrittenFiles;
 use ops_reconcile::ReconciliationPlan;
@@ -87,7 +86,7 @@ pub(crate) struct TaskContext {
     /// Set by the committer when it fails: stop writing.
     pub cancel: AtomicBool,
     /// Source data files of copy and reference tasks, by path, as their manifests hold them.
-    pub whole_files: HashMap<String, DataFile>,
+    pub whole_files: HashMap<String, crate::plan::route::PlannedFile>,
     /// Position of each planned file in `read.tasks`.
     pub by_path: HashMap<String, usize>,
     /// Appends: write each batch's manifest beside its data (for a committer in this process;
@@ -201,8 +200,8 @@ async fn execute_whole(
             })
         })
         .collect::<Result<Vec<_>>>()?;
-    let rows = files.iter().map(DataFile::record_count).sum();
-    let bytes = files.iter().map(DataFile::file_size_in_bytes).sum();
+    let rows = files.iter().map(|f| f.data_file.record_count()).sum();
+    let bytes = files.iter().map(|f| f.data_file.file_size_in_bytes()).sum();
     let payload = if index < ctx.resume_from {
         Payload::Skipped
     } else if ctx.landed.contains(&index) {

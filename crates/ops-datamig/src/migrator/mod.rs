@@ -687,7 +687,7 @@ impl DataMigrator {
         source: &Table,
         read: &PlannedRead,
         plan: &ReconciliationPlan,
-        whole: &HashMap<String, iceberg::spec::DataFile>,
+        whole: &HashMap<String, crate::plan::route::PlannedFile>,
         resume_from: u64,
     ) -> Result<LastBatches> {
         let tasks = split_tasks(read, self.batch_rows, &routes_of(whole, self.copy_mode));

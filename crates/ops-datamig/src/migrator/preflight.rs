@@ -23,9 +23,11 @@ use ops_core::ops::evolve_schema::EvolveSchemaBuilder;
 use ops_reconcile::ReconciliationPlan;
 
 use super::DataMigrator;
+use crate::plan::eligibility::{DestLayout, eligibility};
 use crate::plan::read::PlannedRead;
 use crate::{
-    MigrationError, MigrationResult, OnDuplicateKeys, PartitionStrategy, Result, WriteMode,
+    CopyMode, MigrationError, MigrationResult, OnDuplicateKeys, PartitionStrategy, Result,
+    WriteMode,
 };
 
 impl DataMigrator {
@@ -215,6 +217,35 @@ impl DataMigrator {
             .is_unpartitioned()
         {
             self.refuse_unpartitioned_overwrite()?;
+        }
+        // --copy-mode files/reference refuses a table-level condition that fails: checked on
+        // the table create_dest would make, so the refusal comes before it is made (and a dry
+        // run meets it too).
+        if matches!(self.copy_mode, CopyMode::Files | CopyMode::Reference) {
+            let bound = spec.clone().bind(Arc::new(schema.clone()))?;
+            let would_be = DestLayout {
+                format_version: iceberg::spec::FormatVersion::V2,
+                schema: &schema,
+                last_column_id: source
+                    .metadata()
+                    .last_column_id()
+                    .max(schema.highest_field_id()),
+                spec: &bound,
+            };
+            if let Err(reason) = eligibility(
+                source.metadata(),
+                &pinned,
+                &would_be,
+                &plan,
+                self.write_mode,
+            ) {
+                return Err(crate::plan::route::copy_refused(
+                    self.copy_mode,
+                    source.identifier(),
+                    &self.dest.ident,
+                    &reason,
+                ));
+            }
         }
         if self.dry_run {
             let read = PlannedRead::plan(source, snapshot, predicate)

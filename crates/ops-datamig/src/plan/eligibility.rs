@@ -3,12 +3,16 @@
 //!
 //! Append mode; format version 1 or 2 on both sides; no name mapping on the source; a
 //! reconciliation plan of renames and reader promotions only, every field (nested too) keeping
-//! its id; the source's assigned field ids within the destination's; the same partition layout.
+//! its id; the source's assigned field ids within the destination's; the same partition layout
+//! (`void` fields aside).
 //! [`table_eligibility`] names the first condition that fails.
 
 use std::collections::BTreeSet;
 
-use iceberg::spec::{FormatVersion, NestedField, PartitionSpec, PrimitiveType, Schema, Type};
+use iceberg::spec::{
+    FormatVersion, NestedField, PartitionSpec, PrimitiveType, Schema, TableMetadata, Transform,
+    Type,
+};
 use iceberg::table::Table;
 use ops_reconcile::ReconciliationPlan;
 
@@ -25,19 +29,53 @@ pub fn table_eligibility(
     plan: &ReconciliationPlan,
     write_mode: WriteMode,
 ) -> std::result::Result<(), String> {
+    let dmd = dest.metadata();
+    eligibility(
+        source.metadata(),
+        source_schema,
+        &DestLayout {
+            format_version: dmd.format_version(),
+            schema: dmd.current_schema(),
+            last_column_id: dmd.last_column_id(),
+            spec: dmd.default_partition_spec(),
+        },
+        plan,
+        write_mode,
+    )
+}
+
+/// What the table-level conditions read of a destination: an existing table's, or the one
+/// `create_dest` would create (so a failing condition is found before it is).
+pub(crate) struct DestLayout<'a> {
+    pub format_version: FormatVersion,
+    pub schema: &'a Schema,
+    pub last_column_id: i32,
+    pub spec: &'a PartitionSpec,
+}
+
+/// [`table_eligibility`] against a destination's layout.
+pub(crate) fn eligibility(
+    smd: &TableMetadata,
+    source_schema: &Schema,
+    dest: &DestLayout<'_>,
+    plan: &ReconciliationPlan,
+    write_mode: WriteMode,
+) -> std::result::Result<(), String> {
     if write_mode != WriteMode::Append {
         return Err(format!(
             "write mode {write_mode} rewrites destination rows; only append copies files"
         ));
     }
-    let (smd, dmd) = (source.metadata(), dest.metadata());
-    for (side, md) in [("source", smd), ("destination", dmd)] {
-        if matches!(md.format_version(), FormatVersion::V1 | FormatVersion::V2) {
+    for (side, version) in [
+        ("source", smd.format_version()),
+        ("destination", dest.format_version),
+    ] {
+        if matches!(version, FormatVersion::V1 | FormatVersion::V2) {
             continue;
         }
         return Err(format!(
             "the {side} is format version {} (only versions 1 and 2 are copied)",
-            md.format_version() as u8
+            version as u8
         ));
     }
     if smd.properties().contains_key(NAME_MAPPING_PROPERTY) {
@@ -45,17 +83,17 @@ pub fn table_eligibility(
             "the source has {NAME_MAPPING_PROPERTY}, so some of its files may lack field ids"
         ));
     }
-    plan_is_evolution(plan, source_schema, dmd.current_schema())?;
-    if smd.last_column_id() > dmd.last_column_id() {
+    plan_is_evolution(plan, source_schema, dest.schema)?;
+    if smd.last_column_id() > dest.last_column_id {
         return Err(format!(
             "the source has assigned field ids up to {} but the destination's last-column-id is \
              {}: a column added to the destination later could take an id whose old values \
              copied files still hold",
             smd.last_column_id(),
-            dmd.last_column_id()
+            dest.last_column_id
         ));
     }
-    let (sspec, dspec) = (smd.default_partition_spec(), dmd.default_partition_spec());
+    let (sspec, dspec) = (smd.default_partition_spec(), dest.spec);
     if !same_layout(sspec, dspec) {
         return Err(format!(
             "the partition specs differ (source [{}], destination [{}])",
@@ -216,17 +254,44 @@ pub(crate) fn is_promotion(from: &PrimitiveType, to: &PrimitiveType) -> bool {
     }
 }
 
-/// Same partition layout: the same source columns and transforms in the same order (spec ids
-/// and partition field names may differ).
-pub(super) fn same_layout(a: &PartitionSpec, b: &PartitionSpec) -> bool {
-    a.fields().len() == b.fields().len()
-        && a.fields()
-            .iter()
-            .zip(b.fields())
-            .all(|(x, y)| x.source_id == y.source_id && x.transform == y.transform)
+/// Same partition layout: the same source columns and transforms in the same order, `void`
+/// fields aside (spec ids and partition field names may differ). See [`partition_map`].
+pub(crate) fn same_layout(a: &PartitionSpec, b: &PartitionSpec) -> bool {
+    partition_map(a, b).is_some()
 }
 
-pub(super) fn describe_spec(spec: &PartitionSpec) -> String {
+/// How a partition tuple of `source` becomes one of `dest`: for each destination field, the
+/// position of the source field whose value it takes, or `None` for a destination `void`
+/// field (always NULL). `None` when the layouts differ.
+///
+/// A `void` field is what format version 1 keeps of a removed partition field: its value is
+/// always NULL and it shapes no path (Java's `PartitionSpec.isPartitioned` ignores it), so two
+/// specs whose other fields match in order lay files out the same way.
+pub(crate) fn partition_map(
+    source: &PartitionSpec,
+    dest: &PartitionSpec,
+) -> Option<Vec<Option<usize>>> {
+    let mut live = source
+        .fields()
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.transform != Transform::Void);
+    let mut map = Vec::with_capacity(dest.fields().len());
+    for d in dest.fields() {
+        if d.transform == Transform::Void {
+            map.push(None);
+            continue;
+        }
+        let (i, s) = live.next()?;
+        if s.source_id != d.source_id || s.transform != d.transform {
+            return None;
+        }
+        map.push(Some(i));
+    }
+    live.next().is_none().then_some(map)
+}
+
+pub(crate) fn describe_spec(spec: &PartitionSpec) -> String {
     spec.fields()
         .iter()
         .map(|f| format!("{}({})", f.transform, f.source_id))
@@ -306,6 +371,45 @@ mod tests {
         let d = required.as_struct().field_by_id(2).unwrap();
         let err = same_field(s, d, "region").unwrap_err();
         assert!(err.contains("required"), "{err}");
+    }
+
+    #[test]
+    fn void_fields_are_left_out_of_the_layout() {
+        use iceberg::spec::UnboundPartitionSpec;
+        let s = orders();
+        // (source column, transform) per field, in order.
+        let spec = |fields: &[(i32, Transform)]| {
+            let mut b = UnboundPartitionSpec::builder();
+            for (i, (source, t)) in fields.iter().enumerate() {
+                b = b.add_partition_field(*source, format!("f{i}"), *t).unwrap();
+            }
+            b.build().bind(s.clone()).unwrap()
+        };
+        let (void, id) = (Transform::Void, Transform::Identity);
+        let v1_removed = spec(&[(2, void), (1, id)]);
+        let plain = spec(&[(1, id)]);
+        // The source's void value is dropped; a destination void field takes a NULL.
+        assert_eq!(partition_map(&v1_removed, &plain), Some(vec![Some(1)]));
+        assert_eq!(
+            partition_map(&plain, &v1_removed),
+            Some(vec![None, Some(0)])
+        );
+        assert_eq!(
+            partition_map(&spec(&[(1, id), (2, void)]), &v1_removed),
+            Some(vec![None, Some(0)])
+        );
+        // All void: unpartitioned.
+        assert_eq!(partition_map(&spec(&[(2, void)]), &spec(&[])), Some(vec![]));
+        // Other fields, another order or another transform differ.
+        let two = spec(&[(1, id), (2, id)]);
+        assert_eq!(partition_map(&two, &spec(&[(2, id), (1, id)])), None);
+        assert_eq!(partition_map(&two, &plain), None);
+        assert_eq!(partition_map(&plain, &two), None);
+        assert_eq!(
+            partition_map(&v1_removed, &spec(&[(1, Transform::Bucket(4))])),
+            None
+        );
+        assert!(!same_layout(&v1_removed, &spec(&[(2, id)])));
     }
 
     #[test]

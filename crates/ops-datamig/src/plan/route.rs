@@ -75,13 +75,21 @@ impl FileRouting {
         self.files.iter().map(|f| f.routed.clone()).collect()
     }
 
-    /// The data files routed to `route`, in path order (hand Copy/Reference ones to
-    /// [`copy_files`](crate::copy_files)).
+    /// The data files routed to `route`, in path order.
     pub fn data_files(&self, route: FileRoute) -> Vec<DataFile> {
+        self.planned(route)
+            .into_iter()
+            .map(|f| f.data_file)
+            .collect()
+    }
+
+    /// The files routed to `route` with their source specs, in path order (hand Copy/Reference
+    /// ones to [`copy_files`](crate::copy_files)).
+    pub fn planned(&self, route: FileRoute) -> Vec<PlannedFile> {
         self.files
             .iter()
             .filter(|f| f.routed.route == route)
-            .map(|f| f.data_file.clone())
+            .cloned()
             .collect()
     }
 
@@ -137,12 +145,12 @@ pub async fn route_files(
         .err(),
     };
     if let (Some(reason), CopyMode::Files | CopyMode::Reference) = (&ineligible, copy_mode) {
-        return Err(MigrationError::InvalidInput(format!(
-            "--copy-mode {copy_mode}: the files of {} cannot be copied to {}: {reason}; use \
-             --copy-mode auto (copy when possible, else rewrite) or --copy-mode rewrite",
+        return Err(copy_refused(
+            copy_mode,
             source.identifier(),
-            dest.identifier()
-        )));
+            dest.identifier(),
+            reason,
+        ));
     }
     let filter = match row_filter {
         Some(p) => {
@@ -205,6 +213,23 @@ pub async fn route_files(
         ineligible,
         files,
     })
+}
+
+/// The refusal of `--copy-mode files` or `reference` when a table-level condition fails.
+pub(crate) fn copy_refused(
+    copy_mode: CopyMode,
+    source: &iceberg::TableIdent,
+    dest: &iceberg::TableIdent,
+    reason: &str,
+) -> MigrationError {
+    let verb = match copy_mode {
+        CopyMode::Reference => "referenced from",
+        _ => "copied to",
+    };
+    MigrationError::InvalidInput(format!(
+        "--copy-mode {copy_mode}: the files of {source} cannot be {verb} {dest}: {reason}; use \
+         --copy-mode auto (copy when possible, else rewrite) or --copy-mode rewrite"
+    ))
 }
 
 /// Sends to rewrite each file routed to copy or reference whose Parquet footer lacks a field
@@ -499,7 +524,7 @@ fn route_one(
             ),
         );
     }
-    let base = "same field ids and partition spec, no delete file applies";
+    let base = "same field ids and partition layout, no delete file applies";
     match verdict {
         None => (copy_route, format!("{base}, no row filter")),
         Some(Verdict::Undecided(why)) => (
@@ -526,7 +551,7 @@ pub(crate) async fn route_planned(
     write_mode: WriteMode,
     copy_mode: CopyMode,
     result: &mut MigrationResult,
-) -> Result<HashMap<String, DataFile>> {
+) -> Result<HashMap<String, PlannedFile>> {
     let Some(id) = snapshot_id else {
         return Ok(HashMap::new());
     };
@@ -541,8 +566,8 @@ pub(crate) async fn route_planned(
     result.files_copied = 0;
     result.files_referenced = 0;
     result.files_rewritten = 0;
-    for f in routing.files {
-        let mut routed = f.routed;
+    for mut f in routing.files {
+        let routed = &mut f.routed;
         // The scan planner also prunes by column statistics: such a file has no row to move.
         if routed.route != FileRoute::Skip && !planned.contains(routed.path.as_str()) {
             routed.route = FileRoute::Skip;
@@ -554,8 +579,9 @@ pub(crate) async fn route_planned(
             FileRoute::Rewrite => result.files_rewritten += 1,
             FileRoute::Skip => {}
         }
+        let routed = routed.clone();
         if matches!(routed.route, FileRoute::Copy | FileRoute::Reference) {
-            whole.insert(routed.path.clone(), f.data_file);
+            whole.insert(routed.path.clone(), f);
         }
         result.files.push(routed);
     }
@@ -577,7 +603,7 @@ pub(crate) async fn route_planned(
 
 /// The route of every file copied or referenced whole.
 pub(crate) fn routes_of(
-    whole: &HashMap<String, DataFile>,
+    whole: &HashMap<String, PlannedFile>,
     mode: CopyMode,
 ) -> HashMap<String, FileRoute> {
     let route = match mode {
