@@ -526,6 +526,19 @@ def partition_sources(fields):
             if r is not None and not any("." in n for n in p) and eligible_transforms(t, r)]
 
 
+def same_named_avro_type(t, spec, fields):
+    """Whether a spec field over a fixed or decimal column of type t would be the second one:
+    PyIceberg 0.12 then writes two Avro named types of one name (`fixed_3`) into its manifests,
+    which Avro readers refuse ("Two named schema defined for same fullname"), Java's too."""
+    if prim_kind(t) not in ("fixed", "decimal"):
+        return False
+    for s in spec:
+        f = find_field(fields, tuple(s["source"]))
+        if f is not None and f["type"] == t:
+            return True
+    return False
+
+
 def pfield_name(rng, source, n):
     """A partition field name: PyIceberg's default (None) or one of ours. A name Avro does not
     allow (non-ASCII letters, dots, spaces, dashes: PyIceberg writes them into its manifests,
@@ -701,7 +714,7 @@ def generate(seed):
             p, t, req = rng.choice(prims)
             tr = gen_transform(rng, t, req)
             # PyIceberg 0.12 writes no spec with two fields of one source ("redundant").
-            if p in used:
+            if p in used or same_named_avro_type(t, spec, fields):
                 continue
             used.add(p)
             name = pfield_name(rng, p, len(spec))
@@ -814,7 +827,8 @@ def gen_op(g, version, fields, spec_model, key_name, key_type, all_names):
             return None
         p, t, req = rng.choice(prims)
         tr = gen_transform(rng, t, req)
-        if any(tuple(s["source"]) == p for s in spec_model) or tr == "void":
+        if any(tuple(s["source"]) == p for s in spec_model) or tr == "void" or \
+                same_named_avro_type(t, spec_model, fields):
             return None
         name = pfield_name(rng, p, rng.randint(10, 99))
         s = {"source": list(p), "transform": tr, "name": name}
