@@ -26,6 +26,7 @@ from pyiceberg.types import (BinaryType, BooleanType, DateType, DecimalType, Dou
                              TimestampType, TimestamptzType, TimeType, UUIDType)
 
 import gen
+import pyiceberg_fixes  # noqa: F401  (PyIceberg's NULL list<struct> read as [], corrected first)
 
 # ---------------------------------------------------------------- types
 
