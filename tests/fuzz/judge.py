@@ -268,7 +268,6 @@ def local(path):
 def referenced_files(table):
     """Every file the table's metadata references: manifest lists, manifests, data and delete
     files of every snapshot (any entry status), statistics files. As local paths."""
-    from pyiceberg.manifest import ManifestContent  # noqa: F401
     io = table.io
     out = {}
     for snap in table.metadata.snapshots:

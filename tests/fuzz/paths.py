@@ -17,13 +17,10 @@ A path ends as one of:
 - skip: the path does not apply to this table (nothing to judge).
 """
 
-import datetime as dt
 import json
-import math
 import os
 import random
 import re
-import shutil
 import subprocess
 import time
 

@@ -106,7 +106,10 @@ fn fixed_seeds() -> TestResult {
         );
     }
     if !out.status.success() {
-        bail!("fuzz_tables.py failed ({}):\n{stderr}\n{stdout}", out.status);
+        bail!(
+            "fuzz_tables.py failed ({}):\n{stderr}\n{stdout}",
+            out.status
+        );
     }
     let cases = report["cases"].as_array().map_or(0, Vec::len);
     anyhow::ensure!(cases > 0, "the fixed seeds ran no case:\n{stdout}");
