@@ -16,6 +16,7 @@ mod datamig_stream;
 mod datamig_upsert;
 mod filters;
 mod filters_evolved;
+mod fuzz;
 mod maintenance;
 mod ops;
 mod partition_constants;

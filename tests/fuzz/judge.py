@@ -1,0 +1,345 @@
+"""What the fuzzer judges with: PyIceberg's reads, exact row comparison (tests/py/corpus_oracle's
+canonical values: NaN equals NaN, -0.0 differs from 0.0, maps as sets), SQL three-valued filter
+evaluation, the partition tuple of a row (PyIceberg's transforms) and the files a table's
+metadata references.
+"""
+
+import datetime as dt
+import decimal
+import math
+import os
+import struct
+import sys
+import uuid
+from collections import Counter
+
+import pyarrow as pa
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "py"))
+
+import corpus_oracle  # noqa: E402  (tests/py: canon, compare_arrow, compare_schemas)
+
+import build  # noqa: E402
+import gen  # noqa: E402
+
+
+class NoOracle(Exception):
+    """PyIceberg cannot judge this (it refuses the table or the operation, or cannot read it)."""
+
+
+# ---------------------------------------------------------------- reading
+
+
+def read(table, snapshot_id=None, row_filter=None):
+    """PyIceberg's scan as an Arrow table. An empty scan whose schema holds a uuid column
+    (PyIceberg 0.12 cannot build an empty uuid array) is an empty table of the column names."""
+    kw = {}
+    if snapshot_id is not None:
+        kw["snapshot_id"] = snapshot_id
+    if row_filter is not None:
+        kw["row_filter"] = row_filter
+    scan = table.scan(**kw)
+    try:
+        return scan.to_arrow()
+    except pa.ArrowNotImplementedError as e:
+        if "extension" in str(e) and not list(scan.plan_files()):
+            schema = table.schemas()[table.snapshot_by_id(snapshot_id).schema_id] if snapshot_id else table.schema()
+            return pa.table({f.name: pa.array([], pa.null()) for f in schema.fields})
+        raise
+
+
+def rows_of(arrow):
+    """The rows as a Counter of canonical tuples (columns in the table's order)."""
+    types = {f.name: f.type for f in arrow.schema}
+    cols = list(types)
+    return Counter(tuple(corpus_oracle.canon(r.get(c), types[c]) for c in cols) for r in arrow.to_pylist())
+
+
+_NEG_ZERO = ("float", struct.pack(">d", -0.0).hex())
+_ZERO = ("float", struct.pack(">d", 0.0).hex())
+
+
+def _unsign_zero(c):
+    if c == _NEG_ZERO:
+        return _ZERO
+    if isinstance(c, tuple):
+        return tuple(_unsign_zero(x) for x in c)
+    return c
+
+
+def same_rows_but_zero_sign(expected, actual):
+    """True when the two tables hold the same rows once -0.0 and 0.0 are taken as one value."""
+    e = Counter(_unsign_zero(r) for r in rows_of(expected).elements())
+    a = Counter(_unsign_zero(r) for r in rows_of(actual).elements())
+    return e == a
+
+
+def same_rows(expected, actual, key=()):
+    """Problems between two Arrow tables (empty when they hold the same rows)."""
+    return corpus_oracle.compare_arrow(expected, actual, list(key))
+
+
+def schema_problems(expected_schema, actual_schema):
+    return corpus_oracle.compare_schemas(expected_schema, actual_schema)
+
+
+# ---------------------------------------------------------------- filters
+
+
+def _get(row, path):
+    v = row
+    for name in path:
+        if not isinstance(v, dict):
+            return None
+        v = v.get(name)
+    return v
+
+
+def _lit_for(v, t):
+    """A decoded literal typed as the column of Iceberg type `t` types it."""
+    from pyiceberg.types import FloatType, UUIDType
+    if isinstance(t, FloatType) and isinstance(v, float):
+        return gen.f32(v)
+    if isinstance(t, UUIDType):
+        return _uuid(v)
+    return v
+
+
+def _uuid(v):
+    if isinstance(v, uuid.UUID):
+        return v
+    if isinstance(v, (bytes, bytearray)):
+        return uuid.UUID(bytes=bytes(v))
+    if isinstance(v, str):
+        return uuid.UUID(v)
+    return v
+
+
+def _norm(v, t):
+    from pyiceberg.types import UUIDType
+    if isinstance(t, UUIDType):
+        return _uuid(v)
+    return v
+
+
+def _cmp(a, op, b):
+    if isinstance(a, float) and math.isnan(a) or isinstance(b, float) and math.isnan(b):
+        return op == "!="
+    if op == "=":
+        return a == b
+    if op == "!=":
+        return a != b
+    if op == "<":
+        return a < b
+    if op == "<=":
+        return a <= b
+    if op == ">":
+        return a > b
+    return a >= b
+
+
+def sql_eval(ast, row, schema):
+    """SQL's three-valued value of a filter on a row (True, False or None for unknown), as
+    docs/datamig.md specifies row filters: a comparison with NULL is unknown, NOT of unknown is
+    unknown, NaN compares as IEEE 754 says (false, except !=), -0.0 equals 0.0, IS NaN of NULL
+    is unknown."""
+    op = ast[0]
+    if op == "true":
+        return True
+    if op == "false":
+        return False
+    if op == "not":
+        v = sql_eval(ast[1], row, schema)
+        return None if v is None else not v
+    if op == "and":
+        a, b = sql_eval(ast[1], row, schema), sql_eval(ast[2], row, schema)
+        if a is False or b is False:
+            return False
+        return None if a is None or b is None else True
+    if op == "or":
+        a, b = sql_eval(ast[1], row, schema), sql_eval(ast[2], row, schema)
+        if a is True or b is True:
+            return True
+        return None if a is None or b is None else False
+    path = tuple(ast[1])
+    f = build.field_by_path(schema, path)
+    t = f.field_type
+    v = _norm(_get(row, path), t)
+    if op == "null":
+        return (v is not None) if ast[2] else (v is None)
+    if v is None:
+        return None
+    if op == "nan":
+        isnan = isinstance(v, float) and math.isnan(v)
+        return (not isnan) if ast[2] else isnan
+    if op == "starts":
+        r = v.startswith(ast[2])
+        return (not r) if ast[3] else r
+    if op == "in":
+        lits = [_lit_for(gen.dec(x), t) for x in ast[2]]
+        r = any(_cmp(v, "=", x) for x in lits)
+        return (not r) if ast[3] else r
+    return _cmp(v, ast[2], _lit_for(gen.dec(ast[3]), t))
+
+
+def filter_arrow(arrow, ast, schema):
+    """The rows of `arrow` (a read in `schema`) where the filter is TRUE, and the others."""
+    keep, rest = [], []
+    for i, r in enumerate(arrow.to_pylist()):
+        (keep if sql_eval(ast, r, schema) is True else rest).append(i)
+    return arrow.take(pa.array(keep, pa.int64())), arrow.take(pa.array(rest, pa.int64()))
+
+
+def quote_name(n):
+    return '"' + n.replace('"', '""') + '"'
+
+
+def sql_literal(v, t):
+    from pyiceberg.types import BooleanType, DecimalType, DoubleType, FloatType, IntegerType, LongType
+    if isinstance(t, BooleanType):
+        return "true" if v else "false"
+    if isinstance(t, (IntegerType, LongType)):
+        return str(v)
+    if isinstance(t, (FloatType, DoubleType)):
+        # The exact decimal expansion: no exponent for the parser to read differently.
+        return format(decimal.Decimal(v), "f")
+    if isinstance(t, DecimalType):
+        return format(v, "f")
+    if isinstance(v, (dt.date, dt.time, dt.datetime)):
+        return "'" + v.isoformat() + "'"
+    return "'" + str(v).replace("'", "''") + "'"
+
+
+def sql_text(ast, schema):
+    """The filter as iceberg-ops' text filters spell it (docs/datamig.md, ops_core::filter)."""
+    op = ast[0]
+    if op in ("true", "false"):
+        return op
+    if op == "not":
+        return f"NOT ({sql_text(ast[1], schema)})"
+    if op in ("and", "or"):
+        return f"({sql_text(ast[1], schema)}) {op.upper()} ({sql_text(ast[2], schema)})"
+    path = tuple(ast[1])
+    col = ".".join(quote_name(n) for n in path)
+    t = build.field_by_path(schema, path).field_type
+    if op == "null":
+        return f"{col} IS {'NOT ' if ast[2] else ''}NULL"
+    if op == "nan":
+        return f"{col} IS {'NOT ' if ast[2] else ''}NAN"
+    if op == "starts":
+        return f"{col} {'NOT ' if ast[3] else ''}LIKE '" + ast[2].replace("'", "''") + "%'"
+    if op == "in":
+        lits = ", ".join(sql_literal(gen.dec(x), t) for x in ast[2])
+        return f"{col} {'NOT ' if ast[3] else ''}IN ({lits})"
+    return f"{col} {ast[2]} {sql_literal(gen.dec(ast[3]), t)}"
+
+
+# ---------------------------------------------------------------- partitions
+
+
+def partition_tuple(row, schema, spec):
+    """The row's partition under `spec`, canonical (PyIceberg's transforms)."""
+    from pyiceberg.partitioning import _to_partition_representation
+    out = []
+    for pf in spec.fields:
+        path = build.path_of_id(schema, pf.source_id)
+        src = schema.find_field(pf.source_id).field_type
+        v = _get(row, path) if path else None
+        if v is None:
+            out.append(None)
+            continue
+        if isinstance(v, (bytes, bytearray)) and src.__class__.__name__ == "UUIDType":
+            v = uuid.UUID(bytes=bytes(v))
+        rep = _to_partition_representation(src, v)
+        r = pf.transform.transform(src)(rep)
+        out.append(("nan",) if isinstance(r, float) and math.isnan(r) else
+                    ("f", repr(r)) if isinstance(r, float) else r)
+    return tuple(out)
+
+
+# ---------------------------------------------------------------- files
+
+
+def local(path):
+    return build.local(path)
+
+
+def referenced_files(table):
+    """Every file the table's metadata references: manifest lists, manifests, data and delete
+    files of every snapshot (any entry status), statistics files. As local paths."""
+    io = table.io
+    out = {}
+    for snap in table.metadata.snapshots:
+        out[snap.manifest_list] = "manifest-list"
+        for m in snap.manifests(io):
+            out[m.manifest_path] = "manifest"
+            for e in m.fetch_manifest_entry(io, discard_deleted=False):
+                out[e.data_file.file_path] = "data" if e.data_file.content == 0 else "delete"
+    for s in getattr(table.metadata, "statistics", []) or []:
+        out[s.statistics_path] = "statistics"
+    return out
+
+
+def live_data_files(table, snapshot_id=None):
+    """Paths of the live data/delete files of a snapshot (default: current)."""
+    snap = table.snapshot_by_id(snapshot_id) if snapshot_id else table.current_snapshot()
+    if snap is None:
+        return set()
+    out = set()
+    for m in snap.manifests(table.io):
+        for e in m.fetch_manifest_entry(table.io, discard_deleted=True):
+            out.add(e.data_file.file_path)
+    return out
+
+
+def live_files(table):
+    """The files the table's snapshots need: each snapshot's manifest list, its manifests and
+    the files its manifests list as live (added or existing, not deleted entries)."""
+    io = table.io
+    out = {}
+    for snap in table.metadata.snapshots:
+        out[snap.manifest_list] = "manifest-list"
+        for m in snap.manifests(io):
+            out[m.manifest_path] = "manifest"
+            for e in m.fetch_manifest_entry(io, discard_deleted=True):
+                out[e.data_file.file_path] = "data" if e.data_file.content == 0 else "delete"
+    return out
+
+
+def all_data_files(table):
+    return {p for p, kind in referenced_files(table).items() if kind in ("data", "delete")}
+
+
+def data_locations(table):
+    """Where the table's writers may put data files: write.data.path (or the older
+    write.folder-storage.path / write.object-storage.path) when set, else <location>/data;
+    anything under the table location is accepted too."""
+    props = table.properties
+    out = [table.metadata.location.rstrip("/")]
+    for k in ("write.data.path", "write.folder-storage.path", "write.object-storage.path"):
+        if props.get(k):
+            out.append(props[k].rstrip("/"))
+    return out
+
+
+def outside_problems(table, new_files):
+    """Files among `new_files` (referenced paths) that are not inside the table's data location:
+    after normalising `.`/`..` segments (as a file system resolves them), every path must lie
+    under one of `data_locations`, and must exist there."""
+    problems = []
+    roots = [os.path.normpath(local(r)) for r in data_locations(table)]
+    for p in sorted(new_files):
+        lp = local(p)
+        norm = os.path.normpath(lp)
+        if not any(norm == r or norm.startswith(r + "/") for r in roots):
+            problems.append(f"file outside the table's data location {roots}: {p}")
+        elif norm != lp.rstrip("/"):
+            problems.append(f"file path with ./.. or // segments: {p}")
+        elif not os.path.exists(lp):
+            problems.append(f"referenced file missing on disk: {p}")
+    return problems
+
+
+def refs_of(table):
+    return {name: (r.snapshot_id, str(r.snapshot_ref_type)) for name, r in table.metadata.refs.items()}
