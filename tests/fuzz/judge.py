@@ -143,7 +143,7 @@ def sql_eval(ast, row, schema):
     """SQL's three-valued value of a filter on a row (True, False or None for unknown), as
     docs/datamig.md specifies row filters: a comparison with NULL is unknown, NOT of unknown is
     unknown, NaN compares as IEEE 754 says (false, except !=), -0.0 equals 0.0, IS NaN of NULL
-    is unknown."""
+    is unknown; IS [NOT] NULL of a required field as the references bind it (below)."""
     op = ast[0]
     if op == "true":
         return True
@@ -167,6 +167,11 @@ def sql_eval(ast, row, schema):
     t = f.field_type
     v = _norm(_get(row, path), t)
     if op == "null":
+        if f.required:
+            # As Java's binder (UnboundPredicate.bindUnaryOperation) and PyIceberg's decide it:
+            # a required field is never NULL, so IS NULL is false and IS NOT NULL true, even
+            # where an optional struct around it is NULL (SQL would say the opposite there).
+            return bool(ast[2])
         return (v is not None) if ast[2] else (v is None)
     if v is None:
         return None
