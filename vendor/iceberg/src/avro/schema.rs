@@ -135,25 +135,10 @@ pub(crate) fn partition_type_as_written(
     partition_type: &crate::spec::StructType,
 ) -> Result<crate::spec::StructType> {
     use std::sync::Arc;
-    let record_fields = |schema: &AvroSchema| match schema {
-        AvroSchema::Record(r) => Some(r.fields.clone()),
-        _ => None,
-    };
-    let field = |fields: &[AvroRecordField], name: &str| {
-        fields.iter().find(|f| f.name == name).cloned()
-    };
-    let Some(written) = record_fields(writer)
-        .and_then(|entry| field(&entry, "data_file"))
-        .and_then(|data_file| record_fields(&data_file.schema))
-        .and_then(|data_file| field(&data_file, "partition"))
-        .and_then(|partition| record_fields(&partition.schema))
-    else {
+    let Some(written) = partition_record(writer).map(|r| &r.fields) else {
         return Ok(partition_type.clone());
     };
-    let ids: Vec<Option<i64>> = written
-        .iter()
-        .map(|f| f.custom_attributes.get(FIELD_ID_PROP).and_then(Value::as_i64))
-        .collect();
+    let ids: Vec<Option<i64>> = written.iter().map(field_id).collect();
     let any_id = ids.iter().any(Option::is_some);
     let mut fields = Vec::with_capacity(partition_type.fields().len());
     for (pos, f) in partition_type.fields().iter().enumerate() {
@@ -198,27 +183,11 @@ pub(crate) fn name_partition_fields_as(
         .iter()
         .map(|f| (i64::from(f.id), f.name.as_str()))
         .collect();
-    let AvroSchema::Record(entry) = schema else {
-        return;
-    };
-    let Some(data_file) = entry.fields.iter_mut().find(|f| f.name == "data_file") else {
-        return;
-    };
-    let AvroSchema::Record(data_file) = &mut data_file.schema else {
-        return;
-    };
-    let Some(partition) = data_file.fields.iter_mut().find(|f| f.name == "partition") else {
-        return;
-    };
-    let AvroSchema::Record(partition) = &mut partition.schema else {
+    let Some(partition) = partition_record_mut(schema) else {
         return;
     };
     for field in &mut partition.fields {
-        let id = field
-            .custom_attributes
-            .get(FIELD_ID_PROP)
-            .and_then(Value::as_i64);
-        if let Some(name) = id.and_then(|id| names.get(&id)) {
+        if let Some(name) = field_id(field).and_then(|id| names.get(&id)) {
             field.name = (*name).to_string();
         }
     }
@@ -228,6 +197,42 @@ pub(crate) fn name_partition_fields_as(
         .enumerate()
         .map(|(i, f)| (f.name.clone(), i))
         .collect();
+}
+
+/// The `data_file.partition` record of a manifest-entry schema.
+fn partition_record(entry: &AvroSchema) -> Option<&RecordSchema> {
+    fn record(schema: &AvroSchema) -> Option<&RecordSchema> {
+        match schema {
+            AvroSchema::Record(r) => Some(r),
+            _ => None,
+        }
+    }
+    fn field<'a>(r: &'a RecordSchema, name: &str) -> Option<&'a AvroRecordField> {
+        r.fields.iter().find(|f| f.name == name)
+    }
+    let data_file = field(record(entry)?, "data_file")?;
+    record(&field(record(&data_file.schema)?, "partition")?.schema)
+}
+
+/// [`partition_record`], to rename its fields.
+fn partition_record_mut(entry: &mut AvroSchema) -> Option<&mut RecordSchema> {
+    let AvroSchema::Record(entry) = entry else {
+        return None;
+    };
+    let data_file = entry.fields.iter_mut().find(|f| f.name == "data_file")?;
+    let AvroSchema::Record(data_file) = &mut data_file.schema else {
+        return None;
+    };
+    let partition = data_file.fields.iter_mut().find(|f| f.name == "partition")?;
+    match &mut partition.schema {
+        AvroSchema::Record(r) => Some(r),
+        _ => None,
+    }
+}
+
+/// The field id an Avro field carries (`field-id`).
+fn field_id(field: &AvroRecordField) -> Option<i64> {
+    field.custom_attributes.get(FIELD_ID_PROP).and_then(Value::as_i64)
 }
 
 struct SchemaToAvroSchema {

@@ -56,11 +56,9 @@ impl Manifest {
         // Parse manifest entries
         // iceberg-ops patch: the partition fields named as this file names them (by field id),
         // in the reader schema and in the type its records are converted with.
-        let partition_type = crate::avro::partition_type_as_written(
-            reader.writer_schema(),
-            &metadata.partition_spec.partition_type(&metadata.schema)?,
-        )?;
         let spec_type = metadata.partition_spec.partition_type(&metadata.schema)?;
+        let partition_type =
+            crate::avro::partition_type_as_written(reader.writer_schema(), &spec_type)?;
 
         let entries = match metadata.format_version {
             FormatVersion::V1 => {
