@@ -119,7 +119,7 @@ impl DataLocations {
                  {OBJECT_STORE_ENABLED}=true for the object-storage layout"
             )));
         }
-        let object_store = flag(properties, OBJECT_STORE_ENABLED, false)?;
+        let object_store = flag(properties, OBJECT_STORE_ENABLED, false);
         let configured = properties
             .get(WRITE_DATA_PATH)
             .or_else(|| {
@@ -158,7 +158,7 @@ impl DataLocations {
             };
             Layout::ObjectStore {
                 context,
-                partitioned_paths: flag(properties, OBJECT_STORE_PARTITIONED_PATHS, true)?,
+                partitioned_paths: flag(properties, OBJECT_STORE_PARTITIONED_PATHS, true),
             }
         } else {
             Layout::Default
@@ -263,14 +263,10 @@ impl DataLocations {
 
 /// A boolean table property as Java's `PropertyUtil.propertyAsBoolean` reads it
 /// (`Boolean.parseBoolean`: `true` in any case is true, anything else false).
-fn flag(
-    properties: &std::collections::HashMap<String, String>,
-    key: &str,
-    default: bool,
-) -> Result<bool> {
-    Ok(properties
+fn flag(properties: &std::collections::HashMap<String, String>, key: &str, default: bool) -> bool {
+    properties
         .get(key)
-        .map_or(default, |v| v.eq_ignore_ascii_case("true")))
+        .map_or(default, |v| v.eq_ignore_ascii_case("true"))
 }
 
 /// `<parent name>/<name>` of a table location (Java's `pathContext`, through Hadoop's `Path`).
