@@ -340,7 +340,7 @@ impl IntoFuture for AppendSeries {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::collections::BTreeMap;
 
     use arrow_array::{Int64Array, RecordBatch, StringArray};
@@ -352,7 +352,9 @@ mod tests {
     use crate::catalog::{CatalogConfig, CatalogDefinition};
     use crate::ops::evolve_schema::EvolveSchemaBuilder;
 
-    async fn table(dir: &std::path::Path) -> anyhow::Result<(CatalogHandle, Table)> {
+    /// `ns.t (id long, region string)` in a fresh SQLite catalog under `dir` (also the fixture
+    /// of other ops' tests).
+    pub(crate) async fn table(dir: &std::path::Path) -> anyhow::Result<(CatalogHandle, Table)> {
         let props: BTreeMap<String, String> = [
             ("type".to_string(), "sql".to_string()),
             (
@@ -389,15 +391,20 @@ mod tests {
         Ok((handle, table))
     }
 
-    async fn write(table: &Table, ids: Vec<i64>) -> anyhow::Result<crate::write::WrittenFiles> {
+    /// Rows `ids` of [`table`], all in region `eu`.
+    pub(crate) fn batch(table: &Table, ids: Vec<i64>) -> anyhow::Result<RecordBatch> {
         let n = ids.len();
-        let batch = RecordBatch::try_new(
+        Ok(RecordBatch::try_new(
             crate::write::table_arrow_schema(table)?,
             vec![
                 std::sync::Arc::new(Int64Array::from(ids)),
                 std::sync::Arc::new(StringArray::from(vec![Some("eu"); n])),
             ],
-        )?;
+        )?)
+    }
+
+    async fn write(table: &Table, ids: Vec<i64>) -> anyhow::Result<crate::write::WrittenFiles> {
+        let batch = batch(table, ids)?;
         Ok(crate::write::write_files(table, futures::stream::iter([Ok(batch)])).await?)
     }
 

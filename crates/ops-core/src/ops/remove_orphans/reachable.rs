@@ -126,14 +126,9 @@ pub(super) async fn reachable_files(table: &Table) -> Result<HashSet<Location>> 
 
 #[cfg(test)]
 mod tests {
-    use std::collections::{BTreeMap, HashMap};
-
-    use arrow_array::{Int64Array, RecordBatch};
-    use iceberg::spec::{NestedField, PrimitiveType, Schema, Type};
-    use iceberg::{NamespaceIdent, TableCreation};
+    use std::collections::HashMap;
 
     use super::*;
-    use crate::catalog::{CatalogConfig, CatalogDefinition};
 
     /// A table loaded without its metadata location (a REST server leaving `metadata-location`
     /// out): its current snapshot's manifest list, manifests and data files are reachable all
@@ -141,45 +136,8 @@ mod tests {
     #[tokio::test(flavor = "multi_thread")]
     async fn the_loaded_metadata_is_reachable_without_its_location() -> anyhow::Result<()> {
         let dir = tempfile::tempdir()?;
-        let props: BTreeMap<String, String> = [
-            ("type".to_string(), "sql".to_string()),
-            (
-                "uri".into(),
-                format!("sqlite:///{}/catalog.db", dir.path().display()),
-            ),
-            (
-                "warehouse".into(),
-                format!("file://{}/wh", dir.path().display()),
-            ),
-        ]
-        .into();
-        let mut config = CatalogConfig::empty();
-        config.insert(CatalogDefinition::inline("t", props));
-        let handle = crate::CatalogFactory::new(config).open("t").await?;
-        let ns = NamespaceIdent::new("ns".into());
-        handle
-            .catalog()
-            .create_namespace(&ns, HashMap::new())
-            .await?;
-        let schema = Schema::builder()
-            .with_fields(vec![
-                NestedField::required(1, "id", Type::Primitive(PrimitiveType::Long)).into(),
-            ])
-            .build()?;
-        let table = handle
-            .catalog()
-            .create_table(
-                &ns,
-                TableCreation::builder()
-                    .name("t".into())
-                    .schema(schema)
-                    .build(),
-            )
-            .await?;
-        let batch = RecordBatch::try_new(
-            crate::write::table_arrow_schema(&table)?,
-            vec![std::sync::Arc::new(Int64Array::from(vec![1, 2]))],
-        )?;
+        let (handle, table) = crate::ops::append::tests::table(dir.path()).await?;
+        let batch = crate::ops::append::tests::batch(&table, vec![1, 2])?;
         let (table, _) = crate::append::append(
             &handle,
             &table,
