@@ -720,6 +720,14 @@ def run_upsert(env, case, path, params):
         expected = judge.read(env.load("twin.t"))
     except Exception as e:  # noqa: BLE001
         return res.set("no-oracle", f"PyIceberg's upsert cannot run: {type(e).__name__}: {str(e)[:200]}")
+    held = [json.dumps(r, sort_keys=True, default=str) for r in expected.select(key).to_pylist()]
+    if len(set(held)) < len(held):
+        # The generator's keys are unique, so an upsert leaves each key once. PyIceberg's can
+        # leave one twice: seed 20239, a key within W of the int minimum under truncate[W]
+        # (where Java's arithmetic wraps), whose stored row its key filter does not find, so it
+        # inserts the row again. No answer to judge by.
+        dup = next(k for k in held if held.count(k) > 1)
+        return res.set("no-oracle", f"PyIceberg's upsert left the key {dup[:100]} twice")
     refs = judge.refs_of(mine)
     files = judge.all_data_files(mine)
     r = env.cli("migrate-data", "--source-catalog", "fuzz", "--source", "ch.t", "--dest", "mine.t",

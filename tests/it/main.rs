@@ -18,6 +18,7 @@ mod filters;
 mod filters_evolved;
 mod fuzz;
 mod maintenance;
+mod nested_evolution;
 mod ops;
 mod partition_constants;
 mod partition_paths;

@@ -408,17 +408,24 @@ fn trusted(p: &Predicate, read_schema: &Schema, md: &TableMetadata) -> bool {
             .filter_map(|s| s.field_by_id(field.id))
             .all(|f| f.field_type.as_ref() == field.field_type.as_ref());
         let literals_fit = literals.iter().all(|l| l.data_type() == ty);
-        let decimal_truncate = matches!(ty, PrimitiveType::Decimal { .. })
-            && md.partition_specs_iter().any(|spec| {
-                spec.fields().iter().any(|pf| {
-                    pf.source_id == field.id && matches!(pf.transform, Transform::Truncate(_))
-                })
-            });
+        // Decimals: see above. Integers: Java's `truncate[W]` (`v - (((v % W) + W) % W)`)
+        // wraps for a value within W of the type's minimum, so such a row's file carries a
+        // partition value near the maximum (ours writes it as Java does, to stay
+        // compatible), and a projected `x <= 751` would prune the file of `x = MIN`. Such
+        // terms are decided from the files' bounds (`prune::may_match`), which wrap nothing.
+        let truncated = matches!(
+            ty,
+            PrimitiveType::Decimal { .. } | PrimitiveType::Int | PrimitiveType::Long
+        ) && md.partition_specs_iter().any(|spec| {
+            spec.fields().iter().any(|pf| {
+                pf.source_id == field.id && matches!(pf.transform, Transform::Truncate(_))
+            })
+        });
         // iceberg 0.10.1's planner rewrites `NOT (d < x)` to `d >= x` and prunes on bounds that
         // leave NaN out, so a file holding NaN (for which the NOT is TRUE) would be dropped;
         // `prune::may_match` keeps files with NaN and the row evaluator decides.
         let floating = matches!(ty, PrimitiveType::Float | PrimitiveType::Double);
-        if !one_type || !literals_fit || decimal_truncate || floating {
+        if !one_type || !literals_fit || truncated || floating {
             return false;
         }
     }

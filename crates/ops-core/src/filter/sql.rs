@@ -53,7 +53,7 @@ pub(super) fn parse(text: &str, schema: &Schema, read_schema: &Schema) -> Result
             next.token
         )));
     }
-    cx.predicate(&expr)
+    cx.predicate(&expr, false)
 }
 
 fn parser_message(e: &ParserError) -> String {
@@ -168,6 +168,11 @@ struct Column {
     ty: PrimitiveType,
     /// Said after the type in messages when the current schema's type differs.
     ty_note: String,
+    /// The column was added after the snapshot read was written, so it is NULL in every row
+    /// of that snapshot (Java and PyIceberg read it so): `reference` names it as the table
+    /// does now and is never bound, and `ty` is its current type, which literals are checked
+    /// against.
+    absent: bool,
 }
 
 /// A literal as written: its text and whether it was quoted.
@@ -195,24 +200,29 @@ impl Context<'_> {
         self.error(&format!("unsupported construct '{e}'; {FORMS}"))
     }
 
-    fn predicate(&self, e: &Expr) -> Result<Predicate> {
+    /// `e` as a predicate; `negated`: `e` sits under an odd number of NOTs (see
+    /// [`Self::on_absent_column`]).
+    fn predicate(&self, e: &Expr, negated: bool) -> Result<Predicate> {
         match e {
-            Expr::Nested(inner) => self.predicate(inner),
+            Expr::Nested(inner) => self.predicate(inner, negated),
             Expr::UnaryOp {
                 op: UnaryOperator::Not,
                 expr,
-            } => Ok(!self.predicate(expr)?),
+            } => Ok(!self.predicate(expr, !negated)?),
             Expr::BinaryOp {
                 left,
                 op: BinaryOperator::And,
                 right,
-            } => Ok(self.predicate(left)?.and(self.predicate(right)?)),
+            } => Ok(self
+                .predicate(left, negated)?
+                .and(self.predicate(right, negated)?)),
             Expr::BinaryOp {
                 left,
                 op: BinaryOperator::Or,
                 right,
-            } => Ok(self.predicate(left)?.or(self.predicate(right)?)),
-            Expr::BinaryOp { left, op, right } => self.comparison(e, left, op, right),
+            } => Ok(self
+                .predicate(left, negated)?
+                .or(self.predicate(right, negated)?)),
             Expr::Value(v) => match &v.value {
                 Value::Boolean(true) => Ok(Predicate::AlwaysTrue),
                 Value::Boolean(false) => Ok(Predicate::AlwaysFalse),
@@ -220,6 +230,55 @@ impl Context<'_> {
                     "the value {v} alone is not a condition; compare a column with it"
                 ))),
             },
+            leaf => {
+                let predicate = self.leaf(leaf)?;
+                self.on_absent_column(leaf, predicate, negated)
+            }
+        }
+    }
+
+    /// A condition on a column added after the snapshot read (NULL in every row of it) as the
+    /// constant it is for every row, under SQL's three-valued logic: `IS NULL` is TRUE, `IS
+    /// NOT NULL` FALSE, any other condition (a comparison, IN, LIKE, IS NaN) unknown. An
+    /// unknown leaf is replaced by the constant that keeps the same rows: with its NOTs pushed
+    /// down to it the filter is monotone, and a row is kept only where the filter is TRUE,
+    /// which an unknown leaf never makes it but a FALSE one does not prevent either (Kleene:
+    /// a formula TRUE with an unknown input is TRUE for every value of it) — so FALSE where
+    /// the leaf sits under an even number of NOTs and TRUE under an odd one. Java and
+    /// PyIceberg read such a column as NULL; refusing the filter, as before, stopped a copy of
+    /// any table whose newest column had no snapshot yet.
+    fn on_absent_column(
+        &self,
+        leaf: &Expr,
+        predicate: Predicate,
+        negated: bool,
+    ) -> Result<Predicate> {
+        let column = match leaf {
+            Expr::IsNull(c) | Expr::IsNotNull(c) | Expr::IsUnknown(c) | Expr::IsNotUnknown(c) => {
+                c.as_ref()
+            }
+            Expr::In { expr, .. } | Expr::Between { expr, .. } | Expr::Like { expr, .. } => {
+                expr.as_ref()
+            }
+            Expr::BinaryOp { left, .. } if is_column(left) => left.as_ref(),
+            Expr::BinaryOp { right, .. } => right.as_ref(),
+            _ => return Ok(predicate),
+        };
+        if !self.column(column)?.absent {
+            return Ok(predicate);
+        }
+        Ok(match leaf {
+            Expr::IsNull(_) => Predicate::AlwaysTrue,
+            Expr::IsNotNull(_) => Predicate::AlwaysFalse,
+            _ if negated => Predicate::AlwaysTrue,
+            _ => Predicate::AlwaysFalse,
+        })
+    }
+
+    /// A condition on one column.
+    fn leaf(&self, e: &Expr) -> Result<Predicate> {
+        match e {
+            Expr::BinaryOp { left, op, right } => self.comparison(e, left, op, right),
             Expr::IsNull(c) => Ok(self.column(c)?.reference.is_null()),
             Expr::IsNotNull(c) => Ok(self.column(c)?.reference.is_not_null()),
             Expr::IsUnknown(c) => Ok(self.nan_column(c)?.reference.is_nan()),
@@ -464,11 +523,16 @@ impl Context<'_> {
                  value for it"
             ))
         };
-        let read_name = self
-            .read_schema
-            .name_by_field_id(field.id)
-            .map(str::to_string)
-            .ok_or_else(added_later)?;
+        let Some(read_name) = self.read_schema.name_by_field_id(field.id) else {
+            return Ok(Column {
+                reference: Reference::new(full.clone()),
+                name: full,
+                ty: ty.clone(),
+                ty_note: String::new(),
+                absent: true,
+            });
+        };
+        let read_name = read_name.to_string();
         // Literals take the type the snapshot read has (iceberg binds the filter to it and
         // converts each literal to it): `int` for a column widened to `long` since.
         let read_ty = match self
@@ -489,6 +553,7 @@ impl Context<'_> {
             reference: Reference::new(read_name),
             ty: read_ty,
             ty_note,
+            absent: false,
         })
     }
 

@@ -18,8 +18,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use arrow_array::cast::AsArray;
 use arrow_array::{
-    Array as ArrowArray, ArrayRef, Int32Array, RecordBatch, RecordBatchOptions, RunArray,
+    Array as ArrowArray, ArrayRef, Int32Array, LargeListArray, ListArray, MapArray, RecordBatch,
+    RecordBatchOptions, RunArray, StructArray, new_null_array,
 };
 use arrow_cast::cast;
 use arrow_schema::{
@@ -527,7 +529,17 @@ impl RecordBatchTransformer {
                 // No conflict detection needed - schema resolution happened in reader.rs.
                 let field_by_id = field_id_to_source_schema_map.get(field_id).map(
                     |(source_field, source_index)| {
-                        if source_field.data_type().equals_datatype(target_type) {
+                        // iceberg-ops patch: `equals_datatype` matches a struct's children by
+                        // position and ignores their names and field ids, so a struct whose
+                        // fields were reordered (or renamed) since the file was written passed
+                        // through with its values under the wrong fields. A nested type passes
+                        // through only when it is exactly the target's, field ids included.
+                        let same = if target_type.is_nested() {
+                            source_field.data_type() == target_type
+                        } else {
+                            source_field.data_type().equals_datatype(target_type)
+                        };
+                        if same {
                             ColumnSource::PassThrough {
                                 source_index: *source_index,
                             }
@@ -610,7 +622,7 @@ impl RecordBatchTransformer {
                     ColumnSource::Promote {
                         target_type,
                         source_index,
-                    } => cast(&*columns[*source_index], target_type)?,
+                    } => project_by_field_id(&columns[*source_index], target_type)?,
 
                     ColumnSource::Add { target_type, value } => {
                         Self::create_column(target_type, value, num_rows)?
@@ -651,11 +663,127 @@ impl RecordBatchTransformer {
 
             // Wrap in Run-End Encoding
             create_ree_array(values_array)
+        } else if prim_lit.is_none() {
+            // iceberg-ops patch: a column the file lacks, of any type (a list, map, time or
+            // fixed column added after the file was written failed with "unexpected target
+            // column type").
+            Ok(new_null_array(target_type, num_rows))
         } else {
             // Non-REE type (simple arrays for non-constant fields)
             create_primitive_array_repeated(target_type, prim_lit, num_rows)
         }
     }
+}
+
+/// iceberg-ops patch: `column` as read from a file, in `target`'s type, its nested fields
+/// matched by field id at every level, as Java's `BaseParquetReaders` builds one reader per
+/// expected struct: children in the expected order, a child the file lacks (a field added to
+/// the struct after the file was written) null, primitives promoted (int to long, float to
+/// double, a wider decimal). arrow's `cast` matched struct children by position: a struct with a
+/// field added since failed ("Incorrect number of arrays for StructArray"), one whose fields were
+/// reordered read values under the wrong fields.
+///
+/// Recursion follows the nesting of the schema, not the data.
+pub(crate) fn project_by_field_id(column: &ArrayRef, target: &DataType) -> Result<ArrayRef> {
+    if column.data_type() == target {
+        return Ok(column.clone());
+    }
+    match (column.data_type(), target) {
+        (DataType::Struct(_), DataType::Struct(target_fields)) => {
+            let source = column.as_struct();
+            let by_id: HashMap<i32, usize> = source
+                .fields()
+                .iter()
+                .enumerate()
+                .filter_map(|(i, f)| nested_field_id(f).map(|id| (id, i)))
+                .collect();
+            let mut children = Vec::with_capacity(target_fields.len());
+            for target_field in target_fields {
+                let child = match nested_field_id(target_field).and_then(|id| by_id.get(&id)) {
+                    Some(&i) => project_by_field_id(source.column(i), target_field.data_type())?,
+                    None => {
+                        let valid_parents = source.len() - source.null_count();
+                        if !target_field.is_nullable() && valid_parents > 0 {
+                            return Err(Error::new(
+                                ErrorKind::DataInvalid,
+                                format!(
+                                    "the data file has no values for the required field '{}' \
+                                     (field id {}): a required field cannot be added to a \
+                                     struct that already has rows",
+                                    target_field.name(),
+                                    nested_field_id(target_field)
+                                        .map_or_else(|| "unknown".to_string(), |id| id.to_string())
+                                ),
+                            ));
+                        }
+                        new_null_array(target_field.data_type(), source.len())
+                    }
+                };
+                children.push(child);
+            }
+            Ok(Arc::new(
+                StructArray::try_new(target_fields.clone(), children, source.nulls().cloned())
+                    .map_err(|e| nested_error(target, e))?,
+            ))
+        }
+        (DataType::List(_), DataType::List(element)) => {
+            let source = column.as_list::<i32>();
+            let values = project_by_field_id(source.values(), element.data_type())?;
+            Ok(Arc::new(
+                ListArray::try_new(
+                    element.clone(),
+                    source.offsets().clone(),
+                    values,
+                    source.nulls().cloned(),
+                )
+                .map_err(|e| nested_error(target, e))?,
+            ))
+        }
+        (DataType::LargeList(_), DataType::LargeList(element)) => {
+            let source = column.as_list::<i64>();
+            let values = project_by_field_id(source.values(), element.data_type())?;
+            Ok(Arc::new(
+                LargeListArray::try_new(
+                    element.clone(),
+                    source.offsets().clone(),
+                    values,
+                    source.nulls().cloned(),
+                )
+                .map_err(|e| nested_error(target, e))?,
+            ))
+        }
+        (DataType::Map(_, _), DataType::Map(entries, sorted)) => {
+            let source = column.as_map();
+            let source_entries: ArrayRef = Arc::new(source.entries().clone());
+            let projected = project_by_field_id(&source_entries, entries.data_type())?;
+            Ok(Arc::new(
+                MapArray::try_new(
+                    entries.clone(),
+                    source.offsets().clone(),
+                    projected.as_struct().clone(),
+                    source.nulls().cloned(),
+                    *sorted,
+                )
+                .map_err(|e| nested_error(target, e))?,
+            ))
+        }
+        _ => Ok(cast(&**column, target)?),
+    }
+}
+
+fn nested_field_id(field: &Field) -> Option<i32> {
+    field
+        .metadata()
+        .get(PARQUET_FIELD_ID_META_KEY)
+        .and_then(|id| id.parse().ok())
+}
+
+fn nested_error(target: &DataType, e: arrow_schema::ArrowError) -> Error {
+    Error::new(
+        ErrorKind::DataInvalid,
+        format!("cannot read the file's column as {target}"),
+    )
+    .with_source(e)
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ use std::collections::{HashMap, HashSet};
 use std::str::FromStr;
 use std::sync::Arc;
 
-use arrow_schema::{Field, Schema as ArrowSchema, SchemaRef as ArrowSchemaRef};
+use arrow_schema::{DataType, Field, FieldRef, Schema as ArrowSchema, SchemaRef as ArrowSchemaRef};
 use parquet::arrow::{PARQUET_FIELD_ID_META_KEY, ProjectionMask};
 use parquet::schema::types::{SchemaDescriptor, Type as ParquetType};
 
@@ -32,7 +32,7 @@ use crate::arrow::arrow_schema_to_schema;
 use crate::error::Result;
 use crate::expr::BoundPredicate;
 use crate::expr::visitors::bound_predicate_visitor::visit;
-use crate::spec::{NameMapping, NestedField, PrimitiveType, Schema, Type};
+use crate::spec::{MappedField, NameMapping, NestedField, PrimitiveType, Schema, Type};
 use crate::{Error, ErrorKind};
 
 impl ArrowReader {
@@ -368,41 +368,83 @@ pub(super) fn apply_name_mapping_to_arrow_schema(
         "Schema already has field IDs - name mapping should not be applied"
     );
 
+    // iceberg-ops patch: ids are assigned at every level, as Java's `ApplyNameMapping` visits
+    // struct fields, list elements and map keys and values; the published crate mapped only
+    // top-level columns, so every field inside a struct, list or map of such a file (a Hive
+    // file registered by `add_files`) had no id and read as NULL.
+    let mapped: Vec<&MappedField> = name_mapping.fields().iter().collect();
     let fields_with_mapped_ids: Vec<_> = arrow_schema
         .fields()
         .iter()
-        .map(|field| {
-            // Look up this column name in name mapping to get the Iceberg field ID.
-            // Corresponds to Java's ApplyNameMapping visitor which calls
-            // nameMapping.find(currentPath()) and returns field.withId() if found.
-            //
-            // If the field isn't in the mapping, leave it WITHOUT assigning an ID
-            // (matching Java's behavior of returning the field unchanged).
-            // Later, during projection, fields without IDs are filtered out.
-            let mapped_field_opt = name_mapping
-                .fields()
-                .iter()
-                .find(|f| f.names().contains(&field.name().to_string()));
-
-            let mut metadata = field.metadata().clone();
-
-            if let Some(mapped_field) = mapped_field_opt
-                && let Some(field_id) = mapped_field.field_id()
-            {
-                // Field found in mapping with a field_id → assign it
-                metadata.insert(PARQUET_FIELD_ID_META_KEY.to_string(), field_id.to_string());
-            }
-            // If field_id is None, leave the field without an ID (will be filtered by projection)
-
-            Field::new(field.name(), field.data_type().clone(), field.is_nullable())
-                .with_metadata(metadata)
-        })
+        .map(|field| map_field_by_name(field, &mapped, None))
         .collect();
 
     Ok(Arc::new(ArrowSchema::new_with_metadata(
         fields_with_mapped_ids,
         arrow_schema.metadata().clone(),
     )))
+}
+
+/// iceberg-ops patch: `field` with the id of the mapped field its name (or, for a list element
+/// and a map's key and value, `fixed_name`: the name mappings give them, whatever the file calls
+/// them) finds among `candidates`, and its children mapped among that field's own (Java's
+/// `NameMapping.find(path)`). A field the mapping does not know keeps no id, as in Java, and
+/// so do its children. Recursion follows the schema's nesting, not the data.
+fn map_field_by_name(
+    field: &FieldRef,
+    candidates: &[&MappedField],
+    fixed_name: Option<&str>,
+) -> FieldRef {
+    let name = fixed_name.unwrap_or(field.name());
+    let found = candidates
+        .iter()
+        .find(|f| f.names().iter().any(|n| n == name))
+        .copied();
+    let mut metadata = field.metadata().clone();
+    if let Some(id) = found.and_then(|f| f.field_id()) {
+        // Field found in mapping with a field_id → assign it
+        metadata.insert(PARQUET_FIELD_ID_META_KEY.to_string(), id.to_string());
+    }
+    let children: Vec<&MappedField> = found
+        .map(|f| f.fields().iter().map(|c| c.as_ref()).collect())
+        .unwrap_or_default();
+    let data_type = match field.data_type() {
+        DataType::Struct(fields) => DataType::Struct(
+            fields
+                .iter()
+                .map(|f| map_field_by_name(f, &children, None))
+                .collect(),
+        ),
+        DataType::List(element) => {
+            DataType::List(map_field_by_name(element, &children, Some("element")))
+        }
+        DataType::LargeList(element) => {
+            DataType::LargeList(map_field_by_name(element, &children, Some("element")))
+        }
+        DataType::FixedSizeList(element, size) => {
+            DataType::FixedSizeList(map_field_by_name(element, &children, Some("element")), *size)
+        }
+        DataType::Map(entries, sorted) => {
+            let mapped_entries = match entries.data_type() {
+                DataType::Struct(kv) if kv.len() == 2 => {
+                    let key = map_field_by_name(&kv[0], &children, Some("key"));
+                    let value = map_field_by_name(&kv[1], &children, Some("value"));
+                    Arc::new(
+                        Field::new(
+                            entries.name(),
+                            DataType::Struct(vec![key, value].into()),
+                            entries.is_nullable(),
+                        )
+                        .with_metadata(entries.metadata().clone()),
+                    )
+                }
+                _ => entries.clone(),
+            };
+            DataType::Map(mapped_entries, *sorted)
+        }
+        other => other.clone(),
+    };
+    Arc::new(Field::new(field.name(), data_type, field.is_nullable()).with_metadata(metadata))
 }
 
 /// Add position-based fallback field IDs to Arrow schema for Parquet files lacking them.
