@@ -9,12 +9,13 @@
 //! fields were moved was cast by position, and the struct of a file read through a name mapping
 //! came back NULL — a copy wrote NULLs where the source had values.
 //!
-//! The table (PyIceberg): `id long, s struct<a string, z string>`, two appended rows; a Hive
-//! file without field ids (struct included) registered by PyIceberg's `add_files`, which gives
-//! the table its name mapping; then `s.c list<time>`, `m map<string, struct<x int>>` and
-//! `f fixed[3]` added, `s.z` moved before `s.a` (both strings: a positional read swaps them
-//! silently), and one more append with every field set. PyIceberg reads the table and every
-//! result.
+//! The table (PyIceberg): `id long, s struct<a string, z string>, l list<struct<p int>>`, two
+//! appended rows (PyIceberg writes `large_list`); a Hive file without field ids (struct and
+//! list included) registered by PyIceberg's `add_files`, which gives the table its name
+//! mapping; then `s.c list<time>`, `m map<string, struct<x int>>`, `f fixed[3]` and
+//! `l.element.q string` added, `s.z` moved before `s.a` (both strings: a positional read swaps
+//! them silently), and one more append with every field set. PyIceberg reads the table and
+//! every result.
 
 use std::collections::BTreeMap;
 
@@ -31,8 +32,9 @@ const NS: &str = "nest";
 
 /// Makes `nest.<name>` as the module doc says; returns PyIceberg's rows of it.
 fn evolved_table(p: &BTreeMap<String, String>, name: &str) -> anyhow::Result<Vec<Value>> {
+    let prelude = prelude();
     let code = format!(
-        r#"
+        r#"{prelude}
 import datetime, os
 import pyarrow.parquet as pq
 from pyiceberg.schema import Schema
@@ -45,10 +47,14 @@ schema = Schema(
     NestedField(1, 'id', LongType(), required=True),
     NestedField(2, 's', StructType(
         NestedField(3, 'a', StringType(), required=False),
-        NestedField(4, 'z', StringType(), required=False)), required=False))
+        NestedField(4, 'z', StringType(), required=False)), required=False),
+    NestedField(5, 'l', ListType(element_id=6, element_required=False,
+        element_type=StructType(NestedField(7, 'p', IntegerType(), required=False))),
+        required=False))
 t = catalog.create_table('{NS}.{name}', schema=schema)
 t.append(pa.Table.from_pylist(
-    [{{'id': 1, 's': {{'a': 'a1', 'z': 'z1'}}}}, {{'id': 2, 's': None}}],
+    [{{'id': 1, 's': {{'a': 'a1', 'z': 'z1'}}, 'l': [{{'p': 1}}, None]}},
+     {{'id': 2, 's': None, 'l': None}}],
     schema=t.schema().as_arrow()))
 
 # A Hive file: no field ids, the struct included; add_files sets the name mapping.
@@ -56,9 +62,11 @@ hive = t.location().removeprefix('file://') + '/data/hive-00000.parquet'
 os.makedirs(os.path.dirname(hive), exist_ok=True)
 hive_schema = pa.schema([
     pa.field('id', pa.int64(), nullable=False),
-    pa.field('s', pa.struct([('a', pa.string()), ('z', pa.string())]))])
+    pa.field('s', pa.struct([('a', pa.string()), ('z', pa.string())])),
+    pa.field('l', pa.list_(pa.field('element', pa.struct([('p', pa.int32())]))))])
 pq.write_table(pa.Table.from_pylist(
-    [{{'id': 3, 's': {{'a': 'a3', 'z': 'z3'}}}}, {{'id': 4, 's': {{'a': None, 'z': 'z4'}}}}],
+    [{{'id': 3, 's': {{'a': 'a3', 'z': 'z3'}}, 'l': [{{'p': 3}}]}},
+     {{'id': 4, 's': {{'a': None, 'z': 'z4'}}, 'l': None}}],
     schema=hive_schema), hive)
 t.add_files(file_paths=['file://' + hive])
 
@@ -69,6 +77,7 @@ with t.update_schema() as u:
         value_type=StructType(NestedField(3, 'x', IntegerType(), required=False)),
         value_required=False))
     u.add_column('f', FixedType(3))
+    u.add_column(('l', 'element', 'q'), StringType())
 with t.update_schema() as u:
     u.move_first('s.z')
 t = catalog.load_table('{NS}.{name}')
@@ -76,7 +85,8 @@ t.append(pa.Table.from_pylist([{{
     'id': 5,
     's': {{'z': 'z5', 'a': 'a5', 'c': [datetime.time(1, 2, 3), None]}},
     'm': {{'k': {{'x': 7}}}},
-    'f': b'abc'}}], schema=t.schema().as_arrow()))
+    'f': b'abc',
+    'l': [{{'p': 5, 'q': 'q5'}}]}}], schema=t.schema().as_arrow()))
 emit(rows(catalog.load_table('{NS}.{name}')))
 "#
     );
@@ -90,18 +100,21 @@ fn sorted(v: Value) -> Vec<Value> {
     rows
 }
 
-/// PyIceberg's rows of `nest.<name>`, sorted, read with the fuzzer's correction of
-/// apache/iceberg-python#3833 (it reads a NULL `map<_, struct>` stored in a file as an empty
-/// map, but NULL where the file lacks the column; `tests/fuzz/pyiceberg_fixes.py`).
-fn py_rows(p: &BTreeMap<String, String>, name: &str) -> anyhow::Result<Vec<Value>> {
+/// Every snippet starts with the fuzzer's correction of apache/iceberg-python#3833: PyIceberg
+/// reads (and writes) a NULL `list<struct>` or `map<_, struct>` stored in a file as an empty
+/// one, but NULL where the file lacks the column (`tests/fuzz/pyiceberg_fixes.py`).
+fn prelude() -> String {
     let fixes = concat!(env!("CARGO_MANIFEST_DIR"), "/fuzz");
+    format!("import sys\nsys.path.insert(0, {fixes:?})\nimport pyiceberg_fixes\n")
+}
+
+/// PyIceberg's rows of `nest.<name>`, sorted.
+fn py_rows(p: &BTreeMap<String, String>, name: &str) -> anyhow::Result<Vec<Value>> {
+    let prelude = prelude();
     Ok(sorted(ops_tests::oracle::pyiceberg(
         "c",
         p,
-        &format!(
-            "import sys\nsys.path.insert(0, {fixes:?})\nimport pyiceberg_fixes\n\
-             emit(rows(catalog.load_table('{NS}.{name}')))"
-        ),
+        &format!("{prelude}emit(rows(catalog.load_table('{NS}.{name}')))"),
     )?))
 }
 
@@ -131,6 +144,14 @@ async fn pyiceberg_reads_the_table_as_meant() -> TestResult {
         Some(json!({"z": "z4", "a": null, "c": null}))
     );
     assert_eq!(by_id(2).map(|r| r["m"].clone()), Some(Value::Null));
+    assert_eq!(
+        by_id(1).map(|r| r["l"].clone()),
+        Some(json!([{"p": 1, "q": null}, null]))
+    );
+    assert_eq!(
+        by_id(3).map(|r| r["l"].clone()),
+        Some(json!([{"p": 3, "q": null}]))
+    );
     assert_eq!(rows.len(), 5);
     Ok(())
 }
@@ -192,18 +213,19 @@ async fn a_delete_on_a_moved_nested_field_keeps_the_other_rows() -> TestResult {
 async fn an_upsert_into_older_files_keeps_every_nested_value() -> TestResult {
     let (db, handle) = setup().await?;
     let all = evolved_table(&db.props, "up")?;
+    let prelude = prelude();
     let changes = sorted(ops_tests::oracle::pyiceberg(
         "c",
         &db.props,
         &format!(
-            r#"
+            r#"{prelude}
 import datetime
 src = catalog.load_table('{NS}.up')
 t = catalog.create_table('{NS}.changes', schema=src.schema())
 t.append(pa.Table.from_pylist([
-    {{'id': 1, 's': {{'z': 'Z1', 'a': 'a1', 'c': [datetime.time(4, 5, 6)]}}, 'm': None, 'f': b'xyz'}},
-    {{'id': 3, 's': {{'z': 'z3', 'a': 'A3', 'c': None}}, 'm': {{'q': None}}, 'f': None}},
-    {{'id': 9, 's': None, 'm': {{'n': {{'x': 1}}}}, 'f': b'new'}}], schema=t.schema().as_arrow()))
+    {{'id': 1, 's': {{'z': 'Z1', 'a': 'a1', 'c': [datetime.time(4, 5, 6)]}}, 'm': None, 'f': b'xyz', 'l': None}},
+    {{'id': 3, 's': {{'z': 'z3', 'a': 'A3', 'c': None}}, 'm': {{'q': None}}, 'f': None, 'l': [{{'p': 33, 'q': None}}]}},
+    {{'id': 9, 's': None, 'm': {{'n': {{'x': 1}}}}, 'f': b'new', 'l': []}}], schema=t.schema().as_arrow()))
 emit(rows(catalog.load_table('{NS}.changes')))
 "#
         ),

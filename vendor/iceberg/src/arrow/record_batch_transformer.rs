@@ -752,6 +752,36 @@ pub(crate) fn project_by_field_id(column: &ArrayRef, target: &DataType) -> Resul
                 .map_err(|e| nested_error(target, e))?,
             ))
         }
+        // A file written from Arrow's large types (PyIceberg writes `large_list`) keeps them
+        // in its Arrow schema: project the elements, then change the offsets' width.
+        (DataType::LargeList(_), DataType::List(element)) => {
+            let source = column.as_list::<i64>();
+            let values = project_by_field_id(source.values(), element.data_type())?;
+            let large: ArrayRef = Arc::new(
+                LargeListArray::try_new(
+                    element.clone(),
+                    source.offsets().clone(),
+                    values,
+                    source.nulls().cloned(),
+                )
+                .map_err(|e| nested_error(target, e))?,
+            );
+            Ok(cast(&*large, target)?)
+        }
+        (DataType::List(_), DataType::LargeList(element)) => {
+            let source = column.as_list::<i32>();
+            let values = project_by_field_id(source.values(), element.data_type())?;
+            let list: ArrayRef = Arc::new(
+                ListArray::try_new(
+                    element.clone(),
+                    source.offsets().clone(),
+                    values,
+                    source.nulls().cloned(),
+                )
+                .map_err(|e| nested_error(target, e))?,
+            );
+            Ok(cast(&*list, target)?)
+        }
         (DataType::Map(_, _), DataType::Map(entries, sorted)) => {
             let source = column.as_map();
             let source_entries: ArrayRef = Arc::new(source.entries().clone());
