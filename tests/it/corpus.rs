@@ -288,6 +288,20 @@ const SPECS: &[Spec] = &[
             drop: true,
         }),
     },
+    Spec {
+        table: "nested_evolved",
+        key: &["id"],
+        // A field moved inside a struct and one of a Hive file read through the name mapping.
+        copy_filter: "s.a LIKE 'a1%' OR s.z = 'z4' OR region IS NULL",
+        delete_filter: "s.z IN ('z2', 'z101', 'z202') OR s.a IS NULL OR id < 20",
+        mutate: &["s", "l", "m"],
+        overwrite: Some(Overwrite {
+            filter: "region = 'eu' OR region IS NULL",
+            mutate: &["s", "f"],
+            dynamic: true,
+            drop: true,
+        }),
+    },
 ];
 
 fn spec(table: &str) -> anyhow::Result<&'static Spec> {
@@ -1041,6 +1055,17 @@ matrix! {
         overwrite_partition,
     ];
     escaped_paths: [
+        copy_auto,
+        copy_rewrite,
+        copy_filter,
+        verify_auto,
+        verify_rewrite,
+        verify_filter,
+        delete,
+        upsert,
+        overwrite_partition,
+    ];
+    nested_evolved: [
         copy_auto,
         copy_rewrite,
         copy_filter,

@@ -244,3 +244,101 @@ emit(rows(catalog.load_table('{NS}.changes')))
     assert_eq!(py_rows(&db.props, "up")?, want);
     Ok(())
 }
+
+/// A column default (PyIceberg 0.12 writes `initial-default` into v2 tables; Java allows
+/// defaults only from v3) is refused by every path that reads rows, naming the column: read as
+/// NULL, a delete's rewrite, a compaction or a copy would replace the default for good.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_column_default_is_refused_not_read_as_null() -> TestResult {
+    let (db, handle) = setup().await?;
+    let before = sorted(ops_tests::oracle::pyiceberg(
+        "c",
+        &db.props,
+        &format!(
+            r#"
+from pyiceberg.schema import Schema
+from pyiceberg.types import NestedField, LongType, IntegerType, StructType
+catalog.create_namespace('{NS}')
+t = catalog.create_table('{NS}.dflt', schema=Schema(
+    NestedField(1, 'id', LongType(), required=True),
+    NestedField(2, 's', StructType(NestedField(3, 'a', IntegerType(), required=False)), required=False)))
+t.append(pa.Table.from_pylist([{{'id': 1, 's': {{'a': 1}}}}, {{'id': 2, 's': None}}], schema=t.schema().as_arrow()))
+with t.update_schema() as u:
+    u.add_column(('s', 'd'), IntegerType(), default_value=7)
+t = catalog.load_table('{NS}.dflt')
+t.append(pa.Table.from_pylist([{{'id': 3, 's': {{'a': 3, 'd': 4}}}}], schema=t.schema().as_arrow()))
+emit(rows(catalog.load_table('{NS}.dflt')))
+"#
+        ),
+    )?);
+    assert_eq!(
+        before[0]["s"],
+        json!({"a": 1, "d": 7}),
+        "PyIceberg applies it"
+    );
+    let refused = |e: String| {
+        assert!(
+            e.contains("column 's.d'") && e.contains("initial-default"),
+            "{e}"
+        )
+    };
+    let e = DeleteBuilder::new(&handle, ident("dflt")?)
+        .with_filter_text("id = 2")
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    refused(e);
+    let e = CompactBuilder::new(&handle, ident("dflt")?)
+        .min_input_files(2)
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    refused(e);
+    let e = DataMigrator::new(&handle, ident("dflt")?, &handle, ident("copy")?)
+        .create_dest(true)
+        .copy_mode(CopyMode::Rewrite)
+        .run()
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    refused(e);
+    assert!(
+        !handle.catalog().table_exists(&ident("copy")?).await?,
+        "the refused copy created its destination"
+    );
+    assert_eq!(py_rows(&db.props, "dflt")?, before, "nothing changed");
+    Ok(())
+}
+
+/// A nested column as an upsert key is refused before the source is read (it was accepted, and
+/// the key pre-pass then reported "holds key ([]) twice", advising `--on-duplicate-keys`).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_nested_upsert_key_is_refused_up_front() -> TestResult {
+    let (db, handle) = setup().await?;
+    let before = evolved_table(&db.props, "keyed")?;
+    for (key, kind) in [("l", "list"), ("s", "struct"), ("m", "map")] {
+        let e = DataMigrator::new(
+            &handle,
+            ident("keyed")?,
+            &handle,
+            ident(&format!("to_{key}"))?,
+        )
+        .create_dest(true)
+        .write_mode(WriteMode::Upsert)
+        .upsert_keys([key])
+        .run()
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+        assert!(
+            e.contains(&format!("upsert key '{key}' is a {kind} column")),
+            "{e}"
+        );
+    }
+    assert_eq!(py_rows(&db.props, "keyed")?, before);
+    Ok(())
+}

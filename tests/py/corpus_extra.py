@@ -26,8 +26,8 @@ from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.transforms import BucketTransform, IdentityTransform, TruncateTransform
 from pyiceberg.types import (BinaryType, BooleanType, DateType, DecimalType, DoubleType, FixedType,
-                             FloatType, IntegerType, LongType, MapType, NestedField, StringType, StructType,
-                             TimestampType, UUIDType)
+                             FloatType, IntegerType, ListType, LongType, MapType, NestedField, StringType,
+                             StructType, TimestampType, TimeType, UUIDType)
 
 
 def arrow(table, rows):
@@ -181,8 +181,62 @@ def escaped_paths(cat, n):
                        for i in range(max(n // 10, 50))]))
 
 
+def nested_evolved(cat, n):
+    # Files written before the table's nested fields changed (issue 31; the table fuzzer's N3,
+    # M1 and N6): every reader must match nested fields by id, fill the ones a file lacks with
+    # NULL, and read a Hive file's nested columns through the name mapping.
+    import pyarrow.parquet as pq
+    s = Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "region", StringType()),
+               NestedField(3, "s", StructType(NestedField(4, "a", StringType()), NestedField(5, "z", StringType()))),
+               NestedField(6, "l", ListType(7, StructType(NestedField(8, "p", IntegerType())), element_required=False)),
+               NestedField(9, "m", MapType(10, StringType(), 11, StructType(NestedField(12, "x", IntegerType())),
+                                           value_required=False)))
+    spec = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "region"))
+    t = cat.create_table("corpus.nested_evolved", schema=s, partition_spec=spec)
+    third = max(n // 3, 30)
+
+    def row(i, region):
+        return {"id": i, "region": region,
+                "s": None if i % 7 == 0 else {"a": f"a{i}", "z": None if i % 5 == 0 else f"z{i}"},
+                "l": None if i % 5 == 0 else [{"p": i}, None] if i % 2 else [],
+                "m": None if i % 6 == 0 else {f"k{i % 4}": {"x": i}, "n": None}}
+    t.append(arrow(t, [row(i, ["eu", "us", None][i % 3]) for i in range(third)]))
+    # A Hive file (no field ids) of region 'eu', registered as add_files registers it.
+    hive = t.location().removeprefix("file://") + "/data/region=eu/hive-00000.parquet"
+    os.makedirs(os.path.dirname(hive), exist_ok=True)
+    hive_schema = pa.schema([
+        pa.field("id", pa.int64(), nullable=False), pa.field("region", pa.string()),
+        pa.field("s", pa.struct([("a", pa.string()), ("z", pa.string())])),
+        pa.field("l", pa.list_(pa.field("element", pa.struct([("p", pa.int32())])))),
+        pa.field("m", pa.map_(pa.string(), pa.struct([("x", pa.int32())])))])
+    pq.write_table(pa.Table.from_pylist([row(i, "eu") for i in range(third, 2 * third)], schema=hive_schema), hive)
+    t.add_files(file_paths=["file://" + hive])
+    t = cat.load_table("corpus.nested_evolved")
+    with t.update_schema() as up:
+        up.add_column(("s", "c"), ListType(1, TimeType(), element_required=False))
+        up.add_column(("l", "element", "q"), StringType())
+        up.add_column(("m", "value", "y"), DoubleType())
+        up.add_column("f", FixedType(3))
+    with t.update_schema() as up:
+        # Both strings: read by position, their values would swap without an error.
+        up.move_first("s.z")
+    t = cat.load_table("corpus.nested_evolved")
+
+    def new_row(i):
+        r = row(i, ["eu", "us", None][i % 3])
+        if r["s"] is not None:
+            r["s"]["c"] = None if i % 4 == 0 else [dt.time(i % 24, i % 60, 1), None]
+        if r["l"]:
+            r["l"] = [dict(e, q=f"q{i}") if e else e for e in r["l"]]
+        if r["m"]:
+            r["m"] = {k: dict(v, y=i / 4) if v else v for k, v in r["m"].items()}
+        r["f"] = None if i % 3 == 0 else bytes([i % 256, 1, 2])
+        return r
+    t.append(arrow(t, [new_row(i) for i in range(2 * third, n if n > 3 * third else 3 * third)]))
+
+
 TABLES = ["reused_names", "v1_evolved", "paged", "odd_names", "identity_types", "maps", "widened_partition",
-          "escaped_paths"]
+          "escaped_paths", "nested_evolved"]
 
 
 def main():

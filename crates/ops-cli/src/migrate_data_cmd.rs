@@ -1169,9 +1169,11 @@ fn print_result(job: &Job, r: &MigrationResult) {
                 Some(x) if !x.expired_snapshots.is_empty() => "set-current-snapshot",
                 _ => "rollback",
             };
+            // The catalog is named: without it the command would look in the default one.
             println!(
-                "undo      iceberg-ops table {undo} {} --to {before}",
-                job.dest()
+                "undo      iceberg-ops table {undo} {} --catalog {} --to {before}",
+                job.dest(),
+                job.dest_catalog.as_deref().unwrap_or(&job.source_catalog)
             );
         }
         if let (Some(i), Some(u)) = (r.rows_inserted, r.rows_updated) {

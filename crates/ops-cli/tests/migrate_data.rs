@@ -1052,8 +1052,11 @@ fn the_undo_advice_after_an_expiry_is_set_current_snapshot() {
     let out = run(cwd, &second);
     ok(&out, "an append expiring its snapshots");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let undo =
-        format!("undo      iceberg-ops table set-current-snapshot undo.orders --to {before}");
+    // Run as printed: it names the catalog (the default one here).
+    let undo = format!(
+        "undo      iceberg-ops table set-current-snapshot undo.orders --catalog {} --to {before}",
+        ops_core::catalog::EMBEDDED_DEFAULT
+    );
     assert!(
         stdout.lines().any(|l| l == undo) && !stdout.contains("table rollback"),
         "{stdout}"

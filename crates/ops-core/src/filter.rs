@@ -266,6 +266,7 @@ mod tests {
                     ))])),
                 )),
                 Arc::new(NestedField::optional(50, "added", p(PrimitiveType::Long))),
+                Arc::new(NestedField::required(51, "must", p(PrimitiveType::Long))),
             ])
             .build()?;
         assert_eq!(
@@ -295,6 +296,9 @@ mod tests {
             at("added = 1 OR order_id = 3")?,
             no.clone().or(r("id").equal_to(Datum::long(3)))
         );
+        // A required one is never NULL to Java's binder.
+        assert_eq!(at("must IS NULL")?, no);
+        assert_eq!(at("NOT must IS NOT NULL")?, !yes.clone());
         // Literals are still checked against the column's type.
         let e = at("added = 'x'")
             .err()

@@ -275,6 +275,40 @@ pub async fn plan_files(
     plan_files_named(table, snapshot_id, filter, &names).await
 }
 
+/// Refuses a table with a column default (`initial-default` or `write-default`, at any
+/// level). Defaults belong to format v3 (Java refuses them before it), but PyIceberg 0.12
+/// writes them into v2 tables; a reader must give a file that predates the column its
+/// `initial-default`, and iceberg-ops reads such a column as NULL — a copy, delete or
+/// compaction would replace the default with NULL for good. Every reading path calls this
+/// before it plans.
+pub fn refuse_column_defaults(table: &Table) -> Result<()> {
+    for schema in table.metadata().schemas_iter() {
+        let mut ids: Vec<i32> = schema.field_id_to_fields().keys().copied().collect();
+        ids.sort_unstable();
+        for id in ids {
+            let Some(field) = schema.field_by_id(id) else {
+                continue;
+            };
+            let default = match (&field.initial_default, &field.write_default) {
+                (Some(d), _) => ("initial-default", d),
+                (None, Some(d)) => ("write-default", d),
+                (None, None) => continue,
+            };
+            let name = schema.name_by_field_id(id).unwrap_or(field.name.as_str());
+            return Err(Error::InvalidInput(format!(
+                "column '{name}' of {} has a {} ({:?}): column defaults are an Iceberg v3 \
+                 feature (PyIceberg writes them into v2 tables too) that iceberg-ops does not \
+                 apply yet; it refuses the table rather than read NULL where the default \
+                 applies (use an engine that applies column defaults for this table)",
+                table.identifier(),
+                default.0,
+                default.1
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// As [`plan_files`], with `filter` naming columns as `names` does (any schema of `table`:
 /// the snapshot's own for a filter already named that way).
 pub async fn plan_files_named(
@@ -283,6 +317,7 @@ pub async fn plan_files_named(
     filter: Option<&Predicate>,
     names: &Schema,
 ) -> Result<Vec<FileScanTask>> {
+    refuse_column_defaults(table)?;
     let read_schema = snapshot_schema(table, snapshot_id)?;
     let builder = table.scan().snapshot_id(snapshot_id).select_all();
     let Some(filter) = filter else {

@@ -173,6 +173,8 @@ struct Column {
     /// does now and is never bound, and `ty` is its current type, which literals are checked
     /// against.
     absent: bool,
+    /// The field is required: Java's binder decides IS [NOT] NULL of it without reading.
+    required: bool,
 }
 
 /// A literal as written: its text and whether it was quoted.
@@ -264,10 +266,15 @@ impl Context<'_> {
             Expr::BinaryOp { right, .. } => right.as_ref(),
             _ => return Ok(predicate),
         };
-        if !self.column(column)?.absent {
+        let column = self.column(column)?;
+        if !column.absent {
             return Ok(predicate);
         }
+        // A required column (added with allow_incompatible_changes) is never NULL to Java's
+        // binder (`UnboundPredicate.bindUnaryOperation`), whatever the files hold.
         Ok(match leaf {
+            Expr::IsNull(_) if column.required => Predicate::AlwaysFalse,
+            Expr::IsNotNull(_) if column.required => Predicate::AlwaysTrue,
             Expr::IsNull(_) => Predicate::AlwaysTrue,
             Expr::IsNotNull(_) => Predicate::AlwaysFalse,
             _ if negated => Predicate::AlwaysTrue,
@@ -530,6 +537,7 @@ impl Context<'_> {
                 ty: ty.clone(),
                 ty_note: String::new(),
                 absent: true,
+                required: field.required,
             });
         };
         let read_name = read_name.to_string();
@@ -554,6 +562,7 @@ impl Context<'_> {
             ty: read_ty,
             ty_note,
             absent: false,
+            required: field.required,
         })
     }
 

@@ -392,6 +392,7 @@ pub(crate) async fn plan_delete_except(
     write: bool,
     skip: &HashSet<String>,
 ) -> Result<Option<DeletePlan>> {
+    crate::scan::refuse_column_defaults(table)?;
     let Some(snapshot_id) = table.metadata().current_snapshot_id() else {
         return Ok(None);
     };

@@ -116,6 +116,19 @@ impl DataMigrator {
                              null); map a source column to it with column_mapping"
                         )));
                     }
+                    // Refused here, before the key pre-pass reads the source: a list, map
+                    // or struct cannot be compared as a key (PyIceberg's upsert refuses them).
+                    Some(p) if p.dest_arrow_type.is_nested() => {
+                        return Err(MigrationError::InvalidInput(format!(
+                            "upsert key '{key}' is a {} column; keys must be primitive columns \
+                             (a nested field cannot be a key either)",
+                            match p.dest_arrow_type {
+                                arrow_schema::DataType::Struct(_) => "struct",
+                                arrow_schema::DataType::Map(_, _) => "map",
+                                _ => "list",
+                            }
+                        )));
+                    }
                     Some(_) => {}
                 }
             }
@@ -196,6 +209,8 @@ impl DataMigrator {
                 self.dest.describe()
             )));
         }
+        // Before anything is made: planning would refuse the source anyway.
+        ops_core::scan::refuse_column_defaults(source)?;
         let snapshot = match self.source_snapshot {
             Some(id) if source.metadata().snapshot_by_id(id).is_none() => {
                 return Err(MigrationError::InvalidInput(format!(

@@ -218,8 +218,16 @@ fn project(field: &NestedField, predicate: &BoundPredicate, view: &View<'_>) -> 
         // length with the width, which counts characters: past ASCII they can claim every or no
         // row wrongly (`starts_with 'éa'` under truncate(3) prunes partition `éab`).
         let multibyte = string_literals(predicate).any(|s| !s.is_ascii());
+        // Java's truncate[W] of an int or long within W of the type's minimum wraps to near
+        // its maximum (`v - (((v % W) + W) % W)`), and files carry that value as Java writes
+        // it, so neither projection can speak for the file's rows.
+        let integer = matches!(
+            field.field_type.as_primitive_type(),
+            Some(PrimitiveType::Int | PrimitiveType::Long)
+        );
         for pf in &fields {
-            if multibyte && matches!(pf.transform, Transform::Truncate(_)) {
+            let truncate = matches!(pf.transform, Transform::Truncate(_));
+            if truncate && (multibyte || integer) {
                 continue;
             }
             if verdict(pf.transform.strict_project(&pf.name, predicate)) == Some(Verdict::Every) {
@@ -234,16 +242,21 @@ fn project(field: &NestedField, predicate: &BoundPredicate, view: &View<'_>) -> 
         .iter()
         .map(|p| format!("{}({})", p.transform, field.name))
         .collect();
-    let truncated = string_literals(predicate).any(|s| !s.is_ascii())
-        && fields
-            .iter()
-            .any(|p| matches!(p.transform, Transform::Truncate(_)));
+    let truncate = fields
+        .iter()
+        .any(|p| matches!(p.transform, Transform::Truncate(_)));
+    let integer = matches!(
+        field.field_type.as_primitive_type(),
+        Some(PrimitiveType::Int | PrimitiveType::Long)
+    );
     Verdict::Undecided(format!(
         "the filter on `{}` depends on the row within the file's {} partition{}",
         field.name,
         transforms.join(", "),
-        if truncated {
+        if truncate && string_literals(predicate).any(|s| !s.is_ascii()) {
             " (a non-ASCII string literal is not projected through truncate)"
+        } else if truncate && integer {
+            " (an integer truncate wraps near the type's minimum, so its value bounds nothing)"
         } else {
             ""
         }
@@ -461,5 +474,32 @@ mod tests {
         // ASCII literals are still decided.
         assert_eq!(at(prefix("ab"), "abc"), Verdict::Every);
         assert_eq!(at(prefix("ab"), "xyz"), Verdict::NoRow);
+    }
+
+    #[test]
+    fn an_integer_truncate_is_left_undecided() {
+        // Java's truncate[10] of i32::MIN + 1 wraps to 2147483646: that file's partition says
+        // `x > 100` of every row and `x <= 751` of none, and both are wrong for that row.
+        let s = schema(vec![NestedField::optional(
+            1,
+            "x",
+            Type::Primitive(PrimitiveType::Int),
+        )]);
+        let truncate = spec(&s, 1, Transform::Truncate(10));
+        let at = |filter: Predicate, v: i32| {
+            let bound = filter.bind(s.clone(), true).unwrap().rewrite_not();
+            let part = Struct::from_iter([Some(Literal::int(v))]);
+            decide(&bound, &View::new(&truncate, &part, &s))
+        };
+        let x = || Reference::new("x");
+        for filter in [
+            x().greater_than(Datum::int(100)),
+            x().less_than_or_equal_to(Datum::int(751)),
+        ] {
+            match at(filter, 2_147_483_646) {
+                Verdict::Undecided(why) => assert!(why.contains("wraps"), "{why}"),
+                other => panic!("{other:?}"),
+            }
+        }
     }
 }
