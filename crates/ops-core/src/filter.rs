@@ -267,6 +267,11 @@ mod tests {
                 )),
                 Arc::new(NestedField::optional(50, "added", p(PrimitiveType::Long))),
                 Arc::new(NestedField::required(51, "must", p(PrimitiveType::Long))),
+                Arc::new(NestedField::optional(
+                    52,
+                    "blob",
+                    p(PrimitiveType::Fixed(4)),
+                )),
             ])
             .build()?;
         assert_eq!(
@@ -308,6 +313,12 @@ mod tests {
             e.contains("not a valid long value for column 'added'"),
             "{e}"
         );
+        let e = at("blob = 'abcd'")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("cannot compare binary or fixed columns"), "{e}");
+        assert_eq!(at("blob IS NULL")?, yes);
         Ok(())
     }
 

@@ -705,6 +705,12 @@ impl Context<'_> {
             PrimitiveType::Timestamp if !numeric => Datum::timestamp_from_str(raw).ok(),
             PrimitiveType::Timestamptz if !numeric => Datum::timestamptz_from_str(raw).ok(),
             PrimitiveType::Uuid if !numeric => Datum::uuid_from_str(raw).ok(),
+            PrimitiveType::Binary | PrimitiveType::Fixed(_) => {
+                return Err(invalid(
+                    ": a filter cannot compare binary or fixed columns with a value yet; \
+                     only IS NULL and IS NOT NULL apply to them",
+                ));
+            }
             _ => None,
         };
         datum.map(Typed::Value).ok_or_else(|| invalid(""))
