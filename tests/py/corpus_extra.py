@@ -201,16 +201,17 @@ def nested_evolved(cat, n):
                 "l": None if i % 5 == 0 else [{"p": i}, None] if i % 2 else [],
                 "m": None if i % 6 == 0 else {f"k{i % 4}": {"x": i}, "n": None}}
     t.append(arrow(t, [row(i, ["eu", "us", None][i % 3]) for i in range(third)]))
-    # A Hive file (no field ids) of region 'eu', registered as add_files registers it.
-    hive = t.location().removeprefix("file://") + "/data/region=eu/hive-00000.parquet"
-    os.makedirs(os.path.dirname(hive), exist_ok=True)
+    # A Hive file (no field ids) of region 'eu', registered as add_files registers it; written
+    # through the table's FileIO, so the table can live on S3 too (corpus_anywhere.py).
+    hive = t.location() + "/data/region=eu/hive-00000.parquet"
     hive_schema = pa.schema([
         pa.field("id", pa.int64(), nullable=False), pa.field("region", pa.string()),
         pa.field("s", pa.struct([("a", pa.string()), ("z", pa.string())])),
         pa.field("l", pa.list_(pa.field("element", pa.struct([("p", pa.int32())])))),
         pa.field("m", pa.map_(pa.string(), pa.struct([("x", pa.int32())])))])
-    pq.write_table(pa.Table.from_pylist([row(i, "eu") for i in range(third, 2 * third)], schema=hive_schema), hive)
-    t.add_files(file_paths=["file://" + hive])
+    with t.io.new_output(hive).create(overwrite=True) as out:
+        pq.write_table(pa.Table.from_pylist([row(i, "eu") for i in range(third, 2 * third)], schema=hive_schema), out)
+    t.add_files(file_paths=[hive])
     t = cat.load_table("corpus.nested_evolved")
     with t.update_schema() as up:
         up.add_column(("s", "c"), ListType(1, TimeType(), element_required=False))

@@ -775,8 +775,8 @@ pub(super) mod _serde {
     use crate::spec::snapshot::_serde::{SnapshotV1, SnapshotV2, SnapshotV3};
     use crate::spec::{
         EncryptedKey, INITIAL_ROW_ID, PartitionField, PartitionSpec, PartitionSpecRef,
-        PartitionStatisticsFile, Schema, SchemaRef, Snapshot, SnapshotReference, SnapshotRetention,
-        SortOrder, StatisticsFile,
+        PartitionStatisticsFile, Schema, SchemaRef, Snapshot, SnapshotRef, SnapshotReference,
+        SnapshotRetention, SortOrder, StatisticsFile,
     };
     use crate::{Error, ErrorKind};
 
@@ -1356,14 +1356,24 @@ pub(super) mod _serde {
                     None
                 } else {
                     Some(
-                        snapshots
-                            .into_values()
+                        in_commit_order(snapshots)
+                            .into_iter()
                             .map(|s| SnapshotV3::try_from(Arc::unwrap_or_clone(s)))
                             .collect::<Result<_, _>>()?,
                     )
                 },
             })
         }
+    }
+
+    /// iceberg-ops patch: the snapshots as Java and PyIceberg list them, in commit order
+    /// (sequence number, then commit time, then id: v1 snapshots all have sequence number 0).
+    /// The published crate wrote them in its hash map's order, so after any commit a reader's
+    /// `snapshots()[-1]` was not the newest snapshot.
+    fn in_commit_order(snapshots: HashMap<i64, SnapshotRef>) -> Vec<SnapshotRef> {
+        let mut list: Vec<SnapshotRef> = snapshots.into_values().collect();
+        list.sort_by_key(|s| (s.sequence_number(), s.timestamp_ms(), s.snapshot_id()));
+        list
     }
 
     impl From<TableMetadata> for TableMetadataV2 {
@@ -1378,8 +1388,8 @@ pub(super) mod _serde {
                     None
                 } else {
                     Some(
-                        snapshots
-                            .into_values()
+                        in_commit_order(snapshots)
+                            .into_iter()
                             .map(|s| SnapshotV2::from(Arc::unwrap_or_clone(s)))
                             .collect(),
                     )
@@ -1492,8 +1502,8 @@ pub(super) mod _serde {
                     None
                 } else {
                     Some(
-                        v.snapshots
-                            .into_values()
+                        in_commit_order(v.snapshots)
+                            .into_iter()
                             .map(|x| Snapshot::clone(&x).into())
                             .collect(),
                     )
