@@ -30,7 +30,7 @@
 //!    the data sequence number of the snapshot the plan read (Java's
 //!    `use-starting-sequence-number`), so an equality delete committed later still applies to
 //!    the rewritten rows. The delete files of the rewritten partitions that apply to no live file
-//!    once it lands go in the same commit ([`crate::dangling_deletes`]). Validated as `RewriteFiles` is against every commit since that
+//!    once it lands go in the same commit (`crate::dangling_deletes`). Validated as `RewriteFiles` is against every commit since that
 //!    snapshot: one that removed an input, or added a delete file that may apply to one (its
 //!    partition, or a global one), is a conflict — nothing is committed and the new files are
 //!    deleted; a concurrent append is rebased onto.
@@ -130,7 +130,7 @@ pub struct CompactMetrics {
     /// not apply it to them.
     pub skipped_widened_delete_files: Vec<String>,
     /// Delete files the rewrite left applying to no live data file, removed in the same commit
-    /// (Java's remove-dangling-deletes; see [`crate::dangling_deletes`]). Not known on a dry
+    /// (Java's remove-dangling-deletes; see `crate::dangling_deletes`). Not known on a dry
     /// run: the rewritten files' paths decide it.
     pub removed_dangling_delete_files: Vec<String>,
     /// Every `replace` snapshot committed, in order: one, or one per group with
