@@ -12,12 +12,12 @@ use iceberg::table::Table;
 use iceberg::{TableIdent, TableRequirement};
 use ops_core::commit::{TableChange, commit_metadata_change};
 use ops_core::ops::append::AppendBuilder;
-use ops_core::ops::compact::CompactBuilder;
 use ops_core::ops::delete::DeleteBuilder;
-use ops_core::ops::maintenance::mark_running;
+use ops_core::ops::markers::mark_running;
 use ops_core::ops::sort_order::SortOrderBuilder;
-use ops_core::sort::SortSpec;
 use ops_core::{CatalogHandle, Error};
+use ops_maintenance::compact::CompactBuilder;
+use ops_maintenance::sort::SortSpec;
 use ops_tests::servers::Rustberg;
 use serde_json::{Value, json};
 
@@ -544,7 +544,7 @@ async fn a_sorted_partition_is_sorted_whole() -> TestResult {
 fn once<F, Fut>(
     f: F,
 ) -> (
-    ops_core::ops::expire_snapshots::BeforeCommitHook,
+    ops_maintenance::expire_snapshots::BeforeCommitHook,
     Arc<AtomicUsize>,
 )
 where
@@ -1382,7 +1382,7 @@ fn sort_columns(table: &Table) -> SortSpec {
                     } else {
                         Transform::Identity
                     };
-                    columns.push(ops_core::sort::SortColumn {
+                    columns.push(ops_maintenance::sort::SortColumn {
                         name: name.to_string(),
                         transform,
                         descending: i % 2 == 1,
@@ -1532,7 +1532,7 @@ async fn a_migration_compacts_the_files_it_wrote() -> TestResult {
 /// snapshot and the current one are kept; named snapshots expire without the table's age rule.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_migration_expires_its_own_snapshots() -> TestResult {
-    use ops_core::ops::expire_snapshots::ExpireSnapshotsBuilder;
+    use ops_maintenance::expire_snapshots::ExpireSnapshotsBuilder;
     let CopyJob {
         db,
         handle,
@@ -1922,7 +1922,7 @@ async fn a_commit_refuses_another_jobs_checkpoint_and_an_abandoned_job() -> Test
     let c = plan_of("c").await?;
     let c_out = run_tasks(&handle, &c).await?;
     let c_ident = TableIdent::from_strs(["ab", "c"])?;
-    ops_core::ops::maintenance::clear_running_marker(&handle, &c_ident, &c.job_id).await?;
+    ops_core::ops::markers::clear_running_marker(&handle, &c_ident, &c.job_id).await?;
     let refused = c.commit(&handle, &handle, c_out, None).await;
     let message = match &refused {
         Err(e @ ops_datamig::MigrationError::InvalidInput(_)) => e.to_string(),
@@ -2074,7 +2074,7 @@ async fn a_completed_job_whose_snapshots_were_all_expired_is_not_committed_again
         .duration_since(std::time::UNIX_EPOCH)?
         .as_millis() as i64;
     let (table, _) =
-        ops_core::ops::expire_snapshots::ExpireSnapshotsBuilder::new(&handle, dest.clone())
+        ops_maintenance::expire_snapshots::ExpireSnapshotsBuilder::new(&handle, dest.clone())
             .older_than_ms(now + 1)
             .retain_last(1)
             .await?;
@@ -2156,7 +2156,7 @@ async fn stopped_job_with_early_snapshots_expired(ns: &str, checkpointed: bool) 
         .iter()
         .map(|(_, id)| *id)
         .collect();
-    ops_core::ops::expire_snapshots::ExpireSnapshotsBuilder::new(&handle, dest.clone())
+    ops_maintenance::expire_snapshots::ExpireSnapshotsBuilder::new(&handle, dest.clone())
         .snapshot_ids(early)
         .force(true)
         .await?;

@@ -8,13 +8,13 @@ use iceberg::table::Table;
 use iceberg::{NamespaceIdent, TableCreation, TableIdent};
 use ops_core::CatalogHandle;
 use ops_core::ops::append::AppendBuilder;
-use ops_core::ops::maintenance::running_migrations;
-use ops_core::ops::remove_orphans::RemoveOrphansBuilder;
+use ops_core::ops::markers::running_migrations;
 use ops_core::ops::rollback::RollbackBuilder;
 use ops_datamig::{
     CopyMode, DataMigrator, MIGRATION_BATCH_PROPERTY, MIGRATION_JOB_PROPERTY, MigrationError,
     RowFilter, VerifyMethod, WriteMode,
 };
+use ops_maintenance::remove_orphans::RemoveOrphansBuilder;
 use ops_reconcile::SchemaReconciler;
 use serde_json::{Value, json};
 
@@ -516,7 +516,7 @@ async fn a_job_over_whose_snapshots_were_expired_is_reported_complete() -> TestR
         .map(|s| s.snapshot_id())
         .filter(|id| Some(*id) != md.current_snapshot_id())
         .collect();
-    ops_core::ops::expire_snapshots::ExpireSnapshotsBuilder::new(&handle, ident("dst")?)
+    ops_maintenance::expire_snapshots::ExpireSnapshotsBuilder::new(&handle, ident("dst")?)
         .snapshot_ids(older)
         .await?;
 
@@ -1072,12 +1072,13 @@ async fn auto_copies_whole_files_and_resumes_without_copying_twice() -> TestResu
     );
     let dst_now = handle.catalog().load_table(&ident("dst")?).await?;
     assert_eq!(dst_now.metadata().properties().get("gc.enabled"), None);
-    let err = ops_core::ops::expire_snapshots::ExpireSnapshotsBuilder::new(&handle, ident("refd")?)
-        .retain_last(1)
-        .await
-        .err()
-        .map(|e| e.to_string())
-        .unwrap_or_default();
+    let err =
+        ops_maintenance::expire_snapshots::ExpireSnapshotsBuilder::new(&handle, ident("refd")?)
+            .retain_last(1)
+            .await
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
     assert!(
         err.contains("deleting files may corrupt other tables"),
         "{err}"
@@ -1172,7 +1173,7 @@ async fn a_resume_finds_its_batches_after_an_earlier_jobs_snapshots_expired() ->
         .duration_since(std::time::UNIX_EPOCH)?
         .as_millis() as i64;
     let (_, expired) =
-        ops_core::ops::expire_snapshots::ExpireSnapshotsBuilder::new(&handle, ident("dst")?)
+        ops_maintenance::expire_snapshots::ExpireSnapshotsBuilder::new(&handle, ident("dst")?)
             .older_than_ms(now + 1)
             .retain_last(1)
             .await?;
@@ -1400,7 +1401,7 @@ emit({})
 /// For each snapshot `job` committed, whether the table metadata that first held it carried the
 /// job's running marker (read back from the metadata log's files).
 async fn marked_snapshots(table: &Table, job: &str) -> anyhow::Result<Vec<(i64, bool)>> {
-    let key = ops_core::ops::maintenance::running_job_key(job);
+    let key = ops_core::ops::markers::running_job_key(job);
     let mut files: Vec<String> = table
         .metadata()
         .metadata_log()

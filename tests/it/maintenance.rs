@@ -14,10 +14,10 @@ use ops_core::CatalogHandle;
 use ops_core::commit::{TableChange, commit_metadata_change};
 use ops_core::ops::append::AppendBuilder;
 use ops_core::ops::delete::DeleteBuilder;
-use ops_core::ops::expire_snapshots::ExpireSnapshotsBuilder;
-use ops_core::ops::maintenance::{MIGRATION_JOB_PROPERTY, mark_running};
+use ops_core::ops::markers::{MIGRATION_JOB_PROPERTY, mark_running};
 use ops_core::ops::properties::PropertiesBuilder;
-use ops_core::ops::remove_orphans::RemoveOrphansBuilder;
+use ops_maintenance::expire_snapshots::ExpireSnapshotsBuilder;
+use ops_maintenance::remove_orphans::RemoveOrphansBuilder;
 use ops_tests::servers::Rustberg;
 use serde_json::{Value, json};
 
@@ -426,9 +426,9 @@ async fn a_running_migration_stops_maintenance() -> TestResult {
         .force(true)
         .await?;
     assert_eq!(m.expired_snapshots.len(), 1);
-    ops_core::ops::maintenance::clear_running_marker(&handle, &ident, "job-42").await?;
+    ops_core::ops::markers::clear_running_marker(&handle, &ident, "job-42").await?;
     let t = handle.catalog().load_table(&ident).await?;
-    assert!(ops_core::ops::maintenance::running_migrations(t.metadata()).is_empty());
+    assert!(ops_core::ops::markers::running_migrations(t.metadata()).is_empty());
     Ok(())
 }
 
@@ -912,7 +912,7 @@ async fn s3tables_tables_are_maintained_by_the_service() -> TestResult {
         .await
         .err()
         .ok_or_else(|| anyhow::anyhow!("orphan cleanup ran on an S3 Tables table"))?;
-    let compact = ops_core::ops::compact::CompactBuilder::new(&handle, ident.clone())
+    let compact = ops_maintenance::compact::CompactBuilder::new(&handle, ident.clone())
         .min_input_files(1)
         .await
         .err()

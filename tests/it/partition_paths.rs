@@ -8,9 +8,9 @@
 use std::collections::BTreeMap;
 
 use iceberg::TableIdent;
-use ops_core::ops::compact::CompactBuilder;
 use ops_core::ops::delete::DeleteBuilder;
 use ops_datamig::{CopyMode, DataMigrator, WriteMode};
+use ops_maintenance::compact::CompactBuilder;
 use serde_json::{Value, json};
 
 use crate::common::*;

@@ -632,8 +632,7 @@ async fn run_migrate(factory: &CatalogFactory, args: MigrateArgs) -> anyhow::Res
                 // the destination.
                 let (_, dest) = plan_catalogs(factory, &plan).await?;
                 let ident = crate::table_cmd::parse_ident(&plan.dest.table)?;
-                ops_core::ops::maintenance::clear_running_marker(&dest, &ident, &plan.job_id)
-                    .await?;
+                ops_core::ops::markers::clear_running_marker(&dest, &ident, &plan.job_id).await?;
                 println!(
                     "next      this plan is a preview: to run it elsewhere, make it again with \
                      --output json, then run-task each task and commit"

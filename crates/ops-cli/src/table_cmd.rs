@@ -6,12 +6,12 @@ use iceberg::spec::{NestedField, Type};
 use iceberg::table::Table;
 use iceberg::{NamespaceIdent, TableIdent};
 use ops_core::CatalogFactory;
-use ops_core::ops::compact::{CompactBuilder, CompactMetrics};
 use ops_core::ops::delete::DeleteBuilder;
-use ops_core::ops::expire_snapshots::{ExpireMetrics, ExpireSnapshotsBuilder};
-use ops_core::ops::remove_orphans::{OrphanMetrics, RemoveOrphansBuilder};
 use ops_core::ops::rollback::RollbackBuilder;
-use ops_core::sort::SortSpec;
+use ops_maintenance::compact::{CompactBuilder, CompactMetrics};
+use ops_maintenance::expire_snapshots::{ExpireMetrics, ExpireSnapshotsBuilder};
+use ops_maintenance::remove_orphans::{OrphanMetrics, RemoveOrphansBuilder};
+use ops_maintenance::sort::SortSpec;
 use serde_json::{Value, json};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -134,7 +134,7 @@ pub enum Command {
         target_file_size: Option<u64>,
         /// Rewrite a partition only when it has at least this many small files (or a file with
         /// deletes).
-        #[arg(long, value_name = "N", default_value_t = ops_core::ops::compact::DEFAULT_MIN_INPUT_FILES)]
+        #[arg(long, value_name = "N", default_value_t = ops_maintenance::compact::DEFAULT_MIN_INPUT_FILES)]
         min_input_files: usize,
         /// Commit the partition groups as they are rewritten, in up to --max-commits `replace`
         /// snapshots: a long job lands as it goes, and a commit that fails is reported while
@@ -143,7 +143,7 @@ pub enum Command {
         partial_progress: bool,
         /// With --partial-progress, at most this many commits (Java's default 10).
         #[arg(long, value_name = "N", requires = "partial_progress",
-              default_value_t = ops_core::ops::compact::DEFAULT_MAX_COMMITS)]
+              default_value_t = ops_maintenance::compact::DEFAULT_MAX_COMMITS)]
         max_commits: usize,
         /// Also rewrite the files of older partition specs, whatever their size, into the
         /// table's current spec (default: left as they are, and counted).
@@ -424,11 +424,10 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
             // Loaded here for the error that names the catalog and how to list its tables.
             let (handle, table) = load(factory, &target).await?;
             let ident = table.identifier().clone();
-            let running: Vec<String> =
-                ops_core::ops::maintenance::running_migrations(table.metadata())
-                    .into_iter()
-                    .map(|(j, _)| j.to_string())
-                    .collect();
+            let running: Vec<String> = ops_core::ops::markers::running_migrations(table.metadata())
+                .into_iter()
+                .map(|(j, _)| j.to_string())
+                .collect();
             let chosen: Vec<String> = match (&job, all) {
                 (Some(j), _) if !running.contains(j) => bail!(
                     "{} carries no marker of job '{j}'; its markers: {}",
@@ -442,8 +441,7 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
                 (Some(j), _) => vec![j.clone()],
                 (None, true) => running.clone(),
                 (None, false) => {
-                    for (j, started) in
-                        ops_core::ops::maintenance::running_migrations(table.metadata())
+                    for (j, started) in ops_core::ops::markers::running_migrations(table.metadata())
                     {
                         println!("{j}  started {started}");
                     }
@@ -454,7 +452,7 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
                 }
             };
             for j in &chosen {
-                ops_core::ops::maintenance::clear_running_marker(&handle, &ident, j).await?;
+                ops_core::ops::markers::clear_running_marker(&handle, &ident, j).await?;
                 println!("{}: marker of job {j} removed", target.table);
             }
         }
@@ -530,7 +528,7 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
         } => {
             let age = parse_duration(&older_than)?;
             // Said here in the user's own terms (a point in time is an age to the library).
-            if age < ops_core::ops::remove_orphans::MIN_OLDER_THAN && !force && !dry_run {
+            if age < ops_maintenance::remove_orphans::MIN_OLDER_THAN && !force && !dry_run {
                 bail!(
                     "--older-than {older_than} is under 24 hours ago: a file a running writer \
                      has not committed yet would be deleted as an orphan (a sorted compaction or \

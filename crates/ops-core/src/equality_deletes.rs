@@ -38,7 +38,7 @@ use iceberg::spec::{
 use iceberg::table::Table;
 use tokio::sync::Mutex;
 
-use crate::ops::dangling_deletes::{LiveDelete, live_delete_files_of};
+use crate::ops::live_deletes::{LiveDelete, live_delete_files_of};
 use crate::ops::snapshot::{ManifestCache, live_data_files_of};
 use crate::{Error, Result};
 
@@ -192,7 +192,7 @@ impl EqualityDeletes {
 /// numbers: each applies to every data file with a smaller data sequence number, whatever its
 /// partition. (A delete of an unknown spec is not taken for one: applied everywhere, it could
 /// delete rows of partitions it never named.)
-pub(crate) fn global_deletes<'a>(
+pub fn global_deletes<'a>(
     md: &TableMetadata,
     deletes: impl IntoIterator<Item = &'a LiveDelete>,
 ) -> Vec<(i64, FileScanTaskDeleteFile)> {

@@ -39,7 +39,6 @@ pub mod partition_constants;
 pub mod prune;
 pub mod rows;
 pub mod scan;
-pub mod sort;
 pub mod write;
 
 pub use catalog::{CatalogFactory, CatalogHandle, CatalogKind, CatalogSettings, ConfigError};

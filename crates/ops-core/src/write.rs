@@ -114,7 +114,7 @@ where
 
 /// [`write_data_files`], rolling to a new file at `target_file_size` bytes instead of the
 /// table's `write.target-file-size-bytes` when given (compaction's `--target-file-size`).
-pub(crate) async fn write_data_files_sized<S>(
+pub async fn write_data_files_sized<S>(
     table: &Table,
     batches: S,
     target_file_size: Option<usize>,

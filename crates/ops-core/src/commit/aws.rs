@@ -19,10 +19,7 @@ pub(crate) fn config_loader(
 }
 
 /// The AWS SDK configuration a catalog's settings describe (as the catalog crates build it).
-pub(crate) async fn sdk_config(
-    settings: &CatalogSettings,
-    endpoint: Option<&str>,
-) -> Result<SdkConfig> {
+pub async fn sdk_config(settings: &CatalogSettings, endpoint: Option<&str>) -> Result<SdkConfig> {
     let mut loader = config_loader(settings.name(), settings.iceberg_property("profile_name"))
         .map_err(|message| Error::Catalog {
             catalog: settings.name().to_string(),

@@ -28,7 +28,8 @@ mod rest;
 mod s3tables;
 mod sql;
 
-pub(crate) use aws::{config_loader as aws_config_loader, sdk_config as aws_sdk_config};
+pub(crate) use aws::config_loader as aws_config_loader;
+pub use aws::sdk_config as aws_sdk_config;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -95,7 +96,7 @@ pub async fn commit(handle: &CatalogHandle, base: &Table, change: TableChange) -
 }
 
 /// Deletes `paths`, logging (not failing on) a file that cannot be removed.
-pub(crate) async fn delete_quietly(file_io: &iceberg::io::FileIO, paths: &[String]) {
+pub async fn delete_quietly(file_io: &iceberg::io::FileIO, paths: &[String]) {
     for path in paths {
         if let Err(e) = file_io.delete(path).await {
             tracing::warn!(%path, error = %e, "could not remove a file that no commit references");
@@ -105,7 +106,7 @@ pub(crate) async fn delete_quietly(file_io: &iceberg::io::FileIO, paths: &[Strin
 
 /// Refuses Iceberg v3 tables: their metadata (row lineage, `initial-default` /
 /// `write-default`, deletion vectors) is not preserved by ops-core's writers.
-pub(crate) fn refuse_v3(table: &Table) -> Result<()> {
+pub fn refuse_v3(table: &Table) -> Result<()> {
     if table.metadata().format_version() == iceberg::spec::FormatVersion::V3 {
         return Err(Error::InvalidInput(format!(
             "{} is an Iceberg v3 table; iceberg-ops changes only v1 and v2 tables (v3 \

@@ -53,8 +53,10 @@ pub struct DeleteBuilder {
 
 /// Rows named by a predicate or by filter text.
 #[derive(Clone, Debug)]
-pub(crate) enum RowFilter {
+pub enum RowFilter {
+    /// An iceberg predicate, naming columns as the current schema does.
     Predicate(Predicate),
+    /// Filter text ([`crate::filter`]).
     Text(String),
 }
 
@@ -62,7 +64,7 @@ impl RowFilter {
     /// The predicate, naming columns as the current snapshot's schema does (what iceberg's
     /// scan planning binds to); given as a predicate or as text, the columns are named as the
     /// table's current schema does (a rename makes no snapshot) and found by field id.
-    pub(crate) fn resolve(&self, table: &Table) -> Result<Predicate> {
+    pub fn resolve(&self, table: &Table) -> Result<Predicate> {
         match self {
             RowFilter::Predicate(p) => {
                 crate::scan::to_snapshot_names(table, None, p, table.metadata().current_schema())
@@ -75,7 +77,9 @@ impl RowFilter {
     }
 }
 
-pub(crate) fn read_schema(table: &Table) -> &iceberg::spec::Schema {
+/// The schema a filter over the table's current snapshot is typed by: that snapshot's own
+/// schema (the current schema when the table has no snapshot).
+pub fn read_schema(table: &Table) -> &iceberg::spec::Schema {
     let md = table.metadata();
     md.current_snapshot()
         .and_then(|s| s.schema_id())
@@ -217,7 +221,7 @@ impl DeletePlan {
 /// (each manifest read once per attempt); otherwise iceberg's planner attaches the delete
 /// files — unfiltered, since it decodes partition bounds with the current schema's types and
 /// would prune files written before a partition source column was widened.
-pub(crate) async fn tasks(
+pub async fn tasks(
     table: &Table,
     snapshot_id: i64,
     candidates: Vec<LiveFile>,
@@ -281,7 +285,7 @@ pub(crate) async fn tasks(
 /// - `misses_deletes` ([`UnmatchedDeletes::misses`]): a delete file of its partition is stored
 ///   under another form of the partition value (written before or after a widening of its
 ///   source column), which iceberg's planner does not attach to it.
-pub(crate) fn refuse_unsafe_rewrite(
+pub fn refuse_unsafe_rewrite(
     table: &Table,
     path: &str,
     tasks: &[FileScanTask],

@@ -38,19 +38,22 @@ use crate::{Error, Result};
 /// A data file's identity for partition-level validation: (spec id, partition tuple), the
 /// tuple canonicalised by [`canonical_partition`] so values written before and after a
 /// widening of the source column compare equal.
-pub(crate) type PartitionKey = (i32, Struct);
+pub type PartitionKey = (i32, Struct);
 
 /// A live file of a snapshot, with the manifest facts needed to rewrite or match it.
 #[derive(Debug, Clone)]
-pub(crate) struct LiveFile {
+pub struct LiveFile {
+    /// The file as its manifest entry holds it.
     pub file: DataFile,
+    /// The partition spec it was written under.
     pub spec_id: i32,
     /// Its data sequence number (0 in a v1 table): which delete files can apply to it.
     pub sequence_number: i64,
 }
 
 impl LiveFile {
-    pub(crate) fn key(&self) -> PartitionKey {
+    /// Its partition, canonicalised (see [`PartitionKey`]).
+    pub fn key(&self) -> PartitionKey {
         (self.spec_id, canonical_partition(self.file.partition()))
     }
 }
@@ -156,7 +159,7 @@ pub struct SnapshotMetrics {
 
 /// Manifest lists and manifests of one table version, each read at most once per commit
 /// attempt: planning, validation and the snapshot producer all read through it.
-pub(crate) struct ManifestCache {
+pub struct ManifestCache {
     table: Table,
     loaded: Mutex<HashMap<String, Arc<Manifest>>>,
     lists: Mutex<HashMap<String, Arc<[ManifestFile]>>>,
@@ -164,7 +167,8 @@ pub(crate) struct ManifestCache {
 }
 
 impl ManifestCache {
-    pub(crate) fn new(table: &Table) -> Self {
+    /// An empty cache of `table`'s version.
+    pub fn new(table: &Table) -> Self {
         Self {
             table: table.clone(),
             loaded: Mutex::new(HashMap::new()),
@@ -173,7 +177,8 @@ impl ManifestCache {
         }
     }
 
-    pub(crate) async fn load(&self, mf: &ManifestFile) -> Result<Arc<Manifest>> {
+    /// The manifest `mf`, read once.
+    pub async fn load(&self, mf: &ManifestFile) -> Result<Arc<Manifest>> {
         if let Some(m) = lock(&self.loaded).get(&mf.manifest_path) {
             return Ok(m.clone());
         }
@@ -183,10 +188,7 @@ impl ManifestCache {
     }
 
     /// The manifest list of `snapshot`.
-    pub(crate) async fn manifest_list(
-        &self,
-        snapshot: &SnapshotRef,
-    ) -> Result<Arc<[ManifestFile]>> {
+    pub async fn manifest_list(&self, snapshot: &SnapshotRef) -> Result<Arc<[ManifestFile]>> {
         if let Some(l) = lock(&self.lists).get(snapshot.manifest_list()) {
             return Ok(l.clone());
         }
@@ -216,12 +218,17 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// A planned snapshot, ready to commit.
-pub(crate) struct Produced {
+pub struct Produced {
+    /// The commit that adds the snapshot.
     pub change: TableChange,
+    /// What the snapshot adds and removes.
     pub metrics: SnapshotMetrics,
 }
 
-pub(crate) struct SnapshotProducer<'a> {
+/// Writes one new snapshot of a table — Java's `SnapshotProducer` with `MergingSnapshotProducer`:
+/// the added files' manifests, the EXISTING/DELETED rewrites of the manifests removed files
+/// were in, the manifest list and summary — ready for [`commit_snapshot_from`].
+pub struct SnapshotProducer<'a> {
     table: &'a Table,
     cache: &'a ManifestCache,
     operation: Operation,
@@ -390,7 +397,8 @@ impl PreparedManifest {
 }
 
 impl<'a> SnapshotProducer<'a> {
-    pub(crate) fn new(table: &'a Table, cache: &'a ManifestCache, operation: Operation) -> Self {
+    /// A producer of an `operation` snapshot on `table`, reading manifests through `cache`.
+    pub fn new(table: &'a Table, cache: &'a ManifestCache, operation: Operation) -> Self {
         Self {
             table,
             cache,
@@ -409,7 +417,7 @@ impl<'a> SnapshotProducer<'a> {
     /// `RewriteFiles.dataSequenceNumber`, with which a rewrite keeps the sequence number of the
     /// snapshot it read, so equality deletes committed after that snapshot still apply to the
     /// rewritten rows. Ignored for v1 tables, which have no sequence numbers.
-    pub(crate) fn data_sequence_number(mut self, seq: Option<i64>) -> Self {
+    pub fn data_sequence_number(mut self, seq: Option<i64>) -> Self {
         self.data_sequence_number = seq;
         self
     }
@@ -425,10 +433,7 @@ impl<'a> SnapshotProducer<'a> {
     }
 
     /// Files, each with the spec it was written under.
-    pub(crate) fn add_files_by_spec(
-        mut self,
-        files: impl IntoIterator<Item = (i32, DataFile)>,
-    ) -> Self {
+    pub fn add_files_by_spec(mut self, files: impl IntoIterator<Item = (i32, DataFile)>) -> Self {
         self.added.extend(files);
         self
     }
@@ -445,23 +450,26 @@ impl<'a> SnapshotProducer<'a> {
         self
     }
 
-    pub(crate) fn remove_paths(mut self, paths: impl IntoIterator<Item = String>) -> Self {
+    /// Data files to remove, by path.
+    pub fn remove_paths(mut self, paths: impl IntoIterator<Item = String>) -> Self {
         self.removed.extend(paths);
         self
     }
 
     /// Delete files (position or equality) to remove, e.g. those a rewrite left dangling.
-    pub(crate) fn remove_delete_paths(mut self, paths: impl IntoIterator<Item = String>) -> Self {
+    pub fn remove_delete_paths(mut self, paths: impl IntoIterator<Item = String>) -> Self {
         self.removed_deletes.extend(paths);
         self
     }
 
-    pub(crate) fn properties(mut self, properties: HashMap<String, String>) -> Self {
+    /// Summary properties the snapshot carries besides the totals.
+    pub fn properties(mut self, properties: HashMap<String, String>) -> Self {
         self.properties.extend(properties);
         self
     }
 
-    pub(crate) async fn produce(self) -> Result<Produced> {
+    /// Writes the manifests and the manifest list: the change to commit and its metrics.
+    pub async fn produce(self) -> Result<Produced> {
         let mut written = Vec::new();
         match self.produce_into(&mut written).await {
             Ok(mut p) => {
@@ -1105,7 +1113,8 @@ async fn merge_manifests(
     Ok(result)
 }
 
-pub(crate) fn spec_by_id(table: &Table, spec_id: i32) -> Result<PartitionSpecRef> {
+/// The partition spec `spec_id` of `table`, or an error naming it.
+pub fn spec_by_id(table: &Table, spec_id: i32) -> Result<PartitionSpecRef> {
     table
         .metadata()
         .partition_spec_by_id(spec_id)
@@ -1119,7 +1128,7 @@ pub(crate) fn spec_by_id(table: &Table, spec_id: i32) -> Result<PartitionSpecRef
 }
 
 /// Every live data file of the current snapshot.
-pub(crate) async fn live_data_files(table: &Table, cache: &ManifestCache) -> Result<Vec<LiveFile>> {
+pub async fn live_data_files(table: &Table, cache: &ManifestCache) -> Result<Vec<LiveFile>> {
     match table.metadata().current_snapshot() {
         Some(snapshot) => live_data_files_of(snapshot, cache).await,
         None => Ok(Vec::new()),
@@ -1127,7 +1136,7 @@ pub(crate) async fn live_data_files(table: &Table, cache: &ManifestCache) -> Res
 }
 
 /// Every live data file of `snapshot`.
-pub(crate) async fn live_data_files_of(
+pub async fn live_data_files_of(
     snapshot: &SnapshotRef,
     cache: &ManifestCache,
 ) -> Result<Vec<LiveFile>> {
@@ -1135,7 +1144,7 @@ pub(crate) async fn live_data_files_of(
 }
 
 /// Every live file of `snapshot` in its manifests of `content` (data, or delete files).
-pub(crate) async fn live_files_of(
+pub async fn live_files_of(
     snapshot: &SnapshotRef,
     cache: &ManifestCache,
     content: ManifestContentType,
@@ -1168,14 +1177,14 @@ pub(crate) async fn live_files_of(
 /// file and a data file of the same partition can hold `int` 7 and `long` 7: the delete is then
 /// never attached, and a rewrite of that data file would bring its deleted rows back.
 #[derive(Debug, Default)]
-pub(crate) struct UnmatchedDeletes {
+pub struct UnmatchedDeletes {
     by_key: HashMap<PartitionKey, HashSet<Struct>>,
 }
 
 impl UnmatchedDeletes {
     /// Reads the current snapshot's delete manifests (none read when it has none; the
     /// manifest list comes from `cache`).
-    pub(crate) async fn load(table: &Table, cache: &ManifestCache) -> Result<Self> {
+    pub async fn load(table: &Table, cache: &ManifestCache) -> Result<Self> {
         match table.metadata().current_snapshot() {
             Some(snapshot) => Self::of(snapshot, cache).await,
             None => Ok(Self::default()),
@@ -1205,7 +1214,7 @@ impl UnmatchedDeletes {
 
     /// Whether a live delete file of `file`'s partition is stored under another form of its
     /// partition value, so iceberg's planner would not apply it to `file`.
-    pub(crate) fn misses(&self, file: &LiveFile) -> bool {
+    pub fn misses(&self, file: &LiveFile) -> bool {
         self.by_key
             .get(&file.key())
             .is_some_and(|raws| raws.iter().any(|r| r != file.file.partition()))
@@ -1236,13 +1245,13 @@ pub async fn files_missing_deletes(table: &Table, snapshot_id: i64) -> Result<Ve
 }
 
 /// What one snapshot changed: files (data or delete) it added, and data files it removed.
-pub(crate) struct SnapshotChanges {
+pub struct SnapshotChanges {
     pub added: Vec<LiveFile>,
     pub removed_data: Vec<LiveFile>,
 }
 
 /// The entries `snapshot_id` wrote with its own id: ADDED files and DELETED data files.
-pub(crate) async fn changes_of(
+pub async fn changes_of(
     table: &Table,
     cache: &ManifestCache,
     snapshot_id: i64,
@@ -1394,7 +1403,7 @@ where
 
 /// [`commit_snapshot`], first building on `known` (see
 /// [`crate::commit::commit_with_retry_from`]).
-pub(crate) async fn commit_snapshot_from<F, Fut>(
+pub async fn commit_snapshot_from<F, Fut>(
     handle: &crate::CatalogHandle,
     ident: &iceberg::TableIdent,
     known: Option<Table>,

@@ -30,7 +30,7 @@ use crate::{Error, Result};
 
 /// What a read-modify-write operation depends on.
 #[derive(Default)]
-pub(crate) struct ConflictCheck {
+pub struct ConflictCheck {
     /// The snapshot the operation read; `None` when the table was empty.
     pub since: Option<i64>,
     /// Rows the operation's decision depends on (bound to the current schema).
@@ -42,11 +42,14 @@ pub(crate) struct ConflictCheck {
     pub partitions: HashSet<PartitionKey>,
     /// Data files the operation removes (by path) and their partitions.
     pub removed: HashSet<String>,
+    /// The partitions of [`Self::removed`], canonicalised.
     pub removed_partitions: HashSet<PartitionKey>,
 }
 
 impl ConflictCheck {
-    pub(crate) async fn validate(&self, table: &Table, cache: &ManifestCache) -> Result<()> {
+    /// Checks every snapshot committed to `table` after [`Self::since`] against what the
+    /// operation depends on: a conflicting one is [`Error::CommitConflict`].
+    pub async fn validate(&self, table: &Table, cache: &ManifestCache) -> Result<()> {
         let md = table.metadata();
         let conflict = |detail: String| Error::CommitConflict {
             table: table.identifier().to_string(),

@@ -106,7 +106,7 @@ pub(crate) async fn compact_job(dest_ref: &TableRef, job_id: &str) -> Result<Job
         .flatten()
         .collect();
     let (_, m) =
-        ops_core::ops::compact::CompactBuilder::new(&dest_ref.handle, dest_ref.ident.clone())
+        ops_maintenance::compact::CompactBuilder::new(&dest_ref.handle, dest_ref.ident.clone())
             .only_files_added_by(snapshots)
             // A job's batches leave a few small files per partition; two are worth merging.
             .min_input_files(2)
@@ -161,8 +161,8 @@ pub(crate) async fn expire_job(dest_ref: &TableRef, job_id: &str) -> Result<JobE
     {
         snapshots.retain(|id| *id != newest);
     }
-    let keep_files = !ops_core::ops::maintenance::gc_enabled(dest.metadata());
-    let (_, m) = ops_core::ops::expire_snapshots::ExpireSnapshotsBuilder::new(
+    let keep_files = !ops_core::ops::markers::gc_enabled(dest.metadata());
+    let (_, m) = ops_maintenance::expire_snapshots::ExpireSnapshotsBuilder::new(
         &dest_ref.handle,
         dest_ref.ident.clone(),
     )

@@ -145,10 +145,10 @@ pub(crate) fn job_over(
     if job_rolled_back(dest, job_id).is_some() {
         return None;
     }
-    if let Some(at) = ops_core::ops::maintenance::completed_at(dest.metadata(), job_id) {
+    if let Some(at) = ops_core::ops::markers::completed_at(dest.metadata(), job_id) {
         return Some(format!(
             "its completion record ({}) says it completed at {at}",
-            ops_core::ops::maintenance::completed_job_key(job_id)
+            ops_core::ops::markers::completed_job_key(job_id)
         ));
     }
     completed_trace(dest, job_id)

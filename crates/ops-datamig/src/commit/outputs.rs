@@ -113,7 +113,7 @@ impl MigrationPlan {
         // (only a `reference` task's batches are referenced).
         let mut dest_table = dest_table;
         if self.tasks.iter().any(|t| t.route == FileRoute::Reference)
-            && ops_core::ops::maintenance::gc_enabled(dest_table.metadata())
+            && ops_core::ops::markers::gc_enabled(dest_table.metadata())
         {
             tracing::info!(
                 dest = %dest_ref.describe(),
@@ -123,7 +123,7 @@ impl MigrationPlan {
                 &dest_ref.handle,
                 dest_ref.ident.clone(),
             )
-            .set(ops_core::ops::maintenance::GC_ENABLED, "false")
+            .set(ops_core::ops::markers::GC_ENABLED, "false")
             .await?;
         }
         let last_checkpointed = match &mut store {
@@ -266,7 +266,7 @@ impl MigrationPlan {
         outcome?;
         // The plan's job is complete: maintenance may touch the destination again, and a
         // repeated commit finds the job's completion record.
-        ops_core::ops::maintenance::complete_running_marker(
+        ops_core::ops::markers::complete_running_marker(
             &dest_ref.handle,
             &dest_ref.ident,
             &self.job_id,
@@ -408,9 +408,9 @@ impl MigrationPlan {
         {
             return Err(refuse(rolled_back_reason(missing, "committing")));
         }
-        let marker = ops_core::ops::maintenance::running_job_key(&self.job_id);
+        let marker = ops_core::ops::markers::running_job_key(&self.job_id);
         let recorded =
-            ops_core::ops::maintenance::completed_at(dest.metadata(), &self.job_id).is_some();
+            ops_core::ops::markers::completed_at(dest.metadata(), &self.job_id).is_some();
         // (Recorded but rolled back, with a checkpoint the history agrees with: it resumes.)
         if !recorded && !dest.metadata().properties().contains_key(&marker) {
             // Whether some of the job's rows are in the table decides what is safe to advise.
@@ -438,7 +438,7 @@ impl MigrationPlan {
                  completed. {next}",
                 dest_ref.describe(),
                 job = self.job_id,
-                kept = ops_core::ops::maintenance::COMPLETED_JOBS_KEPT,
+                kept = ops_core::ops::markers::COMPLETED_JOBS_KEPT,
             )));
         }
         Ok(None)

@@ -153,7 +153,7 @@ impl DataMigrator {
     }
 
     /// Once every batch has landed, compacts the files the job wrote (its batch snapshots'
-    /// files, not the rest of the destination) with [`ops_core::ops::compact::CompactBuilder`]
+    /// files, not the rest of the destination) with [`ops_maintenance::compact::CompactBuilder`]
     /// (a partition with two or more of them is rewritten): one more `replace` commit, its summary tagged `iceberg-ops.compacted-job` = the job id.
     /// The checkpoint is marked completed only after it, so the same run after a crash during
     /// the compaction finds every batch landed and compacts again.
@@ -164,7 +164,7 @@ impl DataMigrator {
 
     /// Once the checkpoint is completed, expires the job's own snapshots (each batch's, and its
     /// compaction's) but the table's current one, with
-    /// [`ops_core::ops::expire_snapshots::ExpireSnapshotsBuilder::snapshot_ids`]: one metadata
+    /// [`ops_maintenance::expire_snapshots::ExpireSnapshotsBuilder::snapshot_ids`]: one metadata
     /// commit, then the files only they referenced are deleted (the small files a compaction
     /// replaced, the batches' manifests). Snapshots of other writers, older snapshots and
     /// branch or tag heads are kept. On a `gc.enabled=false` destination (a reference copy)
@@ -461,7 +461,7 @@ impl DataMigrator {
         if plan_only {
             // Maintenance keeps off the destination until the plan's outputs are committed:
             // they wait as files under the table location that no snapshot references yet.
-            dest = ops_core::ops::maintenance::mark_running_marker(
+            dest = ops_core::ops::markers::mark_running_marker(
                 &self.dest.handle,
                 &self.dest.ident,
                 &job_id,
@@ -527,7 +527,7 @@ impl DataMigrator {
         // Maintenance keeps off the destination until the job completes: a resume finds its
         // landed batches by their tags in the snapshot history, which expiry would remove.
         // Marked just before the first batch can land, so an earlier failure leaves no marker.
-        dest = ops_core::ops::maintenance::mark_running_marker(
+        dest = ops_core::ops::markers::mark_running_marker(
             &self.dest.handle,
             &self.dest.ident,
             &job_id,
@@ -594,7 +594,7 @@ impl DataMigrator {
         // Every batch has landed: the marker gives way to the job's completion record. A
         // failure to record it must not turn the run into a failure (a re-run without a
         // checkpoint would append every row again).
-        if let Err(e) = ops_core::ops::maintenance::complete_running_marker(
+        if let Err(e) = ops_core::ops::markers::complete_running_marker(
             &self.dest.handle,
             &self.dest.ident,
             &job_id,
@@ -634,7 +634,7 @@ impl DataMigrator {
     /// Removes the marker of a job run without a checkpoint that failed: nothing can resume it,
     /// so its marker would only keep orphan cleanup from collecting the files it left.
     async fn clear_marker_after_failure(&self, job_id: &str) {
-        if let Err(e) = ops_core::ops::maintenance::clear_running_marker(
+        if let Err(e) = ops_core::ops::markers::clear_running_marker(
             &self.dest.handle,
             &self.dest.ident,
             job_id,

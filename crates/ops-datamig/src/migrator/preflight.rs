@@ -401,7 +401,7 @@ impl DataMigrator {
         dest: &Table,
         files_referenced: u64,
     ) -> Result<Option<Table>> {
-        if files_referenced == 0 || !ops_core::ops::maintenance::gc_enabled(dest.metadata()) {
+        if files_referenced == 0 || !ops_core::ops::markers::gc_enabled(dest.metadata()) {
             return Ok(None);
         }
         tracing::info!(
@@ -413,7 +413,7 @@ impl DataMigrator {
             &self.dest.handle,
             self.dest.ident.clone(),
         )
-        .set(ops_core::ops::maintenance::GC_ENABLED, "false")
+        .set(ops_core::ops::markers::GC_ENABLED, "false")
         .await?;
         Ok(Some(table))
     }

@@ -32,9 +32,10 @@ use std::time::{Duration, SystemTime};
 use iceberg::TableIdent;
 use iceberg::table::Table;
 
-use super::maintenance;
-use crate::{CatalogHandle, Error, Result};
+use crate::guards;
 use location::Location;
+use ops_core::ops::markers;
+use ops_core::{CatalogHandle, Error, Result};
 use reachable::reachable_files;
 
 /// Java's default `olderThan`: three days.
@@ -101,15 +102,14 @@ impl RemoveOrphansBuilder {
     /// Accepts a threshold under 24 hours. Never a table an unfinished migration marks: its
     /// task outputs wait there as unreferenced files, and a cleanup run for the threshold must
     /// not delete them as a side effect (remove an abandoned job's marker with
-    /// [`super::maintenance::clear_running_marker`] first).
+    /// [`ops_core::ops::markers::clear_running_marker`] first).
     pub fn force(mut self, force: bool) -> Self {
         self.force = force;
         self
     }
 
     async fn execute(self) -> Result<OrphanMetrics> {
-        maintenance::refuse_self_maintained(&self.handle, &self.ident, "orphan file removal")
-            .await?;
+        guards::refuse_self_maintained(&self.handle, &self.ident, "orphan file removal").await?;
         // A dry run deletes nothing: it may look at younger files without `force`.
         if self.older_than < MIN_OLDER_THAN && !self.force && !self.dry_run {
             return Err(Error::InvalidInput(format!(
@@ -121,12 +121,12 @@ impl RemoveOrphansBuilder {
                 self.ident
             )));
         }
-        let table = crate::commit::load_current(&self.handle, &self.ident).await?;
+        let table = ops_core::commit::load_current(&self.handle, &self.ident).await?;
         let md = table.metadata();
         refuse_unknown_location(&table, &self.ident)?;
-        maintenance::refuse_running_migration(&self.ident, md, None, "removing orphans")?;
-        if !maintenance::gc_enabled(md) {
-            return Err(maintenance::gc_disabled_error(
+        guards::refuse_running_migration(&self.ident, md, None, "removing orphans")?;
+        if !markers::gc_enabled(md) {
+            return Err(guards::gc_disabled_error(
                 &self.ident,
                 "orphan cleanup",
                 false,
@@ -214,7 +214,7 @@ impl RemoveOrphansBuilder {
             return Ok(metrics);
         }
         (_, metrics.failed_deletes) =
-            super::maintenance::delete_files(table.file_io(), metrics.orphans.clone(), "an orphan")
+            crate::guards::delete_files(table.file_io(), metrics.orphans.clone(), "an orphan")
                 .await;
         tracing::info!(
             table = %self.ident,

@@ -166,7 +166,7 @@ async fn expire(
 ) -> anyhow::Result<iceberg::table::Table> {
     let started = Instant::now();
     let (table, m) =
-        ops_core::ops::expire_snapshots::ExpireSnapshotsBuilder::new(handle, ident.clone())
+        ops_maintenance::expire_snapshots::ExpireSnapshotsBuilder::new(handle, ident.clone())
             .older_than_ms(chrono::Utc::now().timestamp_millis())
             .retain_last(keep)
             .await?;

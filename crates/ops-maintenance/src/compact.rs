@@ -18,7 +18,7 @@
 //!    without deletes is left alone (rewriting it alone gains nothing).
 //! 3. Stream each group's rows (position and equality deletes applied, in the current schema)
 //!    into new files of the same partition, rolling at the target size. Equality deletes are
-//!    applied by [`super::equality_deletes`] with Java's NULL-equals-NULL matching (iceberg's
+//!    applied by [`ops_core::equality_deletes`] with Java's NULL-equals-NULL matching (iceberg's
 //!    reader turns them into `col != v`, which drops rows whose column is NULL); an equality
 //!    delete of an unpartitioned spec applies to every older file, whatever its partition. A
 //!    file whose equality deletes name a nested or dropped column is left out and reported.
@@ -30,7 +30,7 @@
 //!    the data sequence number of the snapshot the plan read (Java's
 //!    `use-starting-sequence-number`), so an equality delete committed later still applies to
 //!    the rewritten rows. The delete files of the rewritten partitions that apply to no live file
-//!    once it lands go in the same commit ([`super::dangling_deletes`]). Validated as `RewriteFiles` is against every commit since that
+//!    once it lands go in the same commit (`crate::dangling_deletes`). Validated as `RewriteFiles` is against every commit since that
 //!    snapshot: one that removed an input, or added a delete file that may apply to one (its
 //!    partition, or a global one), is a conflict — nothing is committed and the new files are
 //!    deleted; a concurrent append is rebased onto.
@@ -53,19 +53,20 @@ use iceberg::spec::{
 };
 use iceberg::table::Table;
 
-use super::dangling_deletes::{LiveDelete, dangling, live_delete_files_of};
-use super::delete::{RowFilter, read_schema, refuse_unsafe_rewrite, tasks};
-use super::expire_snapshots::BeforeCommitHook;
-use super::maintenance;
-use super::snapshot::{
-    LiveFile, ManifestCache, PartitionKey, SnapshotProducer, UnmatchedDeletes, changes_of,
-    commit_snapshot_from, live_data_files, live_data_files_of, spec_by_id,
+use ops_core::equality_deletes::{EqualityDeletes, anti_join};
+use ops_core::ops::delete::{RowFilter, read_schema, refuse_unsafe_rewrite, tasks};
+use ops_core::ops::live_deletes::{LiveDelete, live_delete_files_of};
+use ops_core::ops::{
+    ConflictCheck, LiveFile, ManifestCache, PartitionKey, SnapshotProducer, UnmatchedDeletes,
+    changes_of, commit_snapshot_from, live_data_files, live_data_files_of, spec_by_id,
 };
-use super::validate::ConflictCheck;
-use crate::equality_deletes::{EqualityDeletes, anti_join};
-use crate::prune::may_match;
+use ops_core::prune::may_match;
+use ops_core::{CatalogHandle, Error, Result};
+
+use crate::dangling_deletes::dangling;
+use crate::expire_snapshots::BeforeCommitHook;
+use crate::guards;
 use crate::sort::{ResolvedSort, SortSpec, Sorter};
-use crate::{CatalogHandle, Error, Result};
 
 /// Java's `min-input-files` default.
 pub const DEFAULT_MIN_INPUT_FILES: usize = 5;
@@ -129,7 +130,7 @@ pub struct CompactMetrics {
     /// not apply it to them.
     pub skipped_widened_delete_files: Vec<String>,
     /// Delete files the rewrite left applying to no live data file, removed in the same commit
-    /// (Java's remove-dangling-deletes; see [`super::dangling_deletes`]). Not known on a dry
+    /// (Java's remove-dangling-deletes; see `crate::dangling_deletes`). Not known on a dry
     /// run: the rewritten files' paths decide it.
     pub removed_dangling_delete_files: Vec<String>,
     /// Every `replace` snapshot committed, in order: one, or one per group with
@@ -303,7 +304,7 @@ impl CompactBuilder {
         self
     }
 
-    /// As [`Self::with_filter`], from filter text (see [`crate::filter`]).
+    /// As [`Self::with_filter`], from filter text (see [`ops_core::filter`]).
     pub fn with_filter_text(mut self, filter: impl Into<String>) -> Self {
         self.filter = Some(RowFilter::Text(filter.into()));
         self
@@ -347,7 +348,7 @@ impl CompactBuilder {
     }
 
     async fn execute(self) -> Result<(Table, CompactMetrics)> {
-        maintenance::refuse_self_maintained(&self.handle, &self.ident, "compaction").await?;
+        guards::refuse_self_maintained(&self.handle, &self.ident, "compaction").await?;
         if self.max_commits == 0 {
             return Err(Error::InvalidInput(
                 "--max-commits must be at least 1".into(),
@@ -368,9 +369,9 @@ impl CompactBuilder {
                 "--target-file-size must be at least 1 byte".into(),
             ));
         }
-        let table = crate::commit::load_current(&self.handle, &self.ident).await?;
-        crate::commit::refuse_v3(&table)?;
-        maintenance::refuse_running_migration(
+        let table = ops_core::commit::load_current(&self.handle, &self.ident).await?;
+        ops_core::commit::refuse_v3(&table)?;
+        guards::refuse_running_migration(
             &self.ident,
             table.metadata(),
             Some(self.force),
@@ -534,7 +535,7 @@ impl CompactBuilder {
         // every group).
         let equality = Arc::new(EqualityDeletes::new(
             &table,
-            crate::write::table_arrow_schema(&table)?,
+            ops_core::write::table_arrow_schema(&table)?,
             ArrowReaderBuilder::new(table.file_io().clone(), iceberg::Runtime::try_current()?)
                 .build(),
         ));
@@ -596,7 +597,7 @@ impl CompactBuilder {
             .map(|(_, f)| f.file_path().to_string())
             .collect();
         if let Err(e) = rewrite {
-            crate::commit::delete_quietly(table.file_io(), &outputs).await;
+            ops_core::commit::delete_quietly(table.file_io(), &outputs).await;
             return Err(e);
         }
         if let Some(hook) = &self.before_commit {
@@ -606,8 +607,9 @@ impl CompactBuilder {
         // cleanup run meanwhile with a short threshold, or a lifecycle rule, may have deleted
         // its files, and a commit referencing them would make the table unreadable.
         let files: Vec<DataFile> = written.iter().map(|(_, f)| f.clone()).collect();
-        if let Some(altered) = super::outputs::first_altered(table.file_io(), &files).await {
-            crate::commit::delete_quietly(table.file_io(), &outputs).await;
+        if let Some(altered) = ops_core::ops::outputs::first_altered(table.file_io(), &files).await
+        {
+            ops_core::commit::delete_quietly(table.file_io(), &outputs).await;
             let what = altered.describe("the compaction");
             return Err(Error::InvalidInput(format!(
                 "{}: the compaction's output {what}, so nothing was committed and the table is \
@@ -629,7 +631,7 @@ impl CompactBuilder {
             committing.store(false, Ordering::SeqCst);
             let (inputs, written, committing, dropped) = (&inputs, &written, &committing, &dropped);
             async move {
-                maintenance::refuse_running_migration(
+                guards::refuse_running_migration(
                     &this.ident,
                     base.metadata(),
                     Some(this.force),
@@ -646,7 +648,10 @@ impl CompactBuilder {
                 let dangling = dangling_after(&base, &cache, inputs, written, data_seq).await?;
                 *dropped.lock().unwrap_or_else(|p| p.into_inner()) = dangling.clone();
                 let mut properties = this.properties.clone();
-                properties.insert(super::OPERATION_PROPERTY.to_string(), "compact".to_string());
+                properties.insert(
+                    ops_core::ops::OPERATION_PROPERTY.to_string(),
+                    "compact".to_string(),
+                );
                 let produced = SnapshotProducer::new(&base, &cache, Operation::Replace)
                     .remove_paths(inputs.iter().map(|(p, _)| p.clone()))
                     .remove_delete_paths(dangling)
@@ -669,7 +674,7 @@ impl CompactBuilder {
             Err(e) => {
                 let refused = matches!(e, Error::CommitConflict { .. } | Error::InvalidInput(_));
                 if refused || !committing.load(Ordering::SeqCst) {
-                    crate::commit::delete_quietly(&io, &outputs).await;
+                    ops_core::commit::delete_quietly(&io, &outputs).await;
                 }
                 Err(e)
             }
@@ -773,9 +778,9 @@ impl CompactBuilder {
         // but iceberg 0.10.1's planner attaches one of an all-`void` spec (a tuple of NULLs, not
         // an empty one) only to files of that tuple: they are attached here to every file
         // older than they are.
-        let global_equality = crate::equality_deletes::global_deletes(md, deletes.values());
+        let global_equality = ops_core::equality_deletes::global_deletes(md, deletes.values());
         // The rows a rewrite reads: equality deletes must name columns of them.
-        let target_arrow = crate::write::table_arrow_schema(table)?;
+        let target_arrow = ops_core::write::table_arrow_schema(table)?;
         let mut file_tasks = tasks(
             table,
             snapshot.snapshot_id(),
@@ -809,7 +814,7 @@ impl CompactBuilder {
                 continue;
             };
             // The equality deletes that apply to it: applied by the rewrite itself
-            // ([`super::equality_deletes`]), not by iceberg's reader, which would drop rows whose
+            // ([`ops_core::equality_deletes`]), not by iceberg's reader, which would drop rows whose
             // equality column is NULL.
             let mut t = t;
             let mut equality: Vec<FileScanTaskDeleteFile> = Vec::new();
@@ -842,7 +847,11 @@ impl CompactBuilder {
                     })
             });
             if let Some(why) = other_format.or_else(|| {
-                crate::equality_deletes::unsupported(md.current_schema(), &target_arrow, &equality)
+                ops_core::equality_deletes::unsupported(
+                    md.current_schema(),
+                    &target_arrow,
+                    &equality,
+                )
             }) {
                 tracing::warn!(table = %table.identifier(), file = %path, reason = %why,
                     "left out of compaction: its equality deletes cannot be applied");
@@ -1132,7 +1141,7 @@ async fn rewrite_group(
         return Ok(Vec::new());
     };
     let read_schema = Arc::new(schema_to_arrow_schema(&first.schema)?);
-    let target_schema = crate::write::table_arrow_schema(table)?;
+    let target_schema = ops_core::write::table_arrow_schema(table)?;
     let reader =
         ArrowReaderBuilder::new(table.file_io().clone(), iceberg::Runtime::try_current()?).build();
     // Files without equality deletes are read as one stream (the reader overlaps their
@@ -1163,7 +1172,7 @@ async fn rewrite_group(
                 futures::stream::iter(
                     tasks
                         .into_iter()
-                        .map(crate::partition_constants::for_reader),
+                        .map(ops_core::partition_constants::for_reader),
                 )
                 .boxed(),
             ) {
@@ -1171,7 +1180,7 @@ async fn rewrite_group(
                 Err(e) => futures::stream::once(async move { Err(Error::from(e)) }).boxed(),
             };
             stream.map(move |b| {
-                let b = crate::scan::project_by_field_id(&b?, &read_schema, &target_schema)?;
+                let b = ops_core::scan::project_by_field_id(&b?, &read_schema, &target_schema)?;
                 let b = anti_join(b, &keys)?;
                 rows.fetch_add(b.num_rows() as u64, Ordering::Relaxed);
                 Ok(b)
@@ -1181,12 +1190,13 @@ async fn rewrite_group(
     let target = usize::try_from(target).unwrap_or(usize::MAX);
     let files = match sort {
         None => {
-            crate::write::write_data_files_sized(table, Box::pin(batches), Some(target)).await?
+            ops_core::write::write_data_files_sized(table, Box::pin(batches), Some(target)).await?
         }
         Some((sort, memory)) => {
             let sorter = Sorter::new(sort_schema, sort.keys.clone(), memory)?;
             let sorted = sorter.sort(Box::pin(batches)).await?;
-            let files = crate::write::write_data_files_sized(table, sorted, Some(target)).await?;
+            let files =
+                ops_core::write::write_data_files_sized(table, sorted, Some(target)).await?;
             match sort.order_id.and_then(|id| i32::try_from(id).ok()) {
                 Some(id) => {
                     let spec_id = table.metadata().default_partition_spec_id();
@@ -1199,7 +1209,7 @@ async fn rewrite_group(
                         Err(e) => {
                             let paths: Vec<String> =
                                 files.iter().map(|f| f.file_path().to_string()).collect();
-                            crate::commit::delete_quietly(table.file_io(), &paths).await;
+                            ops_core::commit::delete_quietly(table.file_io(), &paths).await;
                             return Err(e);
                         }
                     }
@@ -1301,7 +1311,7 @@ mod tests {
             "qty=7/score=0.5/s=null"
         );
         // Names may coincide; the groups are keyed by the canonical tuple, which does not.
-        let key = crate::ops::snapshot::canonical_partition;
+        let key = ops_core::ops::canonical_partition;
         assert_ne!(key(&old), key(&new));
         assert_eq!(
             key(&old),

@@ -1,7 +1,7 @@
 //! Table locations and file paths compared as Java's `DeleteOrphanFiles` compares them: by
 //! path, then scheme and authority, so one file named two ways is recognised (or refused).
 
-use crate::{Error, Result};
+use ops_core::{Error, Result};
 
 /// Schemes naming one file system, as Java's default `equal_schemes` (`s3n,s3a` → `s3`): Hadoop
 /// writes `s3a://` paths for the objects an `s3://` listing returns.

@@ -7,7 +7,7 @@ use iceberg::spec::TableMetadata;
 use iceberg::table::Table;
 
 use super::location::Location;
-use crate::{Error, Result};
+use ops_core::{Error, Result};
 
 const READ_CONCURRENCY: usize = 8;
 
@@ -136,9 +136,9 @@ mod tests {
     #[tokio::test(flavor = "multi_thread")]
     async fn the_loaded_metadata_is_reachable_without_its_location() -> anyhow::Result<()> {
         let dir = tempfile::tempdir()?;
-        let (handle, table) = crate::ops::append::tests::table(dir.path()).await?;
-        let batch = crate::ops::append::tests::batch(&table, vec![1, 2])?;
-        let (table, _) = crate::append::append(
+        let (handle, table) = crate::test_support::table(dir.path()).await?;
+        let batch = crate::test_support::batch(&table, vec![1, 2])?;
+        let (table, _) = ops_core::append::append(
             &handle,
             &table,
             futures::stream::iter([Ok(batch)]),

@@ -10,101 +10,15 @@
 //! 0.10.1's) still attaches it to the rewritten files, which a later compaction would rewrite
 //! again for that reason alone.
 //!
-//! Scopes are compared by canonical partition ([`super::canonical_partition`]): a delete stored
+//! Scopes are compared by canonical partition ([`ops_core::ops::canonical_partition`]): a delete stored
 //! as `long` 7 and a data file of `int` 7 are one partition here, which can only keep a delete
 //! file, never drop one that applies.
 
-use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
 
-use iceberg::spec::{
-    DataContentType, DataFile, ManifestContentType, PrimitiveLiteral, SnapshotRef,
-};
-
-use super::snapshot::{LiveFile, ManifestCache, PartitionKey, canonical_partition, live_files_of};
-use crate::Result;
-
-/// Field id of a position delete file's `file_path` column (`MetadataColumns.DELETE_FILE_PATH`).
-const DELETE_FILE_PATH_ID: i32 = 2_147_483_546;
-
-/// A live delete file of a snapshot.
-#[derive(Debug, Clone)]
-pub(crate) struct LiveDelete {
-    pub file: DataFile,
-    pub spec_id: i32,
-    /// Its data sequence number.
-    pub sequence_number: i64,
-}
-
-impl LiveDelete {
-    pub(crate) fn key(&self) -> PartitionKey {
-        (self.spec_id, canonical_partition(self.file.partition()))
-    }
-
-    /// Whether this position delete file may hold rows of `path`, by its `file_path` bounds
-    /// (true without bounds, and for an equality delete). Paths compare as Java's
-    /// `Comparators.charSequences` does, by UTF-16 code units — and as Parquet statistics
-    /// (where writers take the bounds from) do, by UTF-8 bytes: a path is excluded only when
-    /// both orders put it outside, as the two differ for paths mixing characters above U+FFFF
-    /// with U+E000–U+FFFF.
-    pub(crate) fn may_reference(&self, path: &str) -> bool {
-        self.within(path, |a, b| a.encode_utf16().cmp(b.encode_utf16()))
-            || self.within(path, |a, b| a.cmp(b))
-    }
-
-    fn within(&self, path: &str, cmp: impl Fn(&str, &str) -> Ordering) -> bool {
-        if self.file.content_type() != DataContentType::PositionDeletes {
-            return true;
-        }
-        let bound = |bounds: &HashMap<i32, iceberg::spec::Datum>| match bounds
-            .get(&DELETE_FILE_PATH_ID)
-            .map(|d| d.literal())
-        {
-            Some(PrimitiveLiteral::String(s)) => Some(s.clone()),
-            _ => None,
-        };
-        if let Some(lower) = bound(self.file.lower_bounds())
-            && cmp(path, &lower) == Ordering::Less
-        {
-            return false;
-        }
-        if let Some(upper) = bound(self.file.upper_bounds())
-            && cmp(path, &upper) == Ordering::Greater
-        {
-            return false;
-        }
-        true
-    }
-
-    /// Whether it could apply to `data` (sequence numbers and, for position deletes, bounds;
-    /// the partition is the caller's).
-    pub(crate) fn may_apply_to(&self, data: &LiveFile) -> bool {
-        match self.file.content_type() {
-            DataContentType::PositionDeletes => {
-                data.sequence_number <= self.sequence_number
-                    && self.may_reference(data.file.file_path())
-            }
-            DataContentType::EqualityDeletes => data.sequence_number < self.sequence_number,
-            DataContentType::Data => false,
-        }
-    }
-}
-
-/// Every live delete file of `snapshot`.
-pub(crate) async fn live_delete_files_of(
-    snapshot: &SnapshotRef,
-    cache: &ManifestCache,
-) -> Result<Vec<LiveDelete>> {
-    Ok(live_files_of(snapshot, cache, ManifestContentType::Deletes)
-        .await?
-        .into_iter()
-        .map(|f| LiveDelete {
-            file: f.file,
-            spec_id: f.spec_id,
-            sequence_number: f.sequence_number,
-        })
-        .collect())
-}
+use iceberg::spec::DataContentType;
+use ops_core::ops::live_deletes::LiveDelete;
+use ops_core::ops::{LiveFile, PartitionKey};
 
 /// The paths of the delete files among `deletes`, in the partitions `touched` (a global
 /// equality delete whenever any partition is), that can apply to
@@ -143,11 +57,12 @@ pub(crate) fn dangling(
     out.sort();
     out
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use iceberg::spec::DataFile;
     use iceberg::spec::{DataFileBuilder, DataFileFormat, Datum, Literal, Struct};
+    use ops_core::ops::live_deletes::DELETE_FILE_PATH_ID;
 
     fn file(path: &str, content: DataContentType, region: &str) -> DataFile {
         file_with_bounds(path, content, region, None)
@@ -306,36 +221,5 @@ mod tests {
             .is_empty()
         );
         assert_eq!(dangling(&[eq], &[same], &all, |_| true).len(), 1);
-    }
-
-    #[test]
-    fn paths_compare_as_utf16_like_java() {
-        // U+1F600 is above U+FF5E as a code point (and in UTF-8 bytes), but its UTF-16
-        // surrogates (0xD83D ...) sort below 0xFF5E: in Java's order these bounds hold U+E000,
-        // which is kept (byte order alone would exclude it).
-        let pos = delete(
-            file_with_bounds(
-                "p",
-                DataContentType::PositionDeletes,
-                "eu",
-                Some(("s3://b/\u{1F600}", "s3://b/\u{FF5E}")),
-            ),
-            1,
-        );
-        assert!(pos.may_reference("s3://b/\u{E000}"));
-        assert!(!pos.may_reference("s3://b/a"));
-        assert!(!pos.may_reference("s3://b/\u{FFFD}"));
-        // Bounds in byte order (U+FF5E .. U+1F600) hold U+10000 there, not in UTF-16: kept.
-        let bytes = delete(
-            file_with_bounds(
-                "p",
-                DataContentType::PositionDeletes,
-                "eu",
-                Some(("s3://b/\u{FF5E}", "s3://b/\u{1F600}")),
-            ),
-            1,
-        );
-        assert!(bytes.may_reference("s3://b/\u{10000}"));
-        assert!(!bytes.may_reference("s3://b/a"));
     }
 }

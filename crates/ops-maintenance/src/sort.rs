@@ -33,7 +33,7 @@ use futures::{Stream, StreamExt};
 use iceberg::spec::{NullOrder, SortDirection, SortOrder, TableMetadata, Transform};
 use iceberg::transform::{BoxedTransformFunction, create_transform_function};
 
-use crate::{Error, Result};
+use ops_core::{Error, Result};
 
 /// Most runs merged at once (fewer when the memory holds fewer of their batches); more are
 /// first merged into one run, level by level (bounded open files and memory).
@@ -445,7 +445,7 @@ impl Sorter {
         let mut fields = Vec::with_capacity(keys.len());
         for key in &keys {
             let column =
-                crate::eval::column_by_field_id(&empty, key.field_id)?.ok_or_else(|| {
+                ops_core::eval::column_by_field_id(&empty, key.field_id)?.ok_or_else(|| {
                     Error::InvalidInput(format!(
                         "sort field id {} is not a column of the table outside lists and maps",
                         key.field_id
@@ -556,7 +556,7 @@ impl Sorter {
         let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.keys.len());
         for (key, transform) in self.keys.iter().zip(&self.transforms) {
             let column =
-                crate::eval::column_by_field_id(batch, key.field_id)?.ok_or_else(|| {
+                ops_core::eval::column_by_field_id(batch, key.field_id)?.ok_or_else(|| {
                     Error::InvalidInput(format!(
                         "sort field id {} is missing from a batch",
                         key.field_id

@@ -21,7 +21,7 @@ use opendal::services::S3Config;
 use opendal::{Configurator, Operator};
 
 use super::location::{Location, normalize};
-use crate::{Error, Result};
+use ops_core::{Error, Result};
 
 /// One file under the table location.
 #[derive(Debug, Clone)]

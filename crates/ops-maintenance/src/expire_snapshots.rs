@@ -7,7 +7,7 @@
 //!    `RemoveSnapshots` selection: `--older-than` or `history.expire.max-snapshot-age-ms`, at
 //!    least `--retain-last` or `history.expire.min-snapshots-to-keep` per branch, each ref's own
 //!    retention, refs older than their `max-ref-age-ms` dropped, every ref head kept). Its updates
-//!    are committed through [`crate::commit`], guarded by the table's uuid and by every ref still
+//!    are committed through [`ops_core::commit`], guarded by the table's uuid and by every ref still
 //!    pointing where it did when planned: a concurrent commit makes the attempt a conflict, and
 //!    the selection is made again on the new base, so the other writer's snapshot is never lost.
 //! 3. Only once the commit has landed: read the manifest lists of the expired snapshots and of
@@ -30,9 +30,10 @@ use iceberg::{
     TableUpdate,
 };
 
-use super::maintenance;
-use crate::commit::{TableChange, commit_with_retry};
-use crate::{CatalogHandle, Error, Result};
+use crate::guards;
+use ops_core::commit::{TableChange, commit_with_retry};
+use ops_core::ops::markers;
+use ops_core::{CatalogHandle, Error, Result};
 
 /// How many manifests are read at once.
 const READ_CONCURRENCY: usize = 8;
@@ -254,13 +255,13 @@ impl ExpireSnapshotsBuilder {
     }
 
     async fn execute(self) -> Result<(Table, ExpireMetrics)> {
-        maintenance::refuse_self_maintained(&self.handle, &self.ident, "snapshot expiry").await?;
+        guards::refuse_self_maintained(&self.handle, &self.ident, "snapshot expiry").await?;
         if self.retain_last == Some(0) {
             return Err(Error::InvalidInput(
                 "--retain-last must be at least 1: every branch keeps its head".into(),
             ));
         }
-        let table = crate::commit::load_current(&self.handle, &self.ident).await?;
+        let table = ops_core::commit::load_current(&self.handle, &self.ident).await?;
         self.check(table.metadata())?;
         if self.dry_run {
             let planned = self.plan(&table).await?;
@@ -372,14 +373,9 @@ impl ExpireSnapshotsBuilder {
     }
 
     fn check(&self, md: &TableMetadata) -> Result<()> {
-        maintenance::refuse_running_migration(
-            &self.ident,
-            md,
-            Some(self.force),
-            "expiring snapshots",
-        )?;
-        if !self.keep_files && !maintenance::gc_enabled(md) {
-            return Err(maintenance::gc_disabled_error(
+        guards::refuse_running_migration(&self.ident, md, Some(self.force), "expiring snapshots")?;
+        if !self.keep_files && !markers::gc_enabled(md) {
+            return Err(guards::gc_disabled_error(
                 &self.ident,
                 "snapshot expiry",
                 true,
@@ -392,7 +388,7 @@ impl ExpireSnapshotsBuilder {
     async fn plan(&self, base: &Table) -> Result<Planned> {
         // iceberg's action refuses a gc.enabled=false table outright (Java's RemoveSnapshots
         // does too); keeping the files was asked for, so plan on a copy without the property.
-        let planning = if maintenance::gc_enabled(base.metadata()) {
+        let planning = if markers::gc_enabled(base.metadata()) {
             base.clone()
         } else {
             without_gc_property(base)?
@@ -561,7 +557,7 @@ fn without_gc_property(base: &Table) -> Result<Table> {
         .metadata()
         .clone()
         .into_builder(None)
-        .remove_properties(&[maintenance::GC_ENABLED.to_string()])?
+        .remove_properties(&[markers::GC_ENABLED.to_string()])?
         .build()?
         .metadata;
     Ok(Table::builder()
@@ -592,7 +588,7 @@ impl Cleanup {
 
     /// Deletes data/delete files, then manifests, then manifest lists.
     async fn delete(self, io: &iceberg::io::FileIO, m: &mut ExpireMetrics) {
-        use super::maintenance::delete_files;
+        use crate::guards::delete_files;
         const WHAT: &str = "an expired file";
         // In this order, so a failure part-way never leaves a manifest naming a deleted file
         // while the manifest list naming that manifest is gone.
@@ -740,7 +736,7 @@ impl IntoFuture for ExpireSnapshotsBuilder {
 }
 
 /// A catalog that serves one table and records the commit iceberg's transaction makes, so the
-/// official action's selection can be committed through [`crate::commit`] (iceberg keeps the
+/// official action's selection can be committed through [`ops_core::commit`] (iceberg keeps the
 /// action's own `commit` crate-private).
 #[derive(Debug)]
 struct Capture {
