@@ -688,7 +688,7 @@ impl CompactBuilder {
         target: u64,
         metrics: &mut CompactMetrics,
     ) -> Result<Vec<Planned>> {
-        crate::scan::refuse_column_defaults(table)?;
+        ops_core::scan::refuse_column_defaults(table)?;
         let md = table.metadata();
         let default_spec = md.default_partition_spec_id();
         let pruning = match &self.filter {
