@@ -1160,7 +1160,10 @@ fn print_result(job: &Job, r: &MigrationResult) {
             );
         }
         print_source_snapshots(r);
-        if let Some(before) = r.dest_snapshot_before {
+        // A job that committed nothing (an upsert that changed no row, and no earlier run of
+        // it landed a batch) has nothing to undo.
+        let committed = !r.new_snapshots.is_empty() || r.batches_skipped + r.batches_landed > 0;
+        if let Some(before) = r.dest_snapshot_before.filter(|_| committed) {
             // Once the job's snapshots are expired, the current snapshot's parent is gone:
             // `before` is no longer reachable as an ancestor, and rollback (ancestors only)
             // refuses it; set-current-snapshot takes any snapshot the table still has.

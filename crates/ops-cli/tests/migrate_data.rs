@@ -1118,3 +1118,40 @@ fn every_row_once_at(cwd: &Path, dest: &str, snapshot: i64, rows: &str, what: &s
         "{what}: the appended rows are not copied: {text}"
     );
 }
+
+/// An upsert run again changes no row and commits nothing: it prints no undo line (there is
+/// nothing to undo; it printed the rollback of the first run's snapshots).
+#[test]
+fn an_upsert_that_changes_nothing_prints_no_undo_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    ok(&run(cwd, &["quickstart", "--rows", "500"]), "quickstart");
+    let upsert = [
+        "migrate-data",
+        "--source",
+        "quickstart.orders",
+        "--dest",
+        "up.orders",
+        "--write-mode",
+        "upsert",
+        "--upsert-keys",
+        "id",
+    ];
+    let mut first = upsert.to_vec();
+    first.extend(["--create-dest", "--row-filter", "id < 100"]);
+    ok(&run(cwd, &first), "a destination with some of the rows");
+    let out = run(cwd, &upsert);
+    ok(&out, "an upsert adding the others");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("undo      iceberg-ops table rollback"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let out = run(cwd, &upsert);
+    ok(&out, "the same upsert again");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("upsert    0 inserted, 0 updated") && !stdout.contains("undo"),
+        "{stdout}"
+    );
+}
