@@ -58,7 +58,8 @@ and its stdout goes to a file):
                   so auto rewrites them
 Seconds are wall time of the whole process (/usr/bin/time %e) except pyiceberg-plan's;
 peak RSS is /usr/bin/time's %M. rss_vs_10k is the peak RSS over the same command's and
-layout's at 10,000 files; kib_per_file is (RSS - RSS at 10k) / (N - 10,000).
+layout's at 10,000 files in the same run (include 10000 in --files); kib_per_file is
+(RSS - RSS at 10k) / (N - 10,000).
 """
 
 
