@@ -1,4 +1,4 @@
-//! Compaction (`ops::compact`): rows unchanged per PyIceberg, files fewer, one `replace`
+//! Compaction (`ops_maintenance::compact`): rows unchanged per PyIceberg, files fewer, one `replace`
 //! snapshot whose files keep the data sequence number of the snapshot the plan read; racing
 //! writers; position deletes applied; every corpus table.
 
@@ -541,12 +541,7 @@ async fn a_sorted_partition_is_sorted_whole() -> TestResult {
 }
 
 /// A hook that runs `f` once, on its first call.
-fn once<F, Fut>(
-    f: F,
-) -> (
-    ops_maintenance::expire_snapshots::BeforeCommitHook,
-    Arc<AtomicUsize>,
-)
+fn once<F, Fut>(f: F) -> (ops_maintenance::BeforeCommitHook, Arc<AtomicUsize>)
 where
     F: Fn() -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = ()> + Send + 'static,

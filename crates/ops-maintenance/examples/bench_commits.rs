@@ -1,7 +1,7 @@
 //! Commit cost as a table's history grows: N small appends to one table in the embedded SQLite
 //! catalog, printing the time of commits around 10, 100, ... N and of a scan's planning.
 //!
-//!     cargo run --release -p ops-core --example bench_commits -- [N] [--no-merge] [--reload] [--expire-to K]
+//!     cargo run --release -p ops-maintenance --example bench_commits -- [N] [--no-merge] [--reload] [--expire-to K]
 //!
 //! With `--expire-to K`, after the N commits the N-K oldest snapshots are expired
 //! (`ExpireSnapshotsBuilder`, `--older-than` now, `--retain-last K`, files deleted), printing

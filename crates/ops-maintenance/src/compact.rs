@@ -56,15 +56,16 @@ use iceberg::table::Table;
 use ops_core::equality_deletes::{EqualityDeletes, anti_join};
 use ops_core::ops::delete::{RowFilter, read_schema, refuse_unsafe_rewrite, tasks};
 use ops_core::ops::live_deletes::{LiveDelete, live_delete_files_of};
+use ops_core::ops::producer::{ConflictCheck, SnapshotProducer, changes_of, commit_snapshot_from};
 use ops_core::ops::{
-    ConflictCheck, LiveFile, ManifestCache, PartitionKey, SnapshotProducer, UnmatchedDeletes,
-    changes_of, commit_snapshot_from, live_data_files, live_data_files_of, spec_by_id,
+    LiveFile, ManifestCache, PartitionKey, UnmatchedDeletes, live_data_files, live_data_files_of,
+    spec_by_id,
 };
 use ops_core::prune::may_match;
 use ops_core::{CatalogHandle, Error, Result};
 
+use crate::BeforeCommitHook;
 use crate::dangling_deletes::dangling;
-use crate::expire_snapshots::BeforeCommitHook;
 use crate::guards;
 use crate::sort::{ResolvedSort, SortSpec, Sorter};
 

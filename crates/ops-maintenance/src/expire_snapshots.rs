@@ -30,6 +30,7 @@ use iceberg::{
     TableUpdate,
 };
 
+use crate::BeforeCommitHook;
 use crate::guards;
 use ops_core::commit::{TableChange, commit_with_retry};
 use ops_core::ops::markers;
@@ -161,10 +162,6 @@ impl ExpiryRule {
         })
     }
 }
-
-/// Called between planning and committing (tests race a writer there).
-pub type BeforeCommitHook =
-    Arc<dyn Fn() -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync + 'static>;
 
 /// Expires snapshots of one table (see the module docs).
 #[must_use = "an ExpireSnapshotsBuilder does nothing until awaited"]

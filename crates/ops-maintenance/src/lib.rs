@@ -5,6 +5,7 @@
 //! cleanup (Java's `RewriteDataFiles`, `ExpireSnapshots`, `DeleteOrphanFiles`). It stands on
 //! ops-core (catalogs, the commit path, scans and writes); ops-core knows nothing of it, so a
 //! service that embeds only table operations does not compile the maintenance planner.
+//! ops-datamig does depend on it: a migration can compact and expire its own job's snapshots.
 //!
 //! Each operation is a builder created from an [`ops_core::CatalogHandle`] and a table
 //! identifier, awaited as ops-core's operations are, and resolving to the new table and metrics.
@@ -37,6 +38,10 @@
 //! ```
 #![deny(missing_docs)]
 
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
 pub mod compact;
 pub(crate) mod dangling_deletes;
 pub mod expire_snapshots;
@@ -46,3 +51,8 @@ pub mod sort;
 
 #[cfg(test)]
 pub(crate) mod test_support;
+
+/// Called between an operation's planning and its commit (compaction and expiry take one;
+/// tests race a writer there).
+pub type BeforeCommitHook =
+    Arc<dyn Fn() -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync + 'static>;

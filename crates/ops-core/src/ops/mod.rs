@@ -43,11 +43,22 @@ pub(crate) mod validate;
 
 pub(crate) use snapshot::fit_literal as snapshot_fit_literal;
 pub use snapshot::{
-    LiveFile, ManifestCache, PartitionKey, PreparedManifest, SnapshotMetrics, SnapshotProducer,
-    UnmatchedDeletes, canonical_partition, changes_of, commit_snapshot_from, files_missing_deletes,
-    live_data_files, live_data_files_of, live_files_of, spec_by_id,
+    LiveFile, ManifestCache, PartitionKey, PreparedManifest, SnapshotMetrics, UnmatchedDeletes,
+    canonical_partition, files_missing_deletes, live_data_files, live_data_files_of, spec_by_id,
 };
-pub use validate::ConflictCheck;
+
+/// The snapshot half of the commit seam, for `ops-maintenance` only: compaction builds its
+/// `replace` snapshot with ops-core's producer (manifests, manifest list, Java's
+/// `MergingSnapshotProducer` validation) and commits it through [`crate::commit`]. Not a
+/// stable API: it goes when iceberg-rust ships `RewriteFiles`, and only its users change then
+/// (docs/architecture.md, ops-core's `commit` and `ops/`).
+#[doc(hidden)]
+pub mod producer {
+    pub use super::snapshot::{
+        Produced, SnapshotChanges, SnapshotProducer, changes_of, commit_snapshot_from,
+    };
+    pub use super::validate::ConflictCheck;
+}
 
 /// `iceberg-ops.*` snapshot summary keys written by the operations.
 pub const OPERATION_PROPERTY: &str = "iceberg-ops.operation";

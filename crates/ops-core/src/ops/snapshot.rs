@@ -1144,7 +1144,7 @@ pub async fn live_data_files_of(
 }
 
 /// Every live file of `snapshot` in its manifests of `content` (data, or delete files).
-pub async fn live_files_of(
+pub(crate) async fn live_files_of(
     snapshot: &SnapshotRef,
     cache: &ManifestCache,
     content: ManifestContentType,
@@ -1246,7 +1246,9 @@ pub async fn files_missing_deletes(table: &Table, snapshot_id: i64) -> Result<Ve
 
 /// What one snapshot changed: files (data or delete) it added, and data files it removed.
 pub struct SnapshotChanges {
+    /// Files (data or delete) the snapshot added.
     pub added: Vec<LiveFile>,
+    /// Data files the snapshot removed.
     pub removed_data: Vec<LiveFile>,
 }
 
