@@ -20,6 +20,37 @@ use crate::Result;
 /// Field id of a position delete file's `file_path` column (`MetadataColumns.DELETE_FILE_PATH`).
 pub const DELETE_FILE_PATH_ID: i32 = 2_147_483_546;
 
+/// Whether the delete file `file` may hold rows of the data file `path` (see
+/// [`LiveDelete::may_reference`]; for callers holding only the `DataFile`).
+pub fn may_reference(file: &DataFile, path: &str) -> bool {
+    within(file, path, |a, b| a.encode_utf16().cmp(b.encode_utf16()))
+        || within(file, path, |a, b| a.cmp(b))
+}
+
+fn within(file: &DataFile, path: &str, cmp: impl Fn(&str, &str) -> Ordering) -> bool {
+    if file.content_type() != DataContentType::PositionDeletes {
+        return true;
+    }
+    let bound = |bounds: &HashMap<i32, iceberg::spec::Datum>| match bounds
+        .get(&DELETE_FILE_PATH_ID)
+        .map(|d| d.literal())
+    {
+        Some(PrimitiveLiteral::String(s)) => Some(s.clone()),
+        _ => None,
+    };
+    if let Some(lower) = bound(file.lower_bounds())
+        && cmp(path, &lower) == Ordering::Less
+    {
+        return false;
+    }
+    if let Some(upper) = bound(file.upper_bounds())
+        && cmp(path, &upper) == Ordering::Greater
+    {
+        return false;
+    }
+    true
+}
+
 /// A live delete file of a snapshot.
 #[derive(Debug, Clone)]
 pub struct LiveDelete {
@@ -44,32 +75,7 @@ impl LiveDelete {
     /// both orders put it outside, as the two differ for paths mixing characters above U+FFFF
     /// with U+E000–U+FFFF.
     pub fn may_reference(&self, path: &str) -> bool {
-        self.within(path, |a, b| a.encode_utf16().cmp(b.encode_utf16()))
-            || self.within(path, |a, b| a.cmp(b))
-    }
-
-    fn within(&self, path: &str, cmp: impl Fn(&str, &str) -> Ordering) -> bool {
-        if self.file.content_type() != DataContentType::PositionDeletes {
-            return true;
-        }
-        let bound = |bounds: &HashMap<i32, iceberg::spec::Datum>| match bounds
-            .get(&DELETE_FILE_PATH_ID)
-            .map(|d| d.literal())
-        {
-            Some(PrimitiveLiteral::String(s)) => Some(s.clone()),
-            _ => None,
-        };
-        if let Some(lower) = bound(self.file.lower_bounds())
-            && cmp(path, &lower) == Ordering::Less
-        {
-            return false;
-        }
-        if let Some(upper) = bound(self.file.upper_bounds())
-            && cmp(path, &upper) == Ordering::Greater
-        {
-            return false;
-        }
-        true
+        may_reference(&self.file, path)
     }
 
     /// Whether it could apply to `data` (sequence numbers and, for position deletes, bounds;

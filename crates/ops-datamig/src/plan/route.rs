@@ -422,8 +422,10 @@ impl DeleteIndex {
         index
     }
 
-    /// The first delete file that may apply to `data` (conservatively: bounds on
-    /// `file_path` are not consulted).
+    /// The first delete file that may apply to `data`: its partition and sequence number allow
+    /// it, and for a position delete its `file_path` bounds (compared as
+    /// `ops_core::ops::live_deletes::may_reference` compares them: Java writes them in UTF-16
+    /// order, so a path is outside only when UTF-16 and byte order both say so).
     fn applying(&self, data: &Entry) -> Option<&Entry> {
         let key = (data.spec_id, canonical_partition(data.file.partition()));
         let path = data.file.file_path();
@@ -438,27 +440,12 @@ impl DeleteIndex {
                         && d.file
                             .referenced_data_file()
                             .is_none_or(|referenced| referenced == path)
-                        && path_within_bounds(&d.file, path)
+                        && ops_core::ops::live_deletes::may_reference(&d.file, path)
                 }
                 DataContentType::EqualityDeletes => d.sequence_number > data.sequence_number,
                 DataContentType::Data => false,
             })
     }
-}
-
-/// The reserved field id of a position delete's `file_path` column.
-const DELETE_FILE_PATH_ID: i32 = 2147483546;
-
-/// Whether a position delete's `file_path` bounds (written by Spark and Java, which is how a
-/// delete file naming one data file is told apart from its partition's others) admit `path`.
-/// Missing bounds admit every path; truncated ones still bracket it.
-fn path_within_bounds(delete: &DataFile, path: &str) -> bool {
-    let bound = |m: &HashMap<i32, Datum>| match m.get(&DELETE_FILE_PATH_ID).map(Datum::literal) {
-        Some(PrimitiveLiteral::String(s)) => Some(s.clone()),
-        _ => None,
-    };
-    bound(delete.lower_bounds()).is_none_or(|l| l.as_str() <= path)
-        && bound(delete.upper_bounds()).is_none_or(|u| path <= u.as_str())
 }
 
 fn route_one(
@@ -618,6 +605,7 @@ mod tests {
     use std::sync::Arc;
 
     use iceberg::spec::{DataFileBuilder, Transform};
+    use ops_core::ops::live_deletes::DELETE_FILE_PATH_ID;
 
     use super::*;
     use crate::testing::{orders, region, spec};
@@ -698,6 +686,38 @@ mod tests {
         assert!(!applies(bounded("d/other.parquet", "d/other.parquet")));
         assert!(applies(bounded("d/eu.parquet", "d/eu.parquet")));
         assert!(applies(bounded("d/a", "d/z")));
+    }
+
+    #[test]
+    fn file_path_bounds_compare_as_java_writes_them() {
+        // Java orders paths by UTF-16 code units: `d/` + U+10000 (a surrogate pair from
+        // 0xD800) sorts before `d/` + U+E000, so a delete file naming both has them as its
+        // lower and upper bounds. By bytes the first sorts after that upper bound: the delete
+        // was thought not to apply, and the file was copied with its deleted rows.
+        let data = entry(DataContentType::Data, "d/\u{10000}", "eu", 2);
+        let mut d = entry(DataContentType::PositionDeletes, "pos", "eu", 3);
+        d.file = DataFileBuilder::default()
+            .content(DataContentType::PositionDeletes)
+            .file_path("pos".to_string())
+            .file_format(DataFileFormat::Parquet)
+            .partition(region(Some("eu")))
+            .record_count(2)
+            .file_size_in_bytes(1)
+            .lower_bounds(HashMap::from([(
+                DELETE_FILE_PATH_ID,
+                Datum::string("d/\u{10000}"),
+            )]))
+            .upper_bounds(HashMap::from([(
+                DELETE_FILE_PATH_ID,
+                Datum::string("d/\u{E000}"),
+            )]))
+            .build()
+            .unwrap();
+        assert!(
+            DeleteIndex::new(vec![d], |_| false)
+                .applying(&data)
+                .is_some()
+        );
     }
 
     #[test]
