@@ -28,8 +28,7 @@ use futures::StreamExt;
 use iceberg::expr::{Bind, BoundPredicate, Predicate};
 use iceberg::io::FileIO;
 use iceberg::spec::{
-    DataContentType, DataFile, DataFileFormat, Datum, ManifestContentType, PartitionSpec,
-    PrimitiveLiteral, Schema, Struct,
+    DataContentType, DataFile, DataFileFormat, ManifestContentType, PartitionSpec, Schema, Struct,
 };
 use iceberg::table::Table;
 use ops_core::ops::canonical_partition;
@@ -604,7 +603,7 @@ pub(crate) fn routes_of(
 mod tests {
     use std::sync::Arc;
 
-    use iceberg::spec::{DataFileBuilder, Transform};
+    use iceberg::spec::{DataFileBuilder, Datum, Transform};
     use ops_core::ops::live_deletes::DELETE_FILE_PATH_ID;
 
     use super::*;
