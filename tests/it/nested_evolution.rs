@@ -309,6 +309,30 @@ emit(rows(catalog.load_table('{NS}.dflt')))
         !handle.catalog().table_exists(&ident("copy")?).await?,
         "the refused copy created its destination"
     );
+    // As a destination too: an append from a table without the field would write NULL where
+    // Java writes the field's default.
+    ops_tests::oracle::pyiceberg(
+        "c",
+        &db.props,
+        &format!(
+            "from pyiceberg.schema import Schema\n\
+             from pyiceberg.types import NestedField, LongType\n\
+             t = catalog.create_table('{NS}.plain', schema=Schema(NestedField(1, 'id', LongType(), required=True)))\n\
+             t.append(pa.Table.from_pylist([{{'id': 9}}], schema=t.schema().as_arrow()))\n\
+             emit(1)"
+        ),
+    )?;
+    let e = DataMigrator::new(&handle, ident("plain")?, &handle, ident("dflt")?)
+        .schema_reconciler(
+            ops_reconcile::SchemaReconciler::new()
+                .on_missing_in_source(ops_reconcile::MissingInSource::Null),
+        )
+        .run()
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    refused(e);
     assert_eq!(py_rows(&db.props, "dflt")?, before, "nothing changed");
     Ok(())
 }

@@ -340,6 +340,10 @@ impl DataMigrator {
                 source.metadata().uuid()
             )));
         }
+        // Column defaults are not applied (read as NULL, written as NULL for a column the
+        // source lacks): refused on both sides before the checkpoint or anything else starts.
+        ops_core::scan::refuse_column_defaults(&source)?;
+        ops_core::scan::refuse_column_defaults(&dest)?;
 
         // A dry run ignores the checkpoint.
         let mut store = match (&self.checkpoint, self.dry_run) {
