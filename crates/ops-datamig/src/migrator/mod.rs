@@ -320,6 +320,10 @@ impl DataMigrator {
         let started = Instant::now();
         self.validate_settings()?;
         let source = self.source.load().await?;
+        // Column defaults are not applied (read as NULL, written as NULL for a column the
+        // source lacks): refused on both sides before a destination, a checkpoint or anything
+        // else is made.
+        ops_core::scan::refuse_column_defaults(&source)?;
         if !self
             .dest
             .handle
@@ -340,9 +344,6 @@ impl DataMigrator {
                 source.metadata().uuid()
             )));
         }
-        // Column defaults are not applied (read as NULL, written as NULL for a column the
-        // source lacks): refused on both sides before the checkpoint or anything else starts.
-        ops_core::scan::refuse_column_defaults(&source)?;
         ops_core::scan::refuse_column_defaults(&dest)?;
 
         // A dry run ignores the checkpoint.

@@ -209,8 +209,6 @@ impl DataMigrator {
                 self.dest.describe()
             )));
         }
-        // Before anything is made: planning would refuse the source anyway.
-        ops_core::scan::refuse_column_defaults(source)?;
         let snapshot = match self.source_snapshot {
             Some(id) if source.metadata().snapshot_by_id(id).is_none() => {
                 return Err(MigrationError::InvalidInput(format!(

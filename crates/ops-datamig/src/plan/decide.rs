@@ -204,6 +204,13 @@ fn project(field: &NestedField, predicate: &BoundPredicate, view: &View<'_>) -> 
             field.name
         ));
     }
+    // Java's truncate[W] of an int or long within W of the type's minimum wraps to near its
+    // maximum (`v - (((v % W) + W) % W)`), and files carry that value as Java writes it, so
+    // neither projection can speak for the file's rows.
+    let integer = matches!(
+        field.field_type.as_primitive_type(),
+        Some(PrimitiveType::Int | PrimitiveType::Long)
+    );
     if let Some(schema) = &view.partition_schema {
         let on_partition = View {
             partition_schema: None,
@@ -218,13 +225,6 @@ fn project(field: &NestedField, predicate: &BoundPredicate, view: &View<'_>) -> 
         // length with the width, which counts characters: past ASCII they can claim every or no
         // row wrongly (`starts_with 'éa'` under truncate(3) prunes partition `éab`).
         let multibyte = string_literals(predicate).any(|s| !s.is_ascii());
-        // Java's truncate[W] of an int or long within W of the type's minimum wraps to near
-        // its maximum (`v - (((v % W) + W) % W)`), and files carry that value as Java writes
-        // it, so neither projection can speak for the file's rows.
-        let integer = matches!(
-            field.field_type.as_primitive_type(),
-            Some(PrimitiveType::Int | PrimitiveType::Long)
-        );
         for pf in &fields {
             let truncate = matches!(pf.transform, Transform::Truncate(_));
             if truncate && (multibyte || integer) {
@@ -245,10 +245,6 @@ fn project(field: &NestedField, predicate: &BoundPredicate, view: &View<'_>) -> 
     let truncate = fields
         .iter()
         .any(|p| matches!(p.transform, Transform::Truncate(_)));
-    let integer = matches!(
-        field.field_type.as_primitive_type(),
-        Some(PrimitiveType::Int | PrimitiveType::Long)
-    );
     Verdict::Undecided(format!(
         "the filter on `{}` depends on the row within the file's {} partition{}",
         field.name,

@@ -20,8 +20,8 @@ use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::{
-    Array as ArrowArray, ArrayRef, Int32Array, LargeListArray, ListArray, MapArray, RecordBatch,
-    RecordBatchOptions, RunArray, StructArray, new_null_array,
+    Array as ArrowArray, ArrayRef, GenericListArray, Int32Array, MapArray, OffsetSizeTrait,
+    RecordBatch, RecordBatchOptions, RunArray, StructArray, new_null_array,
 };
 use arrow_cast::cast;
 use arrow_schema::{
@@ -726,61 +726,11 @@ pub(crate) fn project_by_field_id(column: &ArrayRef, target: &DataType) -> Resul
                     .map_err(|e| nested_error(target, e))?,
             ))
         }
-        (DataType::List(_), DataType::List(element)) => {
-            let source = column.as_list::<i32>();
-            let values = project_by_field_id(source.values(), element.data_type())?;
-            Ok(Arc::new(
-                ListArray::try_new(
-                    element.clone(),
-                    source.offsets().clone(),
-                    values,
-                    source.nulls().cloned(),
-                )
-                .map_err(|e| nested_error(target, e))?,
-            ))
+        (DataType::List(_), DataType::List(element) | DataType::LargeList(element)) => {
+            project_list::<i32>(column, element, target)
         }
-        (DataType::LargeList(_), DataType::LargeList(element)) => {
-            let source = column.as_list::<i64>();
-            let values = project_by_field_id(source.values(), element.data_type())?;
-            Ok(Arc::new(
-                LargeListArray::try_new(
-                    element.clone(),
-                    source.offsets().clone(),
-                    values,
-                    source.nulls().cloned(),
-                )
-                .map_err(|e| nested_error(target, e))?,
-            ))
-        }
-        // A file written from Arrow's large types (PyIceberg writes `large_list`) keeps them
-        // in its Arrow schema: project the elements, then change the offsets' width.
-        (DataType::LargeList(_), DataType::List(element)) => {
-            let source = column.as_list::<i64>();
-            let values = project_by_field_id(source.values(), element.data_type())?;
-            let large: ArrayRef = Arc::new(
-                LargeListArray::try_new(
-                    element.clone(),
-                    source.offsets().clone(),
-                    values,
-                    source.nulls().cloned(),
-                )
-                .map_err(|e| nested_error(target, e))?,
-            );
-            Ok(cast(&*large, target)?)
-        }
-        (DataType::List(_), DataType::LargeList(element)) => {
-            let source = column.as_list::<i32>();
-            let values = project_by_field_id(source.values(), element.data_type())?;
-            let list: ArrayRef = Arc::new(
-                ListArray::try_new(
-                    element.clone(),
-                    source.offsets().clone(),
-                    values,
-                    source.nulls().cloned(),
-                )
-                .map_err(|e| nested_error(target, e))?,
-            );
-            Ok(cast(&*list, target)?)
+        (DataType::LargeList(_), DataType::List(element) | DataType::LargeList(element)) => {
+            project_list::<i64>(column, element, target)
         }
         (DataType::Map(_, _), DataType::Map(entries, sorted)) => {
             let source = column.as_map();
@@ -798,6 +748,32 @@ pub(crate) fn project_by_field_id(column: &ArrayRef, target: &DataType) -> Resul
             ))
         }
         _ => Ok(cast(&**column, target)?),
+    }
+}
+
+/// A list's elements projected onto `element` under the list's own offsets; a file written
+/// from Arrow's large types (PyIceberg writes `large_list`) then has its offsets' width changed
+/// to `target`'s.
+fn project_list<O: OffsetSizeTrait>(
+    column: &ArrayRef,
+    element: &FieldRef,
+    target: &DataType,
+) -> Result<ArrayRef> {
+    let source = column.as_list::<O>();
+    let values = project_by_field_id(source.values(), element.data_type())?;
+    let list: ArrayRef = Arc::new(
+        GenericListArray::<O>::try_new(
+            element.clone(),
+            source.offsets().clone(),
+            values,
+            source.nulls().cloned(),
+        )
+        .map_err(|e| nested_error(target, e))?,
+    );
+    if list.data_type() == target {
+        Ok(list)
+    } else {
+        Ok(cast(&*list, target)?)
     }
 }
 
