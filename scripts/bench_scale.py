@@ -26,6 +26,9 @@ tables (cached under CACHE/bench-scale/, catalog '{CATALOG}', a SQLite file):
   {NS}.few_N   N data files in ONE manifest, one append snapshot (what one PyIceberg add_files
               commit writes)
   {NS}.many_N  the same N files' rows, one manifest per {MANY_PER_MANIFEST} files, one snapshot
+  {NS}.hist_N  few_N's files (no links of its own) in one manifest, then a second snapshot
+              deleting the first file (its manifest rewritten: 1 DELETED, N-1 EXISTING entries);
+              generated when expire-dry is measured
   Schema: id long, region string, v double; unpartitioned; format v2; the property
   schema.name-mapping.default set, as add_files sets it (the files carry no field ids). Each
   table's data files are its own paths under its location (data/dNNNN/, {FILES_PER_DIR} a
@@ -47,8 +50,9 @@ and its stdout goes to a file):
   dry-run         migrate-data --source T --dest T_dst --create-dest --dry-run
   verify          verify --source T --dest T (row_count, the table against itself)
   compact-dry     table compact T --dry-run
-  expire-dry      table expire-snapshots T --dry-run --older-than <now, epoch ms> (the table's
-                  only snapshot is main's head: nothing expires)
+  expire-dry      table expire-snapshots hist_N --dry-run --older-than <now, epoch ms>: expires
+                  the first snapshot; its manifest (N files) goes, and the N-1 files the second
+                  snapshot's manifest keeps are compared with it: 1 data file would be deleted
   orphans-dry     table remove-orphans T --dry-run --older-than 0s --force
   pyiceberg-plan  PyIceberg 0.12: len(list(tbl.scan().plan_files())), seconds timed in Python
                   (load_table excluded), RSS of that whole process; stops (and skips larger N)
@@ -147,9 +151,12 @@ def template(root):
     return path
 
 
-def write_table(cat, name, n, per_manifest, tmpl):
+def write_table(cat, name, n, per_manifest, tmpl, files_of=None):
     """Creates `name` holding n links to tmpl, listed in manifests of per_manifest files, in one
-    append snapshot committed through PyIceberg."""
+    append snapshot committed through PyIceberg. With files_of (another table's location), its
+    data files are listed instead of new links, and a second snapshot deletes the first file
+    (its manifest rewritten: 1 DELETED entry, n-1 EXISTING), so the first snapshot has something
+    for expiry to compare: its manifest goes, the n-1 files the second keeps stay."""
     import pyarrow.parquet as pq
     from pyiceberg.io.pyarrow import (compute_statistics_plan,
                                       data_file_statistics_from_parquet_metadata,
@@ -186,7 +193,7 @@ def write_table(cat, name, n, per_manifest, tmpl):
 
     # Links first (a directory's first file is a copy: ext4 caps an inode at 65,000 links).
     first = None
-    for i in range(n):
+    for i in range(n if files_of is None else 0):
         path = os.path.join(data, rel(i))
         if i % FILES_PER_DIR == 0:
             os.makedirs(os.path.dirname(path))
@@ -211,7 +218,8 @@ def write_table(cat, name, n, per_manifest, tmpl):
                 w.add(ManifestEntry.from_args(
                     status=ManifestEntryStatus.ADDED, snapshot_id=snapshot_id,
                     sequence_number=None, file_sequence_number=None,
-                    data_file=DataFile.from_args(file_path=f"{loc}/data/{rel(i)}", **common)))
+                    data_file=DataFile.from_args(file_path=f"{files_of or loc}/data/{rel(i)}",
+                                                 **common)))
         manifests.append(w.to_manifest_file())
 
     list_path = locations.new_metadata_location(f"snap-{snapshot_id}-0-{commit_uuid}.avro")
@@ -233,7 +241,48 @@ def write_table(cat, name, n, per_manifest, tmpl):
                                     ref_name=MAIN_BRANCH, type=SnapshotRefType.BRANCH)),
               (AssertRefSnapshotId(snapshot_id=None, ref=MAIN_BRANCH),))
     tx.commit_transaction()
-    return len(manifests)
+    if files_of is None:
+        return len(manifests)
+
+    # The second snapshot: the first file deleted, one manifest rewritten.
+    tbl = cat.load_table(name)
+    md = tbl.metadata
+    first_id, first_seq = snapshot_id, sequence_number
+    snapshot_id = md.new_snapshot_id()
+    sequence_number = md.next_sequence_number()
+    commit_uuid = uuid.uuid4()
+    out = tbl.io.new_output(locations.new_metadata_location(f"{commit_uuid}-m0.avro"))
+    with write_manifest(format_version=md.format_version, spec=md.spec(), schema=md.schema(),
+                        output_file=out, snapshot_id=snapshot_id,
+                        avro_compression=compression) as w:
+        for i in range(n):
+            status = ManifestEntryStatus.DELETED if i == 0 else ManifestEntryStatus.EXISTING
+            w.add_entry(ManifestEntry.from_args(
+                status=status, snapshot_id=snapshot_id if i == 0 else first_id,
+                sequence_number=first_seq, file_sequence_number=first_seq,
+                data_file=DataFile.from_args(file_path=f"{files_of}/data/{rel(i)}", **common)))
+    rewritten = w.to_manifest_file()
+    list_path = locations.new_metadata_location(f"snap-{snapshot_id}-0-{commit_uuid}.avro")
+    with write_manifest_list(format_version=md.format_version,
+                             output_file=tbl.io.new_output(list_path), snapshot_id=snapshot_id,
+                             parent_snapshot_id=first_id, sequence_number=sequence_number,
+                             avro_compression=compression) as w:
+        w.add_manifests([rewritten])
+    summary = update_snapshot_summaries(
+        Summary(operation=Operation.DELETE, **{
+            "deleted-data-files": "1", "deleted-records": str(ROWS_PER_FILE),
+            "removed-files-size": str(size)}),
+        previous_summary=md.snapshot_by_id(first_id).summary)
+    snapshot = Snapshot(snapshot_id=snapshot_id, parent_snapshot_id=first_id,
+                        manifest_list=list_path, sequence_number=sequence_number,
+                        summary=summary, schema_id=md.current_schema_id)
+    tx = tbl.transaction()
+    tx._apply((AddSnapshotUpdate(snapshot=snapshot),
+               SetSnapshotRefUpdate(snapshot_id=snapshot_id, parent_snapshot_id=first_id,
+                                    ref_name=MAIN_BRANCH, type=SnapshotRefType.BRANCH)),
+              (AssertRefSnapshotId(snapshot_id=first_id, ref=MAIN_BRANCH),))
+    tx.commit_transaction()
+    return len(manifests) + 1
 
 
 def check_table(cat, name, n, read_rows):
@@ -278,6 +327,36 @@ def generate(root, n, emit):
         emit({"command": "generate", "files": n, "layout": layout, "seconds": round(secs, 2),
               "manifests": manifests, "check_seconds": round(time.perf_counter() - t1, 2),
               "check": check})
+    open(marker, "w").close()
+
+
+def generate_history(root, n, emit):
+    """scale.hist_N (for expiry): few_N's files in one manifest, then a second snapshot deleting
+    the first file; unless cached."""
+    marker = os.path.join(root, f".complete-hist-{n}")
+    if os.path.exists(marker):
+        return
+    cat = catalog(root)
+    name = f"{NS}.hist_{n}"
+    if cat.table_exists(name):
+        loc = local_path(cat.load_table(name).location())
+        cat.drop_table(name)
+        shutil.rmtree(loc, ignore_errors=True)
+    few = cat.load_table(f"{NS}.few_{n}").location().rstrip("/")
+    t0 = time.perf_counter()
+    manifests = write_table(cat, name, n, n, template(root), files_of=few)
+    secs = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    check = "none (N > 100,000)"
+    if n <= 100_000:
+        planned = len(list(cat.load_table(name).scan().plan_files()))
+        if planned != n - 1:
+            raise SystemExit(f"bench-scale: {name}: PyIceberg plans {planned} files, expected "
+                             f"{n - 1}")
+        check = "PyIceberg plan_files"
+    emit({"command": "generate", "files": n, "layout": "hist", "seconds": round(secs, 2),
+          "manifests": manifests, "check_seconds": round(time.perf_counter() - t1, 2),
+          "check": check})
     open(marker, "w").close()
 
 
@@ -417,6 +496,8 @@ def main():
         print(f"# binary {a.binary}; tables in {root}", flush=True)
     for n in a.files:
         generate(root, n, emit)
+        if "expire-dry" in a.only or a.generate_only:
+            generate_history(root, n, emit)
     if a.generate_only:
         return
 
@@ -428,20 +509,26 @@ def main():
                 for cmd in COMMANDS:
                     if cmd not in a.only:
                         continue
+                    layout_shown, table = layout, name
+                    if cmd == "expire-dry":
+                        # Expiry needs history: the hist table, once per N.
+                        if layout != a.layouts[0]:
+                            continue
+                        layout_shown, table = "hist", f"{NS}.hist_{n}"
                     if cmd == "copy" and n > a.copy_max:
-                        emit({"command": cmd, "files": n, "layout": layout,
+                        emit({"command": cmd, "files": n, "layout": layout_shown,
                               "note": f"skipped: above --copy-max {a.copy_max}"})
                         continue
                     if cmd == "pyiceberg-plan" and pyiceberg_stopped:
-                        emit({"command": cmd, "files": n, "layout": layout,
+                        emit({"command": cmd, "files": n, "layout": layout_shown,
                               "note": f"stopped: {pyiceberg_stopped}"})
                         continue
-                    run_dir = os.path.join(work, f"{cmd}-{layout}-{n}")
+                    run_dir = os.path.join(work, f"{cmd}-{layout_shown}-{n}")
                     cfg = fresh_catalog(root, run_dir)
-                    r = {"command": cmd, "files": n, "layout": layout}
+                    r = {"command": cmd, "files": n, "layout": layout_shown}
                     try:
                         if cmd == "pyiceberg-plan":
-                            _, mib, out = timed([sys.executable, "-c", PY_PLAN, run_dir, name],
+                            _, mib, out = timed([sys.executable, "-c", PY_PLAN, run_dir, table],
                                                 run_dir, a.pyiceberg_budget)
                             with open(out) as f:
                                 j = json.load(f)
@@ -451,7 +538,7 @@ def main():
                                 pyiceberg_stopped = (f"{j['seconds']:.0f} s at {n} files, over "
                                                      f"--pyiceberg-budget")
                         else:
-                            secs, mib, out = timed(command(cmd, a, cfg, run_dir, name),
+                            secs, mib, out = timed(command(cmd, a, cfg, run_dir, table),
                                                    run_dir, a.timeout)
                             r.update(seconds=round(secs, 2), rss_mib=round(mib, 1),
                                      **summarize(cmd, out))

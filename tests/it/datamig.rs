@@ -836,9 +836,17 @@ async fn upsert(db: SqlCatalog) -> TestResult {
     );
     let (got, _) = pyiceberg_rows(&py, "dst.orders")?;
     assert_eq!(got, total_json(&data));
+    // The marker its first write set gave way to the completion record.
+    let done = handle.catalog().load_table(&ident("dst")?).await?;
+    let job = result.job_id.clone().unwrap_or_default();
+    assert!(ops_core::ops::markers::completed_at(done.metadata(), &job).is_some());
+    assert!(ops_core::ops::markers::running_migrations(done.metadata()).is_empty());
 
-    // Again: nothing changed, nothing committed.
+    // Again: nothing changed, nothing committed — not even a metadata file (issue 32: the
+    // running marker and the completion record each wrote one).
     let before = current(&handle, "dst").await?;
+    let location = |t: iceberg::table::Table| t.metadata_location().map(str::to_string);
+    let metadata_before = location(handle.catalog().load_table(&ident("dst")?).await?);
     let again = upsert()?.run().await?;
     assert_eq!(
         (again.rows_inserted, again.rows_updated),
@@ -846,6 +854,13 @@ async fn upsert(db: SqlCatalog) -> TestResult {
     );
     assert!(again.new_snapshots.is_empty());
     assert_eq!(current(&handle, "dst").await?, before);
+    let after = handle.catalog().load_table(&ident("dst")?).await?;
+    assert!(
+        ops_core::ops::markers::running_migrations(after.metadata()).is_empty(),
+        "{:?}",
+        after.metadata().properties()
+    );
+    assert_eq!(location(after), metadata_before);
     Ok(())
 }
 

@@ -34,6 +34,7 @@ pub mod filter;
 pub mod http;
 pub mod keys;
 pub mod location;
+pub mod manifests;
 pub mod ops;
 pub mod partition_constants;
 pub mod prune;

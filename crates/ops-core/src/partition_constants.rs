@@ -100,8 +100,8 @@ pub async fn attach_specs(
         if !has_identity(&spec) {
             continue;
         }
-        let manifest = mf.load_manifest(table.file_io()).await?;
-        for e in manifest.entries() {
+        let mut entries = std::pin::pin!(crate::manifests::entries(table.file_io(), mf));
+        while let Some(e) = futures::TryStreamExt::try_next(&mut entries).await? {
             if e.is_alive() {
                 by_path.insert(e.data_file().file_path().to_string(), spec.clone());
             }

@@ -32,6 +32,7 @@ use iceberg::{
 
 use crate::BeforeCommitHook;
 use crate::guards;
+use crate::path_set::PathSet;
 use ops_core::commit::{TableChange, commit_with_retry};
 use ops_core::ops::markers;
 use ops_core::{CatalogHandle, Error, Result};
@@ -655,15 +656,24 @@ async fn unreferenced(
         return Ok(cleanup);
     }
     cleanup.manifests = to_delete.iter().map(|m| m.manifest_path.clone()).collect();
-    // Live files of the manifests going away are candidates; a live file of any retained
-    // manifest is kept.
-    cleanup.data_files = live_paths(base.file_io(), to_delete).await?;
-    let kept = live_paths(
+    // A live file of any retained manifest is kept (held as path hashes, 16 bytes a file:
+    // the retained manifests of a big table list every one of its files); the live files of
+    // the manifests going away that are not kept are deleted.
+    let mut kept = PathSet::default();
+    let mut retained_paths = std::pin::pin!(live_paths(
         current.file_io(),
         retained_manifests.into_values().collect(),
-    )
-    .await?;
-    cleanup.data_files.retain(|p| !kept.contains(p));
+    ));
+    while let Some(path) = retained_paths.try_next().await? {
+        kept.insert(&path);
+    }
+    let kept = kept.seal();
+    let mut candidates = std::pin::pin!(live_paths(base.file_io(), to_delete));
+    while let Some(path) = candidates.try_next().await? {
+        if !kept.contains(&path) {
+            cleanup.data_files.insert(path);
+        }
+    }
     Ok(cleanup)
 }
 
@@ -697,30 +707,19 @@ fn expired_statistics(
         .collect()
 }
 
-/// The paths of the live (added or existing) entries of `manifests`.
-async fn live_paths(
+/// The paths of the live (added or existing) entries of `manifests`, streamed as the
+/// manifests are read (a few at a time, entry by entry).
+fn live_paths(
     io: &iceberg::io::FileIO,
     manifests: Vec<iceberg::spec::ManifestFile>,
-) -> Result<BTreeSet<String>> {
-    let sets: Vec<Vec<String>> = futures::stream::iter(manifests)
-        .map(|mf| {
-            let io = io.clone();
-            async move {
-                let manifest = mf.load_manifest(&io).await?;
-                Ok::<_, Error>(
-                    manifest
-                        .entries()
-                        .iter()
-                        .filter(|e| e.is_alive())
-                        .map(|e| e.data_file().file_path().to_string())
-                        .collect(),
-                )
-            }
+) -> impl futures::Stream<Item = Result<String>> + Send + use<> {
+    let io = io.clone();
+    futures::stream::iter(manifests)
+        .map(move |mf| Box::pin(ops_core::manifests::entries(&io, &mf)))
+        .flatten_unordered(READ_CONCURRENCY)
+        .try_filter_map(|e| async move {
+            Ok(e.is_alive().then(|| e.data_file().file_path().to_string()))
         })
-        .buffer_unordered(READ_CONCURRENCY)
-        .try_collect()
-        .await?;
-    Ok(sets.into_iter().flatten().collect())
 }
 
 impl IntoFuture for ExpireSnapshotsBuilder {

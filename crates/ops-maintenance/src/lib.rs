@@ -46,6 +46,7 @@ pub mod compact;
 pub(crate) mod dangling_deletes;
 pub mod expire_snapshots;
 pub(crate) mod guards;
+pub(crate) mod path_set;
 pub mod remove_orphans;
 pub mod sort;
 

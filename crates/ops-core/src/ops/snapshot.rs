@@ -23,10 +23,10 @@ use std::sync::{Arc, Mutex};
 
 use iceberg::spec::{
     DataContentType, DataFile, FormatVersion, Literal, MAIN_BRANCH, Manifest, ManifestContentType,
-    ManifestFile, ManifestListWriter, ManifestStatus, ManifestWriter, ManifestWriterBuilder,
-    Operation, PartitionSpec, PartitionSpecRef, PrimitiveLiteral, PrimitiveType, SchemaRef,
-    Snapshot, SnapshotRef, SnapshotReference, SnapshotRetention, SnapshotSummaryCollector, Struct,
-    Summary, TableMetadata, Type,
+    ManifestEntry, ManifestFile, ManifestListWriter, ManifestStatus, ManifestWriter,
+    ManifestWriterBuilder, Operation, PartitionSpec, PartitionSpecRef, PrimitiveLiteral,
+    PrimitiveType, SchemaRef, Snapshot, SnapshotRef, SnapshotReference, SnapshotRetention,
+    SnapshotSummaryCollector, Struct, Summary, TableMetadata, Type,
 };
 use iceberg::table::Table;
 use iceberg::{TableRequirement, TableUpdate};
@@ -157,8 +157,11 @@ pub struct SnapshotMetrics {
     pub removed_records: u64,
 }
 
-/// Manifest lists and manifests of one table version, each read at most once per commit
-/// attempt: planning, validation and the snapshot producer all read through it.
+/// Manifest lists and manifests of one table version, each held once read: validation and the
+/// snapshot producer read through it (a commit rewrites the manifests it loads). Listing a
+/// snapshot's live files ([`live_data_files_of`]) uses a manifest it holds but streams one it
+/// does not, without keeping it: a manifest of a million files is gigabytes decoded, so such a
+/// manifest may be read twice in an attempt (once listed, once rewritten).
 pub struct ManifestCache {
     table: Table,
     loaded: Mutex<HashMap<String, Arc<Manifest>>>,
@@ -175,6 +178,11 @@ impl ManifestCache {
             lists: Mutex::new(HashMap::new()),
             lists_read: std::sync::atomic::AtomicUsize::new(0),
         }
+    }
+
+    /// The manifest `mf` if it was read already.
+    pub fn cached(&self, mf: &ManifestFile) -> Option<Arc<Manifest>> {
+        lock(&self.loaded).get(&mf.manifest_path).cloned()
     }
 
     /// The manifest `mf`, read once.
@@ -1155,14 +1163,29 @@ pub(crate) async fn live_files_of(
         if mf.content != content {
             continue;
         }
-        let manifest = cache.load(mf).await?;
-        for entry in manifest.entries() {
-            if entry.is_alive() {
-                out.push(LiveFile {
-                    file: entry.data_file().clone(),
-                    spec_id: mf.partition_spec_id,
-                    sequence_number: entry.sequence_number().unwrap_or(mf.sequence_number),
-                });
+        let live = |entry: &ManifestEntry| LiveFile {
+            file: entry.data_file().clone(),
+            spec_id: mf.partition_spec_id,
+            sequence_number: entry.sequence_number().unwrap_or(mf.sequence_number),
+        };
+        // A manifest the cache holds is used; one it does not is streamed, not cached: a
+        // manifest of a million files is gigabytes decoded, and only its live files are kept.
+        match cache.cached(mf) {
+            Some(manifest) => out.extend(
+                manifest
+                    .entries()
+                    .iter()
+                    .filter(|e| e.is_alive())
+                    .map(|e| live(e)),
+            ),
+            None => {
+                let mut entries =
+                    std::pin::pin!(crate::manifests::entries(cache.table.file_io(), mf));
+                while let Some(entry) = futures::TryStreamExt::try_next(&mut entries).await? {
+                    if entry.is_alive() {
+                        out.push(live(&entry));
+                    }
+                }
             }
         }
     }

@@ -55,6 +55,11 @@ pub(crate) struct Committer {
     last_batches: Option<Arc<LastBatches>>,
     /// The destination as of this job's last commit.
     pub dest: Table,
+    /// Whether the job's running marker is set before its first write (an upsert's: the
+    /// migrator leaves it to the committer, so a run that changes nothing writes no metadata).
+    mark_lazily: bool,
+    /// Whether this committer set the running marker.
+    marked: bool,
     pub store: Option<CheckpointStore>,
     /// Batches an earlier, crashed run committed without checkpointing, with their snapshots.
     landed: BTreeMap<u64, Vec<i64>>,
@@ -96,6 +101,9 @@ pub(crate) struct CommitterSetup {
     pub resumed_rows: u64,
     /// The first batch index this run handles.
     pub resume_from: u64,
+    /// Set the job's running marker just before the first write (upserts, whose rows reach
+    /// the committer unwritten); the caller marked the table already otherwise.
+    pub mark_lazily: bool,
 }
 
 impl Committer {
@@ -152,6 +160,8 @@ impl Committer {
             on_duplicate_keys: s.on_duplicate_keys,
             last_batches: None,
             dest: s.dest,
+            mark_lazily: s.mark_lazily,
+            marked: false,
             store: s.store,
             landed: s.landed,
             progress: s.progress,
@@ -429,6 +439,12 @@ impl Committer {
     /// Upserts only the rows of each batch whose key it holds last (`on_duplicate_keys last`).
     pub fn set_last_batches(&mut self, last: Arc<LastBatches>) {
         self.last_batches = Some(last);
+    }
+
+    /// Whether this committer set the job's running marker (see
+    /// [`CommitterSetup::mark_lazily`]).
+    pub fn marked(&self) -> bool {
+        self.marked
     }
 
     /// The index after the last batch handled: where a failure is reported.
@@ -727,7 +743,21 @@ impl Committer {
         batches: &[arrow_array::RecordBatch],
     ) -> Result<Vec<i64>> {
         let props = self.properties(index);
-        let outcome = super::upsert::upsert_chunk(
+        // The running marker, set just before the chunk's first write (none when nothing
+        // changes): it keeps maintenance off the table while the job's snapshots land.
+        let mark = self.mark_lazily && !self.marked;
+        let mut marked = false;
+        let (handle, ident, job_id) = (&self.handle, &self.ident, &self.job_id);
+        let before_write = async || {
+            if mark {
+                ops_core::ops::markers::mark_running_marker(handle, ident, job_id).await?;
+                marked = true;
+            }
+            Ok(())
+        };
+        // Boxed: the chunk's future nests the marker commit's, and unboxed the migrator's
+        // future grew past the compiler's layout depth limit.
+        let outcome = Box::pin(super::upsert::upsert_chunk(
             &self.handle,
             &self.ident,
             &self.dest,
@@ -738,8 +768,11 @@ impl Committer {
             },
             batches,
             props,
-        )
-        .await?;
+            before_write,
+        ))
+        .await;
+        self.marked |= marked;
+        let outcome = outcome?;
         self.rows_inserted += outcome.inserted;
         self.rows_updated += outcome.updated;
         if let Some(t) = outcome.table {
@@ -894,6 +927,7 @@ mod tests {
             resumed_batches: 0,
             resumed_rows: 0,
             resume_from: 0,
+            mark_lazily: false,
         })
         .await?)
     }

@@ -148,6 +148,8 @@ impl MigrationPlan {
             resumed_batches: 0,
             resumed_rows: 0,
             resume_from: 0,
+            // A plan's outputs are files its tasks wrote: the plan marked the table.
+            mark_lazily: false,
         })
         .await?;
         // The files' routes as the plan's tasks carry them (a local run reports them from its

@@ -54,6 +54,8 @@ pub(crate) struct Duplicates<'a> {
     pub last: Option<(u64, &'a LastBatches)>,
 }
 
+// The committer's state, passed piecewise: a struct would be built for this one call.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn upsert_chunk(
     handle: &CatalogHandle,
     ident: &TableIdent,
@@ -62,6 +64,7 @@ pub(crate) async fn upsert_chunk(
     duplicates: Duplicates<'_>,
     batches: &[RecordBatch],
     properties: HashMap<String, String>,
+    before_write: impl AsyncFnOnce() -> Result<()>,
 ) -> Result<UpsertOutcome> {
     let target = ops_core::write::table_arrow_schema(dest)?;
     let conformed = batches
@@ -209,6 +212,7 @@ pub(crate) async fn upsert_chunk(
         });
     }
     let rows = arrow_select::take::take_record_batch(&batch, &UInt32Array::from(write))?;
+    before_write().await?;
     let written = ops_core::write::write_files(dest, futures::stream::iter([Ok(rows)])).await?;
     let mut builder = OverwriteBuilder::new(handle, ident.clone())
         .add_written(written)

@@ -532,12 +532,17 @@ impl DataMigrator {
         // Maintenance keeps off the destination until the job completes: a resume finds its
         // landed batches by their tags in the snapshot history, which expiry would remove.
         // Marked just before the first batch can land, so an earlier failure leaves no marker.
-        dest = ops_core::ops::markers::mark_running_marker(
-            &self.dest.handle,
-            &self.dest.ident,
-            &job_id,
-        )
-        .await?;
+        // An upsert's rows reach the committer unwritten: it marks the table before its first
+        // write, so a run that changes nothing writes no metadata at all.
+        let mark_lazily = self.write_mode == WriteMode::Upsert;
+        if !mark_lazily {
+            dest = ops_core::ops::markers::mark_running_marker(
+                &self.dest.handle,
+                &self.dest.ident,
+                &job_id,
+            )
+            .await?;
+        }
         let checkpointed = store.is_some();
         let committer = Committer::new(CommitterSetup {
             handle: self.dest.handle.clone(),
@@ -556,6 +561,7 @@ impl DataMigrator {
             resumed_batches,
             resumed_rows,
             resume_from,
+            mark_lazily,
         })
         .await;
         let mut committer = match committer {
@@ -589,17 +595,29 @@ impl DataMigrator {
             committer.set_last_batches(Arc::new(last));
         }
         let outcome = self.execute_locally(&ctx, &tasks, &mut committer).await;
+        // Whether the table carries this job's marker: set here, by the committer, or by an
+        // earlier run of the job. Without one, nothing was written and nothing is recorded.
+        let marked = !mark_lazily
+            || committer.marked()
+            || committer
+                .dest
+                .metadata()
+                .properties()
+                .contains_key(&ops_core::ops::markers::running_job_key(&job_id));
         let mut store = committer.store.take();
         committer.finish(&mut result);
-        if outcome.is_err() && !checkpointed {
+        if outcome.is_err() && !checkpointed && marked {
             self.clear_marker_after_failure(&job_id).await;
         }
         outcome?;
         crate::failpoint::hit(crate::failpoint::AFTER_BATCHES);
         // Every batch has landed: the marker gives way to the job's completion record. A
         // failure to record it must not turn the run into a failure (a re-run without a
-        // checkpoint would append every row again).
-        if let Err(e) = ops_core::ops::markers::complete_running_marker(
+        // checkpoint would append every row again). An upsert that changed nothing set no
+        // marker and commits no record: a re-run changes nothing again.
+        if !marked {
+            tracing::info!(job = %job_id, "the upsert changed no row: no snapshot, no metadata written");
+        } else if let Err(e) = ops_core::ops::markers::complete_running_marker(
             &self.dest.handle,
             &self.dest.ident,
             &job_id,

@@ -124,8 +124,8 @@ impl PlannedRead {
             if mf.content != iceberg::spec::ManifestContentType::Data {
                 continue;
             }
-            let manifest = mf.load_manifest(table.file_io()).await?;
-            for entry in manifest.entries() {
+            let mut entries = std::pin::pin!(ops_core::manifests::entries(table.file_io(), mf));
+            while let Some(entry) = futures::TryStreamExt::try_next(&mut entries).await? {
                 if entry.is_alive() {
                     sequence.insert(
                         entry.file_path().to_string(),

@@ -24,7 +24,7 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 use iceberg::expr::{Bind, BoundPredicate, Predicate};
 use iceberg::io::FileIO;
 use iceberg::spec::{
@@ -372,8 +372,9 @@ async fn live_entries(
     let list = table.manifest_list_reader(snapshot).load().await?;
     let (mut data, mut deletes) = (Vec::new(), Vec::new());
     for mf in list.entries() {
-        let manifest = mf.load_manifest(table.file_io()).await?;
-        for entry in manifest.entries() {
+        // Streamed: the whole manifest decoded is several KiB a file on top of what is kept.
+        let mut entries = std::pin::pin!(ops_core::manifests::entries(table.file_io(), mf));
+        while let Some(entry) = entries.try_next().await? {
             if !entry.is_alive() {
                 continue;
             }

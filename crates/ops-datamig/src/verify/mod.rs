@@ -28,7 +28,7 @@ mod digest;
 
 use ops_reconcile::SchemaReconciler;
 
-use self::count::count;
+use self::count::{count, count_from_manifests};
 use self::digest::{Compared, compare_partitions, compare_samples};
 use crate::plan::read::PlannedRead;
 use crate::plan::{reconcile, row_predicate};
@@ -64,10 +64,6 @@ pub(crate) async fn verify(
         .or_else(|| source.metadata().current_snapshot_id());
     let predicate = row_predicate(m.row_filter, &source, snapshot)?;
     let source_schema = crate::plan::pinned_schema(&source, snapshot);
-    let src_read = PlannedRead::plan(&source, snapshot, predicate.clone())
-        .await?
-        .in_schema(source_schema.clone());
-    let dst_read = PlannedRead::plan(&dest, dest.metadata().current_snapshot_id(), None).await?;
     let mut result = VerificationResult {
         method,
         matches: false,
@@ -79,8 +75,32 @@ pub(crate) async fn verify(
     };
     match method {
         VerifyMethod::RowCount => {
-            let s = count(&src_read, &source, predicate.as_ref()).await?;
-            let d = count(&dst_read, &dest, None).await?;
+            // Unfiltered and without live deletes, counted from the manifests as they are read:
+            // no plan of a million tasks is held.
+            let s = match (&predicate, snapshot) {
+                (_, None) => 0,
+                (None, Some(id)) => match count_from_manifests(&source, id).await? {
+                    Some(n) => n,
+                    None => {
+                        let read = PlannedRead::plan(&source, snapshot, None).await?;
+                        count(&read, &source, None).await?
+                    }
+                },
+                (Some(p), Some(_)) => {
+                    let read = PlannedRead::plan(&source, snapshot, Some(p.clone())).await?;
+                    count(&read, &source, Some(p)).await?
+                }
+            };
+            let d = match dest.metadata().current_snapshot_id() {
+                None => 0,
+                Some(id) => match count_from_manifests(&dest, id).await? {
+                    Some(n) => n,
+                    None => {
+                        let read = PlannedRead::plan(&dest, Some(id), None).await?;
+                        count(&read, &dest, None).await?
+                    }
+                },
+            };
             result.source_count = Some(s);
             result.dest_count = Some(d);
             result.matches = s == d;
@@ -98,6 +118,11 @@ pub(crate) async fn verify(
                 &source_schema,
                 dest.metadata().current_schema(),
             )?;
+            let src_read = PlannedRead::plan(&source, snapshot, predicate.clone())
+                .await?
+                .in_schema(source_schema.clone());
+            let dst_read =
+                PlannedRead::plan(&dest, dest.metadata().current_snapshot_id(), None).await?;
             let side = Compared::new(&plan, &dest)?;
             let src = side.source_stream(src_read.stream(&source, 65_536)?, plan.clone());
             let dst = side.dest_stream(dst_read.stream(&dest, 65_536)?);

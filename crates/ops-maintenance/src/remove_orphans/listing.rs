@@ -33,43 +33,36 @@ pub(super) struct ListedFile {
     pub(super) modified: SystemTime,
 }
 
-/// What a listing found.
-#[derive(Debug, Default)]
-pub(super) struct Listing {
-    pub(super) files: Vec<ListedFile>,
-    /// Directories left out because they hold another table, as full names.
-    pub(super) other_tables: Vec<String>,
-}
+/// Files a listing hands over at a time (a walk of a million files holds no more than this).
+const CHUNK: usize = 1024;
 
-/// Lists every file under `location` (see the module docs). `io_props` are the table's FileIO
-/// properties; `underscored` the partition field names starting with `_` ([`hidden`]).
+/// Lists every file under `location` (see the module docs), handing each to `each` as it is
+/// listed, and returns the directories left out because they hold another table, as full
+/// names. `io_props` are the table's FileIO properties; `underscored` the partition field names
+/// starting with `_` ([`hidden`]).
 pub(super) async fn list(
     location: &Location,
     io_props: &HashMap<String, String>,
     underscored: HashSet<String>,
-) -> Result<Listing> {
+    mut each: impl FnMut(ListedFile) -> Result<()>,
+) -> Result<Vec<String>> {
     if location.is_local() {
-        let (files, other_tables) = list_local(Path::new(&location.path), underscored).await?;
-        return Ok(Listing {
-            files: files
-                .into_iter()
-                .map(|(file, modified)| {
-                    let path = file.to_string_lossy().to_string();
-                    ListedFile {
-                        url: location.local_url(&path),
-                        path,
-                        modified,
-                    }
-                })
-                .collect(),
-            other_tables: other_tables
-                .iter()
-                .map(|d| location.local_url(&d.to_string_lossy()))
-                .collect(),
-        });
+        let skipped = list_local(Path::new(&location.path), underscored, |file, modified| {
+            let path = file.to_string_lossy().to_string();
+            each(ListedFile {
+                url: location.local_url(&path),
+                path,
+                modified,
+            })
+        })
+        .await?;
+        return Ok(skipped
+            .iter()
+            .map(|d| location.local_url(&d.to_string_lossy()))
+            .collect());
     }
     if matches!(location.scheme.as_str(), "s3" | "s3a" | "s3n") {
-        return list_s3(location, io_props, &underscored).await;
+        return list_s3(location, io_props, &underscored, each).await;
     }
     Err(Error::InvalidInput(format!(
         "listing {} is not supported: iceberg-ops lists local and S3 (s3://, s3a://, s3n://) \
@@ -94,24 +87,27 @@ pub(super) fn hidden(name: &str, is_dir: bool, underscored: &HashSet<String>) ->
     !partition_dir
 }
 
-/// Every regular file under `root` with its modification time, walked without recursion, and
-/// the directories below `root` skipped because they hold another table (a table whose location
+/// Every regular file under `root` with its modification time, handed to `each` as the walk
+/// finds them (the walk runs on a blocking thread, a chunk of files ahead), and the
+/// directories below `root` skipped because they hold another table (a table whose location
 /// is nested in this one's, e.g. `db/t` and `db/t/child`): its files are not this table's
-/// orphans. Hidden entries ([`hidden`]) are not listed, nor anything below a hidden
-/// directory.
+/// orphans. Hidden entries ([`hidden`]) are not listed, nor anything below a hidden directory.
+/// Walked without recursion.
 async fn list_local(
     root: &Path,
     underscored: HashSet<String>,
-) -> Result<(Vec<(PathBuf, SystemTime)>, Vec<PathBuf>)> {
+    mut each: impl FnMut(PathBuf, SystemTime) -> Result<()>,
+) -> Result<Vec<PathBuf>> {
     let root = root.to_path_buf();
-    tokio::task::spawn_blocking(move || {
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<(PathBuf, SystemTime)>>(2);
+    let walk = tokio::task::spawn_blocking(move || {
         let io_err = |path: &Path, e: std::io::Error| {
             Error::InvalidInput(format!("cannot list {}: {e}", path.display()))
         };
-        let mut out = Vec::new();
-        let mut skipped = Vec::new();
+        let mut chunk = Vec::with_capacity(CHUNK);
+        let mut skipped: Vec<PathBuf> = Vec::new();
         if !root.exists() {
-            return Ok((out, skipped));
+            return Ok::<_, Error>(skipped);
         }
         let mut stack = vec![root.clone()];
         while let Some(dir) = stack.pop() {
@@ -137,16 +133,42 @@ async fn list_local(
                         .metadata()
                         .and_then(|m| m.modified())
                         .map_err(|e| io_err(&entry.path(), e))?;
-                    out.push((entry.path(), modified));
+                    chunk.push((entry.path(), modified));
+                    if chunk.len() >= CHUNK && tx.blocking_send(std::mem::take(&mut chunk)).is_err()
+                    {
+                        // The consumer stopped (its own error): nothing more to list.
+                        return Ok(skipped);
+                    }
                 }
                 // Symbolic links are neither followed nor deleted: they may point outside.
             }
         }
+        if !chunk.is_empty() {
+            let _ = tx.blocking_send(chunk);
+        }
         skipped.sort();
-        Ok((out, skipped))
-    })
-    .await
-    .map_err(|e| Error::InvalidInput(format!("listing the table location failed: {e}")))?
+        Ok(skipped)
+    });
+    let mut failed = None;
+    while let Some(chunk) = rx.recv().await {
+        for (path, modified) in chunk {
+            if let Err(e) = each(path, modified) {
+                failed = Some(e);
+                break;
+            }
+        }
+        if failed.is_some() {
+            break;
+        }
+    }
+    drop(rx);
+    let skipped = walk
+        .await
+        .map_err(|e| Error::InvalidInput(format!("listing the table location failed: {e}")))??;
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(skipped),
+    }
 }
 
 /// Whether `dir` is a table's location: it has a `metadata` directory holding a
@@ -168,12 +190,17 @@ fn holds_table(dir: &Path) -> std::io::Result<bool> {
     Ok(false)
 }
 
-/// Lists the objects under an S3 location, a page of keys at a time.
+/// Lists the objects under an S3 location, a page of keys at a time, in two passes: the
+/// first finds the directories holding another table (their metadata files sort after their
+/// data files, so a key cannot be judged when it is listed), the second hands each visible
+/// file to `each`. Neither holds the keys. (A nested table created between the passes is not
+/// left out: its files are as young as the table, inside any threshold but a forced one.)
 async fn list_s3(
     location: &Location,
     io_props: &HashMap<String, String>,
     underscored: &HashSet<String>,
-) -> Result<Listing> {
+    mut each: impl FnMut(ListedFile) -> Result<()>,
+) -> Result<Vec<String>> {
     let failed = |e: opendal::Error| {
         Error::InvalidInput(format!(
             "cannot list {} ({e}); check the catalog's s3.* properties (endpoint, region, \
@@ -204,23 +231,52 @@ async fn list_s3(
     } else {
         format!("{root}/")
     };
+    let list_path = if prefix.is_empty() { "/" } else { &prefix };
+
+    let mut table_dirs = TableDirs::default();
     let mut lister = op
-        .lister_with(if prefix.is_empty() { "/" } else { &prefix })
+        .lister_with(list_path)
         .recursive(true)
         .await
         .map_err(failed)?;
-    let mut keys = Vec::new();
+    while let Some(entry) = lister.try_next().await.map_err(failed)? {
+        let key = entry.path();
+        if entry.metadata().mode().is_file() && opendal::raw::normalize_path(key) == key {
+            table_dirs.see(key, &prefix, underscored);
+        }
+    }
+    let other_tables = table_dirs.outermost();
+
+    let mut lister = op
+        .lister_with(list_path)
+        .recursive(true)
+        .await
+        .map_err(failed)?;
     while let Some(entry) = lister.try_next().await.map_err(failed)? {
         let meta = entry.metadata();
         // Directory markers (keys ending in `/`) are not files.
         if !meta.mode().is_file() {
             continue;
         }
+        let key = entry.path();
+        // A key OpenDAL would normalise (a `//`, whitespace at either end) cannot be deleted
+        // as it is: the delete would reach the normalised key — possibly a live file —
+        // instead. Such keys are neither listed nor deleted.
+        if opendal::raw::normalize_path(key) != key {
+            tracing::warn!(
+                key = %key,
+                "left alone: the S3 client cannot address this key as it is spelled"
+            );
+            continue;
+        }
+        if !visible_key(key, &prefix, underscored, &other_tables) {
+            continue;
+        }
         let modified = match meta.last_modified() {
             Some(t) => SystemTime::from(t),
             // ListObjects always gives LastModified; another store might not.
             None => op
-                .stat(entry.path())
+                .stat(key)
                 .await
                 .map_err(failed)?
                 .last_modified()
@@ -229,83 +285,104 @@ async fn list_s3(
                     Error::InvalidInput(format!(
                         "{}: the store reports no modification time, so its age is unknown. \
                          No file was deleted",
-                        location.object_url(entry.path())
+                        location.object_url(key)
                     ))
                 })?,
         };
-        keys.push((entry.path().to_string(), modified));
+        each(ListedFile {
+            path: normalize(&format!("/{key}")),
+            url: location.object_url(key),
+            modified,
+        })?;
     }
-    // A key OpenDAL would normalise (a `//`, whitespace at either end) cannot be deleted as it
-    // is: the delete would reach the normalised key — possibly a live file — instead. Such
-    // keys are neither listed nor deleted.
-    keys.retain(|(key, _)| {
-        let addressable = opendal::raw::normalize_path(key) == *key;
-        if !addressable {
-            tracing::warn!(
-                key = %key,
-                "left alone: the S3 client cannot address this key as it is spelled"
-            );
-        }
-        addressable
-    });
-    let (files, other_tables) = filter_keys(keys, &prefix, underscored);
-    Ok(Listing {
-        files: files
-            .into_iter()
-            .map(|(key, modified)| ListedFile {
-                path: normalize(&format!("/{key}")),
-                url: location.object_url(&key),
-                modified,
-            })
-            .collect(),
-        other_tables: other_tables
-            .iter()
-            .map(|d| location.object_url(d))
-            .collect(),
-    })
+    Ok(other_tables
+        .iter()
+        .map(|d| location.object_url(d))
+        .collect())
 }
 
-/// Of the keys listed under `prefix`, those neither hidden ([`hidden`], on every segment below
-/// the prefix) nor inside a directory holding another table (`<dir>/metadata/*.metadata.json`),
-/// and those directories (outermost only), as keys.
+/// The directories under a prefix that hold a table's metadata (`<dir>/metadata/*.metadata.json`,
+/// not hidden), collected from keys as they are listed.
+#[derive(Debug, Default)]
+struct TableDirs(BTreeSet<String>);
+
+impl TableDirs {
+    fn see(&mut self, key: &str, prefix: &str, underscored: &HashSet<String>) {
+        let Some(rel) = key.strip_prefix(prefix) else {
+            return;
+        };
+        let segments: Vec<&str> = rel.split('/').collect();
+        let last = segments.len() - 1;
+        if last >= 2
+            && segments[last - 1] == "metadata"
+            && segments[last].ends_with(".metadata.json")
+            && !is_hidden_key(&segments, underscored)
+        {
+            self.0
+                .insert(format!("{prefix}{}", segments[..last - 1].join("/")));
+        }
+    }
+
+    /// Only the outermost: a table nested in a nested table is inside the first one's directory.
+    fn outermost(self) -> Vec<String> {
+        let mut outermost: Vec<String> = Vec::new();
+        for dir in self.0 {
+            if !outermost.iter().any(|o| dir.starts_with(&format!("{o}/"))) {
+                outermost.push(dir);
+            }
+        }
+        outermost
+    }
+}
+
+/// Whether a key's segments below the prefix include a hidden one ([`hidden`]).
+fn is_hidden_key(segments: &[&str], underscored: &HashSet<String>) -> bool {
+    let last = segments.len() - 1;
+    segments
+        .iter()
+        .enumerate()
+        .any(|(i, s)| hidden(s, i < last, underscored))
+}
+
+/// Whether `key` is listed: under `prefix`, no hidden segment below it, and not inside a
+/// directory holding another table.
+fn visible_key(
+    key: &str,
+    prefix: &str,
+    underscored: &HashSet<String>,
+    other_tables: &[String],
+) -> bool {
+    let Some(rel) = key.strip_prefix(prefix) else {
+        return false;
+    };
+    let segments: Vec<&str> = rel.split('/').collect();
+    if is_hidden_key(&segments, underscored) {
+        tracing::debug!(key = %key, "hidden: not listed");
+        return false;
+    }
+    !other_tables
+        .iter()
+        .any(|d| key.starts_with(&format!("{d}/")))
+}
+
+/// [`TableDirs`] and [`visible_key`] over a list of keys: the visible ones, and the directories
+/// holding another table (outermost only), as keys.
+#[cfg(test)]
 fn filter_keys(
     keys: Vec<(String, SystemTime)>,
     prefix: &str,
     underscored: &HashSet<String>,
 ) -> (Vec<(String, SystemTime)>, Vec<String>) {
-    let mut visible = Vec::new();
-    let mut table_dirs: BTreeSet<String> = BTreeSet::new();
-    for (key, modified) in keys {
-        let Some(rel) = key.strip_prefix(prefix) else {
-            continue;
-        };
-        let segments: Vec<&str> = rel.split('/').collect();
-        let last = segments.len() - 1;
-        if segments
-            .iter()
-            .enumerate()
-            .any(|(i, s)| hidden(s, i < last, underscored))
-        {
-            tracing::debug!(key = %key, "hidden: not listed");
-            continue;
-        }
-        if last >= 2
-            && segments[last - 1] == "metadata"
-            && segments[last].ends_with(".metadata.json")
-        {
-            table_dirs.insert(format!("{prefix}{}", segments[..last - 1].join("/")));
-        }
-        visible.push((key, modified));
+    let mut dirs = TableDirs::default();
+    for (key, _) in &keys {
+        dirs.see(key, prefix, underscored);
     }
-    // Only the outermost: a table nested in a nested table is inside the first one's directory.
-    let mut outermost: Vec<String> = Vec::new();
-    for dir in table_dirs {
-        if !outermost.iter().any(|o| dir.starts_with(&format!("{o}/"))) {
-            outermost.push(dir);
-        }
-    }
-    visible.retain(|(key, _)| !outermost.iter().any(|d| key.starts_with(&format!("{d}/"))));
-    (visible, outermost)
+    let other = dirs.outermost();
+    let visible = keys
+        .into_iter()
+        .filter(|(key, _)| visible_key(key, prefix, underscored, &other))
+        .collect();
+    (visible, other)
 }
 
 /// An OpenDAL S3 operator for `bucket` from the table's FileIO properties, read as the iceberg
@@ -380,14 +457,15 @@ mod tests {
         ] {
             std::fs::write(root.join(f), b"x").map_err(io)?;
         }
-        let (files, skipped) = list_local(&root, HashSet::new()).await?;
-        let mut names: Vec<String> = files
-            .iter()
-            .map(|(p, _)| {
+        let mut names: Vec<String> = Vec::new();
+        let skipped = list_local(&root, HashSet::new(), |p, _| {
+            names.push(
                 p.strip_prefix(&root)
-                    .map_or(String::new(), |p| p.display().to_string())
-            })
-            .collect();
+                    .map_or(String::new(), |p| p.display().to_string()),
+            );
+            Ok(())
+        })
+        .await?;
         names.sort();
         assert_eq!(
             names,
@@ -398,6 +476,35 @@ mod tests {
             ]
         );
         assert_eq!(skipped, vec![root.join("child")]);
+        Ok(())
+    }
+
+    /// A directory of more files than a listing hands over at once: each listed once.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_large_directory_is_listed_whole_in_chunks() -> Result<()> {
+        let dir = tempfile::tempdir().map_err(|e| Error::InvalidInput(e.to_string()))?;
+        let io = |e: std::io::Error| Error::InvalidInput(e.to_string());
+        let n = CHUNK * 2 + 17;
+        for i in 0..n {
+            std::fs::write(dir.path().join(format!("{i:05}.parquet")), b"x").map_err(io)?;
+        }
+        let mut names = Vec::new();
+        list_local(dir.path(), HashSet::new(), |p, _| {
+            names.push(p);
+            Ok(())
+        })
+        .await?;
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), n);
+        // An error from the consumer stops the listing and is returned.
+        let mut seen = 0;
+        let err = list_local(dir.path(), HashSet::new(), |_, _| {
+            seen += 1;
+            Err(Error::InvalidInput("stop".into()))
+        })
+        .await;
+        assert!(err.is_err() && seen == 1);
         Ok(())
     }
 
@@ -458,7 +565,7 @@ mod tests {
     async fn an_s3_location_the_client_would_respell_is_refused() {
         for location in ["s3://bucket/w//t", "s3://bucket/w/t ", "s3://bucket/ w/t/"] {
             let loc = Location::parse(location).unwrap_or_else(|e| panic!("{e}"));
-            let err = list(&loc, &HashMap::new(), HashSet::new())
+            let err = list(&loc, &HashMap::new(), HashSet::new(), |_| Ok(()))
                 .await
                 .err()
                 .map(|e| e.to_string())
@@ -473,7 +580,7 @@ mod tests {
     #[tokio::test]
     async fn another_scheme_is_refused_naming_it() {
         let loc = Location::parse("gs://bucket/w/t").unwrap_or_else(|e| panic!("{e}"));
-        let err = list(&loc, &HashMap::new(), HashSet::new())
+        let err = list(&loc, &HashMap::new(), HashSet::new(), |_| Ok(()))
             .await
             .err()
             .map(|e| e.to_string())

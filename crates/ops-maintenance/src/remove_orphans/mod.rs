@@ -24,7 +24,7 @@ mod listing;
 mod location;
 mod reachable;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 use std::time::{Duration, SystemTime};
@@ -36,7 +36,7 @@ use crate::guards;
 use location::Location;
 use ops_core::ops::markers;
 use ops_core::{CatalogHandle, Error, Result};
-use reachable::reachable_files;
+use reachable::{Reached, reachable_files};
 
 /// Java's default `olderThan`: three days.
 pub const DEFAULT_OLDER_THAN: Duration = Duration::from_secs(3 * 24 * 3600);
@@ -137,64 +137,54 @@ impl RemoveOrphansBuilder {
             .checked_sub(self.older_than)
             .unwrap_or(SystemTime::UNIX_EPOCH);
 
-        let reachable = reachable_files(&table).await?;
-        // Reachable paths keyed by their path part, to find the same file named two ways.
-        let mut by_path: HashMap<String, Vec<&Location>> = HashMap::new();
-        for loc in &reachable {
-            by_path.entry(loc.path.clone()).or_default().push(loc);
-            // PyIceberg's FileIO parses a path as a URI: a file it recorded as `a?b#c.parquet`
-            // is stored (and read back) as `a`. That object is live too.
-            if let Some(cut) = loc.path.find(['?', '#']).map(|i| &loc.path[..i])
-                && cut.len() > 1
-            {
-                by_path.entry(cut.to_string()).or_default().push(loc);
-            }
-        }
+        let reachable = reachable_files(&table, &location).await?;
 
-        // Java's PartitionAwareHiddenPathFilter: a partition field named `_x` makes `_x=…`
-        // directories ordinary ones.
         let underscored: HashSet<String> = md
             .partition_specs_iter()
             .flat_map(|spec| spec.fields().iter().map(|f| f.name.clone()))
             .filter(|n| n.starts_with('_'))
             .collect();
-        let listing =
-            listing::list(&location, table.file_io().config().props(), underscored).await?;
-        for dir in &listing.other_tables {
+        let mut metrics = OrphanMetrics {
+            dry_run: self.dry_run,
+            ..Default::default()
+        };
+        let mut mismatches = Vec::new();
+        // Each listed file is judged as it is listed: neither the listing nor the referenced
+        // paths are held as strings (only the orphans found).
+        metrics.other_tables = listing::list(
+            &location,
+            table.file_io().config().props(),
+            underscored,
+            |file| {
+                metrics.listed += 1;
+                match reachable.reached(&file.path) {
+                    Reached::Yes => {
+                        metrics.reachable += 1;
+                        return Ok(());
+                    }
+                    Reached::Elsewhere(original) => {
+                        mismatches.push(format!("{} (referenced as {original})", file.url));
+                        return Ok(());
+                    }
+                    Reached::No => {}
+                }
+                if file.path.ends_with("/version-hint.text") {
+                    metrics.reachable += 1;
+                } else if file.modified >= cutoff {
+                    metrics.too_young.push(file.url);
+                } else {
+                    metrics.orphans.push(file.url);
+                }
+                Ok(())
+            },
+        )
+        .await?;
+        for dir in &metrics.other_tables {
             tracing::warn!(
                 table = %self.ident,
                 dir = %dir,
                 "skipping a directory under the table location that holds another table's metadata"
             );
-        }
-        let mut metrics = OrphanMetrics {
-            listed: listing.files.len(),
-            dry_run: self.dry_run,
-            other_tables: listing.other_tables,
-            ..Default::default()
-        };
-        let mut mismatches = Vec::new();
-        for file in listing.files {
-            match by_path.get(&file.path) {
-                Some(locs) if locs.iter().any(|l| l.same_file_system(&location)) => {
-                    metrics.reachable += 1;
-                    continue;
-                }
-                Some(locs) => {
-                    mismatches.push(format!("{} (referenced as {})", file.url, locs[0].original));
-                    continue;
-                }
-                None => {}
-            }
-            if file.path.ends_with("/version-hint.text") {
-                metrics.reachable += 1;
-                continue;
-            }
-            if file.modified >= cutoff {
-                metrics.too_young.push(file.url);
-            } else {
-                metrics.orphans.push(file.url);
-            }
         }
         if !mismatches.is_empty() {
             mismatches.sort();

@@ -50,6 +50,12 @@ pub struct ObjectCache {
 }
 
 impl ObjectCache {
+    /// iceberg-ops patch: the FileIO manifests are read with (the scan planner streams
+    /// unencrypted manifests entry by entry instead of caching them whole).
+    pub(crate) fn file_io(&self) -> &FileIO {
+        &self.file_io
+    }
+
     /// Creates a new [`ObjectCache`]
     /// with the default cache size
     pub(crate) fn new(file_io: FileIO, encryption_manager: Option<Arc<EncryptionManager>>) -> Self {

@@ -18,7 +18,7 @@
 use std::sync::Arc;
 
 use futures::channel::mpsc::Sender;
-use futures::{SinkExt, TryFutureExt};
+use futures::{SinkExt, TryFutureExt, TryStreamExt};
 
 use crate::delete_file_index::DeleteFileIndex;
 use crate::expr::{Bind, BoundPredicate, Predicate};
@@ -82,12 +82,27 @@ impl ManifestFileContext {
             case_sensitive,
         } = self;
 
-        let manifest = object_cache.get_manifest(&manifest_file).await?;
-
-        for manifest_entry in manifest.entries() {
+        // iceberg-ops patch: the entries streamed as they are decoded, instead of the whole
+        // manifest loaded (and kept in the object cache): a manifest of a million files is
+        // gigabytes decoded. An encrypted manifest is still read through the cache, which
+        // holds the table's encryption manager.
+        let mut entries: std::pin::Pin<
+            Box<dyn futures::Stream<Item = Result<ManifestEntryRef>> + Send>,
+        > = if manifest_file.key_metadata.is_some() {
+            let manifest = object_cache.get_manifest(&manifest_file).await?;
+            Box::pin(futures::stream::iter(
+                manifest.entries().to_vec().into_iter().map(Ok),
+            ))
+        } else {
+            Box::pin(
+                manifest_file
+                    .entry_stream(object_cache.file_io())
+                    .map_ok(Arc::new),
+            )
+        };
+        while let Some(manifest_entry) = entries.try_next().await? {
             let manifest_entry_context = ManifestEntryContext {
-                // TODO: refactor to avoid the expensive ManifestEntry clone
-                manifest_entry: manifest_entry.clone(),
+                manifest_entry,
                 expression_evaluator_cache: expression_evaluator_cache.clone(),
                 field_ids: field_ids.clone(),
                 partition_spec_id: manifest_file.partition_spec_id,

@@ -46,55 +46,75 @@ pub struct Manifest {
 impl Manifest {
     /// Parse manifest metadata and entries from bytes of avro file.
     pub(crate) fn try_from_avro_bytes(bs: &[u8]) -> Result<(ManifestMetadata, Vec<ManifestEntry>)> {
-        crate::avro::register_java_field_names(); // iceberg-ops patch
-        let reader = AvroReader::new(bs)?;
+        let mut entries = Vec::new();
+        let metadata = Self::read_entries(std::io::Cursor::new(bs), |entry| {
+            entries.push(entry);
+            Ok(true)
+        })?;
+        Ok((metadata, entries))
+    }
 
-        // Parse manifest metadata
-        let meta = reader.user_metadata();
-        let metadata = ManifestMetadata::parse(meta)?;
+    /// iceberg-ops patch: the manifest's entries handed to `each` one at a time, as the Avro
+    /// reader decodes them, so a manifest of a million entries is read without holding them
+    /// (or, from a file, its bytes). `each` returns `false` to stop early. Returns the
+    /// manifest's metadata. Entries do not inherit from a manifest list here; see
+    /// [`ManifestFile::read_entries_from`].
+    pub fn read_entries<R: std::io::Read + std::io::Seek>(
+        mut src: R,
+        mut each: impl FnMut(ManifestEntry) -> Result<bool>,
+    ) -> Result<ManifestMetadata> {
+        crate::avro::register_java_field_names(); // iceberg-ops patch
+        // The header once for the metadata and the writer's schema, then the records again
+        // with the reader schema (the entries' partition type comes from the metadata).
+        let (metadata, writer_schema) = {
+            let reader = AvroReader::new(&mut src)?;
+            let metadata = ManifestMetadata::parse(reader.user_metadata())?;
+            (metadata, reader.writer_schema().clone())
+        };
+        src.seek(std::io::SeekFrom::Start(0)).map_err(|e| {
+            Error::new(ErrorKind::Unexpected, "Failed to rewind a manifest").with_source(e)
+        })?;
 
         // Parse manifest entries
         // iceberg-ops patch: the partition fields named as this file names them (by field id),
         // in the reader schema and in the type its records are converted with.
         let spec_type = metadata.partition_spec.partition_type(&metadata.schema)?;
-        let partition_type =
-            crate::avro::partition_type_as_written(reader.writer_schema(), &spec_type)?;
+        let partition_type = crate::avro::partition_type_as_written(&writer_schema, &spec_type)?;
+        let spec_id = metadata.partition_spec.spec_id();
 
-        let entries = match metadata.format_version {
+        match metadata.format_version {
             FormatVersion::V1 => {
                 let mut schema = manifest_schema_v1(&spec_type)?;
                 crate::avro::name_partition_fields_as(&mut schema, &partition_type);
-                let reader = AvroReader::with_schema(&schema, bs)?;
-                reader
-                    .into_iter()
-                    .map(|value| {
-                        from_value::<_serde::ManifestEntryV1>(&value?)?.try_into(
-                            metadata.partition_spec.spec_id(),
-                            &partition_type,
-                            &metadata.schema,
-                        )
-                    })
-                    .collect::<Result<Vec<_>>>()?
+                for value in AvroReader::with_schema(&schema, src)? {
+                    let entry = from_value::<_serde::ManifestEntryV1>(&value?)?.try_into(
+                        spec_id,
+                        &partition_type,
+                        &metadata.schema,
+                    )?;
+                    if !each(entry)? {
+                        break;
+                    }
+                }
             }
             // Manifest Schema & Manifest Entry did not change between V2 and V3
             FormatVersion::V2 | FormatVersion::V3 => {
                 let mut schema = manifest_schema_v2(&spec_type)?;
                 crate::avro::name_partition_fields_as(&mut schema, &partition_type);
-                let reader = AvroReader::with_schema(&schema, bs)?;
-                reader
-                    .into_iter()
-                    .map(|value| {
-                        from_value::<_serde::ManifestEntryV2>(&value?)?.try_into(
-                            metadata.partition_spec.spec_id(),
-                            &partition_type,
-                            &metadata.schema,
-                        )
-                    })
-                    .collect::<Result<Vec<_>>>()?
+                for value in AvroReader::with_schema(&schema, src)? {
+                    let entry = from_value::<_serde::ManifestEntryV2>(&value?)?.try_into(
+                        spec_id,
+                        &partition_type,
+                        &metadata.schema,
+                    )?;
+                    if !each(entry)? {
+                        break;
+                    }
+                }
             }
-        };
+        }
 
-        Ok((metadata, entries))
+        Ok(metadata)
     }
 
     /// Parse manifest from bytes of avro file.

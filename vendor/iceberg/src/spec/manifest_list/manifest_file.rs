@@ -197,6 +197,174 @@ impl ManifestFile {
 
         Ok(Manifest::new(metadata, entries))
     }
+
+    /// iceberg-ops patch: this manifest's entries, streamed as they are decoded, each
+    /// inheriting from this manifest list entry as [`ManifestFile::load_manifest`]'s do, in the
+    /// file's order. Neither the entries nor (from a local file, or one larger than
+    /// [`ENTRY_STREAM_IN_MEMORY_BYTES`], copied in ranges to a temporary file first) the
+    /// file's bytes are held: `load_manifest` holds both, several KiB a data file once its
+    /// column statistics are decoded — gigabytes for the one manifest of a million files a
+    /// PyIceberg `add_files` writes. Decoding runs on a blocking thread, a few hundred entries
+    /// ahead of the consumer; dropping the stream stops it. An encrypted manifest is decrypted
+    /// whole, as `load_manifest` does.
+    pub fn entry_stream(
+        &self,
+        file_io: &FileIO,
+    ) -> impl futures::Stream<Item = Result<crate::spec::ManifestEntry>> + Send + use<> {
+        type Item = Result<crate::spec::ManifestEntry>;
+        let path = self.manifest_path.clone();
+        let runtime = match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => runtime,
+            Err(e) => {
+                let err = Error::new(
+                    ErrorKind::Unexpected,
+                    format!("manifest {path} can only be streamed inside a Tokio runtime"),
+                )
+                .with_source(e);
+                return futures::StreamExt::left_stream(futures::stream::iter(vec![Err(err)]));
+            }
+        };
+        let (tx, rx) = tokio::sync::mpsc::channel::<Item>(256);
+        let io = file_io.clone();
+        let manifest = self.clone();
+        let reader = tokio::task::spawn_blocking(move || {
+            if let Err(e) = manifest.send_entries(&runtime, &io, &tx) {
+                // The receiver may be gone (the consumer stopped early): nothing to tell then.
+                let _ = tx.blocking_send(Err(e.with_context("manifest", &manifest.manifest_path)));
+            }
+        });
+        // The channel closing only says the reader stopped: a reader that panicked part-way
+        // must not pass for a manifest that ended (expiry would take its files for garbage).
+        let entries = futures::stream::unfold(Some((rx, reader)), move |state| {
+            let path = path.clone();
+            async move {
+                let (mut rx, reader) = state?;
+                match rx.recv().await {
+                    Some(item) => Some((item, Some((rx, reader)))),
+                    None => match reader.await {
+                        Ok(()) => None,
+                        Err(e) => Some((
+                            Err(Error::new(
+                                ErrorKind::Unexpected,
+                                format!("reading manifest {path} stopped part-way"),
+                            )
+                            .with_source(e)),
+                            None,
+                        )),
+                    },
+                }
+            }
+        });
+        futures::StreamExt::right_stream(entries)
+    }
+
+    /// Reads this manifest on the current (blocking) thread, sending each entry to `tx`;
+    /// stops quietly when the receiver is dropped.
+    fn send_entries(
+        &self,
+        runtime: &tokio::runtime::Handle,
+        io: &FileIO,
+        tx: &tokio::sync::mpsc::Sender<Result<crate::spec::ManifestEntry>>,
+    ) -> Result<()> {
+        use std::io::{BufReader, Cursor, Seek, Write};
+        let send = |entry| Ok(tx.blocking_send(Ok(entry)).is_ok());
+        if self.key_metadata.is_some() {
+            let loaded = runtime.block_on(self.load_manifest(io))?;
+            for entry in loaded.entries() {
+                if tx.blocking_send(Ok(entry.as_ref().clone())).is_err() {
+                    break;
+                }
+            }
+            return Ok(());
+        }
+        if let Some(file) = local_file(&self.manifest_path) {
+            self.read_entries_from(BufReader::with_capacity(1 << 20, file), send)?;
+            return Ok(());
+        }
+        let input = io.new_input(&self.manifest_path)?;
+        // The manifest list gives the length: no request to learn it. One read, as
+        // `load_manifest` makes, when it is small or unknown.
+        let size = u64::try_from(self.manifest_length).unwrap_or(0);
+        if size == 0 || size <= ENTRY_STREAM_IN_MEMORY_BYTES {
+            let bytes = runtime.block_on(input.read())?;
+            self.read_entries_from(Cursor::new(bytes), send)?;
+            return Ok(());
+        }
+        let spill_error = |e: std::io::Error| {
+            Error::new(
+                ErrorKind::Unexpected,
+                format!(
+                    "manifest {} could not be copied to a temporary file to be read entry by \
+                     entry; check that the temporary directory (TMPDIR) is writable and has room",
+                    self.manifest_path
+                ),
+            )
+            .with_source(e)
+        };
+        let mut spill = tempfile::tempfile().map_err(spill_error)?;
+        let reader = runtime.block_on(input.reader())?;
+        let mut at = 0;
+        while at < size {
+            if tx.is_closed() {
+                // The consumer stopped: the rest is not needed.
+                return Ok(());
+            }
+            let end = (at + (8 << 20)).min(size);
+            let chunk = runtime.block_on(reader.read(at..end))?;
+            if chunk.is_empty() {
+                return Err(Error::new(
+                    ErrorKind::DataInvalid,
+                    format!(
+                        "manifest {} ended at byte {at} of the {size} its manifest list \
+                         records: the file was truncated or replaced; restore it, or roll the \
+                         table back to a snapshot that does not list it",
+                        self.manifest_path
+                    ),
+                ));
+            }
+            spill.write_all(&chunk).map_err(spill_error)?;
+            at += chunk.len() as u64;
+        }
+        spill.seek(std::io::SeekFrom::Start(0)).map_err(spill_error)?;
+        self.read_entries_from(BufReader::with_capacity(1 << 20, spill), send)?;
+        Ok(())
+    }
+
+    /// iceberg-ops patch: this manifest's entries read from `src` (its file's bytes) and
+    /// handed to `each` one at a time, each inheriting from this manifest list entry as
+    /// [`ManifestFile::load_manifest`]'s do; `each` returns `false` to stop. Returns the
+    /// manifest's metadata. An encrypted manifest cannot be read this way (its bytes are
+    /// decrypted whole).
+    pub fn read_entries_from<R: std::io::Read + std::io::Seek>(
+        &self,
+        src: R,
+        mut each: impl FnMut(crate::spec::ManifestEntry) -> Result<bool>,
+    ) -> Result<crate::spec::ManifestMetadata> {
+        Manifest::read_entries(src, |mut entry| {
+            entry.inherit_data(self);
+            each(entry)
+        })
+    }
+}
+
+/// iceberg-ops patch: manifests up to this size that are not local files are read into memory
+/// whole by [`ManifestFile::entry_stream`]; larger ones are spilled to a temporary file.
+pub const ENTRY_STREAM_IN_MEMORY_BYTES: u64 = 16 << 20;
+
+/// iceberg-ops patch: the file of a local manifest path (`/x`, `file:/x`, `file:///x`),
+/// opened, or `None` when the path is not local or cannot be opened here (FileIO then reads it
+/// as it reads any).
+fn local_file(path: &str) -> Option<std::fs::File> {
+    let local = path
+        .strip_prefix("file://")
+        .or_else(|| path.strip_prefix("file:"))
+        .unwrap_or(path);
+    if !local.starts_with('/') {
+        return None;
+    }
+    let file = std::fs::File::open(local).ok()?;
+    // A regular file only: the reader seeks back to its start once.
+    file.metadata().ok()?.is_file().then_some(file)
 }
 
 /// Field summary for partition field in the spec.

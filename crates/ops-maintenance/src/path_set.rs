@@ -1,0 +1,102 @@
+//! Sets of file paths in 16 bytes a path, for comparing a million referenced files with a
+//! listing or with another snapshot's files without holding a million strings.
+//!
+//! A path is kept as a 128-bit hash (two SipHash-1-3 digests with different keys). Two paths
+//! with one hash would make a path look present that is not; every caller asks "is this file
+//! still referenced?" and keeps a file it is told is, so a collision (about 2^-64 for a
+//! billion paths) could only keep a file, never delete one.
+
+use std::hash::{Hash, Hasher};
+
+/// The 128-bit hash of `path` this module keeps.
+pub(crate) fn path_hash(path: &str) -> u128 {
+    let half = |key: u8| {
+        // DefaultHasher::new() has fixed keys (RandomState's hashers do not).
+        let mut h = std::hash::DefaultHasher::new();
+        key.hash(&mut h);
+        path.hash(&mut h);
+        h.finish()
+    };
+    (u128::from(half(0)) << 64) | u128::from(half(1))
+}
+
+/// A set of paths being collected (duplicates allowed, compacted as it grows); [`PathSet::seal`]
+/// turns it into the [`SealedPathSet`] lookups are made on.
+#[derive(Debug, Default)]
+pub(crate) struct PathSet {
+    hashes: Vec<u128>,
+    /// Length at which the next sort-and-dedup runs, so duplicates (a file listed by the
+    /// manifests of many snapshots) cost at most twice the distinct paths.
+    compact_at: usize,
+}
+
+impl PathSet {
+    /// Adds `path`.
+    pub(crate) fn insert(&mut self, path: &str) {
+        self.hashes.push(path_hash(path));
+        if self.hashes.len() >= self.compact_at.max(1 << 16) {
+            self.hashes.sort_unstable();
+            self.hashes.dedup();
+            self.compact_at = self.hashes.len() * 2;
+        }
+    }
+
+    /// Sorted and deduplicated, ready for lookups.
+    pub(crate) fn seal(mut self) -> SealedPathSet {
+        self.hashes.sort_unstable();
+        self.hashes.dedup();
+        self.hashes.shrink_to_fit();
+        SealedPathSet {
+            hashes: self.hashes,
+        }
+    }
+}
+
+/// A [`PathSet`] done collecting: sorted, so a lookup is a binary search.
+#[derive(Debug, Default)]
+pub(crate) struct SealedPathSet {
+    hashes: Vec<u128>,
+}
+
+impl SealedPathSet {
+    /// Whether `path` was added.
+    pub(crate) fn contains(&self, path: &str) -> bool {
+        self.contains_hash(path_hash(path))
+    }
+
+    /// Whether a path with this [`path_hash`] was added.
+    pub(crate) fn contains_hash(&self, hash: u128) -> bool {
+        self.hashes.binary_search(&hash).is_ok()
+    }
+
+    /// Distinct paths.
+    pub(crate) fn len(&self) -> usize {
+        self.hashes.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn holds_what_was_added_and_nothing_else() {
+        let mut set = PathSet::default();
+        for round in 0..3 {
+            for i in 0..100_000 {
+                set.insert(&format!("s3://b/t/data/{i:07}-{round}.parquet"));
+            }
+            // The same paths again, as another snapshot's manifests list them.
+            for i in 0..100_000 {
+                set.insert(&format!("s3://b/t/data/{i:07}-{round}.parquet"));
+            }
+        }
+        let set = set.seal();
+        assert_eq!(set.len(), 300_000);
+        assert!(set.contains("s3://b/t/data/0000042-2.parquet"));
+        assert!(!set.contains("s3://b/t/data/0000042-3.parquet"));
+        assert!(!set.contains("s3://b/t/data/0000042-2.parquet "));
+        assert_ne!(path_hash("a"), path_hash("b"));
+        assert_eq!(path_hash("a"), path_hash("a"));
+    }
+}
