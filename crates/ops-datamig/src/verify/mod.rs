@@ -105,8 +105,13 @@ pub(crate) async fn verify(
             result.dest_count = Some(d);
             result.matches = s == d;
             if s != d {
+                let filtered = if predicate.is_some() {
+                    "after filter, "
+                } else {
+                    ""
+                };
                 result.details.push(format!(
-                    "source has {s} row(s) (after filter, at snapshot {}), destination has {d}",
+                    "source has {s} row(s) ({filtered}at snapshot {}), destination has {d}",
                     snapshot.map_or("none".into(), |s| s.to_string())
                 ));
             }

@@ -204,14 +204,14 @@ impl ManifestFile {
     /// [`ENTRY_STREAM_IN_MEMORY_BYTES`], copied in ranges to a temporary file first) the
     /// file's bytes are held: `load_manifest` holds both, several KiB a data file once its
     /// column statistics are decoded — gigabytes for the one manifest of a million files a
-    /// PyIceberg `add_files` writes. Decoding runs on a blocking thread, a few hundred entries
-    /// ahead of the consumer; dropping the stream stops it. An encrypted manifest is decrypted
+    /// PyIceberg `add_files` writes. Decoding runs on a blocking thread, at most a few hundred
+    /// entries ahead of the consumer; dropping the stream stops it. An encrypted manifest is decrypted
     /// whole, as `load_manifest` does.
     pub fn entry_stream(
         &self,
         file_io: &FileIO,
     ) -> impl futures::Stream<Item = Result<crate::spec::ManifestEntry>> + Send + use<> {
-        type Item = Result<crate::spec::ManifestEntry>;
+        type Item = Result<Vec<crate::spec::ManifestEntry>>;
         let path = self.manifest_path.clone();
         let runtime = match tokio::runtime::Handle::try_current() {
             Ok(runtime) => runtime,
@@ -224,7 +224,10 @@ impl ManifestFile {
                 return futures::StreamExt::left_stream(futures::stream::iter(vec![Err(err)]));
             }
         };
-        let (tx, rx) = tokio::sync::mpsc::channel::<Item>(256);
+        // Entries travel in chunks: one hand-over (a thread wake-up) per entry cost more than
+        // decoding it. One chunk waits in the channel: a reader ahead of its consumer holds at
+        // most three chunks (its own, the channel's, the consumer's), whatever the manifest.
+        let (tx, rx) = tokio::sync::mpsc::channel::<Item>(1);
         let io = file_io.clone();
         let manifest = self.clone();
         let reader = tokio::task::spawn_blocking(move || {
@@ -235,7 +238,7 @@ impl ManifestFile {
         });
         // The channel closing only says the reader stopped: a reader that panicked part-way
         // must not pass for a manifest that ended (expiry would take its files for garbage).
-        let entries = futures::stream::unfold(Some((rx, reader)), move |state| {
+        let chunks = futures::stream::unfold(Some((rx, reader)), move |state| {
             let path = path.clone();
             async move {
                 let (mut rx, reader) = state?;
@@ -255,30 +258,61 @@ impl ManifestFile {
                 }
             }
         });
+        let entries = futures::StreamExt::flat_map(chunks, |chunk| {
+            futures::stream::iter(match chunk {
+                Ok(entries) => entries.into_iter().map(Ok).collect::<Vec<_>>(),
+                Err(e) => vec![Err(e)],
+            })
+        });
         futures::StreamExt::right_stream(entries)
     }
 
-    /// Reads this manifest on the current (blocking) thread, sending each entry to `tx`;
-    /// stops quietly when the receiver is dropped.
+    /// Reads this manifest on the current (blocking) thread, sending its entries to `tx` in
+    /// chunks; stops quietly when the receiver is dropped.
     fn send_entries(
         &self,
         runtime: &tokio::runtime::Handle,
         io: &FileIO,
-        tx: &tokio::sync::mpsc::Sender<Result<crate::spec::ManifestEntry>>,
+        tx: &tokio::sync::mpsc::Sender<Result<Vec<crate::spec::ManifestEntry>>>,
+    ) -> Result<()> {
+        const CHUNK: usize = 128;
+        let mut chunk = Vec::with_capacity(CHUNK);
+        let result = self.read_into(runtime, io, tx, &mut |entry| {
+            chunk.push(entry);
+            if chunk.len() < CHUNK {
+                return Ok(true);
+            }
+            let full = std::mem::replace(&mut chunk, Vec::with_capacity(CHUNK));
+            Ok(tx.blocking_send(Ok(full)).is_ok())
+        });
+        // The entries read before an error go first, so the consumer sees them in order.
+        if !chunk.is_empty() {
+            let _ = tx.blocking_send(Ok(chunk));
+        }
+        result
+    }
+
+    /// Reads this manifest, handing each entry to `each` (see [`ManifestFile::entry_stream`]
+    /// for where its bytes come from).
+    fn read_into(
+        &self,
+        runtime: &tokio::runtime::Handle,
+        io: &FileIO,
+        tx: &tokio::sync::mpsc::Sender<Result<Vec<crate::spec::ManifestEntry>>>,
+        each: &mut dyn FnMut(crate::spec::ManifestEntry) -> Result<bool>,
     ) -> Result<()> {
         use std::io::{BufReader, Cursor, Seek, Write};
-        let send = |entry| Ok(tx.blocking_send(Ok(entry)).is_ok());
         if self.key_metadata.is_some() {
             let loaded = runtime.block_on(self.load_manifest(io))?;
             for entry in loaded.entries() {
-                if tx.blocking_send(Ok(entry.as_ref().clone())).is_err() {
+                if !each(entry.as_ref().clone())? {
                     break;
                 }
             }
             return Ok(());
         }
         if let Some(file) = local_file(&self.manifest_path) {
-            self.read_entries_from(BufReader::with_capacity(1 << 20, file), send)?;
+            self.read_entries_from(BufReader::with_capacity(1 << 20, file), &mut *each)?;
             return Ok(());
         }
         let input = io.new_input(&self.manifest_path)?;
@@ -287,7 +321,7 @@ impl ManifestFile {
         let size = u64::try_from(self.manifest_length).unwrap_or(0);
         if size == 0 || size <= ENTRY_STREAM_IN_MEMORY_BYTES {
             let bytes = runtime.block_on(input.read())?;
-            self.read_entries_from(Cursor::new(bytes), send)?;
+            self.read_entries_from(Cursor::new(bytes), &mut *each)?;
             return Ok(());
         }
         let spill_error = |e: std::io::Error| {
@@ -326,7 +360,7 @@ impl ManifestFile {
             at += chunk.len() as u64;
         }
         spill.seek(std::io::SeekFrom::Start(0)).map_err(spill_error)?;
-        self.read_entries_from(BufReader::with_capacity(1 << 20, spill), send)?;
+        self.read_entries_from(BufReader::with_capacity(1 << 20, spill), &mut *each)?;
         Ok(())
     }
 
