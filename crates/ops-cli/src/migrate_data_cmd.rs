@@ -1197,17 +1197,31 @@ fn print_result(job: &Job, r: &MigrationResult) {
     }
 }
 
+/// The files line of a run's report: how many source files took each route.
+fn routes_line(r: &MigrationResult) -> String {
+    // "1 copied" reads as done; a dry run says it would be.
+    let lead = if r.dry_run { "would be " } else { "" };
+    // An upsert reads every source file and writes only the rows that change: "N rewritten"
+    // after one that changed nothing read as if it had written them.
+    if r.rows_inserted.is_some() {
+        return format!(
+            "files     {lead}{} read and merged by key (an upsert writes only the rows that \
+             change)",
+            r.files_rewritten
+        );
+    }
+    format!(
+        "files     {lead}{} copied, {} referenced, {} rewritten (--copy-mode {})",
+        r.files_copied, r.files_referenced, r.files_rewritten, r.copy_mode
+    )
+}
+
 /// Which path the files took, with each distinct reason once.
 fn print_routes(r: &MigrationResult) {
     if r.files.is_empty() {
         return;
     }
-    // "1 copied" reads as done; a dry run says it would be.
-    let lead = if r.dry_run { "would be " } else { "" };
-    println!(
-        "files     {lead}{} copied, {} referenced, {} rewritten (--copy-mode {})",
-        r.files_copied, r.files_referenced, r.files_rewritten, r.copy_mode
-    );
+    println!("{}", routes_line(r));
     let mut reasons: std::collections::BTreeMap<(String, &str), usize> = Default::default();
     for f in &r.files {
         *reasons
@@ -1377,5 +1391,36 @@ mod tests {
         assert!(same_job(&planned, &now, None).is_err());
         same_job(&planned, &args("qty > 5 and region = 'eu'")?, None)?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod report_tests {
+    use super::*;
+
+    #[test]
+    fn an_upsert_reports_files_read_not_rewritten() {
+        let mut r = MigrationResult {
+            files_rewritten: 3,
+            ..Default::default()
+        };
+        assert!(
+            routes_line(&r).contains("3 rewritten"),
+            "{}",
+            routes_line(&r)
+        );
+        r.rows_inserted = Some(0);
+        r.rows_updated = Some(0);
+        let line = routes_line(&r);
+        assert!(
+            line.contains("3 read and merged by key") && !line.contains("rewritten"),
+            "{line}"
+        );
+        r.dry_run = true;
+        assert!(
+            routes_line(&r).contains("would be 3 read"),
+            "{}",
+            routes_line(&r)
+        );
     }
 }
