@@ -222,25 +222,31 @@ def write_table(cat, name, n, per_manifest, tmpl, files_of=None):
                                                  **common)))
         manifests.append(w.to_manifest_file())
 
-    list_path = locations.new_metadata_location(f"snap-{snapshot_id}-0-{commit_uuid}.avro")
-    with write_manifest_list(format_version=md.format_version,
-                             output_file=tbl.io.new_output(list_path), snapshot_id=snapshot_id,
-                             parent_snapshot_id=None, sequence_number=sequence_number,
-                             avro_compression=compression) as w:
-        w.add_manifests(manifests)
-    summary = update_snapshot_summaries(Summary(operation=Operation.APPEND, **{
-        "added-data-files": str(n), "added-records": str(n * ROWS_PER_FILE),
-        "added-files-size": str(n * size)}))
-    snapshot = Snapshot(snapshot_id=snapshot_id, parent_snapshot_id=None,
-                        manifest_list=list_path, sequence_number=sequence_number,
-                        summary=summary, schema_id=md.current_schema_id)
-    # What PyIceberg's _SnapshotProducer._commit returns for a commit to main.
-    tx = tbl.transaction()
-    tx._apply((AddSnapshotUpdate(snapshot=snapshot),
-               SetSnapshotRefUpdate(snapshot_id=snapshot_id, parent_snapshot_id=None,
-                                    ref_name=MAIN_BRANCH, type=SnapshotRefType.BRANCH)),
-              (AssertRefSnapshotId(snapshot_id=None, ref=MAIN_BRANCH),))
-    tx.commit_transaction()
+    def commit(tbl, md, manifest_files, snapshot_id, parent_id, sequence_number, commit_uuid,
+               summary):
+        """Writes the manifest list and commits the snapshot to main, as PyIceberg's
+        _SnapshotProducer._commit does."""
+        list_path = locations.new_metadata_location(f"snap-{snapshot_id}-0-{commit_uuid}.avro")
+        with write_manifest_list(format_version=md.format_version,
+                                 output_file=tbl.io.new_output(list_path),
+                                 snapshot_id=snapshot_id, parent_snapshot_id=parent_id,
+                                 sequence_number=sequence_number,
+                                 avro_compression=compression) as w:
+            w.add_manifests(manifest_files)
+        snapshot = Snapshot(snapshot_id=snapshot_id, parent_snapshot_id=parent_id,
+                            manifest_list=list_path, sequence_number=sequence_number,
+                            summary=summary, schema_id=md.current_schema_id)
+        tx = tbl.transaction()
+        tx._apply((AddSnapshotUpdate(snapshot=snapshot),
+                   SetSnapshotRefUpdate(snapshot_id=snapshot_id, parent_snapshot_id=parent_id,
+                                        ref_name=MAIN_BRANCH, type=SnapshotRefType.BRANCH)),
+                  (AssertRefSnapshotId(snapshot_id=parent_id, ref=MAIN_BRANCH),))
+        tx.commit_transaction()
+
+    commit(tbl, md, manifests, snapshot_id, None, sequence_number, commit_uuid,
+           update_snapshot_summaries(Summary(operation=Operation.APPEND, **{
+               "added-data-files": str(n), "added-records": str(n * ROWS_PER_FILE),
+               "added-files-size": str(n * size)})))
     if files_of is None:
         return len(manifests)
 
@@ -261,27 +267,12 @@ def write_table(cat, name, n, per_manifest, tmpl, files_of=None):
                 status=status, snapshot_id=snapshot_id if i == 0 else first_id,
                 sequence_number=first_seq, file_sequence_number=first_seq,
                 data_file=DataFile.from_args(file_path=f"{files_of}/data/{rel(i)}", **common)))
-    rewritten = w.to_manifest_file()
-    list_path = locations.new_metadata_location(f"snap-{snapshot_id}-0-{commit_uuid}.avro")
-    with write_manifest_list(format_version=md.format_version,
-                             output_file=tbl.io.new_output(list_path), snapshot_id=snapshot_id,
-                             parent_snapshot_id=first_id, sequence_number=sequence_number,
-                             avro_compression=compression) as w:
-        w.add_manifests([rewritten])
-    summary = update_snapshot_summaries(
-        Summary(operation=Operation.DELETE, **{
-            "deleted-data-files": "1", "deleted-records": str(ROWS_PER_FILE),
-            "removed-files-size": str(size)}),
-        previous_summary=md.snapshot_by_id(first_id).summary)
-    snapshot = Snapshot(snapshot_id=snapshot_id, parent_snapshot_id=first_id,
-                        manifest_list=list_path, sequence_number=sequence_number,
-                        summary=summary, schema_id=md.current_schema_id)
-    tx = tbl.transaction()
-    tx._apply((AddSnapshotUpdate(snapshot=snapshot),
-               SetSnapshotRefUpdate(snapshot_id=snapshot_id, parent_snapshot_id=first_id,
-                                    ref_name=MAIN_BRANCH, type=SnapshotRefType.BRANCH)),
-              (AssertRefSnapshotId(snapshot_id=first_id, ref=MAIN_BRANCH),))
-    tx.commit_transaction()
+    commit(tbl, md, [w.to_manifest_file()], snapshot_id, first_id, sequence_number, commit_uuid,
+           update_snapshot_summaries(
+               Summary(operation=Operation.DELETE, **{
+                   "deleted-data-files": "1", "deleted-records": str(ROWS_PER_FILE),
+                   "removed-files-size": str(size)}),
+               previous_summary=md.snapshot_by_id(first_id).summary))
     return len(manifests) + 1
 
 

@@ -10,7 +10,7 @@
 //! [`iceberg::spec::ENTRY_STREAM_IN_MEMORY_BYTES`] is copied in ranges to an anonymous
 //! temporary file first, so neither its bytes nor its entries are held.
 
-use futures::{Stream, TryStreamExt};
+use futures::{Stream, StreamExt, TryStreamExt};
 use iceberg::io::FileIO;
 use iceberg::spec::{ManifestEntry, ManifestFile};
 
@@ -24,6 +24,21 @@ pub fn entries(
     manifest: &ManifestFile,
 ) -> impl Stream<Item = Result<ManifestEntry>> + Send + use<> {
     manifest.entry_stream(io).map_err(crate::Error::from)
+}
+
+/// Manifests read at once by [`entries_of_all`].
+pub const READ_CONCURRENCY: usize = 8;
+
+/// The entries of every manifest in `manifests`, read [`READ_CONCURRENCY`] at a time, each as
+/// [`entries`] streams it; the manifests' entries interleave in no fixed order.
+pub fn entries_of_all(
+    io: &FileIO,
+    manifests: Vec<ManifestFile>,
+) -> impl Stream<Item = Result<ManifestEntry>> + Send + use<> {
+    let io = io.clone();
+    futures::stream::iter(manifests)
+        .map(move |mf| Box::pin(entries(&io, &mf)))
+        .flatten_unordered(READ_CONCURRENCY)
 }
 
 /// Whether `read` is at its end (a helper for tests that check the spill copied everything).

@@ -21,7 +21,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use futures::{StreamExt, TryStreamExt};
+use futures::TryStreamExt;
 use iceberg::spec::{SnapshotRef, TableMetadata};
 use iceberg::table::Table;
 use iceberg::transaction::{ApplyTransactionAction, Transaction};
@@ -36,9 +36,6 @@ use crate::path_set::PathSet;
 use ops_core::commit::{TableChange, commit_with_retry};
 use ops_core::ops::markers;
 use ops_core::{CatalogHandle, Error, Result};
-
-/// How many manifests are read at once.
-const READ_CONCURRENCY: usize = 8;
 
 /// What an expiry did (or, for a dry run, would do).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -713,13 +710,9 @@ fn live_paths(
     io: &iceberg::io::FileIO,
     manifests: Vec<iceberg::spec::ManifestFile>,
 ) -> impl futures::Stream<Item = Result<String>> + Send + use<> {
-    let io = io.clone();
-    futures::stream::iter(manifests)
-        .map(move |mf| Box::pin(ops_core::manifests::entries(&io, &mf)))
-        .flatten_unordered(READ_CONCURRENCY)
-        .try_filter_map(|e| async move {
-            Ok(e.is_alive().then(|| e.data_file().file_path().to_string()))
-        })
+    ops_core::manifests::entries_of_all(io, manifests).try_filter_map(|e| async move {
+        Ok(e.is_alive().then(|| e.data_file().file_path().to_string()))
+    })
 }
 
 impl IntoFuture for ExpireSnapshotsBuilder {

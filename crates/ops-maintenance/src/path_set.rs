@@ -53,7 +53,7 @@ impl PathSet {
 }
 
 /// A [`PathSet`] done collecting: sorted, so a lookup is a binary search.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct SealedPathSet {
     hashes: Vec<u128>,
 }

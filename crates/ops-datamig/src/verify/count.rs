@@ -22,11 +22,7 @@ use crate::plan::read::PlannedRead;
 /// Rows of `read`, from the manifests' record counts wherever that is exact: a file no delete
 /// file applies to, under no filter or a filter decided for the whole file by its
 /// identity-partition values. Only the other files are read.
-pub(super) async fn count(
-    read: &PlannedRead,
-    table: &Table,
-    filter: Option<&Predicate>,
-) -> Result<u64> {
+async fn count(read: &PlannedRead, table: &Table, filter: Option<&Predicate>) -> Result<u64> {
     let Some(snapshot_id) = read.snapshot_id else {
         return Ok(0);
     };
@@ -88,11 +84,30 @@ pub(super) async fn count(
     Ok(total)
 }
 
+/// Rows of `table` at `snapshot` (none: 0) under `filter`: from the streamed manifests when
+/// that is exact and unfiltered ([`count_from_manifests`]), else planned ([`count`]).
+pub(super) async fn rows(
+    table: &Table,
+    snapshot: Option<i64>,
+    filter: Option<&Predicate>,
+) -> Result<u64> {
+    let Some(id) = snapshot else {
+        return Ok(0);
+    };
+    if filter.is_none()
+        && let Some(n) = count_from_manifests(table, id).await?
+    {
+        return Ok(n);
+    }
+    let read = PlannedRead::plan(table, snapshot, filter.cloned()).await?;
+    count(&read, table, filter).await
+}
+
 /// Rows of `snapshot_id` of `table` from its manifests' record counts alone, read entry by
 /// entry (a million files counted in memory that does not grow with them), when that is exact:
 /// no delete file is live in the snapshot. `None` when one is (the planned [`count`] then
 /// reads the files it applies to). No row filter: the caller plans a filtered count.
-pub(super) async fn count_from_manifests(table: &Table, snapshot_id: i64) -> Result<Option<u64>> {
+async fn count_from_manifests(table: &Table, snapshot_id: i64) -> Result<Option<u64>> {
     // Read or not, a table with column defaults is refused as every read path refuses it.
     ops_core::scan::refuse_column_defaults(table)?;
     let Some(snapshot) = table.metadata().snapshot_by_id(snapshot_id) else {
@@ -116,11 +131,10 @@ pub(super) async fn count_from_manifests(table: &Table, snapshot_id: i64) -> Res
             }
         }
     }
-    let mut rows = std::pin::pin!(
-        futures::stream::iter(data.into_iter().cloned())
-            .map(|mf| Box::pin(ops_core::manifests::entries(io, &mf)))
-            .flatten_unordered(8)
-    );
+    let mut rows = std::pin::pin!(ops_core::manifests::entries_of_all(
+        io,
+        data.into_iter().cloned().collect()
+    ));
     let mut total = 0u64;
     let mut files = 0u64;
     while let Some(e) = rows.try_next().await? {

@@ -28,7 +28,7 @@ mod digest;
 
 use ops_reconcile::SchemaReconciler;
 
-use self::count::{count, count_from_manifests};
+use self::count::rows;
 use self::digest::{Compared, compare_partitions, compare_samples};
 use crate::plan::read::PlannedRead;
 use crate::plan::{reconcile, row_predicate};
@@ -77,30 +77,8 @@ pub(crate) async fn verify(
         VerifyMethod::RowCount => {
             // Unfiltered and without live deletes, counted from the manifests as they are read:
             // no plan of a million tasks is held.
-            let s = match (&predicate, snapshot) {
-                (_, None) => 0,
-                (None, Some(id)) => match count_from_manifests(&source, id).await? {
-                    Some(n) => n,
-                    None => {
-                        let read = PlannedRead::plan(&source, snapshot, None).await?;
-                        count(&read, &source, None).await?
-                    }
-                },
-                (Some(p), Some(_)) => {
-                    let read = PlannedRead::plan(&source, snapshot, Some(p.clone())).await?;
-                    count(&read, &source, Some(p)).await?
-                }
-            };
-            let d = match dest.metadata().current_snapshot_id() {
-                None => 0,
-                Some(id) => match count_from_manifests(&dest, id).await? {
-                    Some(n) => n,
-                    None => {
-                        let read = PlannedRead::plan(&dest, Some(id), None).await?;
-                        count(&read, &dest, None).await?
-                    }
-                },
-            };
+            let s = rows(&source, snapshot, predicate.as_ref()).await?;
+            let d = rows(&dest, dest.metadata().current_snapshot_id(), None).await?;
             result.source_count = Some(s);
             result.dest_count = Some(d);
             result.matches = s == d;

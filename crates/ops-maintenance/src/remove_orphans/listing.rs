@@ -233,12 +233,15 @@ async fn list_s3(
     };
     let list_path = if prefix.is_empty() { "/" } else { &prefix };
 
+    let list = async || {
+        op.lister_with(list_path)
+            .recursive(true)
+            .await
+            .map_err(failed)
+    };
+
     let mut table_dirs = TableDirs::default();
-    let mut lister = op
-        .lister_with(list_path)
-        .recursive(true)
-        .await
-        .map_err(failed)?;
+    let mut lister = list().await?;
     while let Some(entry) = lister.try_next().await.map_err(failed)? {
         let key = entry.path();
         if entry.metadata().mode().is_file() && opendal::raw::normalize_path(key) == key {
@@ -247,11 +250,7 @@ async fn list_s3(
     }
     let other_tables = table_dirs.outermost();
 
-    let mut lister = op
-        .lister_with(list_path)
-        .recursive(true)
-        .await
-        .map_err(failed)?;
+    let mut lister = list().await?;
     while let Some(entry) = lister.try_next().await.map_err(failed)? {
         let meta = entry.metadata();
         // Directory markers (keys ending in `/`) are not files.

@@ -15,20 +15,23 @@ use super::location::Location;
 use crate::path_set::{PathSet, SealedPathSet, path_hash};
 use ops_core::{Error, Result};
 
-const READ_CONCURRENCY: usize = 8;
-
 /// What the table's metadata reaches under the table location (only files there are listed),
 /// by path (as [`Location::path`] normalises it, and also cut at a `?` or `#`, as Java
-/// compares them). Collected into a [`PathSet`], then sealed for lookups.
-#[derive(Debug, Default)]
+/// compares them), ready for lookups ([`Reachable::reached`]).
+#[derive(Debug)]
 pub(super) struct Reachable {
     /// Paths referenced on the table location's file system.
-    same: PathSet,
-    /// Sealed `same`.
-    sealed: SealedPathSet,
+    same: SealedPathSet,
     /// Paths under the table location referenced on another file system (scheme or
     /// authority) only, with the first spelling seen: a listed file with such a path is one
     /// file named two ways. Rare, so kept as strings for the error message.
+    elsewhere: HashMap<u128, String>,
+}
+
+/// [`Reachable`] being collected.
+#[derive(Debug, Default)]
+struct Collecting {
+    same: PathSet,
     elsewhere: HashMap<u128, String>,
 }
 
@@ -43,7 +46,7 @@ pub(super) enum Reached<'a> {
     No,
 }
 
-impl Reachable {
+impl Collecting {
     fn add(&mut self, table_location: &Location, path: &str) -> Result<()> {
         let loc = Location::parse(path)?;
         let cut = loc
@@ -72,10 +75,19 @@ impl Reachable {
         Ok(())
     }
 
+    fn seal(self) -> Reachable {
+        Reachable {
+            same: self.same.seal(),
+            elsewhere: self.elsewhere,
+        }
+    }
+}
+
+impl Reachable {
     /// Whether the listed file at `path` ([`Location::path`]) is referenced.
     pub(super) fn reached(&self, path: &str) -> Reached<'_> {
         let hash = path_hash(path);
-        if self.sealed.contains_hash(hash) {
+        if self.same.contains_hash(hash) {
             Reached::Yes
         } else if let Some(original) = self.elsewhere.get(&hash) {
             Reached::Elsewhere(original)
@@ -91,7 +103,7 @@ impl Reachable {
 /// (Its file is reachable only when named; the caller refuses to run without it.)
 pub(super) async fn reachable_files(table: &Table, location: &Location) -> Result<Reachable> {
     let md = table.metadata();
-    let mut out = Reachable::default();
+    let mut out = Collecting::default();
     let current = table.metadata_location().map(str::to_string);
     if let Some(current) = &current {
         out.add(location, current)?;
@@ -181,13 +193,13 @@ pub(super) async fn reachable_files(table: &Table, location: &Location) -> Resul
     let io = table.file_io().clone();
     let mut paths = futures::stream::iter(manifests.into_values())
         .map(|(mf, current)| Box::pin(file_paths(io.clone(), mf, current)))
-        .flatten_unordered(READ_CONCURRENCY);
+        .flatten_unordered(ops_core::manifests::READ_CONCURRENCY);
     while let Some(path) = paths.try_next().await? {
         out.add(location, &path)?;
     }
-    out.sealed = std::mem::take(&mut out.same).seal();
+    let out = out.seal();
     tracing::debug!(
-        paths = out.sealed.len(),
+        paths = out.same.len(),
         "files under the table location its metadata reaches"
     );
     Ok(out)
@@ -277,9 +289,9 @@ mod tests {
             Reached::No
         );
         let elsewhere = format!("s3://bucket{}/data/x.parquet", location.path);
-        let mut with_elsewhere = Reachable::default();
+        let mut with_elsewhere = Collecting::default();
         with_elsewhere.add(&location, &elsewhere)?;
-        with_elsewhere.sealed = std::mem::take(&mut with_elsewhere.same).seal();
+        let with_elsewhere = with_elsewhere.seal();
         assert_eq!(
             with_elsewhere.reached(&format!("{}/data/x.parquet", location.path)),
             Reached::Elsewhere(elsewhere.as_str())
