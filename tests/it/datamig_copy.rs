@@ -249,6 +249,44 @@ fn routes(routing: &FileRouting) -> Vec<(Option<String>, FileRoute)> {
         .collect()
 }
 
+/// A routed file that is not copied keeps no column metrics (a plan of a million files would
+/// hold them all), while a copied one keeps every metric: they go into the destination.
+#[tokio::test(flavor = "multi_thread")]
+async fn only_copied_files_keep_their_column_metrics_in_the_routing() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let py = sqlite(dir.path());
+    let handle = open("lake", &py).await?;
+    let src = source(&handle, &rows(30)).await?;
+    let dst = dest(&handle).await?;
+    let plan = plan_of(&src, &dst, renamed())?;
+
+    let copied = route(&src, &dst, &plan, None, CopyMode::Auto).await?;
+    assert_eq!(copied.count(FileRoute::Copy), 8, "{:?}", copied.report());
+    for f in copied.data_files(FileRoute::Copy) {
+        assert!(!f.value_counts().is_empty(), "{}", f.file_path());
+        assert!(!f.lower_bounds().is_empty(), "{}", f.file_path());
+    }
+    let rewritten = route(&src, &dst, &plan, None, CopyMode::Rewrite).await?;
+    assert_eq!(rewritten.count(FileRoute::Rewrite), 8);
+    for f in &rewritten.files {
+        let d = &f.data_file;
+        assert!(
+            d.column_sizes().is_empty()
+                && d.value_counts().is_empty()
+                && d.null_value_counts().is_empty()
+                && d.lower_bounds().is_empty()
+                && d.upper_bounds().is_empty(),
+            "{} kept its metrics",
+            d.file_path()
+        );
+        // What the plan needs of it is still there.
+        assert!(d.record_count() > 0 && d.file_size_in_bytes() > 0);
+        assert!(!d.partition().fields().is_empty());
+    }
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn copied_files_read_the_same_in_pyiceberg_with_renamed_and_widened_columns() -> TestResult {
     init_tracing();

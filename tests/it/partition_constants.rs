@@ -7,7 +7,8 @@
 //! reader, which then reads NULL.
 //!
 //! The table has `schema.name-mapping.default` (as PyIceberg's and Spark's `add_files` set it),
-//! which sends copy-on-write deletes and compaction through iceberg's planner. One Hive file has
+//! which every whole-file read carries to iceberg's reader (`delete::WholeFileReads`, iceberg's
+//! planner where delete files apply). One Hive file has
 //! no field ids (read through the name mapping by iceberg's reader), one has them (read page by
 //! page by the migration's own reader).
 

@@ -7,6 +7,8 @@ use anyhow::{Context, bail};
 use ops_core::CatalogFactory;
 use ops_runner::{MigrationRunner, PlannedStep, RollbackOptions, RollbackTo, Target};
 
+use crate::report::print_json;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Output {
     Text,
@@ -151,11 +153,6 @@ fn runner(handle: &ops_core::CatalogHandle, c: &Common) -> MigrationRunner {
     MigrationRunner::new(handle, c.namespace.clone())
         .meta_namespace(&c.meta_namespace)
         .migrations_dir(Some(&c.migrations_dir))
-}
-
-fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
-    println!("{}", serde_json::to_string_pretty(value)?);
-    Ok(())
 }
 
 fn print_steps(steps: &[PlannedStep], verb: &str, output: Output) -> anyhow::Result<()> {

@@ -197,8 +197,10 @@ pub struct MigrateArgs {
     /// auto: copy source data files whole where the schemas differ only by renames and
     /// promotions (same field ids, same spec, append, no deletes, filter decided by partition),
     /// rewrite the rest; rewrite: decode and re-encode every row; files: copy, refusing when
-    /// the tables do not allow it; reference: like files, but the destination shares the
-    /// source's files instead of copies.
+    /// the tables do not allow it (a file that cannot be copied while the tables can — a
+    /// delete file applies, another spec, no field ids — is still rewritten, and the report
+    /// says why); reference: like files, but the destination shares the source's files
+    /// instead of copies.
     #[arg(long, value_enum, default_value_t = CopyMode::Auto)]
     copy_mode: CopyMode,
     /// Only plan: run the pre-flight (adding columns, creating the destination) and print the
@@ -498,7 +500,7 @@ fn print_report(
             if let (Some(obj), Some(ver)) = (v.as_object_mut(), verification) {
                 obj.insert("verification".into(), serde_json::to_value(ver)?);
             }
-            println!("{}", serde_json::to_string_pretty(&v)?);
+            crate::report::print_json(&v)?;
         }
         Output::Text => {
             text();
@@ -535,7 +537,7 @@ async fn commit(factory: &CatalogFactory, a: CommitArgs) -> anyhow::Result<()> {
         Err(e) => return Err(e.into()),
     };
     match a.output {
-        Output::Json => println!("{}", serde_json::to_string_pretty(&result)?),
+        Output::Json => crate::report::print_json(&result)?,
         Output::Text => {
             println!(
                 "committed {} → {}: {} rows in {} commit(s); {} batch(es) were already in the \
@@ -606,7 +608,7 @@ async fn run_migrate(factory: &CatalogFactory, args: MigrateArgs) -> anyhow::Res
         }
         let plan = m.plan().await?;
         match args.output {
-            Output::Json => println!("{}", serde_json::to_string_pretty(&plan)?),
+            Output::Json => crate::report::print_json(&plan)?,
             Output::Text => {
                 println!(
                     "plan      {} → {}: job {}, {} task(s), source snapshot {}",
@@ -1075,7 +1077,7 @@ pub async fn run_verify(factory: &CatalogFactory, args: VerifyArgs) -> anyhow::R
         .await
         .map_err(|e| hint.apply(anyhow::Error::new(e)))?;
     match args.output {
-        Output::Json => println!("{}", serde_json::to_string_pretty(&v)?),
+        Output::Json => crate::report::print_json(&v)?,
         Output::Text => print_verification(&v),
     }
     if !v.matches {

@@ -8,6 +8,17 @@
 //! variant rather than telling the operator anything.
 
 use std::error::Error as StdError;
+use std::io::Write;
+
+/// Prints `value` as pretty JSON and a newline, written to stdout as it is serialized: a plan
+/// or report listing a million files is not first built as one string.
+pub fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    serde_json::to_writer_pretty(&mut out, value)?;
+    writeln!(out)?;
+    out.flush()?;
+    Ok(())
+}
 
 /// The iceberg crate's error kinds as its `Display` writes them.
 const ICEBERG_KINDS: [&str; 9] = [

@@ -507,9 +507,12 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
                 builder = builder.target_file_size(t);
             }
             let (_, m) = builder.await?;
-            let mut v = compact_json(&target.table, &m);
-            v["min_input_files"] = json!(min_input_files);
-            show(&v, output, print_compact)?;
+            let report = CompactReport::of(&target.table, &m, min_input_files);
+            match output {
+                // Written as it is serialized: a plan of a million files is not copied first.
+                Output::Json => crate::report::print_json(&report)?,
+                Output::Text => print_compact(&serde_json::to_value(&report)?),
+            }
             if !m.failed_groups.is_empty() {
                 bail!(
                     "{} of {} group(s) failed and were not committed (listed above); the others \
@@ -560,48 +563,95 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn compact_json(table: &str, m: &CompactMetrics) -> Value {
-    let groups: Vec<Value> = m
-        .groups
-        .iter()
-        .map(|g| {
-            json!({
-                "spec_id": g.spec_id,
-                "partition": g.partition,
-                "input_files": g.input_files,
-                "input_bytes": g.input_bytes,
-                "input_rows": g.input_rows,
-                "files_with_deletes": g.files_with_deletes,
-                "failed": g.failed,
-                "output_files": g.output_files,
-                "output_bytes": g.output_bytes,
-                "output_rows": g.output_rows,
-            })
-        })
-        .collect();
-    json!({
-        "table": table,
-        "dry_run": m.dry_run,
-        "snapshot_id": m.snapshot_id,
-        "target_file_size": m.target_file_size,
-        "input_files": m.input_files(),
-        "input_bytes": m.input_bytes(),
-        "output_files": m.output_files(),
-        "output_bytes": m.output_bytes(),
-        "groups": groups,
-        "skipped_equality_delete_files": m.skipped_equality_delete_files,
-        "skipped_other_spec_files": m.skipped_other_spec_files,
-        "skipped_widened_delete_files": m.skipped_widened_delete_files,
-        "removed_dangling_delete_files": m.removed_dangling_delete_files,
-        "snapshot_ids": m.snapshot_ids,
-        "sort_order": m.sort_order,
-        "sort_order_id": m.sort_order_id,
-        "failed_groups": m
-            .failed_groups
-            .iter()
-            .map(|f| json!({"partition": f.partition, "error": f.error}))
-            .collect::<Vec<_>>(),
-    })
+/// `table compact`'s report: the library's metrics borrowed, with the totals and the settings
+/// a reader needs.
+#[derive(serde::Serialize)]
+struct CompactReport<'a> {
+    table: &'a str,
+    dry_run: bool,
+    snapshot_id: Option<i64>,
+    target_file_size: u64,
+    min_input_files: usize,
+    input_files: usize,
+    input_bytes: u64,
+    output_files: usize,
+    output_bytes: u64,
+    groups: Vec<CompactGroupReport<'a>>,
+    skipped_equality_delete_files: &'a [String],
+    skipped_other_spec_files: usize,
+    skipped_widened_delete_files: &'a [String],
+    removed_dangling_delete_files: &'a [String],
+    snapshot_ids: &'a [i64],
+    sort_order: Option<&'a str>,
+    sort_order_id: Option<i64>,
+    failed_groups: Vec<FailedGroupReport<'a>>,
+}
+
+#[derive(serde::Serialize)]
+struct CompactGroupReport<'a> {
+    spec_id: i32,
+    partition: &'a str,
+    input_files: &'a [String],
+    input_bytes: u64,
+    input_rows: u64,
+    files_with_deletes: usize,
+    failed: bool,
+    output_files: &'a [String],
+    output_bytes: u64,
+    output_rows: u64,
+}
+
+#[derive(serde::Serialize)]
+struct FailedGroupReport<'a> {
+    partition: &'a str,
+    error: &'a str,
+}
+
+impl<'a> CompactReport<'a> {
+    fn of(table: &'a str, m: &'a CompactMetrics, min_input_files: usize) -> Self {
+        Self {
+            table,
+            dry_run: m.dry_run,
+            snapshot_id: m.snapshot_id,
+            target_file_size: m.target_file_size,
+            min_input_files,
+            input_files: m.input_files(),
+            input_bytes: m.input_bytes(),
+            output_files: m.output_files(),
+            output_bytes: m.output_bytes(),
+            groups: m
+                .groups
+                .iter()
+                .map(|g| CompactGroupReport {
+                    spec_id: g.spec_id,
+                    partition: &g.partition,
+                    input_files: &g.input_files,
+                    input_bytes: g.input_bytes,
+                    input_rows: g.input_rows,
+                    files_with_deletes: g.files_with_deletes,
+                    failed: g.failed,
+                    output_files: &g.output_files,
+                    output_bytes: g.output_bytes,
+                    output_rows: g.output_rows,
+                })
+                .collect(),
+            skipped_equality_delete_files: &m.skipped_equality_delete_files,
+            skipped_other_spec_files: m.skipped_other_spec_files,
+            skipped_widened_delete_files: &m.skipped_widened_delete_files,
+            removed_dangling_delete_files: &m.removed_dangling_delete_files,
+            snapshot_ids: &m.snapshot_ids,
+            sort_order: m.sort_order.as_deref(),
+            sort_order_id: m.sort_order_id,
+            failed_groups: m
+                .failed_groups
+                .iter()
+                .map(|f| FailedGroupReport {
+                    partition: &f.partition,
+                    error: &f.error,
+                })
+                .collect(),
+        }
+    }
 }
 
 fn print_compact(v: &Value) {
@@ -922,7 +972,7 @@ async fn list_tables(
         tables.extend(names);
     }
     match output {
-        Output::Json => println!("{}", serde_json::to_string_pretty(&tables)?),
+        Output::Json => crate::report::print_json(&tables)?,
         Output::Text if tables.is_empty() => {
             let scope = namespace.map_or("any namespace".to_string(), |n| format!("'{n}'"));
             println!("no tables in {scope} of catalog '{catalog}'");
@@ -991,7 +1041,7 @@ fn print_delete(v: &Value) {
 /// Prints `value` as pretty JSON, or as text through `text`.
 fn show(value: &Value, output: Output, text: fn(&Value)) -> anyhow::Result<()> {
     match output {
-        Output::Json => println!("{}", serde_json::to_string_pretty(value)?),
+        Output::Json => crate::report::print_json(value)?,
         Output::Text => text(value),
     }
     Ok(())

@@ -16,6 +16,8 @@
 //!    (largest first, first fit) into groups of at most the target size (sorting: the
 //!    partition whole, up to [`CompactBuilder::max_file_group_size`]), and a group of one file
 //!    without deletes is left alone (rewriting it alone gains nothing).
+//!    The manifests stream by and only candidates are kept, without their column metrics; where
+//!    no delete file applies, a candidate's scan task is built only when its group is rewritten.
 //! 3. Stream each group's rows (position and equality deletes applied, in the current schema)
 //!    into new files of the same partition, rolling at the target size. Equality deletes are
 //!    applied by [`ops_core::equality_deletes`] with Java's NULL-equals-NULL matching (iceberg's
@@ -54,12 +56,12 @@ use iceberg::spec::{
 use iceberg::table::Table;
 
 use ops_core::equality_deletes::{EqualityDeletes, anti_join};
-use ops_core::ops::delete::{RowFilter, read_schema, refuse_unsafe_rewrite, tasks};
+use ops_core::ops::delete::{RowFilter, WholeFileReads, read_schema, refuse_unsafe_rewrite, tasks};
 use ops_core::ops::live_deletes::{LiveDelete, live_delete_files_of};
 use ops_core::ops::producer::{ConflictCheck, SnapshotProducer, changes_of, commit_snapshot_from};
 use ops_core::ops::{
-    LiveFile, ManifestCache, PartitionKey, UnmatchedDeletes, live_data_files, live_data_files_of,
-    spec_by_id,
+    LiveFile, ManifestCache, PartitionKey, UnmatchedDeletes, each_live_data_file,
+    live_data_files_of, spec_by_id,
 };
 use ops_core::prune::may_match;
 use ops_core::{CatalogHandle, Error, Result};
@@ -202,9 +204,14 @@ pub struct CompactBuilder {
 
 /// A file considered, with its scan tasks (delete files attached).
 struct Candidate {
-    live: LiveFile,
-    /// Its scan tasks, position deletes attached.
+    /// The file, without its column metrics; boxed, so grouping and bin-packing move a
+    /// pointer, not the entry.
+    live: Box<LiveFile>,
+    /// Its scan tasks, position deletes attached; none when `read_whole`.
     tasks: Vec<FileScanTask>,
+    /// No delete file applies and its one task, the whole file, is built when its group is
+    /// rewritten ([`Planned::whole_file_reads`]), not held for every candidate of the plan.
+    read_whole: bool,
     /// The equality delete files that apply to it (applied by [`rewrite_group`]).
     equality: Vec<FileScanTaskDeleteFile>,
     has_deletes: bool,
@@ -215,6 +222,10 @@ struct Planned {
     key: PartitionKey,
     partition: String,
     files: Vec<Candidate>,
+    /// How the plan reads its files whole, when no delete file applies (the candidates then
+    /// carry no tasks): the read schema and name mapping of the table as planned, whichever
+    /// table a later group of a partial-progress run is rewritten on.
+    whole_file_reads: Option<Arc<WholeFileReads>>,
 }
 
 impl CompactBuilder {
@@ -725,32 +736,6 @@ impl CompactBuilder {
             }
             _ => None,
         };
-        let mut considered = Vec::new();
-        for live in live_data_files(table, cache).await? {
-            if allowed
-                .as_ref()
-                .is_some_and(|a| !a.contains(live.file.file_path()))
-            {
-                continue;
-            }
-            if live.spec_id != default_spec && !self.to_current_spec {
-                metrics.skipped_other_spec_files += 1;
-                continue;
-            }
-            if pruning.as_ref().is_some_and(|p| !may_match(p, &live.file)) {
-                continue;
-            }
-            if scanned
-                .as_ref()
-                .is_some_and(|s| !s.contains(live.file.file_path()))
-            {
-                continue;
-            }
-            considered.push(live);
-        }
-        if considered.is_empty() {
-            return Ok(Vec::new());
-        }
         let Some(snapshot) = md.current_snapshot() else {
             return Ok(Vec::new());
         };
@@ -759,10 +744,54 @@ impl CompactBuilder {
             .await?
             .iter()
             .any(|m| m.content == ManifestContentType::Deletes);
-        let by_path: HashMap<String, LiveFile> = considered
-            .iter()
-            .map(|l| (l.file.file_path().to_string(), l.clone()))
-            .collect();
+        let min_size = (target as f64 * MIN_FILE_SIZE_RATIO) as u64;
+        // The manifests stream by and only candidates are kept, without their column metrics
+        // (most of a manifest entry's memory, used above to prune): a table of a million
+        // files plans in the memory of the files it will rewrite. Without delete files, a file
+        // of the default spec at least `min_size` big is no candidate whatever else holds.
+        // Boxed as they come: the list grows and sorts as pointers, and each candidate keeps
+        // its box.
+        let mut considered: Vec<Box<LiveFile>> = Vec::new();
+        each_live_data_file(snapshot, cache, |mut live| {
+            if allowed
+                .as_ref()
+                .is_some_and(|a| !a.contains(live.file.file_path()))
+            {
+                return Ok(());
+            }
+            if live.spec_id != default_spec && !self.to_current_spec {
+                metrics.skipped_other_spec_files += 1;
+                return Ok(());
+            }
+            if pruning.as_ref().is_some_and(|p| !may_match(p, &live.file)) {
+                return Ok(());
+            }
+            if scanned
+                .as_ref()
+                .is_some_and(|s| !s.contains(live.file.file_path()))
+            {
+                return Ok(());
+            }
+            if !has_delete_manifests
+                && live.spec_id == default_spec
+                && live.file.file_size_in_bytes() >= min_size
+            {
+                return Ok(());
+            }
+            live.file.clear_column_metrics();
+            considered.push(Box::new(live));
+            Ok(())
+        })
+        .await?;
+        if considered.is_empty() {
+            return Ok(Vec::new());
+        }
+        // Sorted by path, so plans (and reports) are stable. A file listed twice (a corrupt or
+        // doubly-added table) is one, its last entry as it was when this was a map by path:
+        // reversed first, the stable sort puts it first of its run, and dedup keeps the first.
+        considered.reverse();
+        considered.sort_by(|a, b| a.file.file_path().cmp(b.file.file_path()));
+        considered.dedup_by(|a, b| a.file.file_path() == b.file.file_path());
         let unmatched = UnmatchedDeletes::load(table, cache).await?;
         // A position delete attached only because the planner compares partitions and sequence
         // numbers, whose `file_path` bounds exclude the file, gives no reason to rewrite it.
@@ -782,37 +811,44 @@ impl CompactBuilder {
         let global_equality = ops_core::equality_deletes::global_deletes(md, deletes.values());
         // The rows a rewrite reads: equality deletes must name columns of them.
         let target_arrow = ops_core::write::table_arrow_schema(table)?;
-        let mut file_tasks = tasks(
-            table,
-            snapshot.snapshot_id(),
-            considered,
-            has_delete_manifests,
-        )
-        .await?;
-        let min_size = (target as f64 * MIN_FILE_SIZE_RATIO) as u64;
+        // Where every file's task is the whole file, it is built when its group is rewritten
+        // (`rewrite_group`), not held for every candidate here.
+        let whole_file_reads = WholeFileReads::of(table, has_delete_manifests)?.map(Arc::new);
+        let whole_files = whole_file_reads.is_some();
+        let mut file_tasks = if whole_files {
+            Default::default()
+        } else {
+            tasks(
+                table,
+                snapshot.snapshot_id(),
+                considered.iter().map(|l| &**l),
+                has_delete_manifests,
+            )
+            .await?
+        };
         // Keyed by the partition tuple itself (canonical across a widening of its source
         // column): two partitions that merely print alike (NULL and the string "null") stay
         // apart, so each group's conflict check names its own partition.
         let mut partitions: HashMap<PartitionKey, (String, Vec<Candidate>)> = HashMap::new();
         // Each spec's partition names (files of older specs are here with `to_current_spec`).
         let mut specs = HashMap::new();
-        for id in by_path.values().map(|l| l.spec_id) {
+        for id in considered.iter().map(|l| l.spec_id) {
             if let std::collections::hash_map::Entry::Vacant(e) = specs.entry(id) {
                 let spec = spec_by_id(table, id)?;
                 let types = spec.partition_type(md.current_schema()).ok();
                 e.insert((spec, types));
             }
         }
-        // Sorted by path, so plans (and reports) are stable.
-        let mut paths: Vec<&String> = by_path.keys().collect();
-        paths.sort();
-        for path in paths {
-            let Some(live) = by_path.get(path) else {
-                continue;
-            };
-            let Some(t) = file_tasks.remove(path) else {
-                // Every row of it is deleted, or the planner left it out: nothing to read.
-                continue;
+        for live in considered {
+            let path = live.file.file_path();
+            let t = if whole_files {
+                Vec::new()
+            } else {
+                match file_tasks.remove(path) {
+                    Some(t) => t,
+                    // Every row of it is deleted, or the planner left it out: nothing to read.
+                    None => continue,
+                }
             };
             // The equality deletes that apply to it: applied by the rewrite itself
             // ([`ops_core::equality_deletes`]), not by iceberg's reader, which would drop rows whose
@@ -856,16 +892,16 @@ impl CompactBuilder {
             }) {
                 tracing::warn!(table = %table.identifier(), file = %path, reason = %why,
                     "left out of compaction: its equality deletes cannot be applied");
-                metrics.skipped_equality_delete_files.push(path.clone());
+                metrics.skipped_equality_delete_files.push(path.to_string());
                 continue;
             }
-            if unmatched.misses(live) {
+            if unmatched.misses(&live) {
                 // A delete file of its partition holds the value in another form (before or
                 // after a widening of the source column): iceberg's reader would not apply it,
                 // so rewriting the file could bring deleted rows back. Left as it is, the rest
                 // of the table still compacts. (Checked whether or not the planner attached a
                 // delete: the missed ones are exactly those it did not.)
-                metrics.skipped_widened_delete_files.push(path.clone());
+                metrics.skipped_widened_delete_files.push(path.to_string());
                 continue;
             }
             let has_deletes = !equality.is_empty()
@@ -896,8 +932,9 @@ impl CompactBuilder {
                 })
                 .1
                 .push(Candidate {
-                    live: live.clone(),
+                    live,
                     tasks: t,
+                    read_whole: whole_files,
                     equality,
                     has_deletes,
                 });
@@ -935,6 +972,7 @@ impl CompactBuilder {
                     key: key.clone(),
                     partition: partition.clone(),
                     files: bin,
+                    whole_file_reads: whole_file_reads.clone(),
                 });
             }
         }
@@ -1138,6 +1176,12 @@ async fn rewrite_group(
     sort: Option<(&ResolvedSort, usize)>,
     deletes: &EqualityDeletes,
 ) -> Result<Vec<DataFile>> {
+    let mut group = group;
+    if let Some(reads) = &group.whole_file_reads {
+        for c in group.files.iter_mut().filter(|c| c.read_whole) {
+            c.tasks = vec![reads.task(table, &c.live)?];
+        }
+    }
     let Some(first) = group.files.iter().flat_map(|c| c.tasks.first()).next() else {
         return Ok(Vec::new());
     };

@@ -215,49 +215,102 @@ impl DeletePlan {
     }
 }
 
+/// Whole-file scan tasks built from manifest entries, as iceberg's planner builds them for a
+/// snapshot without delete files: every column of the table's read schema, the table's name
+/// mapping (`schema.name-mapping.default`, for files written without field ids), and the file's
+/// spec and tuple, so its identity-partition values are read as constants
+/// (`partition_constants::for_reader`). A planner holding many files keeps their entries and
+/// builds the tasks only when it reads the files.
+pub struct WholeFileReads {
+    schema: Arc<iceberg::spec::Schema>,
+    ids: Vec<i32>,
+    name_mapping: Option<Arc<iceberg::spec::NameMapping>>,
+}
+
+impl WholeFileReads {
+    /// The reads of `table`'s files; `None` when a delete file may apply to them
+    /// (`has_delete_manifests`): iceberg's planner must attach those ([`tasks`]).
+    pub fn of(table: &Table, has_delete_manifests: bool) -> Result<Option<Self>> {
+        if has_delete_manifests {
+            return Ok(None);
+        }
+        Self::new(table).map(Some)
+    }
+
+    /// The reads of `table`'s files, for files the caller knows no delete file applies to.
+    fn new(table: &Table) -> Result<Self> {
+        let schema = Arc::new(read_schema(table).clone());
+        let ids = schema.as_struct().fields().iter().map(|f| f.id).collect();
+        let name_mapping = match table
+            .metadata()
+            .properties()
+            .get(iceberg::spec::DEFAULT_SCHEMA_NAME_MAPPING)
+        {
+            None => None,
+            Some(raw) => Some(Arc::new(
+                serde_json::from_str::<iceberg::spec::NameMapping>(raw).map_err(|e| {
+                    Error::InvalidInput(format!(
+                        "{}: table property {} is not a name mapping ({e}); fix or remove it",
+                        table.identifier(),
+                        iceberg::spec::DEFAULT_SCHEMA_NAME_MAPPING
+                    ))
+                })?,
+            )),
+        };
+        Ok(Self {
+            schema,
+            ids,
+            name_mapping,
+        })
+    }
+
+    /// The task reading all of `live`.
+    pub fn task(&self, table: &Table, live: &LiveFile) -> Result<FileScanTask> {
+        let spec = spec_by_id(table, live.spec_id)?;
+        let f = &live.file;
+        Ok(FileScanTask::builder()
+            .with_file_size_in_bytes(f.file_size_in_bytes())
+            .with_start(0)
+            .with_length(f.file_size_in_bytes())
+            .with_record_count(Some(f.record_count()))
+            .with_data_file_path(f.file_path().to_string())
+            .with_data_file_format(f.file_format())
+            .with_schema(self.schema.clone())
+            .with_project_field_ids(self.ids.clone())
+            .with_partition(Some(f.partition().clone()))
+            .with_partition_spec(Some(spec))
+            .with_name_mapping(self.name_mapping.clone())
+            .with_case_sensitive(true)
+            .build())
+    }
+}
+
 /// The scan tasks (delete files attached) of `candidates`, by file.
 ///
-/// Without delete files or a name mapping, tasks are built from the manifests already read
-/// (each manifest read once per attempt); otherwise iceberg's planner attaches the delete
-/// files — unfiltered, since it decodes partition bounds with the current schema's types and
-/// would prune files written before a partition source column was widened.
-pub async fn tasks(
+/// Without delete files ([`WholeFileReads`]), tasks are built from the manifests already read
+/// (each manifest read once per attempt); otherwise iceberg's planner attaches the delete files
+/// — unfiltered, since it decodes partition bounds with the current schema's types and would
+/// prune files written before a partition source column was widened.
+pub async fn tasks<'a>(
     table: &Table,
     snapshot_id: i64,
-    candidates: Vec<LiveFile>,
+    candidates: impl IntoIterator<Item = &'a LiveFile>,
     has_delete_manifests: bool,
 ) -> Result<BTreeMap<String, Vec<FileScanTask>>> {
     let mut by_file: BTreeMap<String, Vec<FileScanTask>> = BTreeMap::new();
-    let md = table.metadata();
-    if !has_delete_manifests && !md.properties().contains_key("schema.name-mapping.default") {
-        let schema = Arc::new(read_schema(table).clone());
-        let ids: Vec<i32> = schema.as_struct().fields().iter().map(|f| f.id).collect();
+    if let Some(reads) = WholeFileReads::of(table, has_delete_manifests)? {
         for live in candidates {
-            let spec = spec_by_id(table, live.spec_id)?;
-            let f = &live.file;
-            // The file's spec and tuple: its identity-partition values are read as constants
-            // (`partition_constants::for_reader`).
-            let task = FileScanTask::builder()
-                .with_file_size_in_bytes(f.file_size_in_bytes())
-                .with_start(0)
-                .with_length(f.file_size_in_bytes())
-                .with_record_count(Some(f.record_count()))
-                .with_data_file_path(f.file_path().to_string())
-                .with_data_file_format(f.file_format())
-                .with_schema(schema.clone())
-                .with_project_field_ids(ids.clone())
-                .with_partition(Some(f.partition().clone()))
-                .with_partition_spec(Some(spec))
-                .with_case_sensitive(true)
-                .build();
-            by_file.insert(f.file_path().to_string(), vec![task]);
+            by_file.insert(
+                live.file.file_path().to_string(),
+                vec![reads.task(table, live)?],
+            );
         }
         return Ok(by_file);
     }
     // iceberg's planner leaves the spec out of its tasks: each gets its file's, so its
     // identity-partition values are read as constants.
     let wanted: HashMap<String, i32> = candidates
-        .iter()
+        .into_iter()
         .map(|f| (f.file.file_path().to_string(), f.spec_id))
         .collect();
     let tasks: Vec<FileScanTask> = table
@@ -272,7 +325,13 @@ pub async fn tasks(
     for mut t in tasks {
         if let Some(&spec_id) = wanted.get(&t.data_file_path) {
             t.partition_spec = Some(spec_by_id(table, spec_id)?);
-            by_file.entry(t.data_file_path.clone()).or_default().push(t);
+            // Most files are one task: a vector of one, not of the default four.
+            match by_file.entry(t.data_file_path.clone()) {
+                std::collections::btree_map::Entry::Vacant(e) => {
+                    e.insert(vec![t]);
+                }
+                std::collections::btree_map::Entry::Occupied(mut e) => e.get_mut().push(t),
+            }
         }
     }
     Ok(by_file)
@@ -426,7 +485,7 @@ pub(crate) async fn plan_delete_except(
         .filter(|f| unmatched.misses(f))
         .map(|f| f.file.file_path().to_string())
         .collect();
-    let mut candidates = tasks(table, snapshot_id, candidates, has_delete_manifests).await?;
+    let mut candidates = tasks(table, snapshot_id, &candidates, has_delete_manifests).await?;
     if candidates.is_empty() {
         return Ok(None);
     }

@@ -1157,8 +1157,32 @@ pub(crate) async fn live_files_of(
     cache: &ManifestCache,
     content: ManifestContentType,
 ) -> Result<Vec<LiveFile>> {
-    let list = cache.manifest_list(snapshot).await?;
     let mut out = Vec::new();
+    each_live_file(snapshot, cache, content, |live| {
+        out.push(live);
+        Ok(())
+    })
+    .await?;
+    Ok(out)
+}
+
+/// Hands `visit` each live data file of `snapshot`, manifest by manifest, holding none of
+/// them: a planner keeps only the files it wants, and only what it needs of them.
+pub async fn each_live_data_file(
+    snapshot: &SnapshotRef,
+    cache: &ManifestCache,
+    visit: impl FnMut(LiveFile) -> Result<()>,
+) -> Result<()> {
+    each_live_file(snapshot, cache, ManifestContentType::Data, visit).await
+}
+
+async fn each_live_file(
+    snapshot: &SnapshotRef,
+    cache: &ManifestCache,
+    content: ManifestContentType,
+    mut visit: impl FnMut(LiveFile) -> Result<()>,
+) -> Result<()> {
+    let list = cache.manifest_list(snapshot).await?;
     for mf in list.iter() {
         if mf.content != content {
             continue;
@@ -1171,25 +1195,23 @@ pub(crate) async fn live_files_of(
         // A manifest the cache holds is used; one it does not is streamed, not cached: a
         // manifest of a million files is gigabytes decoded, and only its live files are kept.
         match cache.cached(mf) {
-            Some(manifest) => out.extend(
-                manifest
-                    .entries()
-                    .iter()
-                    .filter(|e| e.is_alive())
-                    .map(|e| live(e)),
-            ),
+            Some(manifest) => {
+                for e in manifest.entries().iter().filter(|e| e.is_alive()) {
+                    visit(live(e))?;
+                }
+            }
             None => {
                 let mut entries =
                     std::pin::pin!(crate::manifests::entries(cache.table.file_io(), mf));
                 while let Some(entry) = futures::TryStreamExt::try_next(&mut entries).await? {
                     if entry.is_alive() {
-                        out.push(live(&entry));
+                        visit(live(&entry))?;
                     }
                 }
             }
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// The live delete files of the current snapshot by canonical partition, with the raw tuples

@@ -16,7 +16,9 @@
 //!    iceberg's strict and inclusive projections; see `decide`) — true for every row (copy), for
 //!    none (skip the file), or depending on the row (rewrite). A file that would be copied or
 //!    referenced has its Parquet footer read (one ranged read) to confirm every top-level column
-//!    carries a field id; one added without them (e.g. by `add_files`) is rewritten.
+//!    carries a field id; one added without them (e.g. by `add_files`) is rewritten. The data
+//!    manifests stream by as they are routed (the footers read a few at once meanwhile), and a
+//!    file not copied keeps no column metrics.
 //! 3. [`route_planned`] reconciles the routes with the planned read (a file the scan pruned by
 //!    its statistics is skipped) and reports them in the [`MigrationResult`].
 //!
@@ -24,7 +26,7 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-use futures::{StreamExt, TryStreamExt};
+use futures::TryStreamExt;
 use iceberg::expr::{Bind, BoundPredicate, Predicate};
 use iceberg::io::FileIO;
 use iceberg::spec::{
@@ -51,8 +53,10 @@ const FOOTER_GUESS_BYTES: u64 = 64 * 1024;
 pub struct PlannedFile {
     /// The route and reason.
     pub routed: RoutedFile,
-    /// The source manifest entry's data file (path, partition, metrics).
-    pub data_file: DataFile,
+    /// The source manifest entry's data file (path, partition, metrics); the column metrics
+    /// only for a file copied or referenced (they go with it into the destination). Boxed: a
+    /// routing of a million files is sorted and grown as pointers, not entries.
+    pub data_file: Box<DataFile>,
     /// The source partition spec the file was written under.
     pub spec_id: i32,
 }
@@ -78,7 +82,7 @@ impl FileRouting {
     pub fn data_files(&self, route: FileRoute) -> Vec<DataFile> {
         self.planned(route)
             .into_iter()
-            .map(|f| f.data_file)
+            .map(|f| *f.data_file)
             .collect()
     }
 
@@ -159,7 +163,8 @@ pub async fn route_files(
         None => None,
     };
 
-    let (data, deletes) = live_entries(source, snapshot).await?;
+    let list = source.manifest_list_reader(snapshot).load().await?;
+    let deletes = live_entries(source, &list, ManifestContentType::Deletes).await?;
     let deletes = DeleteIndex::new(deletes, |id| {
         // An unknown spec is taken as global: a delete that might apply sends files to rewrite.
         md.partition_spec_by_id(id)
@@ -170,36 +175,41 @@ pub async fn route_files(
         CopyMode::Reference => FileRoute::Reference,
         _ => FileRoute::Copy,
     };
-    let mut files = Vec::with_capacity(data.len());
-    for entry in data {
-        let (route, reason) = if copy_mode == CopyMode::Rewrite {
-            (
-                FileRoute::Rewrite,
-                "--copy-mode rewrite decodes and re-encodes every file".to_string(),
-            )
-        } else if let Some(reason) = &ineligible {
-            (
-                FileRoute::Rewrite,
-                format!("the tables do not allow a file copy: {reason}"),
-            )
-        } else {
-            let filter = filter.as_ref().map(|(p, s)| (p, s.as_ref()));
-            route_one(source, &entry, &dest_spec, filter, &deletes, copy_route)
-        };
-        let f = &entry.file;
-        files.push(PlannedFile {
-            routed: RoutedFile {
-                path: f.file_path().to_string(),
-                route,
-                reason,
-                record_count: f.record_count(),
-                file_size_in_bytes: f.file_size_in_bytes(),
-            },
-            data_file: entry.file,
-            spec_id: entry.spec_id,
-        });
+    // The data manifests stream by: each file is routed as it comes, the footer of one to be
+    // copied is checked meanwhile (a few at once), and a file that is not copied keeps no
+    // column metrics (most of an entry's memory; only a copy carries them over).
+    let mut files = Vec::new();
+    let mut footers = FooterChecks::new(source.file_io());
+    for mf in list.entries() {
+        if mf.content != ManifestContentType::Data {
+            continue;
+        }
+        let mut entries = std::pin::pin!(ops_core::manifests::entries(source.file_io(), mf));
+        while let Some(entry) = entries.try_next().await? {
+            if !entry.is_alive() {
+                continue;
+            }
+            let entry = Entry {
+                file: entry.data_file().clone(),
+                spec_id: mf.partition_spec_id,
+                sequence_number: entry.sequence_number().unwrap_or(mf.sequence_number),
+            };
+            let planned = route_entry(
+                source,
+                entry,
+                &dest_spec,
+                filter.as_ref().map(|(p, s)| (p, s.as_ref())),
+                &deletes,
+                (copy_mode, ineligible.as_deref(), copy_route),
+            );
+            let whole = matches!(planned.routed.route, FileRoute::Copy | FileRoute::Reference);
+            files.push(planned);
+            if whole {
+                footers.check(files.len() - 1, &mut files).await?;
+            }
+        }
     }
-    check_field_ids(source.file_io(), &mut files).await?;
+    footers.finish(&mut files).await?;
     files.sort_by(|a, b| a.routed.path.cmp(&b.routed.path));
     tracing::debug!(
         source = %source.identifier(),
@@ -212,6 +222,47 @@ pub async fn route_files(
         ineligible,
         files,
     })
+}
+
+/// Routes one live data entry: `modes` is the copy mode, why the tables allow no copy (if
+/// they do not) and the route a copyable file takes. A file not copied or referenced keeps no
+/// column metrics.
+fn route_entry(
+    source: &Table,
+    entry: Entry,
+    dest_spec: &PartitionSpec,
+    filter: Option<(&BoundPredicate, &Schema)>,
+    deletes: &DeleteIndex,
+    (copy_mode, ineligible, copy_route): (CopyMode, Option<&str>, FileRoute),
+) -> PlannedFile {
+    let (route, reason) = if copy_mode == CopyMode::Rewrite {
+        (
+            FileRoute::Rewrite,
+            "--copy-mode rewrite decodes and re-encodes every file".to_string(),
+        )
+    } else if let Some(reason) = ineligible {
+        (
+            FileRoute::Rewrite,
+            format!("the tables do not allow a file copy: {reason}"),
+        )
+    } else {
+        route_one(source, &entry, dest_spec, filter, deletes, copy_route)
+    };
+    let mut data_file = entry.file;
+    if !matches!(route, FileRoute::Copy | FileRoute::Reference) {
+        data_file.clear_column_metrics();
+    }
+    PlannedFile {
+        routed: RoutedFile {
+            path: data_file.file_path().to_string(),
+            route,
+            reason,
+            record_count: data_file.record_count(),
+            file_size_in_bytes: data_file.file_size_in_bytes(),
+        },
+        data_file: Box::new(data_file),
+        spec_id: entry.spec_id,
+    }
 }
 
 /// The refusal of `--copy-mode files` or `reference` when a table-level condition fails.
@@ -233,41 +284,68 @@ pub(crate) fn copy_refused(
 
 /// Sends to rewrite each file routed to copy or reference whose Parquet footer lacks a field
 /// id for a top-level column: such a file (added without a name mapping, e.g. by
-/// `add_files`) is read by position or not at all, so its bytes cannot be shared.
-async fn check_field_ids(io: &FileIO, files: &mut [PlannedFile]) -> Result<()> {
-    let mut verdicts = Vec::new();
-    let mut pending = futures::stream::FuturesUnordered::new();
-    for (i, f) in files.iter().enumerate() {
-        if !matches!(f.routed.route, FileRoute::Copy | FileRoute::Reference) {
-            continue;
-        }
-        if pending.len() >= FOOTER_CONCURRENCY
-            && let Some(r) = pending.next().await
-        {
-            verdicts.push(r);
-        }
-        pending.push(footer_verdict(io, i, &f.routed));
-    }
-    while let Some(r) = pending.next().await {
-        verdicts.push(r);
-    }
-    drop(pending);
-    for (i, verdict) in verdicts {
-        if let Some(why) = verdict? {
-            files[i].routed.route = FileRoute::Rewrite;
-            files[i].routed.reason = why;
-        }
-    }
-    Ok(())
+/// `add_files`) is read by position or not at all, so its bytes cannot be shared. Footers are
+/// read [`FOOTER_CONCURRENCY`] at once while routing goes on.
+struct FooterChecks {
+    io: FileIO,
+    /// Spawned, so the reads go on while the manifests are decoded; aborted when dropped (an
+    /// error ends the routing).
+    pending: tokio::task::JoinSet<(usize, Result<Option<String>>)>,
 }
 
-async fn footer_verdict(
-    io: &FileIO,
-    index: usize,
-    file: &RoutedFile,
-) -> (usize, Result<Option<String>>) {
-    let verdict = missing_field_ids(io, &file.path, file.file_size_in_bytes).await;
-    (index, verdict)
+impl FooterChecks {
+    fn new(io: &FileIO) -> Self {
+        Self {
+            io: io.clone(),
+            pending: tokio::task::JoinSet::new(),
+        }
+    }
+
+    /// Starts checking `files[index]` (once [`FOOTER_CONCURRENCY`] are under way, first
+    /// settles one of those).
+    async fn check(&mut self, index: usize, files: &mut [PlannedFile]) -> Result<()> {
+        if self.pending.len() >= FOOTER_CONCURRENCY
+            && let Some(done) = self.pending.join_next().await
+        {
+            settle(files, done)?;
+        }
+        let (io, path, size) = (
+            self.io.clone(),
+            files[index].routed.path.clone(),
+            files[index].routed.file_size_in_bytes,
+        );
+        self.pending
+            .spawn(async move { (index, missing_field_ids(&io, &path, size).await) });
+        Ok(())
+    }
+
+    /// Settles every check still under way.
+    async fn finish(mut self, files: &mut [PlannedFile]) -> Result<()> {
+        while let Some(done) = self.pending.join_next().await {
+            settle(files, done)?;
+        }
+        Ok(())
+    }
+}
+
+/// Applies a footer check: a file whose footer lacks field ids is rewritten, and keeps no
+/// column metrics.
+fn settle(
+    files: &mut [PlannedFile],
+    done: std::result::Result<(usize, Result<Option<String>>), tokio::task::JoinError>,
+) -> Result<()> {
+    let (index, verdict) = done.map_err(|e| {
+        MigrationError::from(iceberg::Error::new(
+            iceberg::ErrorKind::Unexpected,
+            format!("a Parquet footer check stopped: {e}"),
+        ))
+    })?;
+    if let (Some(why), Some(f)) = (verdict?, files.get_mut(index)) {
+        f.routed.route = FileRoute::Rewrite;
+        f.routed.reason = why;
+        f.data_file.clear_column_metrics();
+    }
+    Ok(())
 }
 
 /// Why the Parquet file at `path` (`size` bytes, from its manifest entry) cannot be copied for
@@ -364,32 +442,29 @@ struct Entry {
     sequence_number: i64,
 }
 
-/// Live data and delete entries of `snapshot`.
+/// The live entries of `list`'s manifests of `content`.
 async fn live_entries(
     table: &Table,
-    snapshot: &iceberg::spec::SnapshotRef,
-) -> Result<(Vec<Entry>, Vec<Entry>)> {
-    let list = table.manifest_list_reader(snapshot).load().await?;
-    let (mut data, mut deletes) = (Vec::new(), Vec::new());
+    list: &iceberg::spec::ManifestList,
+    content: ManifestContentType,
+) -> Result<Vec<Entry>> {
+    let mut out = Vec::new();
     for mf in list.entries() {
-        // Streamed: the whole manifest decoded is several KiB a file on top of what is kept.
+        if mf.content != content {
+            continue;
+        }
         let mut entries = std::pin::pin!(ops_core::manifests::entries(table.file_io(), mf));
         while let Some(entry) = entries.try_next().await? {
-            if !entry.is_alive() {
-                continue;
-            }
-            let e = Entry {
-                file: entry.data_file().clone(),
-                spec_id: mf.partition_spec_id,
-                sequence_number: entry.sequence_number().unwrap_or(mf.sequence_number),
-            };
-            match mf.content {
-                ManifestContentType::Data => data.push(e),
-                ManifestContentType::Deletes => deletes.push(e),
+            if entry.is_alive() {
+                out.push(Entry {
+                    file: entry.data_file().clone(),
+                    spec_id: mf.partition_spec_id,
+                    sequence_number: entry.sequence_number().unwrap_or(mf.sequence_number),
+                });
             }
         }
     }
-    Ok((data, deletes))
+    Ok(out)
 }
 
 /// Delete files by the partition they can apply to.
