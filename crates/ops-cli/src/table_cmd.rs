@@ -339,7 +339,7 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
         } => list_tables(factory, namespace.as_deref(), &catalog, output).await?,
         Command::Snapshots { target, output } => {
             let (_, table) = load(factory, &target).await?;
-            show(&snapshots_json(&table), output, print_snapshots)?;
+            show(&snapshots_json(&table)?, output, print_snapshots)?;
         }
         Command::Schema { target, output } => {
             let (_, table) = load(factory, &target).await?;
@@ -1047,12 +1047,36 @@ fn show(value: &Value, output: Output, text: fn(&Value)) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn snapshots_json(table: &Table) -> Value {
+/// The branches and tags of `md` by the snapshot they point at, each as `{"name", "type"}`,
+/// sorted by name. iceberg 0.10.1 keeps the refs private; its serialized metadata carries them
+/// (for v1 tables too, with the vendored fix).
+fn refs_by_snapshot(
+    md: &iceberg::spec::TableMetadata,
+) -> anyhow::Result<std::collections::BTreeMap<i64, Vec<Value>>> {
+    let doc = serde_json::to_value(md)?;
+    let mut out: std::collections::BTreeMap<i64, Vec<Value>> = std::collections::BTreeMap::new();
+    let mut refs: Vec<(&String, &Value)> = doc["refs"]
+        .as_object()
+        .map(|m| m.iter().collect())
+        .unwrap_or_default();
+    refs.sort_by(|a, b| a.0.cmp(b.0));
+    for (name, r) in refs {
+        if let Some(id) = r["snapshot-id"].as_i64() {
+            out.entry(id)
+                .or_default()
+                .push(json!({"name": name, "type": r["type"].as_str().unwrap_or("branch")}));
+        }
+    }
+    Ok(out)
+}
+
+fn snapshots_json(table: &Table) -> anyhow::Result<Value> {
     let md = table.metadata();
     let current = md.current_snapshot_id();
+    let refs = refs_by_snapshot(md)?;
     let mut snaps: Vec<_> = md.snapshots().collect();
     snaps.sort_by_key(|s| (s.sequence_number(), s.timestamp_ms()));
-    Value::Array(
+    Ok(Value::Array(
         snaps
             .iter()
             .map(|s| {
@@ -1070,11 +1094,12 @@ fn snapshots_json(table: &Table) -> Value {
                     "timestamp": s.timestamp().map(|t| t.to_rfc3339()).unwrap_or_default(),
                     "operation": s.summary().operation.as_str(),
                     "current": Some(s.snapshot_id()) == current,
+                    "refs": refs.get(&s.snapshot_id()).cloned().unwrap_or_default(),
                     "summary": summary,
                 })
             })
             .collect(),
-    )
+    ))
 }
 
 fn print_snapshots(snapshots: &Value) {
@@ -1089,13 +1114,30 @@ fn print_snapshots(snapshots: &Value) {
         } else {
             " "
         };
+        let refs: Vec<String> = s["refs"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|r| {
+                let name = r["name"].as_str().unwrap_or_default();
+                match r["type"].as_str() {
+                    Some("tag") => format!("tag {name}"),
+                    _ => name.to_string(),
+                }
+            })
+            .collect();
         println!(
-            "{mark} {}  parent {}  seq {}  {}  {}",
+            "{mark} {}  parent {}  seq {}  {}  {}{}",
             s["snapshot_id"],
             s["parent_id"],
             s["sequence_number"],
             s["timestamp"].as_str().unwrap_or_default(),
-            s["operation"].as_str().unwrap_or_default()
+            s["operation"].as_str().unwrap_or_default(),
+            if refs.is_empty() {
+                String::new()
+            } else {
+                format!("  [{}]", refs.join(", "))
+            }
         );
         if let Some(summary) = s["summary"].as_object() {
             let mut keys: Vec<&String> = summary.keys().collect();
@@ -1320,6 +1362,61 @@ mod tests {
                 .unwrap_err()
                 .to_string()
                 .contains("future")
+        );
+        Ok(())
+    }
+
+    /// `table snapshots` names the branches and tags pointing at each snapshot.
+    #[tokio::test]
+    async fn snapshots_list_their_branches_and_tags() -> anyhow::Result<()> {
+        let metadata: iceberg::spec::TableMetadata = serde_json::from_value(json!({
+            "format-version": 2,
+            "table-uuid": "9c12d441-03fe-4693-9a96-a0705ddf69c1",
+            "location": "memory:///t",
+            "last-sequence-number": 2,
+            "last-updated-ms": 1_700_000_000_000_i64,
+            "last-column-id": 1,
+            "current-schema-id": 0,
+            "schemas": [{"type": "struct", "schema-id": 0, "fields": [
+                {"id": 1, "name": "id", "required": false, "type": "long"}]}],
+            "default-spec-id": 0,
+            "partition-specs": [{"spec-id": 0, "fields": []}],
+            "last-partition-id": 999,
+            "default-sort-order-id": 0,
+            "sort-orders": [{"order-id": 0, "fields": []}],
+            "properties": {},
+            "current-snapshot-id": 2,
+            "snapshots": [
+                {"snapshot-id": 1, "sequence-number": 1, "timestamp-ms": 1_700_000_000_000_i64,
+                 "manifest-list": "memory:///t/m1.avro", "summary": {"operation": "append"}},
+                {"snapshot-id": 2, "parent-snapshot-id": 1, "sequence-number": 2,
+                 "timestamp-ms": 1_700_000_001_000_i64, "manifest-list": "memory:///t/m2.avro",
+                 "summary": {"operation": "append"}}
+            ],
+            "refs": {
+                "main": {"snapshot-id": 2, "type": "branch"},
+                "audit": {"snapshot-id": 1, "type": "branch"},
+                "v1": {"snapshot-id": 1, "type": "tag"}
+            },
+            "snapshot-log": [],
+            "metadata-log": []
+        }))?;
+        let table = Table::builder()
+            .metadata(metadata)
+            .identifier(iceberg::TableIdent::from_strs(["ns", "t"])?)
+            .file_io(iceberg::io::FileIO::new_with_memory())
+            .runtime(iceberg::Runtime::try_current()?)
+            .build()?;
+        let v = snapshots_json(&table)?;
+        assert_eq!(
+            v[0]["refs"],
+            json!([{"name": "audit", "type": "branch"}, {"name": "v1", "type": "tag"}]),
+            "{v}"
+        );
+        assert_eq!(
+            v[1]["refs"],
+            json!([{"name": "main", "type": "branch"}]),
+            "{v}"
         );
         Ok(())
     }
