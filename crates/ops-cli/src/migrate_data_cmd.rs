@@ -1250,7 +1250,9 @@ fn print_verification(v: &VerificationResult) {
     };
     println!("verify    {} {verdict}{counts}", v.method);
     if let Some(n) = v.sample_size {
-        println!("          {n} sampled row(s) compared");
+        // The sample is taken on each side (the rows with the smallest hashes), so the rows
+        // that differ can be up to twice as many.
+        println!("          up to {n} row(s) sampled on each side and compared");
     }
     for d in &v.details {
         println!("          {d}");

@@ -313,16 +313,16 @@ pub async fn tasks<'a>(
         .into_iter()
         .map(|f| (f.file.file_path().to_string(), f.spec_id))
         .collect();
-    let tasks: Vec<FileScanTask> = table
+    // The planner yields every file of the snapshot: each task is kept or dropped as it
+    // comes, so only the candidates' tasks are ever held.
+    let mut tasks = table
         .scan()
         .snapshot_id(snapshot_id)
         .select_all()
         .build()?
         .plan_files()
-        .await?
-        .try_collect()
         .await?;
-    for mut t in tasks {
+    while let Some(mut t) = tasks.try_next().await? {
         if let Some(&spec_id) = wanted.get(&t.data_file_path) {
             t.partition_spec = Some(spec_by_id(table, spec_id)?);
             // Most files are one task: a vector of one, not of the default four.
