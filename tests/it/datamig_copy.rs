@@ -147,6 +147,36 @@ async fn dest(handle: &CatalogHandle) -> anyhow::Result<Table> {
     create(handle, "dst", ("total", PrimitiveType::Long), &[]).await
 }
 
+/// A source of `n` rows and an empty destination in a fresh SQLite catalog, with the plan that
+/// renames `amount` to `total`: the setup the routing tests share.
+struct Renamed {
+    /// Holds the catalog and warehouse: dropped, they are deleted.
+    dir: tempfile::TempDir,
+    py: BTreeMap<String, String>,
+    handle: CatalogHandle,
+    src: Table,
+    dst: Table,
+    plan: ReconciliationPlan,
+}
+
+async fn renamed_pair(n: i64) -> anyhow::Result<Renamed> {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let py = sqlite(dir.path());
+    let handle = open("lake", &py).await?;
+    let src = source(&handle, &rows(n)).await?;
+    let dst = dest(&handle).await?;
+    let plan = plan_of(&src, &dst, renamed())?;
+    Ok(Renamed {
+        dir,
+        py,
+        handle,
+        src,
+        dst,
+        plan,
+    })
+}
+
 fn plan_of(
     source: &Table,
     dest: &Table,
@@ -253,21 +283,16 @@ fn routes(routing: &FileRouting) -> Vec<(Option<String>, FileRoute)> {
 /// hold them all), while a copied one keeps every metric: they go into the destination.
 #[tokio::test(flavor = "multi_thread")]
 async fn only_copied_files_keep_their_column_metrics_in_the_routing() -> TestResult {
-    init_tracing();
-    let dir = tempfile::tempdir()?;
-    let py = sqlite(dir.path());
-    let handle = open("lake", &py).await?;
-    let src = source(&handle, &rows(30)).await?;
-    let dst = dest(&handle).await?;
-    let plan = plan_of(&src, &dst, renamed())?;
+    let f = renamed_pair(30).await?;
+    let (src, dst, plan) = (&f.src, &f.dst, &f.plan);
 
-    let copied = route(&src, &dst, &plan, None, CopyMode::Auto).await?;
+    let copied = route(src, dst, plan, None, CopyMode::Auto).await?;
     assert_eq!(copied.count(FileRoute::Copy), 8, "{:?}", copied.report());
     for f in copied.data_files(FileRoute::Copy) {
         assert!(!f.value_counts().is_empty(), "{}", f.file_path());
         assert!(!f.lower_bounds().is_empty(), "{}", f.file_path());
     }
-    let rewritten = route(&src, &dst, &plan, None, CopyMode::Rewrite).await?;
+    let rewritten = route(src, dst, plan, None, CopyMode::Rewrite).await?;
     assert_eq!(rewritten.count(FileRoute::Rewrite), 8);
     for f in &rewritten.files {
         let d = &f.data_file;
@@ -289,15 +314,10 @@ async fn only_copied_files_keep_their_column_metrics_in_the_routing() -> TestRes
 
 #[tokio::test(flavor = "multi_thread")]
 async fn copied_files_read_the_same_in_pyiceberg_with_renamed_and_widened_columns() -> TestResult {
-    init_tracing();
-    let dir = tempfile::tempdir()?;
-    let py = sqlite(dir.path());
-    let handle = open("lake", &py).await?;
-    let src = source(&handle, &rows(30)).await?;
-    let dst = dest(&handle).await?;
-    let plan = plan_of(&src, &dst, renamed())?;
+    let f = renamed_pair(30).await?;
+    let (py, handle, src, dst, plan) = (&f.py, &f.handle, &f.src, &f.dst, &f.plan);
 
-    let routing = route(&src, &dst, &plan, None, CopyMode::Auto).await?;
+    let routing = route(src, dst, plan, None, CopyMode::Auto).await?;
     assert_eq!(routing.ineligible, None);
     assert_eq!(routing.files.len(), 8, "{:?}", routing.report());
     assert_eq!(routing.count(FileRoute::Copy), 8, "{:?}", routing.report());
@@ -312,7 +332,7 @@ async fn copied_files_read_the_same_in_pyiceberg_with_renamed_and_widened_column
 
     let planned = routing.planned(FileRoute::Copy);
     let files = routing.data_files(FileRoute::Copy);
-    let written = copy_files(&src, &dst, &planned, FileRoute::Copy).await?;
+    let written = copy_files(src, dst, &planned, FileRoute::Copy).await?;
     assert_eq!(written.spec_id, dst.metadata().default_partition_spec_id());
     assert_eq!(written.record_count(), 30);
     let data_dir = format!("{}/data/", dst.metadata().location());
@@ -336,24 +356,24 @@ async fn copied_files_read_the_same_in_pyiceberg_with_renamed_and_widened_column
         }
         assert_eq!(to.lower_bounds().get(&4), from.lower_bounds().get(&4));
     }
-    AppendBuilder::new(&handle, TableIdent::from_strs(["dst", "events"])?)
+    AppendBuilder::new(handle, TableIdent::from_strs(["dst", "events"])?)
         .add_written(written)
         .await?;
 
     // PyIceberg reads the destination as the source, renamed and widened; filters on the
     // widened, decimal and timestamp columns prune with the copied bounds and agree too.
-    let want = as_dest(py_rows(&py, "src.events", None)?);
+    let want = as_dest(py_rows(py, "src.events", None)?);
     assert_eq!(want.len(), 30);
-    assert_eq!(py_rows(&py, "dst.events", None)?, want);
+    assert_eq!(py_rows(py, "dst.events", None)?, want);
     for (src_filter, dst_filter) in [
         ("amount >= 150", "total >= 150"),
         ("price < 100.00", "price < 100.00"),
         ("ts >= '2023-11-15T00:00:00'", "ts >= '2023-11-15T00:00:00'"),
     ] {
-        let want = as_dest(py_rows(&py, "src.events", Some(src_filter))?);
+        let want = as_dest(py_rows(py, "src.events", Some(src_filter))?);
         assert!(!want.is_empty() && want.len() < 30, "{src_filter}");
         assert_eq!(
-            py_rows(&py, "dst.events", Some(dst_filter))?,
+            py_rows(py, "dst.events", Some(dst_filter))?,
             want,
             "{dst_filter}"
         );
@@ -363,17 +383,12 @@ async fn copied_files_read_the_same_in_pyiceberg_with_renamed_and_widened_column
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_partition_filter_copies_matching_files_and_a_data_filter_rewrites() -> TestResult {
-    init_tracing();
-    let dir = tempfile::tempdir()?;
-    let py = sqlite(dir.path());
-    let handle = open("lake", &py).await?;
-    let src = source(&handle, &rows(30)).await?;
-    let dst = dest(&handle).await?;
-    let plan = plan_of(&src, &dst, renamed())?;
+    let f = renamed_pair(30).await?;
+    let (py, handle, src, dst, plan) = (&f.py, &f.handle, &f.src, &f.dst, &f.plan);
 
     // `region <> 'apac'` is unknown for the NULL partition: skipped, as the rewrite drops it.
-    let f = filter(&src, "region <> 'apac'")?;
-    let routing = route(&src, &dst, &plan, Some(&f), CopyMode::Auto).await?;
+    let f = filter(src, "region <> 'apac'")?;
+    let routing = route(src, dst, plan, Some(&f), CopyMode::Auto).await?;
     let mut got = routes(&routing);
     got.sort_by_key(|(r, _)| r.clone());
     let s = |v: &str| Some(format!("{:?}", iceberg::spec::Literal::string(v)));
@@ -398,27 +413,21 @@ async fn a_partition_filter_copies_matching_files_and_a_data_filter_rewrites() -
         .unwrap_or_default();
     assert!(skipped.contains("excludes every row"), "{skipped}");
 
-    let written = copy_files(
-        &src,
-        &dst,
-        &routing.planned(FileRoute::Copy),
-        FileRoute::Copy,
-    )
-    .await?;
-    AppendBuilder::new(&handle, TableIdent::from_strs(["dst", "events"])?)
+    let written = copy_files(src, dst, &routing.planned(FileRoute::Copy), FileRoute::Copy).await?;
+    AppendBuilder::new(handle, TableIdent::from_strs(["dst", "events"])?)
         .add_written(written)
         .await?;
     let want = as_dest(py_rows(
-        &py,
+        py,
         "src.events",
         Some("region == 'us' or region == 'eu'"),
     )?);
     assert_eq!(want.len(), 16);
-    assert_eq!(py_rows(&py, "dst.events", None)?, want);
+    assert_eq!(py_rows(py, "dst.events", None)?, want);
 
     // A filter on a data column cannot be decided from partition values.
-    let f = filter(&src, "amount > 100")?;
-    let routing = route(&src, &dst, &plan, Some(&f), CopyMode::Auto).await?;
+    let f = filter(src, "amount > 100")?;
+    let routing = route(src, dst, plan, Some(&f), CopyMode::Auto).await?;
     assert_eq!(
         routing.count(FileRoute::Rewrite),
         8,
@@ -436,14 +445,9 @@ async fn a_partition_filter_copies_matching_files_and_a_data_filter_rewrites() -
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_position_delete_sends_its_file_to_rewrite() -> TestResult {
-    init_tracing();
-    let dir = tempfile::tempdir()?;
-    let py = sqlite(dir.path());
-    let handle = open("lake", &py).await?;
-    let src = source(&handle, &rows(30)).await?;
-    let dst = dest(&handle).await?;
-    let plan = plan_of(&src, &dst, renamed())?;
-    let before = route(&src, &dst, &plan, None, CopyMode::Auto).await?;
+    let f = renamed_pair(30).await?;
+    let (handle, src, dst, plan) = (&f.handle, &f.src, &f.dst, &f.plan);
+    let before = route(src, dst, plan, None, CopyMode::Auto).await?;
     let target = before
         .files
         .iter()
@@ -453,15 +457,10 @@ async fn a_position_delete_sends_its_file_to_rewrite() -> TestResult {
         })
         .map(|f| f.data_file.clone())
         .ok_or_else(|| anyhow::anyhow!("no eu file"))?;
-    let src = commit_position_delete(
-        &handle,
-        &src,
-        target.file_path(),
-        target.partition().clone(),
-    )
-    .await?;
+    let src =
+        commit_position_delete(handle, src, target.file_path(), target.partition().clone()).await?;
 
-    let routing = route(&src, &dst, &plan, None, CopyMode::Files).await?;
+    let routing = route(&src, dst, plan, None, CopyMode::Files).await?;
     for f in &routing.files {
         if f.routed.path == target.file_path() {
             assert_eq!(f.routed.route, FileRoute::Rewrite);
@@ -478,7 +477,7 @@ async fn a_position_delete_sends_its_file_to_rewrite() -> TestResult {
 
     // A filter that excludes the file's partition skips it: its deletes do not matter.
     let f = filter(&src, "region = 'us'")?;
-    let routing = route(&src, &dst, &plan, Some(&f), CopyMode::Auto).await?;
+    let routing = route(&src, dst, plan, Some(&f), CopyMode::Auto).await?;
     let routed = routing
         .files
         .iter()
@@ -555,19 +554,14 @@ async fn dest_in(handle: &CatalogHandle, ns: &str) -> anyhow::Result<Table> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn reference_mode_commits_the_source_paths() -> TestResult {
-    init_tracing();
-    let dir = tempfile::tempdir()?;
-    let py = sqlite(dir.path());
-    let handle = open("lake", &py).await?;
-    let src = source(&handle, &rows(20)).await?;
-    let dst = dest(&handle).await?;
-    let plan = plan_of(&src, &dst, renamed())?;
-    let routing = route(&src, &dst, &plan, None, CopyMode::Reference).await?;
+    let f = renamed_pair(20).await?;
+    let (py, handle, src, dst, plan) = (&f.py, &f.handle, &f.src, &f.dst, &f.plan);
+    let routing = route(src, dst, plan, None, CopyMode::Reference).await?;
     assert_eq!(routing.count(FileRoute::Reference), 8);
     let files = routing.data_files(FileRoute::Reference);
     let written = copy_files(
-        &src,
-        &dst,
+        src,
+        dst,
         &routing.planned(FileRoute::Reference),
         FileRoute::Reference,
     )
@@ -578,13 +572,13 @@ async fn reference_mode_commits_the_source_paths() -> TestResult {
             .collect::<Vec<_>>()
     };
     assert_eq!(paths(&written.files), paths(&files));
-    AppendBuilder::new(&handle, TableIdent::from_strs(["dst", "events"])?)
+    AppendBuilder::new(handle, TableIdent::from_strs(["dst", "events"])?)
         .add_written(written)
         .await?;
-    let want = as_dest(py_rows(&py, "src.events", None)?);
-    assert_eq!(py_rows(&py, "dst.events", None)?, want);
+    let want = as_dest(py_rows(py, "src.events", None)?);
+    assert_eq!(py_rows(py, "dst.events", None)?, want);
     // Nothing was written under the destination's data directory.
-    let data = dir.path().join("wh/dst/events/data");
+    let data = f.dir.path().join("wh/dst/events/data");
     assert!(!data.exists() || std::fs::read_dir(&data)?.next().is_none());
     Ok(())
 }
@@ -712,30 +706,20 @@ fn uuid_like() -> String {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_failed_copy_leaves_no_file_behind() -> TestResult {
-    init_tracing();
-    let dir = tempfile::tempdir()?;
-    let py = sqlite(dir.path());
-    let handle = open("lake", &py).await?;
-    let src = source(&handle, &rows(20)).await?;
-    let dst = dest(&handle).await?;
-    let plan = plan_of(&src, &dst, renamed())?;
-    let routing = route(&src, &dst, &plan, None, CopyMode::Files).await?;
+    let f = renamed_pair(20).await?;
+    let (src, dst, plan) = (&f.src, &f.dst, &f.plan);
+    let routing = route(src, dst, plan, None, CopyMode::Files).await?;
     let files = routing.data_files(FileRoute::Copy);
     // One source file vanished (e.g. expired under the migration): the copies of the others,
     // done or under way, are removed again.
     let gone = files[files.len() / 2].file_path().to_string();
     std::fs::remove_file(gone.trim_start_matches("file://"))?;
-    let err = copy_files(
-        &src,
-        &dst,
-        &routing.planned(FileRoute::Copy),
-        FileRoute::Copy,
-    )
-    .await
-    .err();
+    let err = copy_files(src, dst, &routing.planned(FileRoute::Copy), FileRoute::Copy)
+        .await
+        .err();
     assert!(err.is_some());
     let mut left = Vec::new();
-    let data = dir.path().join("wh/dst/events/data");
+    let data = f.dir.path().join("wh/dst/events/data");
     if data.exists() {
         for part in std::fs::read_dir(&data)? {
             for f in std::fs::read_dir(part?.path())? {
