@@ -207,11 +207,9 @@ struct Candidate {
     /// The file, without its column metrics; boxed, so grouping and bin-packing move a
     /// pointer, not the entry.
     live: Box<LiveFile>,
-    /// Its scan tasks, position deletes attached; none when `read_whole`.
+    /// Its scan tasks, position deletes attached; none when its group reads whole files
+    /// ([`Planned::whole_file_reads`]): its one task is built when the group is rewritten.
     tasks: Vec<FileScanTask>,
-    /// No delete file applies and its one task, the whole file, is built when its group is
-    /// rewritten ([`Planned::whole_file_reads`]), not held for every candidate of the plan.
-    read_whole: bool,
     /// The equality delete files that apply to it (applied by [`rewrite_group`]).
     equality: Vec<FileScanTaskDeleteFile>,
     has_deletes: bool,
@@ -934,7 +932,6 @@ impl CompactBuilder {
                 .push(Candidate {
                     live,
                     tasks: t,
-                    read_whole: whole_files,
                     equality,
                     has_deletes,
                 });
@@ -1178,7 +1175,7 @@ async fn rewrite_group(
 ) -> Result<Vec<DataFile>> {
     let mut group = group;
     if let Some(reads) = &group.whole_file_reads {
-        for c in group.files.iter_mut().filter(|c| c.read_whole) {
+        for c in &mut group.files {
             c.tasks = vec![reads.task(table, &c.live)?];
         }
     }
