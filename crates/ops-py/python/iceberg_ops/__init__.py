@@ -1,0 +1,14 @@
+"""iceberg-ops: operate Apache Iceberg tables from Python, on a Rust core.
+
+The seed library's modules keep their paths:
+
+- :mod:`iceberg_ops.data_migration` — :class:`DataMigrator`, :class:`SchemaReconciler`,
+  :class:`CheckpointStore` and their results.
+
+Work runs in Rust (``iceberg_ops._native``) with the GIL released; structured values cross as
+JSON, Arrow data through the Arrow PyCapsule interface without copies.
+"""
+
+from iceberg_ops._native import __version__
+
+__all__ = ["__version__"]

@@ -1,0 +1,96 @@
+//! Rust work run from Python: the GIL released, a fresh tokio runtime per call, Ctrl-C and
+//! callback errors as stops at an await point.
+//!
+//! A stop drops the work's future and shuts the runtime down, which drops every task it
+//! spawned at its next await: what is left is what a `kill -9` at that moment leaves (commits
+//! are atomic, the checkpoint is replaced atomically), so the same call run again resumes.
+//! A runtime per call, not one per process: the catalogs a call opens (SQLite and PostgreSQL
+//! pools, HTTP clients) live and die with it, so nothing of a stopped call lingers.
+
+use std::future::Future;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+
+/// How often pending signals (Ctrl-C) are checked while Rust works.
+const SIGNAL_CHECK: Duration = Duration::from_millis(100);
+
+/// Why a call stopped early: the first Python exception raised by a callback or a signal
+/// handler. Shared with the callbacks the work calls.
+#[derive(Debug, Default)]
+pub struct Interrupt {
+    stopped: AtomicBool,
+    error: Mutex<Option<PyErr>>,
+}
+
+impl Interrupt {
+    /// Records `error` (the first one wins) and asks the work to stop.
+    pub fn stop(&self, error: PyErr) {
+        if let Ok(mut slot) = self.error.lock()
+            && slot.is_none()
+        {
+            *slot = Some(error);
+        }
+        self.stopped.store(true, Ordering::SeqCst);
+    }
+
+    /// True once [`Interrupt::stop`] was called.
+    pub fn stopped(&self) -> bool {
+        self.stopped.load(Ordering::SeqCst)
+    }
+
+    fn take(&self) -> PyErr {
+        self.error
+            .lock()
+            .ok()
+            .and_then(|mut e| e.take())
+            .unwrap_or_else(|| PyRuntimeError::new_err("the operation was interrupted"))
+    }
+}
+
+/// Runs the future `work()` makes on a new runtime with the GIL released, checking for
+/// signals every [`SIGNAL_CHECK`]; returns its output, or the exception that stopped it.
+pub fn block_on_detached<F, Fut, T>(py: Python<'_>, interrupt: &Interrupt, work: F) -> PyResult<T>
+where
+    F: FnOnce() -> Fut + Send,
+    Fut: Future<Output = T>,
+    T: Send,
+{
+    let outcome = py.detach(|| -> PyResult<Option<T>> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .thread_name("iceberg-ops")
+            .build()
+            .map_err(|e| PyRuntimeError::new_err(format!("cannot start the tokio runtime: {e}")))?;
+        let out = runtime.block_on(async {
+            let work = work();
+            let mut work = std::pin::pin!(work);
+            let mut tick = tokio::time::interval(SIGNAL_CHECK);
+            loop {
+                tokio::select! {
+                    out = &mut work => break Some(out),
+                    _ = tick.tick() => {
+                        if interrupt.stopped() {
+                            break None;
+                        }
+                        // block_on polls on the calling thread, the one Python delivers
+                        // signals to, so this is where Ctrl-C is seen.
+                        if let Err(e) = Python::attach(|py| py.check_signals()) {
+                            interrupt.stop(e);
+                            break None;
+                        }
+                    }
+                }
+            }
+        });
+        runtime.shutdown_background();
+        Ok(out)
+    })?;
+    match outcome {
+        Some(out) if !interrupt.stopped() => Ok(out),
+        _ => Err(interrupt.take()),
+    }
+}

@@ -1,0 +1,39 @@
+"""The package is the installed wheel, with the seed's module paths and names."""
+
+import importlib
+from pathlib import Path
+
+import iceberg_ops
+
+
+def test_the_package_is_imported_from_the_installed_wheel_not_the_source_tree():
+    source = Path(__file__).resolve().parents[1] / "python"
+    assert source not in Path(iceberg_ops.__file__).resolve().parents
+    assert (Path(iceberg_ops.__file__).parent / "py.typed").is_file()
+    assert (Path(iceberg_ops.__file__).parent / "_native.pyi").is_file()
+
+
+def test_names_import_from_the_package_and_from_their_submodules_as_the_same_objects():
+    package = importlib.import_module("iceberg_ops.data_migration")
+    where = {
+        "migrator": ["DataMigrator", "MigrationResult", "PartitionStrategy", "VerificationResult"],
+        "reconciler": ["SchemaReconciler", "ReconciliationPlan", "ColumnProjection"],
+        "checkpoint": ["CheckpointStore", "CheckpointError"],
+    }
+    for module, names in where.items():
+        sub = importlib.import_module(f"iceberg_ops.data_migration.{module}")
+        for name in names:
+            assert getattr(package, name) is getattr(sub, name), name
+
+
+def test_checkpoint_error_is_a_runtime_error():
+    from iceberg_ops.data_migration import CheckpointError
+
+    assert issubclass(CheckpointError, RuntimeError)
+
+
+def test_every_public_name_has_a_docstring():
+    package = importlib.import_module("iceberg_ops.data_migration")
+    for name in package.__all__:
+        obj = getattr(package, name)
+        assert (obj.__doc__ or "").strip(), name
