@@ -32,6 +32,21 @@ impl CheckpointStore {
         }
     }
 
+    /// The checkpoint at `path` as it is on disk now (`None`: no file), read without taking the
+    /// lock and without creating anything: for a reader beside a running migration (a monitor,
+    /// a progress callback). The file is only ever replaced whole (renamed over), so a read
+    /// sees one complete state.
+    pub fn peek(path: &Path) -> Result<Option<CheckpointState>, CheckpointError> {
+        match std::fs::read(path) {
+            Ok(bytes) => CheckpointState::parse(path, &bytes).map(Some),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(CheckpointError::Unreadable {
+                path: path.to_path_buf(),
+                source,
+            }),
+        }
+    }
+
     /// Where the checkpoint lives.
     pub fn path(&self) -> &Path {
         &self.path
@@ -335,6 +350,26 @@ mod tests {
         m.insert("batch_rows".into(), 50000.into());
         m.insert("write_mode".into(), "append".into());
         m
+    }
+
+    #[test]
+    fn peek_reads_beside_the_lock_holder_and_creates_nothing() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("sub/c.json");
+        assert!(CheckpointStore::peek(&path)?.is_none());
+        assert!(!dir.path().join("sub").exists());
+        let mut writer = CheckpointStore::new(&path);
+        writer.start(Some(7), None)?;
+        writer.mark_committed(0, &[11])?;
+        // The writer holds the lock; a second store could not even read.
+        assert!(matches!(
+            CheckpointStore::new(&path).last_committed(),
+            Err(CheckpointError::Locked { .. })
+        ));
+        let seen = CheckpointStore::peek(&path)?.ok_or("no state")?;
+        assert_eq!(seen.last_committed_batch, Some(0));
+        assert_eq!(seen.dest_snapshot_ids, vec![11]);
+        Ok(())
     }
 
     #[test]

@@ -114,6 +114,18 @@ pub enum MigrationError {
         source_snapshots: Option<Box<crate::CompletedSource>>,
     },
 
+    /// The caller asked the run to stop ([`crate::DataMigrator::stop_when`]): every batch
+    /// committed before it is in the destination and the checkpoint, and the job is not
+    /// marked complete, so the same job run again resumes after them.
+    #[error(
+        "the run was stopped after {committed_batches} committed batch(es); run the same job \
+         again (with the same checkpoint) to resume"
+    )]
+    Stopped {
+        /// Batches committed (this run and earlier ones).
+        committed_batches: u64,
+    },
+
     /// A table operation, catalog or read failed.
     #[error(transparent)]
     Core(#[from] ops_core::Error),

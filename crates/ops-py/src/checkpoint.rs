@@ -1,14 +1,16 @@
 //! `CheckpointStore`: the Rust checkpoint file ([`ops_checkpoint::CheckpointStore`]) the
 //! Python class wraps, so a checkpoint written from Python is the one `migrate-data` resumes.
 //!
-//! Each call opens the file's store anew and drops it after: the Rust store holds the file's
+//! Each write opens the file's store anew and drops it after: the Rust store holds the file's
 //! lock for as long as it lives, and the user's `CheckpointStore` object lives beside the
-//! `DataMigrator` it is given, whose run takes that lock itself. So the lock guards each read
-//! and write of the Python object, and a whole run of the migrator.
+//! `DataMigrator` it is given, whose run takes that lock itself. So the lock guards each write
+//! of the Python object, and a whole run of the migrator. Reads take no lock and create
+//! nothing ([`CheckpointStore::peek`]): a progress callback or a monitor may read the file of
+//! a running migration.
 
 use std::path::PathBuf;
 
-use ops_checkpoint::{CheckpointStore, JobIdentity};
+use ops_checkpoint::{CheckpointState, CheckpointStore, JobIdentity};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
@@ -21,6 +23,12 @@ pub struct NativeCheckpoint {
 }
 
 impl NativeCheckpoint {
+    fn read<T>(&self, f: impl FnOnce(Option<CheckpointState>) -> T) -> PyResult<T> {
+        CheckpointStore::peek(&self.path)
+            .map(f)
+            .map_err(errors::checkpoint)
+    }
+
     fn with<T>(
         &self,
         f: impl FnOnce(&mut CheckpointStore) -> Result<T, ops_checkpoint::CheckpointError>,
@@ -72,7 +80,10 @@ impl NativeCheckpoint {
     }
 
     fn is_committed(&self, batch: u64) -> PyResult<bool> {
-        self.with(|s| s.is_committed(batch))
+        self.read(|s| {
+            s.and_then(|s| s.last_committed_batch)
+                .is_some_and(|last| batch <= last)
+        })
     }
 
     fn mark_committed(&self, batch: u64, dest_snapshot_ids: Vec<i64>) -> PyResult<()> {
@@ -80,16 +91,16 @@ impl NativeCheckpoint {
     }
 
     fn last_committed(&self) -> PyResult<Option<u64>> {
-        self.with(|s| s.last_committed())
+        self.read(|s| s.and_then(|s| s.last_committed_batch))
     }
 
     fn source_snapshot_id(&self) -> PyResult<Option<i64>> {
-        self.with(|s| s.source_snapshot_id())
+        self.read(|s| s.and_then(|s| s.source_snapshot_id))
     }
 
     /// The job as JSON.
     fn job(&self) -> PyResult<Option<String>> {
-        let job = self.with(|s| s.job())?;
+        let job = self.read(|s| s.and_then(|s| s.job))?;
         job.map(|j| {
             serde_json::to_string(&j)
                 .map_err(|e| PyValueError::new_err(format!("the job does not serialize: {e}")))
@@ -98,14 +109,14 @@ impl NativeCheckpoint {
     }
 
     fn started_at(&self) -> PyResult<Option<String>> {
-        self.with(|s| s.started_at())
+        self.read(|s| s.and_then(|s| s.started_at))
     }
 
     fn completed(&self) -> PyResult<bool> {
-        self.with(|s| s.completed())
+        self.read(|s| s.is_some_and(|s| s.completed))
     }
 
     fn dest_snapshot_ids(&self) -> PyResult<Vec<i64>> {
-        self.with(|s| s.dest_snapshot_ids())
+        self.read(|s| s.map(|s| s.dest_snapshot_ids).unwrap_or_default())
     }
 }

@@ -27,6 +27,32 @@ pyo3::create_exception!(
      batches no longer in the destination)."
 );
 
+pyo3::create_exception!(
+    iceberg_ops._native,
+    ConcurrentMigrationError,
+    pyo3::exceptions::PyRuntimeError,
+    "Raised when another process changed the migration history during a run: the losing run's \
+     status is not recorded. Run migrations for a namespace from one job at a time."
+);
+
+/// A runner or history error as the seed's exception.
+pub fn runner(e: ops_runner::RunnerError) -> PyErr {
+    use ops_runner::RunnerError as R;
+    let message = e.to_string();
+    match &e {
+        R::InvalidVersion { .. } | R::UnknownTarget { .. } | R::InvalidArgument(_) => {
+            PyValueError::new_err(message)
+        }
+        R::DirectoryNotFound(_) => pyo3::exceptions::PyFileNotFoundError::new_err(message),
+        R::NotImplemented { .. } => pyo3::exceptions::PyNotImplementedError::new_err(message),
+        // The seed's message is the other run's, without our `ConcurrentMigrationError: `
+        // prefix (the class says it).
+        R::Concurrent(c) => ConcurrentMigrationError::new_err(c.0.clone()),
+        R::Core(c) => core_kind(c).raise(message),
+        _ => PyRuntimeError::new_err(message),
+    }
+}
+
 /// A migration error as the seed's exception.
 pub fn migration(e: MigrationError) -> PyErr {
     let message = e.to_string();

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use ops_core::catalog::{CatalogDefinition, settings_for};
 use ops_core::{CatalogHandle, iceberg::TableIdent};
-use ops_datamig::{DataMigrator, VerifyMethod, WriteMode};
+use ops_datamig::{CopyMode, DataMigrator, VerifyMethod, WriteMode};
 use ops_reconcile::SchemaReconciler;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -15,7 +15,7 @@ use serde::Deserialize;
 
 use crate::errors;
 use crate::reconcile::NativePlan;
-use crate::runtime::{Interrupt, block_on_detached};
+use crate::runtime::{Interrupt, block_on_detached, call_python};
 
 /// A catalog as PyIceberg holds it: its name and properties (`type` included).
 #[derive(Debug, Clone, Deserialize)]
@@ -64,6 +64,9 @@ pub struct JobSpec {
     /// A dry run.
     #[serde(default)]
     pub dry_run: bool,
+    /// Whether files may be copied whole instead of rewritten (`auto` by default).
+    #[serde(default)]
+    pub copy_mode: CopyMode,
 }
 
 impl JobSpec {
@@ -74,7 +77,7 @@ impl JobSpec {
 }
 
 /// Opens the catalog PyIceberg described.
-async fn open(spec: &CatalogSpec) -> Result<CatalogHandle, ops_core::Error> {
+pub async fn open(spec: &CatalogSpec) -> Result<CatalogHandle, ops_core::Error> {
     let definition = CatalogDefinition::inline(&spec.name, spec.properties.clone());
     let base = std::env::current_dir().unwrap_or_else(|_| std::path::PathBuf::from("."));
     let settings = settings_for(definition, &base)?;
@@ -108,6 +111,7 @@ async fn migrator(job: &JobSpec) -> PyResult<DataMigrator> {
     )
     .batch_rows(job.batch_rows)
     .write_mode(job.write_mode)
+    .copy_mode(job.copy_mode)
     .dry_run(job.dry_run);
     if let Some(r) = &job.reconciler {
         m = m.schema_reconciler(r.clone());
@@ -145,15 +149,17 @@ pub fn run_migration(
             if interrupt.stopped() {
                 return;
             }
-            Python::attach(|py| {
+            call_python(|py| {
                 if let Err(e) = cb.call1(py, (done, total)) {
                     interrupt.stop(e);
                 }
             });
         }
     });
+    let stop = interrupt.flag();
     let result = block_on_detached(py, &interrupt, || async move {
-        let mut m = migrator(&job).await?;
+        // An exception in `progress` stops the run before its next commit.
+        let mut m = migrator(&job).await?.stop_when(stop);
         if let Some(cb) = callback {
             m = m.progress(cb);
         }

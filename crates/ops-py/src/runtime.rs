@@ -8,12 +8,24 @@
 //! pools, HTTP clients) live and die with it, so nothing of a stopped call lingers.
 
 use std::future::Future;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
+
+/// Calls Python from inside the work: outside the runtime's context
+/// (`tokio::task::block_in_place`), so Python code there may itself call iceberg_ops, which
+/// starts a runtime of its own, and a long callback does not hold up the runtime's other tasks.
+pub fn call_python<T>(f: impl FnOnce(Python<'_>) -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(|| Python::attach(f))
+        }
+        _ => Python::attach(f),
+    }
+}
 
 /// How often pending signals (Ctrl-C) are checked while Rust works.
 const SIGNAL_CHECK: Duration = Duration::from_millis(100);
@@ -22,7 +34,7 @@ const SIGNAL_CHECK: Duration = Duration::from_millis(100);
 /// handler. Shared with the callbacks the work calls.
 #[derive(Debug, Default)]
 pub struct Interrupt {
-    stopped: AtomicBool,
+    stopped: Arc<AtomicBool>,
     error: Mutex<Option<PyErr>>,
 }
 
@@ -42,6 +54,12 @@ impl Interrupt {
         self.stopped.load(Ordering::SeqCst)
     }
 
+    /// The flag [`Interrupt::stop`] sets, for work that checks it between its steps
+    /// (`DataMigrator::stop_when`: before each commit).
+    pub fn flag(&self) -> Arc<AtomicBool> {
+        self.stopped.clone()
+    }
+
     fn take(&self) -> PyErr {
         self.error
             .lock()
@@ -52,7 +70,8 @@ impl Interrupt {
 }
 
 /// Runs the future `work()` makes on a new runtime with the GIL released, checking for
-/// signals every [`SIGNAL_CHECK`]; returns its output, or the exception that stopped it.
+/// signals every [`SIGNAL_CHECK`]; returns its output, or the exception that stopped it. The
+/// runtime, and every task the work spawned, is gone when this returns.
 pub fn block_on_detached<F, Fut, T>(py: Python<'_>, interrupt: &Interrupt, work: F) -> PyResult<T>
 where
     F: FnOnce() -> Fut + Send,
@@ -60,35 +79,69 @@ where
     T: Send,
 {
     let outcome = py.detach(|| -> PyResult<Option<T>> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .thread_name("iceberg-ops")
-            .build()
-            .map_err(|e| PyRuntimeError::new_err(format!("cannot start the tokio runtime: {e}")))?;
-        let out = runtime.block_on(async {
-            let work = work();
-            let mut work = std::pin::pin!(work);
-            let mut tick = tokio::time::interval(SIGNAL_CHECK);
-            loop {
-                tokio::select! {
-                    out = &mut work => break Some(out),
-                    _ = tick.tick() => {
-                        if interrupt.stopped() {
-                            break None;
-                        }
-                        // block_on polls on the calling thread, the one Python delivers
-                        // signals to, so this is where Ctrl-C is seen.
-                        if let Err(e) = Python::attach(|py| py.check_signals()) {
-                            interrupt.stop(e);
-                            break None;
-                        }
-                    }
-                }
-            }
-        });
+        let runtime = new_runtime()?;
+        let out = drive(&runtime, interrupt, work);
         runtime.shutdown_background();
         Ok(out)
     })?;
+    finish(outcome, interrupt)
+}
+
+/// As [`block_on_detached`], on a runtime that outlives the call (an object's: the catalogs
+/// it opened stay bound to it). A stop drops the work's future only.
+pub fn block_on_in<F, Fut, T>(
+    py: Python<'_>,
+    runtime: &tokio::runtime::Runtime,
+    interrupt: &Interrupt,
+    work: F,
+) -> PyResult<T>
+where
+    F: FnOnce() -> Fut + Send,
+    Fut: Future<Output = T>,
+    T: Send,
+{
+    let outcome = py.detach(|| drive(runtime, interrupt, work));
+    finish(outcome, interrupt)
+}
+
+/// A multi-threaded runtime for one call or one object.
+pub fn new_runtime() -> PyResult<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("iceberg-ops")
+        .build()
+        .map_err(|e| PyRuntimeError::new_err(format!("cannot start the tokio runtime: {e}")))
+}
+
+fn drive<F, Fut, T>(runtime: &tokio::runtime::Runtime, interrupt: &Interrupt, work: F) -> Option<T>
+where
+    F: FnOnce() -> Fut,
+    Fut: Future<Output = T>,
+{
+    runtime.block_on(async {
+        let work = work();
+        let mut work = std::pin::pin!(work);
+        let mut tick = tokio::time::interval(SIGNAL_CHECK);
+        loop {
+            tokio::select! {
+                out = &mut work => break Some(out),
+                _ = tick.tick() => {
+                    if interrupt.stopped() {
+                        break None;
+                    }
+                    // block_on polls on the calling thread, the one Python delivers signals
+                    // to, so this is where Ctrl-C is seen.
+                    if let Err(e) = Python::attach(|py| py.check_signals()) {
+                        interrupt.stop(e);
+                        break None;
+                    }
+                }
+            }
+        }
+    })
+}
+
+fn finish<T>(outcome: Option<T>, interrupt: &Interrupt) -> PyResult<T> {
     match outcome {
         Some(out) if !interrupt.stopped() => Ok(out),
         _ => Err(interrupt.take()),

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import pyarrow as pa
 import pytest
@@ -266,3 +267,94 @@ def test_a_stopped_python_run_resumes_from_its_checkpoint(catalog, tmp_path, how
     assert result.batches_skipped >= 1
     assert rows(dst) == expected(src)  # every row once: none lost, none twice
     assert m.verify(method="partition_hash").matches
+
+
+class Boom(Exception):
+    pass
+
+
+@pytest.mark.parametrize("at", ["first", "last"])
+def test_an_exception_in_progress_stops_the_run_before_its_next_commit(catalog, tmp_path, at):
+    src = source(catalog, rows=1000, files=1)
+    dst = catalog.create_table("s.dst", DST)
+    checkpoint = tmp_path / "ck.json"
+    calls = []
+
+    def progress(done, total):
+        calls.append(done)
+        if at == "first" or done == 1000:
+            raise Boom(f"stop at {done}")
+
+    m = DataMigrator(src, dst, schema_reconciler=SchemaReconciler(**RENAME), batch_rows=100,
+                     checkpoint=CheckpointStore(checkpoint), progress=progress)
+    with pytest.raises(Boom):
+        m.run()
+    store = CheckpointStore(checkpoint)
+    assert len(calls) == (1 if at == "first" else len(calls))
+    # Nothing was committed after the commit whose progress raised.
+    committed = sum(1 for _ in dst.refresh().snapshots())
+    assert store.last_committed() + 1 == committed
+    assert not store.completed  # a re-run resumes instead of refusing a completed job
+    result = DataMigrator(src, dst, schema_reconciler=SchemaReconciler(**RENAME), batch_rows=100,
+                          checkpoint=CheckpointStore(checkpoint)).run()
+    assert rows(dst) == expected(src)
+    assert result.batches_skipped == committed and CheckpointStore(checkpoint).completed
+
+
+def test_progress_may_read_the_checkpoint_and_call_iceberg_ops(catalog, tmp_path):
+    src = source(catalog, rows=1000, files=1)
+    dst = catalog.create_table("s.dst", DST)
+    store = CheckpointStore(tmp_path / "ck.json")
+    seen = []
+
+    def progress(done, total):
+        # The running migration holds the checkpoint's lock; reading takes none.
+        seen.append((done, store.last_committed()))
+        # A nested call starts its own runtime outside the running one.
+        other = DataMigrator(src, dst, schema_reconciler=SchemaReconciler(**RENAME))
+        assert other.verify().source_count == 1000
+
+    DataMigrator(src, dst, schema_reconciler=SchemaReconciler(**RENAME), batch_rows=250,
+                 checkpoint=store, progress=progress).run()
+    assert seen and seen[-1][0] == 1000 and seen[-1][1] is not None
+
+
+def test_ctrl_c_while_rust_works_stops_it_and_a_rerun_resumes(catalog, tmp_path):
+    # No progress callback: SIGINT arrives while the GIL is released, and is seen by the
+    # runtime's signal check.
+    src = source(catalog, rows=20_000, files=1)
+    dst = catalog.create_table("s.dst", DST)
+    checkpoint = tmp_path / "ck.json"
+    script = CHILD.replace("progress=progress", "progress=None").replace(
+        "batch_rows=100", "batch_rows=50")
+    child = subprocess.Popen([sys.executable, "-c", script, str(tmp_path / "lake"),
+                              str(checkpoint)], stdout=subprocess.PIPE, text=True)
+    store = CheckpointStore(checkpoint)
+    deadline = time.time() + 60
+    while (not checkpoint.exists() or store.last_committed() is None) and time.time() < deadline:
+        time.sleep(0.01)
+    child.send_signal(signal.SIGINT)
+    out, _ = child.communicate(timeout=60)
+    assert out.startswith("interrupted"), out
+    assert not store.completed and store.last_committed() < 399
+    DataMigrator(src, dst, schema_reconciler=SchemaReconciler(**RENAME), batch_rows=50,
+                 checkpoint=CheckpointStore(checkpoint)).run()
+    assert rows(dst) == expected(src)
+
+
+def test_results_copy_pickle_and_convert(catalog):
+    import copy
+    import dataclasses
+    import pickle
+
+    src = source(catalog)
+    dst = catalog.create_table("s.dst", DST)
+    result = DataMigrator(src, dst, schema_reconciler=SchemaReconciler(**RENAME)).run()
+    assert dataclasses.asdict(result)["rows_moved"] == 1000
+    again = pickle.loads(pickle.dumps(result))
+    assert again.rows_moved == 1000 and again.plan.projections == result.plan.projections
+    assert copy.deepcopy(result).plan.warnings == result.plan.warnings
+    assert "_native" not in {f.name for f in dataclasses.fields(result.plan)}
+    # The plan still projects (it is the one computed), a copy says why it cannot.
+    with pytest.raises(TypeError, match="compute it again"):
+        SchemaReconciler(**RENAME).project_batch(pa.record_batch({"id": [1]}), again.plan)

@@ -37,3 +37,16 @@ def test_every_public_name_has_a_docstring():
     for name in package.__all__:
         obj = getattr(package, name)
         assert (obj.__doc__ or "").strip(), name
+
+
+def test_the_runner_history_and_catalog_modules_have_the_seed_names_documented():
+    from iceberg_ops.core.catalog import CatalogFactory
+    from iceberg_ops.history import ConcurrentMigrationError, MigrationHistory
+    from iceberg_ops.runner import Migration, MigrationRunner, normalize_version
+
+    for obj in (CatalogFactory, ConcurrentMigrationError, MigrationHistory, Migration,
+                MigrationRunner, normalize_version, CatalogFactory.build,
+                MigrationRunner.migrate, MigrationRunner.rollback, MigrationRunner.stamp,
+                MigrationRunner.status, MigrationRunner.plan, MigrationRunner.history):
+        assert (obj.__doc__ or "").strip(), obj
+    assert issubclass(ConcurrentMigrationError, RuntimeError)

@@ -238,6 +238,11 @@ pub enum StepError {
     /// Any other error from a code migration.
     #[error(transparent)]
     Other(Box<dyn std::error::Error + Send + Sync>),
+    /// An exception raised by a migration written in another language (a Python migration
+    /// file's hook), already in the `<Type>: <message>` form history records, its type the
+    /// exception's own (`ValueError: ...`), as the seed records a failure.
+    #[error("{0}")]
+    Raised(String),
 }
 
 impl From<iceberg::Error> for StepError {
@@ -264,13 +269,16 @@ impl StepError {
             },
             StepError::Invalid(_) => "InvalidMigration",
             StepError::NotImplemented(_) => "NotImplemented",
-            StepError::Other(_) => "Error",
+            StepError::Other(_) | StepError::Raised(_) => "Error",
         }
     }
 
     /// `<Type>: <message>`.
     pub fn record(&self) -> String {
-        format!("{}: {self}", self.kind())
+        match self {
+            StepError::Raised(record) => record.clone(),
+            _ => format!("{}: {self}", self.kind()),
+        }
     }
 
     /// Whether the step lost a race against a concurrent commit.

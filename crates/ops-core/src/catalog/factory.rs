@@ -57,6 +57,11 @@ impl CatalogSettings {
     pub fn iceberg_property(&self, key: &str) -> Option<&str> {
         self.iceberg_properties.get(key).map(String::as_str)
     }
+    /// Every property under its PyIceberg name, as configured (defaults filled in): what
+    /// PyIceberg's `load_catalog` takes to open the same catalog.
+    pub fn properties(&self) -> &BTreeMap<String, String> {
+        &self.properties
+    }
     /// Every property passed to the iceberg-rust builder.
     pub fn iceberg_properties(&self) -> &BTreeMap<String, String> {
         &self.iceberg_properties
@@ -219,9 +224,7 @@ impl CatalogFactory {
 
 /// Connects to the catalog described by already-validated settings.
 pub async fn open_settings(settings: CatalogSettings) -> Result<CatalogHandle> {
-    if settings.origin == Origin::EmbeddedDefault {
-        prepare_embedded(&settings)?;
-    }
+    prepare_embedded(&settings)?;
     let props: HashMap<String, String> = settings
         .iceberg_properties
         .iter()
@@ -372,7 +375,12 @@ where
     ))
 }
 
-fn prepare_embedded(settings: &CatalogSettings) -> Result<()> {
+/// Creates the embedded default catalog's directories (its SQLite file's and its warehouse),
+/// which nobody else makes; other catalogs are left alone.
+pub fn prepare_embedded(settings: &CatalogSettings) -> Result<()> {
+    if settings.origin != Origin::EmbeddedDefault {
+        return Ok(());
+    }
     let dirs = [
         settings
             .property("uri")

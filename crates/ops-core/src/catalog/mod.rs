@@ -15,7 +15,7 @@ use std::str::FromStr;
 pub use config::{CatalogConfig, CatalogDefinition, ConfigSources, Origin, PYICEBERG_YAML};
 pub use factory::{
     CatalogFactory, CatalogHandle, CatalogSettings, EMBEDDED_DEFAULT, EMBEDDED_DIR, open_settings,
-    settings_for,
+    prepare_embedded, settings_for,
 };
 
 /// The catalog implementations iceberg-ops can operate on.

@@ -180,6 +180,12 @@ impl DataMigrator {
         if pending.is_empty() {
             return Ok(());
         }
+        if let Err(stopped) = self.check_stop(committer.batches_done) {
+            for work in pending.drain(..) {
+                work.discard(&committer.dest).await;
+            }
+            return Err(stopped);
+        }
         let begun = std::time::Instant::now();
         let handled = committer.handle_group(std::mem::take(pending)).await;
         tally.committing += begun.elapsed();

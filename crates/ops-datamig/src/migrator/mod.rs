@@ -79,6 +79,7 @@ pub struct DataMigrator {
     on_duplicate_keys: OnDuplicateKeys,
     checkpoint: Option<PathBuf>,
     progress: Option<Progress>,
+    stop: Option<Arc<std::sync::atomic::AtomicBool>>,
     dry_run: bool,
     create_dest: bool,
     /// Local workers executing tasks (default: one per core).
@@ -141,6 +142,7 @@ impl DataMigrator {
             on_duplicate_keys: OnDuplicateKeys::Error,
             checkpoint: None,
             progress: None,
+            stop: None,
             dry_run: false,
             create_dest: false,
             workers: None,
@@ -237,6 +239,27 @@ impl DataMigrator {
     pub fn progress(mut self, f: impl Fn(u64, Option<u64>) + Send + Sync + 'static) -> Self {
         self.progress = Some(Arc::new(f));
         self
+    }
+
+    /// Stops the run once `flag` is set: it is read before each commit and before the job is
+    /// marked complete, and the run then ends with [`MigrationError::Stopped`] — the batches
+    /// committed so far stay (in the checkpoint too), the ones written but not committed are
+    /// deleted, and the same job run again resumes. For a caller whose `progress` callback
+    /// can fail (the Python binding: an exception in it stops the run at once, as the seed's
+    /// loop would, instead of after the next few commits).
+    pub fn stop_when(mut self, flag: Arc<std::sync::atomic::AtomicBool>) -> Self {
+        self.stop = Some(flag);
+        self
+    }
+
+    /// [`MigrationError::Stopped`] when [`Self::stop_when`]'s flag is set.
+    pub(crate) fn check_stop(&self, committed_batches: u64) -> Result<()> {
+        match &self.stop {
+            Some(flag) if flag.load(std::sync::atomic::Ordering::SeqCst) => {
+                Err(MigrationError::Stopped { committed_batches })
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Create the destination when it does not exist: the schema the source is read in (see
@@ -610,6 +633,9 @@ impl DataMigrator {
             self.clear_marker_after_failure(&job_id).await;
         }
         outcome?;
+        // Stopped after the last commit: not marked complete, so a re-run resumes (and finds
+        // every batch landed) instead of refusing a completed checkpoint.
+        self.check_stop(result.batches_committed + result.batches_skipped)?;
         crate::failpoint::hit(crate::failpoint::AFTER_BATCHES);
         // Every batch has landed: the marker gives way to the job's completion record. A
         // failure to record it must not turn the run into a failure (a re-run without a

@@ -2,8 +2,11 @@
 
 The seed library's modules keep their paths:
 
-- :mod:`iceberg_ops.data_migration` — :class:`DataMigrator`, :class:`SchemaReconciler`,
-  :class:`CheckpointStore` and their results.
+- :mod:`iceberg_ops.data_migration` — ``DataMigrator``, ``SchemaReconciler``,
+  ``CheckpointStore`` and their results;
+- :mod:`iceberg_ops.runner` — ``MigrationRunner``, ``Migration`` and ``normalize_version``;
+- :mod:`iceberg_ops.history` — ``MigrationHistory`` and ``ConcurrentMigrationError``;
+- :mod:`iceberg_ops.core.catalog` — ``CatalogFactory``.
 
 Work runs in Rust (``iceberg_ops._native``) with the GIL released; structured values cross as
 JSON, Arrow data through the Arrow PyCapsule interface without copies.

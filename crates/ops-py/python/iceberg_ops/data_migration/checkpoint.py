@@ -29,7 +29,9 @@ class CheckpointStore:
     """JSON-file-backed checkpoint for resumable data migrations.
 
     The constructor does not touch disk. Call :meth:`start` to initialise a fresh checkpoint,
-    or any accessor on an existing file to load it.
+    or any accessor on an existing file to read it. Reads take no lock, so a progress callback
+    or another process may read the checkpoint of a running migration; each write takes the
+    file's lock (``<path>.lock``) for its duration, and a running migration holds it throughout.
 
     Args:
         path: Where the checkpoint JSON lives; its directory is created on first write.
@@ -81,8 +83,15 @@ class CheckpointStore:
         Raises:
             ValueError: ``batch_idx`` is not greater than :meth:`last_committed`.
         """
+        batch_idx = _batch_index(batch_idx)
+        last = self.last_committed()
+        if last is not None and batch_idx <= last:
+            raise ValueError(
+                f"batch {batch_idx} is not after the last committed batch {last} of {self._path}; "
+                "batches are committed in increasing order"
+            )
         ids = [dest_snapshot_id] if isinstance(dest_snapshot_id, int) else list(dest_snapshot_id)
-        self._native.mark_committed(_batch_index(batch_idx), ids)
+        self._native.mark_committed(batch_idx, ids)
 
     def last_committed(self) -> int | None:
         """The last committed batch index, or ``None``."""

@@ -33,6 +33,7 @@ __all__ = ["DataMigrator", "MigrationResult", "PartitionStrategy", "Verification
 
 _WRITE_MODES = ("append", "upsert", "overwrite_partition")
 _VERIFY_METHODS = ("row_count", "partition_hash", "sample")
+_COPY_MODES = ("auto", "rewrite", "files", "reference")
 
 
 class PartitionStrategy(str, Enum):
@@ -127,6 +128,13 @@ class DataMigrator:
         checkpoint: A :class:`CheckpointStore`; an existing file is resumed when it matches.
         progress: ``progress(rows_done, rows_total_or_none)``, called after each commit.
         dry_run: Plan and read without writing.
+        copy_mode: An iceberg-ops extension (keyword only, after the seed's arguments): how
+            source files reach the destination. ``"auto"`` (default) copies a file byte for
+            byte when its columns and field ids already match the destination's (renames and
+            promotions only, the same partition spec, no delete file applies, the filter
+            decided by its partition) and rewrites the others; ``"rewrite"`` decodes and
+            re-encodes every row, as the seed's algorithm does; ``"files"`` copies and refuses
+            what cannot be; ``"reference"`` registers the source's files in place.
 
     Raises:
         ValueError: upsert without keys, keys for another mode, a blank or repeated key,
@@ -150,7 +158,10 @@ class DataMigrator:
         checkpoint: CheckpointStore | None = None,
         progress: Callable[[int, int | None], None] | None = None,
         dry_run: bool = False,
+        copy_mode: Literal["auto", "rewrite", "files", "reference"] = "auto",
     ) -> None:
+        if copy_mode not in _COPY_MODES:
+            raise ValueError(f"copy_mode={copy_mode!r}: use one of {', '.join(_COPY_MODES)}")
         if write_mode not in _WRITE_MODES:
             raise ValueError(f"write_mode={write_mode!r}: use one of {', '.join(_WRITE_MODES)}")
         if write_mode == "upsert" and not upsert_keys:
@@ -190,7 +201,8 @@ class DataMigrator:
         self.schema_reconciler = schema_reconciler or SchemaReconciler()
         self.partition_strategy = PartitionStrategy(partition_strategy)
         self.row_filter = row_filter
-        self._row_filter_text = _tables.filter_text(row_filter)
+        schema = source.schema() if hasattr(source, "schema") and callable(source.schema) else None
+        self._row_filter_text = _tables.filter_text(row_filter, schema)
         self.source_snapshot = source_snapshot
         self.batch_rows = batch_rows
         self.write_mode = write_mode
@@ -198,6 +210,7 @@ class DataMigrator:
         self.checkpoint = checkpoint
         self.progress = progress
         self.dry_run = dry_run
+        self.copy_mode = copy_mode
         self._last_source_snapshot: int | None = None
 
     def _job(self, source_snapshot: int | None) -> str:
@@ -213,6 +226,7 @@ class DataMigrator:
                 "upsert_keys": self.upsert_keys,
                 "checkpoint": None if self.checkpoint is None else str(self.checkpoint.path),
                 "dry_run": bool(self.dry_run),
+                "copy_mode": self.copy_mode,
             }
         )
 

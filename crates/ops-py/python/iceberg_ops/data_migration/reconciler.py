@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import pyarrow as pa
 
@@ -67,13 +67,21 @@ class ReconciliationPlan:
     auto_add_columns: list[tuple[str, IcebergType]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     dest_arrow_schema: pa.Schema = field(default_factory=lambda: pa.schema([]))
-    _native: Any = field(default=None, repr=False, compare=False)
+
+    # The Rust plan behind a computed plan, which project_batch() hands back; not a field, so
+    # a plan (and a MigrationResult holding one) copies, pickles and converts with asdict().
+    _native: ClassVar[Any] = None  # set per instance by _from_native
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("_native", None)
+        return state
 
     @classmethod
     def _from_native(cls, native: _native.NativePlan) -> ReconciliationPlan:
         from pyiceberg.types import IcebergType
 
-        return cls(
+        plan = cls(
             projections=[
                 ColumnProjection(dest, source, arrow_type, fill)
                 for dest, source, arrow_type, fill in native.projections()
@@ -84,8 +92,9 @@ class ReconciliationPlan:
             ],
             warnings=native.warnings(),
             dest_arrow_schema=native.dest_arrow_schema(),
-            _native=native,
         )
+        object.__setattr__(plan, "_native", native)
+        return plan
 
 
 def _schema_input(schema: Any, argument: str) -> Any:
@@ -196,5 +205,8 @@ class SchemaReconciler:
             pyarrow.lib.ArrowInvalid: a cast fails on the data.
         """
         if not isinstance(plan, ReconciliationPlan) or plan._native is None:
-            raise TypeError("plan must be a ReconciliationPlan returned by compute_plan()")
+            raise TypeError(
+                "plan must be a ReconciliationPlan returned by compute_plan() in this process "
+                "(a copied or unpickled plan has no projection; compute it again)"
+            )
         return _native.project_batch(batch, plan._native)

@@ -1,0 +1,1 @@
+"""Catalog access: :class:`iceberg_ops.core.catalog.CatalogFactory`."""

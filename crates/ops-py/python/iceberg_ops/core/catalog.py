@@ -1,0 +1,31 @@
+"""CatalogFactory — PyIceberg catalogs by name, resolved as the ``iceberg-ops`` command
+resolves them: ``.pyiceberg.yaml`` (or ``PYICEBERG_HOME``), ``PYICEBERG_CATALOG__<NAME>__*``
+variables, and the embedded ``sqlite`` default under ``./.iceberg-ops/`` that needs no
+configuration."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from iceberg_ops import _native
+
+__all__ = ["CatalogFactory"]
+
+
+class CatalogFactory:
+    """Builds live PyIceberg catalogs by name."""
+
+    @staticmethod
+    def build(name: str = "sqlite") -> Any:
+        """The PyIceberg catalog ``name``; ``"sqlite"`` without configuration is the embedded
+        default (a SQLite catalog under ``./.iceberg-ops/``, its directories created).
+
+        Raises:
+            ValueError: the catalog is not configured, or its configuration is invalid.
+        """
+        from pyiceberg.catalog import load_catalog
+
+        kind, properties = _native.resolve_catalog(name)
+        props = dict(properties)
+        props["type"] = kind
+        return load_catalog(name, **props)

@@ -1,0 +1,365 @@
+//! `MigrationRunner` and `MigrationHistory`: the Rust runner and history table, with the
+//! user's `NNNN_<description>.py` migration files registered as code migrations whose hooks
+//! call back into Python.
+//!
+//! The Python side discovers and imports the files (and refuses a bad one before anything
+//! runs); each becomes a [`PyMigration`]: its version, description, the checksum of the file's
+//! bytes (so `validate` reports an edited applied file) and the instance whose
+//! `pre_upgrade`/`upgrade`/`post_upgrade`/`downgrade` get the live PyIceberg catalog. A hook
+//! runs on a blocking thread with the GIL taken there, so Python code in it may itself call
+//! iceberg_ops (which starts its own runtime). An exception it raises is recorded in history
+//! as `<ExceptionType>: <message>`, as the seed records a failure.
+//!
+//! Each object owns a runtime: the catalog its history is read through stays bound to it
+//! between calls (the history remembers what it last read, to detect concurrent writers).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use ops_core::CatalogHandle;
+use ops_runner::{
+    HistoryRow, Migration, MigrationContext, MigrationHistory, MigrationRunner, RollbackTo,
+    StepError, Target,
+};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use serde::Serialize;
+
+use crate::errors;
+use crate::migrate::{CatalogSpec, open};
+use crate::runtime::{Interrupt, block_on_in, new_runtime};
+
+/// A Python migration file, as the Python runner imported it.
+pub struct PyMigration {
+    version: String,
+    description: String,
+    checksum: String,
+    file: PathBuf,
+    instance: Py<PyAny>,
+    catalog: Py<PyAny>,
+    hooks: Hooks,
+}
+
+/// Which optional hooks the migration class defines.
+#[derive(Debug, Clone, Copy)]
+struct Hooks {
+    pre_upgrade: bool,
+    post_upgrade: bool,
+    downgrade: bool,
+}
+
+impl PyMigration {
+    /// Calls `instance.<hook>(catalog)` on a blocking thread, the GIL taken there.
+    async fn call(&self, hook: &'static str) -> Result<(), StepError> {
+        let (instance, catalog) =
+            Python::attach(|py| (self.instance.clone_ref(py), self.catalog.clone_ref(py)));
+        let file = self.file.clone();
+        tokio::task::spawn_blocking(move || {
+            Python::attach(|py| {
+                instance
+                    .call_method1(py, hook, (catalog,))
+                    .map(drop)
+                    .map_err(|e| {
+                        tracing::debug!(file = %file.display(), hook, error = %e, "migration hook raised");
+                        let kind = e
+                            .get_type(py)
+                            .name()
+                            .map(|n| n.to_string())
+                            .unwrap_or_else(|_| "Exception".to_string());
+                        let message = e.value(py).to_string();
+                        StepError::Raised(format!("{kind}: {message}"))
+                    })
+            })
+        })
+        .await
+        .map_err(|e| StepError::Raised(format!("RuntimeError: the {hook} hook did not finish: {e}")))?
+    }
+}
+
+#[async_trait]
+impl Migration for PyMigration {
+    fn version(&self) -> &str {
+        &self.version
+    }
+    fn description(&self) -> &str {
+        &self.description
+    }
+    fn checksum(&self) -> Option<String> {
+        Some(self.checksum.clone())
+    }
+    fn source(&self) -> String {
+        self.file.display().to_string()
+    }
+    fn describe_upgrade(&self, _ctx: &MigrationContext) -> Vec<String> {
+        vec![format!("runs upgrade() of {}", self.file.display())]
+    }
+    fn describe_downgrade(&self, _ctx: &MigrationContext) -> Result<Vec<String>, StepError> {
+        if self.hooks.downgrade {
+            Ok(vec![format!("runs downgrade() of {}", self.file.display())])
+        } else {
+            Err(self.no_downgrade())
+        }
+    }
+    async fn pre_upgrade(&self, _ctx: &MigrationContext) -> Result<(), StepError> {
+        if self.hooks.pre_upgrade {
+            self.call("pre_upgrade").await?;
+        }
+        Ok(())
+    }
+    async fn upgrade(&self, _ctx: &MigrationContext) -> Result<(), StepError> {
+        self.call("upgrade").await
+    }
+    async fn post_upgrade(&self, _ctx: &MigrationContext) -> Result<(), StepError> {
+        if self.hooks.post_upgrade {
+            self.call("post_upgrade").await?;
+        }
+        Ok(())
+    }
+    async fn downgrade(&self, _ctx: &MigrationContext) -> Result<(), StepError> {
+        if !self.hooks.downgrade {
+            return Err(self.no_downgrade());
+        }
+        self.call("downgrade").await
+    }
+}
+
+impl PyMigration {
+    fn no_downgrade(&self) -> StepError {
+        StepError::NotImplemented(format!(
+            "migration {} ({}) defines no downgrade(); write one to roll it back",
+            self.version,
+            self.file.display()
+        ))
+    }
+}
+
+fn to_json<T: Serialize>(value: &T) -> PyResult<String> {
+    serde_json::to_string(value)
+        .map_err(|e| PyValueError::new_err(format!("a result does not serialize: {e}")))
+}
+
+/// The Rust runner for one namespace, with the Python migration files registered.
+#[pyclass(frozen, module = "iceberg_ops._native")]
+pub struct NativeRunner {
+    runtime: tokio::runtime::Runtime,
+    runner: Arc<MigrationRunner>,
+}
+
+#[pymethods]
+impl NativeRunner {
+    /// `migrations`: `(version, description, file, instance, (pre_upgrade, post_upgrade,
+    /// downgrade))` per Python file, `catalog` the PyIceberg catalog their hooks get.
+    #[new]
+    #[pyo3(signature = (catalog_spec, catalog, namespace, meta_namespace, migrations_dir, migrations))]
+    #[allow(clippy::type_complexity)]
+    fn new(
+        py: Python<'_>,
+        catalog_spec: &str,
+        catalog: Py<PyAny>,
+        namespace: String,
+        meta_namespace: String,
+        migrations_dir: PathBuf,
+        migrations: Vec<(String, String, PathBuf, Py<PyAny>, (bool, bool, bool))>,
+    ) -> PyResult<Self> {
+        let spec: CatalogSpec = serde_json::from_str(catalog_spec)
+            .map_err(|e| PyValueError::new_err(format!("not a catalog: {e}")))?;
+        let mut code: Vec<Arc<dyn Migration>> = Vec::new();
+        for (version, description, file, instance, (pre, post, down)) in migrations {
+            let bytes = std::fs::read(&file).map_err(|e| {
+                PyRuntimeError::new_err(format!("cannot read migration {}: {e}", file.display()))
+            })?;
+            code.push(Arc::new(PyMigration {
+                version,
+                description,
+                checksum: ops_runner::file::checksum(&bytes),
+                file,
+                instance,
+                catalog: catalog.clone_ref(py),
+                hooks: Hooks {
+                    pre_upgrade: pre,
+                    post_upgrade: post,
+                    downgrade: down,
+                },
+            }));
+        }
+        let runtime = new_runtime()?;
+        let interrupt = Interrupt::default();
+        let handle: CatalogHandle = block_on_in(py, &runtime, &interrupt, || async {
+            open(&spec).await.map_err(errors::core)
+        })??;
+        let mut runner = MigrationRunner::new(&handle, namespace)
+            .meta_namespace(&meta_namespace)
+            .migrations_dir(Some(migrations_dir));
+        for m in code {
+            runner = runner.register(m);
+        }
+        Ok(Self {
+            runtime,
+            runner: Arc::new(runner),
+        })
+    }
+
+    /// Every discovered migration's state, as JSON, and its printed line.
+    fn status(&self, py: Python<'_>) -> PyResult<Vec<(String, String)>> {
+        let runner = self.runner.clone();
+        let entries = self.run(py, || async move { runner.status().await })?;
+        entries
+            .iter()
+            .map(|e| Ok((to_json(e)?, e.to_string())))
+            .collect()
+    }
+
+    /// The pending steps up to `target`, as JSON.
+    #[pyo3(signature = (target=None))]
+    fn plan(&self, py: Python<'_>, target: Option<String>) -> PyResult<String> {
+        let runner = self.runner.clone();
+        let steps = self.run(py, || async move { runner.plan(target_of(target)).await })?;
+        to_json(&steps)
+    }
+
+    /// Applies pending migrations up to `target`; the versions applied.
+    #[pyo3(signature = (target=None))]
+    fn migrate(&self, py: Python<'_>, target: Option<String>) -> PyResult<Vec<String>> {
+        let runner = self.runner.clone();
+        self.run(
+            py,
+            || async move { runner.migrate(target_of(target)).await },
+        )
+    }
+
+    /// Rolls back `steps` migrations, or down to `target`; the versions rolled back.
+    #[pyo3(signature = (steps=1, target=None))]
+    fn rollback(
+        &self,
+        py: Python<'_>,
+        steps: usize,
+        target: Option<String>,
+    ) -> PyResult<Vec<String>> {
+        let to = match target {
+            Some(t) => RollbackTo::Target(Target::from(t)),
+            None => RollbackTo::Steps(steps),
+        };
+        let runner = self.runner.clone();
+        self.run(py, || async move { runner.rollback(to).await })
+    }
+
+    /// Marks migrations up to `target` applied without running them; the versions stamped.
+    #[pyo3(signature = (target=None))]
+    fn stamp(&self, py: Python<'_>, target: Option<String>) -> PyResult<Vec<String>> {
+        let runner = self.runner.clone();
+        self.run(py, || async move { runner.stamp(target_of(target)).await })
+    }
+
+    /// What differs between history and the migrations (an applied file edited since, an
+    /// applied version's file missing, ...), as JSON, each with its printed line.
+    fn validate(&self, py: Python<'_>) -> PyResult<Vec<(String, String)>> {
+        let runner = self.runner.clone();
+        let issues = self.run(py, || async move { runner.validate().await })?;
+        issues
+            .iter()
+            .map(|i| Ok((to_json(i)?, i.to_string())))
+            .collect()
+    }
+
+    /// Every history row of the namespace, as JSON.
+    fn history(&self, py: Python<'_>) -> PyResult<String> {
+        let runner = self.runner.clone();
+        let rows = self.run(py, || async move { runner.history().await })?;
+        to_json(&rows)
+    }
+}
+
+fn target_of(value: Option<String>) -> Option<Target> {
+    value.map(Target::from)
+}
+
+impl NativeRunner {
+    fn run<F, Fut, T>(&self, py: Python<'_>, work: F) -> PyResult<T>
+    where
+        F: FnOnce() -> Fut + Send,
+        Fut: std::future::Future<Output = ops_runner::Result<T>>,
+        T: Send,
+    {
+        let interrupt = Interrupt::default();
+        block_on_in(py, &self.runtime, &interrupt, work)?.map_err(errors::runner)
+    }
+}
+
+/// The history table of one catalog's meta-namespace.
+#[pyclass(frozen, module = "iceberg_ops._native")]
+pub struct NativeHistory {
+    runtime: tokio::runtime::Runtime,
+    history: Arc<MigrationHistory>,
+}
+
+#[pymethods]
+impl NativeHistory {
+    #[new]
+    fn new(py: Python<'_>, catalog_spec: &str, meta_namespace: String) -> PyResult<Self> {
+        let spec: CatalogSpec = serde_json::from_str(catalog_spec)
+            .map_err(|e| PyValueError::new_err(format!("not a catalog: {e}")))?;
+        let runtime = new_runtime()?;
+        let interrupt = Interrupt::default();
+        let handle: CatalogHandle = block_on_in(py, &runtime, &interrupt, || async {
+            open(&spec).await.map_err(errors::core)
+        })??;
+        Ok(Self {
+            runtime,
+            history: Arc::new(MigrationHistory::new(&handle, &meta_namespace)),
+        })
+    }
+
+    /// Records a status: `applied`, `rolled_back` or `failed` (with `error`).
+    #[pyo3(signature = (status, version, namespace, description, error=None))]
+    fn record(
+        &self,
+        py: Python<'_>,
+        status: &str,
+        version: String,
+        namespace: String,
+        description: String,
+        error: Option<String>,
+    ) -> PyResult<()> {
+        let history = self.history.clone();
+        let status = status.to_string();
+        let interrupt = Interrupt::default();
+        block_on_in(py, &self.runtime, &interrupt, || async move {
+            match status.as_str() {
+                "applied" => {
+                    history
+                        .record_applied(&version, &namespace, &description, None)
+                        .await
+                }
+                "rolled_back" => {
+                    history
+                        .record_rolled_back(&version, &namespace, &description, None)
+                        .await
+                }
+                _ => {
+                    history
+                        .record_failed(
+                            &version,
+                            &namespace,
+                            &description,
+                            error.as_deref().unwrap_or(""),
+                            None,
+                        )
+                        .await
+                }
+            }
+        })?
+        .map_err(errors::runner)
+    }
+
+    /// Every current row of `namespace`, as JSON.
+    fn get_all(&self, py: Python<'_>, namespace: String) -> PyResult<String> {
+        let history = self.history.clone();
+        let interrupt = Interrupt::default();
+        let rows: Vec<HistoryRow> = block_on_in(py, &self.runtime, &interrupt, || async move {
+            history.get_all(&namespace).await
+        })?
+        .map_err(errors::runner)?;
+        to_json(&rows)
+    }
+}
