@@ -76,7 +76,7 @@ def _overrides(cls: type, name: str) -> bool:
     return getattr(cls, name) is not getattr(Migration, name)
 
 
-def _load(path: Path, prefix: str, default_description: str) -> tuple:
+def _load(path: Path, prefix: str, default_description: str) -> tuple[Any, ...]:
     digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
     module_name = f"iceberg_ops_migration_{prefix}_{digest}"
     try:
@@ -160,7 +160,7 @@ class MigrationRunner:
         self.migrations_dir = Path(migrations_dir)
         self._catalog_spec = json.dumps(_tables.catalog_spec(catalog, "catalog"))
 
-    def _files(self) -> list[tuple]:
+    def _files(self) -> list[tuple[Any, ...]]:
         base = self.migrations_dir
         if not base.is_dir():
             raise FileNotFoundError(
@@ -198,7 +198,7 @@ class MigrationRunner:
 
     def plan(self, target: str | int | None = None) -> list[dict[str, Any]]:
         """Print and return the pending migrations up to ``target``; writes nothing."""
-        steps = json.loads(self._native().plan(_target(target)))
+        steps: list[dict[str, Any]] = json.loads(self._native().plan(_target(target)))
         for step in steps:
             print(f"{step['version']}  {step['description']}")
             for change in step["changes"]:
@@ -245,7 +245,7 @@ class MigrationRunner:
 
     def history(self) -> list[dict[str, Any]]:
         """Print each version's latest recorded status; return the rows."""
-        rows = json.loads(self._native().history())
+        rows: list[dict[str, Any]] = json.loads(self._native().history())
         for row in rows:
             error = f"  {row['error']}" if row.get("error") else ""
             print(f"{row['version']}  {row['status']:<12} {row['applied_at']}  "

@@ -201,7 +201,8 @@ class DataMigrator:
         self.schema_reconciler = schema_reconciler or SchemaReconciler()
         self.partition_strategy = PartitionStrategy(partition_strategy)
         self.row_filter = row_filter
-        schema = source.schema() if hasattr(source, "schema") and callable(source.schema) else None
+        schema_of = getattr(source, "schema", None)
+        schema = schema_of() if callable(schema_of) else None
         self._row_filter_text = _tables.filter_text(row_filter, schema)
         self.source_snapshot = source_snapshot
         self.batch_rows = batch_rows
