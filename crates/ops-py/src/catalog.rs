@@ -58,3 +58,19 @@ pub fn normalize_version(value: &Bound<'_, PyAny>) -> PyResult<String> {
     };
     ops_runner::normalize_version(text.trim()).map_err(errors::runner)
 }
+
+/// The version of the SQLite library the extension's catalogs run on: the process's one, which
+/// Python's `sqlite3` module loads too (two copies in one process break each other's locks).
+#[pyfunction]
+pub fn sqlite_library_version(py: Python<'_>) -> PyResult<String> {
+    use sqlx::Connection;
+    let interrupt = crate::runtime::Interrupt::default();
+    crate::runtime::block_on_detached(py, &interrupt, || async {
+        let mut conn = sqlx::SqliteConnection::connect("sqlite::memory:").await?;
+        let version: (String,) = sqlx::query_as("select sqlite_version()")
+            .fetch_one(&mut conn)
+            .await?;
+        Ok::<_, sqlx::Error>(version.0)
+    })?
+    .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(format!("SQLite: {e}")))
+}

@@ -19,7 +19,7 @@ use ops_datamig::MigrationError;
 use ops_reconcile::ReconcileError;
 
 pyo3::create_exception!(
-    iceberg_ops._native,
+    iceberg_ops.data_migration.checkpoint,
     CheckpointError,
     pyo3::exceptions::PyRuntimeError,
     "Raised when a checkpoint file cannot be used: corrupt, unreadable, an unsupported version, \
@@ -28,7 +28,7 @@ pyo3::create_exception!(
 );
 
 pyo3::create_exception!(
-    iceberg_ops._native,
+    iceberg_ops.history,
     ConcurrentMigrationError,
     pyo3::exceptions::PyRuntimeError,
     "Raised when another process changed the migration history during a run: the losing run's \
@@ -38,7 +38,7 @@ pyo3::create_exception!(
 /// A runner or history error as the seed's exception.
 pub fn runner(e: ops_runner::RunnerError) -> PyErr {
     use ops_runner::RunnerError as R;
-    let message = e.to_string();
+    let message = for_python(e.to_string());
     match &e {
         R::InvalidVersion { .. } | R::UnknownTarget { .. } | R::InvalidArgument(_) => {
             PyValueError::new_err(message)
@@ -53,22 +53,60 @@ pub fn runner(e: ops_runner::RunnerError) -> PyErr {
     }
 }
 
+/// The CLI's advice in a library message, in the Python API's words: the Rust crates serve
+/// both, and a Python user has keyword arguments, not flags.
+pub fn for_python(message: String) -> String {
+    const WORDS: &[(&str, &str)] = &[
+        ("--on-duplicate-keys last", "on_duplicate_keys=\"last\""),
+        ("--on-duplicate-keys error", "on_duplicate_keys=\"error\""),
+        ("--on-duplicate-keys", "on_duplicate_keys"),
+        (
+            "pass a new --checkpoint path",
+            "give the DataMigrator a CheckpointStore of a new path (or call \
+             CheckpointStore.reset())",
+        ),
+        ("--checkpoint path", "CheckpointStore path"),
+        ("--checkpoint", "checkpoint"),
+        ("--copy-mode rewrite", "copy_mode=\"rewrite\""),
+        ("--copy-mode files", "copy_mode=\"files\""),
+        ("--copy-mode auto", "copy_mode=\"auto\""),
+        ("--copy-mode reference", "copy_mode=\"reference\""),
+        ("--copy-mode", "copy_mode"),
+        ("--upsert-keys", "upsert_keys"),
+        ("--row-filter", "row_filter"),
+        ("--dry-run", "dry_run=True"),
+        ("--migrations-dir", "migrations_dir="),
+        (
+            "`migrate-data` run with this checkpoint",
+            "DataMigrator.run() with this checkpoint",
+        ),
+        ("`migrate-data`", "DataMigrator"),
+    ];
+    let mut out = message;
+    for (cli, python) in WORDS {
+        if out.contains(cli) {
+            out = out.replace(cli, python);
+        }
+    }
+    out
+}
+
 /// A migration error as the seed's exception.
 pub fn migration(e: MigrationError) -> PyErr {
-    let message = e.to_string();
+    let message = for_python(e.to_string());
     let kind = kind_of(&e);
     kind.raise(message)
 }
 
 /// A reconciliation error as the seed's exception.
 pub fn reconcile(e: ReconcileError) -> PyErr {
-    let message = e.to_string();
+    let message = for_python(e.to_string());
     reconcile_kind(&e).raise(message)
 }
 
 /// A checkpoint error as the seed's exception.
 pub fn checkpoint(e: RustCheckpointError) -> PyErr {
-    let message = e.to_string();
+    let message = for_python(e.to_string());
     checkpoint_kind(&e).raise(message)
 }
 
@@ -164,6 +202,21 @@ fn core_kind(e: &ops_core::Error) -> Kind {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cli_advice_reads_as_python_arguments() {
+        let m = for_python(
+            "key k repeats; keep the last row of each key with --on-duplicate-keys last, or \
+             pass a new --checkpoint path"
+                .to_string(),
+        );
+        assert_eq!(
+            m,
+            "key k repeats; keep the last row of each key with on_duplicate_keys=\"last\", or \
+             give the DataMigrator a CheckpointStore of a new path (or call \
+             CheckpointStore.reset())"
+        );
+    }
 
     #[test]
     fn a_failed_batch_raises_what_its_cause_raises() {

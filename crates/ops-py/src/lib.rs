@@ -45,6 +45,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<runner::NativeHistory>()?;
     m.add_function(wrap_pyfunction!(catalog::resolve_catalog, m)?)?;
     m.add_function(wrap_pyfunction!(catalog::check_catalog, m)?)?;
+    m.add_function(wrap_pyfunction!(catalog::sqlite_library_version, m)?)?;
     m.add_function(wrap_pyfunction!(catalog::normalize_version, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

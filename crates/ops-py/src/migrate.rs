@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use ops_core::catalog::{CatalogDefinition, settings_for};
 use ops_core::{CatalogHandle, iceberg::TableIdent};
-use ops_datamig::{CopyMode, DataMigrator, VerifyMethod, WriteMode};
+use ops_datamig::{CopyMode, DataMigrator, OnDuplicateKeys, VerifyMethod, WriteMode};
 use ops_reconcile::SchemaReconciler;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -67,6 +67,9 @@ pub struct JobSpec {
     /// Whether files may be copied whole instead of rewritten (`auto` by default).
     #[serde(default)]
     pub copy_mode: CopyMode,
+    /// An upsert's rule for a key that repeats in the source (`error` by default).
+    #[serde(default)]
+    pub on_duplicate_keys: OnDuplicateKeys,
 }
 
 impl JobSpec {
@@ -112,6 +115,7 @@ async fn migrator(job: &JobSpec) -> PyResult<DataMigrator> {
     .batch_rows(job.batch_rows)
     .write_mode(job.write_mode)
     .copy_mode(job.copy_mode)
+    .on_duplicate_keys(job.on_duplicate_keys)
     .dry_run(job.dry_run);
     if let Some(r) = &job.reconciler {
         m = m.schema_reconciler(r.clone());

@@ -358,3 +358,26 @@ def test_results_copy_pickle_and_convert(catalog):
     # The plan still projects (it is the one computed), a copy says why it cannot.
     with pytest.raises(TypeError, match="compute it again"):
         SchemaReconciler(**RENAME).project_batch(pa.record_batch({"id": [1]}), again.plan)
+
+
+def test_upsert_of_a_repeated_key_is_refused_or_takes_the_last_row(catalog):
+    schema = Schema(NestedField(1, "id", LongType(), required=True),
+                    NestedField(2, "v", StringType(), required=False), identifier_field_ids=[1])
+    src = catalog.create_table("s.src", schema)
+    src.append(pa.Table.from_pylist([{"id": 1, "v": "first"}, {"id": 2, "v": "x"}],
+                                    schema=schema.as_arrow()))
+    src.append(pa.Table.from_pylist([{"id": 1, "v": "later"}], schema=schema.as_arrow()))
+    dst = catalog.create_table("s.dst", schema)
+    with pytest.raises(ValueError) as e:
+        DataMigrator(src, dst, write_mode="upsert", upsert_keys=["id"], batch_rows=2).run()
+    assert 'on_duplicate_keys="last"' in str(e.value) and "--" not in str(e.value)
+    assert dst.refresh().current_snapshot() is None
+    DataMigrator(src, dst, write_mode="upsert", upsert_keys=["id"], batch_rows=2,
+                 on_duplicate_keys="last").run()
+    assert {r["id"]: r["v"] for r in rows(dst)} == {1: "later", 2: "x"}
+    with pytest.raises(TypeError, match=r"\['id'\]"):
+        DataMigrator(src, dst, write_mode="upsert", upsert_keys="id")
+    with pytest.raises(TypeError, match="dry_run"):
+        DataMigrator(src, dst, dry_run="yes")
+    with pytest.raises(ValueError, match="batch_rows"):
+        DataMigrator(src, dst, batch_rows=2**70)

@@ -50,3 +50,13 @@ def test_the_runner_history_and_catalog_modules_have_the_seed_names_documented()
                 MigrationRunner.status, MigrationRunner.plan, MigrationRunner.history):
         assert (obj.__doc__ or "").strip(), obj
     assert issubclass(ConcurrentMigrationError, RuntimeError)
+
+
+def test_the_extension_runs_on_the_sqlite_library_python_loads():
+    # Two SQLite libraries in one process release each other's POSIX locks: a PyIceberg commit
+    # beside an interrupted migration then failed with "disk I/O error", once after landing.
+    import sqlite3
+
+    from iceberg_ops import _native
+
+    assert _native.sqlite_library_version() == sqlite3.sqlite_version

@@ -11,6 +11,7 @@ import datetime
 import decimal
 import json
 import math
+import uuid
 from typing import Any
 
 # PyIceberg catalog classes by name (checked along the MRO, so subclasses count), and the kind
@@ -111,8 +112,8 @@ def table_spec(table: Any, argument: str) -> dict[str, Any]:
 def table_uuid(table: Any) -> str | None:
     """The table's UUID when it is a loaded PyIceberg table."""
     metadata = getattr(table, "metadata", None)
-    uuid = getattr(metadata, "table_uuid", None)
-    return None if uuid is None else str(uuid)
+    value = getattr(metadata, "table_uuid", None)
+    return None if value is None else str(value)
 
 
 def _column(name: str, top_level: frozenset[str]) -> str:
@@ -125,9 +126,15 @@ def _column(name: str, top_level: frozenset[str]) -> str:
 _EPOCH = datetime.datetime(1970, 1, 1)
 
 
-def _literal(literal: Any) -> str:
+def _literal(literal: Any, zone: bool = False) -> str:
+    """``literal`` as the filter syntax writes it; ``zone``: the column is a timestamptz (a
+    timestamp PyIceberg holds as microseconds is UTC there)."""
     kind = type(literal).__name__
     value = getattr(literal, "value", literal)
+    if kind == "TimestampLiteral" and zone:
+        kind = "TimestamptzLiteral"
+    if kind == "UUIDLiteral" and isinstance(value, (bytes, bytearray)):
+        value = str(uuid.UUID(bytes=bytes(value)))
     # Bound-style literals hold their value as a number since the epoch.
     if kind == "DateLiteral":
         value = datetime.date(1970, 1, 1) + datetime.timedelta(days=value)
@@ -157,8 +164,8 @@ def _literal(literal: Any) -> str:
     if isinstance(value, str) or kind == "UUIDLiteral":
         return "'" + str(value).replace("'", "''") + "'"
     raise TypeError(
-        f"row_filter: a literal of type {type(value).__name__} cannot be passed on; write the "
-        "filter as a string, e.g. \"d >= '2026-01-01'\""
+        f"row_filter: a literal of type {type(value).__name__} ({value!r}) cannot be written in "
+        "the filter syntax; filter on another column, or give the filter as a string"
     )
 
 
@@ -177,13 +184,27 @@ def _operands(node: Any, cls: Any) -> list[Any]:
 
 
 def filter_text(expression: Any, schema: Any = None) -> str | None:
-    """A row filter as the filter string the Rust core parses (PyIceberg's syntax).
+    """A row filter as the filter string the Rust core parses, meaning what PyIceberg's scan
+    makes of it (the seed read the source with ``source.scan(row_filter=...)``).
 
-    ``None`` for no filter (``AlwaysTrue``). A string passes as it is. ``schema`` (the source's
-    PyIceberg schema, when known) tells a top-level column named ``a.b`` from a nested field.
+    ``None`` for no filter. A string is parsed by PyIceberg's own parser (one it cannot parse
+    passes as it is: the Rust grammar takes more). PyIceberg filters rows with pyarrow, whose
+    logic is SQL's three-valued one (``NOT`` of NULL is NULL) except in one place: ``isin`` is
+    false, not NULL, for a NULL value, so ``NotIn`` and ``Not(In)`` keep the rows whose column
+    is NULL. ``In`` is therefore written ``(c IS NOT NULL AND c IN (...))``, which is false for
+    NULL in SQL too. ``schema`` (the source's, when known) tells a top-level column named
+    ``a.b`` from a nested field and which timestamps are timestamptz.
     """
-    if expression is None or isinstance(expression, str):
-        return expression
+    if expression is None:
+        return None
+    if isinstance(expression, str):
+        from pyiceberg.expressions import parser
+
+        text: str = expression
+        try:
+            expression = parser.parse(text)
+        except Exception:
+            return text
     from pyiceberg import expressions as e
 
     if isinstance(expression, e.AlwaysTrue):
@@ -200,7 +221,7 @@ def filter_text(expression: Any, schema: Any = None) -> str | None:
             del out[len(out) - n:]
             out.append("(" + separator.join(parts) + ")")
         elif step == "not":
-            out.append("NOT (" + out.pop() + ")")
+            out.append("NOT " + out.pop())
         elif isinstance(item, (e.And, e.Or)):
             cls = e.And if isinstance(item, e.And) else e.Or
             operands = _operands(item, cls)
@@ -214,7 +235,7 @@ def filter_text(expression: Any, schema: Any = None) -> str | None:
         elif isinstance(item, e.AlwaysFalse):
             out.append("false")
         elif isinstance(item, e.UnboundPredicate):
-            out.append(_predicate(item, e, top_level))
+            out.append("(" + _predicate(item, e, top_level, schema) + ")")
         else:
             raise TypeError(
                 f"row_filter: {type(item).__name__} is not a filter iceberg-ops can pass on; use "
@@ -223,8 +244,18 @@ def filter_text(expression: Any, schema: Any = None) -> str | None:
     return out[0]
 
 
-def _predicate(p: Any, e: Any, top_level: frozenset[str]) -> str:
+def _field_type(schema: Any, name: str) -> Any:
+    if schema is None:
+        return None
+    try:
+        return schema.find_field(name).field_type
+    except Exception:
+        return None
+
+
+def _predicate(p: Any, e: Any, top_level: frozenset[str], schema: Any) -> str:
     column = _column(p.term.name, top_level)
+    zone = type(_field_type(schema, p.term.name)).__name__ == "TimestamptzType"
     unary = {
         e.IsNull: "IS NULL",
         e.NotNull: "IS NOT NULL",
@@ -235,8 +266,10 @@ def _predicate(p: Any, e: Any, top_level: frozenset[str]) -> str:
         if isinstance(p, cls):
             return f"{column} {text}"
     if isinstance(p, (e.In, e.NotIn)):
-        values = ", ".join(sorted(_literal(v) for v in p.literals))
-        return f"{column} {'NOT IN' if isinstance(p, e.NotIn) else 'IN'} ({values})"
+        # pyarrow's isin: false for NULL (see filter_text), so NotIn keeps NULL rows.
+        values = ", ".join(sorted(_literal(v, zone) for v in p.literals))
+        in_values = f"({column} IS NOT NULL AND {column} IN ({values}))"
+        return f"NOT {in_values}" if isinstance(p, e.NotIn) else in_values
     if isinstance(p, (e.StartsWith, e.NotStartsWith)):
         # The filter grammar's LIKE: a trailing % is the prefix match, \% a literal percent.
         prefix = str(p.literal.value)
@@ -258,5 +291,5 @@ def _predicate(p: Any, e: Any, top_level: frozenset[str]) -> str:
     }
     for cls, op in binary.items():
         if isinstance(p, cls):
-            return f"{column} {op} {_literal(p.literal)}"
+            return f"{column} {op} {_literal(p.literal, zone)}"
     raise TypeError(f"row_filter: {type(p).__name__} is not a predicate iceberg-ops can pass on")

@@ -34,6 +34,9 @@ __all__ = ["DataMigrator", "MigrationResult", "PartitionStrategy", "Verification
 _WRITE_MODES = ("append", "upsert", "overwrite_partition")
 _VERIFY_METHODS = ("row_count", "partition_hash", "sample")
 _COPY_MODES = ("auto", "rewrite", "files", "reference")
+_DUPLICATE_KEYS = ("error", "last")
+# What JSON carries to Rust exactly (a u64 / usize there).
+_MAX_INT = 2**63 - 1
 
 
 class PartitionStrategy(str, Enum):
@@ -128,6 +131,11 @@ class DataMigrator:
         checkpoint: A :class:`CheckpointStore`; an existing file is resumed when it matches.
         progress: ``progress(rows_done, rows_total_or_none)``, called after each commit.
         dry_run: Plan and read without writing.
+        on_duplicate_keys: An iceberg-ops extension (keyword only), for upserts: ``"error"``
+            (default) refuses, before anything is written, a source in which a key repeats;
+            ``"last"`` keeps each key's last row in the read order (later commits' files after
+            earlier ones), whichever batch holds it — the seed's "the later row wins", made
+            independent of ``batch_rows``.
         copy_mode: An iceberg-ops extension (keyword only, after the seed's arguments): how
             source files reach the destination. ``"auto"`` (default) copies a file byte for
             byte when its columns and field ids already match the destination's (renames and
@@ -159,7 +167,14 @@ class DataMigrator:
         progress: Callable[[int, int | None], None] | None = None,
         dry_run: bool = False,
         copy_mode: Literal["auto", "rewrite", "files", "reference"] = "auto",
+        on_duplicate_keys: Literal["error", "last"] = "error",
     ) -> None:
+        if on_duplicate_keys not in _DUPLICATE_KEYS:
+            raise ValueError(
+                f"on_duplicate_keys={on_duplicate_keys!r}: use one of {', '.join(_DUPLICATE_KEYS)}"
+            )
+        if not isinstance(dry_run, bool):
+            raise TypeError(f"dry_run must be True or False, not {dry_run!r}")
         if copy_mode not in _COPY_MODES:
             raise ValueError(f"copy_mode={copy_mode!r}: use one of {', '.join(_COPY_MODES)}")
         if write_mode not in _WRITE_MODES:
@@ -169,13 +184,22 @@ class DataMigrator:
         if write_mode != "upsert" and upsert_keys is not None:
             raise ValueError(f"upsert_keys is only for write_mode='upsert', not {write_mode!r}")
         if upsert_keys is not None:
+            if isinstance(upsert_keys, (str, bytes)):
+                raise TypeError(
+                    f"upsert_keys must be a list of column names, not the string {upsert_keys!r} "
+                    f"(write [{upsert_keys!r}])"
+                )
             keys = list(upsert_keys)
             if any(not isinstance(k, str) or not k.strip() for k in keys):
                 raise ValueError(f"upsert_keys holds a blank or non-string name: {keys!r}")
             if len(set(keys)) != len(keys):
                 raise ValueError(f"upsert_keys repeats a name: {keys!r}")
             upsert_keys = keys
-        if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows <= 0:
+        if (
+            isinstance(batch_rows, bool)
+            or not isinstance(batch_rows, int)
+            or not 0 < batch_rows <= _MAX_INT
+        ):
             raise ValueError(f"batch_rows must be a positive int, not {batch_rows!r}")
         if PartitionStrategy(partition_strategy) != PartitionStrategy.PRESERVE:
             raise ValueError("partition_strategy: only PartitionStrategy.PRESERVE is supported")
@@ -212,6 +236,7 @@ class DataMigrator:
         self.progress = progress
         self.dry_run = dry_run
         self.copy_mode = copy_mode
+        self.on_duplicate_keys = on_duplicate_keys
         self._last_source_snapshot: int | None = None
 
     def _job(self, source_snapshot: int | None) -> str:
@@ -228,6 +253,7 @@ class DataMigrator:
                 "checkpoint": None if self.checkpoint is None else str(self.checkpoint.path),
                 "dry_run": bool(self.dry_run),
                 "copy_mode": self.copy_mode,
+                "on_duplicate_keys": self.on_duplicate_keys,
             }
         )
 
@@ -264,11 +290,14 @@ class DataMigrator:
         if method not in _VERIFY_METHODS:
             raise ValueError(f"method={method!r}: use one of {', '.join(_VERIFY_METHODS)}")
         if method == "sample" and (
-            isinstance(sample_size, bool) or not isinstance(sample_size, int) or sample_size <= 0
+            isinstance(sample_size, bool)
+            or not isinstance(sample_size, int)
+            or not 0 < sample_size <= _MAX_INT
         ):
             raise ValueError(f"sample_size must be a positive int, not {sample_size!r}")
         snapshot = self.source_snapshot
         if snapshot is None:
             snapshot = self._last_source_snapshot
-        text = _native.verify_migration(self._job(snapshot), method, max(int(sample_size), 1))
+        size = sample_size if isinstance(sample_size, int) and 0 < sample_size <= _MAX_INT else 1
+        text = _native.verify_migration(self._job(snapshot), method, size)
         return VerificationResult._from_json(text)
