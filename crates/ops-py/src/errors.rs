@@ -81,6 +81,8 @@ pub fn for_python(message: String) -> String {
             "DataMigrator.run() with this checkpoint",
         ),
         ("`migrate-data`", "DataMigrator"),
+        ("pass --force", "pass force=True"),
+        ("`migrate repair`", "MigrationRunner.repair()"),
     ];
     let mut out = message;
     for (cli, python) in WORDS {

@@ -6,9 +6,13 @@
 //! runs); each becomes a [`PyMigration`]: its version, description, the checksum of the file's
 //! bytes (so `validate` reports an edited applied file) and the instance whose
 //! `pre_upgrade`/`upgrade`/`post_upgrade`/`downgrade` get the live PyIceberg catalog. A hook
-//! runs on a blocking thread with the GIL taken there, so Python code in it may itself call
-//! iceberg_ops (which starts its own runtime). An exception it raises is recorded in history
-//! as `<ExceptionType>: <message>`, as the seed records a failure.
+//! runs on the calling thread, outside the runtime's context, with the GIL taken: Python code
+//! in it may itself call iceberg_ops (which starts its own runtime), and Ctrl-C raises
+//! `KeyboardInterrupt` inside it, as in a pure-Python runner. An exception it raises is
+//! recorded in history as `<ExceptionType>: <message>`, as the seed records a failure, and the
+//! runner's `RuntimeError` carries it as its `__cause__`; a `KeyboardInterrupt` or
+//! `SystemExit` is recorded the same way (the migration stopped half-way) and then raised as
+//! itself. A `NotImplementedError` from `downgrade()` is the seed's "no downgrade".
 //!
 //! Each object owns a runtime: the catalog its history is read through stays bound to it
 //! between calls (the history remembers what it last read, to detect concurrent writers).
@@ -28,7 +32,10 @@ use serde::Serialize;
 
 use crate::errors;
 use crate::migrate::{CatalogSpec, open};
-use crate::runtime::{Interrupt, block_on_in, new_runtime};
+use crate::runtime::{Interrupt, OwnedRuntime, block_on_in, call_python};
+
+/// The exception the last failing hook raised, for the error the runner call ends with.
+type HookError = Arc<std::sync::Mutex<Option<PyErr>>>;
 
 /// A Python migration file, as the Python runner imported it.
 pub struct PyMigration {
@@ -39,6 +46,7 @@ pub struct PyMigration {
     instance: Py<PyAny>,
     catalog: Py<PyAny>,
     hooks: Hooks,
+    raised: HookError,
 }
 
 /// Which optional hooks the migration class defines.
@@ -50,30 +58,38 @@ struct Hooks {
 }
 
 impl PyMigration {
-    /// Calls `instance.<hook>(catalog)` on a blocking thread, the GIL taken there.
-    async fn call(&self, hook: &'static str) -> Result<(), StepError> {
-        let (instance, catalog) =
-            Python::attach(|py| (self.instance.clone_ref(py), self.catalog.clone_ref(py)));
-        let file = self.file.clone();
-        tokio::task::spawn_blocking(move || {
-            Python::attach(|py| {
-                instance
-                    .call_method1(py, hook, (catalog,))
-                    .map(drop)
-                    .map_err(|e| {
-                        tracing::debug!(file = %file.display(), hook, error = %e, "migration hook raised");
-                        let kind = e
-                            .get_type(py)
-                            .name()
-                            .map(|n| n.to_string())
-                            .unwrap_or_else(|_| "Exception".to_string());
-                        let message = e.value(py).to_string();
-                        StepError::Raised(format!("{kind}: {message}"))
-                    })
+    /// Calls `instance.<hook>(catalog)` on this thread (see the module docs).
+    fn call(&self, hook: &'static str) -> Result<(), StepError> {
+        call_python(|py| {
+            let Err(e) = self
+                .instance
+                .call_method1(py, hook, (self.catalog.clone_ref(py),))
+            else {
+                return Ok(());
+            };
+            tracing::debug!(file = %self.file.display(), hook, error = %e, "migration hook raised");
+            let kind = e
+                .get_type(py)
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_else(|_| "Exception".to_string());
+            let message = e.value(py).to_string();
+            let not_implemented = e.is_instance_of::<pyo3::exceptions::PyNotImplementedError>(py);
+            if let Ok(mut slot) = self.raised.lock() {
+                *slot = Some(e);
+            }
+            Err(if not_implemented && hook == "downgrade" {
+                StepError::NotImplemented(format!(
+                    "migration {} ({}): downgrade() raised NotImplementedError: {message}",
+                    self.version,
+                    self.file.display()
+                ))
+            } else if message.is_empty() {
+                StepError::Raised(kind)
+            } else {
+                StepError::Raised(format!("{kind}: {message}"))
             })
         })
-        .await
-        .map_err(|e| StepError::Raised(format!("RuntimeError: the {hook} hook did not finish: {e}")))?
     }
 }
 
@@ -103,16 +119,16 @@ impl Migration for PyMigration {
     }
     async fn pre_upgrade(&self, _ctx: &MigrationContext) -> Result<(), StepError> {
         if self.hooks.pre_upgrade {
-            self.call("pre_upgrade").await?;
+            self.call("pre_upgrade")?;
         }
         Ok(())
     }
     async fn upgrade(&self, _ctx: &MigrationContext) -> Result<(), StepError> {
-        self.call("upgrade").await
+        self.call("upgrade")
     }
     async fn post_upgrade(&self, _ctx: &MigrationContext) -> Result<(), StepError> {
         if self.hooks.post_upgrade {
-            self.call("post_upgrade").await?;
+            self.call("post_upgrade")?;
         }
         Ok(())
     }
@@ -120,7 +136,7 @@ impl Migration for PyMigration {
         if !self.hooks.downgrade {
             return Err(self.no_downgrade());
         }
-        self.call("downgrade").await
+        self.call("downgrade")
     }
 }
 
@@ -142,8 +158,9 @@ fn to_json<T: Serialize>(value: &T) -> PyResult<String> {
 /// The Rust runner for one namespace, with the Python migration files registered.
 #[pyclass(frozen, module = "iceberg_ops._native")]
 pub struct NativeRunner {
-    runtime: tokio::runtime::Runtime,
+    runtime: OwnedRuntime,
     runner: Arc<MigrationRunner>,
+    raised: HookError,
 }
 
 #[pymethods]
@@ -164,6 +181,7 @@ impl NativeRunner {
     ) -> PyResult<Self> {
         let spec: CatalogSpec = serde_json::from_str(catalog_spec)
             .map_err(|e| PyValueError::new_err(format!("not a catalog: {e}")))?;
+        let raised: HookError = Arc::default();
         let mut code: Vec<Arc<dyn Migration>> = Vec::new();
         for (version, description, file, instance, (pre, post, down)) in migrations {
             let bytes = std::fs::read(&file).map_err(|e| {
@@ -181,11 +199,12 @@ impl NativeRunner {
                     post_upgrade: post,
                     downgrade: down,
                 },
+                raised: raised.clone(),
             }));
         }
-        let runtime = new_runtime()?;
+        let runtime = OwnedRuntime::new()?;
         let interrupt = Interrupt::default();
-        let handle: CatalogHandle = block_on_in(py, &runtime, &interrupt, || async {
+        let handle: CatalogHandle = block_on_in(py, runtime.get()?, &interrupt, || async {
             open(&spec).await.map_err(errors::core)
         })??;
         let mut runner = MigrationRunner::new(&handle, namespace)
@@ -197,6 +216,7 @@ impl NativeRunner {
         Ok(Self {
             runtime,
             runner: Arc::new(runner),
+            raised,
         })
     }
 
@@ -228,20 +248,37 @@ impl NativeRunner {
         )
     }
 
-    /// Rolls back `steps` migrations, or down to `target`; the versions rolled back.
-    #[pyo3(signature = (steps=1, target=None))]
+    /// Rolls back `steps` migrations, or down to `target`; the versions rolled back. `force`:
+    /// run today's file even when it changed since it was applied.
+    #[pyo3(signature = (steps=1, target=None, force=false))]
     fn rollback(
         &self,
         py: Python<'_>,
         steps: usize,
         target: Option<String>,
+        force: bool,
     ) -> PyResult<Vec<String>> {
         let to = match target {
             Some(t) => RollbackTo::Target(Target::from(t)),
             None => RollbackTo::Steps(steps),
         };
+        let options = ops_runner::RollbackOptions {
+            force,
+            ..Default::default()
+        };
         let runner = self.runner.clone();
-        self.run(py, || async move { runner.rollback(to).await })
+        self.run(
+            py,
+            || async move { runner.rollback_with(to, options).await },
+        )
+    }
+
+    /// Clears failed attempts from history and records the checksums of applied files as they
+    /// are now; the report as JSON.
+    fn repair(&self, py: Python<'_>) -> PyResult<String> {
+        let runner = self.runner.clone();
+        let report = self.run(py, || async move { runner.repair().await })?;
+        to_json(&report)
     }
 
     /// Marks migrations up to `target` applied without running them; the versions stamped.
@@ -275,21 +312,44 @@ fn target_of(value: Option<String>) -> Option<Target> {
 }
 
 impl NativeRunner {
+    /// Runs a runner call to its end with the GIL released. Ctrl-C is not watched for here:
+    /// hooks run on this thread, where Python raises `KeyboardInterrupt` inside them; between
+    /// hooks (history reads and writes, short) a pending signal is raised when the call
+    /// returns.
     fn run<F, Fut, T>(&self, py: Python<'_>, work: F) -> PyResult<T>
     where
         F: FnOnce() -> Fut + Send,
         Fut: std::future::Future<Output = ops_runner::Result<T>>,
         T: Send,
     {
-        let interrupt = Interrupt::default();
-        block_on_in(py, &self.runtime, &interrupt, work)?.map_err(errors::runner)
+        let runtime = self.runtime.get()?;
+        if let Ok(mut slot) = self.raised.lock() {
+            *slot = None;
+        }
+        let out = py.detach(|| runtime.block_on(work()));
+        out.map_err(|e| {
+            let raised = self.raised.lock().ok().and_then(|mut slot| slot.take());
+            let err = errors::runner(e);
+            match raised {
+                // Not an Exception (KeyboardInterrupt, SystemExit): recorded as the failure
+                // it is, then raised as itself.
+                Some(original) if !original.is_instance_of::<pyo3::exceptions::PyException>(py) => {
+                    original
+                }
+                Some(original) => {
+                    err.set_cause(py, Some(original));
+                    err
+                }
+                None => err,
+            }
+        })
     }
 }
 
 /// The history table of one catalog's meta-namespace.
 #[pyclass(frozen, module = "iceberg_ops._native")]
 pub struct NativeHistory {
-    runtime: tokio::runtime::Runtime,
+    runtime: OwnedRuntime,
     history: Arc<MigrationHistory>,
 }
 
@@ -299,9 +359,9 @@ impl NativeHistory {
     fn new(py: Python<'_>, catalog_spec: &str, meta_namespace: String) -> PyResult<Self> {
         let spec: CatalogSpec = serde_json::from_str(catalog_spec)
             .map_err(|e| PyValueError::new_err(format!("not a catalog: {e}")))?;
-        let runtime = new_runtime()?;
+        let runtime = OwnedRuntime::new()?;
         let interrupt = Interrupt::default();
-        let handle: CatalogHandle = block_on_in(py, &runtime, &interrupt, || async {
+        let handle: CatalogHandle = block_on_in(py, runtime.get()?, &interrupt, || async {
             open(&spec).await.map_err(errors::core)
         })??;
         Ok(Self {
@@ -324,7 +384,7 @@ impl NativeHistory {
         let history = self.history.clone();
         let status = status.to_string();
         let interrupt = Interrupt::default();
-        block_on_in(py, &self.runtime, &interrupt, || async move {
+        block_on_in(py, self.runtime.get()?, &interrupt, || async move {
             match status.as_str() {
                 "applied" => {
                     history
@@ -356,10 +416,11 @@ impl NativeHistory {
     fn get_all(&self, py: Python<'_>, namespace: String) -> PyResult<String> {
         let history = self.history.clone();
         let interrupt = Interrupt::default();
-        let rows: Vec<HistoryRow> = block_on_in(py, &self.runtime, &interrupt, || async move {
-            history.get_all(&namespace).await
-        })?
-        .map_err(errors::runner)?;
+        let rows: Vec<HistoryRow> =
+            block_on_in(py, self.runtime.get()?, &interrupt, || async move {
+                history.get_all(&namespace).await
+            })?
+            .map_err(errors::runner)?;
         to_json(&rows)
     }
 }

@@ -104,6 +104,33 @@ where
     finish(outcome, interrupt)
 }
 
+/// An object's runtime, shut down without waiting for its threads when the object is freed
+/// (which may happen with the GIL held, while a thread of the runtime waits for the GIL).
+#[derive(Debug)]
+pub struct OwnedRuntime(Option<tokio::runtime::Runtime>);
+
+impl OwnedRuntime {
+    /// A new runtime.
+    pub fn new() -> PyResult<Self> {
+        new_runtime().map(|r| Self(Some(r)))
+    }
+
+    /// The runtime.
+    pub fn get(&self) -> PyResult<&tokio::runtime::Runtime> {
+        self.0
+            .as_ref()
+            .ok_or_else(|| PyRuntimeError::new_err("the object's runtime was shut down"))
+    }
+}
+
+impl Drop for OwnedRuntime {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
 /// A multi-threaded runtime for one call or one object.
 pub fn new_runtime() -> PyResult<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()

@@ -12,7 +12,9 @@ import pytest
 from pyiceberg.expressions import (
     And,
     EqualTo,
+    NotEqualTo,
     NotIn,
+    NotNaN,
     GreaterThan,
     GreaterThanOrEqual,
     In,
@@ -26,6 +28,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import (
     DateType,
     DoubleType,
+    IntegerType,
     LongType,
     NestedField,
     StringType,
@@ -50,6 +53,7 @@ SCHEMA = Schema(
     NestedField(9, "addr", StructType(NestedField(10, "city", StringType(), required=False)),
                 required=False),
     NestedField(11, "n", LongType(), required=False),
+    NestedField(12, "k", IntegerType(), required=False),
 )
 
 
@@ -69,6 +73,7 @@ def table(catalog):
             "a.b": i * 10,
             "addr": {"city": f"c{i % 3}"},
             "n": None if i % 4 == 0 else i % 7,
+            "k": None if i % 3 == 0 else i,
         })
     t.append(pa.Table.from_pylist(rows, schema=t.schema().as_arrow()))
     return t
@@ -95,6 +100,11 @@ CASES = {
     "not_of_and": Not(And(EqualTo("n", 2), LessThan("id", 100))),
     "not_of_comparison_with_nan_and_null": Not(LessThan("x", 10.0)),
     "tstz_datetime": GreaterThan("tstz", dt.datetime(2026, 1, 5, tzinfo=dt.timezone.utc)),
+    # PyIceberg binds a literal beyond an int column's range to AlwaysTrue (NULL rows kept) and
+    # NotNaN of a non-float column to AlwaysTrue.
+    "out_of_range_literal": NotEqualTo("k", 3_000_000_000),
+    "out_of_range_string": "k < 3000000000",
+    "not_nan_of_an_int": And(NotNaN("k"), LessThan("id", 50)),
 }
 
 

@@ -381,3 +381,28 @@ def test_upsert_of_a_repeated_key_is_refused_or_takes_the_last_row(catalog):
         DataMigrator(src, dst, dry_run="yes")
     with pytest.raises(ValueError, match="batch_rows"):
         DataMigrator(src, dst, batch_rows=2**70)
+
+
+def test_a_checkpoint_of_another_destination_names_that_one_in_its_advice(catalog, tmp_path):
+    src = source(catalog)
+    first = catalog.create_table("s.first", DST)
+    other = catalog.create_table("s.other", DST)
+    other.append(pa.Table.from_pylist(
+        [{"id": 9, "total_amount": 1, "region": "eu", "note": "mine"}],
+        schema=other.schema().as_arrow()))
+    checkpoint = tmp_path / "ck.json"
+
+    def stop(done, total):
+        raise Boom("stop after the first commit")
+
+    with pytest.raises(Boom):
+        DataMigrator(src, first, schema_reconciler=SchemaReconciler(**RENAME), batch_rows=100,
+                     checkpoint=CheckpointStore(checkpoint), progress=stop).run()
+    with pytest.raises(CheckpointError) as e:
+        DataMigrator(src, catalog.load_table("s.other"), schema_reconciler=SchemaReconciler(**RENAME),
+                     batch_rows=100, checkpoint=CheckpointStore(checkpoint)).run()
+    text = str(e.value)
+    # The batches are in s.first, which had no snapshot before the job: that is the table to
+    # empty, not s.other, which holds rows of its own.
+    assert "s.first" in text and "delete s.other" not in text, text
+    assert len(rows(catalog.load_table("s.other"))) == 1

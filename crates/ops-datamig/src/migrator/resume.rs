@@ -121,14 +121,42 @@ impl DataMigrator {
             .as_ref()
             .and_then(|j| j.get("dest_snapshot_before"))
             .and_then(Value::as_i64);
+        // The undo advice names the table the checkpoint's batches went to: not this run's
+        // destination when the checkpoint is another destination's.
+        let job_dest = state.job.as_ref().and_then(|j| {
+            Some((
+                j.get("dest_table")?.as_str()?.to_string(),
+                j.get("dest_table_uuid")?.as_str()?.to_string(),
+            ))
+        });
+        let (undo_dest, gone) = match job_dest {
+            Some((name, uuid)) if uuid != dest.metadata().uuid().to_string() => {
+                if name == self.dest.ident.to_string() {
+                    // Dropped and made again: the table that holds the batches is gone.
+                    (self.dest.cli_args(), Some((name, uuid)))
+                } else {
+                    (
+                        format!("{name} --catalog {}", self.dest.handle.name()),
+                        None,
+                    )
+                }
+            }
+            _ => (self.dest.cli_args(), None),
+        };
         let refuse = |reason: String, job_done: bool| MigrationError::Resume {
             path: self.checkpoint.clone().unwrap_or_default(),
-            reason,
+            reason: match &gone {
+                Some((name, uuid)) => format!(
+                    "{reason}; its batches went to an earlier table named {name} (UUID {uuid}), \
+                     which is no longer there"
+                ),
+                None => reason,
+            },
             committed_batches: committed,
             rollback_to,
-            dest: self.dest.cli_args(),
+            dest: undo_dest.clone(),
             write_mode: self.write_mode,
-            job_done,
+            job_done: job_done || gone.is_some(),
         };
         let differences = match &state.job {
             Some(job) => self.job_differences(state, job, settings),

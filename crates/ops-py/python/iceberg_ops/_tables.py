@@ -207,6 +207,17 @@ def filter_text(expression: Any, schema: Any = None) -> str | None:
             return text
     from pyiceberg import expressions as e
 
+    if schema is not None:
+        # Bound as PyIceberg's scan binds it: a literal out of the column's range, IsNaN on a
+        # column that is not floating point and a one-value In fold as PyIceberg folds them.
+        # A filter PyIceberg cannot bind here (a column of an older schema, a filter too deep
+        # for its recursive binder) passes unbound; the Rust side binds it.
+        from pyiceberg.expressions.visitors import bind
+
+        try:
+            expression = bind(schema, expression, case_sensitive=True)
+        except Exception:
+            pass
     if isinstance(expression, e.AlwaysTrue):
         return None
     top_level = frozenset(f.name for f in schema.fields) if schema is not None else frozenset()
@@ -234,7 +245,7 @@ def filter_text(expression: Any, schema: Any = None) -> str | None:
             out.append("true")
         elif isinstance(item, e.AlwaysFalse):
             out.append("false")
-        elif isinstance(item, e.UnboundPredicate):
+        elif isinstance(item, (e.UnboundPredicate, e.BoundPredicate)):
             out.append("(" + _predicate(item, e, top_level, schema) + ")")
         else:
             raise TypeError(
@@ -254,23 +265,28 @@ def _field_type(schema: Any, name: str) -> Any:
 
 
 def _predicate(p: Any, e: Any, top_level: frozenset[str], schema: Any) -> str:
-    column = _column(p.term.name, top_level)
-    zone = type(_field_type(schema, p.term.name)).__name__ == "TimestamptzType"
+    """One predicate, unbound or bound by PyIceberg (then its column is named by field id)."""
+    if isinstance(p, e.BoundPredicate):
+        name = schema.find_column_name(p.term.ref().field.field_id)
+    else:
+        name = p.term.name
+    kind = type(p).__name__.removeprefix("Bound")
+    column = _column(name, top_level)
+    zone = type(_field_type(schema, name)).__name__ == "TimestamptzType"
     unary = {
-        e.IsNull: "IS NULL",
-        e.NotNull: "IS NOT NULL",
-        e.IsNaN: "IS NaN",
-        e.NotNaN: "IS NOT NaN",
+        "IsNull": "IS NULL",
+        "NotNull": "IS NOT NULL",
+        "IsNaN": "IS NaN",
+        "NotNaN": "IS NOT NaN",
     }
-    for cls, text in unary.items():
-        if isinstance(p, cls):
-            return f"{column} {text}"
-    if isinstance(p, (e.In, e.NotIn)):
+    if kind in unary:
+        return f"{column} {unary[kind]}"
+    if kind in ("In", "NotIn"):
         # pyarrow's isin: false for NULL (see filter_text), so NotIn keeps NULL rows.
         values = ", ".join(sorted(_literal(v, zone) for v in p.literals))
         in_values = f"({column} IS NOT NULL AND {column} IN ({values}))"
-        return f"NOT {in_values}" if isinstance(p, e.NotIn) else in_values
-    if isinstance(p, (e.StartsWith, e.NotStartsWith)):
+        return f"NOT {in_values}" if kind == "NotIn" else in_values
+    if kind in ("StartsWith", "NotStartsWith"):
         # The filter grammar's LIKE: a trailing % is the prefix match, \% a literal percent.
         prefix = str(p.literal.value)
         if prefix.endswith("\\"):
@@ -280,16 +296,15 @@ def _predicate(p: Any, e: Any, top_level: frozenset[str], schema: Any) -> str:
             )
         prefix = prefix.replace("%", "\\%")
         pattern = "'" + prefix.replace("'", "''") + "%'"
-        return f"{column} {'NOT LIKE' if isinstance(p, e.NotStartsWith) else 'LIKE'} {pattern}"
+        return f"{column} {'NOT LIKE' if kind == 'NotStartsWith' else 'LIKE'} {pattern}"
     binary = {
-        e.EqualTo: "=",
-        e.NotEqualTo: "!=",
-        e.LessThan: "<",
-        e.LessThanOrEqual: "<=",
-        e.GreaterThan: ">",
-        e.GreaterThanOrEqual: ">=",
+        "EqualTo": "=",
+        "NotEqualTo": "!=",
+        "LessThan": "<",
+        "LessThanOrEqual": "<=",
+        "GreaterThan": ">",
+        "GreaterThanOrEqual": ">=",
     }
-    for cls, op in binary.items():
-        if isinstance(p, cls):
-            return f"{column} {op} {_literal(p.literal, zone)}"
+    if kind in binary:
+        return f"{column} {binary[kind]} {_literal(p.literal, zone)}"
     raise TypeError(f"row_filter: {type(p).__name__} is not a predicate iceberg-ops can pass on")

@@ -76,9 +76,38 @@ def _overrides(cls: type, name: str) -> bool:
     return getattr(cls, name) is not getattr(Migration, name)
 
 
+# Files imported by this process, by path: (mtime_ns, size) when imported, and what loading
+# them gave. A runner call imports a file again only when it changed, so its module-level code
+# (registering models, metrics) runs once, not once per status()/plan()/migrate().
+_LOADED: dict[Path, tuple[tuple[int, int], tuple[Any, ...]]] = {}
+
+
 def _load(path: Path, prefix: str, default_description: str) -> tuple[Any, ...]:
+    stat = path.stat()
+    stamp = (stat.st_mtime_ns, stat.st_size)
+    key = path.resolve()
+    cached = _LOADED.get(key)
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    loaded = _import(path, prefix, default_description)
+    _LOADED[key] = (stamp, loaded)
+    return loaded
+
+
+def _import(path: Path, prefix: str, default_description: str) -> tuple[Any, ...]:
     digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
     module_name = f"iceberg_ops_migration_{prefix}_{digest}"
+    try:
+        return _import_module(path, prefix, default_description, module_name)
+    except BaseException:
+        # A rejected file leaves nothing behind.
+        sys.modules.pop(module_name, None)
+        raise
+
+
+def _import_module(
+    path: Path, prefix: str, default_description: str, module_name: str
+) -> tuple[Any, ...]:
     try:
         spec = importlib.util.spec_from_file_location(module_name, path)
         if spec is None or spec.loader is None:
@@ -87,7 +116,6 @@ def _load(path: Path, prefix: str, default_description: str) -> tuple[Any, ...]:
         sys.modules[module_name] = module
         spec.loader.exec_module(module)
     except Exception as e:
-        sys.modules.pop(module_name, None)
         raise RuntimeError(f"cannot load migration {path}: {type(e).__name__}: {e}") from e
     classes = [
         obj
@@ -217,18 +245,37 @@ class MigrationRunner:
         """
         return self._native().migrate(_target(target))
 
-    def rollback(self, steps: int = 1, target: str | int | None = None) -> list[str]:
+    def rollback(
+        self, steps: int = 1, target: str | int | None = None, *, force: bool = False
+    ) -> list[str]:
         """Roll back the last ``steps`` applied migrations, or every one above ``target``
-        (``"0000"`` undoes all); highest version first. Return the versions.
+        (``"0000"`` undoes all; ``steps`` is then ignored); highest version first. Return the
+        versions.
+
+        A migration file edited since it was applied is refused (the rollback would undo what
+        the file says now, not what was applied); ``force=True`` (an iceberg-ops extension)
+        runs today's file anyway.
 
         Raises:
             ValueError: ``steps`` below 1 (without ``target``), or a bad ``target``.
-            NotImplementedError: a migration to undo defines no ``downgrade()``.
-            RuntimeError: a migration file to undo is missing, or a ``downgrade()`` fails.
+            NotImplementedError: a migration to undo defines no ``downgrade()`` (or its
+                ``downgrade()`` raises it).
+            RuntimeError: a migration file to undo is missing or changed, or a ``downgrade()``
+                fails.
         """
-        if target is None and (isinstance(steps, bool) or not isinstance(steps, int) or steps < 1):
-            raise ValueError(f"steps must be at least 1, not {steps!r}")
-        return self._native().rollback(steps, _target(target))
+        if target is None:
+            if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps < 2**63:
+                raise ValueError(f"steps must be at least 1, not {steps!r}")
+        else:
+            steps = 1
+        return self._native().rollback(steps, _target(target), bool(force))
+
+    def repair(self) -> dict[str, Any]:
+        """Clear failed attempts from history (so ``migrate`` runs them again) and record the
+        checksums of applied migration files as they are now (after an edit that changes no
+        meaning); return what was cleared and realigned. An iceberg-ops extension."""
+        report: dict[str, Any] = json.loads(self._native().repair())
+        return report
 
     def stamp(self, target: str | int | None = None) -> list[str]:
         """Mark migrations up to ``target`` applied without running them; return the versions."""

@@ -25,7 +25,18 @@ class CatalogFactory:
         """
         from pyiceberg.catalog import load_catalog
 
-        kind, properties = _native.resolve_catalog(name)
+        try:
+            kind, properties = _native.resolve_catalog(name)
+        except ValueError:
+            # A kind iceberg-ops does not open (hive, say) may still be one PyIceberg does:
+            # the catalog is the user's, as PyIceberg configures it.
+            try:
+                return load_catalog(name)
+            except Exception:
+                pass
+            raise
         props = dict(properties)
-        props["type"] = kind
+        # The user's own spelling of the kind where there is one (PyIceberg's `in-memory`,
+        # say); iceberg-ops' kind names otherwise, which PyIceberg shares for the rest.
+        props.setdefault("type", "in-memory" if kind == "memory" else kind)
         return load_catalog(name, **props)
