@@ -75,10 +75,21 @@ impl PyMigration {
                 .unwrap_or_else(|_| "Exception".to_string());
             let message = e.value(py).to_string();
             let not_implemented = e.is_instance_of::<pyo3::exceptions::PyNotImplementedError>(py);
+            // PyIceberg's commit conflict: the seed's ConcurrentMigrationError, nothing
+            // recorded for the version.
+            let conflict = py
+                .import("pyiceberg.exceptions")
+                .and_then(|m| m.getattr("CommitFailedException"))
+                .is_ok_and(|class| e.get_type(py).is_subclass(&class).unwrap_or(false));
             if let Ok(mut slot) = self.raised.lock() {
                 *slot = Some(e);
             }
-            Err(if not_implemented && hook == "downgrade" {
+            Err(if conflict {
+                StepError::Core(ops_core::Error::CommitConflict {
+                    table: format!("a table of migration {} ({hook})", self.version),
+                    detail: format!("{kind}: {message}"),
+                })
+            } else if not_implemented && hook == "downgrade" {
                 StepError::NotImplemented(format!(
                     "migration {} ({}): downgrade() raised NotImplementedError: {message}",
                     self.version,

@@ -396,3 +396,21 @@ def test_ctrl_c_inside_a_hook_raises_keyboard_interrupt_there(tmp_path, catalog)
     out, _ = child.communicate(timeout=30)  # no hang
     # Stopped half-way: recorded as failed, so the next migrate runs it again.
     assert out.strip() == "interrupted [('0001', 'failed')]", out
+
+
+def test_a_commit_conflict_in_a_hook_is_a_concurrent_migration_error_recording_nothing(
+    tmp_path, catalog
+):
+    folder = tmp_path / "m"
+    write(folder, "0001_conflict.py", '''
+        from pyiceberg.exceptions import CommitFailedException
+        from iceberg_ops.runner import Migration
+        class Conflict(Migration):
+            version = "0001"
+            def upgrade(self, catalog):
+                raise CommitFailedException("requirement failed: branch main has changed")
+    ''')
+    with pytest.raises(ConcurrentMigrationError, match="nothing was recorded") as e:
+        MigrationRunner(catalog, "sales", migrations_dir=folder).migrate()
+    assert type(e.value.__cause__).__name__ == "CommitFailedException"
+    assert MigrationHistory(catalog).get_all("sales") == []
