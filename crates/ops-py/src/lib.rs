@@ -26,6 +26,11 @@ pub mod runtime;
 
 use pyo3::prelude::*;
 
+/// jemalloc for the extension's own (Rust) allocations; see Cargo.toml.
+#[cfg(not(target_env = "msvc"))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 /// `iceberg_ops._native`.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -60,3 +60,17 @@ def test_the_extension_runs_on_the_sqlite_library_python_loads():
     from iceberg_ops import _native
 
     assert _native.sqlite_library_version() == sqlite3.sqlite_version
+
+
+def test_importing_the_package_does_not_import_pyarrow():
+    # pyarrow (tens of MiB) is imported when Arrow data or types are first used, not before: a
+    # migration whose plan nobody reads runs without it.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, iceberg_ops.data_migration, iceberg_ops.runner, iceberg_ops.history, "
+        "iceberg_ops.core.catalog; print('pyarrow' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -9,11 +9,30 @@ changed by another process since this handle last read it raises
 from __future__ import annotations
 
 import json
-from typing import Any
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any
 
 from iceberg_ops import _native, _tables
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+
+class _Schema:
+    """``MigrationHistory.SCHEMA``, built (and pyarrow imported) on first use."""
+
+    def __get__(self, obj: object, owner: type) -> pa.Schema:
+        import pyarrow as pa
+
+        return pa.schema(
+            [
+                pa.field("version", pa.large_string(), nullable=False),
+                pa.field("namespace", pa.large_string(), nullable=False),
+                pa.field("description", pa.large_string()),
+                pa.field("applied_at", pa.large_string(), nullable=False),
+                pa.field("status", pa.large_string(), nullable=False),
+                pa.field("error", pa.large_string()),
+            ]
+        )
 from iceberg_ops._native import ConcurrentMigrationError
 
 __all__ = ["ConcurrentMigrationError", "MigrationHistory"]
@@ -32,16 +51,7 @@ class MigrationHistory:
         meta_namespace: Namespace for framework metadata (default ``"_iceberg_ops"``).
     """
 
-    SCHEMA = pa.schema(
-        [
-            pa.field("version", pa.large_string(), nullable=False),
-            pa.field("namespace", pa.large_string(), nullable=False),
-            pa.field("description", pa.large_string()),
-            pa.field("applied_at", pa.large_string(), nullable=False),
-            pa.field("status", pa.large_string(), nullable=False),
-            pa.field("error", pa.large_string()),
-        ]
-    )
+    SCHEMA = _Schema()
 
     def __init__(self, catalog: Any, meta_namespace: str = "_iceberg_ops") -> None:
         self.catalog = catalog

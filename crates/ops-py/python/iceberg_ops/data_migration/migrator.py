@@ -23,7 +23,11 @@ from typing import TYPE_CHECKING, Any, Callable, Literal
 
 from iceberg_ops import _native, _tables
 from iceberg_ops.data_migration.checkpoint import CheckpointStore
-from iceberg_ops.data_migration.reconciler import ReconciliationPlan, SchemaReconciler
+from iceberg_ops.data_migration.reconciler import (
+    ReconciliationPlan,
+    SchemaReconciler,
+    _LazyPlan,
+)
 
 if TYPE_CHECKING:
     from pyiceberg.expressions import BooleanExpression
@@ -268,7 +272,7 @@ class DataMigrator:
                 committed).
         """
         text, native_plan = _native.run_migration(self._job(self.source_snapshot), self.progress)
-        plan = None if native_plan is None else ReconciliationPlan._from_native(native_plan)
+        plan = None if native_plan is None else _LazyPlan(native_plan)
         result = MigrationResult._from_json(text, plan)
         self._last_source_snapshot = result.source_snapshot_id
         return result
