@@ -234,7 +234,11 @@ def test_two_python_runners_racing_on_one_history(tmp_path, catalog):
             def upgrade(self, catalog):
                 with open({str(marker)!r}, "a") as f:
                     f.write("upgrade\\n")
-                time.sleep(1.5)  # both runs are inside upgrade() at once
+                # Both runs are inside upgrade() at once, after both read history, however
+                # slowly each started: wait for the other's mark (at most a minute).
+                deadline = time.time() + 60
+                while open({str(marker)!r}).read().count("upgrade") < 2 and time.time() < deadline:
+                    time.sleep(0.05)
     ''')
     runs = [subprocess.Popen([sys.executable, "-c", RACER, str(tmp_path / "lake"), str(folder)],
                              stdout=subprocess.PIPE, text=True) for _ in range(2)]
