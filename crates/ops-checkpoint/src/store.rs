@@ -218,17 +218,7 @@ impl CheckpointStore {
     fn load(&mut self) -> Result<Option<&CheckpointState>, CheckpointError> {
         if self.state.is_none() {
             self.acquire_lock()?;
-            let loaded = match std::fs::read(&self.path) {
-                Ok(bytes) => Some(CheckpointState::parse(&self.path, &bytes)?),
-                Err(e) if e.kind() == ErrorKind::NotFound => None,
-                Err(source) => {
-                    return Err(CheckpointError::Unreadable {
-                        path: self.path.clone(),
-                        source,
-                    });
-                }
-            };
-            self.state = Some(loaded);
+            self.state = Some(Self::peek(&self.path)?);
         }
         Ok(self.state.as_ref().and_then(Option::as_ref))
     }

@@ -29,13 +29,10 @@ pub fn resolve_catalog(name: &str) -> PyResult<(String, Vec<(String, String)>)> 
 /// without connecting: a bad one is a `ValueError` at construction, not at `run()`.
 #[pyfunction]
 pub fn check_catalog(spec: &str) -> PyResult<()> {
-    let spec: crate::migrate::CatalogSpec = serde_json::from_str(spec)
-        .map_err(|e| PyValueError::new_err(format!("not a catalog: {e}")))?;
-    let definition = ops_core::catalog::CatalogDefinition::inline(&spec.name, spec.properties);
-    let base = std::env::current_dir().unwrap_or_else(|_| std::path::PathBuf::from("."));
-    ops_core::catalog::settings_for(definition, &base)
+    crate::migrate::CatalogSpec::parse(spec)?
+        .settings()
         .map(drop)
-        .map_err(|e| errors::core(ops_core::Error::from(e)))
+        .map_err(errors::core)
 }
 
 /// `"2"`, `2` or `"0002"` as `"0002"`.

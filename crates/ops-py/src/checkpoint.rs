@@ -86,8 +86,17 @@ impl NativeCheckpoint {
         })
     }
 
+    /// Strictly after the last committed batch, as the seed's `mark_committed` (the Rust
+    /// store also takes the last batch again, for a retried write).
     fn mark_committed(&self, batch: u64, dest_snapshot_ids: Vec<i64>) -> PyResult<()> {
-        self.with(|s| s.mark_committed(batch, &dest_snapshot_ids))
+        self.with(|s| match s.last_committed()? {
+            Some(last) if batch <= last => Err(ops_checkpoint::CheckpointError::OutOfOrder {
+                path: s.path().to_path_buf(),
+                batch,
+                last,
+            }),
+            _ => s.mark_committed(batch, &dest_snapshot_ids),
+        })
     }
 
     fn last_committed(&self) -> PyResult<Option<u64>> {

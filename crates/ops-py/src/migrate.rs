@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use ops_core::catalog::{CatalogDefinition, settings_for};
-use ops_core::{CatalogHandle, iceberg::TableIdent};
+use ops_core::{CatalogHandle, CatalogSettings, iceberg::TableIdent};
 use ops_datamig::{CopyMode, DataMigrator, OnDuplicateKeys, VerifyMethod, WriteMode};
 use ops_reconcile::SchemaReconciler;
 use pyo3::exceptions::PyValueError;
@@ -79,12 +79,23 @@ impl JobSpec {
     }
 }
 
+impl CatalogSpec {
+    /// The catalog the Python side described (its JSON).
+    pub fn parse(json: &str) -> PyResult<Self> {
+        serde_json::from_str(json).map_err(|e| PyValueError::new_err(format!("not a catalog: {e}")))
+    }
+
+    /// Checked and translated by ops-core's catalog factory, without connecting.
+    pub fn settings(&self) -> Result<CatalogSettings, ops_core::Error> {
+        let definition = CatalogDefinition::inline(&self.name, self.properties.clone());
+        let base = std::env::current_dir().unwrap_or_else(|_| std::path::PathBuf::from("."));
+        Ok(settings_for(definition, &base)?)
+    }
+}
+
 /// Opens the catalog PyIceberg described.
 pub async fn open(spec: &CatalogSpec) -> Result<CatalogHandle, ops_core::Error> {
-    let definition = CatalogDefinition::inline(&spec.name, spec.properties.clone());
-    let base = std::env::current_dir().unwrap_or_else(|_| std::path::PathBuf::from("."));
-    let settings = settings_for(definition, &base)?;
-    ops_core::catalog::open_settings(settings).await
+    ops_core::catalog::open_settings(spec.settings()?).await
 }
 
 fn ident(spec: &TableSpec) -> PyResult<TableIdent> {

@@ -161,6 +161,17 @@ impl PyMigration {
     }
 }
 
+/// A runtime for an object and the catalog `spec` opened on it (bound to it for the object's
+/// life).
+fn open_owned(py: Python<'_>, spec: &CatalogSpec) -> PyResult<(OwnedRuntime, CatalogHandle)> {
+    let runtime = OwnedRuntime::new()?;
+    let interrupt = Interrupt::default();
+    let handle = block_on_in(py, runtime.get()?, &interrupt, || async {
+        open(spec).await.map_err(errors::core)
+    })??;
+    Ok((runtime, handle))
+}
+
 fn to_json<T: Serialize>(value: &T) -> PyResult<String> {
     serde_json::to_string(value)
         .map_err(|e| PyValueError::new_err(format!("a result does not serialize: {e}")))
@@ -190,8 +201,7 @@ impl NativeRunner {
         migrations_dir: PathBuf,
         migrations: Vec<(String, String, PathBuf, Py<PyAny>, (bool, bool, bool))>,
     ) -> PyResult<Self> {
-        let spec: CatalogSpec = serde_json::from_str(catalog_spec)
-            .map_err(|e| PyValueError::new_err(format!("not a catalog: {e}")))?;
+        let spec = CatalogSpec::parse(catalog_spec)?;
         let raised: HookError = Arc::default();
         let mut code: Vec<Arc<dyn Migration>> = Vec::new();
         for (version, description, file, instance, (pre, post, down)) in migrations {
@@ -213,11 +223,7 @@ impl NativeRunner {
                 raised: raised.clone(),
             }));
         }
-        let runtime = OwnedRuntime::new()?;
-        let interrupt = Interrupt::default();
-        let handle: CatalogHandle = block_on_in(py, runtime.get()?, &interrupt, || async {
-            open(&spec).await.map_err(errors::core)
-        })??;
+        let (runtime, handle) = open_owned(py, &spec)?;
         let mut runner = MigrationRunner::new(&handle, namespace)
             .meta_namespace(&meta_namespace)
             .migrations_dir(Some(migrations_dir));
@@ -368,13 +374,7 @@ pub struct NativeHistory {
 impl NativeHistory {
     #[new]
     fn new(py: Python<'_>, catalog_spec: &str, meta_namespace: String) -> PyResult<Self> {
-        let spec: CatalogSpec = serde_json::from_str(catalog_spec)
-            .map_err(|e| PyValueError::new_err(format!("not a catalog: {e}")))?;
-        let runtime = OwnedRuntime::new()?;
-        let interrupt = Interrupt::default();
-        let handle: CatalogHandle = block_on_in(py, runtime.get()?, &interrupt, || async {
-            open(&spec).await.map_err(errors::core)
-        })??;
+        let (runtime, handle) = open_owned(py, &CatalogSpec::parse(catalog_spec)?)?;
         Ok(Self {
             runtime,
             history: Arc::new(MigrationHistory::new(&handle, &meta_namespace)),

@@ -83,15 +83,8 @@ class CheckpointStore:
         Raises:
             ValueError: ``batch_idx`` is not greater than :meth:`last_committed`.
         """
-        batch_idx = _batch_index(batch_idx)
-        last = self.last_committed()
-        if last is not None and batch_idx <= last:
-            raise ValueError(
-                f"batch {batch_idx} is not after the last committed batch {last} of {self._path}; "
-                "batches are committed in increasing order"
-            )
         ids = [dest_snapshot_id] if isinstance(dest_snapshot_id, int) else list(dest_snapshot_id)
-        self._native.mark_committed(batch_idx, ids)
+        self._native.mark_committed(_batch_index(batch_idx), ids)
 
     def last_committed(self) -> int | None:
         """The last committed batch index, or ``None``."""
