@@ -146,7 +146,13 @@ impl CopyTarget {
         planned: &PlannedFile,
         route: FileRoute,
     ) -> Result<DataFile> {
-        let file = &planned.data_file;
+        let file = planned.data_file.as_deref().ok_or_else(|| {
+            MigrationError::InvalidInput(format!(
+                "{} is routed to {} without its manifest entry; route it with route_files \
+                 (which keeps the entry of every file it copies or references)",
+                planned.routed.path, planned.routed.route
+            ))
+        })?;
         let partition = self.partition(source, file, planned.spec_id)?;
         let (path, copied) = match route {
             FileRoute::Reference => (file.file_path().to_string(), false),

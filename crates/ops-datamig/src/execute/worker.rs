@@ -200,8 +200,8 @@ async fn execute_whole(
             })
         })
         .collect::<Result<Vec<_>>>()?;
-    let rows = files.iter().map(|f| f.data_file.record_count()).sum();
-    let bytes = files.iter().map(|f| f.data_file.file_size_in_bytes()).sum();
+    let rows = files.iter().map(|f| f.routed.record_count).sum();
+    let bytes = files.iter().map(|f| f.routed.file_size_in_bytes).sum();
     let payload = if index < ctx.resume_from {
         Payload::Skipped
     } else if ctx.landed.contains(&index) {

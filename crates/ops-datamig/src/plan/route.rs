@@ -18,7 +18,7 @@
 //!    referenced has its Parquet footer read (one ranged read) to confirm every top-level column
 //!    carries a field id; one added without them (e.g. by `add_files`) is rewritten. The data
 //!    manifests stream by as they are routed (the footers read a few at once meanwhile), and a
-//!    file not copied keeps no column metrics.
+//!    file not copied or referenced keeps no manifest entry, only its route.
 //! 3. [`route_planned`] reconciles the routes with the planned read (a file the scan pruned by
 //!    its statistics is skipped) and reports them in the [`MigrationResult`].
 //!
@@ -53,10 +53,11 @@ const FOOTER_GUESS_BYTES: u64 = 64 * 1024;
 pub struct PlannedFile {
     /// The route and reason.
     pub routed: RoutedFile,
-    /// The source manifest entry's data file (path, partition, metrics); the column metrics
-    /// only for a file copied or referenced (they go with it into the destination). Boxed: a
-    /// routing of a million files is sorted and grown as pointers, not entries.
-    pub data_file: Box<DataFile>,
+    /// The source manifest entry's data file (path, partition, metrics), for a file copied or
+    /// referenced only: it goes with its metrics into the destination. `None` for a file
+    /// rewritten or skipped, whose route needs no more than [`RoutedFile`] says — a routing of
+    /// a million rewritten files does not hold a million entries (about half a KiB each).
+    pub data_file: Option<Box<DataFile>>,
     /// The source partition spec the file was written under.
     pub spec_id: i32,
 }
@@ -78,11 +79,13 @@ impl FileRouting {
         self.files.iter().map(|f| f.routed.clone()).collect()
     }
 
-    /// The data files routed to `route`, in path order.
+    /// The data files routed to `route`, in path order (only copied and referenced files keep
+    /// theirs, see [`PlannedFile::data_file`]).
     pub fn data_files(&self, route: FileRoute) -> Vec<DataFile> {
-        self.planned(route)
-            .into_iter()
-            .map(|f| *f.data_file)
+        self.files
+            .iter()
+            .filter(|f| f.routed.route == route)
+            .filter_map(|f| f.data_file.as_deref().cloned())
             .collect()
     }
 
@@ -226,7 +229,7 @@ pub async fn route_files(
 
 /// Routes one live data entry: `modes` is the copy mode, why the tables allow no copy (if
 /// they do not) and the route a copyable file takes. A file not copied or referenced keeps no
-/// column metrics.
+/// manifest entry.
 fn route_entry(
     source: &Table,
     entry: Entry,
@@ -248,19 +251,18 @@ fn route_entry(
     } else {
         route_one(source, &entry, dest_spec, filter, deletes, copy_route)
     };
-    let mut data_file = entry.file;
-    if !matches!(route, FileRoute::Copy | FileRoute::Reference) {
-        data_file.clear_column_metrics();
-    }
+    let data_file = entry.file;
+    let routed = RoutedFile {
+        path: data_file.file_path().to_string(),
+        route,
+        reason,
+        record_count: data_file.record_count(),
+        file_size_in_bytes: data_file.file_size_in_bytes(),
+    };
     PlannedFile {
-        routed: RoutedFile {
-            path: data_file.file_path().to_string(),
-            route,
-            reason,
-            record_count: data_file.record_count(),
-            file_size_in_bytes: data_file.file_size_in_bytes(),
-        },
-        data_file: Box::new(data_file),
+        data_file: matches!(route, FileRoute::Copy | FileRoute::Reference)
+            .then(|| Box::new(data_file)),
+        routed,
         spec_id: entry.spec_id,
     }
 }
@@ -329,7 +331,7 @@ impl FooterChecks {
 }
 
 /// Applies a footer check: a file whose footer lacks field ids is rewritten, and keeps no
-/// column metrics.
+/// manifest entry.
 fn settle(
     files: &mut [PlannedFile],
     done: std::result::Result<(usize, Result<Option<String>>), tokio::task::JoinError>,
@@ -343,7 +345,7 @@ fn settle(
     if let (Some(why), Some(f)) = (verdict?, files.get_mut(index)) {
         f.routed.route = FileRoute::Rewrite;
         f.routed.reason = why;
-        f.data_file.clear_column_metrics();
+        f.data_file = None;
     }
     Ok(())
 }
