@@ -304,6 +304,17 @@ async fn only_copied_files_keep_their_manifest_entries_in_the_routing() -> TestR
         assert!(f.routed.record_count > 0 && f.routed.file_size_in_bytes > 0);
     }
     assert!(rewritten.data_files(FileRoute::Rewrite).is_empty());
+    // Such a file handed to a copy anyway is refused, naming it, before anything is written.
+    let planned = rewritten.planned(FileRoute::Rewrite);
+    let err = copy_files(src, dst, &planned[..1], FileRoute::Copy)
+        .await
+        .err()
+        .ok_or_else(|| anyhow::anyhow!("a file without its entry was copied"))?
+        .to_string();
+    assert!(
+        err.contains(&planned[0].routed.path) && err.contains("without its manifest entry"),
+        "{err}"
+    );
     Ok(())
 }
 

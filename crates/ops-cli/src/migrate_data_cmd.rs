@@ -1227,7 +1227,7 @@ fn print_routes(r: &MigrationResult) {
     let mut reasons: std::collections::BTreeMap<(String, &str), usize> = Default::default();
     for f in &r.files {
         *reasons
-            .entry((f.route.to_string(), f.reason.as_str()))
+            .entry((f.route.to_string(), &*f.reason))
             .or_default() += 1;
     }
     for ((route, reason), n) in reasons {

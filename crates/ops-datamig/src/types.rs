@@ -239,8 +239,9 @@ pub struct RoutedFile {
     pub path: String,
     /// Where it goes.
     pub route: FileRoute,
-    /// Why, in words.
-    pub reason: String,
+    /// Why, in words. Shared: the files of one table mostly share a handful of reasons, and a
+    /// million files each with its own copy of the same sentence held a hundred MB.
+    pub reason: Arc<str>,
     /// Rows in the file (from its manifest entry; before deletes and the filter).
     pub record_count: u64,
     /// Bytes of the file.

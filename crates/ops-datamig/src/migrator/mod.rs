@@ -717,9 +717,10 @@ impl DataMigrator {
         let Some(note) = &self.ids_renumbered else {
             return;
         };
+        let mut reasons = crate::plan::route::Reasons::default();
         for f in &mut result.files {
             if f.route == FileRoute::Rewrite && f.reason.starts_with("the tables do not allow") {
-                f.reason = format!("{}; {note}", f.reason);
+                f.reason = reasons.get(format!("{}; {note}", f.reason));
             }
         }
     }

@@ -25,6 +25,7 @@
 //! Executing a copy or reference route is [`copy_files`](crate::copy_files)'s (execute phase).
 
 use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 
 use futures::TryStreamExt;
 use iceberg::expr::{Bind, BoundPredicate, Predicate};
@@ -47,6 +48,23 @@ const FOOTER_CONCURRENCY: usize = 8;
 /// Bytes read from the end of a file to find its footer in one request (a larger footer
 /// takes a second).
 const FOOTER_GUESS_BYTES: u64 = 64 * 1024;
+
+/// The reasons of a routing, one copy of each: most files of a table share a handful of
+/// sentences, so each file holds a pointer to its reason, not its own copy.
+#[derive(Debug, Default)]
+pub(crate) struct Reasons(HashSet<Arc<str>>);
+
+impl Reasons {
+    /// The shared copy of `reason`.
+    pub(crate) fn get(&mut self, reason: String) -> Arc<str> {
+        if let Some(shared) = self.0.get(reason.as_str()) {
+            return shared.clone();
+        }
+        let shared: Arc<str> = Arc::from(reason);
+        self.0.insert(shared.clone());
+        shared
+    }
+}
 
 /// A routed file with the manifest entry it came from.
 #[derive(Debug, Clone)]
@@ -179,9 +197,10 @@ pub async fn route_files(
         _ => FileRoute::Copy,
     };
     // The data manifests stream by: each file is routed as it comes, the footer of one to be
-    // copied is checked meanwhile (a few at once), and a file that is not copied keeps no
-    // column metrics (most of an entry's memory; only a copy carries them over).
+    // copied is checked meanwhile (a few at once), and a file that is not copied or referenced
+    // keeps only its route, not its manifest entry (only a copy carries the entry over).
     let mut files = Vec::new();
+    let mut reasons = Reasons::default();
     let mut footers = FooterChecks::new(source.file_io());
     for mf in list.entries() {
         if mf.content != ManifestContentType::Data {
@@ -204,15 +223,16 @@ pub async fn route_files(
                 filter.as_ref().map(|(p, s)| (p, s.as_ref())),
                 &deletes,
                 (copy_mode, ineligible.as_deref(), copy_route),
+                &mut reasons,
             );
             let whole = matches!(planned.routed.route, FileRoute::Copy | FileRoute::Reference);
             files.push(planned);
             if whole {
-                footers.check(files.len() - 1, &mut files).await?;
+                footers.check(files.len() - 1, &mut files, &mut reasons).await?;
             }
         }
     }
-    footers.finish(&mut files).await?;
+    footers.finish(&mut files, &mut reasons).await?;
     files.sort_by(|a, b| a.routed.path.cmp(&b.routed.path));
     tracing::debug!(
         source = %source.identifier(),
@@ -237,6 +257,7 @@ fn route_entry(
     filter: Option<(&BoundPredicate, &Schema)>,
     deletes: &DeleteIndex,
     (copy_mode, ineligible, copy_route): (CopyMode, Option<&str>, FileRoute),
+    reasons: &mut Reasons,
 ) -> PlannedFile {
     let (route, reason) = if copy_mode == CopyMode::Rewrite {
         (
@@ -255,7 +276,7 @@ fn route_entry(
     let routed = RoutedFile {
         path: data_file.file_path().to_string(),
         route,
-        reason,
+        reason: reasons.get(reason),
         record_count: data_file.record_count(),
         file_size_in_bytes: data_file.file_size_in_bytes(),
     };
@@ -305,11 +326,16 @@ impl FooterChecks {
 
     /// Starts checking `files[index]` (once [`FOOTER_CONCURRENCY`] are under way, first
     /// settles one of those).
-    async fn check(&mut self, index: usize, files: &mut [PlannedFile]) -> Result<()> {
+    async fn check(
+        &mut self,
+        index: usize,
+        files: &mut [PlannedFile],
+        reasons: &mut Reasons,
+    ) -> Result<()> {
         if self.pending.len() >= FOOTER_CONCURRENCY
             && let Some(done) = self.pending.join_next().await
         {
-            settle(files, done)?;
+            settle(files, done, reasons)?;
         }
         let (io, path, size) = (
             self.io.clone(),
@@ -322,9 +348,9 @@ impl FooterChecks {
     }
 
     /// Settles every check still under way.
-    async fn finish(mut self, files: &mut [PlannedFile]) -> Result<()> {
+    async fn finish(mut self, files: &mut [PlannedFile], reasons: &mut Reasons) -> Result<()> {
         while let Some(done) = self.pending.join_next().await {
-            settle(files, done)?;
+            settle(files, done, reasons)?;
         }
         Ok(())
     }
@@ -335,6 +361,7 @@ impl FooterChecks {
 fn settle(
     files: &mut [PlannedFile],
     done: std::result::Result<(usize, Result<Option<String>>), tokio::task::JoinError>,
+    reasons: &mut Reasons,
 ) -> Result<()> {
     let (index, verdict) = done.map_err(|e| {
         MigrationError::from(iceberg::Error::new(
@@ -344,7 +371,7 @@ fn settle(
     })?;
     if let (Some(why), Some(f)) = (verdict?, files.get_mut(index)) {
         f.routed.route = FileRoute::Rewrite;
-        f.routed.reason = why;
+        f.routed.reason = reasons.get(why);
         f.data_file = None;
     }
     Ok(())
@@ -630,12 +657,13 @@ pub(crate) async fn route_planned(
     result.files_copied = 0;
     result.files_referenced = 0;
     result.files_rewritten = 0;
+    let pruned: Arc<str> = Arc::from("no row can match the row filter (manifest statistics)");
     for mut f in routing.files {
         let routed = &mut f.routed;
         // The scan planner also prunes by column statistics: such a file has no row to move.
         if routed.route != FileRoute::Skip && !planned.contains(routed.path.as_str()) {
             routed.route = FileRoute::Skip;
-            routed.reason = "no row can match the row filter (manifest statistics)".into();
+            routed.reason = pruned.clone();
         }
         match routed.route {
             FileRoute::Copy => result.files_copied += 1,
