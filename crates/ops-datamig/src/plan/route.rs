@@ -228,7 +228,9 @@ pub async fn route_files(
             let whole = matches!(planned.routed.route, FileRoute::Copy | FileRoute::Reference);
             files.push(planned);
             if whole {
-                footers.check(files.len() - 1, &mut files, &mut reasons).await?;
+                footers
+                    .check(files.len() - 1, &mut files, &mut reasons)
+                    .await?;
             }
         }
     }
