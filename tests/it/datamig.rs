@@ -917,6 +917,14 @@ async fn create_dest_builds_the_reconciled_table_with_source_ids_and_spec() -> T
     );
     let dry = m()?.create_dest(true).dry_run(true).run().await?;
     assert_eq!(dry.estimated_rows, Some(9));
+    // The dry run reports the copy mode it was given, not the default.
+    let dry_rewrite = m()?
+        .create_dest(true)
+        .dry_run(true)
+        .copy_mode(CopyMode::Rewrite)
+        .run()
+        .await?;
+    assert_eq!(dry_rewrite.copy_mode, CopyMode::Rewrite);
     assert!(
         !handle.catalog().table_exists(&ident("dst")?).await?,
         "a dry run creates nothing"

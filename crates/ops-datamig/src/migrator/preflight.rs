@@ -264,8 +264,11 @@ impl DataMigrator {
             let read = PlannedRead::plan(source, snapshot, predicate)
                 .await?
                 .in_schema(pinned.clone());
+            // The mode asked for, not the default's: files are routed against the destination,
+            // which does not exist yet, so no file has a route to report.
             let result = MigrationResult {
                 source_snapshot_id: snapshot,
+                copy_mode: self.copy_mode,
                 ..MigrationResult::default()
             };
             return Ok(Some(
