@@ -416,6 +416,7 @@ impl DataMigrator {
             dry_run: self.dry_run,
             checkpoint_path: store.as_ref().map(|s| s.path().to_path_buf()),
             source_snapshot_id: snapshot_id,
+            copy_mode: self.copy_mode,
             ..MigrationResult::default()
         };
         let mut read = PlannedRead::plan(&source, snapshot_id, predicate.clone())
@@ -427,7 +428,6 @@ impl DataMigrator {
         }
         let total = read.exact_rows();
         self.last_source_snapshot = snapshot_id;
-        result.copy_mode = self.copy_mode;
         let mut whole = route_planned(
             &source,
             snapshot_id,

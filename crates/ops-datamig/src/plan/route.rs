@@ -100,9 +100,7 @@ impl FileRouting {
     /// The data files routed to `route`, in path order (only copied and referenced files keep
     /// theirs, see [`PlannedFile::data_file`]).
     pub fn data_files(&self, route: FileRoute) -> Vec<DataFile> {
-        self.files
-            .iter()
-            .filter(|f| f.routed.route == route)
+        self.routed_to(route)
             .filter_map(|f| f.data_file.as_deref().cloned())
             .collect()
     }
@@ -110,28 +108,24 @@ impl FileRouting {
     /// The files routed to `route` with their source specs, in path order (hand Copy/Reference
     /// ones to [`copy_files`](crate::copy_files)).
     pub fn planned(&self, route: FileRoute) -> Vec<PlannedFile> {
-        self.files
-            .iter()
-            .filter(|f| f.routed.route == route)
-            .cloned()
-            .collect()
+        self.routed_to(route).cloned().collect()
     }
 
     /// Paths of the files to read through the plan (restrict the scan's tasks to these).
     pub fn rewrite_paths(&self) -> BTreeSet<String> {
-        self.files
-            .iter()
-            .filter(|f| f.routed.route == FileRoute::Rewrite)
+        self.routed_to(FileRoute::Rewrite)
             .map(|f| f.routed.path.clone())
             .collect()
     }
 
     /// Number of files per route.
     pub fn count(&self, route: FileRoute) -> usize {
-        self.files
-            .iter()
-            .filter(|f| f.routed.route == route)
-            .count()
+        self.routed_to(route).count()
+    }
+
+    /// The files routed to `route`, in path order.
+    fn routed_to(&self, route: FileRoute) -> impl Iterator<Item = &PlannedFile> {
+        self.files.iter().filter(move |f| f.routed.route == route)
     }
 }
 
