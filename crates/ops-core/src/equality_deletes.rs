@@ -226,39 +226,12 @@ pub async fn attach_global_deletes(
     snapshot_id: i64,
     tasks: &mut [FileScanTask],
 ) -> Result<()> {
-    let Some(snapshot) = table.metadata().snapshot_by_id(snapshot_id) else {
+    let Some(globals) = GlobalDeletes::load(table, snapshot_id).await? else {
         return Ok(());
     };
-    let cache = ManifestCache::new(table);
-    let has_deletes = cache
-        .manifest_list(snapshot)
-        .await?
-        .iter()
-        .any(|m| m.content == ManifestContentType::Deletes);
-    if !has_deletes {
-        return Ok(());
-    }
-    let deletes = live_delete_files_of(snapshot, &cache).await?;
-    let globals = global_deletes(table.metadata(), &deletes);
-    if globals.is_empty() {
-        return Ok(());
-    }
-    let sequence: HashMap<String, i64> = live_data_files_of(snapshot, &cache)
-        .await?
-        .into_iter()
-        .map(|f| (f.file.file_path().to_string(), f.sequence_number))
-        .collect();
     let mut attached = 0usize;
     for task in tasks.iter_mut() {
-        let Some(&seq) = sequence.get(&task.data_file_path) else {
-            continue;
-        };
-        for (delete_seq, file) in &globals {
-            if seq < *delete_seq && !task.deletes.iter().any(|d| d.file_path == file.file_path) {
-                task.deletes.push(file.clone());
-                attached += 1;
-            }
-        }
+        attached += globals.attach(&task.data_file_path, &mut task.deletes);
     }
     tracing::debug!(
         table = %table.identifier(),
@@ -266,6 +239,60 @@ pub async fn attach_global_deletes(
         "global equality deletes attached where the planner left them out"
     );
     Ok(())
+}
+
+/// The equality deletes of an unpartitioned spec of a snapshot, with the data sequence number
+/// of each live data file, to attach them task by task ([`attach_global_deletes`]).
+#[derive(Debug)]
+pub struct GlobalDeletes {
+    globals: Vec<(i64, FileScanTaskDeleteFile)>,
+    sequence: HashMap<String, i64>,
+}
+
+impl GlobalDeletes {
+    /// `None` when the snapshot has no such delete file (the usual case: nothing is read past
+    /// the manifest list).
+    pub async fn load(table: &Table, snapshot_id: i64) -> Result<Option<Self>> {
+        let Some(snapshot) = table.metadata().snapshot_by_id(snapshot_id) else {
+            return Ok(None);
+        };
+        let cache = ManifestCache::new(table);
+        let has_deletes = cache
+            .manifest_list(snapshot)
+            .await?
+            .iter()
+            .any(|m| m.content == ManifestContentType::Deletes);
+        if !has_deletes {
+            return Ok(None);
+        }
+        let deletes = live_delete_files_of(snapshot, &cache).await?;
+        let globals = global_deletes(table.metadata(), &deletes);
+        if globals.is_empty() {
+            return Ok(None);
+        }
+        let sequence: HashMap<String, i64> = live_data_files_of(snapshot, &cache)
+            .await?
+            .into_iter()
+            .map(|f| (f.file.file_path().to_string(), f.sequence_number))
+            .collect();
+        Ok(Some(Self { globals, sequence }))
+    }
+
+    /// Adds to `deletes` (those planned for the data file at `path`) the global deletes that
+    /// apply to it and it lacks; returns how many.
+    pub fn attach(&self, path: &str, deletes: &mut Vec<FileScanTaskDeleteFile>) -> usize {
+        let Some(&seq) = self.sequence.get(path) else {
+            return 0;
+        };
+        let mut attached = 0;
+        for (delete_seq, file) in &self.globals {
+            if seq < *delete_seq && !deletes.iter().any(|d| d.file_path == file.file_path) {
+                deletes.push(file.clone());
+                attached += 1;
+            }
+        }
+        attached
+    }
 }
 
 /// Why the equality delete files among `deletes` cannot be applied to batches of `target`

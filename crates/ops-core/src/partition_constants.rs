@@ -40,79 +40,106 @@ const FIELD_ID: &str = "PARQUET:field_id";
 
 /// Sets `partition_spec` on each of `tasks` (planned from `table` at `snapshot_id`, each with its
 /// file's partition tuple) to the spec of the manifest listing its file — what iceberg's planner
-/// leaves out. Only files whose spec has an identity field need it; when the table has one
-/// spec, or the snapshot's data manifests share one, no manifest is read; otherwise the data
-/// manifests of specs with identity fields are read once more.
+/// leaves out. See [`SpecAttacher`], which does it task by task.
 pub async fn attach_specs(
     table: &Table,
     snapshot_id: i64,
     tasks: &mut [FileScanTask],
 ) -> Result<()> {
-    let md = table.metadata();
-    let has_identity = |spec: &PartitionSpec| {
-        spec.fields()
-            .iter()
-            .any(|f| f.transform == Transform::Identity)
-    };
-    if tasks.is_empty() || !md.partition_specs_iter().any(|s| has_identity(s)) {
+    if tasks.is_empty() {
         return Ok(());
     }
-    if md.partition_specs_iter().len() == 1 {
-        let spec = md.default_partition_spec().clone();
-        for t in tasks.iter_mut() {
-            t.partition_spec = Some(spec.clone());
+    let attacher = SpecAttacher::load(table, snapshot_id).await?;
+    for t in tasks.iter_mut() {
+        attacher.attach(t);
+    }
+    Ok(())
+}
+
+/// Gives a planned task the spec of the manifest listing its file, task by task, so a plan can
+/// stream. Only files whose spec has an identity field need it; when the table has one spec, or
+/// the snapshot's data manifests share one, no manifest is read; otherwise the data manifests
+/// of specs with identity fields are read once, into a map from path to spec (of those files
+/// only).
+#[derive(Debug, Clone)]
+pub enum SpecAttacher {
+    /// No spec has an identity field: nothing to attach.
+    Nothing,
+    /// Every file has this spec.
+    All(PartitionSpecRef),
+    /// The spec of each file of a spec with identity fields.
+    ByPath(Arc<HashMap<String, PartitionSpecRef>>),
+}
+
+impl SpecAttacher {
+    /// What [`SpecAttacher::attach`] needs for the tasks of `table` at `snapshot_id`.
+    pub async fn load(table: &Table, snapshot_id: i64) -> Result<Self> {
+        let md = table.metadata();
+        let has_identity = |spec: &PartitionSpec| {
+            spec.fields()
+                .iter()
+                .any(|f| f.transform == Transform::Identity)
+        };
+        if !md.partition_specs_iter().any(|s| has_identity(s)) {
+            return Ok(Self::Nothing);
         }
-        return Ok(());
-    }
-    let Some(snapshot) = md.snapshot_by_id(snapshot_id) else {
-        return Err(Error::InvalidInput(format!(
-            "{} has no snapshot {snapshot_id}",
-            table.identifier()
-        )));
-    };
-    let list = table.manifest_list_reader(snapshot).load().await?;
-    let data: Vec<_> = list
-        .entries()
-        .iter()
-        .filter(|m| m.content == ManifestContentType::Data)
-        .collect();
-    let spec_of = |id: i32| -> Result<PartitionSpecRef> {
-        md.partition_spec_by_id(id).cloned().ok_or_else(|| {
-            Error::InvalidInput(format!(
-                "{} lists a manifest of partition spec {id}, which its metadata lacks",
+        if md.partition_specs_iter().len() == 1 {
+            return Ok(Self::All(md.default_partition_spec().clone()));
+        }
+        let Some(snapshot) = md.snapshot_by_id(snapshot_id) else {
+            return Err(Error::InvalidInput(format!(
+                "{} has no snapshot {snapshot_id}",
                 table.identifier()
-            ))
-        })
-    };
-    let ids: HashSet<i32> = data.iter().map(|m| m.partition_spec_id).collect();
-    if ids.len() == 1
-        && let Some(id) = ids.into_iter().next()
-    {
-        let spec = spec_of(id)?;
-        for t in tasks.iter_mut() {
-            t.partition_spec = Some(spec.clone());
+            )));
+        };
+        let list = table.manifest_list_reader(snapshot).load().await?;
+        let data: Vec<_> = list
+            .entries()
+            .iter()
+            .filter(|m| m.content == ManifestContentType::Data)
+            .collect();
+        let spec_of = |id: i32| -> Result<PartitionSpecRef> {
+            md.partition_spec_by_id(id).cloned().ok_or_else(|| {
+                Error::InvalidInput(format!(
+                    "{} lists a manifest of partition spec {id}, which its metadata lacks",
+                    table.identifier()
+                ))
+            })
+        };
+        let ids: HashSet<i32> = data.iter().map(|m| m.partition_spec_id).collect();
+        if ids.len() == 1
+            && let Some(id) = ids.into_iter().next()
+        {
+            return Ok(Self::All(spec_of(id)?));
         }
-        return Ok(());
+        let mut by_path: HashMap<String, PartitionSpecRef> = HashMap::new();
+        for mf in data {
+            let spec = spec_of(mf.partition_spec_id)?;
+            if !has_identity(&spec) {
+                continue;
+            }
+            let mut entries = std::pin::pin!(crate::manifests::entries(table.file_io(), mf));
+            while let Some(e) = futures::TryStreamExt::try_next(&mut entries).await? {
+                if e.is_alive() {
+                    by_path.insert(e.data_file().file_path().to_string(), spec.clone());
+                }
+            }
+        }
+        Ok(Self::ByPath(Arc::new(by_path)))
     }
-    let mut by_path: HashMap<String, PartitionSpecRef> = HashMap::new();
-    for mf in data {
-        let spec = spec_of(mf.partition_spec_id)?;
-        if !has_identity(&spec) {
-            continue;
-        }
-        let mut entries = std::pin::pin!(crate::manifests::entries(table.file_io(), mf));
-        while let Some(e) = futures::TryStreamExt::try_next(&mut entries).await? {
-            if e.is_alive() {
-                by_path.insert(e.data_file().file_path().to_string(), spec.clone());
+
+    /// Sets `task.partition_spec` to its file's spec (where it matters, see the type's docs).
+    pub fn attach(&self, task: &mut FileScanTask) {
+        match self {
+            Self::Nothing => {}
+            Self::All(spec) => task.partition_spec = Some(spec.clone()),
+            Self::ByPath(by_path) => {
+                if let Some(spec) = by_path.get(&task.data_file_path) {
+                    task.partition_spec = Some(spec.clone());
+                }
             }
         }
     }
-    for t in tasks.iter_mut() {
-        if let Some(spec) = by_path.get(&t.data_file_path) {
-            t.partition_spec = Some(spec.clone());
-        }
-    }
-    Ok(())
 }
 
 /// One identity-partition value of a file, as a value of its column.

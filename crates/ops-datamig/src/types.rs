@@ -235,8 +235,9 @@ impl fmt::Display for FileRoute {
 /// The route of one source data file and why: what a result and a dry run report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RoutedFile {
-    /// The source data file.
-    pub path: String,
+    /// The source data file (shared with the planned read: a path is held once however many
+    /// parts of a plan name it).
+    pub path: Arc<str>,
     /// Where it goes.
     pub route: FileRoute,
     /// Why, in words. Shared: the files of one table mostly share a handful of reasons, and a

@@ -621,14 +621,14 @@ impl Committer {
         let paths: HashSet<&str> = out.removed.iter().map(|(f, _)| f.file_path()).collect();
         let result = async {
             let read = PlannedRead::plan(&self.dest, md.current_snapshot_id(), None).await?;
-            let tasks = read
-                .tasks
+            let files = read
+                .files
                 .iter()
-                .filter(|t| paths.contains(t.data_file_path.as_str()))
+                .filter(|t| paths.contains(&*t.path))
                 .cloned()
                 .collect();
             let stream = read
-                .with_tasks(tasks)
+                .with_files(files)
                 .stream(&self.dest, 65_536)?
                 .map_err(|e| ops_core::Error::InvalidInput(e.to_string()));
             let written = ops_core::write::write_data_files(&self.dest, stream).await?;

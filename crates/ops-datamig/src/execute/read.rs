@@ -24,7 +24,6 @@ use arrow_schema::SchemaRef;
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 use iceberg::arrow::{ArrowReaderBuilder, schema_to_arrow_schema};
-use iceberg::scan::FileScanTask;
 use iceberg::spec::DataContentType;
 use iceberg::table::Table;
 use ops_core::equality_deletes::{EqualityDeletes, EqualityKeys, anti_join};
@@ -65,7 +64,7 @@ impl PlannedRead {
         let keep = self
             .columns
             .as_ref()
-            .map(|ids| Arc::new(decisive_columns(ids, &self.tasks, &read_arrow)));
+            .map(|ids| Arc::new(decisive_columns(ids, self, &read_arrow)));
         if let Some(keep) = &keep {
             read_arrow = narrow(&read_arrow, keep);
             target = narrow(&target, keep);
@@ -82,13 +81,12 @@ impl PlannedRead {
         // comparison unknown and the row is not read, NaN compares as IEEE 754 says and -0.0
         // equals 0.0, as SQL engines and pyarrow do (docs/datamig.md, "Row filters").
         let filter = self
-            .tasks
-            .iter()
-            .find_map(|t| t.predicate.clone())
+            .predicate()
+            .cloned()
             .map(|p| Arc::new(ops_core::eval::Evaluator::new(p)));
         let file_io = table.file_io().clone();
         let batch_size = batch_size.max(1);
-        let stream = futures::stream::iter(self.tasks.clone().into_iter().map(Ok))
+        let stream = futures::stream::iter(self.tasks().map(Ok))
             .and_then(move |task| {
                 let deletes = deletes.clone();
                 async move { deletes.split(task).await.map_err(MigrationError::from) }
@@ -139,9 +137,9 @@ impl PlannedRead {
 /// The top-level columns (field ids) a read projected to `ids` decodes: `ids`, every column
 /// holding a field the row filter names (a struct's child keeps the struct), and every
 /// equality delete's key column — the columns that decide which rows the read yields.
-fn decisive_columns(ids: &[i32], tasks: &[FileScanTask], read_arrow: &SchemaRef) -> HashSet<i32> {
+fn decisive_columns(ids: &[i32], read: &PlannedRead, read_arrow: &SchemaRef) -> HashSet<i32> {
     let mut keep: HashSet<i32> = ids.iter().copied().collect();
-    if let Some(predicate) = tasks.iter().find_map(|t| t.predicate.as_ref()) {
+    if let Some(predicate) = read.predicate() {
         let named = predicate_field_ids(predicate);
         for field in read_arrow.fields() {
             if let Some(id) = field_id(field)
@@ -151,8 +149,8 @@ fn decisive_columns(ids: &[i32], tasks: &[FileScanTask], read_arrow: &SchemaRef)
             }
         }
     }
-    for task in tasks {
-        for delete in &task.deletes {
+    for task in &read.files {
+        for delete in task.deletes.iter() {
             if delete.file_type == DataContentType::EqualityDeletes {
                 keep.extend(delete.equality_ids.iter().flatten().copied());
             }

@@ -92,7 +92,7 @@ impl MigrationPlan {
                 &read,
                 self.write_mode,
                 self.copy_mode,
-                &mut scratch,
+                (&mut scratch, false),
             )
             .await?
         };

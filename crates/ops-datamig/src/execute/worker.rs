@@ -16,14 +16,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use arrow_array::RecordBatch;
 use futures::StreamExt;
-use iceberg::scan::FileScanTask;
 use iceberg::table::Table;
 use ops_core::write::WrittenFiles;
 use ops_reconcile::ReconciliationPlan;
 use tokio::sync::mpsc;
 
 use crate::plan::job::MigrationTask;
-use crate::plan::read::PlannedRead;
+use crate::plan::read::{PlannedRead, ReadFile};
 use crate::{FileRoute, MigrationError, Result, WriteMode};
 
 /// What a worker hands the committer for one batch.
@@ -86,9 +85,9 @@ pub(crate) struct TaskContext {
     /// Set by the committer when it fails: stop writing.
     pub cancel: AtomicBool,
     /// Source data files of copy and reference tasks, by path, as their manifests hold them.
-    pub whole_files: HashMap<String, crate::plan::route::PlannedFile>,
-    /// Position of each planned file in `read.tasks`.
-    pub by_path: HashMap<String, usize>,
+    pub whole_files: HashMap<Arc<str>, crate::plan::route::PlannedFile>,
+    /// Position of each planned file in `read.files`.
+    pub by_path: HashMap<Arc<str>, usize>,
     /// Appends: write each batch's manifest beside its data (for a committer in this process;
     /// a task output carries only data files).
     pub prepare_manifests: bool,
@@ -100,13 +99,13 @@ impl TaskContext {
         task.batches().end <= self.resume_from
     }
 
-    fn scan_tasks(&self, task: &MigrationTask) -> Result<Vec<FileScanTask>> {
+    fn scan_files(&self, task: &MigrationTask) -> Result<Vec<ReadFile>> {
         task.files
             .iter()
             .map(|path| {
                 self.by_path
-                    .get(path.as_str())
-                    .and_then(|i| self.read.tasks.get(*i))
+                    .get(&**path)
+                    .and_then(|i| self.read.files.get(*i))
                     .cloned()
                     .ok_or_else(|| {
                         MigrationError::InvalidInput(format!(
@@ -121,12 +120,12 @@ impl TaskContext {
     }
 }
 
-/// Position of each planned file in `read.tasks`.
-pub(crate) fn index_files(read: &PlannedRead) -> HashMap<String, usize> {
-    read.tasks
+/// Position of each planned file in `read.files` (the key shares the read's copy of the path).
+pub(crate) fn index_files(read: &PlannedRead) -> HashMap<Arc<str>, usize> {
+    read.files
         .iter()
         .enumerate()
-        .map(|(i, t)| (t.data_file_path.clone(), i))
+        .map(|(i, t)| (t.path.clone(), i))
         .collect()
 }
 
@@ -249,7 +248,7 @@ async fn execute(
     if task.route != FileRoute::Rewrite {
         return execute_whole(ctx, task, out).await;
     }
-    let read = ctx.read.with_tasks(ctx.scan_tasks(task)?);
+    let read = ctx.read.with_files(ctx.scan_files(task)?);
     let stream = read.stream(&ctx.source, ctx.read_batch_size)?;
     let (ptx, mut prx) = mpsc::channel::<Result<Piece>>(2);
     let reader = tokio::spawn(cut_batches(

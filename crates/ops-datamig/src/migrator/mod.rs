@@ -437,7 +437,7 @@ impl DataMigrator {
             &read,
             self.write_mode,
             self.copy_mode,
-            &mut result,
+            (&mut result, !plan_only),
         )
         .await?;
 
@@ -481,7 +481,7 @@ impl DataMigrator {
                 &read,
                 self.write_mode,
                 self.copy_mode,
-                &mut result,
+                (&mut result, !plan_only),
             )
             .await?;
             self.note_renumbered(&mut result);
@@ -737,7 +737,7 @@ impl DataMigrator {
         source: &Table,
         read: &PlannedRead,
         plan: &ReconciliationPlan,
-        whole: &HashMap<String, crate::plan::route::PlannedFile>,
+        whole: &HashMap<Arc<str>, crate::plan::route::PlannedFile>,
         resume_from: u64,
     ) -> Result<LastBatches> {
         let tasks = split_tasks(read, self.batch_rows, &routes_of(whole, self.copy_mode));

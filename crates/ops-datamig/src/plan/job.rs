@@ -18,6 +18,7 @@ use iceberg::table::Table;
 use serde::{Deserialize, Serialize};
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use ops_core::CatalogHandle;
 use ops_reconcile::SchemaReconciler;
@@ -126,7 +127,7 @@ impl MigrationPlan {
                     first_batch: id as u64,
                     max_batches: 1,
                     record_count: Some(10),
-                    files: vec![format!("s3://b/f{id}.parquet")],
+                    files: vec![Arc::from(format!("s3://b/f{id}.parquet"))],
                     route: FileRoute::Rewrite,
                 })
                 .collect(),
@@ -148,8 +149,8 @@ pub struct MigrationTask {
     pub max_batches: u64,
     /// Rows in its files per the manifests (before filters and deletes); `None` if unknown.
     pub record_count: Option<u64>,
-    /// Source data files, in read order.
-    pub files: Vec<String>,
+    /// Source data files, in read order (each path shared with the planned read).
+    pub files: Vec<Arc<str>>,
     /// How the files reach the destination: rewritten (read, projected, written) in batches of
     /// `batch_rows`, or copied/referenced whole as one batch.
     #[serde(default = "rewrite_route")]
@@ -223,17 +224,17 @@ impl BatchOutput {
 pub(crate) fn split_tasks(
     read: &PlannedRead,
     batch_rows: usize,
-    whole: &HashMap<String, FileRoute>,
+    whole: &HashMap<Arc<str>, FileRoute>,
 ) -> Vec<MigrationTask> {
     let batch_rows = batch_rows.max(1) as u64;
     // iceberg plans whole files and always knows their record counts; were one unknown, its
     // task would run past its batches, which the reader refuses rather than renumber.
     let mut tasks: Vec<MigrationTask> = Vec::new();
-    let mut files = Vec::new();
+    let mut files: Vec<Arc<str>> = Vec::new();
     let mut rows = 0u64;
     let mut route = FileRoute::Rewrite;
     let mut next_batch = 0u64;
-    let mut close = |files: &mut Vec<String>,
+    let mut close = |files: &mut Vec<Arc<str>>,
                      rows: &mut u64,
                      route: FileRoute,
                      tasks: &mut Vec<MigrationTask>| {
@@ -255,16 +256,13 @@ pub(crate) fn split_tasks(
         next_batch += max_batches;
         *rows = 0;
     };
-    for t in &read.tasks {
-        let this = whole
-            .get(&t.data_file_path)
-            .copied()
-            .unwrap_or(FileRoute::Rewrite);
+    for t in &read.files {
+        let this = whole.get(&*t.path).copied().unwrap_or(FileRoute::Rewrite);
         if this != route {
             close(&mut files, &mut rows, route, &mut tasks);
             route = this;
         }
-        files.push(t.data_file_path.clone());
+        files.push(t.path.clone());
         rows += t.record_count.unwrap_or(0);
         if rows >= batch_rows {
             close(&mut files, &mut rows, route, &mut tasks);
@@ -543,13 +541,7 @@ mod tests {
                 case_sensitive: true,
             })
             .collect();
-        PlannedRead {
-            snapshot_id: Some(1),
-            tasks,
-            filtered: false,
-            target: None,
-            columns: None,
-        }
+        PlannedRead::of_tasks(Some(1), tasks)
     }
 
     #[test]
@@ -564,7 +556,7 @@ mod tests {
             .map(|t| (t.first_batch, t.max_batches, t.files.len()))
             .collect();
         assert_eq!(shape, vec![(0, 2, 2), (2, 5, 1), (7, 1, 1)]);
-        assert_eq!(tasks[1].files, vec!["f2".to_string()]);
+        assert_eq!(tasks[1].files, vec![Arc::from("f2")]);
     }
 
     #[test]
@@ -577,20 +569,20 @@ mod tests {
     #[test]
     fn copied_files_are_one_batch_per_task_and_a_route_change_closes_a_task() {
         let whole = HashMap::from([
-            ("f1".to_string(), FileRoute::Copy),
-            ("f2".to_string(), FileRoute::Copy),
-            ("f3".to_string(), FileRoute::Copy),
+            (Arc::from("f1"), FileRoute::Copy),
+            (Arc::from("f2"), FileRoute::Copy),
+            (Arc::from("f3"), FileRoute::Copy),
         ]);
         let tasks = split_tasks(
             &read_of(&[Some(30), Some(30), Some(120), Some(10), Some(70)]),
             50,
             &whole,
         );
-        let shape: Vec<(u64, u64, Vec<String>, FileRoute)> = tasks
+        let shape: Vec<(u64, u64, Vec<Arc<str>>, FileRoute)> = tasks
             .iter()
             .map(|t| (t.first_batch, t.max_batches, t.files.clone(), t.route))
             .collect();
-        let f = |n: &[&str]| n.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let f = |n: &[&str]| n.iter().map(|s| Arc::from(*s)).collect::<Vec<Arc<str>>>();
         assert_eq!(
             shape,
             vec![

@@ -155,7 +155,7 @@ impl From<ScanFailure> for Stop {
 struct Shared {
     source: Table,
     read: PlannedRead,
-    by_path: HashMap<String, usize>,
+    by_path: HashMap<Arc<str>, usize>,
     /// The plan reduced to the key columns.
     plan: ReconciliationPlan,
     keys: Vec<String>,
@@ -498,8 +498,8 @@ async fn scan_task(
         .map(|path| {
             shared
                 .by_path
-                .get(path.as_str())
-                .and_then(|i| shared.read.tasks.get(*i))
+                .get(&**path)
+                .and_then(|i| shared.read.files.get(*i))
                 .cloned()
                 .ok_or_else(|| {
                     MigrationError::InvalidInput(format!(
@@ -513,7 +513,7 @@ async fn scan_task(
         .map_err(ScanFailure::from)?;
     let mut stream = shared
         .read
-        .with_tasks(files)
+        .with_files(files)
         .stream(&shared.source, shared.read_batch_size)
         .map_err(ScanFailure::from)?;
     let batch_rows = shared.batch_rows;

@@ -7,25 +7,158 @@
 //!
 //! 1. Refuse the hazard of a partition column widened after files were written (iceberg's
 //!    planner would miss the deletes that apply to the older files).
-//! 2. Plan the snapshot's files with the row filter (`ops_core::scan::plan_files`, which prunes
-//!    files written under a column's older type correctly), then sort the tasks by path and
-//!    offset.
+//! 2. Plan the snapshot's files with the row filter (`ops_core::scan::plan_files_stream_named`,
+//!    which prunes files written under a column's older type correctly) task by task, keeping
+//!    of each task only what differs from file to file ([`ReadFile`]: path, range, counts,
+//!    partition, deletes) and what the tasks share once ([`TaskCommon`]: schema, projection,
+//!    row filter, spec, name mapping) — a million planned files hold a tenth of a GB, not the
+//!    half a GB their tasks would. Then sort the files by path and offset.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
-use iceberg::expr::Predicate;
-use iceberg::scan::FileScanTask;
+use futures::TryStreamExt;
+use iceberg::expr::{BoundPredicate, Predicate};
+use iceberg::scan::{FileScanTask, FileScanTaskDeleteFile};
+use iceberg::spec::{DataFileFormat, NameMapping, PartitionSpec, SchemaRef, Struct};
 use iceberg::table::Table;
 
 use crate::{MigrationError, Result};
+
+/// One planned file: what its file-scan task holds that differs from file to file. The rest is
+/// its [`TaskCommon`], shared; [`PlannedRead::task`] puts the two together again.
+#[derive(Debug, Clone)]
+pub(crate) struct ReadFile {
+    /// The data file's path.
+    pub path: Arc<str>,
+    /// Its size in bytes, from the manifest entry.
+    pub file_size: u64,
+    /// The byte range read.
+    pub start: u64,
+    pub length: u64,
+    /// Rows in the file, per the manifest (whole files only).
+    pub record_count: Option<u64>,
+    /// The manifest entry's partition tuple.
+    pub partition: Option<Struct>,
+    /// The delete files that may apply to it.
+    pub deletes: Box<[FileScanTaskDeleteFile]>,
+    /// What its task shares with the others.
+    common: Arc<TaskCommon>,
+}
+
+impl ReadFile {
+    /// True when the task reads the whole file.
+    pub fn whole(&self) -> bool {
+        self.start == 0 && self.length == self.file_size
+    }
+
+    /// Its file-scan task.
+    pub fn into_task(self) -> FileScanTask {
+        let common = self.common.clone();
+        common.task(self)
+    }
+}
+
+/// What the file-scan tasks of a read share: one schema, projection, row filter and name
+/// mapping per planned read, one per partition spec (see [`ReadFile`]).
+#[derive(Debug, Clone)]
+pub(crate) struct TaskCommon {
+    format: DataFileFormat,
+    schema: SchemaRef,
+    project_field_ids: Vec<i32>,
+    predicate: Option<BoundPredicate>,
+    partition_spec: Option<Arc<PartitionSpec>>,
+    name_mapping: Option<Arc<NameMapping>>,
+    case_sensitive: bool,
+}
+
+impl TaskCommon {
+    fn of(t: &FileScanTask) -> Self {
+        Self {
+            format: t.data_file_format,
+            schema: t.schema.clone(),
+            project_field_ids: t.project_field_ids.clone(),
+            predicate: t.predicate.clone(),
+            partition_spec: t.partition_spec.clone(),
+            name_mapping: t.name_mapping.clone(),
+            case_sensitive: t.case_sensitive,
+        }
+    }
+
+    /// True when `t` shares all of this (pointers compared first: the planner hands every
+    /// task clones of the same `Arc`s).
+    fn matches(&self, t: &FileScanTask) -> bool {
+        fn same<T: PartialEq>(a: &Option<Arc<T>>, b: &Option<Arc<T>>) -> bool {
+            match (a, b) {
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a == b,
+                (None, None) => true,
+                _ => false,
+            }
+        }
+        self.format == t.data_file_format
+            && self.case_sensitive == t.case_sensitive
+            && (Arc::ptr_eq(&self.schema, &t.schema) || self.schema == t.schema)
+            && self.project_field_ids == t.project_field_ids
+            && same(&self.partition_spec, &t.partition_spec)
+            && same(&self.name_mapping, &t.name_mapping)
+            && self.predicate == t.predicate
+    }
+
+    fn task(&self, f: ReadFile) -> FileScanTask {
+        FileScanTask {
+            file_size_in_bytes: f.file_size,
+            start: f.start,
+            length: f.length,
+            record_count: f.record_count,
+            data_file_path: f.path.to_string(),
+            data_file_format: self.format,
+            schema: self.schema.clone(),
+            project_field_ids: self.project_field_ids.clone(),
+            predicate: self.predicate.clone(),
+            deletes: f.deletes.into_vec(),
+            partition: f.partition,
+            partition_spec: self.partition_spec.clone(),
+            name_mapping: self.name_mapping.clone(),
+            case_sensitive: self.case_sensitive,
+        }
+    }
+}
+
+/// The [`TaskCommon`]s of a read, each kept once.
+#[derive(Debug, Default)]
+struct Commons(Vec<Arc<TaskCommon>>);
+
+impl Commons {
+    /// `t` as a [`ReadFile`] pointing at its common part.
+    fn file(&mut self, t: FileScanTask) -> ReadFile {
+        let common = match self.0.iter().find(|c| c.matches(&t)) {
+            Some(c) => c.clone(),
+            None => {
+                let c = Arc::new(TaskCommon::of(&t));
+                self.0.push(c.clone());
+                c
+            }
+        };
+        ReadFile {
+            path: Arc::from(t.data_file_path),
+            file_size: t.file_size_in_bytes,
+            start: t.start,
+            length: t.length,
+            record_count: t.record_count,
+            partition: t.partition,
+            deletes: t.deletes.into_boxed_slice(),
+            common,
+        }
+    }
+}
 
 /// The planned read of one table at one snapshot.
 #[derive(Debug, Clone)]
 pub(crate) struct PlannedRead {
     /// The snapshot read (`None`: the table has no snapshot, nothing to read).
     pub snapshot_id: Option<i64>,
-    /// File-scan tasks in read order.
-    pub tasks: Vec<FileScanTask>,
+    /// The planned files in read order.
+    pub files: Vec<ReadFile>,
     /// True when a row filter is applied.
     pub filtered: bool,
     /// The schema batches come out in (`None`: the table's current one); a migration's
@@ -61,7 +194,7 @@ impl PlannedRead {
         let Some(id) = snapshot_id else {
             return Ok(Self {
                 snapshot_id: None,
-                tasks: Vec::new(),
+                files: Vec::new(),
                 filtered: filter.is_some(),
                 target: None,
                 columns: None,
@@ -73,26 +206,60 @@ impl PlannedRead {
         // a filtered column was widened (it compares `int` bounds with a `long` literal).
         // The filter names columns as the snapshot's own schema does (`plan::row_predicate`).
         let names = crate::plan::snapshot_own_schema(table, Some(id));
-        let mut tasks =
-            ops_core::scan::plan_files_named(table, id, filter.as_ref(), &names).await?;
-        tasks.sort_by(|a, b| {
-            (a.data_file_path.as_str(), a.start).cmp(&(b.data_file_path.as_str(), b.start))
-        });
         // iceberg's planner attaches an all-`void` spec's equality deletes to the files of its
         // own tuple of NULLs only; they apply to every older file.
-        ops_core::equality_deletes::attach_global_deletes(table, id, &mut tasks).await?;
+        let globals = ops_core::equality_deletes::GlobalDeletes::load(table, id).await?;
+        // Room for every live file at once: growing the list by doubling would copy it, and
+        // would hold the old and the new list together at the peak. Pages reserved for files
+        // a filter prunes are never touched, so they cost no memory.
+        let mut files = Vec::with_capacity(live_files_upper_bound(table, id).await?);
+        let mut commons = Commons::default();
+        let mut tasks =
+            ops_core::scan::plan_files_stream_named(table, id, filter.as_ref(), &names).await?;
+        while let Some(mut t) = tasks.try_next().await? {
+            if let Some(g) = &globals {
+                g.attach(&t.data_file_path, &mut t.deletes);
+            }
+            files.push(commons.file(t));
+        }
+        files.sort_unstable_by(|a: &ReadFile, b: &ReadFile| {
+            (&*a.path, a.start).cmp(&(&*b.path, b.start))
+        });
         Ok(Self {
             snapshot_id: Some(id),
-            tasks,
+            files,
             filtered,
             target: None,
             columns: None,
         })
     }
 
+    /// A read of `tasks` as they are, in their order (for tests of what consumes a read).
+    #[cfg(test)]
+    pub fn of_tasks(snapshot_id: Option<i64>, tasks: Vec<FileScanTask>) -> Self {
+        let mut commons = Commons::default();
+        Self {
+            snapshot_id,
+            files: tasks.into_iter().map(|t| commons.file(t)).collect(),
+            filtered: false,
+            target: None,
+            columns: None,
+        }
+    }
+
+    /// The file-scan tasks of this read's files, in order, made one at a time.
+    pub fn tasks(&self) -> impl Iterator<Item = FileScanTask> + Send + 'static {
+        self.files.clone().into_iter().map(ReadFile::into_task)
+    }
+
+    /// The row filter the tasks carry, bound to the snapshot's schema.
+    pub fn predicate(&self) -> Option<&BoundPredicate> {
+        self.files.iter().find_map(|f| f.common.predicate.as_ref())
+    }
+
     /// True when some task has delete files to apply.
     pub fn has_deletes(&self) -> bool {
-        self.tasks.iter().any(|t| !t.deletes.is_empty())
+        self.files.iter().any(|t| !t.deletes.is_empty())
     }
 
     /// The exact row count from manifests alone: known when no filter and no delete file
@@ -101,7 +268,7 @@ impl PlannedRead {
         if self.filtered || self.has_deletes() {
             return None;
         }
-        self.tasks
+        self.files
             .iter()
             .map(|t| t.record_count)
             .sum::<Option<u64>>()
@@ -136,26 +303,42 @@ impl PlannedRead {
         }
         // A file the manifests do not list cannot be planned; 0 keeps the sort total anyway.
         let seq = |path: &str| sequence.get(path).copied().unwrap_or(0);
-        self.tasks.sort_by(|a, b| {
-            (seq(&a.data_file_path), a.data_file_path.as_str(), a.start).cmp(&(
-                seq(&b.data_file_path),
-                b.data_file_path.as_str(),
-                b.start,
-            ))
+        self.files.sort_by(|a, b| {
+            (seq(&a.path), &*a.path, a.start).cmp(&(seq(&b.path), &*b.path, b.start))
         });
         Ok(())
     }
 
-    /// The same read restricted to `tasks` (a subset of this read's tasks).
-    pub fn with_tasks(&self, tasks: Vec<FileScanTask>) -> Self {
+    /// The same read restricted to `files` (a subset of this read's files).
+    pub fn with_files(&self, files: Vec<ReadFile>) -> Self {
         Self {
             snapshot_id: self.snapshot_id,
-            tasks,
+            files,
             filtered: self.filtered,
             target: self.target.clone(),
             columns: self.columns.clone(),
         }
     }
+}
+
+/// Live data files a snapshot's manifest list counts (added and existing, per manifest): no
+/// plan of it holds more. 0 when a manifest does not say.
+async fn live_files_upper_bound(table: &Table, snapshot_id: i64) -> Result<usize> {
+    let Some(snapshot) = table.metadata().snapshot_by_id(snapshot_id) else {
+        return Ok(0);
+    };
+    let list = table.manifest_list_reader(snapshot).load().await?;
+    let mut n = 0u64;
+    for mf in list.entries() {
+        if mf.content != iceberg::spec::ManifestContentType::Data {
+            continue;
+        }
+        match (mf.added_files_count, mf.existing_files_count) {
+            (Some(a), Some(e)) => n += u64::from(a) + u64::from(e),
+            _ => return Ok(0),
+        }
+    }
+    Ok(usize::try_from(n).unwrap_or(0))
 }
 
 /// Field ids of partition source columns whose type differs between two of the table's schemas
@@ -213,4 +396,98 @@ async fn refuse_widened_hazards(table: &Table, snapshot_id: i64) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use iceberg::scan::FileScanTaskDeleteFile;
+    use iceberg::spec::{
+        DataContentType, Literal, NestedField, PrimitiveType, Schema, Transform, Type,
+        UnboundPartitionField,
+    };
+
+    use super::*;
+
+    fn task(
+        path: &str,
+        schema: &SchemaRef,
+        spec: Option<&Arc<PartitionSpec>>,
+        deletes: Vec<FileScanTaskDeleteFile>,
+    ) -> FileScanTask {
+        FileScanTask {
+            file_size_in_bytes: 100,
+            start: 0,
+            length: 100,
+            record_count: Some(7),
+            data_file_path: path.to_string(),
+            data_file_format: DataFileFormat::Parquet,
+            schema: schema.clone(),
+            project_field_ids: vec![1],
+            predicate: None,
+            deletes,
+            partition: spec.map(|_| Struct::from_iter([Some(Literal::string(path))])),
+            partition_spec: spec.cloned(),
+            name_mapping: None,
+            case_sensitive: true,
+        }
+    }
+
+    fn schema_and_specs() -> Option<(SchemaRef, Arc<PartitionSpec>, Arc<PartitionSpec>)> {
+        let schema = Schema::builder()
+            .with_fields([
+                NestedField::optional(1, "r", Type::Primitive(PrimitiveType::String)).into(),
+            ])
+            .build()
+            .ok()?;
+        let spec = |id: i32| {
+            PartitionSpec::builder(schema.clone())
+                .with_spec_id(id)
+                .add_unbound_field(UnboundPartitionField {
+                    source_id: 1,
+                    field_id: Some(1000),
+                    name: "r".into(),
+                    transform: Transform::Identity,
+                })
+                .and_then(|b| b.build())
+                .ok()
+                .map(Arc::new)
+        };
+        Some((Arc::new(schema.clone()), spec(0)?, spec(1)?))
+    }
+
+    /// A planned read keeps one copy of what tasks share and gives every task back whole:
+    /// its own spec, partition and deletes, the shared schema and projection.
+    #[test]
+    fn files_give_back_the_tasks_they_were_planned_from() {
+        let Some((schema, s0, s1)) = schema_and_specs() else {
+            panic!("test schema")
+        };
+        let delete = FileScanTaskDeleteFile {
+            file_path: "d.parquet".into(),
+            file_size_in_bytes: 10,
+            file_type: DataContentType::PositionDeletes,
+            partition_spec_id: 0,
+            equality_ids: None,
+        };
+        let tasks = vec![
+            task("a", &schema, Some(&s0), vec![]),
+            task("b", &schema, Some(&s1), vec![delete]),
+            task("c", &schema, Some(&s0), vec![]),
+            task("d", &schema, None, vec![]),
+        ];
+        let read = PlannedRead::of_tasks(Some(1), tasks.clone());
+        assert_eq!(read.tasks().collect::<Vec<_>>(), tasks);
+        // Three kinds of task (spec 0, spec 1, no spec); files of one kind share one part.
+        let mut commons: Vec<*const TaskCommon> =
+            read.files.iter().map(|f| Arc::as_ptr(&f.common)).collect();
+        assert!(std::ptr::eq(commons[0], commons[2]));
+        commons.sort();
+        commons.dedup();
+        assert_eq!(commons.len(), 3);
+        assert!(read.has_deletes());
+        assert_eq!(read.exact_rows(), None);
+        let subset = read.with_files(vec![read.files[2].clone()]);
+        assert_eq!(subset.tasks().collect::<Vec<_>>(), vec![tasks[2].clone()]);
+        assert_eq!(subset.exact_rows(), Some(7));
+    }
 }

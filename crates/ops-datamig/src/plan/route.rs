@@ -114,7 +114,7 @@ impl FileRouting {
     /// Paths of the files to read through the plan (restrict the scan's tasks to these).
     pub fn rewrite_paths(&self) -> BTreeSet<String> {
         self.routed_to(FileRoute::Rewrite)
-            .map(|f| f.routed.path.clone())
+            .map(|f| f.routed.path.to_string())
             .collect()
     }
 
@@ -143,6 +143,54 @@ pub async fn route_files(
     row_filter: Option<&Predicate>,
     write_mode: WriteMode,
     copy_mode: CopyMode,
+) -> Result<FileRouting> {
+    let tables = (source, dest);
+    let how = (plan, row_filter, write_mode, copy_mode);
+    route_sharing(tables, snapshot_id, how, &SharedPaths::default()).await
+}
+
+/// The paths of a planned read, to hand out its copy of a path instead of a new one: a
+/// routing of a million files then holds no path of its own.
+#[derive(Debug, Default)]
+pub(crate) struct SharedPaths<'a>(Vec<&'a Arc<str>>);
+
+impl<'a> SharedPaths<'a> {
+    /// The paths of `read`'s files.
+    pub(crate) fn of(read: &'a PlannedRead) -> Self {
+        let mut paths: Vec<&Arc<str>> = read.files.iter().map(|f| &f.path).collect();
+        // Already in path order but for an upsert's read (in sequence-number order).
+        if !paths.is_sorted() {
+            paths.sort_unstable();
+        }
+        paths.dedup();
+        Self(paths)
+    }
+
+    /// True when the read plans `path`.
+    fn contains(&self, path: &str) -> bool {
+        self.0.binary_search_by(|p| (***p).cmp(path)).is_ok()
+    }
+
+    /// The shared copy of `path`, or a new one when the read does not plan it.
+    fn get(&self, path: &str) -> Arc<str> {
+        match self.0.binary_search_by(|p| (***p).cmp(path)) {
+            Ok(i) => self.0[i].clone(),
+            Err(_) => Arc::from(path),
+        }
+    }
+}
+
+/// [`route_files`], each path shared with `paths` where it has it.
+async fn route_sharing(
+    (source, dest): (&Table, &Table),
+    snapshot_id: i64,
+    (plan, row_filter, write_mode, copy_mode): (
+        &ReconciliationPlan,
+        Option<&Predicate>,
+        WriteMode,
+        CopyMode,
+    ),
+    paths: &SharedPaths<'_>,
 ) -> Result<FileRouting> {
     let md = source.metadata();
     let snapshot = md.snapshot_by_id(snapshot_id).ok_or_else(|| {
@@ -217,7 +265,7 @@ pub async fn route_files(
                 filter.as_ref().map(|(p, s)| (p, s.as_ref())),
                 &deletes,
                 (copy_mode, ineligible.as_deref(), copy_route),
-                &mut reasons,
+                (&mut reasons, paths),
             );
             let whole = matches!(planned.routed.route, FileRoute::Copy | FileRoute::Reference);
             files.push(planned);
@@ -253,7 +301,7 @@ fn route_entry(
     filter: Option<(&BoundPredicate, &Schema)>,
     deletes: &DeleteIndex,
     (copy_mode, ineligible, copy_route): (CopyMode, Option<&str>, FileRoute),
-    reasons: &mut Reasons,
+    (reasons, paths): (&mut Reasons, &SharedPaths<'_>),
 ) -> PlannedFile {
     let (route, reason) = if copy_mode == CopyMode::Rewrite {
         (
@@ -270,7 +318,7 @@ fn route_entry(
     };
     let data_file = entry.file;
     let routed = RoutedFile {
-        path: data_file.file_path().to_string(),
+        path: paths.get(data_file.file_path()),
         route,
         reason: reasons.get(reason),
         record_count: data_file.record_count(),
@@ -626,7 +674,9 @@ fn route_one(
 }
 
 /// Routes every live source file (copy, reference, rewrite or skip) with [`route_files`] and
-/// reports it in `result`; returns the files to copy or reference, by path.
+/// counts the routes in `result` (and lists each file there when `result.files` is to be
+/// reported: not for a plan, whose tasks say it, nor for one task of it); returns the files
+/// to copy or reference, by path.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn route_planned(
     source: &Table,
@@ -637,18 +687,21 @@ pub(crate) async fn route_planned(
     read: &PlannedRead,
     write_mode: WriteMode,
     copy_mode: CopyMode,
-    result: &mut MigrationResult,
-) -> Result<HashMap<String, PlannedFile>> {
+    (result, report): (&mut MigrationResult, bool),
+) -> Result<HashMap<Arc<str>, PlannedFile>> {
     let Some(id) = snapshot_id else {
         return Ok(HashMap::new());
     };
-    let routing = route_files(source, id, dest, plan, predicate, write_mode, copy_mode).await?;
-    let planned: HashSet<&str> = read
-        .tasks
-        .iter()
-        .map(|t| t.data_file_path.as_str())
-        .collect();
+    let planned = SharedPaths::of(read);
+    let routing = route_sharing(
+        (source, dest),
+        id,
+        (plan, predicate, write_mode, copy_mode),
+        &planned,
+    )
+    .await?;
     let mut whole = HashMap::new();
+    let mut routes = 0usize;
     result.files.clear();
     result.files_copied = 0;
     result.files_referenced = 0;
@@ -657,7 +710,7 @@ pub(crate) async fn route_planned(
     for mut f in routing.files {
         let routed = &mut f.routed;
         // The scan planner also prunes by column statistics: such a file has no row to move.
-        if routed.route != FileRoute::Skip && !planned.contains(routed.path.as_str()) {
+        if routed.route != FileRoute::Skip && !planned.contains(&routed.path) {
             routed.route = FileRoute::Skip;
             routed.reason = pruned.clone();
         }
@@ -667,18 +720,15 @@ pub(crate) async fn route_planned(
             FileRoute::Rewrite => result.files_rewritten += 1,
             FileRoute::Skip => {}
         }
-        let routed = routed.clone();
+        if report {
+            result.files.push(routed.clone());
+        }
         if matches!(routed.route, FileRoute::Copy | FileRoute::Reference) {
+            routes += 1;
             whole.insert(routed.path.clone(), f);
         }
-        result.files.push(routed);
     }
     // Which route each file took is part of the task layout a resume must reproduce.
-    let routes = result
-        .files
-        .iter()
-        .filter(|f| whole.contains_key(&f.path))
-        .count();
     tracing::info!(
         copied = result.files_copied,
         referenced = result.files_referenced,
@@ -691,9 +741,9 @@ pub(crate) async fn route_planned(
 
 /// The route of every file copied or referenced whole.
 pub(crate) fn routes_of(
-    whole: &HashMap<String, PlannedFile>,
+    whole: &HashMap<Arc<str>, PlannedFile>,
     mode: CopyMode,
-) -> HashMap<String, FileRoute> {
+) -> HashMap<Arc<str>, FileRoute> {
     let route = match mode {
         CopyMode::Reference => FileRoute::Reference,
         _ => FileRoute::Copy,
@@ -710,6 +760,42 @@ mod tests {
 
     use super::*;
     use crate::testing::{orders, region, spec};
+
+    /// A routing hands out the planned read's copy of each path it plans (one allocation per
+    /// path for the whole plan), and a fresh one for a file the read does not plan.
+    #[test]
+    fn routed_paths_are_the_read_s_own() {
+        let schema = Arc::new(
+            iceberg::spec::Schema::builder()
+                .build()
+                .unwrap_or_else(|e| panic!("{e}")),
+        );
+        let task = |p: &str| iceberg::scan::FileScanTask {
+            file_size_in_bytes: 1,
+            start: 0,
+            length: 1,
+            record_count: Some(1),
+            data_file_path: p.to_string(),
+            data_file_format: DataFileFormat::Parquet,
+            schema: schema.clone(),
+            project_field_ids: vec![],
+            predicate: None,
+            deletes: vec![],
+            partition: None,
+            partition_spec: None,
+            name_mapping: None,
+            case_sensitive: true,
+        };
+        // Out of path order, as an upsert's read is.
+        let read = PlannedRead::of_tasks(Some(1), vec![task("s3://b/z"), task("s3://b/a")]);
+        let paths = SharedPaths::of(&read);
+        for f in &read.files {
+            assert!(Arc::ptr_eq(&paths.get(&f.path), &f.path), "{}", f.path);
+            assert!(paths.contains(&f.path));
+        }
+        assert!(!paths.contains("s3://b/m"));
+        assert_eq!(&*paths.get("s3://b/m"), "s3://b/m");
+    }
 
     fn entry(content: DataContentType, path: &str, part: &str, seq: i64) -> Entry {
         Entry {

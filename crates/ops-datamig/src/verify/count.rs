@@ -45,19 +45,19 @@ async fn count(read: &PlannedRead, table: &Table, filter: Option<&Predicate>) ->
     };
     let mut total = 0u64;
     let mut to_read = Vec::new();
-    for task in &read.tasks {
+    for task in &read.files {
         // The filter on the file's partition values: `Some(true)` every row matches,
         // `Some(false)` none does (whatever its deletes), `None` only its rows can tell.
         let on_file = match &bound {
             None => Some(true),
             Some(p) => specs
-                .of(&task.data_file_path)
+                .of(&task.path)
                 .and_then(|id| md.partition_spec_by_id(id))
                 .zip(task.partition.as_ref())
                 .and_then(|(spec, values)| on_partition(p, spec, values))
                 .and_then(|v| v),
         };
-        let whole_file = task.start == 0 && task.length == task.file_size_in_bytes;
+        let whole_file = task.whole();
         let decided = match (on_file, task.record_count, whole_file) {
             (Some(false), ..) => Some(0),
             (Some(true), Some(rows), true) if task.deletes.is_empty() => Some(rows),
@@ -70,14 +70,14 @@ async fn count(read: &PlannedRead, table: &Table, filter: Option<&Predicate>) ->
     }
     tracing::debug!(
         table = %table.identifier(),
-        from_manifests = read.tasks.len() - to_read.len(),
+        from_manifests = read.files.len() - to_read.len(),
         read = to_read.len(),
         "row count"
     );
     if to_read.is_empty() {
         return Ok(total);
     }
-    let mut stream = read.with_tasks(to_read).stream(table, 65_536)?;
+    let mut stream = read.with_files(to_read).stream(table, 65_536)?;
     while let Some(b) = stream.next().await {
         total += b?.num_rows() as u64;
     }
