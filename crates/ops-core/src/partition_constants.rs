@@ -10,7 +10,7 @@
 //! (`scan/context.rs`: `.with_partition_spec(None)`), so such a file reads NULL for `dt`, and a
 //! copy or a rewrite writes its rows to `dt=null`.
 //!
-//! - Planning: every task carries its file's spec — [`attach_specs`] for the planner's tasks (the
+//! - Planning: every task carries its file's spec — [`SpecAttacher`] for the planner's tasks (the
 //!   spec of the manifest listing the file), task builders from the manifest entry directly.
 //! - Reading: [`for_reader`] turns a task into the form iceberg's reader can apply (see there);
 //!   a reader of our own takes [`constants`] and [`fill`].
@@ -38,29 +38,11 @@ use crate::{Error, Result};
 
 const FIELD_ID: &str = "PARQUET:field_id";
 
-/// Sets `partition_spec` on each of `tasks` (planned from `table` at `snapshot_id`, each with its
-/// file's partition tuple) to the spec of the manifest listing its file — what iceberg's planner
-/// leaves out. See [`SpecAttacher`], which does it task by task.
-pub async fn attach_specs(
-    table: &Table,
-    snapshot_id: i64,
-    tasks: &mut [FileScanTask],
-) -> Result<()> {
-    if tasks.is_empty() {
-        return Ok(());
-    }
-    let attacher = SpecAttacher::load(table, snapshot_id).await?;
-    for t in tasks.iter_mut() {
-        attacher.attach(t);
-    }
-    Ok(())
-}
-
-/// Gives a planned task the spec of the manifest listing its file, task by task, so a plan can
-/// stream. Only files whose spec has an identity field need it; when the table has one spec, or
-/// the snapshot's data manifests share one, no manifest is read; otherwise the data manifests
-/// of specs with identity fields are read once, into a map from path to spec (of those files
-/// only).
+/// Gives each planned task the spec of the manifest listing its file (what iceberg's planner
+/// leaves out), task by task, so a plan can stream. Only files whose spec has an identity field
+/// need it; when the table has one spec, or the snapshot's data manifests share one, no
+/// manifest is read; otherwise the data manifests of specs with identity fields are read once,
+/// into a map from path to spec (of those files only).
 #[derive(Debug, Clone)]
 pub enum SpecAttacher {
     /// No spec has an identity field: nothing to attach.

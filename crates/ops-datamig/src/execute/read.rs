@@ -149,7 +149,7 @@ fn decisive_columns(ids: &[i32], read: &PlannedRead, read_arrow: &SchemaRef) -> 
             }
         }
     }
-    for task in &read.files {
+    for task in read.files.iter() {
         for delete in task.deletes.iter() {
             if delete.file_type == DataContentType::EqualityDeletes {
                 keep.extend(delete.equality_ids.iter().flatten().copied());

@@ -256,7 +256,7 @@ pub(crate) fn split_tasks(
         next_batch += max_batches;
         *rows = 0;
     };
-    for t in &read.files {
+    for t in read.files.iter() {
         let this = whole.get(&*t.path).copied().unwrap_or(FileRoute::Rewrite);
         if this != route {
             close(&mut files, &mut rows, route, &mut tasks);

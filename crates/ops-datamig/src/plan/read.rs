@@ -10,8 +10,8 @@
 //! 2. Plan the snapshot's files with the row filter (`ops_core::scan::plan_files_stream_named`,
 //!    which prunes files written under a column's older type correctly) task by task, keeping
 //!    of each task only what differs from file to file ([`ReadFile`]: path, range, counts,
-//!    partition, deletes) and what the tasks share once ([`TaskCommon`]: schema, projection,
-//!    row filter, spec, name mapping) — a million planned files hold a tenth of a GB, not the
+//!    partition, deletes) and what the tasks share once ([`TaskCommon`]: format, schema,
+//!    projection, row filter, spec, name mapping, case sensitivity) — a million planned files hold a tenth of a GB, not the
 //!    half a GB their tasks would. Then sort the files by path and offset.
 
 use std::collections::{HashMap, HashSet};
@@ -26,7 +26,7 @@ use iceberg::table::Table;
 use crate::{MigrationError, Result};
 
 /// One planned file: what its file-scan task holds that differs from file to file. The rest is
-/// its [`TaskCommon`], shared; [`PlannedRead::task`] puts the two together again.
+/// its [`TaskCommon`], shared; [`ReadFile::into_task`] puts the two together again.
 #[derive(Debug, Clone)]
 pub(crate) struct ReadFile {
     /// The data file's path.
@@ -157,8 +157,9 @@ impl Commons {
 pub(crate) struct PlannedRead {
     /// The snapshot read (`None`: the table has no snapshot, nothing to read).
     pub snapshot_id: Option<i64>,
-    /// The planned files in read order.
-    pub files: Vec<ReadFile>,
+    /// The planned files in read order (shared: a stream of the read holds the list, not a
+    /// copy of it).
+    pub files: Arc<Vec<ReadFile>>,
     /// True when a row filter is applied.
     pub filtered: bool,
     /// The schema batches come out in (`None`: the table's current one); a migration's
@@ -194,7 +195,7 @@ impl PlannedRead {
         let Some(id) = snapshot_id else {
             return Ok(Self {
                 snapshot_id: None,
-                files: Vec::new(),
+                files: Arc::new(Vec::new()),
                 filtered: filter.is_some(),
                 target: None,
                 columns: None,
@@ -212,7 +213,15 @@ impl PlannedRead {
         // Room for every live file at once: growing the list by doubling would copy it, and
         // would hold the old and the new list together at the peak. Pages reserved for files
         // a filter prunes are never touched, so they cost no memory.
-        let mut files = Vec::with_capacity(live_files_upper_bound(table, id).await?);
+        let mut files = Vec::new();
+        // A count a corrupt manifest list inflates must not abort the process: without the
+        // room, the list grows as it goes.
+        if files
+            .try_reserve_exact(live_files_upper_bound(table, id).await?)
+            .is_err()
+        {
+            tracing::debug!(table = %table.identifier(), "planning without reserved room");
+        }
         let mut commons = Commons::default();
         let mut tasks =
             ops_core::scan::plan_files_stream_named(table, id, filter.as_ref(), &names).await?;
@@ -227,7 +236,7 @@ impl PlannedRead {
         });
         Ok(Self {
             snapshot_id: Some(id),
-            files,
+            files: Arc::new(files),
             filtered,
             target: None,
             columns: None,
@@ -240,7 +249,7 @@ impl PlannedRead {
         let mut commons = Commons::default();
         Self {
             snapshot_id,
-            files: tasks.into_iter().map(|t| commons.file(t)).collect(),
+            files: Arc::new(tasks.into_iter().map(|t| commons.file(t)).collect()),
             filtered: false,
             target: None,
             columns: None,
@@ -249,7 +258,8 @@ impl PlannedRead {
 
     /// The file-scan tasks of this read's files, in order, made one at a time.
     pub fn tasks(&self) -> impl Iterator<Item = FileScanTask> + Send + 'static {
-        self.files.clone().into_iter().map(ReadFile::into_task)
+        let files = self.files.clone();
+        (0..files.len()).filter_map(move |i| files.get(i).cloned().map(ReadFile::into_task))
     }
 
     /// The row filter the tasks carry, bound to the snapshot's schema.
@@ -303,7 +313,7 @@ impl PlannedRead {
         }
         // A file the manifests do not list cannot be planned; 0 keeps the sort total anyway.
         let seq = |path: &str| sequence.get(path).copied().unwrap_or(0);
-        self.files.sort_by(|a, b| {
+        Arc::make_mut(&mut self.files).sort_by(|a, b| {
             (seq(&a.path), &*a.path, a.start).cmp(&(seq(&b.path), &*b.path, b.start))
         });
         Ok(())
@@ -313,7 +323,7 @@ impl PlannedRead {
     pub fn with_files(&self, files: Vec<ReadFile>) -> Self {
         Self {
             snapshot_id: self.snapshot_id,
-            files,
+            files: Arc::new(files),
             filtered: self.filtered,
             target: self.target.clone(),
             columns: self.columns.clone(),

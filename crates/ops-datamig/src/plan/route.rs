@@ -789,7 +789,7 @@ mod tests {
         // Out of path order, as an upsert's read is.
         let read = PlannedRead::of_tasks(Some(1), vec![task("s3://b/z"), task("s3://b/a")]);
         let paths = SharedPaths::of(&read);
-        for f in &read.files {
+        for f in read.files.iter() {
             assert!(Arc::ptr_eq(&paths.get(&f.path), &f.path), "{}", f.path);
             assert!(paths.contains(&f.path));
         }

@@ -45,7 +45,7 @@ async fn count(read: &PlannedRead, table: &Table, filter: Option<&Predicate>) ->
     };
     let mut total = 0u64;
     let mut to_read = Vec::new();
-    for task in &read.files {
+    for task in read.files.iter() {
         // The filter on the file's partition values: `Some(true)` every row matches,
         // `Some(false)` none does (whatever its deletes), `None` only its rows can tell.
         let on_file = match &bound {
