@@ -1212,8 +1212,18 @@ fn routes_line(r: &MigrationResult) -> String {
             r.files_rewritten
         );
     }
+    // Skipped files (no row to move) are counted too: the line adds up to the source's files.
+    let skipped = r
+        .files
+        .iter()
+        .filter(|f| f.route == ops_datamig::FileRoute::Skip)
+        .count();
+    let skipped = match skipped {
+        0 => String::new(),
+        n => format!(", {n} skipped"),
+    };
     format!(
-        "files     {lead}{} copied, {} referenced, {} rewritten (--copy-mode {})",
+        "files     {lead}{} copied, {} referenced, {} rewritten{skipped} (--copy-mode {})",
         r.files_copied, r.files_referenced, r.files_rewritten, r.copy_mode
     )
 }
@@ -1410,6 +1420,20 @@ mod report_tests {
         };
         assert!(
             routes_line(&r).contains("3 rewritten"),
+            "{}",
+            routes_line(&r)
+        );
+        assert!(!routes_line(&r).contains("skipped"), "{}", routes_line(&r));
+        // A skipped file is counted, so the line adds up to the source's files.
+        r.files = vec![ops_datamig::RoutedFile {
+            path: "s3://b/f.parquet".into(),
+            route: ops_datamig::FileRoute::Skip,
+            reason: "no row can match the row filter".into(),
+            record_count: 1,
+            file_size_in_bytes: 1,
+        }];
+        assert!(
+            routes_line(&r).contains("3 rewritten, 1 skipped"),
             "{}",
             routes_line(&r)
         );

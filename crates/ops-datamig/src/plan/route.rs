@@ -146,7 +146,21 @@ pub async fn route_files(
 ) -> Result<FileRouting> {
     let tables = (source, dest);
     let how = (plan, row_filter, write_mode, copy_mode);
-    route_sharing(tables, snapshot_id, how, &SharedPaths::default()).await
+    let mut files = Vec::new();
+    let routing = route_sharing(
+        tables,
+        snapshot_id,
+        how,
+        &SharedPaths::default(),
+        &mut |f| files.push(f),
+    )
+    .await?;
+    files.sort_by(|a, b| a.routed.path.cmp(&b.routed.path));
+    Ok(FileRouting {
+        copy_mode,
+        ineligible: routing,
+        files,
+    })
 }
 
 /// The paths of a planned read, to hand out its copy of a path instead of a new one: a
@@ -180,7 +194,10 @@ impl<'a> SharedPaths<'a> {
     }
 }
 
-/// [`route_files`], each path shared with `paths` where it has it.
+/// [`route_files`], each path shared with `paths` where it has it, handing each routed file to
+/// `sink` as soon as its route is final (a file to copy once its footer is checked), in no
+/// set order: a caller keeps what it needs of a million files, not a list of them. Returns
+/// why no file can be copied (a table-level condition failed), if so.
 async fn route_sharing(
     (source, dest): (&Table, &Table),
     snapshot_id: i64,
@@ -191,7 +208,8 @@ async fn route_sharing(
         CopyMode,
     ),
     paths: &SharedPaths<'_>,
-) -> Result<FileRouting> {
+    sink: Sink<'_>,
+) -> Result<Option<String>> {
     let md = source.metadata();
     let snapshot = md.snapshot_by_id(snapshot_id).ok_or_else(|| {
         MigrationError::InvalidInput(format!(
@@ -241,7 +259,7 @@ async fn route_sharing(
     // The data manifests stream by: each file is routed as it comes, the footer of one to be
     // copied is checked meanwhile (a few at once), and a file that is not copied or referenced
     // keeps only its route, not its manifest entry (only a copy carries the entry over).
-    let mut files = Vec::new();
+    let mut routed = 0usize;
     let mut reasons = Reasons::default();
     let mut footers = FooterChecks::new(source.file_io());
     for mf in list.entries() {
@@ -267,28 +285,22 @@ async fn route_sharing(
                 (copy_mode, ineligible.as_deref(), copy_route),
                 (&mut reasons, paths),
             );
-            let whole = matches!(planned.routed.route, FileRoute::Copy | FileRoute::Reference);
-            files.push(planned);
-            if whole {
-                footers
-                    .check(files.len() - 1, &mut files, &mut reasons)
-                    .await?;
+            routed += 1;
+            if matches!(planned.routed.route, FileRoute::Copy | FileRoute::Reference) {
+                footers.check(planned, &mut reasons, sink).await?;
+            } else {
+                sink(planned);
             }
         }
     }
-    footers.finish(&mut files, &mut reasons).await?;
-    files.sort_by(|a, b| a.routed.path.cmp(&b.routed.path));
+    footers.finish(&mut reasons, sink).await?;
     tracing::debug!(
         source = %source.identifier(),
-        files = files.len(),
+        files = routed,
         ineligible = ?ineligible,
         "routed source files"
     );
-    Ok(FileRouting {
-        copy_mode,
-        ineligible,
-        files,
-    })
+    Ok(ineligible)
 }
 
 /// Routes one live data entry: `modes` is the copy mode, why the tables allow no copy (if
@@ -349,15 +361,22 @@ pub(crate) fn copy_refused(
     ))
 }
 
+/// Where a routing hands each file once its route is final (see [`route_sharing`]).
+type Sink<'s> = &'s mut (dyn FnMut(PlannedFile) + Send);
+
 /// Sends to rewrite each file routed to copy or reference whose Parquet footer lacks a field
 /// id for a top-level column: such a file (added without a name mapping, e.g. by
 /// `add_files`) is read by position or not at all, so its bytes cannot be shared. Footers are
-/// read [`FOOTER_CONCURRENCY`] at once while routing goes on.
+/// read [`FOOTER_CONCURRENCY`] at once while routing goes on; a file waits here until its
+/// footer is checked, then goes to the sink.
 struct FooterChecks {
     io: FileIO,
     /// Spawned, so the reads go on while the manifests are decoded; aborted when dropped (an
     /// error ends the routing).
     pending: tokio::task::JoinSet<(usize, Result<Option<String>>)>,
+    /// The files whose footers are being checked, by check number.
+    waiting: HashMap<usize, PlannedFile>,
+    next: usize,
 }
 
 impl FooterChecks {
@@ -365,60 +384,70 @@ impl FooterChecks {
         Self {
             io: io.clone(),
             pending: tokio::task::JoinSet::new(),
+            waiting: HashMap::new(),
+            next: 0,
         }
     }
 
-    /// Starts checking `files[index]` (once [`FOOTER_CONCURRENCY`] are under way, first
-    /// settles one of those).
+    /// Starts checking `file` (once [`FOOTER_CONCURRENCY`] are under way, first settles one
+    /// of those).
     async fn check(
         &mut self,
-        index: usize,
-        files: &mut [PlannedFile],
+        file: PlannedFile,
         reasons: &mut Reasons,
+        sink: Sink<'_>,
     ) -> Result<()> {
         if self.pending.len() >= FOOTER_CONCURRENCY
             && let Some(done) = self.pending.join_next().await
         {
-            settle(files, done, reasons)?;
+            self.settle(done, reasons, sink)?;
         }
         let (io, path, size) = (
             self.io.clone(),
-            files[index].routed.path.clone(),
-            files[index].routed.file_size_in_bytes,
+            file.routed.path.clone(),
+            file.routed.file_size_in_bytes,
         );
+        let index = self.next;
+        self.next += 1;
+        self.waiting.insert(index, file);
         self.pending
             .spawn(async move { (index, missing_field_ids(&io, &path, size).await) });
         Ok(())
     }
 
     /// Settles every check still under way.
-    async fn finish(mut self, files: &mut [PlannedFile], reasons: &mut Reasons) -> Result<()> {
+    async fn finish(mut self, reasons: &mut Reasons, sink: Sink<'_>) -> Result<()> {
         while let Some(done) = self.pending.join_next().await {
-            settle(files, done, reasons)?;
+            self.settle(done, reasons, sink)?;
         }
         Ok(())
     }
-}
 
-/// Applies a footer check: a file whose footer lacks field ids is rewritten, and keeps no
-/// manifest entry.
-fn settle(
-    files: &mut [PlannedFile],
-    done: std::result::Result<(usize, Result<Option<String>>), tokio::task::JoinError>,
-    reasons: &mut Reasons,
-) -> Result<()> {
-    let (index, verdict) = done.map_err(|e| {
-        MigrationError::from(iceberg::Error::new(
-            iceberg::ErrorKind::Unexpected,
-            format!("a Parquet footer check stopped: {e}"),
-        ))
-    })?;
-    if let (Some(why), Some(f)) = (verdict?, files.get_mut(index)) {
-        f.routed.route = FileRoute::Rewrite;
-        f.routed.reason = reasons.get(why);
-        f.data_file = None;
+    /// Applies a footer check: a file whose footer lacks field ids is rewritten, and keeps no
+    /// manifest entry.
+    fn settle(
+        &mut self,
+        done: std::result::Result<(usize, Result<Option<String>>), tokio::task::JoinError>,
+        reasons: &mut Reasons,
+        sink: Sink<'_>,
+    ) -> Result<()> {
+        let (index, verdict) = done.map_err(|e| {
+            MigrationError::from(iceberg::Error::new(
+                iceberg::ErrorKind::Unexpected,
+                format!("a Parquet footer check stopped: {e}"),
+            ))
+        })?;
+        let verdict = verdict?;
+        if let Some(mut f) = self.waiting.remove(&index) {
+            if let Some(why) = verdict {
+                f.routed.route = FileRoute::Rewrite;
+                f.routed.reason = reasons.get(why);
+                f.data_file = None;
+            }
+            sink(f);
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 /// Why the Parquet file at `path` (`size` bytes, from its manifest entry) cannot be copied for
@@ -693,13 +722,6 @@ pub(crate) async fn route_planned(
         return Ok(HashMap::new());
     };
     let planned = SharedPaths::of(read);
-    let routing = route_sharing(
-        (source, dest),
-        id,
-        (plan, predicate, write_mode, copy_mode),
-        &planned,
-    )
-    .await?;
     let mut whole = HashMap::new();
     let mut routes = 0usize;
     result.files.clear();
@@ -707,13 +729,17 @@ pub(crate) async fn route_planned(
     result.files_referenced = 0;
     result.files_rewritten = 0;
     let pruned: Arc<str> = Arc::from("no row can match the row filter (manifest statistics)");
-    for mut f in routing.files {
+    // Each file is counted (and listed, when reported) as it is routed: no list of every file's
+    // route is held besides the report.
+    let mut take = |mut f: PlannedFile| {
         let routed = &mut f.routed;
         // The scan planner also prunes by column statistics: such a file has no row to move.
         if routed.route != FileRoute::Skip && !planned.contains(&routed.path) {
             routed.route = FileRoute::Skip;
             routed.reason = pruned.clone();
+            f.data_file = None;
         }
+        let routed = &f.routed;
         match routed.route {
             FileRoute::Copy => result.files_copied += 1,
             FileRoute::Reference => result.files_referenced += 1,
@@ -727,7 +753,17 @@ pub(crate) async fn route_planned(
             routes += 1;
             whole.insert(routed.path.clone(), f);
         }
-    }
+    };
+    route_sharing(
+        (source, dest),
+        id,
+        (plan, predicate, write_mode, copy_mode),
+        &planned,
+        &mut take,
+    )
+    .await?;
+    // Reported in path order, as the files are read.
+    result.files.sort_by(|a, b| a.path.cmp(&b.path));
     // Which route each file took is part of the task layout a resume must reproduce.
     tracing::info!(
         copied = result.files_copied,
