@@ -256,9 +256,10 @@ async fn route_sharing(
         CopyMode::Reference => FileRoute::Reference,
         _ => FileRoute::Copy,
     };
-    // The data manifests stream by: each file is routed as it comes, the footer of one to be
-    // copied is checked meanwhile (a few at once), and a file that is not copied or referenced
-    // keeps only its route, not its manifest entry (only a copy carries the entry over).
+    // The data manifests stream by: each file is routed as it comes and handed to the sink,
+    // the footer of one to be copied is checked meanwhile (a few at once) and it is handed over
+    // once checked; a file that is not copied or referenced carries only its route, not its
+    // manifest entry (only a copy carries the entry over).
     let mut routed = 0usize;
     let mut reasons = Reasons::default();
     let mut footers = FooterChecks::new(source.file_io());
@@ -762,7 +763,7 @@ pub(crate) async fn route_planned(
         &mut take,
     )
     .await?;
-    // Reported in path order, as the files are read.
+    // Reported in path order (whatever order the routing handed them over in).
     result.files.sort_by(|a, b| a.path.cmp(&b.path));
     // Which route each file took is part of the task layout a resume must reproduce.
     tracing::info!(
