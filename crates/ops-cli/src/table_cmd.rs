@@ -591,7 +591,7 @@ struct CompactReport<'a> {
 struct CompactGroupReport<'a> {
     spec_id: i32,
     partition: &'a str,
-    input_files: &'a [String],
+    input_files: &'a [std::sync::Arc<str>],
     input_bytes: u64,
     input_rows: u64,
     files_with_deletes: usize,

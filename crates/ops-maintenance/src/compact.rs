@@ -60,7 +60,7 @@ use ops_core::ops::delete::{RowFilter, WholeFileReads, read_schema, refuse_unsaf
 use ops_core::ops::live_deletes::{LiveDelete, live_delete_files_of};
 use ops_core::ops::producer::{ConflictCheck, SnapshotProducer, changes_of, commit_snapshot_from};
 use ops_core::ops::{
-    LiveFile, ManifestCache, PartitionKey, UnmatchedDeletes, each_live_data_file,
+    LiveEntry, LiveFile, ManifestCache, PartitionKey, UnmatchedDeletes, each_live_data_file,
     live_data_files_of, spec_by_id,
 };
 use ops_core::prune::may_match;
@@ -94,8 +94,9 @@ pub struct CompactGroup {
     pub spec_id: i32,
     /// The partition, as a path (`region=eu`); empty for an unpartitioned table.
     pub partition: String,
-    /// The files rewritten.
-    pub input_files: Vec<String>,
+    /// The files rewritten (each path shared with the plan: a dry run's report of a million
+    /// files holds each once).
+    pub input_files: Vec<Arc<str>>,
     /// Their size in bytes.
     pub input_bytes: u64,
     /// Their record counts (before deletes).
@@ -202,11 +203,60 @@ pub struct CompactBuilder {
     max_file_group_size: u64,
 }
 
+/// A candidate's manifest entry, slimmed to what compaction reads, groups and matches deletes
+/// by (its commit removes files by path): the entry's `DataFile` is over half a KiB even
+/// without its column metrics, this a sixth of that.
+#[derive(Debug, Clone)]
+struct CandidateFile {
+    path: Arc<str>,
+    size: u64,
+    records: u64,
+    format: iceberg::spec::DataFileFormat,
+    partition: iceberg::spec::Struct,
+    spec_id: i32,
+    /// Its data sequence number: which equality deletes apply to it.
+    sequence_number: i64,
+}
+
+impl CandidateFile {
+    fn of(live: &LiveFile) -> Self {
+        Self {
+            path: Arc::from(live.file.file_path()),
+            size: live.file.file_size_in_bytes(),
+            records: live.file.record_count(),
+            format: live.file.file_format(),
+            partition: live.file.partition().clone(),
+            spec_id: live.spec_id,
+            sequence_number: live.sequence_number,
+        }
+    }
+}
+
+impl LiveEntry for CandidateFile {
+    fn path(&self) -> &str {
+        &self.path
+    }
+    fn file_size(&self) -> u64 {
+        self.size
+    }
+    fn record_count(&self) -> u64 {
+        self.records
+    }
+    fn file_format(&self) -> iceberg::spec::DataFileFormat {
+        self.format
+    }
+    fn partition(&self) -> &iceberg::spec::Struct {
+        &self.partition
+    }
+    fn spec_id(&self) -> i32 {
+        self.spec_id
+    }
+}
+
 /// A file considered, with its scan tasks (delete files attached).
 struct Candidate {
-    /// The file, without its column metrics; boxed, so grouping and bin-packing move a
-    /// pointer, not the entry.
-    live: Box<LiveFile>,
+    /// The file (what compaction needs of its manifest entry).
+    live: CandidateFile,
     /// Its scan tasks, position deletes attached; none when its group reads whole files
     /// ([`Planned::whole_file_reads`]): its one task is built when the group is rewritten.
     tasks: Vec<FileScanTask>,
@@ -417,17 +467,9 @@ impl CompactBuilder {
             .map(|g| CompactGroup {
                 spec_id: g.key.0,
                 partition: g.partition.clone(),
-                input_files: g
-                    .files
-                    .iter()
-                    .map(|c| c.live.file.file_path().to_string())
-                    .collect(),
-                input_bytes: g
-                    .files
-                    .iter()
-                    .map(|c| c.live.file.file_size_in_bytes())
-                    .sum(),
-                input_rows: g.files.iter().map(|c| c.live.file.record_count()).sum(),
+                input_files: g.files.iter().map(|c| c.live.path.clone()).collect(),
+                input_bytes: g.files.iter().map(|c| c.live.size).sum(),
+                input_rows: g.files.iter().map(|c| c.live.records).sum(),
                 files_with_deletes: g.files.iter().filter(|c| c.has_deletes).count(),
                 ..Default::default()
             })
@@ -525,7 +567,7 @@ impl CompactBuilder {
             .flat_map(|g| {
                 g.files
                     .iter()
-                    .map(|c| (c.live.file.file_path().to_string(), g.key.clone()))
+                    .map(|c| (c.live.path.to_string(), g.key.clone()))
             })
             .collect();
         // Rewrite the groups, as many at once as there are cores (each is one stream of
@@ -743,14 +785,13 @@ impl CompactBuilder {
             .iter()
             .any(|m| m.content == ManifestContentType::Deletes);
         let min_size = (target as f64 * MIN_FILE_SIZE_RATIO) as u64;
-        // The manifests stream by and only candidates are kept, without their column metrics
-        // (most of a manifest entry's memory, used above to prune): a table of a million
-        // files plans in the memory of the files it will rewrite. Without delete files, a file
-        // of the default spec at least `min_size` big is no candidate whatever else holds.
-        // Boxed as they come: the list grows and sorts as pointers, and each candidate keeps
-        // its box.
-        let mut considered: Vec<Box<LiveFile>> = Vec::new();
-        each_live_data_file(snapshot, cache, |mut live| {
+        // The manifests stream by and only candidates are kept, as what compaction needs of
+        // their entries ([`CandidateFile`]; the column metrics were used above to prune): a
+        // table of a million files plans in the memory of the files it will rewrite. Without
+        // delete files, a file of the default spec at least `min_size` big is no candidate
+        // whatever else holds.
+        let mut considered: Vec<CandidateFile> = Vec::new();
+        each_live_data_file(snapshot, cache, |live| {
             if allowed
                 .as_ref()
                 .is_some_and(|a| !a.contains(live.file.file_path()))
@@ -776,8 +817,7 @@ impl CompactBuilder {
             {
                 return Ok(());
             }
-            live.file.clear_column_metrics();
-            considered.push(Box::new(live));
+            considered.push(CandidateFile::of(&live));
             Ok(())
         })
         .await?;
@@ -788,8 +828,8 @@ impl CompactBuilder {
         // doubly-added table) is one, its last entry as it was when this was a map by path:
         // reversed first, the stable sort puts it first of its run, and dedup keeps the first.
         considered.reverse();
-        considered.sort_by(|a, b| a.file.file_path().cmp(b.file.file_path()));
-        considered.dedup_by(|a, b| a.file.file_path() == b.file.file_path());
+        considered.sort_by(|a, b| a.path.cmp(&b.path));
+        considered.dedup_by(|a, b| a.path == b.path);
         let unmatched = UnmatchedDeletes::load(table, cache).await?;
         // A position delete attached only because the planner compares partitions and sequence
         // numbers, whose `file_path` bounds exclude the file, gives no reason to rewrite it.
@@ -819,7 +859,7 @@ impl CompactBuilder {
             tasks(
                 table,
                 snapshot.snapshot_id(),
-                considered.iter().map(|l| &**l),
+                considered.iter(),
                 has_delete_manifests,
             )
             .await?
@@ -838,7 +878,7 @@ impl CompactBuilder {
             }
         }
         for live in considered {
-            let path = live.file.file_path();
+            let path = &*live.path;
             let t = if whole_files {
                 Vec::new()
             } else {
@@ -912,14 +952,14 @@ impl CompactBuilder {
                 });
             // A file of an older spec is rewritten whatever its size (`to_current_spec`).
             let other_spec = live.spec_id != default_spec;
-            if !has_deletes && !other_spec && live.file.file_size_in_bytes() >= min_size {
+            if !has_deletes && !other_spec && live.size >= min_size {
                 continue;
             }
             partitions
-                .entry(live.key())
+                .entry(live.partition_key())
                 .or_insert_with(|| {
                     let name = specs.get(&live.spec_id).map_or_else(String::new, |(s, t)| {
-                        partition_name(s, t.as_ref(), live.file.partition())
+                        partition_name(s, t.as_ref(), &live.partition)
                     });
                     let name = if other_spec {
                         format!("{name} (spec {})", live.spec_id)
@@ -939,7 +979,7 @@ impl CompactBuilder {
         // In order of partition name, then first path: plans (and reports) are stable.
         let mut partitions: Vec<_> = partitions.into_iter().collect();
         partitions.sort_by(|(_, (a, fa)), (_, (b, fb))| {
-            let first = |c: &[Candidate]| c.first().map(|c| c.live.file.file_path().to_string());
+            let first = |c: &[Candidate]| c.first().map(|c| c.live.path.clone());
             a.cmp(b).then_with(|| first(fa).cmp(&first(fb)))
         });
         let mut planned = Vec::new();
@@ -963,7 +1003,7 @@ impl CompactBuilder {
                     continue;
                 }
                 for c in &bin {
-                    refuse_unsafe_rewrite(table, c.live.file.file_path(), &c.tasks, false)?;
+                    refuse_unsafe_rewrite(table, &c.live.path, &c.tasks, false)?;
                 }
                 planned.push(Planned {
                     key: key.clone(),
@@ -1146,10 +1186,10 @@ fn human(ty: &Type, value: &Literal) -> Option<String> {
 /// First-fit decreasing: the largest file first into the first group it fits, groups of at
 /// most `limit` bytes (a file larger than the limit alone in its group).
 fn bin_pack(mut files: Vec<Candidate>, limit: u64) -> Vec<Vec<Candidate>> {
-    files.sort_by_key(|c| std::cmp::Reverse(c.live.file.file_size_in_bytes()));
+    files.sort_by_key(|c| std::cmp::Reverse(c.live.size));
     let mut bins: Vec<(u64, Vec<Candidate>)> = Vec::new();
     for c in files {
-        let size = c.live.file.file_size_in_bytes();
+        let size = c.live.size;
         match bins
             .iter_mut()
             .find(|(used, _)| used.saturating_add(size) <= limit)

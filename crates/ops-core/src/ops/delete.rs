@@ -34,8 +34,8 @@ use iceberg::spec::{DataFile, Operation};
 use iceberg::table::Table;
 
 use super::snapshot::{
-    LiveFile, ManifestCache, SnapshotMetrics, SnapshotProducer, UnmatchedDeletes, commit_snapshot,
-    live_data_files, spec_by_id,
+    LiveEntry, LiveFile, ManifestCache, SnapshotMetrics, SnapshotProducer, UnmatchedDeletes,
+    commit_snapshot, live_data_files, spec_by_id,
 };
 use crate::equality_deletes::{EqualityDeletes, anti_join};
 use crate::keys::KeySet;
@@ -265,19 +265,18 @@ impl WholeFileReads {
     }
 
     /// The task reading all of `live`.
-    pub fn task(&self, table: &Table, live: &LiveFile) -> Result<FileScanTask> {
-        let spec = spec_by_id(table, live.spec_id)?;
-        let f = &live.file;
+    pub fn task(&self, table: &Table, live: &impl LiveEntry) -> Result<FileScanTask> {
+        let spec = spec_by_id(table, live.spec_id())?;
         Ok(FileScanTask::builder()
-            .with_file_size_in_bytes(f.file_size_in_bytes())
+            .with_file_size_in_bytes(live.file_size())
             .with_start(0)
-            .with_length(f.file_size_in_bytes())
-            .with_record_count(Some(f.record_count()))
-            .with_data_file_path(f.file_path().to_string())
-            .with_data_file_format(f.file_format())
+            .with_length(live.file_size())
+            .with_record_count(Some(live.record_count()))
+            .with_data_file_path(live.path().to_string())
+            .with_data_file_format(live.file_format())
             .with_schema(self.schema.clone())
             .with_project_field_ids(self.ids.clone())
-            .with_partition(Some(f.partition().clone()))
+            .with_partition(Some(live.partition().clone()))
             .with_partition_spec(Some(spec))
             .with_name_mapping(self.name_mapping.clone())
             .with_case_sensitive(true)
@@ -291,19 +290,16 @@ impl WholeFileReads {
 /// (each manifest read once per attempt); otherwise iceberg's planner attaches the delete files
 /// — unfiltered, since it decodes partition bounds with the current schema's types and would
 /// prune files written before a partition source column was widened.
-pub async fn tasks<'a>(
+pub async fn tasks<'a, F: LiveEntry + 'a>(
     table: &Table,
     snapshot_id: i64,
-    candidates: impl IntoIterator<Item = &'a LiveFile>,
+    candidates: impl IntoIterator<Item = &'a F>,
     has_delete_manifests: bool,
 ) -> Result<BTreeMap<String, Vec<FileScanTask>>> {
     let mut by_file: BTreeMap<String, Vec<FileScanTask>> = BTreeMap::new();
     if let Some(reads) = WholeFileReads::of(table, has_delete_manifests)? {
         for live in candidates {
-            by_file.insert(
-                live.file.file_path().to_string(),
-                vec![reads.task(table, live)?],
-            );
+            by_file.insert(live.path().to_string(), vec![reads.task(table, live)?]);
         }
         return Ok(by_file);
     }
@@ -311,7 +307,7 @@ pub async fn tasks<'a>(
     // identity-partition values are read as constants.
     let wanted: HashMap<String, i32> = candidates
         .into_iter()
-        .map(|f| (f.file.file_path().to_string(), f.spec_id))
+        .map(|f| (f.path().to_string(), f.spec_id()))
         .collect();
     // The planner yields every file of the snapshot: each task is kept or dropped as it
     // comes, so only the candidates' tasks are ever held.
@@ -482,7 +478,7 @@ pub(crate) async fn plan_delete_except(
     let unmatched = UnmatchedDeletes::load(table, cache).await?;
     let misses: HashSet<String> = candidates
         .iter()
-        .filter(|f| unmatched.misses(f))
+        .filter(|f| unmatched.misses(*f))
         .map(|f| f.file.file_path().to_string())
         .collect();
     let mut candidates = tasks(table, snapshot_id, &candidates, has_delete_manifests).await?;
