@@ -16,8 +16,9 @@
 //!    (largest first, first fit) into groups of at most the target size (sorting: the
 //!    partition whole, up to [`CompactBuilder::max_file_group_size`]), and a group of one file
 //!    without deletes is left alone (rewriting it alone gains nothing).
-//!    The manifests stream by and only candidates are kept, without their column metrics; where
-//!    no delete file applies, a candidate's scan task is built only when its group is rewritten.
+//!    The manifests stream by and only candidates are kept, as the few fields of their entries
+//!    compaction uses (`CandidateFile`); where no delete file applies, a candidate's scan task
+//!    is built only when its group is rewritten.
 //! 3. Stream each group's rows (position and equality deletes applied, in the current schema)
 //!    into new files of the same partition, rolling at the target size. Equality deletes are
 //!    applied by [`ops_core::equality_deletes`] with Java's NULL-equals-NULL matching (iceberg's

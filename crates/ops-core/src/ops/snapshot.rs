@@ -54,7 +54,7 @@ pub struct LiveFile {
 impl LiveFile {
     /// Its partition, canonicalised (see [`PartitionKey`]).
     pub fn key(&self) -> PartitionKey {
-        (self.spec_id, canonical_partition(self.file.partition()))
+        self.partition_key()
     }
 }
 

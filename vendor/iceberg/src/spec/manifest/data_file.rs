@@ -242,17 +242,6 @@ impl DataFile {
     pub fn upper_bounds(&self) -> &HashMap<i32, Datum> {
         &self.upper_bounds
     }
-    /// iceberg-ops patch: drops the per-column metrics (sizes, value, null and NaN counts,
-    /// bounds), which are most of a data file's memory, for a planner that keeps many files
-    /// after it has pruned by them.
-    pub fn clear_column_metrics(&mut self) {
-        self.column_sizes = HashMap::new();
-        self.value_counts = HashMap::new();
-        self.null_value_counts = HashMap::new();
-        self.nan_value_counts = HashMap::new();
-        self.lower_bounds = HashMap::new();
-        self.upper_bounds = HashMap::new();
-    }
     /// Get the Implementation-specific key metadata for the data file.
     pub fn key_metadata(&self) -> Option<&[u8]> {
         self.key_metadata.as_deref()
