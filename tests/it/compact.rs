@@ -457,7 +457,11 @@ async fn sorted_compaction_orders_each_file_and_marks_the_table_order() -> TestR
         .await
         .err()
         .ok_or_else(|| anyhow::anyhow!("sorted by a missing column"))?;
-    assert!(err.to_string().contains("'nope': no such column"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("'nope': no such column (columns: id, "),
+        "{err}"
+    );
     let err = SortSpec::parse_columns("id sideways")
         .err()
         .ok_or_else(|| anyhow::anyhow!("parsed"))?;

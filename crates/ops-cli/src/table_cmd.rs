@@ -500,18 +500,19 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
             if let Some(bytes) = max_file_group_size {
                 builder = builder.max_file_group_size(bytes);
             }
-            if let Some(f) = filter {
-                builder = builder.with_filter_text(f);
+            if let Some(f) = &filter {
+                builder = builder.with_filter_text(f.clone());
             }
             if let Some(t) = target_file_size {
                 builder = builder.target_file_size(t);
             }
             let (_, m) = builder.await?;
             let report = CompactReport::of(&target.table, &m, min_input_files);
+            let filter_text = filter.as_deref();
             match output {
                 // Written as it is serialized: a plan of a million files is not copied first.
                 Output::Json => crate::report::print_json(&report)?,
-                Output::Text => print_compact(&serde_json::to_value(&report)?),
+                Output::Text => print_compact(&serde_json::to_value(&report)?, filter_text),
             }
             if !m.failed_groups.is_empty() {
                 bail!(
@@ -654,18 +655,28 @@ impl<'a> CompactReport<'a> {
     }
 }
 
-fn print_compact(v: &Value) {
+/// What `table compact` says when no group qualifies: the rule, and the filter when one
+/// narrowed the files (a `--where` that selects nothing reads otherwise as a table in order).
+fn nothing_to_compact(v: &Value, filter: Option<&str>) -> String {
+    let table = v["table"].as_str().unwrap_or_default();
+    let among = filter.map_or_else(String::new, |f| {
+        format!(" among the files --where '{f}' selects")
+    });
+    format!(
+        "{table}: nothing to compact{among} (a partition is rewritten when it holds at least \
+         --min-input-files {} files of the current spec smaller than 75% of the target size {} \
+         bytes, or one with position or equality deletes; a group of one such file without \
+         deletes is left alone)",
+        v["min_input_files"], v["target_file_size"]
+    )
+}
+
+fn print_compact(v: &Value, filter: Option<&str>) {
     let dry = v["dry_run"] == json!(true);
     let groups = v["groups"].as_array().map_or(&[][..], Vec::as_slice);
     let table = v["table"].as_str().unwrap_or_default();
     if groups.is_empty() {
-        println!(
-            "{table}: nothing to compact (a partition is rewritten when it holds at least \
-             --min-input-files {} files of the current spec smaller than 75% of the target size \
-             {} bytes, or one with position deletes; a group of one such file without deletes \
-             is left alone)",
-            v["min_input_files"], v["target_file_size"]
-        );
+        println!("{}", nothing_to_compact(v, filter));
     } else if dry {
         println!(
             "{table}: would rewrite {} file(s), {} bytes, in {} group(s) (target {} bytes)",
@@ -1322,6 +1333,26 @@ mod tests {
     use super::*;
     use iceberg::spec::{ListType, MapType, PrimitiveType, Schema, StructType};
     use std::sync::Arc;
+
+    /// A `--where` that selects no file to compact is named, so an empty result does not read
+    /// as a table in order.
+    #[test]
+    fn nothing_to_compact_names_the_filter() {
+        let v = json!({"table": "db.t", "min_input_files": 5, "target_file_size": 100});
+        let plain = nothing_to_compact(&v, None);
+        assert!(
+            plain.starts_with("db.t: nothing to compact (a partition"),
+            "{plain}"
+        );
+        assert!(plain.contains("position or equality deletes"), "{plain}");
+        let filtered = nothing_to_compact(&v, Some("region = 'zz'"));
+        assert!(
+            filtered.starts_with(
+                "db.t: nothing to compact among the files --where 'region = 'zz'' selects ("
+            ),
+            "{filtered}"
+        );
+    }
 
     #[test]
     fn older_than_parses_timestamps_and_durations() -> anyhow::Result<()> {

@@ -191,9 +191,21 @@ impl SortSpec {
                 let mut keys = Vec::with_capacity(columns.len());
                 for c in columns {
                     let field = schema.field_by_name(&c.name).ok_or_else(|| {
+                        // The columns it has, as `--where` lists them, and the one meant when
+                        // only the case differs.
+                        let fields = schema.as_struct().fields();
+                        let names: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
+                        let hint = fields
+                            .iter()
+                            .find(|f| f.name.eq_ignore_ascii_case(&c.name))
+                            .map(|f| {
+                                format!("; did you mean '{}'? (names are case-sensitive)", f.name)
+                            })
+                            .unwrap_or_default();
                         Error::InvalidInput(format!(
-                            "cannot sort {table} by '{}': no such column",
-                            c.name
+                            "cannot sort {table} by '{}': no such column (columns: {}){hint}",
+                            c.name,
+                            names.join(", ")
                         ))
                     })?;
                     if !field.field_type.is_primitive() {
