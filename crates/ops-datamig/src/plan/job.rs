@@ -516,30 +516,10 @@ mod tests {
     use super::*;
 
     fn read_of(counts: &[Option<u64>]) -> PlannedRead {
-        let schema = std::sync::Arc::new(
-            iceberg::spec::Schema::builder()
-                .build()
-                .unwrap_or_else(|_| unreachable!()),
-        );
         let tasks = counts
             .iter()
             .enumerate()
-            .map(|(i, c)| iceberg::scan::FileScanTask {
-                file_size_in_bytes: 10,
-                start: 0,
-                length: 10,
-                record_count: *c,
-                data_file_path: format!("f{i}"),
-                data_file_format: iceberg::spec::DataFileFormat::Parquet,
-                schema: schema.clone(),
-                project_field_ids: vec![],
-                predicate: None,
-                deletes: vec![],
-                partition: None,
-                partition_spec: None,
-                name_mapping: None,
-                case_sensitive: true,
-            })
+            .map(|(i, c)| PlannedRead::bare_task(&format!("f{i}"), 10, *c))
             .collect();
         PlannedRead::of_tasks(Some(1), tasks)
     }

@@ -256,6 +256,32 @@ impl PlannedRead {
         }
     }
 
+    /// A whole-file task of `path` over an empty schema, nothing else set: the task the tests
+    /// of what consumes a read build reads of.
+    #[cfg(test)]
+    pub fn bare_task(path: &str, size: u64, record_count: Option<u64>) -> FileScanTask {
+        FileScanTask {
+            file_size_in_bytes: size,
+            start: 0,
+            length: size,
+            record_count,
+            data_file_path: path.to_string(),
+            data_file_format: DataFileFormat::Parquet,
+            schema: Arc::new(
+                iceberg::spec::Schema::builder()
+                    .build()
+                    .unwrap_or_else(|e| panic!("an empty schema: {e}")),
+            ),
+            project_field_ids: vec![],
+            predicate: None,
+            deletes: vec![],
+            partition: None,
+            partition_spec: None,
+            name_mapping: None,
+            case_sensitive: true,
+        }
+    }
+
     /// The file-scan tasks of this read's files, in order, made one at a time.
     pub fn tasks(&self) -> impl Iterator<Item = FileScanTask> + Send + 'static {
         let files = self.files.clone();
@@ -425,20 +451,12 @@ mod tests {
         deletes: Vec<FileScanTaskDeleteFile>,
     ) -> FileScanTask {
         FileScanTask {
-            file_size_in_bytes: 100,
-            start: 0,
-            length: 100,
-            record_count: Some(7),
-            data_file_path: path.to_string(),
-            data_file_format: DataFileFormat::Parquet,
             schema: schema.clone(),
             project_field_ids: vec![1],
-            predicate: None,
             deletes,
             partition: spec.map(|_| Struct::from_iter([Some(Literal::string(path))])),
             partition_spec: spec.cloned(),
-            name_mapping: None,
-            case_sensitive: true,
+            ..PlannedRead::bare_task(path, 100, Some(7))
         }
     }
 

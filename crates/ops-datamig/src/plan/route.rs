@@ -802,27 +802,7 @@ mod tests {
     /// path for the whole plan), and a fresh one for a file the read does not plan.
     #[test]
     fn routed_paths_are_the_read_s_own() {
-        let schema = Arc::new(
-            iceberg::spec::Schema::builder()
-                .build()
-                .unwrap_or_else(|e| panic!("{e}")),
-        );
-        let task = |p: &str| iceberg::scan::FileScanTask {
-            file_size_in_bytes: 1,
-            start: 0,
-            length: 1,
-            record_count: Some(1),
-            data_file_path: p.to_string(),
-            data_file_format: DataFileFormat::Parquet,
-            schema: schema.clone(),
-            project_field_ids: vec![],
-            predicate: None,
-            deletes: vec![],
-            partition: None,
-            partition_spec: None,
-            name_mapping: None,
-            case_sensitive: true,
-        };
+        let task = |p: &str| PlannedRead::bare_task(p, 1, Some(1));
         // Out of path order, as an upsert's read is.
         let read = PlannedRead::of_tasks(Some(1), vec![task("s3://b/z"), task("s3://b/a")]);
         let paths = SharedPaths::of(&read);
