@@ -478,7 +478,7 @@ fn report_already_complete(
                 );
                 obj.insert("source_changed".into(), serde_json::json!(src.changed()));
             }
-            Ok(v)
+            v
         },
         || println!("{e}"),
         verification,
@@ -488,20 +488,29 @@ fn report_already_complete(
 /// Prints a report as `--output` asks — `json()` as one JSON document holding the
 /// verification too, or `text()` followed by the verification — and fails when the
 /// verification found a mismatch.
-fn print_report(
+///
+/// The document is written as it is serialized: a run's report lists every file it routed,
+/// and building it as a `serde_json::Value` first would hold a map per file (86 MB at 100k
+/// files) beside the result itself.
+fn print_report<T: serde::Serialize>(
     output: Output,
-    json: impl FnOnce() -> serde_json::Result<serde_json::Value>,
+    json: impl FnOnce() -> T,
     text: impl FnOnce(),
     verification: Option<&VerificationResult>,
 ) -> anyhow::Result<()> {
+    /// The report with its verification as one more key.
+    #[derive(serde::Serialize)]
+    struct Report<'a, T> {
+        #[serde(flatten)]
+        report: T,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        verification: Option<&'a VerificationResult>,
+    }
     match output {
-        Output::Json => {
-            let mut v = json()?;
-            if let (Some(obj), Some(ver)) = (v.as_object_mut(), verification) {
-                obj.insert("verification".into(), serde_json::to_value(ver)?);
-            }
-            crate::report::print_json(&v)?;
-        }
+        Output::Json => crate::report::print_json(&Report {
+            report: json(),
+            verification,
+        })?,
         Output::Text => {
             text();
             if let Some(v) = verification {
@@ -683,7 +692,7 @@ fn report_run(
 ) -> anyhow::Result<()> {
     print_report(
         args.output,
-        || serde_json::to_value(result),
+        || result,
         || print_result(&args.job, result),
         verification,
     )

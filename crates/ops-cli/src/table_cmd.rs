@@ -512,7 +512,7 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
             match output {
                 // Written as it is serialized: a plan of a million files is not copied first.
                 Output::Json => crate::report::print_json(&report)?,
-                Output::Text => print_compact(&serde_json::to_value(&report)?, filter_text),
+                Output::Text => print_compact(&report, filter_text),
             }
             if !m.failed_groups.is_empty() {
                 bail!(
@@ -657,49 +657,44 @@ impl<'a> CompactReport<'a> {
 
 /// What `table compact` says when no group qualifies: the rule, and the filter when one
 /// narrowed the files (a `--where` that selects nothing reads otherwise as a table in order).
-fn nothing_to_compact(v: &Value, filter: Option<&str>) -> String {
-    let table = v["table"].as_str().unwrap_or_default();
+fn nothing_to_compact(r: &CompactReport<'_>, filter: Option<&str>) -> String {
     let among = filter.map_or_else(String::new, |f| {
         format!(" among the files --where '{f}' selects")
     });
     format!(
-        "{table}: nothing to compact{among} (a partition is rewritten when it holds at least \
+        "{}: nothing to compact{among} (a partition is rewritten when it holds at least \
          --min-input-files {} files of the current spec smaller than 75% of the target size {} \
          bytes, or one with position or equality deletes; a group of one such file without \
          deletes is left alone)",
-        v["min_input_files"], v["target_file_size"]
+        r.table, r.min_input_files, r.target_file_size
     )
 }
 
-fn print_compact(v: &Value, filter: Option<&str>) {
-    let dry = v["dry_run"] == json!(true);
-    let groups = v["groups"].as_array().map_or(&[][..], Vec::as_slice);
-    let table = v["table"].as_str().unwrap_or_default();
+/// The text report, read from the typed report (not from its JSON: a plan of a million files
+/// would be copied into a `Value` per path only to count them).
+fn print_compact(r: &CompactReport<'_>, filter: Option<&str>) {
+    let groups = &r.groups;
+    let table = r.table;
     if groups.is_empty() {
-        println!("{}", nothing_to_compact(v, filter));
-    } else if dry {
+        println!("{}", nothing_to_compact(r, filter));
+    } else if r.dry_run {
         println!(
             "{table}: would rewrite {} file(s), {} bytes, in {} group(s) (target {} bytes)",
-            v["input_files"],
-            v["input_bytes"],
+            r.input_files,
+            r.input_bytes,
             groups.len(),
-            v["target_file_size"]
+            r.target_file_size
         );
     } else {
-        let snapshots: Vec<String> = v["snapshot_ids"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(Value::to_string)
-            .collect();
-        let failed = groups.iter().filter(|g| g["failed"] == json!(true)).count();
+        let snapshots: Vec<String> = r.snapshot_ids.iter().map(i64::to_string).collect();
+        let failed = groups.iter().filter(|g| g.failed).count();
         println!(
             "{table}: rewrote {} file(s), {} bytes, into {} file(s), {} bytes, in {} group(s); \
              snapshot {}",
-            v["input_files"],
-            v["input_bytes"],
-            v["output_files"],
-            v["output_bytes"],
+            r.input_files,
+            r.input_bytes,
+            r.output_files,
+            r.output_bytes,
             groups.len() - failed,
             if snapshots.is_empty() {
                 "none".to_string()
@@ -708,61 +703,53 @@ fn print_compact(v: &Value, filter: Option<&str>) {
             }
         );
     }
-    if let (Some(order), false) = (v["sort_order"].as_str(), groups.is_empty()) {
-        let id = match v["sort_order_id"].as_i64() {
+    if let (Some(order), false) = (r.sort_order, groups.is_empty()) {
+        let id = match r.sort_order_id {
             Some(id) => format!(" (the table's sort order {id})"),
             None => " (none of the table's sort orders: files not marked sorted)".to_string(),
         };
         println!("  sorted by {order}{id}");
     }
     for g in groups {
-        let n = |k: &str| g[k].as_array().map_or(0, Vec::len);
-        let part = g["partition"].as_str().unwrap_or_default();
-        let deletes = g["files_with_deletes"].as_u64().unwrap_or(0);
         println!(
             "  {}: {} file(s), {} bytes, {} row(s){}{}",
-            if part.is_empty() {
+            if g.partition.is_empty() {
                 "(unpartitioned)"
             } else {
-                part
+                g.partition
             },
-            n("input_files"),
-            g["input_bytes"],
-            g["input_rows"],
-            if deletes > 0 {
-                format!(", {deletes} with deletes")
+            g.input_files.len(),
+            g.input_bytes,
+            g.input_rows,
+            if g.files_with_deletes > 0 {
+                format!(", {} with deletes", g.files_with_deletes)
             } else {
                 String::new()
             },
-            if dry {
+            if r.dry_run {
                 String::new()
             } else {
                 format!(
                     " -> {} file(s), {} bytes",
-                    n("output_files"),
-                    g["output_bytes"]
+                    g.output_files.len(),
+                    g.output_bytes
                 )
             }
         );
     }
-    for f in v["failed_groups"].as_array().into_iter().flatten() {
+    for f in &r.failed_groups {
         println!(
             "  FAILED {}: {} (nothing of it committed)",
-            f["partition"].as_str().unwrap_or_default(),
-            f["error"].as_str().unwrap_or_default()
+            f.partition, f.error
         );
     }
-    let dangling = v["removed_dangling_delete_files"]
-        .as_array()
-        .map_or(0, Vec::len);
+    let dangling = r.removed_dangling_delete_files.len();
     if dangling > 0 {
         println!(
             "  removed {dangling} delete file(s) that no longer apply to any live file (dangling)"
         );
     }
-    let eq = v["skipped_equality_delete_files"]
-        .as_array()
-        .map_or(0, Vec::len);
+    let eq = r.skipped_equality_delete_files.len();
     if eq > 0 {
         println!(
             "  {eq} file(s) left as they are: equality deletes iceberg-ops cannot apply \
@@ -770,16 +757,14 @@ fn print_compact(v: &Value, filter: Option<&str>) {
              reason) apply to them (compact them with the engine that wrote the deletes)"
         );
     }
-    let other = v["skipped_other_spec_files"].as_u64().unwrap_or(0);
+    let other = r.skipped_other_spec_files;
     if other > 0 {
         println!(
             "  {other} file(s) of an older partition spec left as they are (--to-current-spec \
              rewrites them into the current one)"
         );
     }
-    let widened = v["skipped_widened_delete_files"]
-        .as_array()
-        .map_or(0, Vec::len);
+    let widened = r.skipped_widened_delete_files.len();
     if widened > 0 {
         println!(
             "  {widened} file(s) with delete files and partition values written before their \
@@ -1338,7 +1323,11 @@ mod tests {
     /// as a table in order.
     #[test]
     fn nothing_to_compact_names_the_filter() {
-        let v = json!({"table": "db.t", "min_input_files": 5, "target_file_size": 100});
+        let m = CompactMetrics {
+            target_file_size: 100,
+            ..CompactMetrics::default()
+        };
+        let v = CompactReport::of("db.t", &m, 5);
         let plain = nothing_to_compact(&v, None);
         assert!(
             plain.starts_with("db.t: nothing to compact (a partition"),
