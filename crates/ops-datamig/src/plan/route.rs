@@ -211,31 +211,8 @@ async fn route_sharing(
     sink: Sink<'_>,
 ) -> Result<Option<String>> {
     let md = source.metadata();
-    let snapshot = md.snapshot_by_id(snapshot_id).ok_or_else(|| {
-        MigrationError::InvalidInput(format!(
-            "{} has no snapshot {snapshot_id}",
-            source.identifier()
-        ))
-    })?;
-    let ineligible = match copy_mode {
-        CopyMode::Rewrite => None,
-        _ => table_eligibility(
-            source,
-            snapshot.schema(md)?.as_ref(),
-            dest,
-            plan,
-            write_mode,
-        )
-        .err(),
-    };
-    if let (Some(reason), CopyMode::Files | CopyMode::Reference) = (&ineligible, copy_mode) {
-        return Err(copy_refused(
-            copy_mode,
-            source.identifier(),
-            dest.identifier(),
-            reason,
-        ));
-    }
+    let snapshot = snapshot_of(source, snapshot_id)?;
+    let ineligible = copy_ineligibility((source, dest), snapshot, (plan, write_mode, copy_mode))?;
     let filter = match row_filter {
         Some(p) => {
             let schema = snapshot.schema(md)?;
@@ -304,6 +281,58 @@ async fn route_sharing(
     Ok(ineligible)
 }
 
+/// `source`'s snapshot `snapshot_id`, or an error naming both.
+fn snapshot_of(source: &Table, snapshot_id: i64) -> Result<&iceberg::spec::SnapshotRef> {
+    source
+        .metadata()
+        .snapshot_by_id(snapshot_id)
+        .ok_or_else(|| {
+            MigrationError::InvalidInput(format!(
+                "{} has no snapshot {snapshot_id}",
+                source.identifier()
+            ))
+        })
+}
+
+/// Why no file of `source` at `snapshot` can be copied to `dest` (a table-level condition
+/// fails; see [`table_eligibility`]), `None` when files may be, or never under `--copy-mode
+/// rewrite`. A failed condition is an error under `--copy-mode files` and `reference`.
+fn copy_ineligibility(
+    (source, dest): (&Table, &Table),
+    snapshot: &iceberg::spec::SnapshotRef,
+    (plan, write_mode, copy_mode): (&ReconciliationPlan, WriteMode, CopyMode),
+) -> Result<Option<String>> {
+    let ineligible = match copy_mode {
+        CopyMode::Rewrite => None,
+        _ => table_eligibility(
+            source,
+            snapshot.schema(source.metadata())?.as_ref(),
+            dest,
+            plan,
+            write_mode,
+        )
+        .err(),
+    };
+    if let (Some(reason), CopyMode::Files | CopyMode::Reference) = (&ineligible, copy_mode) {
+        return Err(copy_refused(
+            copy_mode,
+            source.identifier(),
+            dest.identifier(),
+            reason,
+        ));
+    }
+    Ok(ineligible)
+}
+
+/// Why a file goes to rewrite when every file does: the mode asks it, or the tables allow no
+/// copy.
+fn rewrite_reason(ineligible: Option<&str>) -> String {
+    match ineligible {
+        None => "--copy-mode rewrite decodes and re-encodes every file".to_string(),
+        Some(reason) => format!("the tables do not allow a file copy: {reason}"),
+    }
+}
+
 /// Routes one live data entry: `modes` is the copy mode, why the tables allow no copy (if
 /// they do not) and the route a copyable file takes. A file not copied or referenced keeps no
 /// manifest entry.
@@ -316,16 +345,8 @@ fn route_entry(
     (copy_mode, ineligible, copy_route): (CopyMode, Option<&str>, FileRoute),
     (reasons, paths): (&mut Reasons, &SharedPaths<'_>),
 ) -> PlannedFile {
-    let (route, reason) = if copy_mode == CopyMode::Rewrite {
-        (
-            FileRoute::Rewrite,
-            "--copy-mode rewrite decodes and re-encodes every file".to_string(),
-        )
-    } else if let Some(reason) = ineligible {
-        (
-            FileRoute::Rewrite,
-            format!("the tables do not allow a file copy: {reason}"),
-        )
+    let (route, reason) = if copy_mode == CopyMode::Rewrite || ineligible.is_some() {
+        (FileRoute::Rewrite, rewrite_reason(ineligible))
     } else {
         route_one(source, &entry, dest_spec, filter, deletes, copy_route)
     };
@@ -722,13 +743,24 @@ pub(crate) async fn route_planned(
     let Some(id) = snapshot_id else {
         return Ok(HashMap::new());
     };
-    let planned = SharedPaths::of(read);
-    let mut whole = HashMap::new();
-    let mut routes = 0usize;
     result.files.clear();
     result.files_copied = 0;
     result.files_referenced = 0;
     result.files_rewritten = 0;
+    let snapshot = snapshot_of(source, id)?;
+    let ineligible = copy_ineligibility((source, dest), snapshot, (plan, write_mode, copy_mode))?;
+    if (copy_mode == CopyMode::Rewrite || ineligible.is_some())
+        && routes_from_read(read, ineligible.as_deref(), (result, report))
+    {
+        tracing::info!(
+            rewritten = result.files_rewritten,
+            "source files routed (every file rewritten, routes from the planned read)"
+        );
+        return Ok(HashMap::new());
+    }
+    let planned = SharedPaths::of(read);
+    let mut whole = HashMap::new();
+    let mut routes = 0usize;
     let pruned: Arc<str> = Arc::from("no row can match the row filter (manifest statistics)");
     // Each file is counted (and listed, when reported) as it is routed: no list of every file's
     // route is held besides the report.
@@ -776,6 +808,48 @@ pub(crate) async fn route_planned(
     Ok(whole)
 }
 
+/// Routes every file to rewrite from the planned read alone, when it can tell every route:
+/// each file it plans is rewritten and any other live file skipped, so without a row filter
+/// (the read plans every live file) or without a report (a skipped file is not counted) the
+/// manifests need not be decoded a second time — at a million files, that decode is most of
+/// a plan's time. False (nothing counted) when it cannot: a filtered read whose skipped files
+/// are to be reported, or a file read in parts.
+///
+/// `read` is the whole planned read (every caller's is): a read narrowed to some files
+/// ([`PlannedRead::with_files`]) is not filtered, yet does not plan every live file.
+fn routes_from_read(
+    read: &PlannedRead,
+    ineligible: Option<&str>,
+    (result, report): (&mut MigrationResult, bool),
+) -> bool {
+    if (report && read.filtered)
+        || !read
+            .files
+            .iter()
+            .all(|f| f.whole() && f.record_count.is_some())
+    {
+        return false;
+    }
+    // One whole-file task per live entry (a path listed live twice is read, and counted,
+    // twice, as the manifests' routing counts it).
+    result.files_rewritten = read.files.len() as u64;
+    if report {
+        let reason: Arc<str> = Arc::from(rewrite_reason(ineligible));
+        result.files.reserve_exact(read.files.len());
+        for f in read.files.iter() {
+            result.files.push(RoutedFile {
+                path: f.path.clone(),
+                route: FileRoute::Rewrite,
+                reason: reason.clone(),
+                record_count: f.record_count.unwrap_or_default(),
+                file_size_in_bytes: f.file_size,
+            });
+        }
+        result.files.sort_by(|a, b| a.path.cmp(&b.path));
+    }
+    true
+}
+
 /// The route of every file copied or referenced whole.
 pub(crate) fn routes_of(
     whole: &HashMap<Arc<str>, PlannedFile>,
@@ -812,6 +886,142 @@ mod tests {
         }
         assert!(!paths.contains("s3://b/m"));
         assert_eq!(&*paths.get("s3://b/m"), "s3://b/m");
+    }
+
+    /// A table `ns.<name>` in a SQLite catalog under `dir` with one appended file per batch of
+    /// ids, and the catalog.
+    async fn table_of_files(
+        dir: &std::path::Path,
+        name: &str,
+        batches: &[&[i64]],
+    ) -> std::result::Result<(ops_core::CatalogHandle, Table), Box<dyn std::error::Error>> {
+        use arrow_array::{Int64Array, RecordBatch};
+        use iceberg::spec::{NestedField, PrimitiveType, Schema, Type};
+        use iceberg::{NamespaceIdent, TableCreation};
+        use ops_core::catalog::{CatalogConfig, CatalogDefinition};
+        let props: std::collections::BTreeMap<String, String> = [
+            ("type".to_string(), "sql".to_string()),
+            (
+                "uri".into(),
+                format!("sqlite:///{}/catalog.db", dir.display()),
+            ),
+            ("warehouse".into(), format!("file://{}/wh", dir.display())),
+        ]
+        .into();
+        let mut config = CatalogConfig::empty();
+        config.insert(CatalogDefinition::inline("t", props));
+        let handle = ops_core::CatalogFactory::new(config).open("t").await?;
+        let ns = NamespaceIdent::new("ns".into());
+        if !handle.catalog().namespace_exists(&ns).await? {
+            handle
+                .catalog()
+                .create_namespace(&ns, HashMap::new())
+                .await?;
+        }
+        let schema = Schema::builder()
+            .with_fields(vec![
+                NestedField::required(1, "id", Type::Primitive(PrimitiveType::Long)).into(),
+            ])
+            .build()?;
+        let mut table = handle
+            .catalog()
+            .create_table(
+                &ns,
+                TableCreation::builder()
+                    .name(name.into())
+                    .schema(schema)
+                    .build(),
+            )
+            .await?;
+        for ids in batches {
+            let batch = RecordBatch::try_new(
+                ops_core::write::table_arrow_schema(&table)?,
+                vec![Arc::new(Int64Array::from(ids.to_vec()))],
+            )?;
+            let written =
+                ops_core::write::write_files(&table, futures::stream::iter([Ok(batch)])).await?;
+            table = ops_core::ops::append::AppendBuilder::new(&handle, table.identifier().clone())
+                .add_written(written)
+                .await?
+                .0;
+        }
+        Ok((handle, table))
+    }
+
+    /// When every file is rewritten, the routes come from the planned read alone — the same
+    /// routes the manifests give, without decoding them again (here: with them gone) — unless
+    /// a filtered read's skipped files are to be reported, which only the manifests list.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn routes_to_rewrite_come_from_the_read()
+    -> std::result::Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let (_, source) = table_of_files(dir.path(), "src", &[&[1, 2], &[3], &[4, 5, 6]]).await?;
+        let (_, dest) = table_of_files(dir.path(), "dst", &[]).await?;
+        let id = source.metadata().current_snapshot_id();
+        let schema = source.metadata().current_schema();
+        let plan = ops_reconcile::SchemaReconciler::new().compute_plan(schema, schema)?;
+        let read = PlannedRead::plan(&source, id, None).await?;
+        let route = |read: &PlannedRead, filter: Option<Predicate>, report: bool| {
+            let (source, dest, plan, read) =
+                (source.clone(), dest.clone(), plan.clone(), read.clone());
+            async move {
+                let mut result = MigrationResult::default();
+                let whole = route_planned(
+                    &source,
+                    id,
+                    &dest,
+                    &plan,
+                    filter.as_ref(),
+                    &read,
+                    WriteMode::Append,
+                    CopyMode::Rewrite,
+                    (&mut result, report),
+                )
+                .await?;
+                Ok::<_, MigrationError>((whole.len(), result))
+            }
+        };
+        let (whole, fast) = route(&read, None, true).await?;
+        assert_eq!((whole, fast.files_rewritten, fast.files.len()), (0, 3, 3));
+        // The manifests' own routes, each decoded from its entry.
+        let slow = route_files(
+            &source,
+            id.ok_or("no snapshot")?,
+            &dest,
+            &plan,
+            None,
+            WriteMode::Append,
+            CopyMode::Rewrite,
+        )
+        .await?
+        .report();
+        assert_eq!(format!("{:?}", fast.files), format!("{slow:?}"));
+
+        // Without its data manifests the routes still come from the read...
+        let snapshot = source.metadata().current_snapshot().ok_or("no snapshot")?;
+        let list = source.manifest_list_reader(snapshot).load().await?;
+        for mf in list.entries() {
+            source.file_io().delete(&mf.manifest_path).await?;
+        }
+        let (_, again) = route(&read, None, true).await?;
+        assert_eq!(format!("{:?}", again.files), format!("{slow:?}"));
+        let (_, counted) = route(&read, None, false).await?;
+        assert_eq!((counted.files_rewritten, counted.files.len()), (3, 0));
+        // ...but a filtered read's report lists the files it skips, which only they name.
+        let filter = Predicate::Binary(iceberg::expr::BinaryExpression::new(
+            iceberg::expr::PredicateOperator::GreaterThan,
+            iceberg::expr::Reference::new("id"),
+            iceberg::spec::Datum::long(2),
+        ));
+        let filtered = read.clone();
+        let filtered = PlannedRead {
+            filtered: true,
+            ..filtered
+        };
+        assert!(route(&filtered, Some(filter.clone()), true).await.is_err());
+        let (_, plan_only) = route(&filtered, Some(filter), false).await?;
+        assert_eq!(plan_only.files_rewritten, 3);
+        Ok(())
     }
 
     fn entry(content: DataContentType, path: &str, part: &str, seq: i64) -> Entry {
