@@ -116,6 +116,83 @@ mod tests {
         Ok(())
     }
 
+    /// A manifest of many chunks (decoded on a thread of its own beside the converting one)
+    /// gives every entry once, in the file's order; a reader that stops early stops it; and a
+    /// manifest cut short is an error after the entries before the cut.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_long_manifest_reads_in_order_stops_early_and_fails_at_a_cut() -> anyhow::Result<()> {
+        use iceberg::spec::{DataContentType, DataFileBuilder, DataFileFormat, Struct};
+        const FILES: u64 = 1_000;
+        let dir = tempfile::tempdir()?;
+        let (handle, table) = crate::ops::append::tests::table(dir.path()).await?;
+        let files = (0..FILES)
+            .map(|i| {
+                DataFileBuilder::default()
+                    .content(DataContentType::Data)
+                    .file_path(format!("{}/data/f{i:05}.parquet", dir.path().display()))
+                    .file_format(DataFileFormat::Parquet)
+                    .partition(Struct::empty())
+                    .partition_spec_id(0)
+                    .record_count(i + 1)
+                    .file_size_in_bytes(100 + i)
+                    .build()
+            })
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        let (table, _) =
+            crate::ops::append::AppendBuilder::new(&handle, table.identifier().clone())
+                .with_files(files)
+                .await?;
+        let snapshot = table
+            .metadata()
+            .current_snapshot()
+            .ok_or_else(|| anyhow::anyhow!("no snapshot"))?
+            .clone();
+        let list = table.manifest_list_reader(&snapshot).load().await?;
+        let [mf] = list.entries() else {
+            anyhow::bail!("{} manifests", list.entries().len());
+        };
+        let bytes = std::fs::read(mf.manifest_path.trim_start_matches("file://"))?;
+
+        let mut seen = Vec::new();
+        mf.read_entries_from(Cursor::new(bytes.clone()), |e| {
+            seen.push((e.file_path().to_string(), e.record_count()));
+            Ok(true)
+        })?;
+        let want: Vec<(String, u64)> = (0..FILES)
+            .map(|i| {
+                (
+                    format!("{}/data/f{i:05}.parquet", dir.path().display()),
+                    i + 1,
+                )
+            })
+            .collect();
+        assert_eq!(seen, want);
+        let streamed: Vec<ManifestEntry> = entries(table.file_io(), mf).try_collect().await?;
+        assert_eq!(streamed.len(), FILES as usize);
+
+        let mut taken = 0;
+        mf.read_entries_from(Cursor::new(bytes.clone()), |_| {
+            taken += 1;
+            Ok(taken < 300)
+        })?;
+        assert_eq!(taken, 300);
+
+        // The last block's sync marker cut off: every block before it is handed over, then
+        // the error.
+        let cut = &bytes[..bytes.len() - 5];
+        let mut before = 0u64;
+        let got = mf.read_entries_from(Cursor::new(cut.to_vec()), |_| {
+            before += 1;
+            Ok(true)
+        });
+        assert!(got.is_err(), "{got:?}");
+        assert!(
+            before > 256 && before < FILES,
+            "{before} entries before the cut"
+        );
+        Ok(())
+    }
+
     /// A manifest that is not there is an error naming it, not an empty stream.
     #[tokio::test(flavor = "multi_thread")]
     async fn a_missing_manifest_is_an_error() -> anyhow::Result<()> {

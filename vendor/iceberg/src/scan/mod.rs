@@ -28,7 +28,7 @@ use std::sync::Arc;
 use arrow_array::RecordBatch;
 use futures::channel::mpsc::{Sender, channel};
 use futures::stream::BoxStream;
-use futures::{SinkExt, StreamExt, TryStreamExt};
+use futures::{FutureExt, SinkExt, StreamExt, TryStreamExt};
 pub use task::*;
 
 use crate::arrow::ArrowReaderBuilder;
@@ -368,14 +368,20 @@ impl TableScan {
         let concurrency_limit_manifest_files = self.concurrency_limit_manifest_files;
         let concurrency_limit_manifest_entries = self.concurrency_limit_manifest_entries;
 
+        // iceberg-ops patch (issue 32, planning speed): the channels between the stages hold
+        // a few hundred entries, not as many as the concurrency limits (the machine's cores):
+        // with room for two, every second entry of a million woke a thread on the other side.
+        const ENTRY_CHANNEL: usize = 512;
+
         // used to stream ManifestEntryContexts between stages of the file plan operation
         let (manifest_entry_data_ctx_tx, manifest_entry_data_ctx_rx) =
-            channel(concurrency_limit_manifest_files);
+            channel(concurrency_limit_manifest_files.max(ENTRY_CHANNEL));
         let (manifest_entry_delete_ctx_tx, manifest_entry_delete_ctx_rx) =
-            channel(concurrency_limit_manifest_files);
+            channel(concurrency_limit_manifest_files.max(ENTRY_CHANNEL));
 
         // used to stream the results back to the caller
-        let (file_scan_task_tx, file_scan_task_rx) = channel(concurrency_limit_manifest_entries);
+        let (file_scan_task_tx, file_scan_task_rx) =
+            channel(concurrency_limit_manifest_entries.max(ENTRY_CHANNEL));
 
         let (delete_file_idx, delete_file_tx) = DeleteFileIndex::new(self.runtime.clone());
 
@@ -445,28 +451,33 @@ impl TableScan {
             });
         }
 
-        // Process the data file [`ManifestEntry`] stream in parallel
+        // Process the data file [`ManifestEntry`] stream
+        // iceberg-ops patch (issue 32, planning speed): the entries are processed on this one
+        // task, not a task spawned per entry: a data entry's check is a few microseconds, less
+        // than spawning, scheduling and joining a task for it, and a million of them kept a
+        // second core busy with the scheduler while the manifest's decoding (the real work) ran
+        // on the first.
         {
-            let rt_inner = rt.clone();
             rt.cpu().spawn(async move {
                 let result = manifest_entry_data_ctx_rx
                     .map(|me_ctx| Ok((me_ctx, file_scan_task_tx.clone())))
                     .try_for_each_concurrent(
                         concurrency_limit_manifest_entries,
-                        |(manifest_entry_context, tx)| {
-                            let rt_inner = rt_inner.clone();
-                            async move {
-                                rt_inner
-                                    .cpu()
-                                    .spawn(async move {
-                                        Self::process_data_manifest_entry(
-                                            manifest_entry_context,
-                                            tx,
-                                        )
-                                        .await
-                                    })
-                                    .await?
-                            }
+                        |(manifest_entry_context, tx)| async move {
+                            // A panic is an error of the plan, as the spawned task's was: the
+                            // stream must not end as if every file had been planned.
+                            std::panic::AssertUnwindSafe(Self::process_data_manifest_entry(
+                                manifest_entry_context,
+                                tx,
+                            ))
+                            .catch_unwind()
+                            .await
+                            .unwrap_or_else(|_| {
+                                Err(Error::new(
+                                    ErrorKind::Unexpected,
+                                    "planning a data manifest entry panicked",
+                                ))
+                            })
                         },
                     )
                     .await;

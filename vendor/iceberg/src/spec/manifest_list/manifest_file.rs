@@ -369,7 +369,7 @@ impl ManifestFile {
     /// [`ManifestFile::load_manifest`]'s do; `each` returns `false` to stop. Returns the
     /// manifest's metadata. An encrypted manifest cannot be read this way (its bytes are
     /// decrypted whole).
-    pub fn read_entries_from<R: std::io::Read + std::io::Seek>(
+    pub fn read_entries_from<R: std::io::Read + std::io::Seek + Send>(
         &self,
         src: R,
         mut each: impl FnMut(crate::spec::ManifestEntry) -> Result<bool>,
