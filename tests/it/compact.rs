@@ -354,6 +354,48 @@ fn ids_per_file(
     Ok(serde_json::from_value(out)?)
 }
 
+/// A data file listed twice (added twice, as PyIceberg's `add_files` does with
+/// `check_duplicate_files=False`) is read twice, as every reader reads the table, and its
+/// entries go together: compaction keeps every row a reader saw (Java's `RewriteDataFiles`
+/// plans a task per entry; its commit removes the files by path). It read the file once and
+/// removed both entries, losing a copy of its rows (a new-user trial).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_file_listed_twice_keeps_both_copies_of_its_rows() -> TestResult {
+    let db = SqlCatalog::sqlite()?;
+    let (name, p) = ("c", &db.props);
+    let handle = open(name, p).await?;
+    let ns = "cmp";
+    let table = create_orders(&handle, ns).await?;
+    let ident = table.identifier().clone();
+    append(
+        &handle,
+        &ident,
+        &[(1, Some("eu"), Some(1)), (2, Some("eu"), None)],
+    )
+    .await?;
+    let table = handle.catalog().load_table(&ident).await?;
+    let twice: Vec<DataFile> = live_files(&table)
+        .await?
+        .into_iter()
+        .map(|(f, _)| f)
+        .collect();
+    AppendBuilder::new(&handle, ident.clone())
+        .with_files(twice)
+        .await?;
+    append(&handle, &ident, &[(3, Some("eu"), Some(3))]).await?;
+    let before = py_state(name, p, ns)?;
+    assert_eq!(ids(&before), [1, 1, 2, 2, 3]);
+
+    let (_, m) = CompactBuilder::new(&handle, ident.clone())
+        .min_input_files(2)
+        .await?;
+    assert!(m.snapshot_id.is_some(), "{m:?}");
+    let after = py_state(name, p, ns)?;
+    assert_eq!(after["rows"], before["rows"]);
+    assert_eq!(after["operation"], json!("replace"));
+    Ok(())
+}
+
 /// `sort`: each group's rows are sorted — by the table's order (refused while it has none)
 /// or by the columns given — through spilled runs when memory is short; rows unchanged per
 /// PyIceberg; the outputs carry the table order's id only when they follow one of its orders.

@@ -825,12 +825,12 @@ impl CompactBuilder {
         if considered.is_empty() {
             return Ok(Vec::new());
         }
-        // Sorted by path, so plans (and reports) are stable. A file listed twice (a corrupt or
-        // doubly-added table) is one, its last entry as it was when this was a map by path:
-        // reversed first, the stable sort puts it first of its run, and dedup keeps the first.
-        considered.reverse();
+        // Sorted by path, so plans (and reports) are stable. A file listed twice (added twice,
+        // as `add_files` with `check_duplicate_files=False` does) stays twice: every reader
+        // reads its rows twice, so its group reads it twice, and the commit removes both
+        // entries by path — as Java's RewriteDataFiles plans a task per entry and removes by
+        // path. Read once, a copy of its rows was lost.
         considered.sort_by(|a, b| a.path.cmp(&b.path));
-        considered.dedup_by(|a, b| a.path == b.path);
         let unmatched = UnmatchedDeletes::load(table, cache).await?;
         // A position delete attached only because the planner compares partitions and sequence
         // numbers, whose `file_path` bounds exclude the file, gives no reason to rewrite it.
@@ -1185,21 +1185,33 @@ fn human(ty: &Type, value: &Literal) -> Option<String> {
 }
 
 /// First-fit decreasing: the largest file first into the first group it fits, groups of at
-/// most `limit` bytes (a file larger than the limit alone in its group).
+/// most `limit` bytes (a file larger than the limit alone in its group). The entries of a file
+/// listed twice go into one group as one: a commit removes a file by path, every entry of it,
+/// so a group must re-add the rows of every entry it removes.
 fn bin_pack(mut files: Vec<Candidate>, limit: u64) -> Vec<Vec<Candidate>> {
-    files.sort_by_key(|c| std::cmp::Reverse(c.live.size));
-    let mut bins: Vec<(u64, Vec<Candidate>)> = Vec::new();
+    files.sort_by(|a, b| a.live.path.cmp(&b.live.path));
+    let mut units: Vec<(u64, Vec<Candidate>)> = Vec::new();
     for c in files {
-        let size = c.live.size;
+        match units.last_mut() {
+            Some((size, unit)) if unit[0].live.path == c.live.path => {
+                *size = size.saturating_add(c.live.size);
+                unit.push(c);
+            }
+            _ => units.push((c.live.size, vec![c])),
+        }
+    }
+    units.sort_by_key(|(size, _)| std::cmp::Reverse(*size));
+    let mut bins: Vec<(u64, Vec<Candidate>)> = Vec::new();
+    for (size, unit) in units {
         match bins
             .iter_mut()
             .find(|(used, _)| used.saturating_add(size) <= limit)
         {
             Some((used, bin)) => {
                 *used += size;
-                bin.push(c);
+                bin.extend(unit);
             }
-            None => bins.push((size, vec![c])),
+            None => bins.push((size, unit)),
         }
     }
     bins.into_iter().map(|(_, b)| b).collect()
@@ -1357,6 +1369,56 @@ mod tests {
     use iceberg::spec::{NestedField, Schema};
 
     use super::*;
+
+    /// The entries of a file listed twice are packed into one group, whatever the sizes
+    /// around them: a group's commit removes both, so it must read both.
+    #[test]
+    fn the_entries_of_a_file_listed_twice_share_a_group() {
+        let c = |path: &str, size: u64| Candidate {
+            live: CandidateFile {
+                path: Arc::from(path),
+                size,
+                records: 1,
+                format: iceberg::spec::DataFileFormat::Parquet,
+                partition: Struct::empty(),
+                spec_id: 0,
+                sequence_number: 1,
+            },
+            tasks: Vec::new(),
+            equality: Vec::new(),
+            has_deletes: false,
+        };
+        // Packed file by file (largest first), the two `dup` entries of 60 went to different
+        // groups of 100: 60 + 40, 60 + 30.
+        let bins = bin_pack(
+            vec![c("dup", 60), c("a", 40), c("dup", 60), c("b", 30)],
+            100,
+        );
+        let with_dup: Vec<usize> = bins
+            .iter()
+            .map(|b| b.iter().filter(|c| &*c.live.path == "dup").count())
+            .filter(|n| *n > 0)
+            .collect();
+        assert_eq!(
+            with_dup,
+            [2],
+            "{:?}",
+            bins.iter()
+                .map(|b| b
+                    .iter()
+                    .map(|c| c.live.path.to_string())
+                    .collect::<Vec<_>>())
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(bins.iter().map(Vec::len).sum::<usize>(), 4);
+        // Unique paths pack as before: largest first, first fit.
+        let bins = bin_pack(vec![c("a", 40), c("b", 70), c("c", 30)], 100);
+        let paths: Vec<Vec<String>> = bins
+            .iter()
+            .map(|b| b.iter().map(|c| c.live.path.to_string()).collect())
+            .collect();
+        assert_eq!(paths, [vec!["b", "c"], vec!["a"]]);
+    }
 
     /// A partition written before its source column was widened keeps its `int`/`float`
     /// value; the report shows it as its promoted value instead of panicking, and NULL apart
