@@ -73,12 +73,7 @@ mod tests {
             )
             .await?;
         }
-        let snapshot = table
-            .metadata()
-            .current_snapshot()
-            .ok_or_else(|| anyhow::anyhow!("no snapshot"))?
-            .clone();
-        let list = table.manifest_list_reader(&snapshot).load().await?;
+        let list = current_manifests(&table).await?;
         assert!(!list.entries().is_empty());
         for mf in list.entries() {
             let loaded: Vec<ManifestEntry> = mf
@@ -142,12 +137,7 @@ mod tests {
             crate::ops::append::AppendBuilder::new(&handle, table.identifier().clone())
                 .with_files(files)
                 .await?;
-        let snapshot = table
-            .metadata()
-            .current_snapshot()
-            .ok_or_else(|| anyhow::anyhow!("no snapshot"))?
-            .clone();
-        let list = table.manifest_list_reader(&snapshot).load().await?;
+        let list = current_manifests(&table).await?;
         let [mf] = list.entries() else {
             anyhow::bail!("{} manifests", list.entries().len());
         };
@@ -191,6 +181,17 @@ mod tests {
             "{before} entries before the cut"
         );
         Ok(())
+    }
+
+    /// The manifest list of `table`'s current snapshot.
+    async fn current_manifests(
+        table: &iceberg::table::Table,
+    ) -> anyhow::Result<iceberg::spec::ManifestList> {
+        let snapshot = table
+            .metadata()
+            .current_snapshot()
+            .ok_or_else(|| anyhow::anyhow!("no snapshot"))?;
+        Ok(table.manifest_list_reader(snapshot).load().await?)
     }
 
     /// A manifest that is not there is an error naming it, not an empty stream.

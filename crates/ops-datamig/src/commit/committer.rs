@@ -867,9 +867,6 @@ mod tests {
     use std::sync::Arc;
 
     use arrow_array::{Int64Array, RecordBatch};
-    use iceberg::spec::{NestedField, PrimitiveType, Schema, Type};
-    use iceberg::{NamespaceIdent, TableCreation};
-    use ops_core::catalog::{CatalogConfig, CatalogDefinition};
 
     use super::*;
 
@@ -878,38 +875,7 @@ mod tests {
     async fn committer(
         dir: &std::path::Path,
     ) -> std::result::Result<Committer, Box<dyn std::error::Error>> {
-        let props: BTreeMap<String, String> = [
-            ("type".to_string(), "sql".to_string()),
-            (
-                "uri".into(),
-                format!("sqlite:///{}/catalog.db", dir.display()),
-            ),
-            ("warehouse".into(), format!("file://{}/wh", dir.display())),
-        ]
-        .into();
-        let mut config = CatalogConfig::empty();
-        config.insert(CatalogDefinition::inline("t", props));
-        let handle = ops_core::CatalogFactory::new(config).open("t").await?;
-        let ns = NamespaceIdent::new("ns".into());
-        handle
-            .catalog()
-            .create_namespace(&ns, HashMap::new())
-            .await?;
-        let schema = Schema::builder()
-            .with_fields(vec![
-                NestedField::required(1, "id", Type::Primitive(PrimitiveType::Long)).into(),
-            ])
-            .build()?;
-        let dest = handle
-            .catalog()
-            .create_table(
-                &ns,
-                TableCreation::builder()
-                    .name("t".into())
-                    .schema(schema)
-                    .build(),
-            )
-            .await?;
+        let (handle, dest) = crate::testing::id_table(dir, "t").await?;
         Ok(Committer::new(CommitterSetup {
             handle,
             ident: dest.identifier().clone(),

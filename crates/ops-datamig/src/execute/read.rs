@@ -46,9 +46,7 @@ impl PlannedRead {
             return Ok(futures::stream::empty().boxed());
         };
         let md = table.metadata();
-        let snapshot = md.snapshot_by_id(id).ok_or_else(|| {
-            MigrationError::InvalidInput(format!("{} has no snapshot {id}", table.identifier()))
-        })?;
+        let snapshot = crate::plan::snapshot_of(table, id)?;
         let read_schema = snapshot
             .schema_id()
             .and_then(|sid| md.schema_by_id(sid))

@@ -86,3 +86,16 @@ pub(crate) fn reconcile(
         reconciler.compute_plan(src, dst)?
     })
 }
+
+/// `source`'s snapshot `snapshot_id`, or an error naming both.
+pub(crate) fn snapshot_of(source: &Table, snapshot_id: i64) -> Result<&iceberg::spec::SnapshotRef> {
+    source
+        .metadata()
+        .snapshot_by_id(snapshot_id)
+        .ok_or_else(|| {
+            crate::MigrationError::InvalidInput(format!(
+                "{} has no snapshot {snapshot_id}",
+                source.identifier()
+            ))
+        })
+}

@@ -40,6 +40,7 @@ use ops_reconcile::ReconciliationPlan;
 use super::decide::{Verdict, View, decide};
 use super::eligibility::{describe_spec, same_layout, table_eligibility};
 use super::read::PlannedRead;
+use super::snapshot_of;
 use crate::{CopyMode, FileRoute, MigrationError, MigrationResult, Result, RoutedFile, WriteMode};
 
 /// Footers checked for field ids at once by [`route_files`].
@@ -144,13 +145,13 @@ pub async fn route_files(
     write_mode: WriteMode,
     copy_mode: CopyMode,
 ) -> Result<FileRouting> {
-    let tables = (source, dest);
-    let how = (plan, row_filter, write_mode, copy_mode);
+    let snapshot = snapshot_of(source, snapshot_id)?;
+    let ineligible = copy_ineligibility((source, dest), snapshot, (plan, write_mode, copy_mode))?;
     let mut files = Vec::new();
-    let routing = route_sharing(
-        tables,
-        snapshot_id,
-        how,
+    route_sharing(
+        (source, dest),
+        snapshot,
+        (row_filter, copy_mode, ineligible.as_deref()),
         &SharedPaths::default(),
         &mut |f| files.push(f),
     )
@@ -158,7 +159,7 @@ pub async fn route_files(
     files.sort_by(|a, b| a.routed.path.cmp(&b.routed.path));
     Ok(FileRouting {
         copy_mode,
-        ineligible: routing,
+        ineligible,
         files,
     })
 }
@@ -194,25 +195,18 @@ impl<'a> SharedPaths<'a> {
     }
 }
 
-/// [`route_files`], each path shared with `paths` where it has it, handing each routed file to
-/// `sink` as soon as its route is final (a file to copy once its footer is checked), in no
-/// set order: a caller keeps what it needs of a million files, not a list of them. Returns
-/// why no file can be copied (a table-level condition failed), if so.
+/// [`route_files`] of `snapshot`, given why no file can be copied (`ineligible`, from
+/// [`copy_ineligibility`]), each path shared with `paths` where it has it, handing each routed
+/// file to `sink` as soon as its route is final (a file to copy once its footer is checked),
+/// in no set order: a caller keeps what it needs of a million files, not a list of them.
 async fn route_sharing(
     (source, dest): (&Table, &Table),
-    snapshot_id: i64,
-    (plan, row_filter, write_mode, copy_mode): (
-        &ReconciliationPlan,
-        Option<&Predicate>,
-        WriteMode,
-        CopyMode,
-    ),
+    snapshot: &iceberg::spec::SnapshotRef,
+    (row_filter, copy_mode, ineligible): (Option<&Predicate>, CopyMode, Option<&str>),
     paths: &SharedPaths<'_>,
     sink: Sink<'_>,
-) -> Result<Option<String>> {
+) -> Result<()> {
     let md = source.metadata();
-    let snapshot = snapshot_of(source, snapshot_id)?;
-    let ineligible = copy_ineligibility((source, dest), snapshot, (plan, write_mode, copy_mode))?;
     let filter = match row_filter {
         Some(p) => {
             let schema = snapshot.schema(md)?;
@@ -260,7 +254,7 @@ async fn route_sharing(
                 &dest_spec,
                 filter.as_ref().map(|(p, s)| (p, s.as_ref())),
                 &deletes,
-                (copy_mode, ineligible.as_deref(), copy_route),
+                (copy_mode, ineligible, copy_route),
                 (&mut reasons, paths),
             );
             routed += 1;
@@ -278,20 +272,7 @@ async fn route_sharing(
         ineligible = ?ineligible,
         "routed source files"
     );
-    Ok(ineligible)
-}
-
-/// `source`'s snapshot `snapshot_id`, or an error naming both.
-fn snapshot_of(source: &Table, snapshot_id: i64) -> Result<&iceberg::spec::SnapshotRef> {
-    source
-        .metadata()
-        .snapshot_by_id(snapshot_id)
-        .ok_or_else(|| {
-            MigrationError::InvalidInput(format!(
-                "{} has no snapshot {snapshot_id}",
-                source.identifier()
-            ))
-        })
+    Ok(())
 }
 
 /// Why no file of `source` at `snapshot` can be copied to `dest` (a table-level condition
@@ -789,8 +770,8 @@ pub(crate) async fn route_planned(
     };
     route_sharing(
         (source, dest),
-        id,
-        (plan, predicate, write_mode, copy_mode),
+        snapshot,
+        (predicate, copy_mode, ineligible.as_deref()),
         &planned,
         &mut take,
     )
@@ -896,43 +877,7 @@ mod tests {
         batches: &[&[i64]],
     ) -> std::result::Result<(ops_core::CatalogHandle, Table), Box<dyn std::error::Error>> {
         use arrow_array::{Int64Array, RecordBatch};
-        use iceberg::spec::{NestedField, PrimitiveType, Schema, Type};
-        use iceberg::{NamespaceIdent, TableCreation};
-        use ops_core::catalog::{CatalogConfig, CatalogDefinition};
-        let props: std::collections::BTreeMap<String, String> = [
-            ("type".to_string(), "sql".to_string()),
-            (
-                "uri".into(),
-                format!("sqlite:///{}/catalog.db", dir.display()),
-            ),
-            ("warehouse".into(), format!("file://{}/wh", dir.display())),
-        ]
-        .into();
-        let mut config = CatalogConfig::empty();
-        config.insert(CatalogDefinition::inline("t", props));
-        let handle = ops_core::CatalogFactory::new(config).open("t").await?;
-        let ns = NamespaceIdent::new("ns".into());
-        if !handle.catalog().namespace_exists(&ns).await? {
-            handle
-                .catalog()
-                .create_namespace(&ns, HashMap::new())
-                .await?;
-        }
-        let schema = Schema::builder()
-            .with_fields(vec![
-                NestedField::required(1, "id", Type::Primitive(PrimitiveType::Long)).into(),
-            ])
-            .build()?;
-        let mut table = handle
-            .catalog()
-            .create_table(
-                &ns,
-                TableCreation::builder()
-                    .name(name.into())
-                    .schema(schema)
-                    .build(),
-            )
-            .await?;
+        let (handle, mut table) = crate::testing::id_table(dir, name).await?;
         for ids in batches {
             let batch = RecordBatch::try_new(
                 ops_core::write::table_arrow_schema(&table)?,
