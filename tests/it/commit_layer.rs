@@ -1056,6 +1056,86 @@ async fn rewrites_apply_equality_deletes_and_explicit_removals_are_not_rewritten
     Ok(())
 }
 
+/// `eq.orders` on SQLite in `dir` with one eu file of `rows`, then an equality delete of the
+/// eu rows whose amount is 2. Returns the handle, the table and the file.
+async fn orders_with_an_equality_delete(
+    dir: &std::path::Path,
+    rows: &[(i64, Option<&str>, Option<i32>)],
+) -> anyhow::Result<(CatalogHandle, Table, iceberg::spec::DataFile)> {
+    let handle = open("eq", &sqlite(dir)).await?;
+    let table = create_orders(&handle, "eq").await?;
+    let written = orders_files(&table, rows).await?;
+    let file = written.files[0].clone();
+    let (table, _) = AppendBuilder::new(&handle, table.identifier().clone())
+        .add_written(written)
+        .await?;
+    let table = commit_equality_delete_on(
+        &handle,
+        &table,
+        file.partition().clone(),
+        ("amount", 3),
+        Arc::new(arrow_array::Int32Array::from(vec![Some(2)])),
+    )
+    .await?;
+    Ok((handle, table, file))
+}
+
+/// The ids our scan reads from `table`, sorted.
+async fn scanned_ids(table: &Table) -> anyhow::Result<Vec<i64>> {
+    let mut ids: Vec<i64> = scan_json(table)
+        .await?
+        .iter()
+        .filter_map(|r| r["id"].as_i64())
+        .collect();
+    ids.sort_unstable();
+    Ok(ids)
+}
+
+/// A file listed twice with an equality delete committed between its two additions: the
+/// delete applies to the older entry only (its data sequence number is lower). A delete by
+/// filter rewrites the file from both entries, each with its own deletes; pooled, the newer
+/// entry's row 5 was deleted too.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rewrite_applies_each_entrys_own_equality_deletes() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let (handle, table, file) = orders_with_an_equality_delete(
+        dir.path(),
+        &[(1, Some("eu"), Some(1)), (5, Some("eu"), Some(2))],
+    )
+    .await?;
+    let ident = table.identifier().clone();
+    let (table, _) = AppendBuilder::new(&handle, ident.clone())
+        .with_base(table)
+        .with_files([file])
+        .await?;
+    assert_eq!(scanned_ids(&table).await?, [1, 1, 5]);
+    let (table, _) = DeleteBuilder::new(&handle, ident)
+        .with_filter_text("id = 1")
+        .await?;
+    assert_eq!(scanned_ids(&table).await?, [5]);
+    Ok(())
+}
+
+/// Our scan (upserts read the destination through it, the migration history its rows)
+/// applies equality deletes NULL equal to NULL, as Java does: a row whose equality column is
+/// NULL is not deleted by `amount = 2` (iceberg 0.10.1's reader, applying `amount != 2`,
+/// dropped it).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_scan_keeps_a_null_key_under_an_equality_delete() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let (_, table, _) = orders_with_an_equality_delete(
+        dir.path(),
+        &[
+            (1, Some("eu"), Some(2)),
+            (2, Some("eu"), None),
+            (3, Some("eu"), Some(3)),
+        ],
+    )
+    .await?;
+    assert_eq!(scanned_ids(&table).await?, [2, 3]);
+    Ok(())
+}
+
 /// The manifests of `table`'s current snapshot.
 async fn current_manifests(table: &Table) -> anyhow::Result<Vec<iceberg::spec::ManifestFile>> {
     let snap = table

@@ -581,6 +581,7 @@ struct CompactReport<'a> {
     skipped_equality_delete_files: &'a [String],
     skipped_other_spec_files: usize,
     skipped_widened_delete_files: &'a [String],
+    skipped_duplicate_files: &'a [String],
     removed_dangling_delete_files: &'a [String],
     snapshot_ids: &'a [i64],
     sort_order: Option<&'a str>,
@@ -639,6 +640,7 @@ impl<'a> CompactReport<'a> {
             skipped_equality_delete_files: &m.skipped_equality_delete_files,
             skipped_other_spec_files: m.skipped_other_spec_files,
             skipped_widened_delete_files: &m.skipped_widened_delete_files,
+            skipped_duplicate_files: &m.skipped_duplicate_files,
             removed_dangling_delete_files: &m.removed_dangling_delete_files,
             snapshot_ids: &m.snapshot_ids,
             sort_order: m.sort_order.as_deref(),
@@ -770,6 +772,14 @@ fn print_compact(r: &CompactReport<'_>, filter: Option<&str>) {
             "  {widened} file(s) with delete files and partition values written before their \
              column was widened left as they are (compact them with the engine that wrote the \
              deletes)"
+        );
+    }
+    let duplicate = r.skipped_duplicate_files.len();
+    if duplicate > 0 {
+        println!(
+            "  {duplicate} file(s) listed more than once left as they are: a commit removes \
+             every entry of a file, and theirs differ in partition or spec, do not all qualify, \
+             or share the table with delete files (the log names each file)"
         );
     }
 }

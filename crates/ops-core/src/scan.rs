@@ -57,32 +57,73 @@ pub async fn scan_filtered(
     let read_schema = snapshot_schema(table, snapshot_id)?;
     let read_arrow = Arc::new(iceberg::arrow::schema_to_arrow_schema(&read_schema)?);
     let target = crate::write::table_arrow_schema(table)?;
-    let tasks = plan_files(table, snapshot_id, filter.as_ref()).await?;
+    let mut tasks = plan_files(table, snapshot_id, filter.as_ref()).await?;
+    // An all-`void` spec's equality deletes apply to every older file; iceberg's planner
+    // attaches them to the NULL tuple's files only.
+    crate::equality_deletes::attach_global_deletes(table, snapshot_id, &mut tasks).await?;
     let evaluator = tasks
         .iter()
         .find_map(|t| t.predicate.clone())
         .map(|p| Arc::new(crate::eval::Evaluator::new(p)));
-    let tasks = futures::stream::iter(tasks.into_iter().map(|mut t| {
+    let for_reader = |mut t: FileScanTask| {
         // The filter is evaluated below: iceberg's reader would keep the rows of a file that
         // lacks the filtered column for `<` and `<=`, and order NaN above every number.
         t.predicate = None;
         // Identity-partition values are read as constants, in the schema's types.
         crate::partition_constants::for_reader(t)
-    }))
-    .boxed();
+    };
     let reader = iceberg::arrow::ArrowReaderBuilder::new(
         table.file_io().clone(),
         iceberg::Runtime::try_current()?,
     )
     .build();
-    let stream = reader.read(tasks)?.stream();
-    Ok(stream
-        .map_err(Error::from)
-        .and_then(move |batch| {
-            let filtered = filter_batch(&batch, &read_arrow, evaluator.as_deref())
-                .and_then(|b| project_by_field_id(&b, &read_arrow, &target));
-            futures::future::ready(filtered)
+    let convert = move |batch: iceberg::Result<RecordBatch>,
+                        keys: &[Arc<crate::equality_deletes::EqualityKeys>]| {
+        let batch = batch?;
+        let kept = filter_batch(&batch, &read_arrow, evaluator.as_deref())
+            .and_then(|b| project_by_field_id(&b, &read_arrow, &target))?;
+        crate::equality_deletes::anti_join(kept, keys)
+    };
+    // Equality deletes are applied here, NULL equal to NULL as Java does, not by iceberg's
+    // reader (which drops the rows whose equality column is NULL). The files without them
+    // are read as one stream, as before (the reader overlaps their reads); each one with them
+    // by itself, with its own deletes (a file listed twice has a task per entry).
+    let (with_equality, plain): (Vec<FileScanTask>, Vec<FileScanTask>) =
+        tasks.into_iter().partition(|t| {
+            t.deletes
+                .iter()
+                .any(|d| d.file_type == iceberg::spec::DataContentType::EqualityDeletes)
+        });
+    let plain_convert = convert.clone();
+    let plain = reader
+        .clone()
+        .read(futures::stream::iter(plain.into_iter().map(for_reader)).boxed())?
+        .stream()
+        .map(move |b| plain_convert(b, &[]));
+    let deletes = Arc::new(crate::equality_deletes::EqualityDeletes::new(
+        table,
+        crate::write::table_arrow_schema(table)?,
+        reader.clone(),
+    ));
+    let with_equality = futures::stream::iter(with_equality)
+        .then(move |task| {
+            let deletes = deletes.clone();
+            async move { deletes.split(task).await }
         })
+        .map(move |split| {
+            let (convert, reader) = (convert.clone(), reader.clone());
+            let read = split.and_then(|(task, keys)| {
+                let tasks = futures::stream::once(futures::future::ready(for_reader(task)));
+                Ok((reader.read(tasks.boxed())?.stream(), keys))
+            });
+            match read {
+                Ok((stream, keys)) => stream.map(move |b| convert(b, &keys)).boxed(),
+                Err(e) => futures::stream::once(futures::future::ready(Err(e))).boxed(),
+            }
+        })
+        .flatten();
+    Ok(plain
+        .chain(with_equality)
         .try_filter(|b| futures::future::ready(b.num_rows() > 0))
         .boxed())
 }

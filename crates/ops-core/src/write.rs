@@ -99,6 +99,38 @@ where
     Ok(WrittenFiles { spec_id, files })
 }
 
+/// A builder holding every field of `file`, to build a copy with some of them changed (iceberg
+/// 0.10.1's `DataFile` has no setters): the sort order a sorting rewrite followed, the spec
+/// and partition a file is listed under again. `spec_id`: the spec it is written under (the
+/// `DataFile` keeps it but does not say it).
+pub fn data_file_builder(file: &DataFile, spec_id: i32) -> iceberg::spec::DataFileBuilder {
+    let mut b = iceberg::spec::DataFileBuilder::default();
+    b.content(file.content_type())
+        .file_path(file.file_path().to_string())
+        .file_format(file.file_format())
+        .partition(file.partition().clone())
+        .partition_spec_id(spec_id)
+        .record_count(file.record_count())
+        .file_size_in_bytes(file.file_size_in_bytes())
+        .column_sizes(file.column_sizes().clone())
+        .value_counts(file.value_counts().clone())
+        .null_value_counts(file.null_value_counts().clone())
+        .nan_value_counts(file.nan_value_counts().clone())
+        .lower_bounds(file.lower_bounds().clone())
+        .upper_bounds(file.upper_bounds().clone())
+        .key_metadata(file.key_metadata().map(<[u8]>::to_vec))
+        .split_offsets(file.split_offsets().map(<[i64]>::to_vec))
+        .equality_ids(file.equality_ids())
+        .first_row_id(file.first_row_id())
+        .referenced_data_file(file.referenced_data_file())
+        .content_offset(file.content_offset())
+        .content_size_in_bytes(file.content_size_in_bytes());
+    if let Some(id) = file.sort_order_id() {
+        b.sort_order_id(id);
+    }
+    b
+}
+
 /// Writes `batches` as data files of `table` (not committed), under its default partition spec.
 ///
 /// Each batch must have the table's columns, by name and in order, with the table's types; a

@@ -50,9 +50,8 @@ use iceberg::arrow::{ArrowReaderBuilder, schema_to_arrow_schema};
 use iceberg::expr::{Bind, Predicate};
 use iceberg::scan::{FileScanTask, FileScanTaskDeleteFile};
 use iceberg::spec::{
-    DataContentType, DataFile, DataFileBuilder, Literal, ManifestContentType, Operation,
-    PartitionSpec, PrimitiveLiteral, PrimitiveType, SnapshotRef, Struct, StructType, Transform,
-    Type,
+    DataContentType, DataFile, Literal, ManifestContentType, Operation, PartitionSpec,
+    PrimitiveLiteral, PrimitiveType, SnapshotRef, Struct, StructType, Transform, Type,
 };
 use iceberg::table::Table;
 
@@ -134,6 +133,10 @@ pub struct CompactMetrics {
     /// another form (before or after a widening of its source column): iceberg's reader would
     /// not apply it to them.
     pub skipped_widened_delete_files: Vec<String>,
+    /// Files listed more than once (added twice) left out: their entries differ (in spec,
+    /// partition or size), only some of them qualify, or the table has delete files. A commit
+    /// removes a file by path, every entry of it, so a rewrite must read them all alike.
+    pub skipped_duplicate_files: Vec<String>,
     /// Delete files the rewrite left applying to no live data file, removed in the same commit
     /// (Java's remove-dangling-deletes; see `crate::dangling_deletes`). Not known on a dry
     /// run: the rewritten files' paths decide it.
@@ -792,7 +795,9 @@ impl CompactBuilder {
         // delete files, a file of the default spec at least `min_size` big is no candidate
         // whatever else holds.
         let mut considered: Vec<CandidateFile> = Vec::new();
+        let mut live_entries = 0usize;
         each_live_data_file(snapshot, cache, |live| {
+            live_entries += 1;
             if allowed
                 .as_ref()
                 .is_some_and(|a| !a.contains(live.file.file_path()))
@@ -831,6 +836,18 @@ impl CompactBuilder {
         // entries by path — as Java's RewriteDataFiles plans a task per entry and removes by
         // path. Read once, a copy of its rows was lost.
         considered.sort_by(|a, b| a.path.cmp(&b.path));
+        let considered = whole_listings(
+            snapshot,
+            cache,
+            considered,
+            live_entries,
+            has_delete_manifests,
+            &mut metrics.skipped_duplicate_files,
+        )
+        .await?;
+        if considered.is_empty() {
+            return Ok(Vec::new());
+        }
         let unmatched = UnmatchedDeletes::load(table, cache).await?;
         // A position delete attached only because the planner compares partitions and sequence
         // numbers, whose `file_path` bounds exclude the file, gives no reason to rewrite it.
@@ -1016,6 +1033,74 @@ impl CompactBuilder {
         }
         Ok(planned)
     }
+}
+
+/// The candidates (`considered`, sorted by path) a commit can remove by path without losing
+/// rows: a file listed once, or a file listed more than once whose every live entry is a
+/// candidate, all alike (spec, partition, size: then they land in one group, see
+/// [`bin_pack`], and that group reads each of them), in a table without delete files (the
+/// planner keys a file's scan tasks and its deletes by path, so its entries could not be told
+/// apart). The commit removes every entry of a path, so a group holding only some of them
+/// would drop the others' rows; such a file is left out and named in `skipped`.
+///
+/// `live_entries` counts every live data entry of `snapshot`: when the candidates are all of
+/// them, no entry is left to find; otherwise the manifests are read once more, counting only
+/// the candidates' paths (memory of the candidates, not of the table).
+async fn whole_listings(
+    snapshot: &SnapshotRef,
+    cache: &ManifestCache,
+    considered: Vec<CandidateFile>,
+    live_entries: usize,
+    has_delete_manifests: bool,
+    skipped: &mut Vec<String>,
+) -> Result<Vec<CandidateFile>> {
+    let listed_more_than_once = considered.windows(2).any(|w| w[0].path == w[1].path);
+    if live_entries == considered.len() && !listed_more_than_once {
+        return Ok(considered);
+    }
+    let mut totals: HashMap<Arc<str>, usize> = HashMap::new();
+    if live_entries == considered.len() {
+        for c in &considered {
+            *totals.entry(c.path.clone()).or_default() += 1;
+        }
+    } else {
+        for c in &considered {
+            totals.entry(c.path.clone()).or_default();
+        }
+        each_live_data_file(snapshot, cache, |live| {
+            if let Some(n) = totals.get_mut(live.file.file_path()) {
+                *n += 1;
+            }
+            Ok(())
+        })
+        .await?;
+    }
+    let mut kept = Vec::with_capacity(considered.len());
+    let mut run: Vec<CandidateFile> = Vec::new();
+    let mut entries = considered.into_iter().peekable();
+    while let Some(c) = entries.next() {
+        let last = entries.peek().is_none_or(|n| n.path != c.path);
+        run.push(c);
+        if !last {
+            continue;
+        }
+        let total = totals.get(&run[0].path).copied().unwrap_or(0);
+        let alike = run.iter().all(|e| {
+            e.spec_id == run[0].spec_id
+                && e.size == run[0].size
+                && e.partition_key() == run[0].partition_key()
+        });
+        if total <= 1 || (run.len() == total && alike && !has_delete_manifests) {
+            kept.append(&mut run);
+        } else {
+            tracing::warn!(file = %run[0].path, entries = total, candidates = run.len(),
+                "left out of compaction: listed more than once, and its entries cannot be \
+                 rewritten together");
+            skipped.push(run[0].path.to_string());
+            run.clear();
+        }
+    }
+    Ok(kept)
 }
 
 /// The data files a scan of `snapshot_id` filtered by `filter` plans: those whose partition
@@ -1325,28 +1410,8 @@ async fn rewrite_group(
 
 /// `file` marked as sorted by table sort order `order_id` (iceberg's writer leaves it unset).
 fn with_sort_order_id(file: &DataFile, spec_id: i32, order_id: i32) -> Result<DataFile> {
-    let mut b = DataFileBuilder::default();
-    b.content(file.content_type())
-        .file_path(file.file_path().to_string())
-        .file_format(file.file_format())
-        .partition(file.partition().clone())
-        .partition_spec_id(spec_id)
-        .record_count(file.record_count())
-        .file_size_in_bytes(file.file_size_in_bytes())
-        .column_sizes(file.column_sizes().clone())
-        .value_counts(file.value_counts().clone())
-        .null_value_counts(file.null_value_counts().clone())
-        .nan_value_counts(file.nan_value_counts().clone())
-        .lower_bounds(file.lower_bounds().clone())
-        .upper_bounds(file.upper_bounds().clone())
-        .key_metadata(file.key_metadata().map(<[u8]>::to_vec))
-        .split_offsets(file.split_offsets().map(<[i64]>::to_vec))
-        .equality_ids(file.equality_ids())
-        .first_row_id(file.first_row_id())
-        .referenced_data_file(file.referenced_data_file())
-        .content_offset(file.content_offset())
-        .content_size_in_bytes(file.content_size_in_bytes())
-        .sort_order_id(order_id);
+    let mut b = ops_core::write::data_file_builder(file, spec_id);
+    b.sort_order_id(order_id);
     b.build().map_err(|e| {
         Error::InvalidInput(format!(
             "cannot mark {} with sort order {order_id}: {e}",

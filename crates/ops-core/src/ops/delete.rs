@@ -518,40 +518,47 @@ pub(crate) async fn plan_delete_except(
     let result = async {
         for (path, planned) in candidates {
             let mut file_tasks = Vec::with_capacity(planned.len());
-            let mut keys = Vec::new();
+            let mut task_keys = Vec::with_capacity(planned.len());
             for task in planned {
                 let (task, k) = equality.split(task).await?;
                 file_tasks.push(task);
-                keys.extend(k);
+                task_keys.push(k);
             }
             refuse_unsafe_rewrite(table, &path, &file_tasks, misses.contains(&path))?;
             let read_schema = Arc::new(schema_to_arrow_schema(&file_tasks[0].schema)?);
             let read = Arc::new(AtomicU64::new(0));
             let kept = Arc::new(AtomicU64::new(0));
-            let (read_c, kept_c) = (read.clone(), kept.clone());
-            let target_schema = target.clone();
-            let matcher = matcher.clone();
-            let batches = reader
-                .clone()
-                .read(
-                    futures::stream::iter(
-                        file_tasks
-                            .into_iter()
-                            .map(crate::partition_constants::for_reader),
-                    )
-                    .boxed(),
-                )?
-                .stream()
-                .map_err(Error::from)
-                .map(move |b| {
-                    let b = crate::scan::project_by_field_id(&b?, &read_schema, &target_schema)?;
-                    let b = anti_join(b, &keys)?;
-                    let keep = crate::eval::not_true(&matcher.evaluate(&b)?);
-                    let out = arrow_select::filter::filter_record_batch(&b, &keep)?;
-                    read_c.fetch_add(b.num_rows() as u64, Ordering::Relaxed);
-                    kept_c.fetch_add(out.num_rows() as u64, Ordering::Relaxed);
-                    Ok(out)
-                });
+            // Each task with its own equality deletes: a file listed twice has a task per
+            // entry, and a delete committed between its two additions applies to the older
+            // entry only (its data sequence number is lower).
+            let reader_c = reader.clone();
+            let (read_all, kept_all) = (read.clone(), kept.clone());
+            let (target, matcher) = (target.clone(), matcher.clone());
+            let batches = futures::stream::iter(file_tasks.into_iter().zip(task_keys))
+                .map(move |(task, keys)| {
+                    let (read_c, kept_c) = (read_all.clone(), kept_all.clone());
+                    let (read_schema, target_schema) = (read_schema.clone(), target.clone());
+                    let matcher = matcher.clone();
+                    let task = crate::partition_constants::for_reader(task);
+                    let stream = match reader_c
+                        .clone()
+                        .read(futures::stream::once(async move { task }).boxed())
+                    {
+                        Ok(s) => s.stream().map_err(Error::from).boxed(),
+                        Err(e) => futures::stream::once(async move { Err(Error::from(e)) }).boxed(),
+                    };
+                    stream.map(move |b| {
+                        let b =
+                            crate::scan::project_by_field_id(&b?, &read_schema, &target_schema)?;
+                        let b = anti_join(b, &keys)?;
+                        let keep = crate::eval::not_true(&matcher.evaluate(&b)?);
+                        let out = arrow_select::filter::filter_record_batch(&b, &keep)?;
+                        read_c.fetch_add(b.num_rows() as u64, Ordering::Relaxed);
+                        kept_c.fetch_add(out.num_rows() as u64, Ordering::Relaxed);
+                        Ok(out)
+                    })
+                })
+                .flatten();
             let written: Vec<DataFile> = if write {
                 crate::write::write_data_files(table, Box::pin(batches)).await?
             } else {

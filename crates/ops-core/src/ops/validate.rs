@@ -6,7 +6,9 @@
 //! checked:
 //!
 //! - `validateAddedDataFiles`: no data file added in a partition the operation replaces, nor
-//!   one whose statistics say it may hold rows matching the conflict detection filter;
+//!   one whose statistics say it may hold rows matching the conflict detection filter, nor
+//!   (beyond Java, whose removal by path would drop it silently) one at a path the operation
+//!   removes;
 //! - `validateDeletedDataFiles`: no data file the operation removes, or that lies in its
 //!   partitions or may match its filter, was removed meanwhile;
 //! - `validateNoNewDeletesForDataFiles` / `validateNoConflictingDeleteFiles`: no position or
@@ -99,6 +101,14 @@ impl ConflictCheck {
             for f in &changes.added {
                 let path = f.file.file_path();
                 if f.file.content_type() == DataContentType::Data {
+                    // Removal is by path: the commit would remove the new entry too, and
+                    // with it rows this operation never read.
+                    if self.removed.contains(path) {
+                        return Err(conflict(format!(
+                            "snapshot {id} added {path} again, which this operation removes; \
+                             removing it would drop the rows of the new entry too"
+                        )));
+                    }
                     if self.partitions.contains(&f.key()) {
                         return Err(conflict(format!(
                             "snapshot {id} added {path} to partition {:?}, which this \
