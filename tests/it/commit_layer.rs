@@ -1056,19 +1056,30 @@ async fn rewrites_apply_equality_deletes_and_explicit_removals_are_not_rewritten
     Ok(())
 }
 
+/// `NS.orders` in the SQLite catalog of `p` (named NS) with one eu file of `rows`, appended.
+/// Returns the handle, the table and the file.
+async fn orders_with_one_file(
+    p: &BTreeMap<String, String>,
+    ns: &str,
+    rows: &[(i64, Option<&str>, Option<i32>)],
+) -> anyhow::Result<(CatalogHandle, Table, iceberg::spec::DataFile)> {
+    let handle = open(ns, p).await?;
+    let table = create_orders(&handle, ns).await?;
+    let written = orders_files(&table, rows).await?;
+    let file = written.files[0].clone();
+    let (table, _) = AppendBuilder::new(&handle, table.identifier().clone())
+        .add_written(written)
+        .await?;
+    Ok((handle, table, file))
+}
+
 /// `eq.orders` on SQLite in `dir` with one eu file of `rows`, then an equality delete of the
 /// eu rows whose amount is 2. Returns the handle, the table and the file.
 async fn orders_with_an_equality_delete(
     dir: &std::path::Path,
     rows: &[(i64, Option<&str>, Option<i32>)],
 ) -> anyhow::Result<(CatalogHandle, Table, iceberg::spec::DataFile)> {
-    let handle = open("eq", &sqlite(dir)).await?;
-    let table = create_orders(&handle, "eq").await?;
-    let written = orders_files(&table, rows).await?;
-    let file = written.files[0].clone();
-    let (table, _) = AppendBuilder::new(&handle, table.identifier().clone())
-        .add_written(written)
-        .await?;
+    let (handle, table, file) = orders_with_one_file(&sqlite(dir), "eq", rows).await?;
     let table = commit_equality_delete_on(
         &handle,
         &table,
@@ -1113,6 +1124,99 @@ async fn a_rewrite_applies_each_entrys_own_equality_deletes() -> TestResult {
         .with_filter_text("id = 1")
         .await?;
     assert_eq!(scanned_ids(&table).await?, [5]);
+    Ok(())
+}
+
+/// A file listed twice in a table without delete files: a delete by filter reads it from both
+/// entries (a task each), so the rows it keeps stay twice, as PyIceberg read them before. The
+/// tasks were keyed by path, one entry's replacing the other's, and a copy of every kept row
+/// was lost.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_delete_from_a_file_listed_twice_keeps_both_copies_of_the_rest() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let p = sqlite(dir.path());
+    let (handle, table, file) = orders_with_one_file(
+        &p,
+        "tw",
+        &[(1, Some("eu"), Some(1)), (2, Some("eu"), Some(2))],
+    )
+    .await?;
+    let ident = table.identifier().clone();
+    AppendBuilder::new(&handle, ident.clone())
+        .with_base(table)
+        .with_files([file])
+        .await?;
+    assert_eq!(py_ids("tw", &p, "tw.orders")?, json!([1, 1, 2, 2]));
+    DeleteBuilder::new(&handle, ident)
+        .with_filter_text("id = 1")
+        .await?;
+    assert_eq!(py_ids("tw", &p, "tw.orders")?, json!([2, 2]));
+    Ok(())
+}
+
+/// A position delete applies to the scan tasks the planner attached it to, not to every task
+/// of its data file's path: a file listed again after the delete (a newer entry, which Java's
+/// `DeleteFileIndex` leaves it off) keeps every row. iceberg 0.10.1's reader merged the
+/// positions per path once loaded, so a task read after the delete's was cut too, whichever
+/// entry it read. (PyIceberg 0.12 keys its position deletes by path too: no oracle here.)
+#[tokio::test(flavor = "multi_thread")]
+async fn a_position_delete_applies_only_to_the_entries_it_was_planned_for() -> TestResult {
+    use futures::{StreamExt, TryStreamExt};
+    let dir = tempfile::tempdir()?;
+    let (handle, table, file) = orders_with_one_file(
+        &sqlite(dir.path()),
+        "pd",
+        &[(1, Some("eu"), Some(1)), (2, Some("eu"), Some(2))],
+    )
+    .await?;
+    let ident = table.identifier().clone();
+    let table = commit_position_delete(
+        &handle,
+        &table,
+        file.file_path(),
+        file.partition().clone(),
+        &[0],
+    )
+    .await?;
+    let (table, _) = AppendBuilder::new(&handle, ident.clone())
+        .with_base(table)
+        .with_files([file])
+        .await?;
+    // The task the delete is attached to first, then the other, through one reader (its
+    // clones share what they loaded): the order that cut the newer entry.
+    let snapshot = table.metadata().current_snapshot_id().unwrap_or_default();
+    let mut tasks = ops_core::scan::plan_files(&table, snapshot, None).await?;
+    tasks.sort_by_key(|t| t.deletes.is_empty());
+    assert_eq!(
+        tasks.iter().map(|t| t.deletes.len()).collect::<Vec<_>>(),
+        [1, 0]
+    );
+    let reader = iceberg::arrow::ArrowReaderBuilder::new(
+        table.file_io().clone(),
+        iceberg::Runtime::try_current()?,
+    )
+    .build();
+    let mut rows = Vec::new();
+    for task in tasks {
+        let batches: Vec<arrow_array::RecordBatch> = reader
+            .clone()
+            .read(futures::stream::iter([Ok(task)]).boxed())?
+            .stream()
+            .try_collect()
+            .await?;
+        rows.push(batches.iter().map(|b| b.num_rows()).sum::<usize>());
+    }
+    assert_eq!(
+        rows,
+        [1, 2],
+        "the newer entry lost the row deleted from the older one"
+    );
+    // Through our scan and a delete, as users read and write it.
+    assert_eq!(scanned_ids(&table).await?, [1, 2, 2]);
+    let (table, _) = DeleteBuilder::new(&handle, ident)
+        .with_filter_text("id = 2")
+        .await?;
+    assert_eq!(scanned_ids(&table).await?, [1]);
     Ok(())
 }
 

@@ -308,14 +308,14 @@ async fn load(
     let handle = factory.open(&target.catalog).await?;
     let table = match handle.catalog().load_table(&ident).await {
         Ok(t) => t,
-        // PyIceberg given a `warehouse` without a scheme stores plain-path metadata locations,
-        // which iceberg 0.10.1's FileIO does not parse: the table is listed but cannot load.
+        // PyIceberg given a relative `warehouse` stores relative metadata locations, which
+        // name no file without the directory PyIceberg ran in (absolute plain paths load).
         Err(e) if e.to_string().contains("relative URL without a base") => {
             return Err(anyhow::Error::new(e).context(format!(
-                "cannot load {} from catalog '{}': its metadata location is a plain path, as \
-                 PyIceberg records when the catalog's `warehouse` has no scheme; iceberg-ops \
-                 reads table locations as URIs. Give the catalog's warehouse as file:///… (in \
-                 .pyiceberg.yaml too) for the tables PyIceberg creates",
+                "cannot load {} from catalog '{}': its metadata location is a relative path, \
+                 as PyIceberg records when the catalog's `warehouse` is one; iceberg-ops reads \
+                 absolute paths and URIs. Give the catalog's warehouse as an absolute path or \
+                 file:///… (in .pyiceberg.yaml too) for the tables PyIceberg creates",
                 target.table, target.catalog
             )));
         }

@@ -231,7 +231,7 @@ pub async fn attach_global_deletes(
     };
     let mut attached = 0usize;
     for task in tasks.iter_mut() {
-        attached += globals.attach(&task.data_file_path, &mut task.deletes);
+        attached += globals.attach(&task.data_file_path, &mut task.deletes)?;
     }
     tracing::debug!(
         table = %table.identifier(),
@@ -246,7 +246,9 @@ pub async fn attach_global_deletes(
 #[derive(Debug)]
 pub struct GlobalDeletes {
     globals: Vec<(i64, FileScanTaskDeleteFile)>,
-    sequence: HashMap<String, i64>,
+    /// The lowest and highest data sequence number of each live data file's entries (two
+    /// differ only for a file listed more than once).
+    sequence: HashMap<String, (i64, i64)>,
 }
 
 impl GlobalDeletes {
@@ -270,28 +272,46 @@ impl GlobalDeletes {
         if globals.is_empty() {
             return Ok(None);
         }
-        let sequence: HashMap<String, i64> = live_data_files_of(snapshot, &cache)
-            .await?
-            .into_iter()
-            .map(|f| (f.file.file_path().to_string(), f.sequence_number))
-            .collect();
+        let mut sequence: HashMap<String, (i64, i64)> = HashMap::new();
+        for f in live_data_files_of(snapshot, &cache).await? {
+            let seq = f.sequence_number;
+            sequence
+                .entry(f.file.file_path().to_string())
+                .and_modify(|(low, high)| {
+                    *low = (*low).min(seq);
+                    *high = (*high).max(seq);
+                })
+                .or_insert((seq, seq));
+        }
         Ok(Some(Self { globals, sequence }))
     }
 
     /// Adds to `deletes` (those planned for the data file at `path`) the global deletes that
-    /// apply to it and it lacks; returns how many.
-    pub fn attach(&self, path: &str, deletes: &mut Vec<FileScanTaskDeleteFile>) -> usize {
-        let Some(&seq) = self.sequence.get(path) else {
-            return 0;
+    /// apply to it and it lacks; returns how many. A file listed more than once, with entries
+    /// on both sides of a global delete, is refused: the delete applies to its older entries
+    /// only, and a scan task does not say which entry it reads.
+    pub fn attach(&self, path: &str, deletes: &mut Vec<FileScanTaskDeleteFile>) -> Result<usize> {
+        let Some(&(low, high)) = self.sequence.get(path) else {
+            return Ok(0);
         };
         let mut attached = 0;
         for (delete_seq, file) in &self.globals {
-            if seq < *delete_seq && !deletes.iter().any(|d| d.file_path == file.file_path) {
+            if low < *delete_seq && high >= *delete_seq {
+                return Err(Error::InvalidInput(format!(
+                    "data file {path} is listed more than once (data sequence numbers {low} \
+                     and {high}), and the equality delete file {} (sequence number \
+                     {delete_seq}) applies to its older entries only; iceberg-ops cannot tell \
+                     its entries apart when reading. Remove the duplicate entry (or compact the \
+                     table with the engine that wrote the delete) first",
+                    file.file_path
+                )));
+            }
+            if high < *delete_seq && !deletes.iter().any(|d| d.file_path == file.file_path) {
                 deletes.push(file.clone());
                 attached += 1;
             }
         }
-        attached
+        Ok(attached)
     }
 }
 
@@ -417,6 +437,44 @@ mod tests {
     use arrow_array::{Array, Float64Array};
 
     use super::*;
+
+    /// A global equality delete applies to the entries older than it: attached to a file all of
+    /// whose entries are older, left off one all of whose are newer, and refused for a file
+    /// listed twice on both sides of it (a task does not say which entry it reads).
+    #[test]
+    fn a_global_delete_between_two_entries_of_a_file_is_refused() {
+        let delete = FileScanTaskDeleteFile {
+            file_path: "file:///t/data/d.parquet".into(),
+            file_size_in_bytes: 10,
+            file_type: DataContentType::EqualityDeletes,
+            partition_spec_id: 1,
+            equality_ids: Some(vec![1]),
+        };
+        let globals = GlobalDeletes {
+            globals: vec![(5, delete)],
+            sequence: HashMap::from([
+                ("old".to_string(), (1, 4)),
+                ("new".to_string(), (5, 7)),
+                ("twice".to_string(), (3, 6)),
+            ]),
+        };
+        let mut deletes = Vec::new();
+        assert_eq!(globals.attach("old", &mut deletes).ok(), Some(1));
+        assert_eq!(deletes.len(), 1);
+        let mut deletes = Vec::new();
+        assert_eq!(globals.attach("new", &mut deletes).ok(), Some(0));
+        let err = globals
+            .attach("twice", &mut Vec::new())
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            err.contains("twice")
+                && err.contains("listed more than once")
+                && err.contains("d.parquet"),
+            "{err}"
+        );
+    }
 
     #[test]
     fn every_nan_is_one_key_and_nulls_stay() {

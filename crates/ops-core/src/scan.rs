@@ -3,8 +3,13 @@
 //! iceberg 0.10.1's `TableScan` reads with the schema of the snapshot it scans, so after a
 //! rename the old name comes back, and after a widening the old type. [`scan`] maps every batch
 //! onto the table's current schema by field id: renamed columns take their new names, widened
-//! ones are cast, columns added since are null, dropped ones disappear. Delete files are applied
-//! by iceberg's reader.
+//! ones are cast, columns added since are null, dropped ones disappear. Position deletes are
+//! applied by iceberg's reader (to each task only those the planner attached to it, a patch of
+//! ours: vendor/README.md); equality deletes here, NULL equal to NULL as Java applies them
+//! ([`crate::equality_deletes`]; iceberg's reader drops the rows whose key is NULL), with an
+//! all-`void` spec's applied to every older file. A table whose equality deletes key on a
+//! column that is not a top-level column of the current schema (nested, or dropped since) is
+//! refused before any row is read.
 //!
 //! A row filter ([`scan_filtered`], [`plan_files`]) prunes files and is then evaluated on every
 //! row with SQL's three-valued logic ([`crate::eval`]). File pruning goes through iceberg's
@@ -61,6 +66,16 @@ pub async fn scan_filtered(
     // An all-`void` spec's equality deletes apply to every older file; iceberg's planner
     // attaches them to the NULL tuple's files only.
     crate::equality_deletes::attach_global_deletes(table, snapshot_id, &mut tasks).await?;
+    // Refused before the first row, not after the files without them have been streamed.
+    if let Some(why) = tasks.iter().find_map(|t| {
+        crate::equality_deletes::unsupported(md.current_schema(), &target, &t.deletes)
+    }) {
+        return Err(Error::InvalidInput(format!(
+            "cannot read {}: {why}; rewrite the table's deletes (e.g. Spark's \
+             rewrite_data_files) first",
+            table.identifier()
+        )));
+    }
     let evaluator = tasks
         .iter()
         .find_map(|t| t.predicate.clone())
@@ -121,7 +136,9 @@ pub async fn scan_filtered(
                 Err(e) => futures::stream::once(futures::future::ready(Err(e))).boxed(),
             }
         })
-        .flatten();
+        // A few files read at once, as the reader overlaps the others' (a table written by
+        // an upserting engine has equality deletes on most files).
+        .flatten_unordered(Some(4));
     Ok(plain
         .chain(with_equality)
         .try_filter(|b| futures::future::ready(b.num_rows() > 0))

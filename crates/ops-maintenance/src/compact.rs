@@ -698,6 +698,7 @@ impl CompactBuilder {
                     since,
                     removed: inputs.iter().map(|(p, _)| p.clone()).collect(),
                     removed_partitions: inputs.iter().map(|(_, k)| k.clone()).collect(),
+                    removed_as_read: inputs.iter().map(|(p, _)| p.clone()).collect(),
                     ..ConflictCheck::default()
                 };
                 check.validate(&base, &cache).await?;
@@ -795,35 +796,37 @@ impl CompactBuilder {
         // delete files, a file of the default spec at least `min_size` big is no candidate
         // whatever else holds.
         let mut considered: Vec<CandidateFile> = Vec::new();
-        let mut live_entries = 0usize;
+        let mut left_out = LeftOut::default();
         each_live_data_file(snapshot, cache, |live| {
-            live_entries += 1;
-            if allowed
-                .as_ref()
-                .is_some_and(|a| !a.contains(live.file.file_path()))
-            {
-                return Ok(());
+            let candidate = (|| {
+                if allowed
+                    .as_ref()
+                    .is_some_and(|a| !a.contains(live.file.file_path()))
+                {
+                    return false;
+                }
+                if live.spec_id != default_spec && !self.to_current_spec {
+                    metrics.skipped_other_spec_files += 1;
+                    return false;
+                }
+                if pruning.as_ref().is_some_and(|p| !may_match(p, &live.file)) {
+                    return false;
+                }
+                if scanned
+                    .as_ref()
+                    .is_some_and(|s| !s.contains(live.file.file_path()))
+                {
+                    return false;
+                }
+                has_delete_manifests
+                    || live.spec_id != default_spec
+                    || live.file.file_size_in_bytes() < min_size
+            })();
+            if candidate {
+                considered.push(CandidateFile::of(&live));
+            } else {
+                left_out.add(live.file.file_path());
             }
-            if live.spec_id != default_spec && !self.to_current_spec {
-                metrics.skipped_other_spec_files += 1;
-                return Ok(());
-            }
-            if pruning.as_ref().is_some_and(|p| !may_match(p, &live.file)) {
-                return Ok(());
-            }
-            if scanned
-                .as_ref()
-                .is_some_and(|s| !s.contains(live.file.file_path()))
-            {
-                return Ok(());
-            }
-            if !has_delete_manifests
-                && live.spec_id == default_spec
-                && live.file.file_size_in_bytes() >= min_size
-            {
-                return Ok(());
-            }
-            considered.push(CandidateFile::of(&live));
             Ok(())
         })
         .await?;
@@ -840,7 +843,7 @@ impl CompactBuilder {
             snapshot,
             cache,
             considered,
-            live_entries,
+            &left_out,
             has_delete_manifests,
             &mut metrics.skipped_duplicate_files,
         )
@@ -1043,23 +1046,25 @@ impl CompactBuilder {
 /// apart). The commit removes every entry of a path, so a group holding only some of them
 /// would drop the others' rows; such a file is left out and named in `skipped`.
 ///
-/// `live_entries` counts every live data entry of `snapshot`: when the candidates are all of
-/// them, no entry is left to find; otherwise the manifests are read once more, counting only
-/// the candidates' paths (memory of the candidates, not of the table).
+/// `left_out` marks the paths of the entries that are not candidates: when no candidate's
+/// path is marked, none has an entry outside the candidates; otherwise the manifests are read
+/// once more, counting only the candidates' paths (memory of the candidates, not of the
+/// table).
 async fn whole_listings(
     snapshot: &SnapshotRef,
     cache: &ManifestCache,
     considered: Vec<CandidateFile>,
-    live_entries: usize,
+    left_out: &LeftOut,
     has_delete_manifests: bool,
     skipped: &mut Vec<String>,
 ) -> Result<Vec<CandidateFile>> {
     let listed_more_than_once = considered.windows(2).any(|w| w[0].path == w[1].path);
-    if live_entries == considered.len() && !listed_more_than_once {
+    let maybe_left_out = considered.iter().any(|c| left_out.may_hold(&c.path));
+    if !listed_more_than_once && !maybe_left_out {
         return Ok(considered);
     }
     let mut totals: HashMap<Arc<str>, usize> = HashMap::new();
-    if live_entries == considered.len() {
+    if !maybe_left_out {
         for c in &considered {
             *totals.entry(c.path.clone()).or_default() += 1;
         }
@@ -1267,6 +1272,43 @@ fn human(ty: &Type, value: &Literal) -> Option<String> {
             Some(&Literal::Primitive(value)),
         )
     })
+}
+
+/// The paths of the live entries compaction left out, as a fixed bitmap of their hashes (1
+/// MiB whatever the table's size): a path not marked has no entry outside the candidates; one
+/// marked may (or shares a bit), and is counted exactly by a second read of the manifests.
+struct LeftOut {
+    bits: Vec<u64>,
+}
+
+impl Default for LeftOut {
+    fn default() -> Self {
+        Self {
+            bits: vec![0; Self::WORDS],
+        }
+    }
+}
+
+impl LeftOut {
+    const WORDS: usize = 1 << 17;
+
+    fn bit(path: &str) -> (usize, u64) {
+        use std::hash::{BuildHasher, BuildHasherDefault};
+        let h = BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default()
+            .hash_one(path);
+        let bit = (h as usize) % (Self::WORDS * 64);
+        (bit / 64, 1u64 << (bit % 64))
+    }
+
+    fn add(&mut self, path: &str) {
+        let (word, mask) = Self::bit(path);
+        self.bits[word] |= mask;
+    }
+
+    fn may_hold(&self, path: &str) -> bool {
+        let (word, mask) = Self::bit(path);
+        self.bits[word] & mask != 0
+    }
 }
 
 /// First-fit decreasing: the largest file first into the first group it fits, groups of at

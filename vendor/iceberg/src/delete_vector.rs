@@ -23,7 +23,8 @@ use roaring::treemap::BitmapIter;
 
 use crate::{Error, ErrorKind, Result};
 
-#[derive(Debug, Default)]
+// iceberg-ops patch: `Clone`, to merge the vectors of a task's own delete files.
+#[derive(Debug, Default, Clone)]
 pub struct DeleteVector {
     inner: RoaringTreemap,
 }

@@ -298,8 +298,12 @@ pub async fn tasks<'a, F: LiveEntry + 'a>(
 ) -> Result<BTreeMap<String, Vec<FileScanTask>>> {
     let mut by_file: BTreeMap<String, Vec<FileScanTask>> = BTreeMap::new();
     if let Some(reads) = WholeFileReads::of(table, has_delete_manifests)? {
+        // A file listed twice has a task per entry: a reader reads its rows twice.
         for live in candidates {
-            by_file.insert(live.path().to_string(), vec![reads.task(table, live)?]);
+            by_file
+                .entry(live.path().to_string())
+                .or_default()
+                .push(reads.task(table, live)?);
         }
         return Ok(by_file);
     }
@@ -458,10 +462,18 @@ pub(crate) async fn plan_delete_except(
     // Files whose column statistics allow a TRUE row (missing or incomparable statistics —
     // a column the file predates, a value written before a widening — count as "may").
     let matcher = Arc::new(Matcher::new(table, target)?);
-    let candidates: Vec<LiveFile> = live_data_files(table, cache)
-        .await?
-        .into_iter()
+    let live = live_data_files(table, cache).await?;
+    // A file is rewritten from every entry of it or not at all: its commit removes it by
+    // path, every entry (a file listed twice whose entries differ in their statistics may
+    // match through one of them only).
+    let chosen: HashSet<String> = live
+        .iter()
         .filter(|f| !skip.contains(f.file.file_path()) && matcher.may_match(&f.file))
+        .map(|f| f.file.file_path().to_string())
+        .collect();
+    let candidates: Vec<LiveFile> = live
+        .into_iter()
+        .filter(|f| chosen.contains(f.file.file_path()))
         .collect();
     if candidates.is_empty() {
         return Ok(None);

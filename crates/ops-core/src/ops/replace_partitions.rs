@@ -128,6 +128,9 @@ impl ReplacePartitionsBuilder {
                     partitions: touched,
                     removed: victims.iter().cloned().collect(),
                     removed_partitions,
+                    // Its victims are whatever the touched partitions hold on this attempt's
+                    // base: an append since `since` into one is a conflict of its own.
+                    removed_as_read: HashSet::new(),
                 };
                 check.validate(&base, &cache).await?;
                 properties.insert("replace-partitions".into(), "true".into());

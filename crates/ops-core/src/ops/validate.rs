@@ -46,6 +46,11 @@ pub struct ConflictCheck {
     pub removed: HashSet<String>,
     /// The partitions of [`Self::removed`], canonicalised.
     pub removed_partitions: HashSet<PartitionKey>,
+    /// Of [`Self::removed`], the files the operation read at [`Self::since`] (compaction's
+    /// inputs; not what an operation that re-plans on every attempt finds added since): one
+    /// of them added again after `since` is a conflict, since removal by path would take the
+    /// new entry too.
+    pub removed_as_read: HashSet<String>,
 }
 
 impl ConflictCheck {
@@ -101,14 +106,6 @@ impl ConflictCheck {
             for f in &changes.added {
                 let path = f.file.file_path();
                 if f.file.content_type() == DataContentType::Data {
-                    // Removal is by path: the commit would remove the new entry too, and
-                    // with it rows this operation never read.
-                    if self.removed.contains(path) {
-                        return Err(conflict(format!(
-                            "snapshot {id} added {path} again, which this operation removes; \
-                             removing it would drop the rows of the new entry too"
-                        )));
-                    }
                     if self.partitions.contains(&f.key()) {
                         return Err(conflict(format!(
                             "snapshot {id} added {path} to partition {:?}, which this \
@@ -120,6 +117,14 @@ impl ConflictCheck {
                         return Err(conflict(format!(
                             "snapshot {id} added {path}, which may hold rows this operation \
                              read (conflict detection filter)"
+                        )));
+                    }
+                    // Removal is by path: the commit would remove the new entry too, and
+                    // with it rows this operation never read.
+                    if self.removed_as_read.contains(path) {
+                        return Err(conflict(format!(
+                            "snapshot {id} added {path} again, which this operation removes; \
+                             removing it would drop the rows of the new entry too"
                         )));
                     }
                 } else if self.delete_applies(f, read(&f.file)) {

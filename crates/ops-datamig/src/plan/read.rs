@@ -227,7 +227,7 @@ impl PlannedRead {
             ops_core::scan::plan_files_stream_named(table, id, filter.as_ref(), &names).await?;
         while let Some(mut t) = tasks.try_next().await? {
             if let Some(g) = &globals {
-                g.attach(&t.data_file_path, &mut t.deletes);
+                g.attach(&t.data_file_path, &mut t.deletes)?;
             }
             files.push(commons.file(t));
         }

@@ -215,7 +215,7 @@ impl CachingDeleteFileLoader {
                     let item = item?;
                     if let ParsedDeleteFileContext::DelVecs { file_path, results } = item {
                         for (data_file_path, delete_vector) in results.into_iter() {
-                            del_filter.upsert_delete_vector(data_file_path, delete_vector);
+                            del_filter.upsert_delete_vector(data_file_path, &file_path, delete_vector);
                         }
                         // Mark the positional delete file as fully loaded so waiters can proceed
                         del_filter.finish_pos_del_load(&file_path);

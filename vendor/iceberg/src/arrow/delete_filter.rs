@@ -49,7 +49,14 @@ enum PosDelState {
 
 #[derive(Debug, Default)]
 struct DeleteFileFilterState {
-    delete_vectors: HashMap<String, Arc<Mutex<DeleteVector>>>,
+    // iceberg-ops patch: the positions each positional delete file deletes, per data file path
+    // and then per delete file, so a task applies only the delete files the planner attached
+    // to it. Merged per path, a delete file loaded for one task applied to every task of that
+    // path the reader (and its clones) read afterwards: to a file listed twice whose newer
+    // entry the delete predates (Java's `DeleteFileIndex` applies a position delete only to
+    // data files of a data sequence number up to its own), and to a file removed and added
+    // again at the same path.
+    delete_vectors: HashMap<String, HashMap<String, DeleteVector>>,
     equality_deletes: HashMap<String, EqDelState>,
     positional_deletes: HashMap<String, PosDelState>,
 }
@@ -81,23 +88,24 @@ impl DeleteFilter {
         }
     }
 
-    /// Retrieve a delete vector for the data file associated with a given file scan task
+    /// Retrieve the delete vector of a file scan task: the positions its attached positional
+    /// delete files delete from its data file (iceberg-ops patch: only those attached).
     pub(crate) fn get_delete_vector(
         &self,
         file_scan_task: &FileScanTask,
     ) -> Option<Arc<Mutex<DeleteVector>>> {
-        self.get_delete_vector_for_path(file_scan_task.data_file_path())
-    }
-
-    /// Retrieve a delete vector for a data file
-    pub(crate) fn get_delete_vector_for_path(
-        &self,
-        data_file_path: &str,
-    ) -> Option<Arc<Mutex<DeleteVector>>> {
-        self.state
-            .read()
-            .ok()
-            .and_then(|st| st.delete_vectors.get(data_file_path).cloned())
+        let state = self.state.read().ok()?;
+        let by_delete_file = state.delete_vectors.get(file_scan_task.data_file_path())?;
+        let mut merged: Option<DeleteVector> = None;
+        for delete in &file_scan_task.deletes {
+            if delete.file_type != DataContentType::PositionDeletes {
+                continue;
+            }
+            if let Some(positions) = by_delete_file.get(&delete.file_path) {
+                *merged.get_or_insert_with(DeleteVector::default) |= positions.clone();
+            }
+        }
+        merged.map(|m| Arc::new(Mutex::new(m)))
     }
 
     pub(crate) fn try_start_eq_del_load(&self, file_path: &str) -> Option<Arc<Notify>> {
@@ -225,18 +233,17 @@ impl DeleteFilter {
     pub(crate) fn upsert_delete_vector(
         &mut self,
         data_file_path: String,
+        delete_file_path: &str,
         delete_vector: DeleteVector,
     ) {
         let mut state = self.state.write().unwrap();
-
-        let Some(entry) = state.delete_vectors.get_mut(&data_file_path) else {
-            state
-                .delete_vectors
-                .insert(data_file_path, Arc::new(Mutex::new(delete_vector)));
-            return;
-        };
-
-        *entry.lock().unwrap() |= delete_vector;
+        let by_delete_file = state.delete_vectors.entry(data_file_path).or_default();
+        match by_delete_file.get_mut(delete_file_path) {
+            Some(entry) => *entry |= delete_vector,
+            None => {
+                by_delete_file.insert(delete_file_path.to_string(), delete_vector);
+            }
+        }
     }
 
     pub(crate) fn insert_equality_delete(

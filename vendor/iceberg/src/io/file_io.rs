@@ -123,7 +123,9 @@ impl FileIO {
     ///
     /// * path: It should be *absolute* path starting with scheme string used to construct [`FileIO`].
     pub async fn delete(&self, path: impl AsRef<str>) -> Result<()> {
-        self.get_storage()?.delete(path.as_ref()).await
+        let storage = self.get_storage()?;
+        let path = resolvable(storage.as_ref(), path.as_ref());
+        storage.delete(&path).await
     }
 
     /// Remove the path and all nested dirs and files recursively.
@@ -138,7 +140,9 @@ impl FileIO {
     /// - If the path is a empty directory, this function will remove the directory itself.
     /// - If the path is a non-empty directory, this function will remove the directory and all nested files and directories.
     pub async fn delete_prefix(&self, path: impl AsRef<str>) -> Result<()> {
-        self.get_storage()?.delete_prefix(path.as_ref()).await
+        let storage = self.get_storage()?;
+        let path = resolvable(storage.as_ref(), path.as_ref());
+        storage.delete_prefix(&path).await
     }
 
     /// Delete multiple files from a stream of paths.
@@ -150,7 +154,15 @@ impl FileIO {
         &self,
         paths: impl Stream<Item = String> + Send + 'static,
     ) -> Result<()> {
-        self.get_storage()?.delete_stream(paths.boxed()).await
+        let storage = self.get_storage()?;
+        if refuses_plain_paths(storage.as_ref()) {
+            let paths = paths.map(|p| match is_plain(&p) {
+                true => format!("file:{p}"),
+                false => p,
+            });
+            return storage.delete_stream(paths.boxed()).await;
+        }
+        storage.delete_stream(paths.boxed()).await
     }
 
     /// Check file exists.
@@ -159,7 +171,9 @@ impl FileIO {
     ///
     /// * path: It should be *absolute* path starting with scheme string used to construct [`FileIO`].
     pub async fn exists(&self, path: impl AsRef<str>) -> Result<bool> {
-        self.get_storage()?.exists(path.as_ref()).await
+        let storage = self.get_storage()?;
+        let path = resolvable(storage.as_ref(), path.as_ref());
+        storage.exists(&path).await
     }
 
     /// Creates input file.
@@ -168,7 +182,17 @@ impl FileIO {
     ///
     /// * path: It should be *absolute* path starting with scheme string used to construct [`FileIO`].
     pub fn new_input(&self, path: impl AsRef<str>) -> Result<InputFile> {
-        self.get_storage()?.new_input(path.as_ref())
+        let storage = self.get_storage()?;
+        let path = path.as_ref();
+        match resolvable(storage.as_ref(), path) {
+            std::borrow::Cow::Borrowed(_) => storage.new_input(path),
+            std::borrow::Cow::Owned(uri) => {
+                // The file keeps the path as given: it is what a reader reports.
+                let mut file = storage.new_input(&uri)?;
+                file.path = path.to_string();
+                Ok(file)
+            }
+        }
     }
 
     /// Creates output file.
@@ -177,7 +201,47 @@ impl FileIO {
     ///
     /// * path: It should be *absolute* path starting with scheme string used to construct [`FileIO`].
     pub fn new_output(&self, path: impl AsRef<str>) -> Result<OutputFile> {
-        self.get_storage()?.new_output(path.as_ref())
+        let storage = self.get_storage()?;
+        let path = path.as_ref();
+        match resolvable(storage.as_ref(), path) {
+            std::borrow::Cow::Borrowed(_) => storage.new_output(path),
+            std::borrow::Cow::Owned(uri) => {
+                // The file keeps the path as given: a writer records it in the manifests, as
+                // the table's location spells it.
+                let mut file = storage.new_output(&uri)?;
+                file.path = path.to_string();
+                Ok(file)
+            }
+        }
+    }
+}
+
+// iceberg-ops patch: a bare absolute path (`/tmp/x.parquet`) names a local file, as PyIceberg's
+// and Java's Hadoop FileIO read it. PyIceberg records such paths for the files `add_files` is
+// given without a scheme, and for every file of a catalog whose `warehouse` has none. A storage
+// that parses every path as a URL (iceberg-storage-opendal's resolving storage) refused them
+// ("relative URL without a base"): it is handed `file:` + the path instead (its local storage
+// reads `file:/x` and `/x` alike), and a storage that takes bare paths gets them unchanged.
+
+/// Whether `path` is a bare absolute path (not `//host/...`, not `scheme:...`).
+fn is_plain(path: &str) -> bool {
+    path.starts_with('/') && !path.starts_with("//")
+}
+
+/// Whether `storage` refuses bare paths (a path it cannot parse as a URL).
+fn refuses_plain_paths(storage: &dyn Storage) -> bool {
+    matches!(
+        storage.new_input("/"),
+        Err(e) if e.message().contains("relative URL without a base")
+    )
+}
+
+/// `path` as `storage` takes it: a bare path as a `file:` URI where it refuses bare paths.
+fn resolvable<'a>(storage: &dyn Storage, path: &'a str) -> std::borrow::Cow<'a, str> {
+    if is_plain(path) && refuses_plain_paths(storage) {
+        std::borrow::Cow::Owned(format!("file:{path}"))
+    } else {
+        std::borrow::Cow::Borrowed(path)
     }
 }
 
