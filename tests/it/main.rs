@@ -17,6 +17,7 @@ mod datamig_upsert;
 mod filters;
 mod filters_evolved;
 mod fuzz;
+mod import;
 mod maintenance;
 mod nested_evolution;
 mod ops;

@@ -3,6 +3,7 @@
 
 mod catalog_cmd;
 mod cluster_cmd;
+mod import_cmd;
 mod migrate_cmd;
 mod migrate_data_cmd;
 mod quickstart;
@@ -45,6 +46,9 @@ enum Command {
     MigrateData(migrate_data_cmd::MigrateDataCommand),
     /// Check that a destination holds what the source (filtered, pinned) holds.
     Verify(migrate_data_cmd::VerifyArgs),
+    /// Bring existing Parquet files into a table in place: add-files.
+    #[command(subcommand)]
+    Import(import_cmd::Command),
     /// Versioned schema migrations: migrate, rollback, status, plan, stamp, history, validate, new.
     #[command(flatten)]
     Migrations(migrate_cmd::Command),
@@ -121,6 +125,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Migrations(cmd) => migrate_cmd::run(&factory, cmd).await,
         Command::MigrateData(cmd) => migrate_data_cmd::run_migrate_data(&factory, cmd).await,
         Command::Verify(args) => migrate_data_cmd::run_verify(&factory, args).await,
+        Command::Import(cmd) => import_cmd::run(&factory, cmd).await,
         Command::S3tables(cmd) => s3tables_cmd::run(&factory, cmd).await,
         Command::Cluster(cmd) => cluster_cmd::run(factory, cmd).await,
     }

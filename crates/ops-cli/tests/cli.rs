@@ -667,3 +667,76 @@ fn new_from_writes_a_migration_that_applies() {
         "{stdout}"
     );
 }
+
+/// `import add-files`: a copy of one of quickstart.orders' data files, put under a `region=`
+/// folder of its own, is listed with its partition and rows by a dry run (nothing written),
+/// then added; adding it again is refused as a duplicate, naming the way around.
+#[test]
+fn import_add_files_dry_run_then_add_then_refuse_a_duplicate() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = iceberg_ops(dir.path(), &["quickstart", "--rows", "1000"], &[]);
+    assert!(out.status.success(), "{:?}", text(&out));
+    let data = dir
+        .path()
+        .join(".iceberg-ops/warehouse/quickstart/orders/data");
+    // A file of one region: its folder name says which.
+    let mut stack = vec![data.clone()];
+    let mut found = None;
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "parquet") && found.is_none() {
+                found = Some(p);
+            }
+        }
+    }
+    let file = found.expect("a data file");
+    let folder = file
+        .parent()
+        .and_then(|p| p.file_name())
+        .unwrap()
+        .to_string_lossy()
+        .to_string();
+    assert!(folder.starts_with("region="), "{folder}");
+    let extra = dir.path().join("extra").join(&folder);
+    std::fs::create_dir_all(&extra).unwrap();
+    std::fs::copy(&file, extra.join("copy.parquet")).unwrap();
+    std::fs::write(dir.path().join("extra/_SUCCESS"), b"").unwrap();
+
+    let args = [
+        "import",
+        "add-files",
+        "--table",
+        "quickstart.orders",
+        "--from",
+        "extra",
+    ];
+    let dry = iceberg_ops(dir.path(), &[&args[..], &["--dry-run"]].concat(), &[]);
+    let (stdout, stderr) = text(&dry);
+    assert!(dry.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("copy.parquet"), "{stdout}");
+    assert!(stdout.contains(&folder), "{stdout}");
+    assert!(stdout.contains("would add 1 file(s)"), "{stdout}");
+    assert!(stdout.contains("1 hidden"), "{stdout}");
+
+    let added = iceberg_ops(
+        dir.path(),
+        &[&args[..], &["--output", "json"]].concat(),
+        &[],
+    );
+    let (stdout, stderr) = text(&added);
+    assert!(added.status.success(), "{stdout}\n{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["added_files"], 1, "{v}");
+    assert!(v["snapshot_id"].is_i64(), "{v}");
+
+    let again = iceberg_ops(dir.path(), &args, &[]);
+    let (_, stderr) = text(&again);
+    assert!(!again.status.success());
+    assert!(
+        stderr.contains("already in") && stderr.contains("--allow-duplicate-files"),
+        "{stderr}"
+    );
+}

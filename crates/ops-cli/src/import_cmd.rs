@@ -1,0 +1,170 @@
+//! `iceberg-ops import`: bring existing Parquet files into Iceberg tables (ops-import).
+
+use clap::Subcommand;
+use ops_core::CatalogFactory;
+use ops_import::add_files::{AddFilesBuilder, AddFilesMetrics};
+
+use crate::migrate_cmd::Output;
+use crate::report::print_json;
+use crate::table_cmd::parse_ident;
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Register existing Parquet files in a table, in place (nothing rewritten), in one commit.
+    /// Partitions come from `key=value` folders (checked against the files' statistics) or
+    /// from the statistics; files without field ids are read through the table's name mapping.
+    AddFiles(AddFilesArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct AddFilesArgs {
+    /// Table as NAMESPACE.TABLE.
+    #[arg(long)]
+    table: String,
+    /// Catalog holding it.
+    #[arg(long, default_value = ops_core::catalog::EMBEDDED_DEFAULT)]
+    catalog: String,
+    /// Files, folders (their trees) or globs (`*`, `?`, `**`): local paths or file:// URIs.
+    #[arg(long = "from", required = true, num_args = 1.., value_name = "PATH")]
+    from: Vec<String>,
+    /// Only files under this `key=value` folder (repeatable: all must hold).
+    #[arg(long = "partition-filter", value_name = "KEY=VALUE")]
+    partition_filter: Vec<String>,
+    /// Add files the table already lists or that are named twice (their rows are read twice).
+    #[arg(long)]
+    allow_duplicate_files: bool,
+    /// Print every file with its partition and rows; write nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Footers read at once.
+    #[arg(long, default_value_t = 8)]
+    concurrency: usize,
+    #[arg(long, value_enum, default_value = "text")]
+    output: Output,
+}
+
+pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
+    match cmd {
+        Command::AddFiles(args) => add_files(factory, args).await,
+    }
+}
+
+async fn add_files(factory: &CatalogFactory, args: AddFilesArgs) -> anyhow::Result<()> {
+    let ident = parse_ident(&args.table)?;
+    let handle = factory.open(&args.catalog).await?;
+    let mut builder = AddFilesBuilder::new(&handle, ident)
+        .from(args.from)
+        .allow_duplicate_files(args.allow_duplicate_files)
+        .dry_run(args.dry_run)
+        .concurrency(args.concurrency);
+    for f in &args.partition_filter {
+        let Some((k, v)) = f.split_once('=') else {
+            anyhow::bail!("--partition-filter '{f}' is not KEY=VALUE (e.g. dt=2024-01-01)");
+        };
+        builder = builder.partition_filter(k, v);
+    }
+    let (_, m) = builder.await?;
+    match args.output {
+        Output::Json => print_json(&report(&args.table, &m)),
+        Output::Text => {
+            print_text(&args.table, &m);
+            Ok(())
+        }
+    }
+}
+
+#[derive(serde::Serialize)]
+struct Report<'a> {
+    table: &'a str,
+    dry_run: bool,
+    snapshot_id: Option<i64>,
+    added_files: usize,
+    added_records: u64,
+    hidden_skipped: usize,
+    filtered_out: usize,
+    name_mapping_created: bool,
+    name_mapping_extended: bool,
+    files: Vec<FileReport<'a>>,
+}
+
+#[derive(serde::Serialize)]
+struct FileReport<'a> {
+    path: &'a str,
+    partition: &'a str,
+    record_count: u64,
+    size: u64,
+}
+
+fn report<'a>(table: &'a str, m: &'a AddFilesMetrics) -> Report<'a> {
+    Report {
+        table,
+        dry_run: m.dry_run,
+        snapshot_id: m.snapshot_id,
+        added_files: m.files.len(),
+        added_records: m.files.iter().map(|f| f.record_count).sum(),
+        hidden_skipped: m.hidden,
+        filtered_out: m.filtered_out,
+        name_mapping_created: m.name_mapping_created,
+        name_mapping_extended: m.name_mapping_extended,
+        files: m
+            .files
+            .iter()
+            .map(|f| FileReport {
+                path: &f.path,
+                partition: &f.partition,
+                record_count: f.record_count,
+                size: f.size,
+            })
+            .collect(),
+    }
+}
+
+fn print_text(table: &str, m: &AddFilesMetrics) {
+    let rows: u64 = m.files.iter().map(|f| f.record_count).sum();
+    if m.dry_run {
+        for f in &m.files {
+            let partition = if f.partition.is_empty() {
+                String::new()
+            } else {
+                format!("  {}", f.partition)
+            };
+            println!("{}{partition}  {} rows", f.path, f.record_count);
+        }
+        println!(
+            "dry run: would add {} file(s), {rows} rows, to {table}; nothing written",
+            m.files.len()
+        );
+    } else {
+        println!(
+            "added {} file(s), {rows} rows, to {table} in snapshot {}",
+            m.files.len(),
+            m.snapshot_id
+                .map_or_else(|| "-".to_string(), |s| s.to_string())
+        );
+    }
+    if m.hidden > 0 {
+        println!(
+            "  {} hidden entr(ies) skipped (names starting with _ or .)",
+            m.hidden
+        );
+    }
+    if m.filtered_out > 0 {
+        println!(
+            "  {} file(s) left out by --partition-filter",
+            m.filtered_out
+        );
+    }
+    if m.name_mapping_created {
+        println!(
+            "  the table had no name mapping: one was {} from its schema, so readers find the \
+             columns of files without field ids",
+            if m.dry_run {
+                "to be created"
+            } else {
+                "created"
+            }
+        );
+    } else if m.name_mapping_extended {
+        println!("  the files' spellings of column names were added to the name mapping");
+    }
+}

@@ -1,0 +1,41 @@
+//! # ops-import: existing Parquet files into Apache Iceberg tables
+//!
+//! It owns one concept: **import** — making files written outside Iceberg (a Hive table's
+//! folders, a `key=value/` tree a Spark or pyarrow job left behind) part of an Iceberg table
+//! without rewriting them, as Java's `add_files` procedure and `TableMigrationUtil` do, but
+//! without Spark and on any catalog ops-core opens. It stands on ops-core (catalogs, the append
+//! commit); nothing else depends on it.
+//!
+//! The pipeline of [`add_files`], one module a step:
+//!
+//! | module | step |
+//! |---|---|
+//! | [`source`] | the files named: single files, folder trees, globs; hidden paths skipped as `TableMigrationUtil` skips them |
+//! | [`hive_path`] | `key=value` folder segments, unescaped as Hive does |
+//! | [`footer`] | each file's Parquet footer, read from its tail only |
+//! | [`columns`] | the file's columns matched to the table's fields (by field id, or through the name mapping), refused where they do not fit |
+//! | [`metrics`] | column metrics from the footer under the table's `write.metadata.metrics.*` modes |
+//! | [`partition`] | the partition tuple: from the path, checked against the statistics, or from the statistics |
+//! | [`add_files`] | the operation: duplicates refused, one `append` commit |
+//!
+//! ```no_run
+//! # async fn demo() -> ops_core::Result<()> {
+//! use ops_import::add_files::AddFilesBuilder;
+//!
+//! let handle = ops_core::CatalogFactory::build("sqlite").await?;
+//! let ident = iceberg::TableIdent::from_strs(["sales", "orders"])?;
+//! let (_table, metrics) = AddFilesBuilder::new(&handle, ident)
+//!     .from(["/data/orders"])
+//!     .await?;
+//! println!("{} files added", metrics.files.len());
+//! # Ok(()) }
+//! ```
+#![deny(missing_docs)]
+
+pub mod add_files;
+pub mod columns;
+pub mod footer;
+pub mod hive_path;
+pub mod metrics;
+pub mod partition;
+pub mod source;

@@ -1,0 +1,271 @@
+//! `import add-files` (ops-import): Hive-style trees pyarrow writes, registered in place and
+//! read back by PyIceberg with the rows pyarrow.dataset reads from the folder.
+
+use std::collections::BTreeMap;
+
+use ops_core::Error;
+use ops_import::add_files::AddFilesBuilder;
+use ops_tests::oracle::pyiceberg;
+use serde_json::{Value, json};
+
+use crate::common::*;
+
+/// A Hive-style tree under `root`: `region=` folders pyarrow writes (URI-escaped values: a
+/// space, `+`, `ü`, `a/b`, `50%`, NULL as `__HIVE_DEFAULT_PARTITION__`), one folder Hive
+/// spells with a literal `+` and space, and the hidden files a Spark job leaves beside them.
+/// The files hold `id` and `amount`, not `region` (Hive's layout).
+fn hive_tree(name: &str, p: &BTreeMap<String, String>, root: &str) -> anyhow::Result<()> {
+    pyiceberg(
+        name,
+        p,
+        &format!(
+            "import os, pyarrow as pa, pyarrow.parquet as pq\n\
+             t = pa.table({{'id': pa.array([1, 2, 3, 4, 5, 6, 7], pa.int64()), \
+                            'region': ['eu', 'eu', 'a b', 'x+y', 'ü', 'a/b', None], \
+                            'amount': pa.array([10, 20, 30, 40, 50, 60, 70], pa.int32())}})\n\
+             pq.write_to_dataset(t, '{root}', partition_cols=['region'])\n\
+             os.makedirs('{root}/region=50%25')\n\
+             pq.write_table(pa.table({{'id': pa.array([8], pa.int64()), \
+                                       'amount': pa.array([80], pa.int32())}}), \
+                            '{root}/region=50%25/part-0.parquet')\n\
+             os.makedirs('{root}/region=c+d e')\n\
+             pq.write_table(pa.table({{'id': pa.array([9], pa.int64()), \
+                                       'amount': pa.array([None], pa.int32())}}), \
+                            '{root}/region=c+d e/part-0.parquet')\n\
+             open('{root}/_SUCCESS', 'w').close()\n\
+             open('{root}/region=eu/.part.crc', 'w').close()\n\
+             os.makedirs('{root}/_temporary/0')\n\
+             pq.write_table(t, '{root}/_temporary/0/part-9.parquet')\n\
+             emit(None)"
+        ),
+    )?;
+    Ok(())
+}
+
+/// The rows pyarrow.dataset reads from `root` with Hive partitioning, sorted like ours.
+fn dataset_rows(name: &str, p: &BTreeMap<String, String>, root: &str) -> anyhow::Result<Value> {
+    let mut rows = pyiceberg(
+        name,
+        p,
+        &format!(
+            "import pyarrow.dataset as ds\n\
+             d = ds.dataset('{root}', format='parquet', \
+                            partitioning=ds.partitioning(flavor='hive'), \
+                            exclude_invalid_files=False, ignore_prefixes=['_', '.'])\n\
+             emit(d.to_table().select(['id', 'region', 'amount']).to_pylist())"
+        ),
+    )?;
+    if let Some(r) = rows.as_array_mut() {
+        sort_rows(r);
+    }
+    Ok(rows)
+}
+
+fn py_rows(name: &str, p: &BTreeMap<String, String>, table: &str) -> anyhow::Result<Value> {
+    let mut rows = pyiceberg(
+        name,
+        p,
+        &format!("emit(rows(catalog.load_table('{table}')))"),
+    )?;
+    if let Some(r) = rows.as_array_mut() {
+        sort_rows(r);
+    }
+    Ok(rows)
+}
+
+/// The tree added to `ns.orders` (partitioned by identity(region)): PyIceberg reads the rows
+/// pyarrow.dataset reads from the folder, every special value decoded, NULL from
+/// `__HIVE_DEFAULT_PARTITION__`; hidden files skipped; the name mapping created; a dry run
+/// writes nothing; adding again is refused as a duplicate; a partition filter adds one folder.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hive_tree_pyarrow_wrote_is_added_in_place() -> TestResult {
+    let db = SqlCatalog::sqlite()?;
+    let (name, p) = ("c", &db.props);
+    let root = format!("{}/src", db.dir.path().display());
+    hive_tree(name, p, &root)?;
+    let want = dataset_rows(name, p, &root)?;
+    assert_eq!(want.as_array().map(Vec::len), Some(9), "{want}");
+
+    let handle = open(name, p).await?;
+    let table = create_orders(&handle, "imp").await?;
+    let ident = table.identifier().clone();
+
+    let (_, dry) = AddFilesBuilder::new(&handle, ident.clone())
+        .from([root.clone()])
+        .dry_run(true)
+        .await?;
+    // Eight files (pyarrow wrote eu's two rows into one) of nine rows.
+    assert_eq!(dry.files.len(), 8, "{dry:?}");
+    assert_eq!(dry.files.iter().map(|f| f.record_count).sum::<u64>(), 9);
+    assert_eq!(dry.hidden, 3, "_SUCCESS, .part.crc, _temporary: {dry:?}");
+    assert!(dry.name_mapping_created);
+    let parts: std::collections::BTreeSet<&str> =
+        dry.files.iter().map(|f| f.partition.as_str()).collect();
+    for want in [
+        "region=a b",
+        "region=x+y",
+        "region=ü",
+        "region=a/b",
+        "region=50%",
+        "region=c+d e",
+        "region=null",
+    ] {
+        assert!(parts.contains(want), "{want} in {parts:?}");
+    }
+    let unchanged = handle.catalog().load_table(&ident).await?;
+    assert!(unchanged.metadata().current_snapshot().is_none());
+
+    let (table, m) = AddFilesBuilder::new(&handle, ident.clone())
+        .from([root.clone()])
+        .await?;
+    assert!(m.snapshot_id.is_some());
+    assert!(
+        table
+            .metadata()
+            .properties()
+            .contains_key("schema.name-mapping.default")
+    );
+    let got = py_rows(name, p, "imp.orders")?;
+    assert_eq!(got, want);
+    let summary = pyiceberg(
+        name,
+        p,
+        "s = catalog.load_table('imp.orders').current_snapshot()\n\
+         emit({'op': s.summary.operation.value, 'files': s.summary['added-data-files'], \
+               'by': s.summary['iceberg-ops.operation']})",
+    )?;
+    assert_eq!(
+        summary,
+        json!({"op": "append", "files": "8", "by": "add-files"})
+    );
+
+    // Again: every file is in the table already.
+    let err = AddFilesBuilder::new(&handle, ident.clone())
+        .from([root.clone()])
+        .await
+        .err();
+    assert!(
+        matches!(&err, Some(Error::InvalidInput(m)) if m.contains("already in") && m.contains("--allow-duplicate-files")),
+        "{err:?}"
+    );
+    // Named twice.
+    let file = &m.files[0].path;
+    let err = AddFilesBuilder::new(&handle, ident.clone())
+        .from([file.clone(), file.clone()])
+        .await
+        .err();
+    assert!(
+        matches!(&err, Some(Error::InvalidInput(m)) if m.contains("named twice")),
+        "{err:?}"
+    );
+
+    // A second table, one folder by the partition filter.
+    let ns2 = iceberg::NamespaceIdent::new("imp2".into());
+    handle
+        .catalog()
+        .create_namespace(&ns2, Default::default())
+        .await?;
+    let orders2 = handle
+        .catalog()
+        .create_table(
+            &ns2,
+            iceberg::TableCreation::builder()
+                .name("orders".into())
+                .schema(table.metadata().current_schema().as_ref().clone())
+                .partition_spec(
+                    table
+                        .metadata()
+                        .default_partition_spec()
+                        .as_ref()
+                        .clone()
+                        .into_unbound(),
+                )
+                .build(),
+        )
+        .await?;
+    let (_, m) = AddFilesBuilder::new(&handle, orders2.identifier().clone())
+        .from([root.clone()])
+        .partition_filter("region", "ü")
+        .await?;
+    assert_eq!(m.files.len(), 1);
+    assert_eq!(m.filtered_out, 7);
+    let got = py_rows(name, p, "imp2.orders")?;
+    assert_eq!(got, json!([{"id": 5, "region": "ü", "amount": 50}]));
+    Ok(())
+}
+
+/// Files whose rows disagree with their folder, or span partitions, or lack a required
+/// column, or hold a column of another type are refused, naming the file and both values;
+/// nothing is committed. A file with its partition column and no folder is placed by its
+/// statistics.
+#[tokio::test(flavor = "multi_thread")]
+async fn files_that_do_not_fit_are_refused_and_statistics_place_the_rest() -> TestResult {
+    let db = SqlCatalog::sqlite()?;
+    let (name, p) = ("c", &db.props);
+    let dir = db.dir.path().display().to_string();
+    pyiceberg(
+        name,
+        p,
+        &format!(
+            "import os, pyarrow as pa, pyarrow.parquet as pq\n\
+             def w(path, cols):\n\
+             \x20   os.makedirs(os.path.dirname(path), exist_ok=True)\n\
+             \x20   pq.write_table(pa.table(cols), path)\n\
+             i = lambda v: pa.array(v, pa.int64())\n\
+             a = lambda v: pa.array(v, pa.int32())\n\
+             w('{dir}/wrong/region=eu/f.parquet', {{'id': i([1]), 'region': ['us'], 'amount': a([1])}})\n\
+             w('{dir}/span/f.parquet', {{'id': i([1, 2]), 'region': ['eu', 'us'], 'amount': a([1, 2])}})\n\
+             w('{dir}/noid/region=eu/f.parquet', {{'amount': a([1])}})\n\
+             w('{dir}/type/region=eu/f.parquet', {{'id': ['x'], 'amount': a([1])}})\n\
+             w('{dir}/stats/f.parquet', {{'id': i([3, 4]), 'region': ['us', 'us'], 'amount': a([3, 4])}})\n\
+             emit(None)"
+        ),
+    )?;
+    let handle = open(name, p).await?;
+    let table = create_orders(&handle, "bad").await?;
+    let ident = table.identifier().clone();
+    let refused = |case: &str| {
+        let (handle, ident) = (handle.clone(), ident.clone());
+        let from = format!("{dir}/{case}");
+        async move {
+            AddFilesBuilder::new(&handle, ident)
+                .from([from])
+                .await
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default()
+        }
+    };
+    let e = refused("wrong").await;
+    assert!(
+        e.contains("region=eu") && e.contains("region=us") && e.contains("f.parquet"),
+        "{e}"
+    );
+    let e = refused("span").await;
+    assert!(
+        e.contains("more than one partition") && e.contains("eu") && e.contains("us"),
+        "{e}"
+    );
+    let e = refused("noid").await;
+    assert!(e.contains("required field `id`"), "{e}");
+    let e = refused("type").await;
+    assert!(e.contains("`id`") && e.contains("long"), "{e}");
+    let t = handle.catalog().load_table(&ident).await?;
+    assert!(
+        t.metadata().current_snapshot().is_none(),
+        "nothing committed"
+    );
+
+    let (_, m) = AddFilesBuilder::new(&handle, ident)
+        .from([format!("{dir}/stats")])
+        .await?;
+    assert_eq!(m.files[0].partition, "region=us");
+    assert_eq!(
+        py_rows(name, p, "bad.orders")?,
+        json!([
+            {"id": 3, "region": "us", "amount": 3},
+            {"id": 4, "region": "us", "amount": 4}
+        ])
+    );
+    Ok(())
+}
