@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use ops_core::Error;
 use ops_import::add_files::AddFilesBuilder;
 use ops_tests::oracle::pyiceberg;
+use ops_tests::servers::{AWS_KEY, AWS_REGION, AWS_SECRET};
 use serde_json::{Value, json};
 
 use crate::common::*;
@@ -267,5 +268,104 @@ async fn files_that_do_not_fit_are_refused_and_statistics_place_the_rest() -> Te
             {"id": 4, "region": "us", "amount": 4}
         ])
     );
+    Ok(())
+}
+
+/// The same from S3 (moto) into a Glue table: a Hive tree pyarrow writes under
+/// `s3://lake/src` (with a `_SUCCESS` beside it) is listed through the table's own S3
+/// properties and added; PyIceberg reads the rows pyarrow.dataset reads from the bucket. A
+/// glob, and a single object, name files too.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hive_tree_on_s3_is_added_to_a_glue_table() -> TestResult {
+    init_tracing();
+    let (moto, p) = glue_on_moto();
+    let p = &p;
+    let endpoint = moto.endpoint();
+    let fs = format!(
+        "import pyarrow.fs as pafs\n\
+         fs = pafs.S3FileSystem(endpoint_override='{endpoint}', access_key='{AWS_KEY}', \
+                                secret_key='{AWS_SECRET}', region='{AWS_REGION}', scheme='http')\n"
+    );
+    pyiceberg(
+        "lake",
+        p,
+        &format!(
+            "{fs}import pyarrow as pa, pyarrow.parquet as pq\n\
+             t = pa.table({{'id': pa.array([1, 2, 3, 4], pa.int64()), \
+                            'region': ['eu', 'us', 'a b', None], \
+                            'amount': pa.array([10, 20, 30, 40], pa.int32())}})\n\
+             pq.write_to_dataset(t, 'lake/src', partition_cols=['region'], filesystem=fs)\n\
+             with fs.open_output_stream('lake/src/_SUCCESS') as f: pass\n\
+             emit(None)"
+        ),
+    )?;
+    let mut want = pyiceberg(
+        "lake",
+        p,
+        &format!(
+            "{fs}import pyarrow.dataset as ds\n\
+             d = ds.dataset('lake/src', filesystem=fs, format='parquet', \
+                            partitioning=ds.partitioning(flavor='hive'), \
+                            ignore_prefixes=['_', '.'])\n\
+             emit(d.to_table().select(['id', 'region', 'amount']).to_pylist())"
+        ),
+    )?;
+    if let Some(r) = want.as_array_mut() {
+        sort_rows(r);
+    }
+    assert_eq!(want.as_array().map(Vec::len), Some(4), "{want}");
+
+    let handle = open("lake", p).await?;
+    let table = create_orders(&handle, "imp").await?;
+    let ident = table.identifier().clone();
+    let (_, m) = AddFilesBuilder::new(&handle, ident.clone())
+        .from(["s3://lake/src"])
+        .await?;
+    assert_eq!(m.files.len(), 4, "{m:?}");
+    assert_eq!(m.hidden, 1, "_SUCCESS: {m:?}");
+    assert!(
+        m.files
+            .iter()
+            .all(|f| f.path.starts_with("s3://lake/src/region=")),
+        "{m:?}"
+    );
+    assert_eq!(py_rows("lake", p, "imp.orders")?, want);
+
+    // A glob and a single object, into a second table.
+    let ns2 = iceberg::NamespaceIdent::new("imp2".into());
+    handle
+        .catalog()
+        .create_namespace(&ns2, Default::default())
+        .await?;
+    let second = handle
+        .catalog()
+        .create_table(
+            &ns2,
+            iceberg::TableCreation::builder()
+                .name("orders".into())
+                .schema(table.metadata().current_schema().as_ref().clone())
+                .partition_spec(
+                    table
+                        .metadata()
+                        .default_partition_spec()
+                        .as_ref()
+                        .clone()
+                        .into_unbound(),
+                )
+                .build(),
+        )
+        .await?;
+    let eu = m
+        .files
+        .iter()
+        .find(|f| f.partition == "region=eu")
+        .map(|f| f.path.clone())
+        .ok_or_else(|| anyhow::anyhow!("the eu file"))?;
+    let (_, m2) = AddFilesBuilder::new(&handle, second.identifier().clone())
+        .from(["s3://lake/src/region=u*/*.parquet".to_string(), eu])
+        .dry_run(true)
+        .await?;
+    let parts: Vec<&str> = m2.files.iter().map(|f| f.partition.as_str()).collect();
+    assert_eq!(parts, ["region=us", "region=eu"], "{m2:?}");
     Ok(())
 }

@@ -35,6 +35,7 @@ pub mod http;
 pub mod keys;
 pub mod location;
 pub mod manifests;
+pub mod object_store;
 pub mod ops;
 pub mod partition_constants;
 pub mod prune;

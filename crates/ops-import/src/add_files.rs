@@ -152,7 +152,7 @@ impl AddFilesBuilder {
             dry_run: self.dry_run,
             ..Default::default()
         };
-        let expanded = expand(&self.from, &underscored)?;
+        let expanded = expand(&self.from, &underscored, table.file_io().config().props()).await?;
         metrics.hidden = expanded.hidden;
         let mut files: Vec<SourceFile> = Vec::with_capacity(expanded.files.len());
         for f in expanded.files {

@@ -154,11 +154,16 @@ pub fn partition_of(
             (Some(p), _) => p,
             (None, Some(d)) => d,
             (None, None) => {
+                let folders = if source_name == field.name {
+                    format!("`{}=`", field.name)
+                } else {
+                    format!("`{}=` or `{source_name}=`", field.name)
+                };
                 return Err(Error::InvalidInput(format!(
-                    "{path}: no `{}=` or `{source_name}=` folder in its path, and no statistics \
-                     of `{source_name}` that place it: its partition `{}` is unknown; put it \
+                    "{path}: no {folders} folder in its path, and no statistics of \
+                     `{source_name}` that place it: its partition `{}` is unknown; put it \
                      under a {}=value folder",
-                    field.name, field.name, field.name
+                    field.name, field.name
                 )));
             }
         };

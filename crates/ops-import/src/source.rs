@@ -2,14 +2,16 @@
 //!
 //! A name is a file, a folder (its tree, walked without recursion) or a glob (`*` and `?`
 //! within a segment, `**` for any number of folders), as a plain path, relative to the working
-//! directory, or a `file://` URI. Below a folder, hidden entries are skipped as Java's
+//! directory, a `file://` URI, or an S3 object or prefix (`s3://`, `s3a://`, `s3n://`), listed
+//! through OpenDAL with the table's FileIO properties ([`ops_core::object_store`]). Below a folder, hidden entries are skipped as Java's
 //! `TableMigrationUtil` skips them (its `PartitionAwareHiddenPathFilter`): a name starting with
 //! `_` or `.` (`_SUCCESS`, `_temporary/`, `.crc` checksums), except a `_col=value` folder of a
 //! partition column whose own name starts with `_`.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
+use futures::TryStreamExt;
 use ops_core::{Error, Result};
 
 /// One file to import.
@@ -18,7 +20,8 @@ pub struct SourceFile {
     /// As the table will record it: a `file://` URI of the absolute path.
     pub path: String,
     /// Its path below the folder it was found in (`/`-separated), whose `key=value` folders
-    /// give its partition; its file name alone when it was named itself.
+    /// give its partition; its whole path when it was named itself (a file named as
+    /// `…/region=eu/f.parquet` is in `region=eu`).
     pub relative: String,
     /// Bytes.
     pub size: u64,
@@ -34,14 +37,37 @@ pub struct Expanded {
 }
 
 /// Expands `names` (see the module docs). `underscored`: the partition column names that
-/// start with `_`, whose `name=value` folders are not hidden.
-pub fn expand(names: &[String], underscored: &HashSet<String>) -> Result<Expanded> {
+/// start with `_`, whose `name=value` folders are not hidden; `io_props`: the table's FileIO
+/// properties, for object store sources.
+pub async fn expand(
+    names: &[String],
+    underscored: &HashSet<String>,
+    io_props: &HashMap<String, String>,
+) -> Result<Expanded> {
     let mut out = Expanded::default();
     for name in names {
+        if let Some((scheme, rest)) = name.split_once("://")
+            && ops_core::object_store::S3_SCHEMES.contains(&scheme)
+        {
+            s3(name, scheme, rest, underscored, io_props, &mut out).await?;
+            continue;
+        }
         let local = local_path(name)?;
         let text = local.to_string_lossy().to_string();
         if text.contains(['*', '?']) {
-            glob(&text, underscored, &mut out)?;
+            let (root, pattern) = split_glob(&text);
+            let root = PathBuf::from(root);
+            let mut below = Expanded::default();
+            if root.is_dir() {
+                walk(&root, underscored, &mut below)?;
+            }
+            out.hidden += below.hidden;
+            out.files.extend(
+                below
+                    .files
+                    .into_iter()
+                    .filter(|f| segments_match(&pattern, &f.relative)),
+            );
             continue;
         }
         let meta = std::fs::metadata(&local)
@@ -49,18 +75,152 @@ pub fn expand(names: &[String], underscored: &HashSet<String>) -> Result<Expande
         if meta.is_dir() {
             walk(&local, underscored, &mut out)?;
         } else {
-            let file = local
-                .file_name()
-                .map(|f| f.to_string_lossy().to_string())
-                .unwrap_or_default();
             out.files.push(SourceFile {
                 path: uri(&local),
-                relative: file,
+                relative: local.to_string_lossy().replace('\\', "/"),
                 size: meta.len(),
             });
         }
     }
     Ok(out)
+}
+
+/// A glob split at its first segment with a wildcard: the folder before it (`/`-joined, with
+/// its leading `/` when it had one) and the pattern's segments from there on.
+fn split_glob(text: &str) -> (String, Vec<String>) {
+    let lead = if text.starts_with('/') { "/" } else { "" };
+    let segments: Vec<&str> = text.split('/').filter(|s| !s.is_empty()).collect();
+    let fixed = segments
+        .iter()
+        .take_while(|s| !s.contains(['*', '?']))
+        .count();
+    (
+        format!("{lead}{}", segments[..fixed].join("/")),
+        segments[fixed..].iter().map(|s| s.to_string()).collect(),
+    )
+}
+
+/// Whether `relative` (`/`-separated) matches `pattern`'s segments: `*` and `?` within a
+/// segment, `**` for any number of segments (dynamic programming, no recursion).
+fn segments_match(pattern: &[String], relative: &str) -> bool {
+    let name: Vec<&str> = relative.split('/').filter(|s| !s.is_empty()).collect();
+    let (p, n) = (pattern.len(), name.len());
+    // ok[i][j]: pattern[i..] matches name[j..].
+    let mut ok = vec![vec![false; n + 1]; p + 1];
+    ok[p][n] = true;
+    for i in (0..p).rev() {
+        for j in (0..=n).rev() {
+            ok[i][j] = if pattern[i] == "**" {
+                ok[i + 1][j] || (j < n && ok[i][j + 1])
+            } else {
+                j < n && matches(&pattern[i], name[j]) && ok[i + 1][j + 1]
+            };
+        }
+    }
+    ok[0][0]
+}
+
+/// The objects an `s3://bucket/key` name stands for: the object itself, every object below
+/// it as a folder, or those a glob in it matches; hidden keys skipped as below a local folder.
+async fn s3(
+    name: &str,
+    scheme: &str,
+    rest: &str,
+    underscored: &HashSet<String>,
+    io_props: &HashMap<String, String>,
+    out: &mut Expanded,
+) -> Result<()> {
+    let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));
+    let failed = |e: opendal::Error| {
+        Error::InvalidInput(format!(
+            "cannot list {name} ({e}); check the catalog's s3.* properties (endpoint, region, \
+             credentials)"
+        ))
+    };
+    let op = ops_core::object_store::s3_operator(io_props, bucket).map_err(failed)?;
+    let url = |k: &str| format!("{scheme}://{bucket}/{k}");
+    let (prefix, pattern) = if key.contains(['*', '?']) {
+        let (root, pattern) = split_glob(key);
+        let root = root.trim_matches('/').to_string();
+        (
+            if root.is_empty() {
+                root
+            } else {
+                format!("{root}/")
+            },
+            Some(pattern),
+        )
+    } else {
+        let key = key.trim_end_matches('/');
+        if !key.is_empty()
+            && let Ok(meta) = op.stat(key).await
+            && meta.mode().is_file()
+        {
+            out.files.push(SourceFile {
+                path: url(key),
+                relative: key.to_string(),
+                size: meta.content_length(),
+            });
+            return Ok(());
+        }
+        (
+            if key.is_empty() {
+                String::new()
+            } else {
+                format!("{key}/")
+            },
+            None,
+        )
+    };
+    let list_path = if prefix.is_empty() {
+        "/"
+    } else {
+        prefix.as_str()
+    };
+    let mut lister = op
+        .lister_with(list_path)
+        .recursive(true)
+        .await
+        .map_err(failed)?;
+    let mut found = Vec::new();
+    while let Some(entry) = lister.try_next().await.map_err(failed)? {
+        if !entry.metadata().mode().is_file() {
+            continue;
+        }
+        let key = entry.path();
+        let Some(relative) = key.strip_prefix(prefix.as_str()) else {
+            continue;
+        };
+        let parts: Vec<&str> = relative.split('/').collect();
+        let last = parts.len().saturating_sub(1);
+        if parts
+            .iter()
+            .enumerate()
+            .any(|(i, p)| hidden(p, i < last, underscored))
+        {
+            out.hidden += 1;
+            continue;
+        }
+        if pattern
+            .as_ref()
+            .is_some_and(|p| !segments_match(p, relative))
+        {
+            continue;
+        }
+        found.push(SourceFile {
+            path: url(key),
+            relative: relative.to_string(),
+            size: entry.metadata().content_length(),
+        });
+    }
+    if found.is_empty() && pattern.is_none() && !key.is_empty() {
+        return Err(Error::InvalidInput(format!(
+            "cannot import '{name}': no such object, and no object below it"
+        )));
+    }
+    found.sort_by(|a, b| a.path.cmp(&b.path));
+    out.files.extend(found);
+    Ok(())
 }
 
 /// The absolute local path `name` names: a `file:` URI's path, or a path (relative ones
@@ -77,8 +237,8 @@ fn local_path(name: &str) -> Result<PathBuf> {
         PathBuf::from(rest)
     } else if let Some((scheme, _)) = name.split_once("://") {
         return Err(Error::InvalidInput(format!(
-            "'{name}': importing from {scheme}:// is not supported yet; iceberg-ops imports \
-             local files (a path or file:///…)"
+            "'{name}': importing from {scheme}:// is not supported; iceberg-ops imports local \
+             files (a path or file:///…) and S3 objects (s3://, s3a://, s3n://)"
         )));
     } else {
         PathBuf::from(name)
@@ -145,101 +305,6 @@ fn walk(root: &Path, underscored: &HashSet<String>, out: &mut Expanded) -> Resul
     Ok(())
 }
 
-/// The files a glob matches. Its segments up to the first with a wildcard are the folder the
-/// files are found below (their partition folders are taken from there on); hidden entries
-/// are skipped unless a segment names them literally.
-fn glob(pattern: &str, underscored: &HashSet<String>, out: &mut Expanded) -> Result<()> {
-    let segments: Vec<&str> = pattern.split('/').filter(|s| !s.is_empty()).collect();
-    let fixed = segments
-        .iter()
-        .take_while(|s| !s.contains(['*', '?']))
-        .count();
-    let root = PathBuf::from(format!("/{}", segments[..fixed].join("/")));
-    let rest: Vec<&str> = segments[fixed..].to_vec();
-    let mut found = Vec::new();
-    // (folder, index of the next pattern segment)
-    let mut stack: Vec<(PathBuf, usize)> = vec![(root.clone(), 0)];
-    let mut seen: HashSet<(PathBuf, usize)> = HashSet::new();
-    while let Some((dir, at)) = stack.pop() {
-        if !seen.insert((dir.clone(), at)) {
-            continue;
-        }
-        let Some(&seg) = rest.get(at) else { continue };
-        let last = at + 1 == rest.len();
-        if seg == "**" {
-            // Zero folders: the next segment here; one or more: every subfolder again.
-            if last {
-                // `dir/**`: the whole tree.
-                walk_into(&dir, &root, underscored, out, &mut found)?;
-                continue;
-            }
-            stack.push((dir.clone(), at + 1));
-        }
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let Ok(meta) = std::fs::metadata(&path) else {
-                continue;
-            };
-            let name = entry.file_name().to_string_lossy().to_string();
-            if hidden(&name, meta.is_dir(), underscored) && !seg.starts_with(['_', '.']) {
-                continue;
-            }
-            if seg == "**" {
-                if meta.is_dir() {
-                    stack.push((path, at));
-                }
-                continue;
-            }
-            if !matches(seg, &name) {
-                continue;
-            }
-            if last {
-                if meta.is_file() {
-                    found.push(source_below(&path, &root, meta.len()));
-                }
-            } else if meta.is_dir() {
-                stack.push((path, at + 1));
-            }
-        }
-    }
-    found.sort_by(|a, b| a.path.cmp(&b.path));
-    found.dedup_by(|a, b| a.path == b.path);
-    out.files.extend(found);
-    Ok(())
-}
-
-fn walk_into(
-    dir: &Path,
-    root: &Path,
-    underscored: &HashSet<String>,
-    out: &mut Expanded,
-    found: &mut Vec<SourceFile>,
-) -> Result<()> {
-    let mut below = Expanded::default();
-    walk(dir, underscored, &mut below)?;
-    out.hidden += below.hidden;
-    for f in below.files {
-        let path = PathBuf::from(f.path.trim_start_matches("file://"));
-        found.push(source_below(&path, root, f.size));
-    }
-    Ok(())
-}
-
-fn source_below(path: &Path, root: &Path, size: u64) -> SourceFile {
-    let relative = path
-        .strip_prefix(root)
-        .map(|r| r.to_string_lossy().replace('\\', "/"))
-        .unwrap_or_else(|_| path.to_string_lossy().to_string());
-    SourceFile {
-        path: uri(path),
-        relative,
-        size,
-    }
-}
-
 /// Whether `name` matches `pattern`: `*` any run of characters, `?` one character.
 fn matches(pattern: &str, name: &str) -> bool {
     let p: Vec<char> = pattern.chars().collect();
@@ -295,7 +360,22 @@ mod tests {
     }
 
     #[test]
-    fn a_tree_a_file_and_a_glob() -> Result<()> {
+    fn glob_segments_match_with_double_stars() {
+        let p = |s: &str| s.split('/').map(str::to_string).collect::<Vec<_>>();
+        assert!(segments_match(&p("k=*/*.parquet"), "k=1/a.parquet"));
+        assert!(!segments_match(&p("k=*/*.parquet"), "k=1/x/a.parquet"));
+        assert!(segments_match(&p("**/*.parquet"), "a.parquet"));
+        assert!(segments_match(&p("**/*.parquet"), "k=1/x/a.parquet"));
+        assert!(segments_match(&p("**"), "k=1/x/a.parquet"));
+        assert!(!segments_match(&p("k=2/**"), "k=1/a.parquet"));
+        assert_eq!(
+            split_glob("/d/t/k=*/*.parquet"),
+            ("/d/t".to_string(), p("k=*/*.parquet"))
+        );
+    }
+
+    #[tokio::test]
+    async fn a_tree_a_file_and_a_glob() -> Result<()> {
         let dir = std::env::temp_dir().join(format!("ops-import-source-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         for f in [
@@ -311,31 +391,43 @@ mod tests {
             std::fs::write(&p, b"x").map_err(|e| Error::InvalidInput(e.to_string()))?;
         }
         let none = HashSet::new();
-        let tree = expand(&[dir.join("t").display().to_string()], &none)?;
+        let props = HashMap::new();
+        let tree = expand(&[dir.join("t").display().to_string()], &none, &props).await?;
         let rel: Vec<&str> = tree.files.iter().map(|f| f.relative.as_str()).collect();
         assert_eq!(rel, ["k=1/a.parquet", "k=2/b.parquet"]);
         assert_eq!(tree.hidden, 3);
         assert!(tree.files[0].path.starts_with("file:///"));
 
-        let one = expand(&[dir.join("t/k=2/b.parquet").display().to_string()], &none)?;
-        assert_eq!(one.files[0].relative, "b.parquet");
+        let one = expand(
+            &[dir.join("t/k=2/b.parquet").display().to_string()],
+            &none,
+            &props,
+        )
+        .await?;
+        assert!(
+            one.files[0].relative.ends_with("/t/k=2/b.parquet"),
+            "{one:?}"
+        );
 
-        let globbed = expand(&[format!("{}/t/k=*/*.parquet", dir.display())], &none)?;
+        let globbed = expand(
+            &[format!("{}/t/k=*/*.parquet", dir.display())],
+            &none,
+            &props,
+        )
+        .await?;
         let rel: Vec<&str> = globbed.files.iter().map(|f| f.relative.as_str()).collect();
         assert_eq!(rel, ["k=1/a.parquet", "k=2/b.parquet"]);
-        let deep = expand(&[format!("{}/t/**", dir.display())], &none)?;
+        let deep = expand(&[format!("{}/t/**", dir.display())], &none, &props).await?;
         assert_eq!(deep.files.len(), 2);
 
-        let missing = expand(&[dir.join("nope").display().to_string()], &none);
+        let missing = expand(&[dir.join("nope").display().to_string()], &none, &props).await;
         assert!(missing.is_err());
-        let s3 = expand(&["s3://b/k".to_string()], &none)
+        let gs = expand(&["gs://b/k".to_string()], &none, &props)
+            .await
             .err()
             .map(|e| e.to_string())
             .unwrap_or_default();
-        assert!(
-            s3.contains("s3://") && s3.contains("not supported yet"),
-            "{s3}"
-        );
+        assert!(gs.contains("gs://") && gs.contains("not supported"), "{gs}");
         let _ = std::fs::remove_dir_all(&dir);
         Ok(())
     }
