@@ -369,3 +369,66 @@ async fn a_hive_tree_on_s3_is_added_to_a_glue_table() -> TestResult {
     assert_eq!(parts, ["region=us", "region=eu"], "{m2:?}");
     Ok(())
 }
+
+/// `batch_files` commits as it goes, and a job that fails part way resumes from its
+/// checkpoint: the files its first run committed are skipped, not refused, and the rest added
+/// once. Without the checkpoint, the re-run is refused as a duplicate.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_batched_job_that_failed_part_way_resumes_from_its_checkpoint() -> TestResult {
+    let db = SqlCatalog::sqlite()?;
+    let (name, p) = ("c", &db.props);
+    let root = format!("{}/src", db.dir.path().display());
+    hive_tree(name, p, &root)?;
+    let want = dataset_rows(name, p, &root)?;
+    // A file that is no Parquet, sorted after the others: the first run stops there.
+    let bad = format!("{root}/region=zz");
+    std::fs::create_dir_all(&bad)?;
+    std::fs::write(format!("{bad}/bad.parquet"), b"not parquet at all")?;
+    let checkpoint = db.dir.path().join("job.json");
+
+    let handle = open(name, p).await?;
+    let ident = create_orders(&handle, "bat").await?.identifier().clone();
+    let job = || {
+        AddFilesBuilder::new(&handle, ident.clone())
+            .from([root.clone()])
+            .batch_files(3)
+            .checkpoint(&checkpoint)
+    };
+    let err = job().await.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(
+        err.contains("bad.parquet") && err.contains("not a Parquet file"),
+        "{err}"
+    );
+    assert!(checkpoint.exists());
+    let committed = handle
+        .catalog()
+        .load_table(&ident)
+        .await?
+        .metadata()
+        .snapshots()
+        .count();
+    assert_eq!(
+        committed, 2,
+        "two batches of three landed before the bad file"
+    );
+
+    std::fs::remove_dir_all(&bad)?;
+    // Without the checkpoint: the committed files are duplicates.
+    let err = AddFilesBuilder::new(&handle, ident.clone())
+        .from([root.clone()])
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(err.contains("already in"), "{err}");
+    // With it: the job finishes.
+    let (_, m) = job().await?;
+    assert_eq!(m.already_added, 6, "{m:?}");
+    assert_eq!(m.files.len(), 2, "{m:?}");
+    assert!(
+        !checkpoint.exists(),
+        "a finished job removes its checkpoint"
+    );
+    assert_eq!(py_rows(name, p, "bat.orders")?, want);
+    Ok(())
+}

@@ -39,6 +39,13 @@ pub struct AddFilesArgs {
     /// Footers read at once.
     #[arg(long, default_value_t = 8)]
     concurrency: usize,
+    /// Commit every N files (one append each) instead of all at once.
+    #[arg(long, value_name = "N")]
+    batch_files: Option<usize>,
+    /// Record the job's committed batches here; run again with it after a failure to resume
+    /// (files the earlier run committed are skipped). Removed when the job completes.
+    #[arg(long, value_name = "FILE")]
+    checkpoint: Option<std::path::PathBuf>,
     #[arg(long, value_enum, default_value = "text")]
     output: Output,
 }
@@ -57,6 +64,12 @@ async fn add_files(factory: &CatalogFactory, args: AddFilesArgs) -> anyhow::Resu
         .allow_duplicate_files(args.allow_duplicate_files)
         .dry_run(args.dry_run)
         .concurrency(args.concurrency);
+    if let Some(n) = args.batch_files {
+        builder = builder.batch_files(n);
+    }
+    if let Some(path) = &args.checkpoint {
+        builder = builder.checkpoint(path);
+    }
     for f in &args.partition_filter {
         let Some((k, v)) = f.split_once('=') else {
             anyhow::bail!("--partition-filter '{f}' is not KEY=VALUE (e.g. dt=2024-01-01)");
@@ -78,6 +91,8 @@ struct Report<'a> {
     table: &'a str,
     dry_run: bool,
     snapshot_id: Option<i64>,
+    snapshot_ids: &'a [i64],
+    already_added: usize,
     added_files: usize,
     added_records: u64,
     hidden_skipped: usize,
@@ -100,6 +115,8 @@ fn report<'a>(table: &'a str, m: &'a AddFilesMetrics) -> Report<'a> {
         table,
         dry_run: m.dry_run,
         snapshot_id: m.snapshot_id,
+        snapshot_ids: &m.snapshot_ids,
+        already_added: m.already_added,
         added_files: m.files.len(),
         added_records: m.files.iter().map(|f| f.record_count).sum(),
         hidden_skipped: m.hidden,
@@ -134,12 +151,26 @@ fn print_text(table: &str, m: &AddFilesMetrics) {
             "dry run: would add {} file(s), {rows} rows, to {table}; nothing written",
             m.files.len()
         );
+    } else if m.snapshot_ids.len() > 1 {
+        println!(
+            "added {} file(s), {rows} rows, to {table} in {} snapshots (last {})",
+            m.files.len(),
+            m.snapshot_ids.len(),
+            m.snapshot_id
+                .map_or_else(|| "-".to_string(), |s| s.to_string())
+        );
     } else {
         println!(
             "added {} file(s), {rows} rows, to {table} in snapshot {}",
             m.files.len(),
             m.snapshot_id
                 .map_or_else(|| "-".to_string(), |s| s.to_string())
+        );
+    }
+    if m.already_added > 0 {
+        println!(
+            "  {} file(s) committed by the earlier run of this job skipped",
+            m.already_added
         );
     }
     if m.hidden > 0 {

@@ -13,6 +13,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::future::{Future, IntoFuture};
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
 
 use futures::{StreamExt, TryStreamExt};
@@ -54,8 +55,12 @@ pub struct AddFilesMetrics {
     pub hidden: usize,
     /// Files left out by the partition filter.
     pub filtered_out: usize,
-    /// The `append` snapshot (`None`: nothing to add, or a dry run).
+    /// The (last) `append` snapshot (`None`: nothing to add, or a dry run).
     pub snapshot_id: Option<i64>,
+    /// Every `append` snapshot, one per batch ([`AddFilesBuilder::batch_files`]).
+    pub snapshot_ids: Vec<i64>,
+    /// Files a resumed job found in the table already (committed by its earlier run).
+    pub already_added: usize,
     /// Whether the table's name mapping was created (or, on a dry run, would be).
     pub name_mapping_created: bool,
     /// Whether names were added to it (files spelling columns in another case).
@@ -74,6 +79,8 @@ pub struct AddFilesBuilder {
     allow_duplicate_files: bool,
     dry_run: bool,
     concurrency: usize,
+    batch_files: Option<usize>,
+    checkpoint: Option<PathBuf>,
 }
 
 impl AddFilesBuilder {
@@ -87,7 +94,24 @@ impl AddFilesBuilder {
             allow_duplicate_files: false,
             dry_run: false,
             concurrency: 8,
+            batch_files: None,
+            checkpoint: None,
         }
+    }
+
+    /// Commits every `n` files (one `append` each) instead of all at once: a long import
+    /// lands as it goes, and holds only one batch's entries.
+    pub fn batch_files(mut self, n: usize) -> Self {
+        self.batch_files = Some(n.max(1));
+        self
+    }
+
+    /// A file recording the job (its table and names) and its committed batches. Run again
+    /// with the same file after a failure, the job resumes: files its earlier run committed
+    /// are skipped instead of refused as duplicates. Removed when the job completes.
+    pub fn checkpoint(mut self, path: impl Into<PathBuf>) -> Self {
+        self.checkpoint = Some(path.into());
+        self
     }
 
     /// Files, folders or globs to add (see [`crate::source`]).
@@ -182,10 +206,40 @@ impl AddFilesBuilder {
                 }
             )));
         }
+        let resume = match &self.checkpoint {
+            Some(path) if !self.dry_run => Checkpoint::resumes(path, &self.ident, &self.from)?,
+            _ => false,
+        };
         if !self.allow_duplicate_files {
-            refuse_duplicates(&table, &files).await?;
+            if let Some(twice) = named_twice(&files) {
+                return Err(Error::InvalidInput(format!(
+                    "{twice} is named twice; its rows would be read twice (pass \
+                     --allow-duplicate-files to add it anyway)"
+                )));
+            }
+            let present = already_in(&table, &files).await?;
+            if resume {
+                // Committed by the run this one resumes.
+                metrics.already_added = present.len();
+                files.retain(|f| !present.contains(&f.path));
+            } else if let Some(f) = files.iter().find(|f| present.contains(&f.path)) {
+                return Err(Error::InvalidInput(format!(
+                    "{} is already in {}; adding it again would read its rows twice (pass \
+                     --allow-duplicate-files to add it anyway)",
+                    f.path, self.ident
+                )));
+            }
         }
 
+        if let Some(path) = self
+            .checkpoint
+            .as_ref()
+            .filter(|_| !self.dry_run && !resume)
+        {
+            // Written before the first commit: a run that dies after it, before recording
+            // it, still resumes.
+            Checkpoint::write(path, &self.ident, &self.from, &[])?;
+        }
         let config = MetricsConfig::of(&schema, &properties)?;
         let mut mapping = Mapping::of(&schema, &properties)?;
         let io = table.file_io().clone();
@@ -199,6 +253,9 @@ impl AddFilesBuilder {
         .buffered(self.concurrency);
         let mut added: Vec<DataFile> = Vec::new();
         let mut mapping_used = false;
+        let mut mapping_committed = !mapping.created;
+        let mut table = table;
+        let batch = if self.dry_run { None } else { self.batch_files };
         while let Some((f, meta)) = footers.try_next().await? {
             let columns = meta.file_metadata().schema_descr().columns().to_vec();
             let has_ids = has_field_ids(&columns);
@@ -238,71 +295,173 @@ impl AddFilesBuilder {
                 size: f.size,
             });
             added.push(file);
+            metrics.name_mapping_created |= mapping_used && mapping.created;
+            metrics.name_mapping_extended |= mapping.changed;
+            if batch.is_some_and(|n| added.len() >= n) {
+                table = self
+                    .commit_batch(
+                        table,
+                        spec.spec_id(),
+                        std::mem::take(&mut added),
+                        &mut mapping,
+                        mapping_used && !mapping_committed,
+                        &mut metrics,
+                    )
+                    .await?;
+                mapping_committed |= mapping_used;
+            }
         }
-        metrics.name_mapping_created = mapping_used && mapping.created;
-        metrics.name_mapping_extended = mapping.changed;
         if self.dry_run {
             return Ok((table, metrics));
         }
+        if !added.is_empty() {
+            table = self
+                .commit_batch(
+                    table,
+                    spec.spec_id(),
+                    added,
+                    &mut mapping,
+                    mapping_used && !mapping_committed,
+                    &mut metrics,
+                )
+                .await?;
+        }
+        if let Some(path) = &self.checkpoint {
+            // Done: a later run with this file is a new job.
+            let _ = std::fs::remove_file(path);
+        }
+        tracing::info!(table = %self.ident, files = metrics.files.len(),
+            commits = metrics.snapshot_ids.len(), "files added");
+        Ok((table, metrics))
+    }
+}
+
+impl AddFilesBuilder {
+    /// Commits `files` as one `append` (the name mapping first when `new_mapping` or names
+    /// were added to it: a reader of the append must find their columns), and records the
+    /// batch in the checkpoint.
+    async fn commit_batch(
+        &self,
+        table: Table,
+        spec_id: i32,
+        files: Vec<DataFile>,
+        mapping: &mut Mapping,
+        new_mapping: bool,
+        metrics: &mut AddFilesMetrics,
+    ) -> Result<Table> {
         let mut table = table;
-        if metrics.name_mapping_created || metrics.name_mapping_extended {
-            // Before the files: a reader of the append must find their columns.
+        if new_mapping || mapping.changed {
             table = PropertiesBuilder::new(&self.handle, self.ident.clone())
                 .set(DEFAULT_SCHEMA_NAME_MAPPING, mapping.to_json()?)
                 .await?;
+            mapping.changed = false;
         }
         let mut props = HashMap::new();
         props.insert(
             ops_core::ops::OPERATION_PROPERTY.to_string(),
             "add-files".to_string(),
         );
+        let count = files.len();
         let (table, snapshot) = AppendBuilder::new(&self.handle, self.ident.clone())
             .with_base(table)
-            .add_written(ops_core::write::WrittenFiles {
-                spec_id: spec.spec_id(),
-                files: added,
-            })
+            .add_written(ops_core::write::WrittenFiles { spec_id, files })
             .with_properties(props)
             .await?;
+        metrics.snapshot_ids.push(snapshot.snapshot_id);
         metrics.snapshot_id = Some(snapshot.snapshot_id);
-        tracing::info!(table = %self.ident, files = metrics.files.len(),
-            snapshot = snapshot.snapshot_id, "files added");
-        Ok((table, metrics))
+        tracing::info!(table = %self.ident, files = count, snapshot = snapshot.snapshot_id,
+            "batch of files added");
+        if let Some(path) = &self.checkpoint {
+            Checkpoint::write(path, &self.ident, &self.from, &metrics.snapshot_ids)?;
+        }
+        Ok(table)
     }
 }
 
-/// Refuses a file named twice, or one the table's current snapshot already lists, naming it:
-/// its rows would be read twice. One pass over the manifests against the new paths.
-async fn refuse_duplicates(table: &Table, files: &[SourceFile]) -> Result<()> {
-    let mut new: HashSet<&str> = HashSet::with_capacity(files.len());
-    for f in files {
-        if !new.insert(f.path.as_str()) {
-            return Err(Error::InvalidInput(format!(
-                "{} is named twice; its rows would be read twice (pass \
-                 --allow-duplicate-files to add it anyway)",
-                f.path
-            )));
-        }
-    }
+/// A path named twice, if one is.
+fn named_twice(files: &[SourceFile]) -> Option<&str> {
+    let mut seen: HashSet<&str> = HashSet::with_capacity(files.len());
+    files
+        .iter()
+        .find(|f| !seen.insert(f.path.as_str()))
+        .map(|f| f.path.as_str())
+}
+
+/// The new paths the table's current snapshot already lists: one pass over its manifests
+/// against a set of the new paths (memory of the new files, not of the table).
+async fn already_in(table: &Table, files: &[SourceFile]) -> Result<HashSet<String>> {
+    let new: HashSet<&str> = files.iter().map(|f| f.path.as_str()).collect();
+    let mut present = HashSet::new();
     let Some(snapshot) = table.metadata().current_snapshot() else {
-        return Ok(());
+        return Ok(present);
     };
     let cache = ManifestCache::new(table);
-    let mut already: Option<String> = None;
     each_live_data_file(snapshot, &cache, |live| {
-        if already.is_none() && new.contains(live.file.file_path()) {
-            already = Some(live.file.file_path().to_string());
+        if new.contains(live.file.file_path()) {
+            present.insert(live.file.file_path().to_string());
         }
         Ok(())
     })
     .await?;
-    match already {
-        Some(path) => Err(Error::InvalidInput(format!(
-            "{path} is already in {}; adding it again would read its rows twice (pass \
-             --allow-duplicate-files to add it anyway)",
-            table.identifier()
-        ))),
-        None => Ok(()),
+    Ok(present)
+}
+
+/// The checkpoint of a batched job: its table and names (a resumed run must be the same job)
+/// and the snapshots its batches committed.
+struct Checkpoint;
+
+impl Checkpoint {
+    /// Whether `path` holds this job's checkpoint (resume); `false` when there is none. One of
+    /// another job is refused, naming both.
+    fn resumes(path: &Path, ident: &TableIdent, from: &[String]) -> Result<bool> {
+        let raw = match std::fs::read_to_string(path) {
+            Ok(raw) => raw,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => {
+                return Err(Error::InvalidInput(format!(
+                    "cannot read the checkpoint {}: {e}",
+                    path.display()
+                )));
+            }
+        };
+        let v: serde_json::Value = serde_json::from_str(&raw).map_err(|e| {
+            Error::InvalidInput(format!(
+                "the checkpoint {} is not an add-files checkpoint ({e}); remove it to start \
+                 a new job",
+                path.display()
+            ))
+        })?;
+        let same =
+            v["table"].as_str() == Some(&ident.to_string()) && v["from"] == serde_json::json!(from);
+        if !same {
+            return Err(Error::InvalidInput(format!(
+                "the checkpoint {} is of another job (table {}, from {}); give another \
+                 --checkpoint, or remove it to start over",
+                path.display(),
+                v["table"],
+                v["from"]
+            )));
+        }
+        Ok(true)
+    }
+
+    /// Records the committed batches, atomically (a temporary file renamed over it).
+    fn write(path: &Path, ident: &TableIdent, from: &[String], snapshots: &[i64]) -> Result<()> {
+        let v = serde_json::json!({
+            "job": "add-files",
+            "table": ident.to_string(),
+            "from": from,
+            "snapshot_ids": snapshots,
+        });
+        let tmp = path.with_extension("tmp");
+        let io = |e: std::io::Error| {
+            Error::InvalidInput(format!(
+                "cannot write the checkpoint {}: {e}",
+                path.display()
+            ))
+        };
+        std::fs::write(&tmp, v.to_string()).map_err(io)?;
+        std::fs::rename(&tmp, path).map_err(io)
     }
 }
 
