@@ -432,3 +432,239 @@ async fn a_batched_job_that_failed_part_way_resumes_from_its_checkpoint() -> Tes
     assert_eq!(py_rows(name, p, "bat.orders")?, want);
     Ok(())
 }
+
+/// `NS.T` with the orders schema (`id` long required, `region` string, `amount` int) and
+/// `spec` (fields on those columns).
+async fn orders_with_spec(
+    handle: &ops_core::CatalogHandle,
+    ns: &str,
+    spec: iceberg::spec::UnboundPartitionSpec,
+) -> anyhow::Result<iceberg::TableIdent> {
+    use iceberg::spec::{NestedField, PrimitiveType, Schema, Type};
+    let ns = iceberg::NamespaceIdent::new(ns.to_string());
+    handle
+        .catalog()
+        .create_namespace(&ns, Default::default())
+        .await?;
+    let schema = Schema::builder()
+        .with_fields(vec![
+            NestedField::required(1, "id", Type::Primitive(PrimitiveType::Long)).into(),
+            NestedField::optional(2, "region", Type::Primitive(PrimitiveType::String)).into(),
+            NestedField::optional(3, "amount", Type::Primitive(PrimitiveType::Int)).into(),
+        ])
+        .build()?;
+    let t = handle
+        .catalog()
+        .create_table(
+            &ns,
+            iceberg::TableCreation::builder()
+                .name("orders".into())
+                .schema(schema)
+                .partition_spec(spec)
+                .build(),
+        )
+        .await?;
+    Ok(t.identifier().clone())
+}
+
+/// Shapes a new-user trial and a review found accepted with lost or wrong rows, now refused
+/// with the reason, nothing committed: a bucket or truncate partition whose source column the
+/// files lack (it would read as NULL), a folder naming a column of an unpartitioned table the
+/// files lack, field ids that contradict the names (swapped columns), a column the table lacks
+/// (PyIceberg could not read the table), NULLs in a required column, `id` and `ID` both, a
+/// struct field only its name's case or position would match, a folder value a bucket's
+/// statistics cannot check but the rows contradict, a file without statistics under another
+/// value's folder. And the folders that now count: the partition folder named itself, a key
+/// in another case, the source column's name for a renamed identity field.
+#[tokio::test(flavor = "multi_thread")]
+async fn shapes_that_lost_rows_are_refused_and_folders_count_wherever_they_are() -> TestResult {
+    use iceberg::spec::{Transform, UnboundPartitionSpec};
+    let db = SqlCatalog::sqlite()?;
+    let (name, p) = ("c", &db.props);
+    let dir = db.dir.path().display().to_string();
+    pyiceberg(
+        name,
+        p,
+        &format!(
+            "import os, pyarrow as pa, pyarrow.parquet as pq\n\
+             def w(path, t, **kw):\n\
+             \x20   os.makedirs(os.path.dirname(path), exist_ok=True)\n\
+             \x20   pq.write_table(t, path, **kw)\n\
+             def f(name, ty, fid=None, nullable=True):\n\
+             \x20   md = {{b'PARQUET:field_id': str(fid).encode()}} if fid else None\n\
+             \x20   return pa.field(name, ty, nullable=nullable, metadata=md)\n\
+             i, a = pa.int64(), pa.int32()\n\
+             plain = pa.schema([f('id', i), f('amount', a)])\n\
+             w('{dir}/hive/region=eu/f.parquet', pa.table({{'id': [1, 2], 'amount': [1, 2]}}, schema=plain))\n\
+             swapped = pa.schema([f('id', i, 1), f('region', pa.string(), 3), f('amount', pa.string(), 2)])\n\
+             w('{dir}/swapped/f.parquet', pa.table({{'id': [1], 'region': ['eu'], 'amount': ['x']}}, schema=swapped))\n\
+             w('{dir}/extra/region=eu/f.parquet', pa.table({{'id': [1], 'amount': pa.array([1], a), 'extra': [5]}}))\n\
+             w('{dir}/nulls/region=eu/f.parquet', pa.table({{'id': pa.array([1, None], i), 'amount': pa.array([1, 2], a)}}))\n\
+             w('{dir}/twice/region=eu/f.parquet', pa.table({{'id': pa.array([1], i), 'ID': pa.array([2], i)}}))\n\
+             w('{dir}/bucket/id_bucket=0/f.parquet', pa.table({{'id': pa.array(range(50), i), 'region': ['eu'] * 50, 'amount': pa.array(range(50), a)}}))\n\
+             req = pa.schema([f('id', i, nullable=False), f('region', pa.string()), f('amount', a)])\n\
+             w('{dir}/nostats/region=eu/f.parquet', pa.table({{'id': [1], 'region': ['us'], 'amount': [1]}}, schema=req), write_statistics=False)\n\
+             w('{dir}/named/region=ap/f.parquet', pa.table({{'id': [7], 'amount': [7]}}, schema=plain))\n\
+             w('{dir}/case/REGION=sa/f.parquet', pa.table({{'id': [8], 'amount': [8]}}, schema=plain))\n\
+             emit(None)"
+        ),
+    )?;
+    let handle = open(name, p).await?;
+    let refused = |ident: iceberg::TableIdent, from: String| {
+        let handle = handle.clone();
+        async move {
+            AddFilesBuilder::new(&handle, ident)
+                .from([from])
+                .await
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default()
+        }
+    };
+    // bucket(4, region) over files without `region`.
+    let bucketed = orders_with_spec(
+        &handle,
+        "bk",
+        UnboundPartitionSpec::builder()
+            .add_partition_field(2, "region_bucket", Transform::Bucket(4))?
+            .build(),
+    )
+    .await?;
+    let e = refused(bucketed.clone(), format!("{dir}/hive")).await;
+    assert!(
+        e.contains("no column `region`") && e.contains("bucket[4]"),
+        "{e}"
+    );
+    // Unpartitioned, a `region=` folder over files without `region`.
+    let flat = orders_with_spec(&handle, "flat", UnboundPartitionSpec::builder().build()).await?;
+    let e = refused(flat.clone(), format!("{dir}/hive")).await;
+    assert!(
+        e.contains("region=eu") && e.contains("not partitioned by"),
+        "{e}"
+    );
+    // Ids that swap two columns.
+    let e = refused(flat.clone(), format!("{dir}/swapped")).await;
+    assert!(
+        e.contains("carries field id 3") && e.contains("swapped"),
+        "{e}"
+    );
+    // Identity(region) tables.
+    let by_region = create_orders(&handle, "reg").await?.identifier().clone();
+    let e = refused(by_region.clone(), format!("{dir}/extra")).await;
+    assert!(
+        e.contains("`extra`") && e.contains("not in the table"),
+        "{e}"
+    );
+    let e = refused(by_region.clone(), format!("{dir}/nulls")).await;
+    assert!(e.contains("1 NULL") && e.contains("required"), "{e}");
+    let e = refused(by_region.clone(), format!("{dir}/twice")).await;
+    assert!(e.contains("`ID`") && e.contains("not in the table"), "{e}");
+    let e = refused(by_region.clone(), format!("{dir}/nostats")).await;
+    assert!(e.contains("region=eu") && e.contains("region=us"), "{e}");
+    // bucket(4, id) named by a folder the 50 ids contradict (statistics cannot tell).
+    let by_id = orders_with_spec(
+        &handle,
+        "bid",
+        UnboundPartitionSpec::builder()
+            .add_partition_field(1, "id_bucket", Transform::Bucket(4))?
+            .build(),
+    )
+    .await?;
+    let e = refused(by_id, format!("{dir}/bucket")).await;
+    assert!(
+        e.contains("id_bucket=0") && e.contains("a row's `id`"),
+        "{e}"
+    );
+    for ident in [&bucketed, &flat, &by_region] {
+        let t = handle.catalog().load_table(ident).await?;
+        assert!(
+            t.metadata().current_snapshot().is_none(),
+            "{ident}: nothing committed"
+        );
+    }
+
+    // The partition folder named itself; a key in upper case.
+    let (_, m) = AddFilesBuilder::new(&handle, by_region.clone())
+        .from([format!("{dir}/named/region=ap"), format!("{dir}/case")])
+        .await?;
+    let parts: Vec<&str> = m.files.iter().map(|f| f.partition.as_str()).collect();
+    assert_eq!(parts, ["region=ap", "region=sa"], "{m:?}");
+    // An identity field renamed from its column: `region=` folders still name it.
+    let renamed = orders_with_spec(
+        &handle,
+        "ren",
+        UnboundPartitionSpec::builder()
+            .add_partition_field(2, "r", Transform::Identity)?
+            .build(),
+    )
+    .await?;
+    let (_, m) = AddFilesBuilder::new(&handle, renamed)
+        .from([format!("{dir}/named")])
+        .await?;
+    assert_eq!(m.files[0].partition, "r=ap");
+    assert_eq!(
+        py_rows(name, p, "ren.orders")?,
+        json!([{"id": 7, "region": "ap", "amount": 7}])
+    );
+    Ok(())
+}
+
+/// Two imports of the same files at once: the second commit finds the first's snapshot added
+/// them and is refused (the duplicate check is repeated at commit time), so no row is read
+/// twice. Deterministically: an append told what it checked against refuses a file another
+/// writer added since.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_append_refuses_files_another_writer_added_since_it_checked() -> TestResult {
+    let db = SqlCatalog::sqlite()?;
+    let (name, p) = ("c", &db.props);
+    let handle = open(name, p).await?;
+    let table = create_orders(&handle, "race").await?;
+    let ident = table.identifier().clone();
+    let files = ops_core::write::write_data_files(
+        &table,
+        futures::stream::iter([Ok(orders_batch(&table, &[(1, Some("eu"), Some(1))])?)]),
+    )
+    .await?;
+    let checked_at = table.metadata().current_snapshot_id();
+    ops_core::ops::append::AppendBuilder::new(&handle, ident.clone())
+        .with_files(files.clone())
+        .await?;
+    let err = ops_core::ops::append::AppendBuilder::new(&handle, ident.clone())
+        .with_files(files)
+        .refuse_readded_since(checked_at)
+        .await
+        .err();
+    assert!(
+        matches!(&err, Some(Error::CommitConflict { detail, .. }) if detail.contains("read twice")),
+        "{err:?}"
+    );
+
+    let root = format!("{}/src", db.dir.path().display());
+    hive_tree(name, p, &root)?;
+    let target = orders_with_spec(
+        &handle,
+        "both",
+        iceberg::spec::UnboundPartitionSpec::builder()
+            .add_partition_field(2, "region", iceberg::spec::Transform::Identity)?
+            .build(),
+    )
+    .await?;
+    let run = || {
+        AddFilesBuilder::new(&handle, target.clone())
+            .from([root.clone()])
+            .into_future()
+    };
+    let (a, b) = tokio::join!(run(), run());
+    assert_eq!(
+        [a.is_ok(), b.is_ok()].iter().filter(|ok| **ok).count(),
+        1,
+        "exactly one import lands: {:?} / {:?}",
+        a.err(),
+        b.err()
+    );
+    assert_eq!(
+        py_rows(name, p, "both.orders")?,
+        dataset_rows(name, p, &root)?
+    );
+    Ok(())
+}

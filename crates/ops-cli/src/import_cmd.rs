@@ -196,6 +196,13 @@ fn print_text(table: &str, m: &AddFilesMetrics) {
             }
         );
     } else if m.name_mapping_extended {
-        println!("  the files' spellings of column names were added to the name mapping");
+        println!(
+            "  the files' spellings of column names {} to the name mapping",
+            if m.dry_run {
+                "are to be added"
+            } else {
+                "were added"
+            }
+        );
     }
 }

@@ -27,7 +27,7 @@ use ops_core::ops::properties::PropertiesBuilder;
 use ops_core::ops::{ManifestCache, each_live_data_file};
 use ops_core::{CatalogHandle, Error, Result};
 
-use crate::columns::{Mapping, has_field_ids, match_columns};
+use crate::columns::{Mapping, has_field_ids, match_columns, refuse_nulls_in_required};
 use crate::hive_path::segments;
 use crate::metrics::{MetricsConfig, column_stats, file_metrics};
 use crate::partition::partition_of;
@@ -179,18 +179,38 @@ impl AddFilesBuilder {
         let expanded = expand(&self.from, &underscored, table.file_io().config().props()).await?;
         metrics.hidden = expanded.hidden;
         let mut files: Vec<SourceFile> = Vec::with_capacity(expanded.files.len());
+        let mut filter_keys_seen: HashSet<String> = HashSet::new();
         for f in expanded.files {
             let folders = segments(&f.relative);
+            for (k, _) in &self.partition_filter {
+                if folders.iter().any(|(fk, _)| fk.eq_ignore_ascii_case(k)) {
+                    filter_keys_seen.insert(k.clone());
+                }
+            }
+            // A filter value `null` or `__HIVE_DEFAULT_PARTITION__` selects the NULL folder.
             let keep = self.partition_filter.iter().all(|(k, v)| {
-                folders
-                    .iter()
-                    .any(|(fk, fv)| fk == k && fv.as_deref().unwrap_or("null") == v)
+                folders.iter().any(|(fk, fv)| {
+                    fk.eq_ignore_ascii_case(k)
+                        && match fv {
+                            Some(fv) => fv == v,
+                            None => v == "null" || v == crate::hive_path::HIVE_DEFAULT_PARTITION,
+                        }
+                })
             });
             if keep {
                 files.push(f);
             } else {
                 metrics.filtered_out += 1;
             }
+        }
+        if let Some((k, _)) = self
+            .partition_filter
+            .iter()
+            .find(|(k, _)| !filter_keys_seen.contains(k))
+        {
+            return Err(Error::InvalidInput(format!(
+                "--partition-filter {k}=…: no file named has a `{k}=` folder in its path"
+            )));
         }
         if files.is_empty() {
             return Err(Error::InvalidInput(format!(
@@ -254,23 +274,23 @@ impl AddFilesBuilder {
         let mut added: Vec<DataFile> = Vec::new();
         let mut mapping_used = false;
         let mut mapping_committed = !mapping.created;
+        // The snapshot the files were checked against: as the job read the table, then as
+        // each batch left it.
+        let mut checked_at = table.metadata().current_snapshot_id();
         let mut table = table;
         let batch = if self.dry_run { None } else { self.batch_files };
         while let Some((f, meta)) = footers.try_next().await? {
-            let columns = meta.file_metadata().schema_descr().columns().to_vec();
-            let has_ids = has_field_ids(&columns);
-            mapping_used |= !has_ids;
-            let matched = match_columns(&f.path, &columns, &schema, &mut mapping, has_ids)?;
+            let meta = std::sync::Arc::new(meta);
+            let descr = meta.file_metadata().schema_descr();
+            mapping_used |= !has_field_ids(descr);
+            let (matched, present) = match_columns(&f.path, descr, &schema, &mut mapping)?;
             let stats = column_stats(&meta, &matched);
-            let partition = partition_of(&f.path, &f.relative, &spec, &schema, &stats)?;
+            refuse_nulls_in_required(&f.path, descr, &schema, &matched, &stats)?;
+            let partition = partition_of(&f.path, &f.relative, &spec, &schema, &stats, &present)?;
+            crate::partition::verify(&io, &f.path, meta.clone(), &matched, &partition.unverified)
+                .await?;
             let m = file_metrics(&stats, &config);
             let record_count = u64::try_from(meta.file_metadata().num_rows()).unwrap_or(0);
-            let mut offsets: Vec<i64> = meta
-                .row_groups()
-                .iter()
-                .filter_map(|rg| rg.file_offset())
-                .collect();
-            offsets.sort_unstable();
             let mut b = DataFileBuilder::default();
             b.content(DataContentType::Data)
                 .file_path(f.path.clone())
@@ -284,7 +304,9 @@ impl AddFilesBuilder {
                 .null_value_counts(m.null_value_counts)
                 .lower_bounds(m.lower_bounds)
                 .upper_bounds(m.upper_bounds)
-                .split_offsets(Some(offsets));
+                // None, as Java's `TableMigrationUtil`: a row group's `file_offset` is
+                // optional and some writers got it wrong; a reader then splits by size.
+                .split_offsets(None);
             let file = b.build().map_err(|e| {
                 Error::InvalidInput(format!("cannot describe {} as a data file: {e}", f.path))
             })?;
@@ -301,13 +323,17 @@ impl AddFilesBuilder {
                 table = self
                     .commit_batch(
                         table,
-                        spec.spec_id(),
-                        std::mem::take(&mut added),
+                        Batch {
+                            files: std::mem::take(&mut added),
+                            spec_id: spec.spec_id(),
+                            checked_at,
+                            new_mapping: mapping_used && !mapping_committed,
+                        },
                         &mut mapping,
-                        mapping_used && !mapping_committed,
                         &mut metrics,
                     )
                     .await?;
+                checked_at = metrics.snapshot_id;
                 mapping_committed |= mapping_used;
             }
         }
@@ -318,10 +344,13 @@ impl AddFilesBuilder {
             table = self
                 .commit_batch(
                     table,
-                    spec.spec_id(),
-                    added,
+                    Batch {
+                        files: added,
+                        spec_id: spec.spec_id(),
+                        checked_at,
+                        new_mapping: mapping_used && !mapping_committed,
+                    },
                     &mut mapping,
-                    mapping_used && !mapping_committed,
                     &mut metrics,
                 )
                 .await?;
@@ -343,12 +372,16 @@ impl AddFilesBuilder {
     async fn commit_batch(
         &self,
         table: Table,
-        spec_id: i32,
-        files: Vec<DataFile>,
+        batch: Batch,
         mapping: &mut Mapping,
-        new_mapping: bool,
         metrics: &mut AddFilesMetrics,
     ) -> Result<Table> {
+        let Batch {
+            files,
+            spec_id,
+            checked_at,
+            new_mapping,
+        } = batch;
         let mut table = table;
         if new_mapping || mapping.changed {
             table = PropertiesBuilder::new(&self.handle, self.ident.clone())
@@ -362,11 +395,16 @@ impl AddFilesBuilder {
             "add-files".to_string(),
         );
         let count = files.len();
-        let (table, snapshot) = AppendBuilder::new(&self.handle, self.ident.clone())
+        // The files were checked against `checked_at` (the table as the job read it, or as
+        // its last batch left it): another writer adding them since makes this a conflict.
+        let mut append = AppendBuilder::new(&self.handle, self.ident.clone())
             .with_base(table)
             .add_written(ops_core::write::WrittenFiles { spec_id, files })
-            .with_properties(props)
-            .await?;
+            .with_properties(props);
+        if !self.allow_duplicate_files {
+            append = append.refuse_readded_since(checked_at);
+        }
+        let (table, snapshot) = append.await?;
         metrics.snapshot_ids.push(snapshot.snapshot_id);
         metrics.snapshot_id = Some(snapshot.snapshot_id);
         tracing::info!(table = %self.ident, files = count, snapshot = snapshot.snapshot_id,
@@ -376,6 +414,15 @@ impl AddFilesBuilder {
         }
         Ok(table)
     }
+}
+
+/// One batch's commit: its files, their spec, the snapshot they were checked against for
+/// duplicates, and whether the name mapping is to be written first (created).
+struct Batch {
+    files: Vec<DataFile>,
+    spec_id: i32,
+    checked_at: Option<i64>,
+    new_mapping: bool,
 }
 
 /// A path named twice, if one is.

@@ -10,13 +10,13 @@
 //!
 //! | module | step |
 //! |---|---|
-//! | [`source`] | the files named: single files, folder trees, globs; hidden paths skipped as `TableMigrationUtil` skips them |
+//! | [`source`] | the files named: single files, folder trees, globs, local or S3; hidden paths skipped by Hadoop's convention |
 //! | [`hive_path`] | `key=value` folder segments, unescaped as Hive does |
 //! | [`footer`] | each file's Parquet footer, read from its tail only |
-//! | [`columns`] | the file's columns matched to the table's fields (by field id, or through the name mapping), refused where they do not fit |
+//! | [`columns`] | the file's columns matched to the table's fields (by field id, or through the name mapping), refused where they do not fit or are missing |
 //! | [`metrics`] | column metrics from the footer under the table's `write.metadata.metrics.*` modes |
-//! | [`partition`] | the partition tuple: from the path, checked against the statistics, or from the statistics |
-//! | [`add_files`] | the operation: duplicates refused, one `append` commit |
+//! | [`partition`] | the partition tuple: from the path, checked against the statistics (or the column itself), or from the statistics |
+//! | [`add_files`] | the operation: duplicates refused (again at commit time), one `append` commit or resumable batches |
 //!
 //! ```no_run
 //! # async fn demo() -> ops_core::Result<()> {

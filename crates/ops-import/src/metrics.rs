@@ -4,11 +4,12 @@
 //! `ParquetUtil.fileMetrics` does, then cut to the table's metrics modes
 //! (`write.metadata.metrics.default`, default `truncate(16)`, and
 //! `write.metadata.metrics.column.<name>`; `none`, `counts`, `truncate(N)`, `full`). A column
-//! gets bounds only when every row group has exact-enough statistics for it, it is not inside
-//! a list or map, and its values convert without loss: timestamps by their unit (`MILLIS`
-//! scaled to micros), none for INT96 (Java ignores their statistics too), decimals, UUIDs and
-//! byte arrays whose statistics use the deprecated signed order. A bound left out only costs
-//! pruning; a wrong one would hide rows.
+//! gets bounds only when every row group has statistics for it, it is not inside a list or map,
+//! and its values convert without loss: timestamps by their unit (`MILLIS` scaled to micros),
+//! unsigned integers as unsigned; none for INT96 (Java ignores their statistics too), for
+//! decimals and UUIDs (not converted yet), for byte arrays whose order is not bytewise (the
+//! deprecated signed statistics, decimals, float16, intervals), and where a bound is NaN. A
+//! bound left out only costs pruning; a wrong one would hide rows.
 
 use std::collections::HashMap;
 
@@ -113,7 +114,22 @@ fn datum(
     use PrimitiveType as P;
     let lower = side == Side::Lower;
     // Byte arrays ordered by the old signed comparison (files of old writers): no bounds.
-    let deprecated = stats.is_min_max_deprecated();
+    let logical = crate::columns::logical(col);
+    let unsigned = matches!(
+        logical,
+        Some(LogicalType::Integer {
+            is_signed: false,
+            ..
+        })
+    );
+    // Byte arrays ordered by the old signed comparison (files of old writers), or holding a
+    // value whose order is not its bytes' (a decimal's two's complement, a float16, an
+    // interval): no bounds.
+    let bytewise = !stats.is_min_max_deprecated()
+        && matches!(
+            logical,
+            None | Some(LogicalType::String | LogicalType::Enum | LogicalType::Json)
+        );
     let bytes = || {
         if lower {
             stats.min_bytes_opt()
@@ -129,6 +145,10 @@ fn datum(
     match (ty, stats) {
         (P::Boolean, Statistics::Boolean(s)) => pick!(s).map(|v| Datum::bool(*v)),
         (P::Int, Statistics::Int32(s)) => pick!(s).map(|v| Datum::int(*v)),
+        // An unsigned 32-bit column's statistics are its bit patterns, ordered unsigned.
+        (P::Long, Statistics::Int32(s)) if unsigned => {
+            pick!(s).map(|v| Datum::long(i64::from(*v as u32)))
+        }
         (P::Long, Statistics::Int32(s)) => pick!(s).map(|v| Datum::long(i64::from(*v))),
         (P::Long, Statistics::Int64(s)) => pick!(s).map(|v| Datum::long(*v)),
         (P::Float, Statistics::Float(s)) => {
@@ -143,7 +163,7 @@ fn datum(
         (P::Date, Statistics::Int32(s)) => pick!(s).map(|v| Datum::date(*v)),
         (P::Time, Statistics::Int64(s)) => pick!(s).and_then(|v| Datum::time_micros(*v).ok()),
         (P::Timestamp | P::Timestamptz, Statistics::Int64(s)) => {
-            let micros = match col.logical_type_ref() {
+            let micros = match &logical {
                 Some(LogicalType::Timestamp {
                     unit: TimeUnit::MICROS,
                     ..
@@ -160,13 +180,13 @@ fn datum(
                 Datum::timestamptz_micros(micros)
             })
         }
-        (P::String, Statistics::ByteArray(_)) if !deprecated => {
+        (P::String, Statistics::ByteArray(_)) if bytewise => {
             bytes().and_then(|b| std::str::from_utf8(b).ok().map(Datum::string))
         }
-        (P::Binary, Statistics::ByteArray(_) | Statistics::FixedLenByteArray(_)) if !deprecated => {
+        (P::Binary, Statistics::ByteArray(_) | Statistics::FixedLenByteArray(_)) if bytewise => {
             bytes().map(|b| Datum::binary(b.iter().copied()))
         }
-        (P::Fixed(_), Statistics::FixedLenByteArray(_)) if !deprecated => {
+        (P::Fixed(_), Statistics::FixedLenByteArray(_)) if bytewise => {
             bytes().map(|b| Datum::fixed(b.iter().copied()))
         }
         _ => None,
@@ -220,31 +240,38 @@ const MAX_INFERRED_KEY: &str = "write.metadata.metrics.max-inferred-column-defau
 impl MetricsConfig {
     /// From the table's properties; a mode that does not parse is refused, naming the key.
     pub fn of(schema: &Schema, properties: &HashMap<String, String>) -> ops_core::Result<Self> {
-        let bad = |key: &str, value: &str| {
-            ops_core::Error::InvalidInput(format!(
-                "table property {key} = '{value}' is no metrics mode (none, counts, \
-                 truncate(N), full)"
-            ))
+        // A mode that does not parse falls back to the default, as Java's `MetricsConfig`
+        // logs and does.
+        let parsed = |key: &str, value: &str| {
+            let mode = MetricsMode::parse(value);
+            if mode.is_none() {
+                tracing::warn!(
+                    key,
+                    value,
+                    "table property is no metrics mode (none, counts, truncate(N), full): \
+                     using truncate(16)"
+                );
+            }
+            mode.unwrap_or(MetricsMode::Truncate(16))
         };
         let (default, limited) = match properties.get(DEFAULT_KEY) {
-            Some(v) => (
-                MetricsMode::parse(v).ok_or_else(|| bad(DEFAULT_KEY, v))?,
-                None,
-            ),
+            Some(v) => (parsed(DEFAULT_KEY, v), None),
             None => {
                 let max: usize = properties
                     .get(MAX_INFERRED_KEY)
                     .and_then(|v| v.parse().ok())
                     .unwrap_or(100);
-                let leaves = leaf_ids(schema);
-                let limited = (leaves.len() > max).then(|| leaves.into_iter().take(max).collect());
+                // Java counts top-level columns and keeps every field of the first `max`.
+                let top = schema.as_struct().fields();
+                let limited =
+                    (top.len() > max).then(|| top.iter().take(max).flat_map(field_ids).collect());
                 (MetricsMode::Truncate(16), limited)
             }
         };
         let mut columns = HashMap::new();
         for (k, v) in properties {
             if let Some(name) = k.strip_prefix(COLUMN_PREFIX) {
-                let mode = MetricsMode::parse(v).ok_or_else(|| bad(k, v))?;
+                let mode = parsed(k, v);
                 if let Some(f) = schema.field_by_name(name) {
                     columns.insert(f.id, mode);
                 }
@@ -269,25 +296,17 @@ impl MetricsConfig {
     }
 }
 
-/// The primitive field ids of `schema`, in schema order (depth first, no recursion).
-fn leaf_ids(schema: &Schema) -> Vec<i32> {
+/// The ids of `field` and every field inside it (walked with a stack, not recursion).
+fn field_ids(field: &iceberg::spec::NestedFieldRef) -> Vec<i32> {
     let mut out = Vec::new();
-    let mut stack: Vec<(i32, &Type)> = schema
-        .as_struct()
-        .fields()
-        .iter()
-        .rev()
-        .map(|f| (f.id, f.field_type.as_ref()))
-        .collect();
+    let mut stack: Vec<(i32, &Type)> = vec![(field.id, field.field_type.as_ref())];
     while let Some((id, ty)) = stack.pop() {
+        out.push(id);
         match ty {
-            Type::Primitive(_) => out.push(id),
-            Type::Struct(s) => stack.extend(
-                s.fields()
-                    .iter()
-                    .rev()
-                    .map(|f| (f.id, f.field_type.as_ref())),
-            ),
+            Type::Primitive(_) => {}
+            Type::Struct(s) => {
+                stack.extend(s.fields().iter().map(|f| (f.id, f.field_type.as_ref())))
+            }
             Type::List(l) => stack.push((l.element_field.id, l.element_field.field_type.as_ref())),
             Type::Map(m) => {
                 stack.push((m.value_field.id, m.value_field.field_type.as_ref()));

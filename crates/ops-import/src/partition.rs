@@ -14,7 +14,7 @@
 //!
 //! Hive files usually lack their partition columns: there the folder alone decides.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use iceberg::spec::{
     Datum, Literal, PartitionSpec, PrimitiveType, Schema, Struct, Transform, Type,
@@ -32,19 +32,43 @@ pub struct FilePartition {
     pub tuple: Struct,
     /// `name=value` per field (`null` for NULL).
     pub display: String,
+    /// Folder values the statistics could not decide although the file holds the source
+    /// column (a bucket of a column of several values, a file without statistics): checked by
+    /// reading that column ([`verify`]).
+    pub unverified: Vec<Unverified>,
 }
 
-/// The partition of the file at `path` (its path below its folder: `relative`) under `spec`.
+/// A folder value to check against the file's rows.
+#[derive(Debug, Clone)]
+pub struct Unverified {
+    /// The partition field's name.
+    pub field: String,
+    /// Its source column.
+    pub source_id: i32,
+    /// The source column's name.
+    pub source_name: String,
+    /// Its type.
+    pub source_type: PrimitiveType,
+    /// The transform.
+    pub transform: Transform,
+    /// The folder's value (`None`: NULL).
+    pub expected: Option<Datum>,
+}
+
+/// The partition of the file at `path` (its path without scheme: `relative`) under `spec`.
+/// `present`: the table fields the file has a column for (with the structs they lie in).
 pub fn partition_of(
     path: &str,
     relative: &str,
     spec: &PartitionSpec,
     schema: &Schema,
     stats: &HashMap<i32, ColumnStats>,
+    present: &HashSet<i32>,
 ) -> Result<FilePartition> {
     let folders = segments(relative);
     let mut values: Vec<Option<Literal>> = Vec::new();
     let mut display = Vec::new();
+    let mut unverified = Vec::new();
     for field in spec.fields() {
         let source = schema.field_by_id(field.source_id).ok_or_else(|| {
             Error::InvalidInput(format!(
@@ -62,6 +86,19 @@ pub fn partition_of(
             .name_by_field_id(field.source_id)
             .unwrap_or(source.name.as_str())
             .to_string();
+        let derived = !matches!(field.transform, Transform::Identity | Transform::Void);
+        if derived && !present.contains(&field.source_id) {
+            // Readers fill in an identity partition's column from the partition value; from a
+            // bucket, a day or a truncation they cannot, and the column would read as NULL.
+            return Err(Error::InvalidInput(format!(
+                "{path} has no column `{source_name}`, which partition field `{}` ({}) is \
+                 computed from: readers take an identity partition's column from its folder, \
+                 but no other transform's, so `{source_name}` would read as NULL. Rewrite the \
+                 files with the column (iceberg-ops migrate-data), or add them to a table \
+                 partitioned by identity({source_name})",
+                field.name, field.transform
+            )));
+        }
         let transform = create_transform_function(&field.transform)?;
         let result_type = match field
             .transform
@@ -76,30 +113,56 @@ pub fn partition_of(
             }
         };
         let apply = |d: &Datum| -> Result<Option<Datum>> { Ok(transform.transform_literal(d)?) };
-        // From the folders.
-        let by_name = folders.iter().find(|(k, _)| *k == field.name);
+        // From the folders. The deepest folder of a key wins; keys compare as Hive's do
+        // (case-insensitively: Hive lower-cases partition keys).
+        let by_name = folders
+            .iter()
+            .rev()
+            .find(|(k, _)| k.eq_ignore_ascii_case(&field.name));
         let by_source = folders
             .iter()
-            .find(|(k, _)| *k == source_name && field.transform != Transform::Identity);
+            .rev()
+            .find(|(k, _)| k.eq_ignore_ascii_case(&source_name));
+        let bad = |k: &str, v: &str, what: String| {
+            Error::InvalidInput(format!("{path}: folder {k}={v} is no {what}"))
+        };
         let from_path: Option<Option<Datum>> = match (by_name, by_source) {
             (Some((k, v)), _) => Some(match v {
                 None => None,
-                Some(v) => Some(parse(v, &result_type, &field.transform).ok_or_else(|| {
-                    Error::InvalidInput(format!(
-                        "{path}: folder {k}={v} is no {result_type} value of partition field \
-                         `{}`",
-                        field.name
-                    ))
-                })?),
+                Some(v) => {
+                    let d = parse(v, &result_type, &field.transform).ok_or_else(|| {
+                        bad(
+                            k,
+                            v,
+                            format!("{result_type} value of partition field `{}`", field.name),
+                        )
+                    })?;
+                    check_transform_value(&field.transform, &d, &apply).map_err(|why| {
+                        bad(
+                            k,
+                            v,
+                            format!("value of partition field `{}`: {why}", field.name),
+                        )
+                    })?;
+                    Some(d)
+                }
             }),
             (None, Some((k, v))) => Some(match v {
                 None => None,
                 Some(v) => {
                     let d = parse(v, source_type, &Transform::Identity).ok_or_else(|| {
-                        Error::InvalidInput(format!(
-                            "{path}: folder {k}={v} is no {source_type} value of column \
-                             `{source_name}`"
-                        ))
+                        let hint = if *source_type == PrimitiveType::Timestamptz {
+                            " (a timestamptz folder needs its offset, e.g. \
+                             2024-01-01T10:00:00+00:00: a zone-less time is some session's \
+                             local time)"
+                        } else {
+                            ""
+                        };
+                        bad(
+                            k,
+                            v,
+                            format!("{source_type} value of column `{source_name}`{hint}"),
+                        )
                     })?;
                     apply(&d)?
                 }
@@ -109,16 +172,18 @@ pub fn partition_of(
         // What the statistics decide: Some(Some(v)) one partition value, Some(None) all NULL,
         // None undecided; Err: rows of two partitions.
         let s = stats.get(&field.source_id);
+        let floating = matches!(source_type, PrimitiveType::Float | PrimitiveType::Double);
         let decided: Option<Option<Datum>> = match s {
             _ if field.transform == Transform::Void => Some(None),
             Some(s) if s.nulls.is_some_and(|n| n == s.values) && s.values > 0 => Some(None),
+            // Float statistics leave NaN out, and -0.0 equals 0.0: they place no file.
             Some(ColumnStats {
                 lower: Some(lo),
                 upper: Some(hi),
                 exact: true,
                 nulls,
                 ..
-            }) if field.transform.preserves_order() || lo == hi => {
+            }) if !floating && (field.transform.preserves_order() || lo == hi) => {
                 let (tl, th) = (apply(lo)?, apply(hi)?);
                 if tl != th {
                     return Err(Error::InvalidInput(format!(
@@ -130,39 +195,69 @@ pub fn partition_of(
                         show(th.as_ref())
                     )));
                 }
-                if nulls.is_some_and(|n| n > 0) {
-                    return Err(Error::InvalidInput(format!(
-                        "{path} holds rows of more than one partition: `{source_name}` is NULL \
-                         in some rows and {lo} in others"
-                    )));
+                match nulls {
+                    Some(0) => Some(tl),
+                    Some(_) => {
+                        return Err(Error::InvalidInput(format!(
+                            "{path} holds rows of more than one partition: `{source_name}` is \
+                             NULL in some rows and {lo} in others"
+                        )));
+                    }
+                    // NULLs unknown: the bounds check a folder, they place no file alone.
+                    None => {
+                        if let Some(p) = &from_path
+                            && *p != tl
+                        {
+                            return Err(mismatch(
+                                path,
+                                &field.name,
+                                p.as_ref(),
+                                tl.as_ref(),
+                                &source_name,
+                            ));
+                        }
+                        None
+                    }
                 }
-                Some(tl)
             }
             _ => None,
         };
         let value = match (from_path, decided) {
             (Some(p), Some(d)) if p != d => {
-                return Err(Error::InvalidInput(format!(
-                    "{path}: its folder says {}={} but its rows say {}={} (from the \
-                     statistics of `{source_name}`)",
-                    field.name,
-                    show(p.as_ref()),
-                    field.name,
-                    show(d.as_ref())
-                )));
+                return Err(mismatch(
+                    path,
+                    &field.name,
+                    p.as_ref(),
+                    d.as_ref(),
+                    &source_name,
+                ));
             }
-            (Some(p), _) => p,
+            (Some(p), Some(_)) => p,
+            (Some(p), None) => {
+                if present.contains(&field.source_id) && field.transform != Transform::Void {
+                    unverified.push(Unverified {
+                        field: field.name.clone(),
+                        source_id: field.source_id,
+                        source_name: source_name.clone(),
+                        source_type: source_type.clone(),
+                        transform: field.transform,
+                        expected: p.clone(),
+                    });
+                }
+                p
+            }
             (None, Some(d)) => d,
             (None, None) => {
-                let folders = if source_name == field.name {
+                let folders = if source_name.eq_ignore_ascii_case(&field.name) {
                     format!("`{}=`", field.name)
                 } else {
                     format!("`{}=` or `{source_name}=`", field.name)
                 };
                 return Err(Error::InvalidInput(format!(
                     "{path}: no {folders} folder in its path, and no statistics of \
-                     `{source_name}` that place it: its partition `{}` is unknown; put it \
-                     under a {}=value folder",
+                     `{source_name}` that place it (exact bounds of one partition and no \
+                     NULLs, or all NULLs): its partition `{}` is unknown; put it under a \
+                     {}=value folder",
                     field.name, field.name
                 )));
             }
@@ -170,10 +265,163 @@ pub fn partition_of(
         display.push(format!("{}={}", field.name, show(value.as_ref())));
         values.push(value.map(Literal::from));
     }
+    refuse_folder_columns(path, &folders, spec, schema, present)?;
     Ok(FilePartition {
         tuple: Struct::from_iter(values),
         display: display.join("/"),
+        unverified,
     })
+}
+
+fn mismatch(
+    path: &str,
+    field: &str,
+    folder: Option<&Datum>,
+    rows: Option<&Datum>,
+    source: &str,
+) -> Error {
+    Error::InvalidInput(format!(
+        "{path}: its folder says {field}={} but its rows say {field}={} (from the statistics of \
+         `{source}`)",
+        show(folder),
+        show(rows)
+    ))
+}
+
+/// Whether `d`, given as a value of a partition field itself, is one its transform can
+/// produce: a bucket below its count, a truncation that truncates to itself.
+fn check_transform_value(
+    transform: &Transform,
+    d: &Datum,
+    apply: &dyn Fn(&Datum) -> Result<Option<Datum>>,
+) -> std::result::Result<(), String> {
+    match transform {
+        Transform::Bucket(n) => match d.literal() {
+            iceberg::spec::PrimitiveLiteral::Int(b) if *b >= 0 && (*b as u32) < *n => Ok(()),
+            _ => Err(format!(
+                "a bucket of bucket({n}) is 0 to {}",
+                n.saturating_sub(1)
+            )),
+        },
+        Transform::Truncate(w) => match apply(d) {
+            Ok(Some(t)) if t == *d => Ok(()),
+            _ => Err(format!("truncate({w}) of it is not itself")),
+        },
+        _ => Ok(()),
+    }
+}
+
+/// Refuses a `key=value` folder that names a table column the file lacks (case-insensitively,
+/// as Hive keys) unless the column is an identity partition's source: readers would read the
+/// column as NULL, and the folder's values would be lost (Spark refuses partitioned files for
+/// an unpartitioned table).
+fn refuse_folder_columns(
+    path: &str,
+    folders: &[(String, Option<String>)],
+    spec: &PartitionSpec,
+    schema: &Schema,
+    present: &HashSet<i32>,
+) -> Result<()> {
+    for (k, v) in folders {
+        let Some(column) = schema
+            .as_struct()
+            .fields()
+            .iter()
+            .find(|f| f.name.eq_ignore_ascii_case(k))
+        else {
+            continue;
+        };
+        let identity = spec
+            .fields()
+            .iter()
+            .any(|f| f.source_id == column.id && f.transform == Transform::Identity);
+        if !identity && !present.contains(&column.id) {
+            return Err(Error::InvalidInput(format!(
+                "{path}: its folder {k}={} names the table's column `{}`, which the file lacks \
+                 and the table is not partitioned by (identity): the column would read as \
+                 NULL and the folder's values be lost. Partition the table by \
+                 identity({}) first, or rewrite the files with the column",
+                v.as_deref().unwrap_or("null"),
+                column.name,
+                column.name
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Checks the `unverified` folder values of the file at `path` by reading their source
+/// columns (`matched` gives each column's index in the file): every row's transformed value
+/// must equal the folder's. `meta`: the file's footer, already read.
+pub async fn verify(
+    io: &iceberg::io::FileIO,
+    path: &str,
+    meta: std::sync::Arc<parquet::file::metadata::ParquetMetaData>,
+    matched: &[crate::columns::Matched],
+    unverified: &[Unverified],
+) -> Result<()> {
+    use futures::TryStreamExt;
+    use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
+    use parquet::arrow::{ParquetRecordBatchStreamBuilder, ProjectionMask};
+    for u in unverified {
+        let Some(column) = matched.iter().find(|m| m.field_id == u.source_id) else {
+            continue;
+        };
+        let input = io.new_input(path)?;
+        let file =
+            iceberg::arrow::ArrowFileReader::new(input.metadata().await?, input.reader().await?);
+        let reader_meta = ArrowReaderMetadata::try_new(meta.clone(), ArrowReaderOptions::new())
+            .map_err(|e| Error::InvalidInput(format!("cannot read {path}: {e}")))?;
+        let mask = ProjectionMask::leaves(meta.file_metadata().schema_descr(), [column.column]);
+        let mut batches = ParquetRecordBatchStreamBuilder::new_with_metadata(file, reader_meta)
+            .with_projection(mask)
+            .build()
+            .map_err(|e| Error::InvalidInput(format!("cannot read {path}: {e}")))?;
+        let target = iceberg::arrow::type_to_arrow_type(&Type::Primitive(u.source_type.clone()))?;
+        let transform = create_transform_function(&u.transform)?;
+        let result = u
+            .transform
+            .result_type(&Type::Primitive(u.source_type.clone()))?;
+        let expected = u.expected.clone().map(Literal::from);
+        while let Some(batch) = batches
+            .try_next()
+            .await
+            .map_err(|e| Error::InvalidInput(format!("cannot read {path}: {e}")))?
+        {
+            let Some(values) = batch.columns().first() else {
+                continue;
+            };
+            let values = arrow_cast::cast(values, &target)
+                .map_err(|e| Error::InvalidInput(format!("cannot read {path}: {e}")))?;
+            let transformed = transform.transform(values)?;
+            let literals = iceberg::arrow::arrow_primitive_to_literal(&transformed, &result)?;
+            if let Some(found) = literals.into_iter().find(|l| *l != expected) {
+                let found = literal_text(found.as_ref());
+                return Err(Error::InvalidInput(format!(
+                    "{path}: its folder says {}={} but a row's `{}` gives {}={found}; a file \
+                     added in place must lie in its folder's partition",
+                    u.field,
+                    show(u.expected.as_ref()),
+                    u.source_name,
+                    u.field
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A partition value read from a file, for a message.
+fn literal_text(l: Option<&Literal>) -> String {
+    use iceberg::spec::PrimitiveLiteral as P;
+    match l.and_then(Literal::as_primitive_literal) {
+        None => "null".to_string(),
+        Some(P::Int(v)) => v.to_string(),
+        Some(P::Long(v)) => v.to_string(),
+        Some(P::String(v)) => v,
+        Some(P::Boolean(v)) => v.to_string(),
+        Some(other) => format!("{other:?}"),
+    }
 }
 
 /// A partition value as Java's partition paths spell it (`eu`, `2024-01-01`), `null` for NULL.
@@ -186,23 +434,13 @@ fn show(d: Option<&Datum>) -> String {
 /// `2024-01-01-10` for an hour).
 fn parse(v: &str, ty: &PrimitiveType, transform: &Transform) -> Option<Datum> {
     use PrimitiveType as P;
+    if let Some(d) = human_time(v, ty, transform) {
+        return Some(d);
+    }
     match (transform, ty) {
-        (Transform::Year, P::Int) => v.parse::<i32>().ok().map(|y| Datum::int(y - 1970)),
-        (Transform::Month, P::Int) => {
-            let (y, m) = v.split_once('-')?;
-            let (y, m): (i32, i32) = (y.parse().ok()?, m.parse().ok()?);
-            (1..=12)
-                .contains(&m)
-                .then(|| Datum::int((y - 1970) * 12 + m - 1))
-        }
-        (Transform::Hour, P::Int) => {
-            let (date, hour) = v.rsplit_once('-')?;
-            let days = match Datum::date_from_str(date).ok()?.literal() {
-                iceberg::spec::PrimitiveLiteral::Int(d) => *d,
-                _ => return None,
-            };
-            let h: i32 = hour.parse().ok()?;
-            (0..24).contains(&h).then(|| Datum::int(days * 24 + h))
+        // The integer form (years, months, hours since 1970) Iceberg itself stores.
+        (Transform::Year | Transform::Month | Transform::Hour, P::Int) => {
+            v.parse::<i32>().ok().map(Datum::int)
         }
         (_, P::Boolean) => Datum::bool_from_str(v).ok(),
         (_, P::Int) => v.parse::<i32>().ok().map(Datum::int),
@@ -211,18 +449,66 @@ fn parse(v: &str, ty: &PrimitiveType, transform: &Transform) -> Option<Datum> {
         (_, P::Double) => v.parse::<f64>().ok().map(Datum::double),
         (_, P::Date) => Datum::date_from_str(v).ok(),
         (_, P::Time) => Datum::time_from_str(v).ok(),
-        (_, P::Timestamp) => Datum::timestamp_from_str(v.replacen(' ', "T", 1)).ok(),
-        (_, P::Timestamptz) => {
-            let iso = v.replacen(' ', "T", 1);
-            Datum::timestamptz_from_str(&iso)
-                .or_else(|_| Datum::timestamptz_from_str(format!("{iso}+00:00")))
-                .ok()
-        }
+        (_, P::Timestamp) => Datum::timestamp_from_str(iso_timestamp(v)).ok(),
+        // Only with its offset: Spark writes a timestamp partition as its session zone's
+        // local time, and taking it for UTC would move the rows by hours (Java refuses
+        // timestamp partition strings altogether).
+        (_, P::Timestamptz) => Datum::timestamptz_from_str(iso_timestamp(v)).ok(),
         (_, P::String) => Some(Datum::string(v)),
         (_, P::Uuid) => Datum::uuid_from_str(v).ok(),
         (_, P::Decimal { .. }) => Datum::decimal_from_str(v)
             .ok()
             .and_then(|d| d.to(&Type::Primitive(ty.clone())).ok()),
+        _ => None,
+    }
+}
+
+/// `2024-01-01 10:00:00` (Hive's spelling) as ISO; a date alone as its midnight
+/// (`ts=2024-03-01`).
+fn iso_timestamp(v: &str) -> String {
+    let iso = v.replacen(' ', "T", 1);
+    if iso.contains('T') {
+        iso
+    } else {
+        format!("{iso}T00:00:00")
+    }
+}
+
+/// The human forms of year, month and hour partitions Java's paths hold (`2024`, `2024-01`,
+/// `2024-01-01-10`).
+fn human_time(v: &str, ty: &PrimitiveType, transform: &Transform) -> Option<Datum> {
+    if *ty != PrimitiveType::Int {
+        return None;
+    }
+    match transform {
+        Transform::Year if v.len() == 4 => v
+            .parse::<i32>()
+            .ok()
+            .and_then(|y| y.checked_sub(1970))
+            .map(Datum::int),
+        Transform::Month => {
+            let (y, m) = v.split_once('-')?;
+            let (y, m): (i32, i32) = (y.parse().ok()?, m.parse().ok()?);
+            if !(1..=12).contains(&m) {
+                return None;
+            }
+            y.checked_sub(1970)?
+                .checked_mul(12)?
+                .checked_add(m - 1)
+                .map(Datum::int)
+        }
+        Transform::Hour => {
+            let (date, hour) = v.rsplit_once('-')?;
+            let days = match Datum::date_from_str(date).ok()?.literal() {
+                iceberg::spec::PrimitiveLiteral::Int(d) => *d,
+                _ => return None,
+            };
+            let h: i32 = hour.parse().ok()?;
+            if !(0..24).contains(&h) {
+                return None;
+            }
+            days.checked_mul(24)?.checked_add(h).map(Datum::int)
+        }
         _ => None,
     }
 }
@@ -258,6 +544,39 @@ mod tests {
             Some(Datum::timestamp_micros(1_000_000))
         );
         assert_eq!(parse("x", &PrimitiveType::Long, &Transform::Identity), None);
+        assert_eq!(
+            parse("650", &PrimitiveType::Int, &Transform::Month),
+            Some(Datum::int(650))
+        );
+        // Overflowing text is no value, not a wrapped one.
+        assert_eq!(
+            parse("2147483647-01", &PrimitiveType::Int, &Transform::Month),
+            None
+        );
+        assert_eq!(
+            parse(
+                "2024-01-01 10:00:00",
+                &PrimitiveType::Timestamptz,
+                &Transform::Identity
+            ),
+            None
+        );
+        assert!(
+            parse(
+                "2024-01-01T10:00:00+02:00",
+                &PrimitiveType::Timestamptz,
+                &Transform::Identity
+            )
+            .is_some()
+        );
+        assert_eq!(
+            parse(
+                "1970-01-02",
+                &PrimitiveType::Timestamp,
+                &Transform::Identity
+            ),
+            Some(Datum::timestamp_micros(86_400_000_000))
+        );
         assert_eq!(
             parse("a b+c", &PrimitiveType::String, &Transform::Identity),
             Some(Datum::string("a b+c"))

@@ -3,10 +3,11 @@
 //! A name is a file, a folder (its tree, walked without recursion) or a glob (`*` and `?`
 //! within a segment, `**` for any number of folders), as a plain path, relative to the working
 //! directory, a `file://` URI, or an S3 object or prefix (`s3://`, `s3a://`, `s3n://`), listed
-//! through OpenDAL with the table's FileIO properties ([`ops_core::object_store`]). Below a folder, hidden entries are skipped as Java's
-//! `TableMigrationUtil` skips them (its `PartitionAwareHiddenPathFilter`): a name starting with
-//! `_` or `.` (`_SUCCESS`, `_temporary/`, `.crc` checksums), except a `_col=value` folder of a
-//! partition column whose own name starts with `_`.
+//! through OpenDAL with the table's FileIO properties ([`ops_core::object_store`]). Below a
+//! folder, hidden entries are skipped by Hadoop's convention, as Java's hidden-path filters
+//! (`PartitionAwareHiddenPathFilter`, which orphan cleanup uses too) decide: a name starting
+//! with `_` or `.` (`_SUCCESS`, `_temporary/`, `.crc` checksums), except a `_col=value` folder
+//! of a partition column whose own name starts with `_`.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -19,9 +20,9 @@ use ops_core::{Error, Result};
 pub struct SourceFile {
     /// As the table will record it: a `file://` URI of the absolute path.
     pub path: String,
-    /// Its path below the folder it was found in (`/`-separated), whose `key=value` folders
-    /// give its partition; its whole path when it was named itself (a file named as
-    /// `…/region=eu/f.parquet` is in `region=eu`).
+    /// Its path without scheme or bucket (`/`-separated), whose `key=value` folders give its
+    /// partition — the folder named and those above it too (`--from …/region=eu` is
+    /// `region=eu`); of two folders of one key, the deeper wins.
     pub relative: String,
     /// Bytes.
     pub size: u64,
@@ -56,20 +57,26 @@ pub async fn expand(
         let text = local.to_string_lossy().to_string();
         if text.contains(['*', '?']) {
             let (root, pattern) = split_glob(&text);
-            let root = PathBuf::from(root);
+            let Ok(root) = std::fs::canonicalize(&root) else {
+                continue;
+            };
             let mut below = Expanded::default();
             if root.is_dir() {
                 walk(&root, underscored, &mut below)?;
             }
             out.hidden += below.hidden;
-            out.files.extend(
-                below
-                    .files
-                    .into_iter()
-                    .filter(|f| segments_match(&pattern, &f.relative)),
-            );
+            let prefix = format!("{}/", root.to_string_lossy().trim_end_matches('/'));
+            out.files.extend(below.files.into_iter().filter(|f| {
+                f.relative
+                    .strip_prefix(prefix.as_str())
+                    .is_some_and(|rel| segments_match(&pattern, rel))
+            }));
             continue;
         }
+        // The canonical path: one file named two ways (`a/../a`, `//`, a symbolic link) is
+        // one path, so the duplicate checks see it.
+        let local = std::fs::canonicalize(&local)
+            .map_err(|e| Error::InvalidInput(format!("cannot import '{name}': {e}")))?;
         let meta = std::fs::metadata(&local)
             .map_err(|e| Error::InvalidInput(format!("cannot import '{name}': {e}")))?;
         if meta.is_dir() {
@@ -77,7 +84,7 @@ pub async fn expand(
         } else {
             out.files.push(SourceFile {
                 path: uri(&local),
-                relative: local.to_string_lossy().replace('\\', "/"),
+                relative: slashed(&local),
                 size: meta.len(),
             });
         }
@@ -209,7 +216,7 @@ async fn s3(
         }
         found.push(SourceFile {
             path: url(key),
-            relative: relative.to_string(),
+            relative: key.to_string(),
             size: entry.metadata().content_length(),
         });
     }
@@ -227,6 +234,7 @@ async fn s3(
 /// against the working directory). Other schemes are refused, naming what is supported.
 fn local_path(name: &str) -> Result<PathBuf> {
     let path = if let Some(rest) = name.strip_prefix("file://") {
+        let rest = rest.strip_prefix("localhost").unwrap_or(rest);
         if !rest.starts_with('/') {
             return Err(Error::InvalidInput(format!(
                 "'{name}' names a file on another host; give file:///absolute/path or a path"
@@ -256,6 +264,10 @@ fn uri(path: &Path) -> String {
     format!("file://{}", path.display())
 }
 
+fn slashed(path: &Path) -> String {
+    path.to_string_lossy().replace('\\', "/")
+}
+
 /// Whether an entry named `name` below an imported folder is hidden (see the module docs).
 pub fn hidden(name: &str, is_dir: bool, underscored: &HashSet<String>) -> bool {
     if !(name.starts_with('_') || name.starts_with('.')) {
@@ -268,14 +280,21 @@ pub fn hidden(name: &str, is_dir: bool, underscored: &HashSet<String>) -> bool {
     !partition_dir
 }
 
-/// Every regular file below `root`, hidden entries skipped, sorted by path.
+/// Every regular file below `root` (canonical), hidden entries skipped, sorted by path. Each
+/// file is named by its canonical path; a folder reached twice (a symbolic link to a folder
+/// already walked, or to one above it) is walked once.
 fn walk(root: &Path, underscored: &HashSet<String>, out: &mut Expanded) -> Result<()> {
     let io_err = |path: &Path, e: std::io::Error| {
         Error::InvalidInput(format!("cannot list {}: {e}", path.display()))
     };
     let mut found = Vec::new();
+    let mut seen: HashSet<PathBuf> = HashSet::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
+        let dir = std::fs::canonicalize(&dir).map_err(|e| io_err(&dir, e))?;
+        if !seen.insert(dir.clone()) {
+            continue;
+        }
         for entry in std::fs::read_dir(&dir).map_err(|e| io_err(&dir, e))? {
             let entry = entry.map_err(|e| io_err(&dir, e))?;
             let path = entry.path();
@@ -288,19 +307,17 @@ fn walk(root: &Path, underscored: &HashSet<String>, out: &mut Expanded) -> Resul
             if meta.is_dir() {
                 stack.push(path);
             } else if meta.is_file() {
-                let relative = path
-                    .strip_prefix(root)
-                    .map(|r| r.to_string_lossy().replace('\\', "/"))
-                    .unwrap_or_else(|_| name.clone());
+                let path = std::fs::canonicalize(&path).map_err(|e| io_err(&path, e))?;
                 found.push(SourceFile {
                     path: uri(&path),
-                    relative,
+                    relative: slashed(&path),
                     size: meta.len(),
                 });
             }
         }
     }
     found.sort_by(|a, b| a.path.cmp(&b.path));
+    found.dedup_by(|a, b| a.path == b.path);
     out.files.extend(found);
     Ok(())
 }
@@ -394,7 +411,8 @@ mod tests {
         let props = HashMap::new();
         let tree = expand(&[dir.join("t").display().to_string()], &none, &props).await?;
         let rel: Vec<&str> = tree.files.iter().map(|f| f.relative.as_str()).collect();
-        assert_eq!(rel, ["k=1/a.parquet", "k=2/b.parquet"]);
+        assert!(rel[0].ends_with("/t/k=1/a.parquet") && rel[1].ends_with("/t/k=2/b.parquet"));
+        assert_eq!(rel.len(), 2);
         assert_eq!(tree.hidden, 3);
         assert!(tree.files[0].path.starts_with("file:///"));
 
@@ -416,7 +434,19 @@ mod tests {
         )
         .await?;
         let rel: Vec<&str> = globbed.files.iter().map(|f| f.relative.as_str()).collect();
-        assert_eq!(rel, ["k=1/a.parquet", "k=2/b.parquet"]);
+        assert!(rel[0].ends_with("/t/k=1/a.parquet") && rel[1].ends_with("/t/k=2/b.parquet"));
+        assert_eq!(rel.len(), 2);
+        // One file named two ways is one path.
+        let twice = expand(
+            &[
+                dir.join("t/k=1/../k=1/a.parquet").display().to_string(),
+                format!("{}//t/k=1/a.parquet", dir.display()),
+            ],
+            &none,
+            &props,
+        )
+        .await?;
+        assert_eq!(twice.files[0].path, twice.files[1].path);
         let deep = expand(&[format!("{}/t/**", dir.display())], &none, &props).await?;
         assert_eq!(deep.files.len(), 2);
 

@@ -32,6 +32,8 @@ pub struct AppendBuilder {
     prepared: Option<PreparedManifest>,
     /// Prepared manifests whose files are added the ordinary way: deleted once committed.
     leftover: Vec<PreparedManifest>,
+    /// [`Self::refuse_readded_since`].
+    unique_since: Option<Option<i64>>,
 }
 
 impl AppendBuilder {
@@ -45,7 +47,18 @@ impl AppendBuilder {
             known: None,
             prepared: None,
             leftover: Vec::new(),
+            unique_since: None,
         }
+    }
+
+    /// Refuses the commit ([`crate::Error::CommitConflict`]) when a snapshot committed after
+    /// `snapshot_id` (the one the caller checked its files against; `None`: the table was
+    /// empty) added a data file at one of this append's paths: the rows would be read twice.
+    /// For files that exist before the append (an import), which another writer may be
+    /// adding at the same time.
+    pub fn refuse_readded_since(mut self, snapshot_id: Option<i64>) -> Self {
+        self.unique_since = Some(snapshot_id);
+        self
     }
 
     /// Data files to add (written with [`crate::write::write_data_files`] under the table's
@@ -114,6 +127,7 @@ impl AppendBuilder {
                     .map(|(s, f)| (s.unwrap_or(spec), f.clone()))
                     .collect();
                 let properties = self.properties.clone();
+                let unique_since = self.unique_since;
                 async move {
                     if files.is_empty() && prepared.is_none() {
                         return Ok(None);
@@ -126,6 +140,9 @@ impl AppendBuilder {
                         return Ok(None);
                     }
                     let cache = ManifestCache::new(&base);
+                    if let Some(since) = unique_since {
+                        refuse_readded(&base, &cache, since, &files).await?;
+                    }
                     let mut producer = SnapshotProducer::new(&base, &cache, Operation::Append)
                         .add_files_by_spec(files)
                         .properties(properties);
@@ -150,6 +167,62 @@ impl AppendBuilder {
         }
         Ok(committed)
     }
+}
+
+/// Refuses `files` when a snapshot of `base` after `since` added a data file at one of their
+/// paths (every live file is checked when `since` is no longer an ancestor: rolled back).
+async fn refuse_readded(
+    base: &Table,
+    cache: &ManifestCache,
+    since: Option<i64>,
+    files: &[(i32, DataFile)],
+) -> Result<()> {
+    let paths: std::collections::HashSet<&str> = files.iter().map(|(_, f)| f.file_path()).collect();
+    let conflict = |detail: String| crate::Error::CommitConflict {
+        table: base.identifier().to_string(),
+        detail,
+    };
+    let md = base.metadata();
+    let mut between = Vec::new();
+    let mut cursor = md.current_snapshot_id();
+    while cursor != since {
+        let Some(id) = cursor else {
+            // `since` is no ancestor any more: every live file counts.
+            let mut found = None;
+            if let Some(snapshot) = md.current_snapshot() {
+                super::snapshot::each_live_data_file(snapshot, cache, |live| {
+                    if found.is_none() && paths.contains(live.file.file_path()) {
+                        found = Some(live.file.file_path().to_string());
+                    }
+                    Ok(())
+                })
+                .await?;
+            }
+            return match found {
+                Some(path) => Err(conflict(format!(
+                    "{path} is in the table already; adding it again would read its rows twice"
+                ))),
+                None => Ok(()),
+            };
+        };
+        between.push(id);
+        cursor = md.snapshot_by_id(id).and_then(|s| s.parent_snapshot_id());
+    }
+    for id in between {
+        let changes = super::snapshot::changes_of(base, cache, id).await?;
+        if let Some(f) = changes
+            .added
+            .iter()
+            .find(|f| paths.contains(f.file.file_path()))
+        {
+            return Err(conflict(format!(
+                "snapshot {id}, committed meanwhile, added {}, which this append adds too; its \
+                 rows would be read twice",
+                f.file.file_path()
+            )));
+        }
+    }
+    Ok(())
 }
 
 impl IntoFuture for AppendBuilder {
