@@ -40,6 +40,19 @@ pub fn props(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
 
 /// orders(id long required, region string, amount int), partitioned by identity(region).
 pub async fn create_orders(handle: &CatalogHandle, ns: &str) -> anyhow::Result<Table> {
+    let spec = UnboundPartitionSpec::builder()
+        .add_partition_field(2, "region", Transform::Identity)?
+        .build();
+    create_orders_with_spec(handle, ns, spec).await
+}
+
+/// `NS.orders` (id long required, region string, amount int) partitioned by `spec` (fields
+/// on those columns: ids 1, 2, 3), in a new namespace NS.
+pub async fn create_orders_with_spec(
+    handle: &CatalogHandle,
+    ns: &str,
+    spec: UnboundPartitionSpec,
+) -> anyhow::Result<Table> {
     let catalog = handle.catalog();
     let ns = NamespaceIdent::new(ns.to_string());
     catalog.create_namespace(&ns, HashMap::new()).await?;
@@ -50,9 +63,6 @@ pub async fn create_orders(handle: &CatalogHandle, ns: &str) -> anyhow::Result<T
             NestedField::optional(3, "amount", Type::Primitive(PrimitiveType::Int)).into(),
         ])
         .build()?;
-    let spec = UnboundPartitionSpec::builder()
-        .add_partition_field(2, "region", Transform::Identity)?
-        .build();
     Ok(catalog
         .create_table(
             &ns,

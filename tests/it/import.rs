@@ -161,29 +161,7 @@ async fn a_hive_tree_pyarrow_wrote_is_added_in_place() -> TestResult {
     );
 
     // A second table, one folder by the partition filter.
-    let ns2 = iceberg::NamespaceIdent::new("imp2".into());
-    handle
-        .catalog()
-        .create_namespace(&ns2, Default::default())
-        .await?;
-    let orders2 = handle
-        .catalog()
-        .create_table(
-            &ns2,
-            iceberg::TableCreation::builder()
-                .name("orders".into())
-                .schema(table.metadata().current_schema().as_ref().clone())
-                .partition_spec(
-                    table
-                        .metadata()
-                        .default_partition_spec()
-                        .as_ref()
-                        .clone()
-                        .into_unbound(),
-                )
-                .build(),
-        )
-        .await?;
+    let orders2 = create_orders(&handle, "imp2").await?;
     let (_, m) = AddFilesBuilder::new(&handle, orders2.identifier().clone())
         .from([root.clone()])
         .partition_filter("region", "ü")
@@ -332,29 +310,7 @@ async fn a_hive_tree_on_s3_is_added_to_a_glue_table() -> TestResult {
     assert_eq!(py_rows("lake", p, "imp.orders")?, want);
 
     // A glob and a single object, into a second table.
-    let ns2 = iceberg::NamespaceIdent::new("imp2".into());
-    handle
-        .catalog()
-        .create_namespace(&ns2, Default::default())
-        .await?;
-    let second = handle
-        .catalog()
-        .create_table(
-            &ns2,
-            iceberg::TableCreation::builder()
-                .name("orders".into())
-                .schema(table.metadata().current_schema().as_ref().clone())
-                .partition_spec(
-                    table
-                        .metadata()
-                        .default_partition_spec()
-                        .as_ref()
-                        .clone()
-                        .into_unbound(),
-                )
-                .build(),
-        )
-        .await?;
+    let second = create_orders(&handle, "imp2").await?;
     let eu = m
         .files
         .iter()
@@ -433,40 +389,6 @@ async fn a_batched_job_that_failed_part_way_resumes_from_its_checkpoint() -> Tes
     Ok(())
 }
 
-/// `NS.T` with the orders schema (`id` long required, `region` string, `amount` int) and
-/// `spec` (fields on those columns).
-async fn orders_with_spec(
-    handle: &ops_core::CatalogHandle,
-    ns: &str,
-    spec: iceberg::spec::UnboundPartitionSpec,
-) -> anyhow::Result<iceberg::TableIdent> {
-    use iceberg::spec::{NestedField, PrimitiveType, Schema, Type};
-    let ns = iceberg::NamespaceIdent::new(ns.to_string());
-    handle
-        .catalog()
-        .create_namespace(&ns, Default::default())
-        .await?;
-    let schema = Schema::builder()
-        .with_fields(vec![
-            NestedField::required(1, "id", Type::Primitive(PrimitiveType::Long)).into(),
-            NestedField::optional(2, "region", Type::Primitive(PrimitiveType::String)).into(),
-            NestedField::optional(3, "amount", Type::Primitive(PrimitiveType::Int)).into(),
-        ])
-        .build()?;
-    let t = handle
-        .catalog()
-        .create_table(
-            &ns,
-            iceberg::TableCreation::builder()
-                .name("orders".into())
-                .schema(schema)
-                .partition_spec(spec)
-                .build(),
-        )
-        .await?;
-    Ok(t.identifier().clone())
-}
-
 /// Shapes a new-user trial and a review found accepted with lost or wrong rows, now refused
 /// with the reason, nothing committed: a bucket or truncate partition whose source column the
 /// files lack (it would read as NULL), a folder naming a column of an unpartitioned table the
@@ -522,21 +444,26 @@ async fn shapes_that_lost_rows_are_refused_and_folders_count_wherever_they_are()
         }
     };
     // bucket(4, region) over files without `region`.
-    let bucketed = orders_with_spec(
+    let bucketed = create_orders_with_spec(
         &handle,
         "bk",
         UnboundPartitionSpec::builder()
             .add_partition_field(2, "region_bucket", Transform::Bucket(4))?
             .build(),
     )
-    .await?;
+    .await?
+    .identifier()
+    .clone();
     let e = refused(bucketed.clone(), format!("{dir}/hive")).await;
     assert!(
         e.contains("no column `region`") && e.contains("bucket[4]"),
         "{e}"
     );
     // Unpartitioned, a `region=` folder over files without `region`.
-    let flat = orders_with_spec(&handle, "flat", UnboundPartitionSpec::builder().build()).await?;
+    let flat = create_orders_with_spec(&handle, "flat", UnboundPartitionSpec::builder().build())
+        .await?
+        .identifier()
+        .clone();
     let e = refused(flat.clone(), format!("{dir}/hive")).await;
     assert!(
         e.contains("region=eu") && e.contains("not partitioned by"),
@@ -562,14 +489,16 @@ async fn shapes_that_lost_rows_are_refused_and_folders_count_wherever_they_are()
     let e = refused(by_region.clone(), format!("{dir}/nostats")).await;
     assert!(e.contains("region=eu") && e.contains("region=us"), "{e}");
     // bucket(4, id) named by a folder the 50 ids contradict (statistics cannot tell).
-    let by_id = orders_with_spec(
+    let by_id = create_orders_with_spec(
         &handle,
         "bid",
         UnboundPartitionSpec::builder()
             .add_partition_field(1, "id_bucket", Transform::Bucket(4))?
             .build(),
     )
-    .await?;
+    .await?
+    .identifier()
+    .clone();
     let e = refused(by_id, format!("{dir}/bucket")).await;
     assert!(
         e.contains("id_bucket=0") && e.contains("a row's `id`"),
@@ -590,14 +519,16 @@ async fn shapes_that_lost_rows_are_refused_and_folders_count_wherever_they_are()
     let parts: Vec<&str> = m.files.iter().map(|f| f.partition.as_str()).collect();
     assert_eq!(parts, ["region=ap", "region=sa"], "{m:?}");
     // An identity field renamed from its column: `region=` folders still name it.
-    let renamed = orders_with_spec(
+    let renamed = create_orders_with_spec(
         &handle,
         "ren",
         UnboundPartitionSpec::builder()
             .add_partition_field(2, "r", Transform::Identity)?
             .build(),
     )
-    .await?;
+    .await?
+    .identifier()
+    .clone();
     let (_, m) = AddFilesBuilder::new(&handle, renamed)
         .from([format!("{dir}/named")])
         .await?;
@@ -641,14 +572,16 @@ async fn an_append_refuses_files_another_writer_added_since_it_checked() -> Test
 
     let root = format!("{}/src", db.dir.path().display());
     hive_tree(name, p, &root)?;
-    let target = orders_with_spec(
+    let target = create_orders_with_spec(
         &handle,
         "both",
         iceberg::spec::UnboundPartitionSpec::builder()
             .add_partition_field(2, "region", iceberg::spec::Transform::Identity)?
             .build(),
     )
-    .await?;
+    .await?
+    .identifier()
+    .clone();
     let run = || {
         AddFilesBuilder::new(&handle, target.clone())
             .from([root.clone()])
