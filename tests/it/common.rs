@@ -38,6 +38,11 @@ pub fn props(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// A table property's value.
+pub fn table_property<'a>(table: &'a Table, key: &str) -> Option<&'a str> {
+    table.metadata().properties().get(key).map(String::as_str)
+}
+
 /// orders(id long required, region string, amount int), partitioned by identity(region).
 pub async fn create_orders(handle: &CatalogHandle, ns: &str) -> anyhow::Result<Table> {
     let spec = UnboundPartitionSpec::builder()

@@ -43,8 +43,19 @@ fn hive_tree(name: &str, p: &BTreeMap<String, String>, root: &str) -> anyhow::Re
     Ok(())
 }
 
-/// The rows pyarrow.dataset reads from `root` with Hive partitioning, sorted like ours.
+/// The rows pyarrow.dataset reads from `root` with Hive partitioning (the orders columns),
+/// sorted like ours.
 fn dataset_rows(name: &str, p: &BTreeMap<String, String>, root: &str) -> anyhow::Result<Value> {
+    dataset_columns(name, p, root, &["id", "region", "amount"])
+}
+
+/// [`dataset_rows`] of `columns`.
+fn dataset_columns(
+    name: &str,
+    p: &BTreeMap<String, String>,
+    root: &str,
+    columns: &[&str],
+) -> anyhow::Result<Value> {
     let mut rows = pyiceberg(
         name,
         p,
@@ -53,7 +64,7 @@ fn dataset_rows(name: &str, p: &BTreeMap<String, String>, root: &str) -> anyhow:
              d = ds.dataset('{root}', format='parquet', \
                             partitioning=ds.partitioning(flavor='hive'), \
                             exclude_invalid_files=False, ignore_prefixes=['_', '.'])\n\
-             emit(d.to_table().select(['id', 'region', 'amount']).to_pylist())"
+             emit(d.to_table().select({columns:?}).to_pylist())"
         ),
     )?;
     if let Some(r) = rows.as_array_mut() {
@@ -599,5 +610,109 @@ async fn an_append_refuses_files_another_writer_added_since_it_checked() -> Test
         py_rows(name, p, "both.orders")?,
         dataset_rows(name, p, &root)?
     );
+    Ok(())
+}
+
+/// `snapshot`: a new table over pyarrow's Hive tree, left in place — its schema the files'
+/// columns plus `region` (a string: its values are no numbers or dates) and `n` (an int),
+/// identity partitions in folder order, `gc.enabled=false` so expiry and orphan cleanup refuse
+/// to delete the source's files; PyIceberg reads the rows pyarrow.dataset reads. Then a file
+/// arrives in the folder and one goes: `add_files --new-only` adds the new one and names the
+/// gone one.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_snapshot_over_a_hive_tree_then_new_files_only() -> TestResult {
+    use ops_import::snapshot::SnapshotBuilder;
+    let db = SqlCatalog::sqlite()?;
+    let (name, p) = ("c", &db.props);
+    let root = format!("{}/src", db.dir.path().display());
+    pyiceberg(
+        name,
+        p,
+        &format!(
+            "import pyarrow as pa, pyarrow.parquet as pq\n\
+             t = pa.table({{'id': pa.array([1, 2, 3, 4], pa.int64()), \
+                            'region': ['eu', 'eu', 'us', 'a b'], 'n': [1, 2, 1, 1], \
+                            'amount': pa.array([10, 20, 30, 40], pa.int32())}})\n\
+             pq.write_to_dataset(t, '{root}', partition_cols=['region', 'n'])\n\
+             emit(None)"
+        ),
+    )?;
+    let handle = open(name, p).await?;
+    let ident = iceberg::TableIdent::from_strs(["snap", "orders"])?;
+    let (none, dry) = SnapshotBuilder::new(&handle, ident.clone())
+        .from([root.clone()])
+        .dry_run(true)
+        .await?;
+    assert!(none.is_none());
+    assert_eq!(dry.partition_columns, ["region", "n"]);
+    assert_eq!(
+        dry.columns,
+        ["id: long", "amount: int", "region: string", "n: int"]
+    );
+    assert!(!handle.catalog().table_exists(&ident).await?);
+
+    let (table, m) = SnapshotBuilder::new(&handle, ident.clone())
+        .from([root.clone()])
+        .await?;
+    let table = table.ok_or_else(|| anyhow::anyhow!("a table"))?;
+    assert_eq!(m.add.files.len(), 4);
+    assert_eq!(table_property(&table, "gc.enabled"), Some("false"));
+    assert_eq!(
+        py_rows(name, p, "snap.orders")?,
+        dataset_columns(name, p, &root, &["id", "amount", "region", "n"])?
+    );
+    // The source's files are not the table's to delete.
+    let err = ops_maintenance::remove_orphans::RemoveOrphansBuilder::new(&handle, ident.clone())
+        .dry_run(false)
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(err.contains("gc.enabled"), "{err}");
+    // Again into the same table: refused, it exists.
+    let err = SnapshotBuilder::new(&handle, ident.clone())
+        .from([root.clone()])
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(err.contains("exists already"), "{err}");
+
+    // One file arrives, one goes.
+    let gone = m
+        .add
+        .files
+        .iter()
+        .find(|f| f.partition == "region=us/n=1")
+        .map(|f| f.path.clone())
+        .ok_or_else(|| anyhow::anyhow!("the us file"))?;
+    pyiceberg(
+        name,
+        p,
+        &format!(
+            "import os, pyarrow as pa, pyarrow.parquet as pq\n\
+             os.makedirs('{root}/region=ap/n=7')\n\
+             pq.write_table(pa.table({{'id': pa.array([5], pa.int64()), \
+                                       'amount': pa.array([50], pa.int32())}}), \
+                            '{root}/region=ap/n=7/new.parquet')\n\
+             emit(None)"
+        ),
+    )?;
+    std::fs::remove_file(gone.trim_start_matches("file://"))?;
+    let (_, m) = AddFilesBuilder::new(&handle, ident.clone())
+        .from([root.clone()])
+        .new_only(true)
+        .await?;
+    assert_eq!(m.files.len(), 1, "{m:?}");
+    assert_eq!(m.files[0].partition, "region=ap/n=7");
+    assert_eq!(m.already_added, 3);
+    assert_eq!(m.disappeared, [gone]);
+    // Nothing new: nothing committed.
+    let (t, m) = AddFilesBuilder::new(&handle, ident)
+        .from([root])
+        .new_only(true)
+        .await?;
+    assert!(m.files.is_empty() && m.snapshot_id.is_none(), "{m:?}");
+    assert_eq!(t.metadata().snapshots().count(), 2);
     Ok(())
 }

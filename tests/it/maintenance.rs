@@ -1097,14 +1097,7 @@ async fn expiry_keeps_files_when_gc_was_disabled_while_it_committed() -> TestRes
         .retain_last(1)
         .before_commit(hook)
         .await?;
-    assert_eq!(
-        table
-            .metadata()
-            .properties()
-            .get("gc.enabled")
-            .map(String::as_str),
-        Some("false")
-    );
+    assert_eq!(table_property(&table, "gc.enabled"), Some("false"));
     if !m.expired_snapshots.is_empty() {
         let why = m.cleanup_skipped.clone().unwrap_or_default();
         assert!(why.contains("gc.enabled=false"), "{m:?}");

@@ -14,6 +14,29 @@ pub enum Command {
     /// Partitions come from `key=value` folders (checked against the files' statistics) or
     /// from the statistics; files without field ids are read through the table's name mapping.
     AddFiles(AddFilesArgs),
+    /// Create a new table over existing Parquet files, left in place: schema from the files'
+    /// union, identity partitions from their `key=value` folders, `gc.enabled=false` (expiry
+    /// and orphan cleanup never delete the source's files). `add-files --new-only` later adds
+    /// what arrived since.
+    Snapshot(SnapshotArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct SnapshotArgs {
+    /// The source: folders, files or globs (local paths, file:// or s3:// URIs).
+    #[arg(long = "source-path", required = true, num_args = 1.., value_name = "PATH")]
+    source_path: Vec<String>,
+    /// The new table, as NAMESPACE.TABLE (the namespace is created when missing).
+    #[arg(long)]
+    dest: String,
+    /// Catalog to create it in.
+    #[arg(long, default_value = ops_core::catalog::EMBEDDED_DEFAULT)]
+    catalog: String,
+    /// Print the schema and partition columns it would create; create nothing.
+    #[arg(long)]
+    dry_run: bool,
+    #[arg(long, value_enum, default_value = "text")]
+    output: Output,
 }
 
 #[derive(Debug, clap::Args)]
@@ -42,6 +65,10 @@ pub struct AddFilesArgs {
     /// Commit every N files (one append each) instead of all at once.
     #[arg(long, value_name = "N")]
     batch_files: Option<usize>,
+    /// Add only the files the table does not list yet (skip the others), and report files it
+    /// lists under the folders named that are gone.
+    #[arg(long)]
+    new_only: bool,
     /// Record the job's committed batches here; run again with it after a failure to resume
     /// (files the earlier run committed are skipped). Removed when the job completes.
     #[arg(long, value_name = "FILE")]
@@ -53,7 +80,51 @@ pub struct AddFilesArgs {
 pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
     match cmd {
         Command::AddFiles(args) => add_files(factory, args).await,
+        Command::Snapshot(args) => snapshot(factory, args).await,
     }
+}
+
+async fn snapshot(factory: &CatalogFactory, args: SnapshotArgs) -> anyhow::Result<()> {
+    let ident = parse_ident(&args.dest)?;
+    let handle = factory.open(&args.catalog).await?;
+    let (_, m) = ops_import::snapshot::SnapshotBuilder::new(&handle, ident)
+        .from(args.source_path)
+        .dry_run(args.dry_run)
+        .await?;
+    if args.output == Output::Json {
+        return print_json(&serde_json::json!({
+            "table": args.dest,
+            "dry_run": args.dry_run,
+            "columns": m.columns,
+            "partition_columns": m.partition_columns,
+            "files": m.files,
+            "added_files": m.add.files.len(),
+            "added_records": m.add.files.iter().map(|f| f.record_count).sum::<u64>(),
+            "snapshot_id": m.add.snapshot_id,
+        }));
+    }
+    let verb = if args.dry_run {
+        "would create"
+    } else {
+        "created"
+    };
+    println!(
+        "{verb} {} (gc.enabled=false: the files stay the source's) over {} file(s)",
+        args.dest, m.files
+    );
+    for c in &m.columns {
+        println!("  {c}");
+    }
+    if !m.partition_columns.is_empty() {
+        println!(
+            "  partitioned by identity({})",
+            m.partition_columns.join(", ")
+        );
+    }
+    if !args.dry_run {
+        print_text(&args.dest, &m.add);
+    }
+    Ok(())
 }
 
 async fn add_files(factory: &CatalogFactory, args: AddFilesArgs) -> anyhow::Result<()> {
@@ -63,7 +134,8 @@ async fn add_files(factory: &CatalogFactory, args: AddFilesArgs) -> anyhow::Resu
         .from(args.from)
         .allow_duplicate_files(args.allow_duplicate_files)
         .dry_run(args.dry_run)
-        .concurrency(args.concurrency);
+        .concurrency(args.concurrency)
+        .new_only(args.new_only);
     if let Some(n) = args.batch_files {
         builder = builder.batch_files(n);
     }
@@ -93,6 +165,7 @@ struct Report<'a> {
     snapshot_id: Option<i64>,
     snapshot_ids: &'a [i64],
     already_added: usize,
+    disappeared: &'a [String],
     added_files: usize,
     added_records: u64,
     hidden_skipped: usize,
@@ -117,6 +190,7 @@ fn report<'a>(table: &'a str, m: &'a AddFilesMetrics) -> Report<'a> {
         snapshot_id: m.snapshot_id,
         snapshot_ids: &m.snapshot_ids,
         already_added: m.already_added,
+        disappeared: &m.disappeared,
         added_files: m.files.len(),
         added_records: m.files.iter().map(|f| f.record_count).sum(),
         hidden_skipped: m.hidden,
@@ -169,9 +243,19 @@ fn print_text(table: &str, m: &AddFilesMetrics) {
     }
     if m.already_added > 0 {
         println!(
-            "  {} file(s) committed by the earlier run of this job skipped",
+            "  {} file(s) the table lists already skipped",
             m.already_added
         );
+    }
+    if !m.disappeared.is_empty() {
+        println!(
+            "  {} file(s) the table lists are gone from the folders named (its reads of them \
+             fail until they are removed, e.g. by table delete on their partitions):",
+            m.disappeared.len()
+        );
+        for d in &m.disappeared {
+            println!("    {d}");
+        }
     }
     if m.hidden > 0 {
         println!(

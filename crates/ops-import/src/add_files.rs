@@ -59,8 +59,12 @@ pub struct AddFilesMetrics {
     pub snapshot_id: Option<i64>,
     /// Every `append` snapshot, one per batch ([`AddFilesBuilder::batch_files`]).
     pub snapshot_ids: Vec<i64>,
-    /// Files a resumed job found in the table already (committed by its earlier run).
+    /// Files a resumed job found in the table already (committed by its earlier run), or,
+    /// with [`AddFilesBuilder::new_only`], files the table lists already.
     pub already_added: usize,
+    /// With [`AddFilesBuilder::new_only`]: files the table lists under the folders named that
+    /// are gone from them (the table still reads them: its reads fail until they are removed).
+    pub disappeared: Vec<String>,
     /// Whether the table's name mapping was created (or, on a dry run, would be).
     pub name_mapping_created: bool,
     /// Whether names were added to it (files spelling columns in another case).
@@ -81,6 +85,7 @@ pub struct AddFilesBuilder {
     concurrency: usize,
     batch_files: Option<usize>,
     checkpoint: Option<PathBuf>,
+    new_only: bool,
 }
 
 impl AddFilesBuilder {
@@ -96,7 +101,16 @@ impl AddFilesBuilder {
             concurrency: 8,
             batch_files: None,
             checkpoint: None,
+            new_only: false,
         }
+    }
+
+    /// Adds only the files the table does not list yet (a folder that a snapshot or an
+    /// earlier add took, and that has grown since), skipping the others instead of refusing
+    /// them; reports the files the table lists under the folders named that are gone.
+    pub fn new_only(mut self, new_only: bool) -> Self {
+        self.new_only = new_only;
+        self
     }
 
     /// Commits every `n` files (one `append` each) instead of all at once: a long import
@@ -212,6 +226,10 @@ impl AddFilesBuilder {
                 "--partition-filter {k}=…: no file named has a `{k}=` folder in its path"
             )));
         }
+        if files.is_empty() && self.new_only && metrics.already_added > 0 {
+            // Nothing new: nothing to commit.
+            return Ok((table, metrics));
+        }
         if files.is_empty() {
             return Err(Error::InvalidInput(format!(
                 "no Parquet file to add under {}{}",
@@ -238,10 +256,17 @@ impl AddFilesBuilder {
                 )));
             }
             let present = already_in(&table, &files).await?;
-            if resume {
+            if self.new_only {
+                metrics.disappeared = disappeared(&table, &files).await?;
+            }
+            if resume || self.new_only {
                 // Committed by the run this one resumes.
                 metrics.already_added = present.len();
                 files.retain(|f| !present.contains(&f.path));
+                if files.is_empty() {
+                    // Every file is in the table already: nothing to commit.
+                    return Ok((table, metrics));
+                }
             } else if let Some(f) = files.iter().find(|f| present.contains(&f.path)) {
                 return Err(Error::InvalidInput(format!(
                     "{} is already in {}; adding it again would read its rows twice (pass \
@@ -451,6 +476,36 @@ async fn already_in(table: &Table, files: &[SourceFile]) -> Result<HashSet<Strin
     })
     .await?;
     Ok(present)
+}
+
+/// The files the table lists under the folders or prefixes `files` were found below (not
+/// those named one by one) that the listing no longer found.
+async fn disappeared(table: &Table, files: &[SourceFile]) -> Result<Vec<String>> {
+    let listed: HashSet<&str> = files.iter().map(|f| f.path.as_str()).collect();
+    let roots: HashSet<&str> = files
+        .iter()
+        .filter(|f| !f.named)
+        .filter_map(|f| {
+            let tail = f.relative.len().checked_sub(f.below)?;
+            f.path.get(..f.path.len().checked_sub(tail)?)
+        })
+        .collect();
+    let mut gone = Vec::new();
+    let Some(snapshot) = table.metadata().current_snapshot() else {
+        return Ok(gone);
+    };
+    let cache = ManifestCache::new(table);
+    each_live_data_file(snapshot, &cache, |live| {
+        let path = live.file.file_path();
+        if !listed.contains(path) && roots.iter().any(|r| path.starts_with(r)) {
+            gone.push(path.to_string());
+        }
+        Ok(())
+    })
+    .await?;
+    gone.sort();
+    gone.dedup();
+    Ok(gone)
 }
 
 /// The checkpoint of a batched job: its table and names (a resumed run must be the same job)

@@ -221,6 +221,19 @@ impl Mapping {
     }
 }
 
+/// The table's top-level column named `name`, ignoring case (as Hive names columns and
+/// partition keys).
+pub fn column_named<'a>(
+    schema: &'a Schema,
+    name: &str,
+) -> Option<&'a iceberg::spec::NestedFieldRef> {
+    schema
+        .as_struct()
+        .fields()
+        .iter()
+        .find(|f| f.name.eq_ignore_ascii_case(name))
+}
+
 /// What a column path maps to ([`Mapping::resolve`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Resolved {

@@ -17,6 +17,7 @@
 //! | [`metrics`] | column metrics from the footer under the table's `write.metadata.metrics.*` modes |
 //! | [`partition`] | the partition tuple: from the path, checked against the statistics (or the column itself), or from the statistics |
 //! | [`add_files`] | the operation: duplicates refused (again at commit time), one `append` commit or resumable batches |
+//! | [`snapshot`] | a new table over the files (schema and identity partitions inferred, `gc.enabled=false`), then `add_files` |
 //!
 //! ```no_run
 //! # async fn demo() -> ops_core::Result<()> {
@@ -38,4 +39,5 @@ pub mod footer;
 pub mod hive_path;
 pub mod metrics;
 pub mod partition;
+pub mod snapshot;
 pub mod source;

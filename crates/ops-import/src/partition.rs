@@ -323,12 +323,7 @@ fn refuse_folder_columns(
     present: &HashSet<i32>,
 ) -> Result<()> {
     for (k, v) in folders {
-        let Some(column) = schema
-            .as_struct()
-            .fields()
-            .iter()
-            .find(|f| f.name.eq_ignore_ascii_case(k))
-        else {
+        let Some(column) = crate::columns::column_named(schema, k) else {
             continue;
         };
         let identity = spec

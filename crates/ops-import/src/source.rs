@@ -24,6 +24,12 @@ pub struct SourceFile {
     /// partition — the folder named and those above it too (`--from …/region=eu` is
     /// `region=eu`); of two folders of one key, the deeper wins.
     pub relative: String,
+    /// Where in `relative` the part below the name it was found by starts (after the folder
+    /// or prefix named; the file name itself for a file named): a snapshot takes its
+    /// partition columns from there only.
+    pub below: usize,
+    /// Whether the file was named itself (not found below a folder, prefix or glob).
+    pub named: bool,
     /// Bytes.
     pub size: u64,
 }
@@ -82,9 +88,12 @@ pub async fn expand(
         if meta.is_dir() {
             walk(&local, underscored, &mut out)?;
         } else {
+            let relative = slashed(&local);
             out.files.push(SourceFile {
                 path: uri(&local),
-                relative: slashed(&local),
+                below: relative.rfind('/').map_or(0, |i| i + 1),
+                named: true,
+                relative,
                 size: meta.len(),
             });
         }
@@ -166,6 +175,8 @@ async fn s3(
             out.files.push(SourceFile {
                 path: url(key),
                 relative: key.to_string(),
+                below: key.rfind('/').map_or(0, |i| i + 1),
+                named: true,
                 size: meta.content_length(),
             });
             return Ok(());
@@ -217,6 +228,8 @@ async fn s3(
         found.push(SourceFile {
             path: url(key),
             relative: key.to_string(),
+            below: prefix.len(),
+            named: false,
             size: entry.metadata().content_length(),
         });
     }
@@ -288,6 +301,7 @@ fn walk(root: &Path, underscored: &HashSet<String>, out: &mut Expanded) -> Resul
         Error::InvalidInput(format!("cannot list {}: {e}", path.display()))
     };
     let mut found = Vec::new();
+    let below_root = slashed(root).trim_end_matches('/').len() + 1;
     let mut seen: HashSet<PathBuf> = HashSet::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
@@ -308,9 +322,12 @@ fn walk(root: &Path, underscored: &HashSet<String>, out: &mut Expanded) -> Resul
                 stack.push(path);
             } else if meta.is_file() {
                 let path = std::fs::canonicalize(&path).map_err(|e| io_err(&path, e))?;
+                let relative = slashed(&path);
                 found.push(SourceFile {
                     path: uri(&path),
-                    relative: slashed(&path),
+                    below: below_root.min(relative.len()),
+                    named: false,
+                    relative,
                     size: meta.len(),
                 });
             }

@@ -106,6 +106,14 @@ impl CatalogHandle {
     pub fn name(&self) -> &str {
         &self.settings.name
     }
+    /// A FileIO from the catalog's own properties (`s3.*` and the rest), for files no table
+    /// holds yet: the sources of an import that creates its table. A table's own FileIO
+    /// (vended credentials included) is its `Table::file_io`.
+    pub fn file_io(&self) -> iceberg::io::FileIO {
+        iceberg::io::FileIOBuilder::new(Arc::new(OpenDalResolvingStorageFactory::new()))
+            .with_props(self.settings.iceberg_properties.clone())
+            .build()
+    }
     /// The clients ops-core commits through (created on first use, shared by clones).
     pub(crate) fn committer(&self) -> &crate::commit::Committer {
         &self.committer

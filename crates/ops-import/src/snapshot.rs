@@ -1,0 +1,361 @@
+//! `snapshot`: a new Iceberg table over existing Parquet files, left where they are — Spark's
+//! `snapshot` procedure for a folder of Parquet files, on any catalog.
+//!
+//! 1. The files are named as for [`crate::add_files`] and their footers read.
+//! 2. The schema is the union of theirs, by name (the first spelling kept), every column
+//!    optional: `int` and `long` widen to `long`, `float` and `double` to `double`, timestamps
+//!    of any unit are microsecond timestamps; other differences are refused, naming both files.
+//!    Files carrying Iceberg field ids belong to an Iceberg table already and are refused.
+//! 3. The `key=value` folders below the named folder are the partition columns, in their
+//!    order (every file must have the same keys), typed from their values as Spark infers them
+//!    (`int`, then `long`, then `date`, else `string`), unless the files hold the column; the
+//!    spec is identity over them.
+//! 4. The table is created with `gc.enabled=false`, as Spark's `snapshot` does: the files stay
+//!    the source's, and expiry and orphan cleanup never delete them. Then the files are added
+//!    ([`crate::add_files::AddFilesBuilder`]); if that fails, the new table is dropped again.
+//!
+//! A later `add_files` with [`crate::add_files::AddFilesBuilder::new_only`] adds what arrived
+//! in the folder since.
+
+use std::collections::{HashMap, HashSet};
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
+use std::sync::Arc;
+
+use arrow_schema::{DataType, Field, Schema as ArrowSchema, TimeUnit};
+use futures::{StreamExt, TryStreamExt};
+use iceberg::spec::{Datum, Transform, UnboundPartitionSpec};
+use iceberg::table::Table;
+use iceberg::{TableCreation, TableIdent};
+use ops_core::{CatalogHandle, Error, Result};
+
+use crate::add_files::{AddFilesBuilder, AddFilesMetrics};
+use crate::columns::has_field_ids;
+use crate::hive_path::segments;
+use crate::source::expand;
+
+/// What a snapshot made (or, on a dry run, would make).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SnapshotMetrics {
+    /// The new table's columns, `name: type`.
+    pub columns: Vec<String>,
+    /// Its partition columns (identity).
+    pub partition_columns: Vec<String>,
+    /// The files added (on a dry run: found).
+    pub add: AddFilesMetrics,
+    /// Files found (a dry run reads their footers, adds nothing).
+    pub files: usize,
+}
+
+/// Creates a table over existing files (see the module docs).
+#[must_use = "a SnapshotBuilder does nothing until awaited"]
+pub struct SnapshotBuilder {
+    handle: CatalogHandle,
+    ident: TableIdent,
+    from: Vec<String>,
+    properties: HashMap<String, String>,
+    dry_run: bool,
+    concurrency: usize,
+}
+
+impl SnapshotBuilder {
+    /// A snapshot into the new table `ident` of `handle`'s catalog.
+    pub fn new(handle: &CatalogHandle, ident: TableIdent) -> Self {
+        Self {
+            handle: handle.clone(),
+            ident,
+            from: Vec::new(),
+            properties: HashMap::new(),
+            dry_run: false,
+            concurrency: 8,
+        }
+    }
+
+    /// Folders, files or globs of the source (see [`crate::source`]).
+    pub fn from<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.from.extend(names.into_iter().map(Into::into));
+        self
+    }
+
+    /// More table properties (`gc.enabled=false` is always set).
+    pub fn with_properties(mut self, properties: HashMap<String, String>) -> Self {
+        self.properties.extend(properties);
+        self
+    }
+
+    /// Infers and reports the table, creating nothing.
+    pub fn dry_run(mut self, dry_run: bool) -> Self {
+        self.dry_run = dry_run;
+        self
+    }
+
+    async fn execute(self) -> Result<(Option<Table>, SnapshotMetrics)> {
+        if self.from.is_empty() {
+            return Err(Error::InvalidInput(
+                "snapshot needs a source: a folder, files or a glob (--source-path)".into(),
+            ));
+        }
+        if self.handle.catalog().table_exists(&self.ident).await? {
+            return Err(Error::InvalidInput(format!(
+                "{} exists already; a snapshot creates its table (add files to an existing \
+                 table with import add-files)",
+                self.ident
+            )));
+        }
+        let io = self.handle.file_io();
+        let props: HashMap<String, String> = io.config().props().clone();
+        let expanded = expand(&self.from, &HashSet::new(), &props).await?;
+        if expanded.files.is_empty() {
+            return Err(Error::InvalidInput(format!(
+                "no Parquet file under {}",
+                self.from.join(", ")
+            )));
+        }
+        let files = expanded.files.len();
+        let mut footers = futures::stream::iter(expanded.files.into_iter().map(|f| {
+            let io = io.clone();
+            async move {
+                let meta = crate::footer::read(&io, &f.path, f.size).await?;
+                Ok::<_, Error>((f, meta))
+            }
+        }))
+        .buffered(self.concurrency);
+        let mut union = Union::default();
+        let mut keys: Option<(Vec<String>, String)> = None;
+        let mut values: HashMap<String, Inferred> = HashMap::new();
+        while let Some((f, meta)) = footers.try_next().await? {
+            let descr = meta.file_metadata().schema_descr();
+            if has_field_ids(descr) {
+                return Err(Error::InvalidInput(format!(
+                    "{} carries Iceberg field ids: it belongs to an Iceberg table already. \
+                     Add it to a table of that schema with import add-files",
+                    f.path
+                )));
+            }
+            let arrow = parquet::arrow::parquet_to_arrow_schema(descr, None)
+                .map_err(|e| Error::InvalidInput(format!("cannot read {}: {e}", f.path)))?;
+            union.add(&f.path, &arrow)?;
+            let below = f.relative.get(f.below..).unwrap_or("");
+            let folders = segments(below);
+            let these: Vec<String> = folders.iter().map(|(k, _)| k.clone()).collect();
+            match &keys {
+                None => keys = Some((these, f.path.clone())),
+                Some((first, at)) => {
+                    let same = first.len() == these.len()
+                        && first
+                            .iter()
+                            .zip(&these)
+                            .all(|(a, b)| a.eq_ignore_ascii_case(b));
+                    if !same {
+                        return Err(Error::InvalidInput(format!(
+                            "{} lies under partition folders {:?}, but {at} under {:?}: a \
+                             snapshot's files share their partition columns",
+                            f.path, these, first
+                        )));
+                    }
+                }
+            }
+            for (k, v) in folders {
+                let entry = values.entry(k.to_lowercase()).or_default();
+                if let Some(v) = v {
+                    entry.see(&v);
+                }
+            }
+        }
+        let keys = keys.map(|(k, _)| k).unwrap_or_default();
+        let mut fields = union.fields;
+        for k in &keys {
+            if fields.iter().any(|f| f.name().eq_ignore_ascii_case(k)) {
+                continue;
+            }
+            let ty = values
+                .get(&k.to_lowercase())
+                .map_or(DataType::Utf8, Inferred::data_type);
+            fields.push(Field::new(k, ty, true));
+        }
+        let arrow = ArrowSchema::new(fields);
+        let schema = iceberg::arrow::arrow_schema_to_schema_auto_assign_ids(&arrow)?;
+        let mut spec = UnboundPartitionSpec::builder();
+        let mut partition_columns = Vec::new();
+        for k in &keys {
+            let Some(field) = crate::columns::column_named(&schema, k) else {
+                continue;
+            };
+            spec = spec.add_partition_field(field.id, field.name.clone(), Transform::Identity)?;
+            partition_columns.push(field.name.clone());
+        }
+        let mut metrics = SnapshotMetrics {
+            columns: schema
+                .as_struct()
+                .fields()
+                .iter()
+                .map(|f| format!("{}: {}", f.name, f.field_type))
+                .collect(),
+            partition_columns,
+            files,
+            ..Default::default()
+        };
+        if self.dry_run {
+            return Ok((None, metrics));
+        }
+        let namespace = self.ident.namespace().clone();
+        if !self.handle.catalog().namespace_exists(&namespace).await? {
+            self.handle
+                .catalog()
+                .create_namespace(&namespace, HashMap::new())
+                .await?;
+        }
+        let mut properties = self.properties.clone();
+        properties.insert(
+            ops_core::ops::markers::GC_ENABLED.to_string(),
+            "false".into(),
+        );
+        self.handle
+            .catalog()
+            .create_table(
+                &namespace,
+                TableCreation::builder()
+                    .name(self.ident.name().to_string())
+                    .schema(schema)
+                    .partition_spec(spec.build())
+                    .properties(properties)
+                    .build(),
+            )
+            .await?;
+        match AddFilesBuilder::new(&self.handle, self.ident.clone())
+            .from(self.from.clone())
+            .concurrency(self.concurrency)
+            .await
+        {
+            Ok((table, add)) => {
+                metrics.add = add;
+                Ok((Some(table), metrics))
+            }
+            Err(e) => {
+                // Nothing of the snapshot is left: the table is dropped (its files are the
+                // source's and stay; `drop_table` deletes no data file).
+                if let Err(drop) = self.handle.catalog().drop_table(&self.ident).await {
+                    tracing::warn!(table = %self.ident, error = %drop,
+                        "could not drop the table of a failed snapshot");
+                }
+                Err(e)
+            }
+        }
+    }
+}
+
+/// The union of the files' schemas, by name.
+#[derive(Default)]
+struct Union {
+    fields: Vec<Field>,
+    /// The file each column was first seen in, for messages.
+    first: HashMap<String, String>,
+}
+
+impl Union {
+    fn add(&mut self, path: &str, schema: &ArrowSchema) -> Result<()> {
+        for field in schema.fields() {
+            let ty = normalized(field.data_type());
+            let key = field.name().to_lowercase();
+            match self
+                .fields
+                .iter_mut()
+                .find(|f| f.name().to_lowercase() == key)
+            {
+                None => {
+                    self.fields
+                        .push(Field::new(field.name(), ty, true).with_metadata(HashMap::new()));
+                    self.first.insert(key, path.to_string());
+                }
+                Some(existing) => {
+                    let widened = match (existing.data_type(), &ty) {
+                        (a, b) if a == b => None,
+                        (DataType::Int32, DataType::Int64) => Some(DataType::Int64),
+                        (DataType::Int64, DataType::Int32) => None,
+                        (DataType::Float32, DataType::Float64) => Some(DataType::Float64),
+                        (DataType::Float64, DataType::Float32) => None,
+                        (a, b) => {
+                            return Err(Error::InvalidInput(format!(
+                                "column `{}` is {a} in {} but {b} in {path}: a snapshot's \
+                                 files must agree on each column's type (int and long, float \
+                                 and double widen)",
+                                field.name(),
+                                self.first.get(&key).map_or("another file", String::as_str)
+                            )));
+                        }
+                    };
+                    if let Some(t) = widened {
+                        *existing = Field::new(existing.name(), t, true);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A file's column type as the table will hold it: timestamps in microseconds (INT96, the
+/// milliseconds of old writers), everything else as it is.
+fn normalized(ty: &DataType) -> DataType {
+    match ty {
+        DataType::Timestamp(TimeUnit::Second | TimeUnit::Millisecond, tz) => {
+            DataType::Timestamp(TimeUnit::Microsecond, tz.clone())
+        }
+        // INT96 (Spark, Hive) reads as nanoseconds; the values are microsecond-exact.
+        DataType::Timestamp(TimeUnit::Nanosecond, tz) => {
+            DataType::Timestamp(TimeUnit::Microsecond, tz.clone().or(Some(Arc::from("UTC"))))
+        }
+        other => other.clone(),
+    }
+}
+
+/// What a partition folder's values are, as Spark infers a partition column's type.
+#[derive(Debug)]
+struct Inferred {
+    int: bool,
+    long: bool,
+    date: bool,
+}
+
+impl Default for Inferred {
+    fn default() -> Self {
+        Self {
+            int: true,
+            long: true,
+            date: true,
+        }
+    }
+}
+
+impl Inferred {
+    fn see(&mut self, v: &str) {
+        self.int &= v.parse::<i32>().is_ok();
+        self.long &= v.parse::<i64>().is_ok();
+        self.date &= v.len() == 10 && Datum::date_from_str(v).is_ok();
+    }
+
+    fn data_type(&self) -> DataType {
+        if self.int {
+            DataType::Int32
+        } else if self.long {
+            DataType::Int64
+        } else if self.date {
+            DataType::Date32
+        } else {
+            DataType::Utf8
+        }
+    }
+}
+
+impl IntoFuture for SnapshotBuilder {
+    type Output = Result<(Option<Table>, SnapshotMetrics)>;
+    type IntoFuture = Pin<Box<dyn Future<Output = Self::Output> + Send>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.execute())
+    }
+}
