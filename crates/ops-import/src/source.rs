@@ -311,6 +311,8 @@ fn walk(root: &Path, underscored: &HashSet<String>, out: &mut Expanded) -> Resul
         }
         for entry in std::fs::read_dir(&dir).map_err(|e| io_err(&dir, e))? {
             let entry = entry.map_err(|e| io_err(&dir, e))?;
+            // `dir` is canonical, so is `dir/name` unless the entry is a link itself.
+            let link = entry.file_type().is_ok_and(|t| t.is_symlink());
             let path = entry.path();
             let meta = std::fs::metadata(&path).map_err(|e| io_err(&path, e))?;
             let name = entry.file_name().to_string_lossy().to_string();
@@ -321,7 +323,11 @@ fn walk(root: &Path, underscored: &HashSet<String>, out: &mut Expanded) -> Resul
             if meta.is_dir() {
                 stack.push(path);
             } else if meta.is_file() {
-                let path = std::fs::canonicalize(&path).map_err(|e| io_err(&path, e))?;
+                let path = if link {
+                    std::fs::canonicalize(&path).map_err(|e| io_err(&path, e))?
+                } else {
+                    path
+                };
                 let relative = slashed(&path);
                 found.push(SourceFile {
                     path: uri(&path),

@@ -1,0 +1,172 @@
+"""`import add-files` against PyIceberg's `Table.add_files` (see scripts/bench-import)."""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+PER_DIR = 1000
+
+PY_ADD = r"""
+import sys, time, resource
+from pyiceberg.catalog import load_catalog
+catalog = load_catalog("bench", **{"type": "sql", "uri": sys.argv[1], "warehouse": sys.argv[2]})
+paths = [l.strip() for l in open(sys.argv[3]) if l.strip()]
+t = catalog.load_table("bench.pyiceberg")
+start = time.monotonic()
+t.add_files(paths)
+print("SECONDS", time.monotonic() - start)
+"""
+
+PY_SETUP = r"""
+import sys
+import pyarrow as pa
+from pyiceberg.catalog import load_catalog
+from pyiceberg.schema import Schema
+from pyiceberg.types import NestedField, LongType, StringType
+from pyiceberg.partitioning import PartitionSpec, PartitionField
+from pyiceberg.transforms import IdentityTransform
+catalog = load_catalog("bench", **{"type": "sql", "uri": sys.argv[1], "warehouse": sys.argv[2]})
+catalog.create_namespace("bench")
+schema = Schema(NestedField(1, "id", LongType(), required=False),
+                NestedField(2, "region", StringType(), required=False),
+                NestedField(3, "v", LongType(), required=False))
+spec = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "region"))
+for name in ("pyiceberg", "ours"):
+    catalog.create_table(f"bench.{name}", schema=schema, partition_spec=spec)
+"""
+
+PY_SUMMARY = r"""
+import sys, json
+from pyiceberg.catalog import load_catalog
+catalog = load_catalog("bench", **{"type": "sql", "uri": sys.argv[1], "warehouse": sys.argv[2]})
+out = {}
+for name in ("pyiceberg", "ours"):
+    s = catalog.load_table(f"bench.{name}").current_snapshot()
+    out[name] = None if s is None else {
+        "files": s.summary.get("total-data-files"), "records": s.summary.get("total-records")}
+print(json.dumps(out))
+"""
+
+
+def generate(py, root, files):
+    """The tree: region=rNNNN/ folders of PER_DIR hard links to one 10-row file each."""
+    if os.path.isdir(root) and sum(len(fs) for _, _, fs in os.walk(root)) >= files:
+        return
+    shutil.rmtree(root, ignore_errors=True)
+    code = r"""
+import os, sys
+import pyarrow as pa, pyarrow.parquet as pq
+root, files, per = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+for d in range((files + per - 1) // per):
+    region = f"r{d:04d}"
+    folder = os.path.join(root, f"region={region}")
+    os.makedirs(folder)
+    first = os.path.join(folder, "part-000000.parquet")
+    pq.write_table(pa.table({"id": pa.array(range(10), pa.int64()),
+                             "region": [region] * 10,
+                             "v": pa.array(range(10), pa.int64())}), first)
+    for i in range(1, min(per, files - d * per)):
+        os.link(first, os.path.join(folder, f"part-{i:06d}.parquet"))
+"""
+    subprocess.run([py, "-c", code, root, str(files), str(PER_DIR)], check=True)
+
+
+def timed(cmd, env=None):
+    """(seconds, peak RSS MiB, stdout) of `cmd` under /usr/bin/time -v."""
+    start = time.monotonic()
+    p = subprocess.run(["/usr/bin/time", "-v"] + cmd, capture_output=True, text=True, env=env)
+    seconds = time.monotonic() - start
+    if p.returncode != 0:
+        raise SystemExit(f"failed: {' '.join(cmd)}\n{p.stdout}\n{p.stderr}")
+    rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", p.stderr)
+    return seconds, (int(rss.group(1)) / 1024 if rss else float("nan")), p.stdout
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--cache", required=True)
+    ap.add_argument("--default-binary", required=True)
+    ap.add_argument("--binary")
+    ap.add_argument("--files", type=int, default=100000)
+    ap.add_argument("--pyiceberg-budget", type=int, default=1800,
+                    help="seconds PyIceberg may take before it is stopped (say so)")
+    ap.add_argument("--batch-files", type=int,
+                    help="pass --batch-files N to iceberg-ops (commits every N files)")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    binary = args.binary or args.default_binary
+    py = sys.executable
+    root = os.path.join(args.cache, "bench-import", str(args.files), "src")
+    generate(py, root, args.files)
+
+    work = tempfile.mkdtemp(prefix="bench-import-")
+    try:
+        uri = f"sqlite:///{work}/catalog.db"
+        warehouse = f"file://{work}/wh"
+        subprocess.run([py, "-c", PY_SETUP, uri, warehouse], check=True)
+        config = os.path.join(work, ".pyiceberg.yaml")
+        with open(config, "w") as f:
+            f.write(f"catalog:\n  bench:\n    type: sql\n    uri: {uri}\n    warehouse: {warehouse}\n")
+        paths = os.path.join(work, "paths.txt")
+        with open(paths, "w") as f:
+            for d, _, fs in sorted(os.walk(root)):
+                for name in sorted(fs):
+                    f.write(os.path.join(d, name) + "\n")
+
+        batch = ["--batch-files", str(args.batch_files)] if args.batch_files else []
+        ours_s, ours_rss, _ = timed([binary, "--config", config, "import", "add-files",
+                                     "--catalog", "bench", "--table", "bench.ours",
+                                     "--from", root] + batch)
+        py_script = os.path.join(work, "py_add.py")
+        with open(py_script, "w") as f:
+            f.write(PY_ADD)
+        try:
+            py_s, py_rss, out = timed(["timeout", str(args.pyiceberg_budget), py, py_script,
+                                       uri, warehouse, paths])
+            m = re.search(r"SECONDS ([0-9.]+)", out)
+            py_add = float(m.group(1)) if m else py_s
+            stopped = False
+        except SystemExit:
+            py_s, py_rss, py_add, stopped = float("nan"), float("nan"), float("nan"), True
+        summary = json.loads(subprocess.run([py, "-c", PY_SUMMARY, uri, warehouse],
+                                            check=True, capture_output=True, text=True).stdout)
+        result = {
+            "files": args.files,
+            "iceberg_ops_seconds": round(ours_s, 2),
+            "iceberg_ops_peak_rss_mib": round(ours_rss, 1),
+            "pyiceberg_seconds_whole_process": None if stopped else round(py_s, 2),
+            "pyiceberg_add_files_seconds": None if stopped else round(py_add, 2),
+            "pyiceberg_peak_rss_mib": None if stopped else round(py_rss, 1),
+            "pyiceberg_stopped_at_budget": stopped,
+            "speedup_vs_pyiceberg_add_files": None if stopped else round(py_add / ours_s, 2),
+            "summaries": summary,
+            "binary": binary,
+        }
+        if not stopped and summary["ours"] != summary["pyiceberg"]:
+            raise SystemExit(f"the two tables differ: {summary}")
+        if args.json:
+            print(json.dumps(result, indent=2))
+        else:
+            print(f"files: {args.files}")
+            print(f"iceberg-ops import add-files: {result['iceberg_ops_seconds']} s, "
+                  f"peak RSS {result['iceberg_ops_peak_rss_mib']} MiB (whole process)")
+            if stopped:
+                print(f"PyIceberg add_files: stopped at its budget of {args.pyiceberg_budget} s")
+            else:
+                print(f"PyIceberg add_files: {result['pyiceberg_add_files_seconds']} s "
+                      f"(process {result['pyiceberg_seconds_whole_process']} s, peak RSS "
+                      f"{result['pyiceberg_peak_rss_mib']} MiB)")
+                print(f"speed-up: {result['speedup_vs_pyiceberg_add_files']}x")
+            print(f"tables: {summary}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
