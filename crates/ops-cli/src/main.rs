@@ -46,7 +46,7 @@ enum Command {
     MigrateData(migrate_data_cmd::MigrateDataCommand),
     /// Check that a destination holds what the source (filtered, pinned) holds.
     Verify(migrate_data_cmd::VerifyArgs),
-    /// Bring existing Parquet files into a table in place: add-files.
+    /// Bring existing Parquet files into Iceberg in place: add-files, snapshot.
     #[command(subcommand)]
     Import(import_cmd::Command),
     /// Versioned schema migrations: migrate, rollback, status, plan, stamp, history, validate, new.

@@ -260,17 +260,34 @@ impl AddFilesBuilder {
                 metrics.disappeared = disappeared(&table, &files).await?;
             }
             if resume || self.new_only {
-                // Committed by the run this one resumes.
+                // A file rewritten in place since it was added: the table describes its old
+                // contents (statistics, size), and a reader would prune or fail by them.
+                if let Some(f) = files
+                    .iter()
+                    .find(|f| present.get(&f.path).is_some_and(|size| *size != f.size))
+                {
+                    return Err(Error::InvalidInput(format!(
+                        "{} has changed since it was added to {} ({} bytes now, {} then): the \
+                         table describes its old contents. Remove it from the table (table \
+                         delete on its partition) and add it again",
+                        f.path,
+                        self.ident,
+                        f.size,
+                        present.get(&f.path).copied().unwrap_or(0)
+                    )));
+                }
+                // Committed by the run this one resumes, or already in the table.
                 metrics.already_added = present.len();
-                files.retain(|f| !present.contains(&f.path));
+                files.retain(|f| !present.contains_key(&f.path));
                 if files.is_empty() {
                     // Every file is in the table already: nothing to commit.
                     return Ok((table, metrics));
                 }
-            } else if let Some(f) = files.iter().find(|f| present.contains(&f.path)) {
+            } else if let Some(f) = files.iter().find(|f| present.contains_key(&f.path)) {
                 return Err(Error::InvalidInput(format!(
-                    "{} is already in {}; adding it again would read its rows twice (pass \
-                     --allow-duplicate-files to add it anyway)",
+                    "{} is already in {}; adding it again would read its rows twice. To add \
+                     only the files not in the table yet, pass --new-only (or, to resume a \
+                     batched job, its --checkpoint); --allow-duplicate-files adds it anyway",
                     f.path, self.ident
                 )));
             }
@@ -459,18 +476,22 @@ fn named_twice(files: &[SourceFile]) -> Option<&str> {
         .map(|f| f.path.as_str())
 }
 
-/// The new paths the table's current snapshot already lists: one pass over its manifests
-/// against a set of the new paths (memory of the new files, not of the table).
-async fn already_in(table: &Table, files: &[SourceFile]) -> Result<HashSet<String>> {
+/// The new paths the table's current snapshot already lists, with the size it records: one
+/// pass over its manifests against a set of the new paths (memory of the new files, not of
+/// the table).
+async fn already_in(table: &Table, files: &[SourceFile]) -> Result<HashMap<String, u64>> {
     let new: HashSet<&str> = files.iter().map(|f| f.path.as_str()).collect();
-    let mut present = HashSet::new();
+    let mut present = HashMap::new();
     let Some(snapshot) = table.metadata().current_snapshot() else {
         return Ok(present);
     };
     let cache = ManifestCache::new(table);
     each_live_data_file(snapshot, &cache, |live| {
         if new.contains(live.file.file_path()) {
-            present.insert(live.file.file_path().to_string());
+            present.insert(
+                live.file.file_path().to_string(),
+                live.file.file_size_in_bytes(),
+            );
         }
         Ok(())
     })
@@ -490,21 +511,29 @@ async fn disappeared(table: &Table, files: &[SourceFile]) -> Result<Vec<String>>
             f.path.get(..f.path.len().checked_sub(tail)?)
         })
         .collect();
-    let mut gone = Vec::new();
+    let mut unlisted = Vec::new();
     let Some(snapshot) = table.metadata().current_snapshot() else {
-        return Ok(gone);
+        return Ok(unlisted);
     };
     let cache = ManifestCache::new(table);
     each_live_data_file(snapshot, &cache, |live| {
         let path = live.file.file_path();
         if !listed.contains(path) && roots.iter().any(|r| path.starts_with(r)) {
-            gone.push(path.to_string());
+            unlisted.push(path.to_string());
         }
         Ok(())
     })
     .await?;
-    gone.sort();
-    gone.dedup();
+    unlisted.sort();
+    unlisted.dedup();
+    // Not listed may only mean not selected (a glob, a partition filter): gone is gone.
+    let io = table.file_io();
+    let mut gone = Vec::new();
+    for path in unlisted {
+        if !io.exists(&path).await.unwrap_or(true) {
+            gone.push(path);
+        }
+    }
     Ok(gone)
 }
 

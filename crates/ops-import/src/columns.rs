@@ -614,7 +614,13 @@ pub fn fits(ty: &PrimitiveType, col: &ColumnDescriptor) -> std::result::Result<(
         P::Int => physical == PhysicalType::INT32 && integer(32),
         P::Long => {
             (physical == PhysicalType::INT64 && integer(64))
-                || (physical == PhysicalType::INT32 && integer(32))
+                // Every 32-bit integer fits a long, unsigned ones too.
+                || (physical == PhysicalType::INT32
+                    && (integer(32)
+                        || matches!(
+                            logical,
+                            Some(LogicalType::Integer { bit_width: 32, .. })
+                        )))
         }
         P::Float => physical == PhysicalType::FLOAT,
         P::Double => matches!(physical, PhysicalType::DOUBLE | PhysicalType::FLOAT),

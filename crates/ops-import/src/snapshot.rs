@@ -136,8 +136,35 @@ impl SnapshotBuilder {
                     f.path
                 )));
             }
+            for col in descr.columns() {
+                if let Some(parquet::basic::LogicalType::Timestamp {
+                    unit: parquet::basic::TimeUnit::NANOS,
+                    ..
+                }) = col.logical_type_ref()
+                {
+                    return Err(Error::InvalidInput(format!(
+                        "column `{}` of {} holds nanosecond timestamps, which an Iceberg v2 \
+                         table cannot hold (pandas writes them by default): write the files \
+                         with coerce_timestamps='us'",
+                        col.path().parts().join("."),
+                        f.path
+                    )));
+                }
+            }
             let arrow = parquet::arrow::parquet_to_arrow_schema(descr, None)
                 .map_err(|e| Error::InvalidInput(format!("cannot read {}: {e}", f.path)))?;
+            if let Some(null) = arrow
+                .fields()
+                .iter()
+                .find(|c| c.data_type() == &DataType::Null)
+            {
+                return Err(Error::InvalidInput(format!(
+                    "column `{}` of {} has no type (all NULL, written from an untyped column): \
+                     give it a type when writing the file",
+                    null.name(),
+                    f.path
+                )));
+            }
             union.add(&f.path, &arrow)?;
             let below = f.relative.get(f.below..).unwrap_or("");
             let folders = segments(below);

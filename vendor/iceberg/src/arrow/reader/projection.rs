@@ -97,6 +97,19 @@ impl ArrowReader {
         ) -> bool {
             match (file_type, projected_type) {
                 (Some(lhs), Some(rhs)) if lhs == rhs => true,
+                // iceberg-ops patch: a timestamp with and one without a zone are stored alike
+                // (microseconds, or nanoseconds); the file's annotation says only how it was
+                // written (INT96 has none at all, and Spark's instants are INT96). Left out of
+                // the projection, such a column read as NULL, and a compaction or a delete
+                // rewrote it as NULL.
+                (
+                    Some(PrimitiveType::Timestamp | PrimitiveType::Timestamptz),
+                    Some(PrimitiveType::Timestamp | PrimitiveType::Timestamptz),
+                ) => true,
+                (
+                    Some(PrimitiveType::TimestampNs | PrimitiveType::TimestamptzNs),
+                    Some(PrimitiveType::TimestampNs | PrimitiveType::TimestamptzNs),
+                ) => true,
                 (Some(PrimitiveType::Int), Some(PrimitiveType::Long)) => true,
                 (Some(PrimitiveType::Float), Some(PrimitiveType::Double)) => true,
                 (
