@@ -1,6 +1,7 @@
 """`import add-files` against PyIceberg's `Table.add_files` (see scripts/bench-import)."""
 
 import argparse
+import glob
 import json
 import os
 import re
@@ -8,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 PER_DIR = 1000
@@ -77,15 +79,32 @@ for d in range((files + per - 1) // per):
     subprocess.run([py, "-c", code, root, str(files), str(PER_DIR)], check=True)
 
 
-def timed(cmd, env=None):
-    """(seconds, peak RSS MiB, stdout) of `cmd` under /usr/bin/time -v."""
+def timed(cmd, env=None, watch=None):
+    """(seconds, peak RSS MiB, stdout, first) of `cmd` under /usr/bin/time -v; `first` is the
+    seconds until the glob `watch` first matched a file (None: never, or no `watch`)."""
     start = time.monotonic()
-    p = subprocess.run(["/usr/bin/time", "-v"] + cmd, capture_output=True, text=True, env=env)
+    p = subprocess.Popen(["/usr/bin/time", "-v"] + cmd, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env)
+    first = [None]
+
+    def poll():
+        while p.poll() is None and first[0] is None:
+            if glob.glob(watch, recursive=True):
+                first[0] = time.monotonic() - start
+                return
+            time.sleep(0.01)
+
+    watcher = threading.Thread(target=poll) if watch else None
+    if watcher:
+        watcher.start()
+    out, err = p.communicate()
     seconds = time.monotonic() - start
+    if watcher:
+        watcher.join()
     if p.returncode != 0:
-        raise SystemExit(f"failed: {' '.join(cmd)}\n{p.stdout}\n{p.stderr}")
-    rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", p.stderr)
-    return seconds, (int(rss.group(1)) / 1024 if rss else float("nan")), p.stdout
+        raise SystemExit(f"failed: {' '.join(cmd)}\n{out}\n{err}")
+    rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", err)
+    return seconds, (int(rss.group(1)) / 1024 if rss else float("nan")), out, first[0]
 
 
 def main():
@@ -98,6 +117,8 @@ def main():
                     help="seconds PyIceberg may take before it is stopped (say so)")
     ap.add_argument("--batch-files", type=int,
                     help="pass --batch-files N to iceberg-ops (commits every N files)")
+    ap.add_argument("--no-pyiceberg", action="store_true",
+                    help="time iceberg-ops only (e.g. at 1M files, where PyIceberg takes long)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     binary = args.binary or args.default_binary
@@ -120,15 +141,20 @@ def main():
                     f.write(os.path.join(d, name) + "\n")
 
         batch = ["--batch-files", str(args.batch_files)] if args.batch_files else []
-        ours_s, ours_rss, _ = timed([binary, "--config", config, "import", "add-files",
-                                     "--catalog", "bench", "--table", "bench.ours",
-                                     "--from", root] + batch)
+        # The manifest list is written just before the commit: its first one marks the
+        # first commit (with --batch-files, long before the last).
+        ours_s, ours_rss, _, first_commit = timed(
+            [binary, "--config", config, "import", "add-files", "--catalog", "bench",
+             "--table", "bench.ours", "--from", root] + batch,
+            watch=os.path.join(work, "wh", "**", "ours", "metadata", "snap-*.avro"))
         py_script = os.path.join(work, "py_add.py")
         with open(py_script, "w") as f:
             f.write(PY_ADD)
         try:
-            py_s, py_rss, out = timed(["timeout", str(args.pyiceberg_budget), py, py_script,
-                                       uri, warehouse, paths])
+            if args.no_pyiceberg:
+                raise SystemExit("not run")
+            py_s, py_rss, out, _ = timed(["timeout", str(args.pyiceberg_budget), py,
+                                          py_script, uri, warehouse, paths])
             m = re.search(r"SECONDS ([0-9.]+)", out)
             py_add = float(m.group(1)) if m else py_s
             stopped = False
@@ -140,6 +166,9 @@ def main():
             "files": args.files,
             "iceberg_ops_seconds": round(ours_s, 2),
             "iceberg_ops_peak_rss_mib": round(ours_rss, 1),
+            "iceberg_ops_first_commit_seconds": None if first_commit is None
+            else round(first_commit, 2),
+            "batch_files": args.batch_files,
             "pyiceberg_seconds_whole_process": None if stopped else round(py_s, 2),
             "pyiceberg_add_files_seconds": None if stopped else round(py_add, 2),
             "pyiceberg_peak_rss_mib": None if stopped else round(py_rss, 1),
@@ -148,6 +177,9 @@ def main():
             "summaries": summary,
             "binary": binary,
         }
+        expected = {"files": str(args.files), "records": str(10 * args.files)}
+        if summary["ours"] != expected:
+            raise SystemExit(f"iceberg-ops's table is not the {args.files} files: {summary}")
         if not stopped and summary["ours"] != summary["pyiceberg"]:
             raise SystemExit(f"the two tables differ: {summary}")
         if args.json:
@@ -155,8 +187,12 @@ def main():
         else:
             print(f"files: {args.files}")
             print(f"iceberg-ops import add-files: {result['iceberg_ops_seconds']} s, "
-                  f"peak RSS {result['iceberg_ops_peak_rss_mib']} MiB (whole process)")
-            if stopped:
+                  f"peak RSS {result['iceberg_ops_peak_rss_mib']} MiB (whole process)"
+                  + (f", --batch-files {args.batch_files}" if args.batch_files else ""))
+            print(f"  first commit after {result['iceberg_ops_first_commit_seconds']} s")
+            if args.no_pyiceberg:
+                print("PyIceberg add_files: not run (--no-pyiceberg)")
+            elif stopped:
                 print(f"PyIceberg add_files: stopped at its budget of {args.pyiceberg_budget} s")
             else:
                 print(f"PyIceberg add_files: {result['pyiceberg_add_files_seconds']} s "

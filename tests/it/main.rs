@@ -18,6 +18,7 @@ mod filters;
 mod filters_evolved;
 mod fuzz;
 mod import;
+mod import_glue;
 mod maintenance;
 mod nested_evolution;
 mod ops;

@@ -22,10 +22,19 @@ pub enum Command {
 }
 
 #[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("src").required(true).args(["source_path", "source"])))]
 pub struct SnapshotArgs {
     /// The source: folders, files or globs (local paths, file:// or s3:// URIs).
-    #[arg(long = "source-path", required = true, num_args = 1.., value_name = "PATH")]
+    #[arg(long = "source-path", num_args = 1.., value_name = "PATH")]
     source_path: Vec<String>,
+    /// The source: a Glue Hive table, as glue:DATABASE.TABLE (schema from its columns,
+    /// partition columns from its partition keys, files from its partitions' locations).
+    #[arg(long, value_name = "glue:DATABASE.TABLE")]
+    source: Option<String>,
+    /// The Glue catalog (a catalog of type glue in your config) a glue: source is read
+    /// through; default: --catalog, when it is a Glue catalog.
+    #[arg(long, value_name = "NAME")]
+    source_catalog: Option<String>,
     /// The new table, as NAMESPACE.TABLE (the namespace is created when missing).
     #[arg(long)]
     dest: String,
@@ -47,9 +56,15 @@ pub struct AddFilesArgs {
     /// Catalog holding it.
     #[arg(long, default_value = ops_core::catalog::EMBEDDED_DEFAULT)]
     catalog: String,
-    /// Files, folders (their trees) or globs (`*`, `?`, `**`): local paths or file:// URIs.
+    /// Files, folders (their trees) or globs (`*`, `?`, `**`): local paths, file:// or s3://
+    /// URIs; or a Glue Hive table, glue:DATABASE.TABLE (its partitions' files, with their
+    /// partition values).
     #[arg(long = "from", required = true, num_args = 1.., value_name = "PATH")]
     from: Vec<String>,
+    /// The Glue catalog (a catalog of type glue in your config) glue: names are read through;
+    /// default: --catalog, when it is a Glue catalog.
+    #[arg(long, value_name = "NAME")]
+    source_catalog: Option<String>,
     /// Only files under this `key=value` folder (repeatable: all must hold).
     #[arg(long = "partition-filter", value_name = "KEY=VALUE")]
     partition_filter: Vec<String>,
@@ -87,10 +102,25 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
 async fn snapshot(factory: &CatalogFactory, args: SnapshotArgs) -> anyhow::Result<()> {
     let ident = parse_ident(&args.dest)?;
     let handle = factory.open(&args.catalog).await?;
-    let (_, m) = ops_import::snapshot::SnapshotBuilder::new(&handle, ident)
-        .from(args.source_path)
-        .dry_run(args.dry_run)
-        .await?;
+    let source = match &args.source {
+        Some(name) => {
+            if !name.starts_with(ops_import::glue::GLUE_PREFIX) {
+                anyhow::bail!(
+                    "--source '{name}' is not glue:DATABASE.TABLE; give folders or files with \
+                     --source-path"
+                );
+            }
+            vec![name.clone()]
+        }
+        None => args.source_path.clone(),
+    };
+    let mut builder = ops_import::snapshot::SnapshotBuilder::new(&handle, ident)
+        .from(source)
+        .dry_run(args.dry_run);
+    if let Some(glue) = glue_client(factory, args.source_catalog.as_deref()).await? {
+        builder = builder.glue(glue);
+    }
+    let (_, m) = builder.await?;
     if args.output == Output::Json {
         return print_json(&serde_json::json!({
             "table": args.dest,
@@ -139,6 +169,9 @@ async fn add_files(factory: &CatalogFactory, args: AddFilesArgs) -> anyhow::Resu
     if let Some(n) = args.batch_files {
         builder = builder.batch_files(n);
     }
+    if let Some(glue) = glue_client(factory, args.source_catalog.as_deref()).await? {
+        builder = builder.glue(glue);
+    }
     if let Some(path) = &args.checkpoint {
         builder = builder.checkpoint(path);
     }
@@ -156,6 +189,19 @@ async fn add_files(factory: &CatalogFactory, args: AddFilesArgs) -> anyhow::Resu
             Ok(())
         }
     }
+}
+
+/// The Glue a `--source-catalog` names (`None`: not given; the destination's catalog is used
+/// when it is a Glue catalog).
+async fn glue_client(
+    factory: &CatalogFactory,
+    name: Option<&str>,
+) -> anyhow::Result<Option<ops_import::glue::GlueClient>> {
+    let Some(name) = name else {
+        return Ok(None);
+    };
+    let handle = factory.open(name).await?;
+    Ok(Some(ops_import::glue::GlueClient::of(&handle).await?))
 }
 
 #[derive(serde::Serialize)]

@@ -24,14 +24,16 @@ use iceberg::spec::{
 use iceberg::table::Table;
 use ops_core::ops::append::AppendBuilder;
 use ops_core::ops::properties::PropertiesBuilder;
+use ops_core::ops::streamed::ManifestStream;
 use ops_core::ops::{ManifestCache, each_live_data_file};
 use ops_core::{CatalogHandle, Error, Result};
 
 use crate::columns::{Mapping, has_field_ids, match_columns, refuse_nulls_in_required};
+use crate::glue::GlueClient;
 use crate::hive_path::segments;
 use crate::metrics::{MetricsConfig, column_stats, file_metrics};
 use crate::partition::partition_of;
-use crate::source::{SourceFile, expand};
+use crate::source::{Expanded, SourceFile, expand};
 
 /// One file added (or, on a dry run, to be added).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,6 +88,7 @@ pub struct AddFilesBuilder {
     batch_files: Option<usize>,
     checkpoint: Option<PathBuf>,
     new_only: bool,
+    glue: Option<GlueClient>,
 }
 
 impl AddFilesBuilder {
@@ -102,7 +105,15 @@ impl AddFilesBuilder {
             batch_files: None,
             checkpoint: None,
             new_only: false,
+            glue: None,
         }
+    }
+
+    /// The Glue catalog `glue:DATABASE.TABLE` names are read through (default: the table's
+    /// own catalog, when it is a Glue catalog).
+    pub fn glue(mut self, glue: GlueClient) -> Self {
+        self.glue = Some(glue);
+        self
     }
 
     /// Adds only the files the table does not list yet (a folder that a snapshot or an
@@ -128,7 +139,8 @@ impl AddFilesBuilder {
         self
     }
 
-    /// Files, folders or globs to add (see [`crate::source`]).
+    /// Files, folders or globs to add (see [`crate::source`]), or Glue tables
+    /// (`glue:DATABASE.TABLE`, [`crate::glue`]: their partitions' files, with their values).
     pub fn from<I, S>(mut self, names: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -190,7 +202,14 @@ impl AddFilesBuilder {
             dry_run: self.dry_run,
             ..Default::default()
         };
-        let expanded = expand(&self.from, &underscored, table.file_io().config().props()).await?;
+        let expanded = expand_sources(
+            &self.handle,
+            &self.from,
+            &underscored,
+            table.file_io().config().props(),
+            self.glue.as_ref(),
+        )
+        .await?;
         metrics.hidden = expanded.hidden;
         let mut files: Vec<SourceFile> = Vec::with_capacity(expanded.files.len());
         let mut filter_keys_seen: HashSet<String> = HashSet::new();
@@ -313,7 +332,7 @@ impl AddFilesBuilder {
             }
         }))
         .buffered(self.concurrency);
-        let mut added: Vec<DataFile> = Vec::new();
+        let mut stream: Option<ManifestStream> = None;
         let mut mapping_used = false;
         let mut mapping_committed = !mapping.created;
         // The snapshot the files were checked against: as the job read the table, then as
@@ -321,53 +340,53 @@ impl AddFilesBuilder {
         let mut checked_at = table.metadata().current_snapshot_id();
         let mut table = table;
         let batch = if self.dry_run { None } else { self.batch_files };
-        while let Some((f, meta)) = footers.try_next().await? {
-            let meta = std::sync::Arc::new(meta);
-            let descr = meta.file_metadata().schema_descr();
-            mapping_used |= !has_field_ids(descr);
-            let (matched, present) = match_columns(&f.path, descr, &schema, &mut mapping)?;
-            let stats = column_stats(&meta, &matched);
-            refuse_nulls_in_required(&f.path, descr, &schema, &matched, &stats)?;
-            let partition = partition_of(&f.path, &f.relative, &spec, &schema, &stats, &present)?;
-            crate::partition::verify(&io, &f.path, meta.clone(), &matched, &partition.unverified)
-                .await?;
-            let m = file_metrics(&stats, &config);
-            let record_count = u64::try_from(meta.file_metadata().num_rows()).unwrap_or(0);
-            let mut b = DataFileBuilder::default();
-            b.content(DataContentType::Data)
-                .file_path(f.path.clone())
-                .file_format(DataFileFormat::Parquet)
-                .partition(partition.tuple)
-                .partition_spec_id(spec.spec_id())
-                .record_count(record_count)
-                .file_size_in_bytes(f.size)
-                .column_sizes(m.column_sizes)
-                .value_counts(m.value_counts)
-                .null_value_counts(m.null_value_counts)
-                .lower_bounds(m.lower_bounds)
-                .upper_bounds(m.upper_bounds)
-                // None, as Java's `TableMigrationUtil`: a row group's `file_offset` is
-                // optional and some writers got it wrong; a reader then splits by size.
-                .split_offsets(None);
-            let file = b.build().map_err(|e| {
-                Error::InvalidInput(format!("cannot describe {} as a data file: {e}", f.path))
-            })?;
-            metrics.files.push(AddedFile {
-                path: f.path,
-                partition: partition.display,
-                record_count,
-                size: f.size,
-            });
-            added.push(file);
+        loop {
+            // The files go into manifests as they are described (only one manifest's entries
+            // in memory); on a failure, what was written for the batch is removed.
+            let step = match footers.try_next().await {
+                Ok(None) => break,
+                Ok(Some((f, meta))) => {
+                    self.describe(f, meta, &io, &spec, &schema, &config, &mut mapping)
+                        .await
+                }
+                Err(e) => Err(e),
+            };
+            let step = match step {
+                Ok((file, report, without_ids)) => {
+                    mapping_used |= without_ids;
+                    metrics.files.push(report);
+                    match (&mut stream, self.dry_run) {
+                        (_, true) => Ok(()),
+                        (Some(s), false) => s.add(file).await,
+                        (None, false) => match ManifestStream::new(&table, spec.spec_id()) {
+                            Ok(s) => {
+                                let s = if self.allow_duplicate_files {
+                                    s
+                                } else {
+                                    s.track_paths()
+                                };
+                                stream.insert(s).add(file).await
+                            }
+                            Err(e) => Err(e),
+                        },
+                    }
+                }
+                Err(e) => Err(e),
+            };
+            if let Err(e) = step {
+                if let Some(s) = stream.take() {
+                    s.abort().await;
+                }
+                return Err(e);
+            }
             metrics.name_mapping_created |= mapping_used && mapping.created;
             metrics.name_mapping_extended |= mapping.changed;
-            if batch.is_some_and(|n| added.len() >= n) {
+            if let Some(s) = stream.take_if(|s| batch.is_some_and(|n| s.len() >= n as u64)) {
                 table = self
                     .commit_batch(
                         table,
                         Batch {
-                            files: std::mem::take(&mut added),
-                            spec_id: spec.spec_id(),
+                            stream: s,
                             checked_at,
                             new_mapping: mapping_used && !mapping_committed,
                         },
@@ -382,13 +401,12 @@ impl AddFilesBuilder {
         if self.dry_run {
             return Ok((table, metrics));
         }
-        if !added.is_empty() {
+        if let Some(s) = stream {
             table = self
                 .commit_batch(
                     table,
                     Batch {
-                        files: added,
-                        spec_id: spec.spec_id(),
+                        stream: s,
                         checked_at,
                         new_mapping: mapping_used && !mapping_committed,
                     },
@@ -408,6 +426,58 @@ impl AddFilesBuilder {
 }
 
 impl AddFilesBuilder {
+    /// One file's data-file entry and report line, from its footer: columns matched (and
+    /// whether that took the name mapping: no field ids), statistics checked, partition taken.
+    #[allow(clippy::too_many_arguments)]
+    async fn describe(
+        &self,
+        f: SourceFile,
+        meta: parquet::file::metadata::ParquetMetaData,
+        io: &iceberg::io::FileIO,
+        spec: &iceberg::spec::PartitionSpec,
+        schema: &iceberg::spec::Schema,
+        config: &MetricsConfig,
+        mapping: &mut Mapping,
+    ) -> Result<(DataFile, AddedFile, bool)> {
+        let meta = std::sync::Arc::new(meta);
+        let descr = meta.file_metadata().schema_descr();
+        let without_ids = !has_field_ids(descr);
+        let (matched, present) = match_columns(&f.path, descr, schema, mapping)?;
+        let stats = column_stats(&meta, &matched);
+        refuse_nulls_in_required(&f.path, descr, schema, &matched, &stats)?;
+        let partition = partition_of(&f.path, &f.relative, spec, schema, &stats, &present)?;
+        crate::partition::verify(io, &f.path, meta.clone(), &matched, &partition.unverified)
+            .await?;
+        let m = file_metrics(&stats, config);
+        let record_count = u64::try_from(meta.file_metadata().num_rows()).unwrap_or(0);
+        let mut b = DataFileBuilder::default();
+        b.content(DataContentType::Data)
+            .file_path(f.path.clone())
+            .file_format(DataFileFormat::Parquet)
+            .partition(partition.tuple)
+            .partition_spec_id(spec.spec_id())
+            .record_count(record_count)
+            .file_size_in_bytes(f.size)
+            .column_sizes(m.column_sizes)
+            .value_counts(m.value_counts)
+            .null_value_counts(m.null_value_counts)
+            .lower_bounds(m.lower_bounds)
+            .upper_bounds(m.upper_bounds)
+            // None, as Java's `TableMigrationUtil`: a row group's `file_offset` is
+            // optional and some writers got it wrong; a reader then splits by size.
+            .split_offsets(None);
+        let file = b.build().map_err(|e| {
+            Error::InvalidInput(format!("cannot describe {} as a data file: {e}", f.path))
+        })?;
+        let report = AddedFile {
+            path: f.path,
+            partition: partition.display,
+            record_count,
+            size: f.size,
+        };
+        Ok((file, report, without_ids))
+    }
+
     /// Commits `files` as one `append` (the name mapping first when `new_mapping` or names
     /// were added to it: a reader of the append must find their columns), and records the
     /// batch in the checkpoint.
@@ -419,16 +489,32 @@ impl AddFilesBuilder {
         metrics: &mut AddFilesMetrics,
     ) -> Result<Table> {
         let Batch {
-            files,
-            spec_id,
+            stream,
             checked_at,
             new_mapping,
         } = batch;
+        let Some(streamed) = stream.finish().await? else {
+            return Ok(table);
+        };
         let mut table = table;
         if new_mapping || mapping.changed {
-            table = PropertiesBuilder::new(&self.handle, self.ident.clone())
-                .set(DEFAULT_SCHEMA_NAME_MAPPING, mapping.to_json()?)
-                .await?;
+            let json = match mapping.to_json() {
+                Ok(json) => json,
+                Err(e) => {
+                    streamed.discard().await;
+                    return Err(e);
+                }
+            };
+            match PropertiesBuilder::new(&self.handle, self.ident.clone())
+                .set(DEFAULT_SCHEMA_NAME_MAPPING, json)
+                .await
+            {
+                Ok(t) => table = t,
+                Err(e) => {
+                    streamed.discard().await;
+                    return Err(e);
+                }
+            }
             mapping.changed = false;
         }
         let mut props = HashMap::new();
@@ -436,12 +522,12 @@ impl AddFilesBuilder {
             ops_core::ops::OPERATION_PROPERTY.to_string(),
             "add-files".to_string(),
         );
-        let count = files.len();
+        let count = streamed.added_files();
         // The files were checked against `checked_at` (the table as the job read it, or as
         // its last batch left it): another writer adding them since makes this a conflict.
         let mut append = AppendBuilder::new(&self.handle, self.ident.clone())
             .with_base(table)
-            .add_written(ops_core::write::WrittenFiles { spec_id, files })
+            .add_streamed(streamed)
             .with_properties(props);
         if !self.allow_duplicate_files {
             append = append.refuse_readded_since(checked_at);
@@ -458,13 +544,58 @@ impl AddFilesBuilder {
     }
 }
 
-/// One batch's commit: its files, their spec, the snapshot they were checked against for
-/// duplicates, and whether the name mapping is to be written first (created).
+/// One batch's commit: its files' manifests (written as they came), the snapshot they were
+/// checked against for duplicates, and whether the name mapping is to be written first
+/// (created).
 struct Batch {
-    files: Vec<DataFile>,
-    spec_id: i32,
+    stream: ManifestStream,
     checked_at: Option<i64>,
     new_mapping: bool,
+}
+
+/// [`expand`] of every name, a `glue:DATABASE.TABLE` read through `glue` (or `handle`, a Glue
+/// catalog), in the order named.
+pub(crate) async fn expand_sources(
+    handle: &CatalogHandle,
+    names: &[String],
+    underscored: &HashSet<String>,
+    io_props: &HashMap<String, String>,
+    glue: Option<&GlueClient>,
+) -> Result<Expanded> {
+    let mut out = Expanded::default();
+    let mut own: Option<GlueClient> = None;
+    for name in names {
+        let found = match crate::glue::parse_name(name) {
+            None => expand(std::slice::from_ref(name), underscored, io_props).await?,
+            Some(parsed) => {
+                let (database, table) = parsed?;
+                let client = match glue {
+                    Some(c) => c,
+                    None => {
+                        if own.is_none() {
+                            own = Some(GlueClient::of(handle).await.map_err(|e| {
+                                Error::InvalidInput(format!(
+                                    "{name} names a Glue table, read through a Glue catalog: \
+                                     give one with --source-catalog ({e})"
+                                ))
+                            })?);
+                        }
+                        own.as_ref().ok_or_else(|| {
+                            Error::InvalidInput(format!("no Glue catalog to read {name}"))
+                        })?
+                    }
+                };
+                client
+                    .read(&database, &table)
+                    .await?
+                    .files(underscored, io_props)
+                    .await?
+            }
+        };
+        out.hidden += found.hidden;
+        out.files.extend(found.files);
+    }
+    Ok(out)
 }
 
 /// A path named twice, if one is.

@@ -55,6 +55,26 @@ pub fn unescape(s: &str) -> String {
     out
 }
 
+/// A partition key or value escaped for a path segment as Hive's `FileUtils.escapePathName`
+/// does: control characters and `"#%'*/:=?\\{[]^` (and DEL) as `%XX`, everything else as it
+/// is; [`unescape`] reverses it. Non-ASCII characters stay literal, as in Hive.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        let escaped = matches!(c, '\u{01}'..='\u{1F}' | '\u{7F}')
+            || matches!(
+                c,
+                '"' | '#' | '%' | '\'' | '*' | '/' | ':' | '=' | '?' | '\\' | '{' | '[' | ']' | '^'
+            );
+        if escaped {
+            out.push_str(&format!("%{:02X}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 fn hex(b: u8) -> Option<u8> {
     (b as char).to_digit(16).and_then(|d| u8::try_from(d).ok())
 }
@@ -102,5 +122,20 @@ mod tests {
         // The file name is no segment, nor is a folder without `=`.
         assert!(segments("x=1.parquet").is_empty());
         assert!(segments("batch/f.parquet").is_empty());
+    }
+
+    #[test]
+    fn escaped_values_are_one_segment_hive_reads_back() {
+        assert_eq!(escape("a/b=c%d"), "a%2Fb%3Dc%25d");
+        assert_eq!(escape("a b+ü"), "a b+ü");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn escape_round_trips(s in "\\PC{0,12}|[%/=:a-z]{0,12}") {
+            let e = escape(&s);
+            proptest::prop_assert!(!e.contains('/') && !e.contains('='));
+            proptest::prop_assert_eq!(unescape(&e), s);
+        }
     }
 }

@@ -36,7 +36,9 @@
 pub mod add_files;
 pub mod columns;
 pub mod footer;
+pub mod glue;
 pub mod hive_path;
+pub mod hive_type;
 pub mod metrics;
 pub mod partition;
 pub mod snapshot;

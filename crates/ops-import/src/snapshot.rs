@@ -14,8 +14,12 @@
 //!    the source's, and expiry and orphan cleanup never delete them. Then the files are added
 //!    ([`crate::add_files::AddFilesBuilder`]); if that fails, the new table is dropped again.
 //!
+//! A Glue Hive table (`glue:DATABASE.TABLE`, [`crate::glue`]) is a source too: the schema is
+//! then its columns' (Hive types as Spark reads them), the partition columns its partition
+//! keys, and its files those under its partitions' locations, wherever they are.
+//!
 //! A later `add_files` with [`crate::add_files::AddFilesBuilder::new_only`] adds what arrived
-//! in the folder since.
+//! in the folder (or the Glue table) since.
 
 use std::collections::{HashMap, HashSet};
 use std::future::{Future, IntoFuture};
@@ -31,6 +35,7 @@ use ops_core::{CatalogHandle, Error, Result};
 
 use crate::add_files::{AddFilesBuilder, AddFilesMetrics};
 use crate::columns::has_field_ids;
+use crate::glue::GlueClient;
 use crate::hive_path::segments;
 use crate::source::expand;
 
@@ -56,6 +61,7 @@ pub struct SnapshotBuilder {
     properties: HashMap<String, String>,
     dry_run: bool,
     concurrency: usize,
+    glue: Option<GlueClient>,
 }
 
 impl SnapshotBuilder {
@@ -68,10 +74,20 @@ impl SnapshotBuilder {
             properties: HashMap::new(),
             dry_run: false,
             concurrency: 8,
+            glue: None,
         }
     }
 
-    /// Folders, files or globs of the source (see [`crate::source`]).
+    /// The Glue catalog a `glue:DATABASE.TABLE` source is read through (default: the new
+    /// table's catalog, when it is a Glue catalog).
+    pub fn glue(mut self, glue: GlueClient) -> Self {
+        self.glue = Some(glue);
+        self
+    }
+
+    /// Folders, files or globs of the source (see [`crate::source`]), or one Glue table
+    /// (`glue:DATABASE.TABLE`): the schema is then its columns', the partition columns its
+    /// partition keys, and the files its partitions' ([`crate::glue`]).
     pub fn from<I, S>(mut self, names: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -108,7 +124,107 @@ impl SnapshotBuilder {
         }
         let io = self.handle.file_io();
         let props: HashMap<String, String> = io.config().props().clone();
-        let expanded = expand(&self.from, &HashSet::new(), &props).await?;
+        let glue_names: Vec<&String> = self
+            .from
+            .iter()
+            .filter(|n| n.starts_with(crate::glue::GLUE_PREFIX))
+            .collect();
+        let (fields, keys, files) = match (glue_names.as_slice(), self.from.len()) {
+            ([], _) => self.infer_from_files(&io, &props).await?,
+            ([name], 1) => self.infer_from_glue(name, &props).await?,
+            _ => {
+                return Err(Error::InvalidInput(
+                    "a snapshot of a Glue table takes that one table as its source (no other \
+                     names beside it)"
+                        .into(),
+                ));
+            }
+        };
+        let arrow = ArrowSchema::new(fields);
+        let schema = iceberg::arrow::arrow_schema_to_schema_auto_assign_ids(&arrow)?;
+        let mut spec = UnboundPartitionSpec::builder();
+        let mut partition_columns = Vec::new();
+        for k in &keys {
+            let Some(field) = crate::columns::column_named(&schema, k) else {
+                continue;
+            };
+            spec = spec.add_partition_field(field.id, field.name.clone(), Transform::Identity)?;
+            partition_columns.push(field.name.clone());
+        }
+        let mut metrics = SnapshotMetrics {
+            columns: schema
+                .as_struct()
+                .fields()
+                .iter()
+                .map(|f| format!("{}: {}", f.name, f.field_type))
+                .collect(),
+            partition_columns,
+            files,
+            ..Default::default()
+        };
+        if self.dry_run {
+            return Ok((None, metrics));
+        }
+        let namespace = self.ident.namespace().clone();
+        if !self.handle.catalog().namespace_exists(&namespace).await? {
+            self.handle
+                .catalog()
+                .create_namespace(&namespace, HashMap::new())
+                .await?;
+        }
+        let mut properties = self.properties.clone();
+        properties.insert(
+            ops_core::ops::markers::GC_ENABLED.to_string(),
+            "false".into(),
+        );
+        self.handle
+            .catalog()
+            .create_table(
+                &namespace,
+                TableCreation::builder()
+                    .name(self.ident.name().to_string())
+                    .schema(schema)
+                    .partition_spec(spec.build())
+                    .properties(properties)
+                    .build(),
+            )
+            .await?;
+        if files == 0 {
+            // A Glue table without files (no partition written yet): an empty table.
+            let table = ops_core::commit::load_current(&self.handle, &self.ident).await?;
+            return Ok((Some(table), metrics));
+        }
+        let mut add = AddFilesBuilder::new(&self.handle, self.ident.clone())
+            .from(self.from.clone())
+            .concurrency(self.concurrency);
+        if let Some(glue) = &self.glue {
+            add = add.glue(glue.clone());
+        }
+        match add.await {
+            Ok((table, add)) => {
+                metrics.add = add;
+                Ok((Some(table), metrics))
+            }
+            Err(e) => {
+                // Nothing of the snapshot is left: the table is dropped (its files are the
+                // source's and stay; `drop_table` deletes no data file).
+                if let Err(drop) = self.handle.catalog().drop_table(&self.ident).await {
+                    tracing::warn!(table = %self.ident, error = %drop,
+                        "could not drop the table of a failed snapshot");
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// The schema's fields, the partition columns and the file count of a folder source: the
+    /// union of the footers, the `key=value` folders (see the module docs).
+    async fn infer_from_files(
+        &self,
+        io: &iceberg::io::FileIO,
+        props: &HashMap<String, String>,
+    ) -> Result<(Vec<Field>, Vec<String>, usize)> {
+        let expanded = expand(&self.from, &HashSet::new(), props).await?;
         if expanded.files.is_empty() {
             return Err(Error::InvalidInput(format!(
                 "no Parquet file under {}",
@@ -204,74 +320,34 @@ impl SnapshotBuilder {
                 .map_or(DataType::Utf8, Inferred::data_type);
             fields.push(Field::new(k, ty, true));
         }
-        let arrow = ArrowSchema::new(fields);
-        let schema = iceberg::arrow::arrow_schema_to_schema_auto_assign_ids(&arrow)?;
-        let mut spec = UnboundPartitionSpec::builder();
-        let mut partition_columns = Vec::new();
-        for k in &keys {
-            let Some(field) = crate::columns::column_named(&schema, k) else {
-                continue;
-            };
-            spec = spec.add_partition_field(field.id, field.name.clone(), Transform::Identity)?;
-            partition_columns.push(field.name.clone());
-        }
-        let mut metrics = SnapshotMetrics {
-            columns: schema
-                .as_struct()
-                .fields()
-                .iter()
-                .map(|f| format!("{}: {}", f.name, f.field_type))
-                .collect(),
-            partition_columns,
-            files,
-            ..Default::default()
+        Ok((fields, keys, files))
+    }
+
+    /// The same of a Glue table: its columns and partition keys (Hive types), its partitions'
+    /// files (counted; the add reads their footers and refuses those that do not fit).
+    async fn infer_from_glue(
+        &self,
+        name: &str,
+        props: &HashMap<String, String>,
+    ) -> Result<(Vec<Field>, Vec<String>, usize)> {
+        let Some(parsed) = crate::glue::parse_name(name) else {
+            return Err(Error::InvalidInput(format!("{name} names no Glue table")));
         };
-        if self.dry_run {
-            return Ok((None, metrics));
-        }
-        let namespace = self.ident.namespace().clone();
-        if !self.handle.catalog().namespace_exists(&namespace).await? {
-            self.handle
-                .catalog()
-                .create_namespace(&namespace, HashMap::new())
-                .await?;
-        }
-        let mut properties = self.properties.clone();
-        properties.insert(
-            ops_core::ops::markers::GC_ENABLED.to_string(),
-            "false".into(),
-        );
-        self.handle
-            .catalog()
-            .create_table(
-                &namespace,
-                TableCreation::builder()
-                    .name(self.ident.name().to_string())
-                    .schema(schema)
-                    .partition_spec(spec.build())
-                    .properties(properties)
-                    .build(),
-            )
-            .await?;
-        match AddFilesBuilder::new(&self.handle, self.ident.clone())
-            .from(self.from.clone())
-            .concurrency(self.concurrency)
-            .await
-        {
-            Ok((table, add)) => {
-                metrics.add = add;
-                Ok((Some(table), metrics))
-            }
-            Err(e) => {
-                // Nothing of the snapshot is left: the table is dropped (its files are the
-                // source's and stay; `drop_table` deletes no data file).
-                if let Err(drop) = self.handle.catalog().drop_table(&self.ident).await {
-                    tracing::warn!(table = %self.ident, error = %drop,
-                        "could not drop the table of a failed snapshot");
-                }
-                Err(e)
-            }
-        }
+        let (database, table) = parsed?;
+        let client = match &self.glue {
+            Some(c) => c.clone(),
+            None => GlueClient::of(&self.handle).await.map_err(|e| {
+                Error::InvalidInput(format!(
+                    "{name} names a Glue table, read through a Glue catalog: give one with \
+                     --source-catalog ({e})"
+                ))
+            })?,
+        };
+        let glue = client.read(&database, &table).await?;
+        let fields = glue.fields()?;
+        let keys = glue.partition_keys.iter().map(|(k, _)| k.clone()).collect();
+        let files = glue.files(&HashSet::new(), props).await?.files.len();
+        Ok((fields, keys, files))
     }
 }
 

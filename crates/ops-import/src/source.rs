@@ -56,7 +56,7 @@ pub async fn expand(
         if let Some((scheme, rest)) = name.split_once("://")
             && ops_core::object_store::S3_SCHEMES.contains(&scheme)
         {
-            s3(name, scheme, rest, underscored, io_props, &mut out).await?;
+            s3(name, scheme, rest, underscored, io_props, &mut out, false).await?;
             continue;
         }
         let local = local_path(name)?;
@@ -97,6 +97,40 @@ pub async fn expand(
                 size: meta.len(),
             });
         }
+    }
+    Ok(out)
+}
+
+/// The files below a folder or prefix that a catalog names as a table's or partition's
+/// location (`s3://…`, `file:…`, a path): like [`expand`]'s, but a location with nothing in
+/// it (an empty partition, never written) has no files instead of being an error.
+pub async fn expand_location(
+    location: &str,
+    underscored: &HashSet<String>,
+    io_props: &HashMap<String, String>,
+) -> Result<Expanded> {
+    let mut out = Expanded::default();
+    if let Some((scheme, rest)) = location.split_once("://")
+        && ops_core::object_store::S3_SCHEMES.contains(&scheme)
+    {
+        s3(
+            location,
+            scheme,
+            rest,
+            underscored,
+            io_props,
+            &mut out,
+            true,
+        )
+        .await?;
+        return Ok(out);
+    }
+    let local = local_path(location)?;
+    let Ok(local) = std::fs::canonicalize(&local) else {
+        return Ok(out);
+    };
+    if local.is_dir() {
+        walk(&local, underscored, &mut out)?;
     }
     Ok(out)
 }
@@ -145,6 +179,7 @@ async fn s3(
     underscored: &HashSet<String>,
     io_props: &HashMap<String, String>,
     out: &mut Expanded,
+    may_be_empty: bool,
 ) -> Result<()> {
     let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));
     let failed = |e: opendal::Error| {
@@ -233,7 +268,7 @@ async fn s3(
             size: entry.metadata().content_length(),
         });
     }
-    if found.is_empty() && pattern.is_none() && !key.is_empty() {
+    if found.is_empty() && pattern.is_none() && !key.is_empty() && !may_be_empty {
         return Err(Error::InvalidInput(format!(
             "cannot import '{name}': no such object, and no object below it"
         )));

@@ -34,6 +34,8 @@ pub struct AppendBuilder {
     leftover: Vec<PreparedManifest>,
     /// [`Self::refuse_readded_since`].
     unique_since: Option<Option<i64>>,
+    /// [`Self::add_streamed`].
+    streamed: Option<super::streamed::StreamedManifests>,
 }
 
 impl AppendBuilder {
@@ -48,6 +50,7 @@ impl AppendBuilder {
             prepared: None,
             leftover: Vec::new(),
             unique_since: None,
+            streamed: None,
         }
     }
 
@@ -95,6 +98,18 @@ impl AppendBuilder {
         self
     }
 
+    /// Data files whose manifests were written as they arrived
+    /// ([`super::streamed::ManifestStream`]), for an append of more files than memory should
+    /// hold: the commit writes only the manifest list and the metadata. If the table changed
+    /// so that they no longer fit, their files are read back and added like
+    /// [`Self::add_written`]'s, and the streamed manifests are deleted once the commit lands.
+    /// [`Self::refuse_readded_since`] needs their paths tracked
+    /// ([`super::streamed::ManifestStream::track_paths`]); it refuses the append otherwise.
+    pub fn add_streamed(mut self, streamed: super::streamed::StreamedManifests) -> Self {
+        self.streamed = Some(streamed);
+        self
+    }
+
     /// Extra snapshot summary properties, e.g. `iceberg-ops.migration-job`.
     pub fn with_properties(mut self, properties: HashMap<String, String>) -> Self {
         self.properties.extend(properties);
@@ -113,6 +128,7 @@ impl AppendBuilder {
     async fn execute(self) -> Result<(Table, SnapshotMetrics)> {
         let default_spec: std::sync::Mutex<Option<i32>> = std::sync::Mutex::new(None);
         let prepared = &self.prepared;
+        let streamed = &self.streamed;
         let landed: std::sync::Mutex<Option<SnapshotMetrics>> = std::sync::Mutex::new(None);
         let landed_ref = &landed;
         let committed =
@@ -129,7 +145,20 @@ impl AppendBuilder {
                 let properties = self.properties.clone();
                 let unique_since = self.unique_since;
                 async move {
-                    if files.is_empty() && prepared.is_none() {
+                    if files.is_empty() && prepared.is_none() && streamed.is_none() {
+                        return Ok(None);
+                    }
+                    if let Some(s) = streamed
+                        && s.landed_in(&base).await?
+                    {
+                        let landed = SnapshotMetrics {
+                            snapshot_id: s.snapshot_id(),
+                            added_files: s.added_files(),
+                            removed_files: 0,
+                            added_records: s.added_records(),
+                            removed_records: 0,
+                        };
+                        *landed_ref.lock().unwrap_or_else(|p| p.into_inner()) = Some(landed);
                         return Ok(None);
                     }
                     // An earlier attempt landed although it was reported as failed: done.
@@ -141,7 +170,7 @@ impl AppendBuilder {
                     }
                     let cache = ManifestCache::new(&base);
                     if let Some(since) = unique_since {
-                        refuse_readded(&base, &cache, since, &files).await?;
+                        refuse_readded(&base, &cache, since, &files, streamed.as_ref()).await?;
                     }
                     let mut producer = SnapshotProducer::new(&base, &cache, Operation::Append)
                         .add_files_by_spec(files)
@@ -149,10 +178,29 @@ impl AppendBuilder {
                     if let Some(p) = prepared {
                         producer = producer.add_prepared(p);
                     }
+                    if let Some(s) = streamed {
+                        producer = producer.add_streamed(s);
+                    }
                     Ok(Some(producer.produce().await?))
                 }
             })
-            .await?;
+            .await;
+        let committed = match committed {
+            Ok(c) => c,
+            Err(e) => {
+                // Refused outright (as `commit::commit` judges it): nothing references the
+                // streamed manifests. Any other failure may have landed: they are kept (orphan
+                // cleanup removes them if not).
+                if matches!(
+                    e,
+                    crate::Error::CommitConflict { .. } | crate::Error::InvalidInput(_)
+                ) && let Some(s) = &self.streamed
+                {
+                    s.discard().await;
+                }
+                return Err(e);
+            }
+        };
         let committed = match landed.into_inner().unwrap_or_else(|p| p.into_inner()) {
             Some(m) => (committed.0, m),
             None => committed,
@@ -165,7 +213,24 @@ impl AppendBuilder {
                 p.discard_unless_committed(table).await;
             }
         }
+        if let Some(s) = &self.streamed
+            && s.snapshot_id() != metrics.snapshot_id
+        {
+            s.discard_unless_committed(table).await;
+        }
         Ok(committed)
+    }
+}
+
+/// The paths an append adds: named, or hashed by a [`super::streamed::ManifestStream`].
+struct PathSet<'a> {
+    named: std::collections::HashSet<&'a str>,
+    streamed: Option<&'a super::streamed::StreamedManifests>,
+}
+
+impl PathSet<'_> {
+    fn contains(&self, path: &str) -> bool {
+        self.named.contains(path) || self.streamed.is_some_and(|s| s.may_hold(path))
     }
 }
 
@@ -176,8 +241,19 @@ async fn refuse_readded(
     cache: &ManifestCache,
     since: Option<i64>,
     files: &[(i32, DataFile)],
+    streamed: Option<&super::streamed::StreamedManifests>,
 ) -> Result<()> {
-    let paths: std::collections::HashSet<&str> = files.iter().map(|(_, f)| f.file_path()).collect();
+    let named: std::collections::HashSet<&str> = files.iter().map(|(_, f)| f.file_path()).collect();
+    if let Some(s) = streamed
+        && !s.tracks_paths()
+    {
+        return Err(crate::Error::InvalidInput(
+            "an append of streamed manifests refuses re-added files only when the stream \
+             tracked its paths (ManifestStream::track_paths)"
+                .into(),
+        ));
+    }
+    let paths = PathSet { named, streamed };
     let conflict = |detail: String| crate::Error::CommitConflict {
         table: base.identifier().to_string(),
         detail,

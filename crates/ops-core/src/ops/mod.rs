@@ -16,6 +16,7 @@
 //! | [`evolve_spec`] | add, remove, rename partition fields | — |
 //! | [`sort_order`] | replace the default sort order | — |
 //! | [`properties`] | set and remove table properties | — |
+//! | [`streamed`] | (for `append`) manifests of added files written as the files arrive | — |
 //!
 //! Maintenance — compaction, snapshot expiry, orphan cleanup — is the `ops-maintenance` crate
 //! above this one, built on the same commit path ([`SnapshotProducer`], [`ConflictCheck`],
@@ -39,6 +40,7 @@ pub mod replace_partitions;
 pub mod rollback;
 pub(crate) mod snapshot;
 pub mod sort_order;
+pub mod streamed;
 pub(crate) mod validate;
 
 pub(crate) use snapshot::fit_literal as snapshot_fit_literal;

@@ -287,6 +287,8 @@ pub struct SnapshotProducer<'a> {
     added: Vec<(i32, DataFile)>,
     /// A manifest of added files written ahead of the commit ([`PreparedManifest`]).
     prepared: Option<&'a PreparedManifest>,
+    /// Manifests of added files written as they arrived ([`super::streamed`]).
+    streamed: Option<&'a super::streamed::StreamedManifests>,
     removed: HashSet<String>,
     /// Delete files to remove (delete manifests are read only when this is not empty).
     removed_deletes: HashSet<String>,
@@ -457,6 +459,7 @@ impl<'a> SnapshotProducer<'a> {
             operation,
             added: Vec::new(),
             prepared: None,
+            streamed: None,
             removed: HashSet::new(),
             removed_deletes: HashSet::new(),
             properties: HashMap::new(),
@@ -499,6 +502,13 @@ impl<'a> SnapshotProducer<'a> {
             self.added
                 .extend(prepared.files.iter().map(|f| (prepared.spec_id, f.clone())));
         }
+        self
+    }
+
+    /// Added files whose manifests were written as they arrived: used as they are when they
+    /// fit the table, else read back and added like the others.
+    pub(crate) fn add_streamed(mut self, streamed: &'a super::streamed::StreamedManifests) -> Self {
+        self.streamed = Some(streamed);
         self
     }
 
@@ -553,10 +563,24 @@ impl<'a> SnapshotProducer<'a> {
             }
         }
         let parent = md.current_snapshot().cloned();
-        let snapshot_id = match self.prepared {
-            Some(p) => p.snapshot_id,
-            None => new_snapshot_id(table),
+        // Streamed manifests that fit name the snapshot id (a prepared manifest cannot come
+        // with them: an append takes one or the other).
+        let streamed = self.streamed.filter(|s| s.fits(table));
+        let snapshot_id = match (self.prepared, streamed) {
+            (Some(p), _) => p.snapshot_id,
+            (None, Some(s)) => s.snapshot_id(),
+            (None, None) => new_snapshot_id(table),
         };
+        // Streamed manifests that no longer fit: their files, read back, are added anew.
+        let mut read_back = Vec::new();
+        if let Some(s) = self.streamed.filter(|_| streamed.is_none()) {
+            read_back = s
+                .read_back(table)
+                .await?
+                .into_iter()
+                .map(|f| (s.spec_id(), f))
+                .collect();
+        }
         let sequence_number = if version == FormatVersion::V1 {
             0
         } else {
@@ -667,17 +691,23 @@ impl<'a> SnapshotProducer<'a> {
         let mut manifests = merged;
 
         let prepared_files = self.prepared.map_or(&[][..], |p| &p.files[..]);
-        let added_files = (self.added.len() + prepared_files.len()) as u64;
+        let added_files = (self.added.len() + prepared_files.len() + read_back.len()) as u64
+            + streamed.map_or(0, |s| s.added_files());
         let added_records: u64 = self
             .added
             .iter()
+            .chain(&read_back)
             .map(|(_, f)| f)
             .chain(prepared_files)
             .map(DataFile::record_count)
-            .sum();
+            .sum::<u64>()
+            + streamed.map_or(0, |s| s.added_records());
         let mut by_spec: BTreeMap<i32, Vec<DataFile>> = BTreeMap::new();
         for (spec_id, file) in &self.added {
             by_spec.entry(*spec_id).or_default().push(file.clone());
+        }
+        for (spec_id, file) in read_back {
+            by_spec.entry(spec_id).or_default().push(file);
         }
         for (spec_id, files) in by_spec {
             let spec =
@@ -723,6 +753,11 @@ impl<'a> SnapshotProducer<'a> {
             }
             manifests.insert(0, p.manifest.clone());
         }
+        if let Some(s) = streamed {
+            for (i, m) in s.manifests().iter().enumerate() {
+                manifests.insert(i, m.clone());
+            }
+        }
 
         let list_path = format!("{metadata_dir}/snap-{snapshot_id}-0-{commit_uuid}.avro");
         let output = table.file_io().new_output(&list_path)?;
@@ -744,6 +779,9 @@ impl<'a> SnapshotProducer<'a> {
 
         let mut summary = self.properties.clone();
         summary.extend(collector.build());
+        if let Some(s) = streamed {
+            super::streamed::add_counts(&mut summary, s.summary());
+        }
         totals(
             self.cache,
             parent.as_ref().map(|s| s.summary()),
@@ -854,7 +892,7 @@ fn manifest_schema_and_spec(manifest: &Manifest) -> (SchemaRef, PartitionSpecRef
 /// `file` with its partition tuple checked against `spec` (and int/float values promoted when
 /// the spec's source column was widened since the file was written); a tuple that does not fit
 /// is a conflict — the spec changed between writing the file and committing it.
-fn fit_partition(
+pub(crate) fn fit_partition(
     table: &Table,
     spec: &PartitionSpec,
     partition_type: &iceberg::spec::StructType,
@@ -952,7 +990,7 @@ pub(crate) fn fit_literal(
     })
 }
 
-fn manifest_writer(
+pub(crate) fn manifest_writer(
     table: &Table,
     path: &str,
     snapshot_id: i64,
@@ -1382,7 +1420,7 @@ pub async fn changes_of(
     Ok(out)
 }
 
-fn new_snapshot_id(table: &Table) -> i64 {
+pub(crate) fn new_snapshot_id(table: &Table) -> i64 {
     loop {
         let (a, b) = Uuid::new_v4().as_u64_pair();
         let id = ((a ^ b) & (i64::MAX as u64)) as i64;
