@@ -10,7 +10,6 @@ use iceberg::table::Table;
 use iceberg::{NamespaceIdent, TableCreation};
 use ops_core::catalog::{CatalogConfig, CatalogDefinition};
 use ops_core::{CatalogFactory, CatalogHandle};
-use ops_tests::servers::{AWS_KEY, AWS_REGION, AWS_SECRET};
 use serde_json::{Value, json};
 
 pub type TestResult = anyhow::Result<()>;
@@ -209,42 +208,9 @@ pub async fn write_and_read_back(handle: &CatalogHandle, ns: &str) -> anyhow::Re
     Ok(reloaded)
 }
 
-/// PyIceberg-style properties for an AWS catalog on `moto`, plus `extra`.
-pub fn aws_props(
-    moto: &ops_tests::servers::Moto,
-    extra: &[(&str, &str)],
-) -> BTreeMap<String, String> {
-    let endpoint = moto.endpoint();
-    let mut p = props(&[
-        ("client.region", AWS_REGION),
-        ("client.access-key-id", AWS_KEY),
-        ("client.secret-access-key", AWS_SECRET),
-        ("s3.endpoint", &endpoint),
-        ("s3.region", AWS_REGION),
-        ("s3.access-key-id", AWS_KEY),
-        ("s3.secret-access-key", AWS_SECRET),
-        // moto on 127.0.0.1 has no virtual-host bucket names.
-        ("s3.path-style-access", "true"),
-    ]);
-    p.extend(props(extra));
-    p
-}
+pub use ops_tests::servers::aws_props;
 
-/// moto with an S3 bucket `lake` and Glue properties for a warehouse in it (keep the Moto alive).
-pub fn glue_on_moto() -> (ops_tests::servers::Moto, BTreeMap<String, String>) {
-    let moto = ops_tests::servers::Moto::start();
-    moto.create_bucket("lake");
-    let endpoint = moto.endpoint();
-    let p = aws_props(
-        &moto,
-        &[
-            ("type", "glue"),
-            ("glue.endpoint", &endpoint),
-            ("warehouse", "s3://lake/warehouse"),
-        ],
-    );
-    (moto, p)
-}
+pub use ops_tests::servers::glue_on_moto;
 
 /// moto with table bucket `bucket` and S3 Tables properties for it (keep the Moto alive).
 pub fn s3tables_on_moto(bucket: &str) -> (ops_tests::servers::Moto, BTreeMap<String, String>) {

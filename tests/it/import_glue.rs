@@ -8,167 +8,22 @@ use std::collections::BTreeMap;
 
 use ops_core::Error;
 use ops_import::add_files::AddFilesBuilder;
+use ops_import::migrate::MigrateBuilder;
 use ops_import::snapshot::SnapshotBuilder;
+use ops_tests::hive::*;
 use ops_tests::oracle::pyiceberg;
-use ops_tests::servers::{AWS_KEY, AWS_REGION, AWS_SECRET, Moto};
+use ops_tests::servers::Moto;
 use serde_json::{Value, json};
 
 use crate::common::*;
-
-const PARQUET_IN: &str = "org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat";
-const PARQUET_SERDE: &str = "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe";
-
-/// Python that opens moto's S3 as `fs` (pyarrow).
-fn s3fs(moto: &Moto) -> String {
-    format!(
-        "import pyarrow.fs as pafs\n\
-         fs = pafs.S3FileSystem(endpoint_override='{}', access_key='{AWS_KEY}', \
-                                secret_key='{AWS_SECRET}', region='{AWS_REGION}', scheme='http')\n",
-        moto.endpoint()
-    )
-}
-
-/// Writes one Parquet file of rows `ids` to `s3://lake/{key}` as a Hive job does: columns
-/// `id` (long), `Amount` (int, mixed case as Spark keeps it; Glue lower-cases it), `qty`
-/// (int16, Hive `smallint`) and `ts` (INT96), no partition column.
-fn hive_file(p: &BTreeMap<String, String>, moto: &Moto, key: &str, ids: &[i64]) -> TestResult {
-    let ids: Vec<String> = ids.iter().map(i64::to_string).collect();
-    let ids = ids.join(", ");
-    pyiceberg(
-        "lake",
-        p,
-        &format!(
-            "{}import datetime as dt, pyarrow as pa, pyarrow.parquet as pq\n\
-             ids = [{ids}]\n\
-             t = pa.table({{'id': pa.array(ids, pa.int64()), \
-                            'Amount': pa.array([10 * i for i in ids], pa.int32()), \
-                            'qty': pa.array([i % 3 for i in ids], pa.int16()), \
-                            'ts': pa.array([dt.datetime(2024, 1, 1, i % 24) for i in ids], \
-                                           pa.timestamp('us'))}})\n\
-             pq.write_table(t, 'lake/{key}', filesystem=fs, use_deprecated_int96_timestamps=True)\n\
-             emit(None)",
-            s3fs(moto)
-        ),
-    )?;
-    Ok(())
-}
-
-fn storage(location: &str, input: &str, serde: &str) -> Value {
-    json!({
-        "Columns": [
-            {"Name": "id", "Type": "bigint"},
-            {"Name": "amount", "Type": "int"},
-            {"Name": "qty", "Type": "smallint"},
-            {"Name": "ts", "Type": "timestamp"}
-        ],
-        "Location": location,
-        "InputFormat": input,
-        "SerdeInfo": {"SerializationLibrary": serde}
-    })
-}
-
-/// Glue table `hive.{name}` at `s3://lake/hive/{name}/`, partitioned by `region` when
-/// `partitioned`.
-fn glue_table(moto: &Moto, name: &str, partitioned: bool) {
-    let keys = if partitioned {
-        json!([{"Name": "region", "Type": "string"}])
-    } else {
-        json!([])
-    };
-    moto.glue(
-        "CreateTable",
-        &json!({"DatabaseName": "hive", "TableInput": {
-            "Name": name, "TableType": "EXTERNAL_TABLE",
-            "StorageDescriptor": storage(&format!("s3://lake/hive/{name}/"), PARQUET_IN, PARQUET_SERDE),
-            "PartitionKeys": keys,
-            "Parameters": {"classification": "parquet"}}}),
-    );
-}
-
-fn glue_partition(moto: &Moto, table: &str, value: &str, location: &str) {
-    moto.glue(
-        "CreatePartition",
-        &json!({"DatabaseName": "hive", "TableName": table, "PartitionInput": {
-            "Values": [value],
-            "StorageDescriptor": storage(location, PARQUET_IN, PARQUET_SERDE)}}),
-    );
-}
-
-/// The rows pyarrow reads from `s3://lake/{location}` (each partition's files, with its
-/// value), in the table's column names and the oracle's value forms, sorted.
-fn expected(p: &BTreeMap<String, String>, moto: &Moto, parts: &[(&str, Option<&str>)]) -> Value {
-    let parts: Vec<String> = parts
-        .iter()
-        .map(|(loc, v)| {
-            format!(
-                "('{loc}', {})",
-                v.map_or("None".into(), |v| format!("'{v}'"))
-            )
-        })
-        .collect();
-    let mut rows = pyiceberg(
-        "lake",
-        p,
-        &format!(
-            "{}import pyarrow.dataset as ds\n\
-             out = []\n\
-             for loc, region in [{}]:\n\
-             \x20   d = ds.dataset('lake/' + loc, filesystem=fs, format='parquet', \
-                                    ignore_prefixes=['_', '.'])\n\
-             \x20   for r in d.to_table().to_pylist():\n\
-             \x20       row = {{'id': r['id'], 'amount': r['Amount'], 'qty': r['qty'], \
-                                'ts': r['ts']}}\n\
-             \x20       if region is not False: row['region'] = region\n\
-             \x20       out.append(row)\n\
-             emit(out)",
-            s3fs(moto),
-            parts.join(", ")
-        ),
-    )
-    .unwrap_or(Value::Null);
-    if let Some(r) = rows.as_array_mut() {
-        sort_rows(r);
-    }
-    rows
-}
 
 /// moto (S3 bucket `lake`, Glue database `hive`) and the props of a Glue catalog on it.
 fn hive_on_moto() -> (Moto, BTreeMap<String, String>) {
     init_tracing();
     let (moto, p) = glue_on_moto();
-    moto.glue(
-        "CreateDatabase",
-        &json!({"DatabaseInput": {"Name": "hive"}}),
-    );
+    hive_database(&moto);
     (moto, p)
 }
-
-/// Rows PyIceberg reads from `table`, in the same forms, sorted.
-fn read(p: &BTreeMap<String, String>, table: &str) -> anyhow::Result<Value> {
-    let mut rows = pyiceberg(
-        "lake",
-        p,
-        &format!(
-            "out = []\n\
-             for r in catalog.load_table('{table}').scan().to_arrow().to_pylist():\n\
-             \x20   r['ts'] = r['ts'].replace(tzinfo=None)\n\
-             \x20   out.append(r)\n\
-             emit(out)"
-        ),
-    )?;
-    if let Some(r) = rows.as_array_mut() {
-        sort_rows(r);
-    }
-    Ok(rows)
-}
-
-/// `hive.sales`'s partitions: where their files are, and their values.
-const SALES: [(&str, Option<&str>); 4] = [
-    ("hive/sales/region=eu", Some("eu")),
-    ("archive/2023/region=xx", Some("us")),
-    ("hive/sales/region=a%2Fb", Some("a/b")),
-    ("hive/sales/region=__HIVE_DEFAULT_PARTITION__", None),
-];
 
 /// A partitioned Glue Hive table — one partition outside the table's location, a NULL
 /// partition, a value with a slash, a `_SUCCESS` marker — snapshotted into an Iceberg table in
@@ -180,35 +35,7 @@ const SALES: [(&str, Option<&str>); 4] = [
 async fn a_glue_hive_table_is_snapshotted_in_place_and_grows() -> TestResult {
     let (moto, p) = hive_on_moto();
     let p = &p;
-    glue_table(&moto, "sales", true);
-    hive_file(p, &moto, "hive/sales/region=eu/part-0.parquet", &[1, 2])?;
-    hive_file(p, &moto, "hive/sales/region=eu/part-1.parquet", &[3])?;
-    moto.put_object("lake", "hive/sales/region=eu/_SUCCESS", b"");
-    // Outside the table's location, under a path that names another region.
-    hive_file(p, &moto, "archive/2023/region=xx/us.parquet", &[4, 5])?;
-    hive_file(p, &moto, "hive/sales/region=a%2Fb/part-0.parquet", &[6])?;
-    hive_file(
-        p,
-        &moto,
-        "hive/sales/region=__HIVE_DEFAULT_PARTITION__/part-0.parquet",
-        &[7],
-    )?;
-    glue_partition(&moto, "sales", "eu", "s3://lake/hive/sales/region=eu");
-    glue_partition(&moto, "sales", "us", "s3://lake/archive/2023/region=xx/");
-    glue_partition(&moto, "sales", "a/b", "s3://lake/hive/sales/region=a%2Fb/");
-    glue_partition(
-        &moto,
-        "sales",
-        "__HIVE_DEFAULT_PARTITION__",
-        "s3://lake/hive/sales/region=__HIVE_DEFAULT_PARTITION__/",
-    );
-    // A partition Glue knows but nobody wrote yet: no files, no error.
-    glue_partition(
-        &moto,
-        "sales",
-        "empty",
-        "s3://lake/hive/sales/region=empty/",
-    );
+    sales_table(p, &moto)?;
     let want = expected(p, &moto, &SALES);
     assert_eq!(want.as_array().map(Vec::len), Some(7), "{want}");
 
@@ -338,5 +165,121 @@ async fn glue_tables_that_cannot_be_taken_in_place_are_refused() -> TestResult {
         );
         assert!(!handle.catalog().table_exists(&ident).await?, "{source}");
     }
+    Ok(())
+}
+
+/// Whether Glue holds `hive.{name}`, and how many partitions it lists.
+async fn glue_state(
+    glue: &ops_import::glue::GlueClient,
+    name: &str,
+) -> anyhow::Result<Option<(bool, usize)>> {
+    let Some(t) = glue.get_table("hive", name).await? else {
+        return Ok(None);
+    };
+    let partitions = glue.get_partitions("hive", name).await?.len();
+    Ok(Some((ops_import::glue::is_iceberg(&t), partitions)))
+}
+
+/// `import migrate` of the Hive table `hive.sales` on Glue: the same name turns into an
+/// Iceberg table at the same location that PyIceberg reads with every row pyarrow reads from
+/// the partitions (one of them outside the location); the Hive definition is kept as the
+/// backup `sales_backup_` with its five partitions, the original's partition entries are
+/// gone, `migrated=true` and `gc.enabled=false` while the backup shares the files. Run again,
+/// it says so and changes nothing; with `--drop-backup` the backup goes and `gc.enabled`
+/// comes back.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_glue_hive_table_is_migrated_in_place() -> TestResult {
+    let (moto, p) = hive_on_moto();
+    let p = &p;
+    sales_table(p, &moto)?;
+    let want = expected(p, &moto, &SALES);
+    let handle = open("lake", p).await?;
+    let glue = ops_import::glue::GlueClient::of(&handle).await?;
+
+    let (table, m) = MigrateBuilder::new(&handle, "hive", "sales").await?;
+    assert!(!m.already_migrated && m.add.files.len() == 5, "{m:?}");
+    assert_eq!(m.partition_columns, ["region"]);
+    assert_eq!(m.partitions_removed, 5);
+    assert!(
+        m.metadata_location
+            .as_deref()
+            .is_some_and(|l| l.starts_with("s3://lake/hive/sales/metadata/")),
+        "{m:?}"
+    );
+    assert_eq!(table_property(&table, "migrated"), Some("true"));
+    assert_eq!(table_property(&table, "gc.enabled"), Some("false"));
+    assert_eq!(glue_state(&glue, "sales").await?, Some((true, 0)));
+    assert_eq!(glue_state(&glue, "sales_backup_").await?, Some((false, 5)));
+    assert_eq!(read(p, "hive.sales")?, want);
+
+    let (_, again) = MigrateBuilder::new(&handle, "hive", "sales").await?;
+    assert!(again.already_migrated && !again.backup_dropped, "{again:?}");
+    assert_eq!(glue_state(&glue, "sales_backup_").await?, Some((false, 5)));
+
+    let (table, dropped) = MigrateBuilder::new(&handle, "hive", "sales")
+        .drop_backup(true)
+        .await?;
+    assert!(
+        dropped.already_migrated && dropped.backup_dropped,
+        "{dropped:?}"
+    );
+    assert_eq!(glue_state(&glue, "sales_backup_").await?, None);
+    assert_eq!(table_property(&table, "gc.enabled"), Some("true"));
+    assert_eq!(read(p, "hive.sales")?, want);
+    Ok(())
+}
+
+/// A migration that fails (a file whose `id` is text where Glue says bigint) restores the
+/// Hive table: it is still Hive with its partitions, no backup is left, and nothing was
+/// written under its location's `metadata/`. A backup name taken by another table is refused
+/// before anything is written.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_migration_leaves_the_hive_table_as_it_was() -> TestResult {
+    let (moto, p) = hive_on_moto();
+    let p = &p;
+    sales_table(p, &moto)?;
+    pyiceberg(
+        "lake",
+        p,
+        &format!(
+            "{}import pyarrow as pa, pyarrow.parquet as pq\n\
+             pq.write_table(pa.table({{'id': ['x']}}), 'lake/hive/sales/region=eu/bad.parquet', \
+                            filesystem=fs)\n\
+             emit(None)",
+            s3fs(&moto)
+        ),
+    )?;
+    let handle = open("lake", p).await?;
+    let glue = ops_import::glue::GlueClient::of(&handle).await?;
+    let err = MigrateBuilder::new(&handle, "hive", "sales")
+        .await
+        .err()
+        .ok_or_else(|| anyhow::anyhow!("the migration went through"))?;
+    assert!(err.to_string().contains("bad.parquet"), "{err}");
+    assert_eq!(glue_state(&glue, "sales").await?, Some((false, 5)));
+    assert_eq!(glue_state(&glue, "sales_backup_").await?, None);
+    let left = pyiceberg(
+        "lake",
+        p,
+        &format!(
+            "{}import pyarrow.fs as pafs\n\
+             emit([i.path for i in fs.get_file_info(pafs.FileSelector('lake/hive/sales/metadata', \
+                   allow_not_found=True, recursive=True))])",
+            s3fs(&moto)
+        ),
+    )?;
+    assert_eq!(left, json!([]));
+
+    glue_table(&moto, "taken", false);
+    let err = MigrateBuilder::new(&handle, "hive", "sales")
+        .backup_name("taken")
+        .await
+        .err()
+        .ok_or_else(|| anyhow::anyhow!("the migration went through"))?;
+    assert!(
+        err.to_string().contains("not a backup of hive.sales"),
+        "{err}"
+    );
+    assert_eq!(glue_state(&glue, "sales").await?, Some((false, 5)));
     Ok(())
 }

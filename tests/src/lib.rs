@@ -10,6 +10,7 @@
 //!   [`servers::Postgres::start_tls`] for a TLS-only server with a generated CA).
 //! - [`oracle::pyiceberg`] — runs a PyIceberg snippet against a catalog and returns its JSON.
 //! - [`servers::TestCa`] — a CA made for the test and server certificates it issues, for TLS.
+//! - [`hive`] — a Glue Hive table of Parquet files in moto as Spark leaves them (imports).
 //! - [`s3tables`] — a Glue Hive/Parquet source in moto and the S3 Tables emulator over HTTPS.
 //! - [`tls::TestCa`] — a certificate authority made per test, for rustberg over HTTPS
 //!   ([`servers::RustbergOptions`]) and `ssl.*` keys.
@@ -27,6 +28,7 @@
 //! `ICEBERG_OPS_PG_BIN`, else the newest `/usr/lib/postgresql/<version>/bin`, else PATH.
 
 pub mod fake_glue;
+pub mod hive;
 pub mod http;
 pub mod issuer;
 pub mod oracle;

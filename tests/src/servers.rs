@@ -794,3 +794,42 @@ impl SigV4Proxy {
         (v["verified"].as_u64().unwrap_or(0), refused)
     }
 }
+
+/// PyIceberg-style properties for an AWS catalog on `moto`, plus `extra`.
+pub fn aws_props(
+    moto: &Moto,
+    extra: &[(&str, &str)],
+) -> std::collections::BTreeMap<String, String> {
+    let endpoint = moto.endpoint();
+    [
+        ("client.region", AWS_REGION),
+        ("client.access-key-id", AWS_KEY),
+        ("client.secret-access-key", AWS_SECRET),
+        ("s3.endpoint", &endpoint),
+        ("s3.region", AWS_REGION),
+        ("s3.access-key-id", AWS_KEY),
+        ("s3.secret-access-key", AWS_SECRET),
+        // moto on 127.0.0.1 has no virtual-host bucket names.
+        ("s3.path-style-access", "true"),
+    ]
+    .into_iter()
+    .chain(extra.iter().copied())
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
+/// moto with an S3 bucket `lake` and Glue properties for a warehouse in it (keep the Moto alive).
+pub fn glue_on_moto() -> (Moto, std::collections::BTreeMap<String, String>) {
+    let moto = Moto::start();
+    moto.create_bucket("lake");
+    let endpoint = moto.endpoint();
+    let p = aws_props(
+        &moto,
+        &[
+            ("type", "glue"),
+            ("glue.endpoint", &endpoint),
+            ("warehouse", "s3://lake/warehouse"),
+        ],
+    );
+    (moto, p)
+}

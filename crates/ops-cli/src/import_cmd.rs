@@ -19,6 +19,32 @@ pub enum Command {
     /// and orphan cleanup never delete the source's files). `add-files --new-only` later adds
     /// what arrived since.
     Snapshot(SnapshotArgs),
+    /// Replace a Glue Hive table by an Iceberg table of the same name over the same files (Glue
+    /// catalogs): its definition and partitions are copied to a backup, the Iceberg table is
+    /// staged, then one UpdateTable guarded by the table's VersionId swaps it in. A failure
+    /// restores the Hive table; a stopped run, run again, finishes.
+    Migrate(MigrateArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct MigrateArgs {
+    /// The Hive table, as glue:DATABASE.TABLE.
+    #[arg(long, value_name = "glue:DATABASE.TABLE")]
+    source: String,
+    /// The Glue catalog holding it (a catalog of type glue in your config).
+    #[arg(long)]
+    catalog: String,
+    /// The backup's name (default: TABLE_backup_, as Java's migrate names it).
+    #[arg(long, value_name = "NAME")]
+    backup_name: Option<String>,
+    /// Drop the backup once the table is migrated (gc.enabled is then set back to true).
+    #[arg(long)]
+    drop_backup: bool,
+    /// Footers read at once.
+    #[arg(long, default_value_t = 8)]
+    concurrency: usize,
+    #[arg(long, value_enum, default_value = "text")]
+    output: Output,
 }
 
 #[derive(Debug, clap::Args)]
@@ -96,7 +122,71 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
     match cmd {
         Command::AddFiles(args) => add_files(factory, args).await,
         Command::Snapshot(args) => snapshot(factory, args).await,
+        Command::Migrate(args) => migrate(factory, args).await,
     }
+}
+
+async fn migrate(factory: &CatalogFactory, args: MigrateArgs) -> anyhow::Result<()> {
+    let Some(parsed) = ops_import::glue::parse_name(&args.source) else {
+        anyhow::bail!(
+            "--source '{}' is not glue:DATABASE.TABLE (import migrate replaces Glue Hive tables)",
+            args.source
+        );
+    };
+    let (database, table) = parsed?;
+    let handle = factory.open(&args.catalog).await?;
+    let mut builder = ops_import::migrate::MigrateBuilder::new(&handle, database, table)
+        .drop_backup(args.drop_backup)
+        .concurrency(args.concurrency);
+    if let Some(name) = &args.backup_name {
+        builder = builder.backup_name(name);
+    }
+    let (_, m) = builder.await?;
+    if args.output == Output::Json {
+        return print_json(&serde_json::json!({
+            "table": m.table,
+            "backup": m.backup,
+            "backup_dropped": m.backup_dropped,
+            "already_migrated": m.already_migrated,
+            "metadata_location": m.metadata_location,
+            "columns": m.columns,
+            "partition_columns": m.partition_columns,
+            "added_files": m.add.files.len(),
+            "added_records": m.add.files.iter().map(|f| f.record_count).sum::<u64>(),
+            "snapshot_id": m.add.snapshot_id,
+            "partitions_removed": m.partitions_removed,
+        }));
+    }
+    if m.already_migrated {
+        println!("{} was migrated by an earlier run", m.table);
+    } else {
+        let rows: u64 = m.add.files.iter().map(|f| f.record_count).sum();
+        println!(
+            "migrated {} to Iceberg in place: {} file(s), {rows} rows (metadata {})",
+            m.table,
+            m.add.files.len(),
+            m.metadata_location.as_deref().unwrap_or("-")
+        );
+        for c in &m.columns {
+            println!("  {c}");
+        }
+        if !m.partition_columns.is_empty() {
+            println!(
+                "  partitioned by identity({})",
+                m.partition_columns.join(", ")
+            );
+        }
+    }
+    if m.backup_dropped {
+        println!("  backup {} dropped; gc.enabled=true", m.backup);
+    } else {
+        println!(
+            "  the Hive definition is kept as {} (gc.enabled=false while it shares the files; \
+             --drop-backup drops it)",
+            m.backup
+        );
+    }
+    Ok(())
 }
 
 async fn snapshot(factory: &CatalogFactory, args: SnapshotArgs) -> anyhow::Result<()> {

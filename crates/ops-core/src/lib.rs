@@ -30,6 +30,8 @@ pub mod commit;
 pub mod equality_deletes;
 mod error;
 pub mod eval;
+#[doc(hidden)]
+pub mod failpoint;
 pub mod filter;
 pub mod http;
 pub mod keys;

@@ -3,7 +3,7 @@
 //! batch's commit and its checkpoint entry, the last batch and the completion record, ...)
 //! instead of hoping a random kill lands there.
 //!
-//! `ICEBERG_OPS_TEST_ABORT_AT=<point>` names the point. It is honoured by debug builds only
+//! `ICEBERG_OPS_TEST_ABORT_AT=<point>` names the point ([`ops_core::failpoint`]). It is honoured by debug builds only
 //! (release builds, which users run, never read it; `ICEBERG_OPS_TEST_ENCODE_CLUSTER_FORMAT` in
 //! ops-ballista follows the same rule), and only when its value is exactly one of the points
 //! below, so neither a release binary nor a stray value can abort a real migration. Before
@@ -21,9 +21,6 @@
 //! - `after-checkpoint-completed`: the checkpoint is marked completed; the job's snapshot expiry
 //!   (`--expire-job-snapshots`) and the report are not done yet.
 
-/// The environment variable naming the point to abort at (debug builds only).
-pub(crate) const ABORT_AT_ENV: &str = "ICEBERG_OPS_TEST_ABORT_AT";
-
 /// Every batch is committed and checkpointed, before the completion record.
 pub(crate) const AFTER_BATCHES: &str = "after-batches";
 /// The completion record is set, before the compaction and the checkpoint's completed mark.
@@ -31,12 +28,8 @@ pub(crate) const AFTER_COMPLETION_RECORD: &str = "after-completion-record";
 /// The checkpoint is marked completed, before the job's expiry and the report.
 pub(crate) const AFTER_CHECKPOINT_COMPLETED: &str = "after-checkpoint-completed";
 
-/// Aborts the process if the tests asked for `point` (see the module docs).
-pub(crate) fn hit(point: &str) {
-    if armed().is_some_and(|p| p == point) {
-        abort(point);
-    }
-}
+pub(crate) use ops_core::failpoint::hit;
+use ops_core::failpoint::{abort, armed};
 
 /// Aborts the process if the tests asked for `after-commit:<index>` and `index` is one of
 /// `batches` (a series commits several batches at once).
@@ -53,20 +46,4 @@ pub(crate) fn after_commit(batches: impl IntoIterator<Item = u64>) {
     if batches.into_iter().any(|b| b == n) {
         abort(armed);
     }
-}
-
-/// The point the tests named, in a debug build.
-fn armed() -> Option<&'static str> {
-    if !cfg!(debug_assertions) {
-        return None;
-    }
-    static POINT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
-    POINT
-        .get_or_init(|| std::env::var(ABORT_AT_ENV).ok())
-        .as_deref()
-}
-
-fn abort(point: &str) -> ! {
-    eprintln!("iceberg-ops: test failpoint {point}: aborting");
-    std::process::abort()
 }

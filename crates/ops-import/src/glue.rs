@@ -16,7 +16,7 @@ use std::collections::{HashMap, HashSet};
 
 use arrow_schema::Field;
 use aws_sdk_glue::Client;
-use aws_sdk_glue::types::StorageDescriptor;
+use aws_sdk_glue::types::{Partition, StorageDescriptor, Table};
 use ops_core::catalog::CatalogKind;
 use ops_core::{CatalogHandle, Error, Result};
 
@@ -65,17 +65,9 @@ impl GlueClient {
         self.catalog_id.as_deref()
     }
 
-    fn failed(&self, what: String) -> impl Fn(String) -> Error + '_ {
-        move |message| Error::Catalog {
-            catalog: self.catalog.clone(),
-            message: format!("{what}: {message}"),
-        }
-    }
-
-    /// Reads `database.table` and every partition of it.
-    pub async fn read(&self, database: &str, table: &str) -> Result<GlueTable> {
-        let name = format!("{database}.{table}");
-        let got = self
+    /// `database.table` as Glue holds it; `None` when there is no such table.
+    pub async fn get_table(&self, database: &str, table: &str) -> Result<Option<Table>> {
+        match self
             .client
             .get_table()
             .set_catalog_id(self.catalog_id.clone())
@@ -83,125 +75,64 @@ impl GlueClient {
             .name(table)
             .send()
             .await
-            .map_err(|e| {
+        {
+            Ok(got) => Ok(got.table().cloned()),
+            Err(e)
                 if e.as_service_error()
-                    .is_some_and(|s| s.is_entity_not_found_exception())
-                {
-                    Error::InvalidInput(format!(
-                        "glue:{name}: no such table in Glue catalog '{}'",
-                        self.catalog
-                    ))
-                } else {
-                    (self.failed(format!("GetTable {name}")))(aws_message(&e))
-                }
-            })?;
-        let Some(t) = got.table() else {
-            return Err((self.failed(format!("GetTable {name}")))(
-                "no table returned".into(),
-            ));
-        };
-        if t.table_type()
-            .is_some_and(|k| k.eq_ignore_ascii_case("VIRTUAL_VIEW"))
-        {
-            return Err(Error::InvalidInput(format!(
-                "glue:{name} is a view; only tables have files to import"
-            )));
+                    .is_some_and(|s| s.is_entity_not_found_exception()) =>
+            {
+                Ok(None)
+            }
+            Err(e) => Err((self.failed(format!("GetTable {database}.{table}")))(
+                aws_message(&e),
+            )),
         }
-        let parameters = t.parameters().cloned().unwrap_or_default();
-        if parameters
-            .get("table_type")
-            .is_some_and(|k| k.eq_ignore_ascii_case("ICEBERG"))
-        {
-            return Err(Error::InvalidInput(format!(
-                "glue:{name} is an Iceberg table already; open it through a Glue catalog \
-                 instead of importing it"
-            )));
-        }
-        let sd = t.storage_descriptor().ok_or_else(|| {
-            Error::InvalidInput(format!(
-                "glue:{name} has no storage descriptor (no location)"
-            ))
-        })?;
-        refuse_non_parquet(&name, None, sd)?;
-        if sd.number_of_buckets() > 0 && !sd.bucket_columns().is_empty() {
-            return Err(Error::InvalidInput(format!(
-                "glue:{name} is bucketed ({} buckets by {}): Hive's bucket hash is not Iceberg's \
-                 bucket transform, so its files cannot be described as Iceberg partitions. \
-                 Copy it instead (migrate-data), which rewrites the rows",
-                sd.number_of_buckets(),
-                sd.bucket_columns().join(", ")
-            )));
-        }
-        let location = sd
-            .location()
-            .filter(|l| !l.trim().is_empty())
-            .map(normalized_location)
-            .ok_or_else(|| Error::InvalidInput(format!("glue:{name} has no location")))?;
-        let columns = sd
-            .columns()
-            .iter()
-            .map(|c| (c.name().to_string(), c.r#type().unwrap_or("").to_string()))
-            .collect();
-        let partition_keys: Vec<(String, String)> = t
-            .partition_keys()
-            .iter()
-            .map(|c| (c.name().to_string(), c.r#type().unwrap_or("").to_string()))
-            .collect();
-        let mut partitions = Vec::new();
-        if !partition_keys.is_empty() {
-            let mut token: Option<String> = None;
-            loop {
-                let page = self
-                    .client
-                    .get_partitions()
-                    .set_catalog_id(self.catalog_id.clone())
-                    .database_name(database)
-                    .table_name(table)
-                    .set_next_token(token.take())
-                    .send()
-                    .await
-                    .map_err(|e| (self.failed(format!("GetPartitions {name}")))(aws_message(&e)))?;
-                for p in page.partitions() {
-                    let values: Vec<String> = p.values().to_vec();
-                    let Some(psd) = p.storage_descriptor() else {
-                        return Err(Error::InvalidInput(format!(
-                            "partition {values:?} of glue:{name} has no storage descriptor"
-                        )));
-                    };
-                    refuse_non_parquet(&name, Some(&values), psd)?;
-                    let Some(loc) = psd.location().filter(|l| !l.trim().is_empty()) else {
-                        return Err(Error::InvalidInput(format!(
-                            "partition {values:?} of glue:{name} has no location"
-                        )));
-                    };
-                    if values.len() != partition_keys.len() {
-                        return Err(Error::InvalidInput(format!(
-                            "partition {values:?} of glue:{name} has {} values for {} \
-                             partition keys",
-                            values.len(),
-                            partition_keys.len()
-                        )));
-                    }
-                    partitions.push(GluePartition {
-                        values,
-                        location: normalized_location(loc),
-                    });
-                }
-                match page.next_token() {
-                    Some(t) if !t.is_empty() => token = Some(t.to_string()),
-                    _ => break,
-                }
+    }
+
+    /// Every partition of `database.table`, as Glue holds them (paged through).
+    pub async fn get_partitions(&self, database: &str, table: &str) -> Result<Vec<Partition>> {
+        let mut out = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let page = self
+                .client
+                .get_partitions()
+                .set_catalog_id(self.catalog_id.clone())
+                .database_name(database)
+                .table_name(table)
+                .set_next_token(token.take())
+                .send()
+                .await
+                .map_err(|e| {
+                    (self.failed(format!("GetPartitions {database}.{table}")))(aws_message(&e))
+                })?;
+            out.extend(page.partitions().iter().cloned());
+            match page.next_token() {
+                Some(t) if !t.is_empty() => token = Some(t.to_string()),
+                _ => return Ok(out),
             }
         }
-        Ok(GlueTable {
-            database: database.to_string(),
-            name: table.to_string(),
-            location,
-            columns,
-            partition_keys,
-            partitions,
-            version_id: t.version_id().map(str::to_string),
-        })
+    }
+
+    /// Reads `database.table` and every partition of it, refusing what cannot be imported in
+    /// place (see the module docs).
+    pub async fn read(&self, database: &str, table: &str) -> Result<GlueTable> {
+        let name = format!("{database}.{table}");
+        let Some(t) = self.get_table(database, table).await? else {
+            return Err(Error::InvalidInput(format!(
+                "glue:{name}: no such table in Glue catalog '{}'",
+                self.catalog
+            )));
+        };
+        GlueTable::of(&name, &t, self.get_partitions(database, table).await?)
+    }
+
+    /// An error of a Glue call about `what`.
+    pub(crate) fn failed(&self, what: String) -> impl Fn(String) -> Error + '_ {
+        move |message| Error::Catalog {
+            catalog: self.catalog.clone(),
+            message: format!("{what}: {message}"),
+        }
     }
 }
 
@@ -234,6 +165,92 @@ pub struct GluePartition {
 }
 
 impl GlueTable {
+    /// The table `name` (`database.table`) that Glue describes as `t` with `partitions`,
+    /// refused when it cannot be imported in place (see the module docs).
+    pub fn of(name: &str, t: &Table, partitions: Vec<Partition>) -> Result<Self> {
+        if t.table_type()
+            .is_some_and(|k| k.eq_ignore_ascii_case("VIRTUAL_VIEW"))
+        {
+            return Err(Error::InvalidInput(format!(
+                "glue:{name} is a view; only tables have files to import"
+            )));
+        }
+        if is_iceberg(t) {
+            return Err(Error::InvalidInput(format!(
+                "glue:{name} is an Iceberg table already; open it through a Glue catalog \
+                 instead of importing it"
+            )));
+        }
+        let sd = t.storage_descriptor().ok_or_else(|| {
+            Error::InvalidInput(format!(
+                "glue:{name} has no storage descriptor (no location)"
+            ))
+        })?;
+        refuse_non_parquet(name, None, sd)?;
+        if sd.number_of_buckets() > 0 && !sd.bucket_columns().is_empty() {
+            return Err(Error::InvalidInput(format!(
+                "glue:{name} is bucketed ({} buckets by {}): Hive's bucket hash is not Iceberg's \
+                 bucket transform, so its files cannot be described as Iceberg partitions. \
+                 Copy it instead (migrate-data), which rewrites the rows",
+                sd.number_of_buckets(),
+                sd.bucket_columns().join(", ")
+            )));
+        }
+        let location = sd
+            .location()
+            .filter(|l| !l.trim().is_empty())
+            .map(normalized_location)
+            .ok_or_else(|| Error::InvalidInput(format!("glue:{name} has no location")))?;
+        let columns = sd
+            .columns()
+            .iter()
+            .map(|c| (c.name().to_string(), c.r#type().unwrap_or("").to_string()))
+            .collect();
+        let partition_keys: Vec<(String, String)> = t
+            .partition_keys()
+            .iter()
+            .map(|c| (c.name().to_string(), c.r#type().unwrap_or("").to_string()))
+            .collect();
+        let mut found = Vec::new();
+        if !partition_keys.is_empty() {
+            for p in partitions {
+                let values: Vec<String> = p.values().to_vec();
+                let Some(psd) = p.storage_descriptor() else {
+                    return Err(Error::InvalidInput(format!(
+                        "partition {values:?} of glue:{name} has no storage descriptor"
+                    )));
+                };
+                refuse_non_parquet(name, Some(&values), psd)?;
+                let Some(loc) = psd.location().filter(|l| !l.trim().is_empty()) else {
+                    return Err(Error::InvalidInput(format!(
+                        "partition {values:?} of glue:{name} has no location"
+                    )));
+                };
+                if values.len() != partition_keys.len() {
+                    return Err(Error::InvalidInput(format!(
+                        "partition {values:?} of glue:{name} has {} values for {} partition keys",
+                        values.len(),
+                        partition_keys.len()
+                    )));
+                }
+                found.push(GluePartition {
+                    values,
+                    location: normalized_location(loc),
+                });
+            }
+        }
+        let (database, table) = name.split_once('.').unwrap_or(("", name));
+        Ok(Self {
+            database: database.to_string(),
+            name: table.to_string(),
+            location,
+            columns,
+            partition_keys,
+            partitions: found,
+            version_id: t.version_id().map(str::to_string),
+        })
+    }
+
     /// The Arrow fields of the table: its columns, then its partition keys, every one
     /// optional (Hive columns are nullable).
     pub fn fields(&self) -> Result<Vec<Field>> {
@@ -300,6 +317,13 @@ impl GlueTable {
         }
         Ok(out)
     }
+}
+
+/// Whether Glue keeps `t` as an Iceberg table (`table_type=ICEBERG`).
+pub fn is_iceberg(t: &Table) -> bool {
+    t.parameters()
+        .and_then(|p| p.get("table_type"))
+        .is_some_and(|k| k.eq_ignore_ascii_case("ICEBERG"))
 }
 
 /// `glue:DATABASE.TABLE` as (database, table); `None` when `name` names no Glue table.

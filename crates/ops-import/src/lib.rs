@@ -40,6 +40,7 @@ pub mod glue;
 pub mod hive_path;
 pub mod hive_type;
 pub mod metrics;
+pub mod migrate;
 pub mod partition;
 pub mod snapshot;
 pub mod source;

@@ -1,0 +1,606 @@
+//! `migrate`: a Glue Hive table replaced, under its own name and at its own location, by an
+//! Iceberg table over the same files — Java's `MigrateTableSparkAction` without Spark, on the
+//! Glue Data Catalog (which AWS's guide says Spark's `migrate` does not support).
+//!
+//! Glue cannot rename a table, so the steps differ from Java's rename-then-create:
+//!
+//! 1. **Backup.** The table's definition and its partitions are copied to
+//!    `<name>_backup_` (Java's suffix; `--backup-name`), marked as the backup of this table.
+//! 2. **Stage.** The Iceberg table is built off to the side, in a private SQLite catalog that
+//!    lives only for the run: schema from the Glue columns, identity partitions over the
+//!    partition keys ([`crate::snapshot`]'s Glue inference), location the Hive table's, the
+//!    backup's files added ([`crate::add_files`]). Its metadata is written under
+//!    `<location>/metadata`, as Java's.
+//! 3. **Swap.** One `UpdateTable` of the original, guarded by the `VersionId` read in step 1,
+//!    turns it into the Iceberg table: `table_type=ICEBERG`, `metadata_location` the staged
+//!    table's, no partition keys. A reader sees the Hive table or the whole Iceberg table, never
+//!    an empty one. The table's properties say `migrated=true` and, while the backup shares the
+//!    files, `gc.enabled=false`, so our expiry and orphan cleanup never delete them.
+//! 4. **Finish.** The original's old Hive partition entries are removed; with `--drop-backup`
+//!    the backup too, and `gc.enabled` is set back to `true` (the files are the Iceberg
+//!    table's alone).
+//!
+//! A failure before the swap deletes the backup and what the stage wrote: the Hive table is
+//! as it was. A run stopped anywhere (killed) leaves the Hive table or the Iceberg table —
+//! never neither — and running it again finishes: before the swap it starts over (replacing a
+//! backup it made), after it only finishes step 4. Refused, naming why: tables that are not
+//! Glue Hive tables of Parquet files, bucketed tables (as Java), a backup name taken by a
+//! table that is not this table's backup.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
+
+use aws_sdk_glue::types::{
+    Column, PartitionInput, PartitionValueList, StorageDescriptor, Table as GlueRaw, TableInput,
+};
+use iceberg::spec::{Transform, UnboundPartitionSpec};
+use iceberg::table::Table;
+use iceberg::{NamespaceIdent, TableCreation, TableIdent};
+use ops_core::catalog::{CatalogConfig, CatalogDefinition};
+use ops_core::ops::markers::GC_ENABLED;
+use ops_core::ops::properties::PropertiesBuilder;
+use ops_core::{CatalogFactory, CatalogHandle, Error, Result};
+
+use crate::add_files::{AddFilesBuilder, AddFilesMetrics};
+use crate::glue::{GlueClient, GlueTable, is_iceberg};
+
+/// The Glue parameter marking a backup: the `database.table` it is the backup of.
+pub const BACKUP_OF: &str = "iceberg-ops.backup-of";
+/// The Iceberg table property Java's migrate sets.
+pub const MIGRATED: &str = "migrated";
+/// Java's backup suffix (`MigrateTableSparkAction.BACKUP_SUFFIX`), lower-cased as Glue
+/// stores names.
+pub const BACKUP_SUFFIX: &str = "_backup_";
+
+/// The failpoints of a migration (debug builds only, [`ops_core::failpoint`]).
+pub mod points {
+    /// The backup holds the table and its partitions; nothing staged yet.
+    pub const AFTER_BACKUP: &str = "import-migrate:after-backup";
+    /// The Iceberg table is staged (its metadata written); the original is still Hive.
+    pub const BEFORE_SWAP: &str = "import-migrate:before-swap";
+    /// The original is the Iceberg table; its old partition entries and the backup are left.
+    pub const AFTER_SWAP: &str = "import-migrate:after-swap";
+}
+
+/// What a migration did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MigrateMetrics {
+    /// The table, `database.table`.
+    pub table: String,
+    /// Its backup, `database.name`.
+    pub backup: String,
+    /// Whether the backup was dropped (`--drop-backup`).
+    pub backup_dropped: bool,
+    /// The table was migrated by an earlier run: only its finish was done (if anything).
+    pub already_migrated: bool,
+    /// The Iceberg table's metadata file after the swap.
+    pub metadata_location: Option<String>,
+    /// Its columns, `name: type`.
+    pub columns: Vec<String>,
+    /// Its partition columns (identity).
+    pub partition_columns: Vec<String>,
+    /// The files added.
+    pub add: AddFilesMetrics,
+    /// Old Hive partition entries removed from the original.
+    pub partitions_removed: usize,
+}
+
+/// Migrates a Glue Hive table in place (see the module docs).
+#[must_use = "a MigrateBuilder does nothing until awaited"]
+pub struct MigrateBuilder {
+    handle: CatalogHandle,
+    database: String,
+    table: String,
+    backup_name: Option<String>,
+    drop_backup: bool,
+    concurrency: usize,
+}
+
+impl MigrateBuilder {
+    /// Migrating `database.table` of `handle`, a Glue catalog.
+    pub fn new(
+        handle: &CatalogHandle,
+        database: impl Into<String>,
+        table: impl Into<String>,
+    ) -> Self {
+        Self {
+            handle: handle.clone(),
+            database: database.into(),
+            table: table.into(),
+            backup_name: None,
+            drop_backup: false,
+            concurrency: 8,
+        }
+    }
+
+    /// The backup's name (default `<table>_backup_`).
+    pub fn backup_name(mut self, name: impl Into<String>) -> Self {
+        self.backup_name = Some(name.into());
+        self
+    }
+
+    /// Drops the backup once the table is migrated.
+    pub fn drop_backup(mut self, drop: bool) -> Self {
+        self.drop_backup = drop;
+        self
+    }
+
+    /// Footers read at once (default 8).
+    pub fn concurrency(mut self, n: usize) -> Self {
+        self.concurrency = n.max(1);
+        self
+    }
+
+    async fn execute(self) -> Result<(Table, MigrateMetrics)> {
+        let glue = GlueClient::of(&self.handle).await?;
+        let (db, name) = (self.database.as_str(), self.table.as_str());
+        let backup = self
+            .backup_name
+            .clone()
+            .unwrap_or_else(|| format!("{name}{BACKUP_SUFFIX}"))
+            .to_lowercase();
+        if backup.eq_ignore_ascii_case(name) {
+            return Err(Error::InvalidInput(format!(
+                "the backup of {db}.{name} cannot have its name; give another --backup-name"
+            )));
+        }
+        let ident = TableIdent::from_strs([db, name])?;
+        let mut metrics = MigrateMetrics {
+            table: format!("{db}.{name}"),
+            backup: format!("{db}.{backup}"),
+            ..Default::default()
+        };
+        let Some(source) = glue.get_table(db, name).await? else {
+            return Err(Error::InvalidInput(format!(
+                "glue:{db}.{name}: no such table in Glue catalog '{}'",
+                self.handle.name()
+            )));
+        };
+        if is_iceberg(&source) {
+            // An earlier run swapped it (or it was never Hive).
+            let table = ops_core::commit::load_current(&self.handle, &ident).await?;
+            if table
+                .metadata()
+                .properties()
+                .get(MIGRATED)
+                .map(String::as_str)
+                != Some("true")
+            {
+                return Err(Error::InvalidInput(format!(
+                    "{db}.{name} is an Iceberg table already (not one a migration made)"
+                )));
+            }
+            metrics.already_migrated = true;
+            metrics.metadata_location = table.metadata_location().map(str::to_string);
+            describe(&table, &mut metrics);
+            let table = self.finish(&glue, &backup, table, &mut metrics).await?;
+            return Ok((table, metrics));
+        }
+        let partitions = glue.get_partitions(db, name).await?;
+        let hive = GlueTable::of(&metrics.table, &source, partitions.clone())?;
+        let Some(version) = source.version_id().map(str::to_string) else {
+            return Err(Error::InvalidInput(format!(
+                "Glue returned no VersionId for {db}.{name}, so its replacement cannot be \
+                 guarded against a concurrent change; refusing to migrate"
+            )));
+        };
+        make_backup(&glue, db, name, &backup, &source, &partitions).await?;
+        ops_core::failpoint::hit(points::AFTER_BACKUP);
+        let staged = match self.stage(&glue, &hive, &backup, &mut metrics).await {
+            Ok(staged) => staged,
+            Err(e) => {
+                self.restore(&glue, &backup, None).await;
+                return Err(e);
+            }
+        };
+        ops_core::failpoint::hit(points::BEFORE_SWAP);
+        let location = staged.table.metadata_location().map(str::to_string);
+        let swapped = match &location {
+            Some(l) => swap(&glue, db, name, &source, &version, l).await,
+            None => Err(Error::InvalidInput(
+                "the staged table has no metadata file".into(),
+            )),
+        };
+        if let Err(e) = swapped {
+            self.restore(&glue, &backup, Some(&staged.table)).await;
+            return Err(e);
+        }
+        ops_core::failpoint::hit(points::AFTER_SWAP);
+        tracing::info!(table = %ident, backup = %metrics.backup, "Hive table swapped for Iceberg");
+        metrics.metadata_location = location;
+        let table = ops_core::commit::load_current(&self.handle, &ident).await?;
+        let table = self.finish(&glue, &backup, table, &mut metrics).await?;
+        Ok((table, metrics))
+    }
+
+    /// Step 2: the Iceberg table built in a private catalog over the backup's files.
+    async fn stage(
+        &self,
+        glue: &GlueClient,
+        hive: &GlueTable,
+        backup: &str,
+        metrics: &mut MigrateMetrics,
+    ) -> Result<Staged> {
+        let dir = tempfile::tempdir().map_err(|e| {
+            Error::InvalidInput(format!(
+                "cannot make a staging folder for the migration: {e}"
+            ))
+        })?;
+        let mut props: BTreeMap<String, String> = self
+            .handle
+            .settings()
+            .properties()
+            .iter()
+            .filter(|(k, _)| k.starts_with("s3.") || k.starts_with("client."))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        props.insert("type".into(), "sql".into());
+        props.insert(
+            "uri".into(),
+            format!("sqlite:///{}/staging.db", dir.path().display()),
+        );
+        props.insert(
+            "warehouse".into(),
+            format!("file://{}/warehouse", dir.path().display()),
+        );
+        let mut config = CatalogConfig::empty();
+        config.insert(CatalogDefinition::inline("migrate-staging", props));
+        let staging = CatalogFactory::new(config).open("migrate-staging").await?;
+        let namespace = NamespaceIdent::new(hive.database.clone());
+        staging
+            .catalog()
+            .create_namespace(&namespace, HashMap::new())
+            .await?;
+        let arrow = arrow_schema::Schema::new(hive.fields()?);
+        let schema = iceberg::arrow::arrow_schema_to_schema_auto_assign_ids(&arrow)?;
+        let mut spec = UnboundPartitionSpec::builder();
+        for (k, _) in &hive.partition_keys {
+            let Some(field) = crate::columns::column_named(&schema, k) else {
+                continue;
+            };
+            spec = spec.add_partition_field(field.id, field.name.clone(), Transform::Identity)?;
+        }
+        let properties = HashMap::from([
+            (GC_ENABLED.to_string(), "false".to_string()),
+            (MIGRATED.to_string(), "true".to_string()),
+        ]);
+        let created = staging
+            .catalog()
+            .create_table(
+                &namespace,
+                TableCreation::builder()
+                    .name(hive.name.clone())
+                    .location(hive.location.trim_end_matches('/').to_string())
+                    .schema(schema)
+                    .partition_spec(spec.build())
+                    .properties(properties)
+                    .build(),
+            )
+            .await?;
+        let ident = created.identifier().clone();
+        let found = hive
+            .files(&HashSet::new(), created.file_io().config().props())
+            .await?;
+        let table = if found.files.is_empty() {
+            created
+        } else {
+            let added = AddFilesBuilder::new(&staging, ident.clone())
+                .from([format!(
+                    "{}{}.{backup}",
+                    crate::glue::GLUE_PREFIX,
+                    hive.database
+                )])
+                .glue(glue.clone())
+                .concurrency(self.concurrency)
+                .await;
+            match added {
+                Ok((table, add)) => {
+                    metrics.add = add;
+                    table
+                }
+                Err(e) => {
+                    if let Ok(t) = ops_core::commit::load_current(&staging, &ident).await {
+                        discard_metadata(&t).await;
+                    }
+                    return Err(e);
+                }
+            }
+        };
+        describe(&table, metrics);
+        Ok(Staged { table, _dir: dir })
+    }
+
+    /// Undoes steps 1 and 2 after a failure before the swap: the backup and what the stage
+    /// wrote are deleted (the original was not changed).
+    async fn restore(&self, glue: &GlueClient, backup: &str, staged: Option<&Table>) {
+        if let Some(t) = staged {
+            discard_metadata(t).await;
+        }
+        if let Err(e) = delete_table(glue, &self.database, backup).await {
+            tracing::warn!(backup, error = %e, "could not delete the backup of a failed migration");
+        }
+    }
+
+    /// Step 4: the original's old partition entries removed; the backup dropped when asked,
+    /// and `gc.enabled` back to `true` then.
+    async fn finish(
+        &self,
+        glue: &GlueClient,
+        backup: &str,
+        table: Table,
+        metrics: &mut MigrateMetrics,
+    ) -> Result<Table> {
+        let (db, name) = (self.database.as_str(), self.table.as_str());
+        let old = glue.get_partitions(db, name).await?;
+        for chunk in old.chunks(25) {
+            let values: Vec<PartitionValueList> = chunk
+                .iter()
+                .map(|p| {
+                    PartitionValueList::builder()
+                        .set_values(Some(p.values().to_vec()))
+                        .build()
+                })
+                .collect::<std::result::Result<_, _>>()
+                .map_err(|e| Error::InvalidInput(format!("partition values: {e}")))?;
+            let out = glue
+                .client()
+                .batch_delete_partition()
+                .set_catalog_id(glue.catalog_id().map(str::to_string))
+                .database_name(db)
+                .table_name(name)
+                .set_partitions_to_delete(Some(values))
+                .send()
+                .await
+                .map_err(|e| {
+                    (glue.failed(format!(
+                        "{db}.{name} is migrated, but removing its old Hive partition entries \
+                         failed (run the migration again to finish)"
+                    )))(e.to_string())
+                })?;
+            if let Some(err) = out.errors().first() {
+                return Err(Error::InvalidInput(format!(
+                    "{db}.{name} is migrated, but removing its old Hive partition entry {:?} \
+                     failed: {:?} (run the migration again to finish)",
+                    err.partition_values(),
+                    err.error_detail()
+                )));
+            }
+            metrics.partitions_removed += chunk.len();
+        }
+        if !self.drop_backup {
+            return Ok(table);
+        }
+        if let Some(b) = glue.get_table(db, backup).await? {
+            if backup_of(&b).as_deref() != Some(&metrics.table) {
+                return Err(Error::InvalidInput(format!(
+                    "{db}.{backup} is not the backup of {}; it was left alone",
+                    metrics.table
+                )));
+            }
+            delete_table(glue, db, backup).await?;
+        }
+        metrics.backup_dropped = true;
+        // The files are the Iceberg table's alone now: expiry and orphan cleanup may delete.
+        PropertiesBuilder::new(&self.handle, table.identifier().clone())
+            .set(GC_ENABLED, "true")
+            .await
+    }
+}
+
+/// The staged table and the folder its private catalog lives in (removed when dropped).
+struct Staged {
+    table: Table,
+    _dir: tempfile::TempDir,
+}
+
+fn describe(table: &Table, metrics: &mut MigrateMetrics) {
+    let md = table.metadata();
+    metrics.columns = md
+        .current_schema()
+        .as_struct()
+        .fields()
+        .iter()
+        .map(|f| format!("{}: {}", f.name, f.field_type))
+        .collect();
+    metrics.partition_columns = md
+        .default_partition_spec()
+        .fields()
+        .iter()
+        .map(|f| f.name.clone())
+        .collect();
+}
+
+/// The `database.table` a Glue table is the backup of, if it is one.
+fn backup_of(t: &GlueRaw) -> Option<String> {
+    t.parameters().and_then(|p| p.get(BACKUP_OF)).cloned()
+}
+
+/// Step 1: `source`'s definition and `partitions` copied to `backup` (a backup of this table
+/// left by a stopped run is replaced: the Hive table, not yet swapped, is the truth).
+async fn make_backup(
+    glue: &GlueClient,
+    db: &str,
+    name: &str,
+    backup: &str,
+    source: &GlueRaw,
+    partitions: &[aws_sdk_glue::types::Partition],
+) -> Result<()> {
+    let of = format!("{db}.{name}");
+    if let Some(existing) = glue.get_table(db, backup).await? {
+        if backup_of(&existing).as_deref() != Some(&of) {
+            return Err(Error::InvalidInput(format!(
+                "{db}.{backup} exists and is not a backup of {of}; give another --backup-name"
+            )));
+        }
+        delete_table(glue, db, backup).await?;
+    }
+    let mut parameters = source.parameters().cloned().unwrap_or_default();
+    parameters.insert(BACKUP_OF.to_string(), of.clone());
+    let input = TableInput::builder()
+        .name(backup)
+        .set_description(source.description().map(str::to_string))
+        .set_owner(source.owner().map(str::to_string))
+        .retention(source.retention())
+        .set_storage_descriptor(source.storage_descriptor().cloned())
+        .set_partition_keys(Some(source.partition_keys().to_vec()))
+        .set_table_type(source.table_type().map(str::to_string))
+        .set_parameters(Some(parameters))
+        .build()
+        .map_err(|e| Error::InvalidInput(format!("the backup's definition: {e}")))?;
+    glue.client()
+        .create_table()
+        .set_catalog_id(glue.catalog_id().map(str::to_string))
+        .database_name(db)
+        .table_input(input)
+        .send()
+        .await
+        .map_err(|e| (glue.failed(format!("CreateTable {db}.{backup}")))(e.to_string()))?;
+    for chunk in partitions.chunks(100) {
+        let inputs: Vec<PartitionInput> = chunk
+            .iter()
+            .map(|p| {
+                PartitionInput::builder()
+                    .set_values(Some(p.values().to_vec()))
+                    .set_storage_descriptor(p.storage_descriptor().cloned())
+                    .set_parameters(p.parameters().cloned())
+                    .set_last_access_time(p.last_access_time().cloned())
+                    .build()
+            })
+            .collect();
+        let out = glue
+            .client()
+            .batch_create_partition()
+            .set_catalog_id(glue.catalog_id().map(str::to_string))
+            .database_name(db)
+            .table_name(backup)
+            .set_partition_input_list(Some(inputs))
+            .send()
+            .await
+            .map_err(|e| {
+                (glue.failed(format!("BatchCreatePartition {db}.{backup}")))(e.to_string())
+            });
+        let failed = match out {
+            Ok(out) => out.errors().first().map(|e| {
+                Error::InvalidInput(format!(
+                    "copying partition {:?} of {of} to its backup failed: {:?}",
+                    e.partition_values(),
+                    e.error_detail()
+                ))
+            }),
+            Err(e) => Some(e),
+        };
+        if let Some(e) = failed {
+            let _ = delete_table(glue, db, backup).await;
+            return Err(e);
+        }
+    }
+    tracing::info!(table = %of, backup, partitions = partitions.len(), "backup made");
+    Ok(())
+}
+
+/// Step 3: the original turned into the Iceberg table at `metadata_location`, guarded by
+/// `version` (Glue refuses the update if the table changed since it was read).
+async fn swap(
+    glue: &GlueClient,
+    db: &str,
+    name: &str,
+    source: &GlueRaw,
+    version: &str,
+    metadata_location: &str,
+) -> Result<()> {
+    let mut parameters = source.parameters().cloned().unwrap_or_default();
+    parameters.insert("table_type".into(), "ICEBERG".into());
+    parameters.insert("metadata_location".into(), metadata_location.to_string());
+    let sd = source.storage_descriptor();
+    // Iceberg tables in Glue list every column (partition columns too) and no partition keys.
+    let columns: Vec<Column> = sd
+        .map(StorageDescriptor::columns)
+        .unwrap_or_default()
+        .iter()
+        .chain(source.partition_keys())
+        .cloned()
+        .collect();
+    let storage = StorageDescriptor::builder()
+        .set_location(sd.and_then(StorageDescriptor::location).map(str::to_string))
+        .set_columns(Some(columns))
+        .build();
+    let input = TableInput::builder()
+        .name(name)
+        .set_description(source.description().map(str::to_string))
+        .set_owner(source.owner().map(str::to_string))
+        .table_type("EXTERNAL_TABLE")
+        .storage_descriptor(storage)
+        .set_partition_keys(Some(Vec::new()))
+        .set_parameters(Some(parameters))
+        .build()
+        .map_err(|e| Error::InvalidInput(format!("the Iceberg table's definition: {e}")))?;
+    match glue
+        .client()
+        .update_table()
+        .set_catalog_id(glue.catalog_id().map(str::to_string))
+        .database_name(db)
+        .table_input(input)
+        .version_id(version)
+        .send()
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(e)
+            if e.as_service_error()
+                .is_some_and(|s| s.is_concurrent_modification_exception()) =>
+        {
+            Err(Error::CommitConflict {
+                table: format!("{db}.{name}"),
+                detail: format!(
+                    "the Hive table changed while it was being migrated (Glue VersionId {version} \
+                     is no longer current); nothing was changed, run the migration again"
+                ),
+            })
+        }
+        Err(e) => Err((glue.failed(format!("UpdateTable {db}.{name}")))(
+            e.to_string(),
+        )),
+    }
+}
+
+async fn delete_table(glue: &GlueClient, db: &str, name: &str) -> Result<()> {
+    glue.client()
+        .delete_table()
+        .set_catalog_id(glue.catalog_id().map(str::to_string))
+        .database_name(db)
+        .name(name)
+        .send()
+        .await
+        .map(|_| ())
+        .map_err(|e| (glue.failed(format!("DeleteTable {db}.{name}")))(e.to_string()))
+}
+
+/// Deletes the metadata a staged table wrote (its metadata files, manifest lists and
+/// manifests; never a data file): for a stage no swap took.
+async fn discard_metadata(table: &Table) {
+    let md = table.metadata();
+    let mut paths: Vec<String> = md
+        .metadata_log()
+        .iter()
+        .map(|l| l.metadata_file.clone())
+        .chain(table.metadata_location().map(str::to_string))
+        .collect();
+    let cache = ops_core::ops::ManifestCache::new(table);
+    for snapshot in md.snapshots() {
+        paths.push(snapshot.manifest_list().to_string());
+        if let Ok(list) = cache.manifest_list(snapshot).await {
+            paths.extend(list.iter().map(|m| m.manifest_path.clone()));
+        }
+    }
+    ops_core::commit::delete_quietly(table.file_io(), &paths).await;
+}
+
+impl IntoFuture for MigrateBuilder {
+    type Output = Result<(Table, MigrateMetrics)>;
+    type IntoFuture = Pin<Box<dyn Future<Output = Self::Output> + Send>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.execute())
+    }
+}
