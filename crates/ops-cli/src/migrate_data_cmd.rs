@@ -80,9 +80,15 @@ pub enum CopyMode {
 /// What both commands share: the two tables, how rows map and which rows.
 #[derive(Debug, clap::Args)]
 pub struct Job {
-    /// Source table as NAMESPACE.TABLE.
-    #[arg(long, required = true)]
+    /// Source table as NAMESPACE.TABLE, or a Glue Hive table as glue:DATABASE.TABLE (read
+    /// through --source-catalog, a Glue catalog).
+    #[arg(long, required_unless_present = "source_path")]
     source: Option<String>,
+    /// Source: Parquet files outside Iceberg (folders, files, globs; local, file:// or s3://,
+    /// read with --source-catalog's s3.* properties). Staged as an Iceberg table under
+    /// ./.iceberg-ops/import-sources/ (files left in place), refreshed with new files each run.
+    #[arg(long = "source-path", num_args = 1.., value_name = "PATH", conflicts_with = "source")]
+    source_path: Vec<String>,
     /// Destination table as NAMESPACE.TABLE.
     #[arg(long, required = true)]
     dest: Option<String>,
@@ -263,6 +269,18 @@ impl Job {
         self.source.as_deref().unwrap_or_default()
     }
 
+    /// The names of a source outside Iceberg (`--source-path`, or `--source glue:…`), staged
+    /// before the job reads it; `None` for an Iceberg source.
+    fn outside_iceberg(&self) -> Option<Vec<String>> {
+        if !self.source_path.is_empty() {
+            return Some(self.source_path.clone());
+        }
+        self.source
+            .as_ref()
+            .filter(|s| s.starts_with(ops_import::glue::GLUE_PREFIX))
+            .map(|s| vec![s.clone()])
+    }
+
     fn dest(&self) -> &str {
         self.dest.as_deref().unwrap_or_default()
     }
@@ -317,9 +335,16 @@ async fn migrator(factory: &CatalogFactory, job: &Job) -> anyhow::Result<DataMig
             .await
             .with_context(|| format!("open destination catalog '{dest_name}'"))?
     };
+    let (source_catalog, source_ident) = match job.outside_iceberg() {
+        Some(names) => {
+            let staged = stage_source(&source_catalog, &job.source_catalog, names).await?;
+            (staged.handle, staged.ident)
+        }
+        None => (source_catalog, parse_ident(job.source())?),
+    };
     let mut m = DataMigrator::new(
         &source_catalog,
-        parse_ident(job.source())?,
+        source_ident,
         &dest_catalog,
         parse_ident(job.dest())?,
     )
@@ -331,6 +356,39 @@ async fn migrator(factory: &CatalogFactory, job: &Job) -> anyhow::Result<DataMig
         m = m.source_snapshot(id);
     }
     Ok(m)
+}
+
+/// A source outside Iceberg staged as an Iceberg table (ops-import's `staged`), in a folder
+/// beside the embedded catalog keyed by the names and the catalog read with: a re-run (a
+/// resumed job) reads the same table, with the files that arrived since.
+async fn stage_source(
+    io_from: &ops_core::CatalogHandle,
+    catalog: &str,
+    names: Vec<String>,
+) -> anyhow::Result<ops_import::staged::StagedSource> {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (catalog, &names).hash(&mut h);
+    let dir = std::env::current_dir()?
+        .join(".iceberg-ops")
+        .join("import-sources")
+        .join(format!("{:016x}", h.finish()));
+    let staged = ops_import::staged::StageBuilder::new(io_from, names.clone(), &dir)
+        .open()
+        .await
+        .with_context(|| format!("stage the source {}", names.join(", ")))?;
+    eprintln!(
+        "source    {} staged as an Iceberg table in {} ({} file(s) {})",
+        names.join(", "),
+        dir.display(),
+        staged.added,
+        if staged.created {
+            "found"
+        } else {
+            "new since the last run"
+        }
+    );
+    Ok(staged)
 }
 
 pub async fn run_migrate_data(
@@ -566,6 +624,13 @@ async fn commit(factory: &CatalogFactory, a: CommitArgs) -> anyhow::Result<()> {
 }
 
 async fn run_migrate(factory: &CatalogFactory, args: MigrateArgs) -> anyhow::Result<()> {
+    if args.job.outside_iceberg().is_some() && (args.cluster.is_some() || args.plan_only) {
+        bail!(
+            "a source outside Iceberg (--source-path, --source glue:) is staged in this \
+             process's folder, which other processes do not see: run the copy here, without \
+             --plan-only or --cluster"
+        );
+    }
     let mut m = migrator(factory, &args.job)
         .await?
         .batch_rows(args.batch_rows)

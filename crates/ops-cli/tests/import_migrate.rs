@@ -1,7 +1,8 @@
-//! `iceberg-ops import migrate --source glue:DB.T` as an operator runs it, stopped at each of
-//! its steps by a test failpoint (an abort, as a SIGKILL landing there would): the Glue name
-//! always holds the Hive table or the whole Iceberg table, never neither, and the same command
-//! run again finishes the migration.
+//! A Glue Hive table brought into Iceberg from the command line: `iceberg-ops import migrate
+//! --source glue:DB.T` stopped at each of its steps by a test failpoint (an abort, as a
+//! SIGKILL landing there would) — the Glue name always holds the Hive table or the whole
+//! Iceberg table, never neither, and the same command run again finishes the migration — and
+//! `migrate-data --source glue:DB.T`, the copy path, then `verify` against the Hive table.
 
 // Tests report failures by panicking.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -12,24 +13,34 @@ use std::process::{Command, Output};
 
 use ops_import::migrate::points;
 use ops_tests::hive::{SALES, expected, hive_database, read, sales_table};
-use ops_tests::servers::glue_on_moto;
+use ops_tests::servers::{Moto, glue_on_moto};
 use serde_json::Value;
 
 /// Runs `iceberg-ops --config <home>/config.yaml import migrate ...`, with the failpoint
 /// `abort_at` armed when given.
 fn migrate(home: &Path, extra: &[&str], abort_at: Option<&str>) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_iceberg-ops"));
-    cmd.arg("--config")
-        .arg(home.join("config.yaml"))
-        .args([
+    let args = [
+        &[
             "import",
             "migrate",
             "--source",
             "glue:hive.sales",
             "--catalog",
             "lake",
-        ])
-        .args(extra)
+        ][..],
+        extra,
+    ]
+    .concat();
+    iceberg_ops(home, &args, abort_at)
+}
+
+/// Runs `iceberg-ops --config <home>/config.yaml ARGS`, with the failpoint `abort_at` armed
+/// when given.
+fn iceberg_ops(home: &Path, args: &[&str], abort_at: Option<&str>) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_iceberg-ops"));
+    cmd.arg("--config")
+        .arg(home.join("config.yaml"))
+        .args(args)
         .current_dir(home)
         .env("HOME", home)
         .env("AWS_EC2_METADATA_DISABLED", "true")
@@ -56,6 +67,18 @@ fn config(home: &Path, props: &BTreeMap<String, String>) {
         yaml.push_str(&format!("    {k}: \"{v}\"\n"));
     }
     std::fs::write(home.join("config.yaml"), yaml).expect("write config");
+}
+
+/// moto with the Hive table `hive.sales`, its Glue catalog's properties, the rows pyarrow
+/// reads from its partitions, and a home folder whose config.yaml names the catalog `lake`.
+fn hive_sales() -> (Moto, BTreeMap<String, String>, Value, tempfile::TempDir) {
+    let (moto, p) = glue_on_moto();
+    hive_database(&moto);
+    sales_table(&p, &moto).expect("the Hive table");
+    let want: Value = expected(&p, &moto, &SALES);
+    let home = tempfile::tempdir().expect("home");
+    config(home.path(), &p);
+    (moto, p, want, home)
 }
 
 /// What Glue holds under `hive.name` (catalog properties `p`): `None`, or (Iceberg?,
@@ -96,12 +119,7 @@ fn a_migration_stopped_at_any_step_leaves_one_table_and_reruns_to_the_end() {
         points::BEFORE_SWAP,
         points::AFTER_SWAP,
     ] {
-        let (moto, p) = glue_on_moto();
-        hive_database(&moto);
-        sales_table(&p, &moto).expect("the Hive table");
-        let want: Value = expected(&p, &moto, &SALES);
-        let home = tempfile::tempdir().expect("home");
-        config(home.path(), &p);
+        let (_moto, p, want, home) = hive_sales();
 
         let out = migrate(home.path(), &[], Some(point));
         assert!(
@@ -136,4 +154,54 @@ fn a_migration_stopped_at_any_step_leaves_one_table_and_reruns_to_the_end() {
             "{point}"
         );
     }
+}
+
+/// The copy path: `migrate-data --source glue:hive.sales` stages the Hive table as an Iceberg
+/// table (files in place) and copies it into a new table with a rename, checkpointed; `verify`
+/// against the same source finds every row by `row_count` and `partition_hash`; PyIceberg
+/// reads the copy with the rows pyarrow reads from the partitions. A second run resumes the
+/// finished job (nothing copied twice), reusing the staged table.
+#[test]
+fn migrate_data_copies_a_glue_hive_table_and_verify_checks_it() {
+    let (_moto, p, want, home) = hive_sales();
+    let sides = [
+        "--source",
+        "glue:hive.sales",
+        "--source-catalog",
+        "lake",
+        "--dest",
+        "hive.sales_copy",
+    ];
+    let copy = [
+        &["migrate-data"][..],
+        &sides,
+        &["--create-dest", "--checkpoint", "copy.ckpt"],
+    ]
+    .concat();
+    let copied = |says: &str| {
+        let out = iceberg_ops(home.path(), &copy, None);
+        assert!(
+            out.status.success() && String::from_utf8_lossy(&out.stderr).contains(says),
+            "{}",
+            text(&out)
+        );
+        assert_eq!(
+            read(&p, "hive.sales_copy").expect("PyIceberg reads it"),
+            want
+        );
+    };
+    copied("5 file(s) found");
+    for method in ["row_count", "partition_hash"] {
+        let verify = [&["verify"][..], &sides, &["--method", method]].concat();
+        let out = iceberg_ops(home.path(), &verify, None);
+        assert!(out.status.success(), "{method}: {}", text(&out));
+    }
+    copied("0 file(s) new since the last run");
+    let refused = iceberg_ops(home.path(), &[&copy[..], &["--plan-only"]].concat(), None);
+    assert!(
+        !refused.status.success()
+            && String::from_utf8_lossy(&refused.stderr).contains("without --plan-only"),
+        "{}",
+        text(&refused)
+    );
 }

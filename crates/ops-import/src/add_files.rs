@@ -16,7 +16,7 @@ use std::future::{Future, IntoFuture};
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 
-use futures::{StreamExt, TryStreamExt};
+use futures::TryStreamExt;
 use iceberg::TableIdent;
 use iceberg::spec::{
     DEFAULT_SCHEMA_NAME_MAPPING, DataContentType, DataFile, DataFileBuilder, DataFileFormat,
@@ -324,14 +324,7 @@ impl AddFilesBuilder {
         let config = MetricsConfig::of(&schema, &properties)?;
         let mut mapping = Mapping::of(&schema, &properties)?;
         let io = table.file_io().clone();
-        let mut footers = futures::stream::iter(files.into_iter().map(|f| {
-            let io = io.clone();
-            async move {
-                let meta = crate::footer::read(&io, &f.path, f.size).await?;
-                Ok::<_, Error>((f, meta))
-            }
-        }))
-        .buffered(self.concurrency);
+        let mut footers = std::pin::pin!(crate::footer::read_many(&io, files, self.concurrency));
         let mut stream: Option<ManifestStream> = None;
         let mut mapping_used = false;
         let mut mapping_committed = !mapping.created;

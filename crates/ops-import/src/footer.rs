@@ -1,9 +1,78 @@
 //! Step 3 of an import: a file's Parquet footer, from the file's tail only.
 
+use futures::{Stream, StreamExt};
 use iceberg::io::{FileIO, FileRead};
 use parquet::file::metadata::{FooterTail, ParquetMetaData, ParquetMetaDataReader};
 
 use ops_core::{Error, Result};
+
+use crate::source::SourceFile;
+
+/// Local files whose footers one blocking task reads in turn: a task per file costs more in
+/// thread hand-overs (wake-ups of the blocking pool) than the reads of small files themselves.
+const LOCAL_GROUP: usize = 64;
+
+/// The footers of `files`, in their order, `concurrency` reads (or groups of local reads) at a
+/// time.
+pub fn read_many(
+    io: &FileIO,
+    files: Vec<SourceFile>,
+    concurrency: usize,
+) -> impl Stream<Item = Result<(SourceFile, ParquetMetaData)>> + Send + 'static {
+    // Consecutive local files go in groups, every other file alone.
+    let mut groups: Vec<Vec<SourceFile>> = Vec::new();
+    for f in files {
+        let local = f.path.starts_with("file://");
+        match groups.last_mut() {
+            Some(g)
+                if local
+                    && g.len() < LOCAL_GROUP
+                    && g.first().is_some_and(|h| h.path.starts_with("file://")) =>
+            {
+                g.push(f);
+            }
+            _ => groups.push(vec![f]),
+        }
+    }
+    let io = io.clone();
+    futures::stream::iter(groups)
+        .map(move |group| {
+            let io = io.clone();
+            async move {
+                if group.len() == 1 || !group.iter().all(|f| f.path.starts_with("file://")) {
+                    let mut out = Vec::with_capacity(group.len());
+                    for f in group {
+                        let meta = read(&io, &f.path, f.size).await;
+                        out.push(meta.map(|m| (f, m)));
+                    }
+                    return out;
+                }
+                match tokio::task::spawn_blocking(move || {
+                    group
+                        .into_iter()
+                        .map(|f| {
+                            let local = f.path.strip_prefix("file://").unwrap_or(&f.path);
+                            let meta = read_local_tail(local, f.size)
+                                .map_err(|e| {
+                                    Error::InvalidInput(format!("cannot read {}: {e}", f.path))
+                                })
+                                .and_then(|tail| decode_tail(&f.path, f.size, tail));
+                            meta.map(|m| (f, m))
+                        })
+                        .collect::<Vec<_>>()
+                })
+                .await
+                {
+                    Ok(out) => out,
+                    Err(e) => vec![Err(Error::InvalidInput(format!(
+                        "reading footers failed: {e}"
+                    )))],
+                }
+            }
+        })
+        .buffered(concurrency.max(1))
+        .flat_map(futures::stream::iter)
+}
 
 /// How much of the tail the first read asks for: most footers fit, so one read per file is the
 /// rule and a second one the exception.
@@ -62,13 +131,26 @@ fn read_local_tail(path: &str, size: u64) -> std::io::Result<bytes::Bytes> {
     }
 }
 
-/// The footer in `tail` (the file's last bytes), reading what the tail lacks through `reader`.
-async fn decode(
-    path: &str,
-    size: u64,
-    tail: bytes::Bytes,
-    reader: Option<&dyn FileRead>,
-) -> Result<ParquetMetaData> {
+/// The footer in `tail`, a local file's last bytes (all of its footer: [`read_local_tail`]).
+fn decode_tail(path: &str, size: u64, tail: bytes::Bytes) -> Result<ParquetMetaData> {
+    if size < 12 {
+        return Err(not_parquet(
+            path,
+            "shorter than a Parquet header and footer",
+        ));
+    }
+    let len = metadata_len(path, size, &tail)?;
+    let n = tail.len();
+    if len + 8 > n as u64 {
+        return Err(not_parquet(path, "its footer was cut short"));
+    }
+    ParquetMetaDataReader::decode_metadata(&tail.slice(n - 8 - len as usize..n - 8))
+        .map_err(|e| not_parquet(path, &e.to_string()))
+}
+
+/// The length of the footer's metadata, from the last 8 bytes of `tail` (checked against the
+/// file's size).
+fn metadata_len(path: &str, size: u64, tail: &bytes::Bytes) -> Result<u64> {
     let n = tail.len();
     if n < 8 {
         return Err(not_parquet(path, "short read"));
@@ -83,6 +165,18 @@ async fn decode(
             "its footer claims more bytes than the file holds",
         ));
     }
+    Ok(len)
+}
+
+/// The footer in `tail` (the file's last bytes), reading what the tail lacks through `reader`.
+async fn decode(
+    path: &str,
+    size: u64,
+    tail: bytes::Bytes,
+    reader: Option<&dyn FileRead>,
+) -> Result<ParquetMetaData> {
+    let n = tail.len();
+    let len = metadata_len(path, size, &tail)?;
     let metadata = if len + 8 <= n as u64 {
         tail.slice(n - 8 - len as usize..n - 8)
     } else {

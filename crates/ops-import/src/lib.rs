@@ -44,3 +44,4 @@ pub mod migrate;
 pub mod partition;
 pub mod snapshot;
 pub mod source;
+pub mod staged;

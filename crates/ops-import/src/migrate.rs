@@ -27,7 +27,7 @@
 //! Glue Hive tables of Parquet files, bucketed tables (as Java), a backup name taken by a
 //! table that is not this table's backup.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 
@@ -37,10 +37,9 @@ use aws_sdk_glue::types::{
 use iceberg::spec::{Transform, UnboundPartitionSpec};
 use iceberg::table::Table;
 use iceberg::{NamespaceIdent, TableCreation, TableIdent};
-use ops_core::catalog::{CatalogConfig, CatalogDefinition};
 use ops_core::ops::markers::GC_ENABLED;
 use ops_core::ops::properties::PropertiesBuilder;
-use ops_core::{CatalogFactory, CatalogHandle, Error, Result};
+use ops_core::{CatalogHandle, Error, Result};
 
 use crate::add_files::{AddFilesBuilder, AddFilesMetrics};
 use crate::glue::{GlueClient, GlueTable, is_iceberg};
@@ -227,26 +226,8 @@ impl MigrateBuilder {
                 "cannot make a staging folder for the migration: {e}"
             ))
         })?;
-        let mut props: BTreeMap<String, String> = self
-            .handle
-            .settings()
-            .properties()
-            .iter()
-            .filter(|(k, _)| k.starts_with("s3.") || k.starts_with("client."))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        props.insert("type".into(), "sql".into());
-        props.insert(
-            "uri".into(),
-            format!("sqlite:///{}/staging.db", dir.path().display()),
-        );
-        props.insert(
-            "warehouse".into(),
-            format!("file://{}/warehouse", dir.path().display()),
-        );
-        let mut config = CatalogConfig::empty();
-        config.insert(CatalogDefinition::inline("migrate-staging", props));
-        let staging = CatalogFactory::new(config).open("migrate-staging").await?;
+        let staging =
+            crate::staged::private_catalog(&self.handle, dir.path(), "migrate-staging").await?;
         let namespace = NamespaceIdent::new(hive.database.clone());
         staging
             .catalog()

@@ -27,7 +27,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use arrow_schema::{DataType, Field, Schema as ArrowSchema, TimeUnit};
-use futures::{StreamExt, TryStreamExt};
+use futures::TryStreamExt;
 use iceberg::spec::{Datum, Transform, UnboundPartitionSpec};
 use iceberg::table::Table;
 use iceberg::{TableCreation, TableIdent};
@@ -232,14 +232,11 @@ impl SnapshotBuilder {
             )));
         }
         let files = expanded.files.len();
-        let mut footers = futures::stream::iter(expanded.files.into_iter().map(|f| {
-            let io = io.clone();
-            async move {
-                let meta = crate::footer::read(&io, &f.path, f.size).await?;
-                Ok::<_, Error>((f, meta))
-            }
-        }))
-        .buffered(self.concurrency);
+        let mut footers = std::pin::pin!(crate::footer::read_many(
+            io,
+            expanded.files,
+            self.concurrency
+        ));
         let mut union = Union::default();
         let mut keys: Option<(Vec<String>, String)> = None;
         let mut values: HashMap<String, Inferred> = HashMap::new();
