@@ -669,6 +669,13 @@ async fn a_snapshot_over_a_hive_tree_then_new_files_only() -> TestResult {
         .map(|e| e.to_string())
         .unwrap_or_default();
     assert!(err.contains("gc.enabled"), "{err}");
+    let err =
+        ops_maintenance::expire_snapshots::ExpireSnapshotsBuilder::new(&handle, ident.clone())
+            .await
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+    assert!(err.contains("gc.enabled"), "{err}");
     // Again into the same table: refused, it exists.
     let err = SnapshotBuilder::new(&handle, ident.clone())
         .from([root.clone()])
@@ -760,7 +767,8 @@ async fn a_live_file_of(table: &iceberg::table::Table) -> anyhow::Result<String>
 }
 
 /// On a REST catalog (rustberg): `snapshot` creates the table over pyarrow's Hive tree and adds
-/// its files; PyIceberg, through the same server, reads the rows pyarrow.dataset reads.
+/// its files, `add-files` adds them to a table the server holds, and the copy path copies them
+/// into a new one; PyIceberg, through the same server, reads the rows pyarrow.dataset reads.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_snapshot_on_a_rest_catalog() -> TestResult {
     init_tracing();
@@ -776,10 +784,24 @@ async fn a_snapshot_on_a_rest_catalog() -> TestResult {
         .await?;
     assert_eq!(m.partition_columns, ["region"]);
     assert_eq!(m.add.files.len(), 8, "{m:?}");
-    assert_eq!(
-        py_rows("c", p, "rest_snap.orders")?,
-        dataset_columns("c", p, &root, &["id", "amount", "region"])?
-    );
+    let want = dataset_columns("c", p, &root, &["id", "amount", "region"])?;
+    assert_eq!(py_rows("c", p, "rest_snap.orders")?, want);
+
+    // add-files into a table the REST catalog holds, and the copy path into it.
+    let table = create_orders(&handle, "rest_add").await?;
+    let (_, m) = AddFilesBuilder::new(&handle, table.identifier().clone())
+        .from([root.clone()])
+        .await?;
+    assert_eq!(m.files.len(), 8, "{m:?}");
+    assert_eq!(py_rows("c", p, "rest_add.orders")?, want);
+    copy_tree(
+        &handle,
+        &root,
+        &dir.path().join("staged"),
+        "rest_copy.orders",
+    )
+    .await?;
+    assert_eq!(py_rows("c", p, "rest_copy.orders")?, renamed(want));
     Ok(())
 }
 
@@ -836,30 +858,25 @@ async fn int96_timestamps_survive_compaction_of_an_imported_table() -> TestResul
     Ok(())
 }
 
-/// The copy path over a folder (`migrate-data --source-path`): the Hive tree staged as an
-/// Iceberg table (files in place) and copied by the migrator into a new table with a rename;
-/// `verify` by `row_count` and `partition_hash` matches, and PyIceberg reads the copy with the
-/// rows pyarrow.dataset reads from the folder. Staged again, the table is reused with the file
-/// that arrived since; a file gone from the folder is refused, naming it.
-#[tokio::test(flavor = "multi_thread")]
-async fn a_hive_tree_is_copied_through_the_migrator() -> TestResult {
+/// `root` staged under `stage_dir` and copied by the migrator into the new table `dest` (of
+/// `handle`'s catalog) with `amount` renamed `total`, every row (the Hive tree's nine), checked
+/// by `verify`'s `row_count` and `partition_hash`.
+async fn copy_tree(
+    handle: &ops_core::CatalogHandle,
+    root: &str,
+    stage_dir: &std::path::Path,
+    dest: &str,
+) -> anyhow::Result<ops_import::staged::StagedSource> {
     use ops_datamig::{DataMigrator, VerifyMethod};
-    use ops_import::staged::StageBuilder;
     use ops_reconcile::SchemaReconciler;
 
-    let db = SqlCatalog::sqlite()?;
-    let (name, p) = ("c", &db.props);
-    let root = format!("{}/src", db.dir.path().display());
-    hive_tree(name, p, &root)?;
-    let handle = open(name, p).await?;
-    let stage_dir = db.dir.path().join("staged");
-    let staged = StageBuilder::new(&handle, vec![root.clone()], &stage_dir)
+    let staged = ops_import::staged::StageBuilder::new(handle, vec![root.to_string()], stage_dir)
         .open()
         .await?;
     assert!(staged.created && staged.added == 8, "{}", staged.added);
-    let dest = iceberg::TableIdent::from_strs(["copy", "orders"])?;
+    let dest = iceberg::TableIdent::from_strs(dest.split('.'))?;
     let migrator = || {
-        DataMigrator::new(&staged.handle, staged.ident.clone(), &handle, dest.clone())
+        DataMigrator::new(&staged.handle, staged.ident.clone(), handle, dest.clone())
             .schema_reconciler(SchemaReconciler::new().rename("amount", "total"))
     };
     let result = migrator().create_dest(true).run().await?;
@@ -868,17 +885,41 @@ async fn a_hive_tree_is_copied_through_the_migrator() -> TestResult {
         let v = migrator().verify(method, 10).await?;
         assert!(v.matches, "{method:?}: {v:?}");
     }
-    let mut want = dataset_rows(name, p, &root)?;
-    for r in want.as_array_mut().into_iter().flatten() {
+    Ok(staged)
+}
+
+/// `rows` with `amount` renamed `total`, sorted.
+fn renamed(mut rows: Value) -> Value {
+    for r in rows.as_array_mut().into_iter().flatten() {
         if let Some(o) = r.as_object_mut()
             && let Some(v) = o.remove("amount")
         {
             o.insert("total".into(), v);
         }
     }
-    if let Some(r) = want.as_array_mut() {
+    if let Some(r) = rows.as_array_mut() {
         sort_rows(r);
     }
+    rows
+}
+
+/// The copy path over a folder (`migrate-data --source-path`): the Hive tree staged as an
+/// Iceberg table (files in place) and copied by the migrator into a new table with a rename;
+/// `verify` by `row_count` and `partition_hash` matches, and PyIceberg reads the copy with the
+/// rows pyarrow.dataset reads from the folder. Staged again, the table is reused with the file
+/// that arrived since; a file gone from the folder is refused, naming it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hive_tree_is_copied_through_the_migrator() -> TestResult {
+    use ops_import::staged::StageBuilder;
+
+    let db = SqlCatalog::sqlite()?;
+    let (name, p) = ("c", &db.props);
+    let root = format!("{}/src", db.dir.path().display());
+    hive_tree(name, p, &root)?;
+    let handle = open(name, p).await?;
+    let stage_dir = db.dir.path().join("staged");
+    let staged = copy_tree(&handle, &root, &stage_dir, "copy.orders").await?;
+    let want = renamed(dataset_rows(name, p, &root)?);
     assert_eq!(py_rows(name, p, "copy.orders")?, want);
 
     // The folder grows: staged again, the same table gains the new file.
