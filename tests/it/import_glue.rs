@@ -283,3 +283,40 @@ async fn a_failed_migration_leaves_the_hive_table_as_it_was() -> TestResult {
     assert_eq!(glue_state(&glue, "sales").await?, Some((false, 5)));
     Ok(())
 }
+
+/// The swap's answer lost: Glue applies the `UpdateTable`, and every attempt is answered 503
+/// (a gateway whose upstream broke after the request was handled). The migration sees the
+/// table swapped and finishes — it used to take the error for a refusal and "restore",
+/// deleting the backup and the staged metadata the Iceberg table now pointed at.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_migration_whose_swap_answer_is_lost_finishes() -> TestResult {
+    use ops_tests::proxy::{Fault, FaultProxy};
+
+    let (moto, p) = hive_on_moto();
+    let p = &p;
+    sales_table(p, &moto)?;
+    let want = expected(p, &moto, &SALES);
+    let proxy = FaultProxy::start(moto.server.port);
+    proxy.add(
+        "POST",
+        "x-amz-target:AWSGlue.UpdateTable",
+        Fault::ForwardThenUnavailable,
+        10,
+    );
+    let mut through_proxy = p.clone();
+    through_proxy.insert("glue.endpoint".into(), proxy.url());
+    let handle = open("lake", &through_proxy).await?;
+    let (_, m) = MigrateBuilder::new(&handle, "hive", "sales").await?;
+    assert!(!m.already_migrated && m.add.files.len() == 5, "{m:?}");
+    let answered_503 = proxy
+        .seen()
+        .iter()
+        .filter(|s| s.fault == Some(Fault::ForwardThenUnavailable))
+        .count();
+    assert!(answered_503 >= 1, "the fault was not applied");
+    let glue = ops_import::glue::GlueClient::of(&open("lake", p).await?).await?;
+    assert_eq!(glue_state(&glue, "sales").await?, Some((true, 0)));
+    assert_eq!(glue_state(&glue, "sales_backup_").await?, Some((false, 5)));
+    assert_eq!(read(p, "hive.sales")?, want);
+    Ok(())
+}

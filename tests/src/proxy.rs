@@ -52,7 +52,8 @@ impl RawSocket for rustls::StreamOwned<rustls::ServerConnection, TcpStream> {
 }
 
 /// Applies `fault` to the next `times` requests whose method is `method` and whose path
-/// contains `path`.
+/// contains `path` — or, for a `path` of the form `x-amz-target:NAME`, whose `X-Amz-Target`
+/// header is `NAME` (AWS's JSON APIs, Glue's among them, post every call to `/`).
 #[derive(Debug, Clone)]
 pub struct Rule {
     /// HTTP method.
@@ -272,7 +273,15 @@ fn handle<S: Read + Write + RawSocket>(stream: S, shared: &Shared) {
         let mut rules = shared.rules.lock().expect("rules");
         rules
             .iter_mut()
-            .find(|r| r.times > 0 && r.method == method && path.contains(&r.path))
+            .find(|r| {
+                let hit = match r.path.strip_prefix("x-amz-target:") {
+                    Some(target) => headers
+                        .iter()
+                        .any(|(k, v)| k == "x-amz-target" && v.trim() == target),
+                    None => path.contains(&r.path),
+                };
+                r.times > 0 && r.method == method && hit
+            })
             .map(|r| {
                 r.times -= 1;
                 r.fault.clone()

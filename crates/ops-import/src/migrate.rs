@@ -202,8 +202,30 @@ impl MigrateBuilder {
             )),
         };
         if let Err(e) = swapped {
-            self.restore(&glue, &backup, Some(&staged.table)).await;
-            return Err(e);
+            // An error does not say the swap did not land: an answer lost after Glue applied
+            // it (and the SDK's retry then refused for the VersionId the first attempt
+            // changed) looks the same. Only the table tells; nothing is removed while it
+            // might point at the staged metadata.
+            match glue.get_table(db, name).await {
+                Ok(Some(now)) if is_iceberg(&now) && metadata_location_of(&now) == location => {
+                    tracing::info!(table = %ident, error = %e,
+                        "the swap landed although its answer was an error");
+                }
+                Ok(Some(now)) if !is_iceberg(&now) => {
+                    self.restore(&glue, &backup, Some(&staged.table)).await;
+                    return Err(e);
+                }
+                _ => {
+                    return Err(Error::CommitStateUnknown {
+                        table: metrics.table.clone(),
+                        detail: format!(
+                            "the swap to Iceberg failed ({e}) and whether it landed is unknown; \
+                             nothing was removed. Run the migration again: it finishes the \
+                             migration, or starts it over"
+                        ),
+                    });
+                }
+            }
         }
         ops_core::failpoint::hit(points::AFTER_SWAP);
         tracing::info!(table = %ident, backup = %metrics.backup, "Hive table swapped for Iceberg");
@@ -390,6 +412,13 @@ fn describe(table: &Table, metrics: &mut MigrateMetrics) {
         .iter()
         .map(|f| f.name.clone())
         .collect();
+}
+
+/// The metadata file a Glue Iceberg table points at.
+fn metadata_location_of(t: &GlueRaw) -> Option<String> {
+    t.parameters()
+        .and_then(|p| p.get("metadata_location"))
+        .cloned()
 }
 
 /// The `database.table` a Glue table is the backup of, if it is one.
