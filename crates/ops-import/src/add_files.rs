@@ -211,6 +211,22 @@ impl AddFilesBuilder {
         )
         .await?;
         metrics.hidden = expanded.hidden;
+        // The table's own metadata is no data file, though it may lie below a folder named
+        // (a table made over its source's location, as `migrate` makes one).
+        let own_metadata = format!(
+            "{}/",
+            md.properties()
+                .get("write.metadata.path")
+                .filter(|p| !p.trim().is_empty())
+                .map_or_else(
+                    || format!("{}/metadata", md.location().trim_end_matches('/')),
+                    |p| p.trim_end_matches('/').to_string()
+                )
+        );
+        let mut expanded = expanded;
+        expanded
+            .files
+            .retain(|f| !f.path.starts_with(&own_metadata));
         let mut files: Vec<SourceFile> = Vec::with_capacity(expanded.files.len());
         let mut filter_keys_seen: HashSet<String> = HashSet::new();
         for f in expanded.files {

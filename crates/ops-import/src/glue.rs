@@ -181,6 +181,32 @@ impl GlueTable {
                  instead of importing it"
             )));
         }
+        let parameters = t.parameters().cloned().unwrap_or_default();
+        let param = |k: &str| {
+            parameters
+                .iter()
+                .find(|(key, _)| key.eq_ignore_ascii_case(k))
+                .map(|(_, v)| v.trim().to_ascii_lowercase())
+        };
+        // Java's `validateSourceTable` allows the hive, parquet, avro and orc providers only:
+        // Hudi and Delta tables keep several versions of their rows in their files.
+        if let Some(provider) = param("spark.sql.sources.provider")
+            .filter(|p| !matches!(p.as_str(), "hive" | "parquet"))
+            .or_else(|| param("table_type").filter(|t| matches!(t.as_str(), "hudi" | "delta")))
+        {
+            return Err(Error::InvalidInput(format!(
+                "glue:{name} is a {provider} table, not a Hive table of Parquet files: its files \
+                 hold more than its current rows. Read it with a {provider} reader and copy the \
+                 rows"
+            )));
+        }
+        if param("projection.enabled").as_deref() == Some("true") {
+            return Err(Error::InvalidInput(format!(
+                "glue:{name} uses Athena partition projection: its partitions are computed by \
+                 Athena, not listed in Glue. Import its folder instead (--from / --source-path \
+                 with the table's location)"
+            )));
+        }
         let sd = t.storage_descriptor().ok_or_else(|| {
             Error::InvalidInput(format!(
                 "glue:{name} has no storage descriptor (no location)"
@@ -289,15 +315,38 @@ impl GlueTable {
                 .iter()
                 .zip(&self.partition_keys)
                 .map(|(v, (k, _))| {
-                    let v = if v == HIVE_DEFAULT_PARTITION {
-                        v.clone()
+                    // Hive stores an empty partition value as its default (NULL) partition.
+                    let v = if v == HIVE_DEFAULT_PARTITION || v.is_empty() {
+                        HIVE_DEFAULT_PARTITION.to_string()
                     } else {
                         escape(v)
                     };
                     format!("{}={v}/", escape(k))
                 })
                 .collect();
+            let glue_values = crate::hive_path::segments(&format!("{folders}x"));
             for f in found.files {
+                // A folder below the partition's location naming a partition key would decide
+                // the value (the deepest folder does): refused where it disagrees with Glue's.
+                let below = f.relative.get(f.below..).unwrap_or("");
+                for (k, v) in crate::hive_path::segments(below) {
+                    if let Some((_, glue)) = glue_values
+                        .iter()
+                        .find(|(gk, _)| gk.eq_ignore_ascii_case(&k))
+                        && *glue != v
+                    {
+                        return Err(Error::InvalidInput(format!(
+                            "{} lies in partition {k}={} of glue:{}.{}, but under a folder \
+                             {k}={}: which value its rows have is ambiguous; move the file or \
+                             fix the partition's location",
+                            f.path,
+                            glue.as_deref().unwrap_or("NULL"),
+                            self.database,
+                            self.name,
+                            v.as_deref().unwrap_or("NULL")
+                        )));
+                    }
+                }
                 // Two partitions at one location (or one inside another) list a file twice:
                 // its rows would be read twice.
                 if !seen.insert(f.path.clone()) {

@@ -56,12 +56,12 @@ pub fn unescape(s: &str) -> String {
 }
 
 /// A partition key or value escaped for a path segment as Hive's `FileUtils.escapePathName`
-/// does: control characters and `"#%'*/:=?\\{[]^` (and DEL) as `%XX`, everything else as it
+/// does: control characters (NUL included) and `"#%'*/:=?\\{[]^` (and DEL) as `%XX`, everything else as it
 /// is; [`unescape`] reverses it. Non-ASCII characters stay literal, as in Hive.
 pub fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
-        let escaped = matches!(c, '\u{01}'..='\u{1F}' | '\u{7F}')
+        let escaped = matches!(c, '\u{00}'..='\u{1F}' | '\u{7F}')
             || matches!(
                 c,
                 '"' | '#' | '%' | '\'' | '*' | '/' | ':' | '=' | '?' | '\\' | '{' | '[' | ']' | '^'

@@ -83,6 +83,8 @@ pub struct MigrateMetrics {
     pub add: AddFilesMetrics,
     /// Old Hive partition entries removed from the original.
     pub partitions_removed: usize,
+    /// Old Hive partition entries Glue did not remove (harmless; the next run tries again).
+    pub partitions_left: usize,
 }
 
 /// Migrates a Glue Hive table in place (see the module docs).
@@ -194,9 +196,23 @@ impl MigrateBuilder {
             }
         };
         ops_core::failpoint::hit(points::BEFORE_SWAP);
+        // Glue's VersionId moves with UpdateTable, not with partition calls: a partition a
+        // Hive job or a crawler added (or dropped) meanwhile would not stop the swap, and its
+        // files would be in neither table. Checked here, just before.
+        let now = glue.get_partitions(db, name).await?;
+        if partition_keys(&now) != partition_keys(&partitions) {
+            self.restore(&glue, &backup, Some(&staged.table)).await;
+            return Err(Error::CommitConflict {
+                table: metrics.table.clone(),
+                detail: "its partitions changed while it was being migrated (a Hive job or a \
+                         crawler added or dropped one); nothing was changed, run the migration \
+                         again"
+                    .into(),
+            });
+        }
         let location = staged.table.metadata_location().map(str::to_string);
         let swapped = match &location {
-            Some(l) => swap(&glue, db, name, &source, &version, l).await,
+            Some(l) => swap(&glue, db, name, &source, &version, l, &staged.table).await,
             None => Err(Error::InvalidInput(
                 "the staged table has no metadata file".into(),
             )),
@@ -248,6 +264,10 @@ impl MigrateBuilder {
                 "cannot make a staging folder for the migration: {e}"
             ))
         })?;
+        // Listed before the stage writes its metadata under the table's location.
+        let found = hive
+            .files(&HashSet::new(), self.handle.file_io().config().props())
+            .await?;
         let staging =
             crate::staged::private_catalog(&self.handle, dir.path(), "migrate-staging").await?;
         let namespace = NamespaceIdent::new(hive.database.clone());
@@ -282,9 +302,6 @@ impl MigrateBuilder {
             )
             .await?;
         let ident = created.identifier().clone();
-        let found = hive
-            .files(&HashSet::new(), created.file_io().config().props())
-            .await?;
         let table = if found.files.is_empty() {
             created
         } else {
@@ -335,53 +352,60 @@ impl MigrateBuilder {
         metrics: &mut MigrateMetrics,
     ) -> Result<Table> {
         let (db, name) = (self.database.as_str(), self.table.as_str());
-        let old = glue.get_partitions(db, name).await?;
+        // Only the entries the backup holds copies of: one added since is no entry of ours.
+        let backed_up = match glue.get_table(db, backup).await? {
+            Some(_) => partition_keys(&glue.get_partitions(db, backup).await?),
+            None => std::collections::BTreeSet::new(),
+        };
+        let old: Vec<Vec<String>> = glue
+            .get_partitions(db, name)
+            .await?
+            .iter()
+            .map(|p| p.values().to_vec())
+            .filter(|v| backed_up.iter().any(|(b, _)| b == v))
+            .collect();
         for chunk in old.chunks(25) {
-            let values: Vec<PartitionValueList> = chunk
-                .iter()
-                .map(|p| {
-                    PartitionValueList::builder()
-                        .set_values(Some(p.values().to_vec()))
-                        .build()
-                })
-                .collect::<std::result::Result<_, _>>()
-                .map_err(|e| Error::InvalidInput(format!("partition values: {e}")))?;
-            let out = glue
-                .client()
-                .batch_delete_partition()
-                .set_catalog_id(glue.catalog_id().map(str::to_string))
-                .database_name(db)
-                .table_name(name)
-                .set_partitions_to_delete(Some(values))
-                .send()
-                .await
-                .map_err(|e| {
-                    (glue.failed(format!(
-                        "{db}.{name} is migrated, but removing its old Hive partition entries \
-                         failed (run the migration again to finish)"
-                    )))(e.to_string())
-                })?;
-            if let Some(err) = out.errors().first() {
-                return Err(Error::InvalidInput(format!(
-                    "{db}.{name} is migrated, but removing its old Hive partition entry {:?} \
-                     failed: {:?} (run the migration again to finish)",
-                    err.partition_values(),
-                    err.error_detail()
-                )));
+            match delete_partitions(glue, db, name, chunk).await {
+                Ok(()) => metrics.partitions_removed += chunk.len(),
+                // The table is migrated; a leftover entry only clutters Glue (readers of the
+                // Iceberg table ignore it), and the next run removes it.
+                Err(e) => {
+                    tracing::warn!(table = %metrics.table, error = %e,
+                        "old Hive partition entries left in Glue; run the migration again");
+                    metrics.partitions_left += chunk.len();
+                }
             }
-            metrics.partitions_removed += chunk.len();
         }
         if !self.drop_backup {
             return Ok(table);
         }
-        if let Some(b) = glue.get_table(db, backup).await? {
-            if backup_of(&b).as_deref() != Some(&metrics.table) {
+        match glue.get_table(db, backup).await? {
+            Some(b) => {
+                if backup_of(&b).as_deref() != Some(&metrics.table) {
+                    return Err(Error::InvalidInput(format!(
+                        "{db}.{backup} is not the backup of {}; it was left alone",
+                        metrics.table
+                    )));
+                }
+                delete_table(glue, db, backup).await?;
+            }
+            // Dropped by an earlier run, which then set gc.enabled: nothing left to do.
+            None if table
+                .metadata()
+                .properties()
+                .get(GC_ENABLED)
+                .map(String::as_str)
+                == Some("true") =>
+            {
+                return Ok(table);
+            }
+            None => {
                 return Err(Error::InvalidInput(format!(
-                    "{db}.{backup} is not the backup of {}; it was left alone",
+                    "{db}.{backup} does not exist, so no backup of {} was dropped (gc.enabled \
+                     stays false): give the backup's name with --backup-name",
                     metrics.table
                 )));
             }
-            delete_table(glue, db, backup).await?;
         }
         metrics.backup_dropped = true;
         // The files are the Iceberg table's alone now: expiry and orphan cleanup may delete.
@@ -412,6 +436,59 @@ fn describe(table: &Table, metrics: &mut MigrateMetrics) {
         .iter()
         .map(|f| f.name.clone())
         .collect();
+}
+
+/// Partitions as (values, location): what a migration compares before its swap.
+fn partition_keys(
+    partitions: &[aws_sdk_glue::types::Partition],
+) -> std::collections::BTreeSet<(Vec<String>, String)> {
+    partitions
+        .iter()
+        .map(|p| {
+            let location = p
+                .storage_descriptor()
+                .and_then(StorageDescriptor::location)
+                .unwrap_or("")
+                .to_string();
+            (p.values().to_vec(), location)
+        })
+        .collect()
+}
+
+/// Removes the partition entries `values` of `db.name` (25 at most, Glue's limit).
+async fn delete_partitions(
+    glue: &GlueClient,
+    db: &str,
+    name: &str,
+    values: &[Vec<String>],
+) -> Result<()> {
+    let lists: Vec<PartitionValueList> = values
+        .iter()
+        .map(|v| {
+            PartitionValueList::builder()
+                .set_values(Some(v.clone()))
+                .build()
+        })
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|e| Error::InvalidInput(format!("partition values: {e}")))?;
+    let out = glue
+        .client()
+        .batch_delete_partition()
+        .set_catalog_id(glue.catalog_id().map(str::to_string))
+        .database_name(db)
+        .table_name(name)
+        .set_partitions_to_delete(Some(lists))
+        .send()
+        .await
+        .map_err(|e| (glue.failed(format!("BatchDeletePartition {db}.{name}")))(e.to_string()))?;
+    match out.errors().first() {
+        Some(err) => Err(Error::InvalidInput(format!(
+            "removing partition entry {:?} of {db}.{name} failed: {:?}",
+            err.partition_values(),
+            err.error_detail()
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// The metadata file a Glue Iceberg table points at.
@@ -518,21 +595,44 @@ async fn swap(
     source: &GlueRaw,
     version: &str,
     metadata_location: &str,
+    staged: &Table,
 ) -> Result<()> {
-    let mut parameters = source.parameters().cloned().unwrap_or_default();
+    // The table's own Glue parameters stay (as Java's GlueTableOperations keeps them), less
+    // Spark's datasource ones: Spark would read a table saying `provider=parquet` as Parquet.
+    let mut parameters: HashMap<String, String> = source
+        .parameters()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(k, _)| {
+            !(k.starts_with("spark.sql.sources.") || k == "spark.sql.partitionProvider")
+        })
+        .collect();
     parameters.insert("table_type".into(), "ICEBERG".into());
     parameters.insert("metadata_location".into(), metadata_location.to_string());
     let sd = source.storage_descriptor();
-    // Iceberg tables in Glue list every column (partition columns too) and no partition keys.
+    // Iceberg tables in Glue list every column (partition columns too) with the field id, as
+    // iceberg-rust's and Java's Glue catalogs write them, and no partition keys.
+    let schema = staged.metadata().current_schema().clone();
     let columns: Vec<Column> = sd
         .map(StorageDescriptor::columns)
         .unwrap_or_default()
         .iter()
         .chain(source.partition_keys())
-        .cloned()
+        .map(|c| {
+            let mut c = c.clone();
+            if let Some(f) = crate::columns::column_named(&schema, &c.name) {
+                let mut params = c.parameters.take().unwrap_or_default();
+                params.insert("iceberg.field.id".into(), f.id.to_string());
+                params.insert("iceberg.field.optional".into(), (!f.required).to_string());
+                params.insert("iceberg.field.current".into(), "true".into());
+                c.parameters = Some(params);
+            }
+            c
+        })
         .collect();
     let storage = StorageDescriptor::builder()
-        .set_location(sd.and_then(StorageDescriptor::location).map(str::to_string))
+        .location(staged.metadata().location())
         .set_columns(Some(columns))
         .build();
     let input = TableInput::builder()
