@@ -112,7 +112,11 @@ pub fn partition_of(
                 )));
             }
         };
-        let apply = |d: &Datum| -> Result<Option<Datum>> { Ok(transform.transform_literal(d)?) };
+        let apply = |d: &Datum| -> Result<Option<Datum>> {
+            Ok(transform
+                .transform_literal(d)?
+                .map(|t| retyped(t, &result_type)))
+        };
         // From the folders. The deepest folder of a key wins; keys compare as Hive's do
         // (case-insensitively: Hive lower-cases partition keys).
         let by_name = folders
@@ -126,9 +130,17 @@ pub fn partition_of(
         let bad = |k: &str, v: &str, what: String| {
             Error::InvalidInput(format!("{path}: folder {k}={v} is no {what}"))
         };
+        // Java's and PyIceberg's partition paths spell NULL `null` (Hive's
+        // `__HIVE_DEFAULT_PARTITION__`): NULL where the text is no value of the type; for a
+        // string, where the statistics say the rows are NULL (below).
+        let null_text = |v: &Option<String>| {
+            v.as_deref().is_some_and(|v| v == "null")
+                && !matches!(result_type, PrimitiveType::String)
+        };
         let from_path: Option<Option<Datum>> = match (by_name, by_source) {
             (Some((k, v)), _) => Some(match v {
                 None => None,
+                _ if null_text(v) => None,
                 Some(v) => {
                     let d = parse(v, &result_type, &field.transform).ok_or_else(|| {
                         bad(
@@ -149,6 +161,11 @@ pub fn partition_of(
             }),
             (None, Some((k, v))) => Some(match v {
                 None => None,
+                _ if v.as_deref() == Some("null")
+                    && !matches!(source_type, PrimitiveType::String) =>
+                {
+                    None
+                }
                 Some(v) => {
                     let d = parse(v, source_type, &Transform::Identity).ok_or_else(|| {
                         let hint = if *source_type == PrimitiveType::Timestamptz {
@@ -223,6 +240,8 @@ pub fn partition_of(
             _ => None,
         };
         let value = match (from_path, decided) {
+            // `k=null` over rows the statistics say are NULL: Java's spelling of NULL.
+            (Some(Some(p)), Some(None)) if p == Datum::string("null") => None,
             (Some(p), Some(d)) if p != d => {
                 return Err(mismatch(
                     path,
@@ -419,9 +438,39 @@ fn literal_text(l: Option<&Literal>) -> String {
     }
 }
 
-/// A partition value as Java's partition paths spell it (`eu`, `2024-01-01`), `null` for NULL.
+/// A partition value as Java's partition paths spell it (`eu`, `2024-01-01`), `null` for NULL
+/// (a string that reads `null` is quoted, to tell them apart).
 fn show(d: Option<&Datum>) -> String {
-    d.map_or_else(|| "null".to_string(), Datum::to_human_string)
+    match d {
+        None => "null".to_string(),
+        Some(d) if *d == Datum::string("null") => "\"null\"".to_string(),
+        Some(d) => d.to_human_string(),
+    }
+}
+
+/// `d` as a value of `ty`, where iceberg's transform gave it another type with the same value:
+/// `truncate` of a decimal answers with precision 38 and scale 0, its unscaled digits kept
+/// (so 1.30 would show, and compare, as 130).
+fn retyped(d: Datum, ty: &PrimitiveType) -> Datum {
+    let (PrimitiveType::Decimal { scale, .. }, iceberg::spec::PrimitiveLiteral::Int128(unscaled)) =
+        (ty, d.literal())
+    else {
+        return d;
+    };
+    let negative = *unscaled < 0;
+    let digits = unscaled.unsigned_abs().to_string();
+    let scale = *scale as usize;
+    let padded = format!("{digits:0>width$}", width = scale + 1);
+    let (int, frac) = padded.split_at(padded.len() - scale);
+    let text = format!(
+        "{}{int}{}{frac}",
+        if negative { "-" } else { "" },
+        if scale > 0 { "." } else { "" }
+    );
+    Datum::decimal_from_str(text)
+        .ok()
+        .and_then(|v| v.to(&Type::Primitive(ty.clone())).ok())
+        .unwrap_or(d)
 }
 
 /// A folder value as a value of `ty`, the result type of `transform`: the text Hive and
@@ -576,5 +625,112 @@ mod tests {
             parse("a b+c", &PrimitiveType::String, &Transform::Identity),
             Some(Datum::string("a b+c"))
         );
+    }
+
+    /// Decimal `truncate` folders (the corpus `transforms` table's `amount_trunc=-499.70`)
+    /// are values of the field, not refused: iceberg's transform answers with scale 0, which
+    /// made each differ from itself. The partition shows as written.
+    #[test]
+    fn decimal_truncate_folders_are_their_own_truncation() -> Result<()> {
+        use iceberg::spec::{NestedField, Type, UnboundPartitionSpec};
+        let schema = Schema::builder()
+            .with_fields(vec![
+                NestedField::optional(
+                    1,
+                    "amount",
+                    Type::Primitive(PrimitiveType::Decimal {
+                        precision: 10,
+                        scale: 2,
+                    }),
+                )
+                .into(),
+            ])
+            .build()?;
+        let spec = UnboundPartitionSpec::builder()
+            .add_partition_field(1, "amount_trunc", Transform::Truncate(10))?
+            .build()
+            .bind(schema.clone())?;
+        // The file holds the column (no statistics: the folder decides).
+        let present = HashSet::from([1]);
+        for (folder, shown) in [
+            ("amount_trunc=-499.70", "amount_trunc=-499.70"),
+            ("amount_trunc=1.30", "amount_trunc=1.30"),
+            ("amount_trunc=0.00", "amount_trunc=0.00"),
+            ("amount=1.37", "amount_trunc=1.30"),
+        ] {
+            let relative = format!("t/{folder}/f.parquet");
+            let p = partition_of("f", &relative, &spec, &schema, &HashMap::new(), &present)?;
+            assert_eq!(p.display, shown, "{folder}");
+        }
+        let not_truncated = partition_of(
+            "f",
+            "t/amount_trunc=1.37/f.parquet",
+            &spec,
+            &schema,
+            &HashMap::new(),
+            &present,
+        );
+        assert!(not_truncated.is_err());
+        Ok(())
+    }
+
+    /// Trees Java and PyIceberg write spell a NULL partition `k=null` (the corpus tables with
+    /// NULL partitions): NULL for a type `null` is no value of, and for a string when the
+    /// statistics say the rows are NULL; a string column with `null` rows keeps the text.
+    #[test]
+    fn java_null_folders_are_null() -> Result<()> {
+        use crate::metrics::ColumnStats;
+        use iceberg::spec::{NestedField, Type, UnboundPartitionSpec};
+        let schema = Schema::builder()
+            .with_fields(vec![
+                NestedField::optional(1, "n", Type::Primitive(PrimitiveType::Int)).into(),
+                NestedField::optional(2, "city", Type::Primitive(PrimitiveType::String)).into(),
+            ])
+            .build()?;
+        let spec = UnboundPartitionSpec::builder()
+            .add_partition_field(1, "n", Transform::Identity)?
+            .add_partition_field(2, "city", Transform::Identity)?
+            .build()
+            .bind(schema.clone())?;
+        let present = HashSet::from([1, 2]);
+        let stats = |city: Option<&str>| {
+            let n = ColumnStats {
+                size: 1,
+                values: 2,
+                nulls: Some(2),
+                lower: None,
+                upper: None,
+                exact: true,
+            };
+            let c = ColumnStats {
+                size: 1,
+                values: 2,
+                nulls: Some(if city.is_some() { 0 } else { 2 }),
+                lower: city.map(Datum::string),
+                upper: city.map(Datum::string),
+                exact: true,
+            };
+            HashMap::from([(1, n), (2, c)])
+        };
+        let p = partition_of(
+            "f",
+            "t/n=null/city=null/f.parquet",
+            &spec,
+            &schema,
+            &stats(None),
+            &present,
+        )?;
+        assert_eq!(p.display, "n=null/city=null");
+        assert_eq!(p.tuple, Struct::from_iter([None, None]));
+        let text = partition_of(
+            "f",
+            "t/n=null/city=null/f.parquet",
+            &spec,
+            &schema,
+            &stats(Some("null")),
+            &present,
+        )?;
+        assert_eq!(text.display, "n=null/city=\"null\"");
+        Ok(())
     }
 }

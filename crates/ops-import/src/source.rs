@@ -184,8 +184,9 @@ async fn s3(
     let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));
     let failed = |e: opendal::Error| {
         Error::InvalidInput(format!(
-            "cannot list {name} ({e}); check the catalog's s3.* properties (endpoint, region, \
-             credentials)"
+            "cannot list {name} ({e}): the files are listed and read with the FileIO of the \
+             table they go into, so that table's catalog needs s3.* properties (s3.endpoint, \
+             s3.region, s3.access-key-id, s3.secret-access-key) that reach them"
         ))
     };
     let op = ops_core::object_store::s3_operator(io_props, bucket).map_err(failed)?;
