@@ -952,3 +952,73 @@ async fn a_hive_tree_is_copied_through_the_migrator() -> TestResult {
     assert!(err.to_string().contains("late.parquet"), "{err}");
     Ok(())
 }
+
+/// Millisecond timestamps (pandas' `coerce_timestamps='ms'`, old writers) in imported files:
+/// iceberg's reader refused every such file ("Unsupported Arrow data type: Timestamp(ms)"), so
+/// a delete, a compaction or a copy of the table failed (a new-user trial). Now each keeps
+/// every value, as PyIceberg reads them.
+#[tokio::test(flavor = "multi_thread")]
+async fn millisecond_timestamps_survive_delete_compaction_and_copy() -> TestResult {
+    let db = SqlCatalog::sqlite()?;
+    let (name, p) = ("c", &db.props);
+    let root = format!("{}/src", db.dir.path().display());
+    pyiceberg(
+        name,
+        p,
+        &format!(
+            "import os, datetime as dt, pyarrow as pa, pyarrow.parquet as pq\n\
+             os.makedirs('{root}')\n\
+             for k in range(4):\n\
+             \x20   pq.write_table(pa.table({{'x': pa.array([2 * k, 2 * k + 1], pa.int64()), \
+                                 't': pa.array([dt.datetime(2024, 1, 1, 10 + k, 0, 0, 123000)] * 2, \
+                                               pa.timestamp('ms'))}}), \
+                                f'{root}/f{{k}}.parquet')\n\
+             emit(None)"
+        ),
+    )?;
+    let handle = open(name, p).await?;
+    let ident = iceberg::TableIdent::from_strs(["ms", "t"])?;
+    ops_import::snapshot::SnapshotBuilder::new(&handle, ident.clone())
+        .from([root])
+        .await?;
+    let read = |table: &str| {
+        pyiceberg(
+            name,
+            p,
+            &format!(
+                "t = catalog.load_table('{table}').scan().to_arrow()\n\
+                 emit(sorted(str(v) for v in t['t'].to_pylist()))"
+            ),
+        )
+    };
+    let before = read("ms.t")?;
+    assert!(
+        before.as_array().is_some_and(|v| v.len() == 8
+            && v.iter()
+                .all(|s| s.as_str().is_some_and(|s| s.ends_with(".123000")))),
+        "{before}"
+    );
+    ops_core::ops::delete::DeleteBuilder::new(&handle, ident.clone())
+        .with_filter_text("x = 0")
+        .await?;
+    let (_, c) = ops_maintenance::compact::CompactBuilder::new(&handle, ident.clone())
+        .min_input_files(2)
+        .await?;
+    assert!(c.snapshot_id.is_some(), "{c:?}");
+    let after = read("ms.t")?;
+    let mut want = before.as_array().cloned().unwrap_or_default();
+    want.remove(0);
+    assert_eq!(after, Value::Array(want.clone()));
+    let result = ops_datamig::DataMigrator::new(
+        &handle,
+        ident,
+        &handle,
+        iceberg::TableIdent::from_strs(["ms", "copy"])?,
+    )
+    .create_dest(true)
+    .run()
+    .await?;
+    assert_eq!(result.rows_moved, 7, "{result:?}");
+    assert_eq!(read("ms.copy")?, Value::Array(want));
+    Ok(())
+}

@@ -184,7 +184,13 @@ impl ArrowReader {
             }),
             arrow_schema.metadata().clone(),
         );
-        let iceberg_schema = arrow_schema_to_schema(&projected_arrow_schema)?;
+        // iceberg-ops patch: seconds and milliseconds (pandas' `coerce_timestamps='ms'`, old
+        // writers) have no Iceberg type, so the conversion refused every file holding them and
+        // nothing could read, delete from, compact or copy it. They are microsecond timestamps
+        // to within the unit; the batch transformer casts the values up.
+        let iceberg_schema = arrow_schema_to_schema(&coarse_timestamps_as_micros(
+            &projected_arrow_schema,
+        ))?;
 
         fields.filter_leaves(|idx, field| {
             let Some(field_id) = projected_fields.get(field).cloned() else {
@@ -396,6 +402,36 @@ pub(super) fn apply_name_mapping_to_arrow_schema(
         fields_with_mapped_ids,
         arrow_schema.metadata().clone(),
     )))
+}
+
+/// iceberg-ops patch: `schema` with every second and millisecond timestamp (at any depth) as a
+/// microsecond one, for the type check of a projection only.
+fn coarse_timestamps_as_micros(schema: &ArrowSchema) -> ArrowSchema {
+    use arrow_schema::TimeUnit;
+    fn widen(t: &DataType) -> DataType {
+        match t {
+            DataType::Timestamp(TimeUnit::Second | TimeUnit::Millisecond, tz) => {
+                DataType::Timestamp(TimeUnit::Microsecond, tz.clone())
+            }
+            DataType::List(f) => DataType::List(Arc::new(field(f))),
+            DataType::LargeList(f) => DataType::LargeList(Arc::new(field(f))),
+            DataType::FixedSizeList(f, n) => DataType::FixedSizeList(Arc::new(field(f)), *n),
+            DataType::Struct(fs) => DataType::Struct(fs.iter().map(|f| field(f)).collect()),
+            DataType::Map(f, sorted) => DataType::Map(Arc::new(field(f)), *sorted),
+            other => other.clone(),
+        }
+    }
+    fn field(f: &Field) -> Field {
+        f.clone().with_data_type(widen(f.data_type()))
+    }
+    ArrowSchema::new_with_metadata(
+        schema
+            .fields()
+            .iter()
+            .map(|f| Arc::new(field(f)))
+            .collect::<Vec<_>>(),
+        schema.metadata().clone(),
+    )
 }
 
 /// iceberg-ops patch: `field` with the id of the mapped field its name (or, for a list element
