@@ -715,12 +715,25 @@ async fn a_snapshot_over_a_hive_tree_then_new_files_only() -> TestResult {
     assert_eq!(m.already_added, 3);
     assert_eq!(m.disappeared, [gone]);
     // Nothing new: nothing committed.
-    let (t, m) = AddFilesBuilder::new(&handle, ident)
-        .from([root])
+    let (t, m) = AddFilesBuilder::new(&handle, ident.clone())
+        .from([root.clone()])
         .new_only(true)
         .await?;
     assert!(m.files.is_empty() && m.snapshot_id.is_none(), "{m:?}");
     assert_eq!(t.metadata().snapshots().count(), 2);
+    // --remove-missing: the gone file leaves the table, whose reads work again (they failed
+    // on the missing file, and no other command could drop its entry).
+    let (t, m) = AddFilesBuilder::new(&handle, ident.clone())
+        .from([root.clone()])
+        .new_only(true)
+        .remove_missing(true)
+        .await?;
+    assert_eq!((m.removed_missing, m.disappeared.len()), (1, 1), "{m:?}");
+    assert_eq!(t.metadata().snapshots().count(), 3);
+    assert_eq!(
+        py_rows(name, p, "snap.orders")?,
+        dataset_columns(name, p, &root, &["id", "amount", "region", "n"])?
+    );
     // A file rewritten in place since it was added: refused, not skipped (the table's
     // statistics describe its old contents).
     let changed = a_live_file_of(&t).await?;

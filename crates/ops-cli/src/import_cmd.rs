@@ -110,6 +110,10 @@ pub struct AddFilesArgs {
     /// lists under the folders named that are gone.
     #[arg(long)]
     new_only: bool,
+    /// With --new-only: remove from the table the files it lists under the folders named that
+    /// are gone (their rows leave the table; while listed, every read of the table fails).
+    #[arg(long, requires = "new_only")]
+    remove_missing: bool,
     /// Record the job's committed batches here; run again with it after a failure to resume
     /// (files the earlier run committed are skipped). Removed when the job completes.
     #[arg(long, value_name = "FILE")]
@@ -255,7 +259,8 @@ async fn add_files(factory: &CatalogFactory, args: AddFilesArgs) -> anyhow::Resu
         .allow_duplicate_files(args.allow_duplicate_files)
         .dry_run(args.dry_run)
         .concurrency(args.concurrency)
-        .new_only(args.new_only);
+        .new_only(args.new_only)
+        .remove_missing(args.remove_missing);
     if let Some(n) = args.batch_files {
         builder = builder.batch_files(n);
     }
@@ -302,6 +307,7 @@ struct Report<'a> {
     snapshot_ids: &'a [i64],
     already_added: usize,
     disappeared: &'a [String],
+    removed_missing: usize,
     added_files: usize,
     added_records: u64,
     hidden_skipped: usize,
@@ -327,6 +333,7 @@ fn report<'a>(table: &'a str, m: &'a AddFilesMetrics) -> Report<'a> {
         snapshot_ids: &m.snapshot_ids,
         already_added: m.already_added,
         disappeared: &m.disappeared,
+        removed_missing: m.removed_missing,
         added_files: m.files.len(),
         added_records: m.files.iter().map(|f| f.record_count).sum(),
         hidden_skipped: m.hidden,
@@ -384,11 +391,19 @@ fn print_text(table: &str, m: &AddFilesMetrics) {
         );
     }
     if !m.disappeared.is_empty() {
-        println!(
-            "  {} file(s) the table lists are gone from the folders named (its reads of them \
-             fail until they are removed, e.g. by table delete on their partitions):",
-            m.disappeared.len()
-        );
+        if m.removed_missing > 0 {
+            println!(
+                "  {} file(s) the table listed are gone from the folders named; removed from the \
+                 table (their rows with them):",
+                m.removed_missing
+            );
+        } else {
+            println!(
+                "  {} file(s) the table lists are gone from the folders named (every read of the \
+                 table fails while it lists them; --remove-missing removes them):",
+                m.disappeared.len()
+            );
+        }
         for d in &m.disappeared {
             println!("    {d}");
         }

@@ -67,6 +67,8 @@ pub struct AddFilesMetrics {
     /// With [`AddFilesBuilder::new_only`]: files the table lists under the folders named that
     /// are gone from them (the table still reads them: its reads fail until they are removed).
     pub disappeared: Vec<String>,
+    /// Of those, removed from the table ([`AddFilesBuilder::remove_missing`]).
+    pub removed_missing: usize,
     /// Whether the table's name mapping was created (or, on a dry run, would be).
     pub name_mapping_created: bool,
     /// Whether names were added to it (files spelling columns in another case).
@@ -88,6 +90,7 @@ pub struct AddFilesBuilder {
     batch_files: Option<usize>,
     checkpoint: Option<PathBuf>,
     new_only: bool,
+    remove_missing: bool,
     glue: Option<GlueClient>,
 }
 
@@ -105,8 +108,17 @@ impl AddFilesBuilder {
             batch_files: None,
             checkpoint: None,
             new_only: false,
+            remove_missing: false,
             glue: None,
         }
+    }
+
+    /// With [`Self::new_only`]: removes from the table the files it lists under the folders
+    /// named that are gone from them (one `overwrite` commit before the append; their rows
+    /// leave the table) — a table listing a file that is gone fails every read of it.
+    pub fn remove_missing(mut self, remove: bool) -> Self {
+        self.remove_missing = remove;
+        self
     }
 
     /// The Glue catalog `glue:DATABASE.TABLE` names are read through (default: the table's
@@ -182,7 +194,7 @@ impl AddFilesBuilder {
                 "add-files needs at least one file, folder or glob (--from)".into(),
             ));
         }
-        let table = ops_core::commit::load_current(&self.handle, &self.ident).await?;
+        let mut table = ops_core::commit::load_current(&self.handle, &self.ident).await?;
         ops_core::commit::refuse_v3(&table)?;
         let md = table.metadata();
         let schema = md.current_schema().clone();
@@ -293,6 +305,10 @@ impl AddFilesBuilder {
             let present = already_in(&table, &files).await?;
             if self.new_only {
                 metrics.disappeared = disappeared(&table, &files).await?;
+                if self.remove_missing && !self.dry_run && !metrics.disappeared.is_empty() {
+                    table = self.remove_missing_files(&metrics.disappeared).await?;
+                    metrics.removed_missing = metrics.disappeared.len();
+                }
             }
             if resume || self.new_only {
                 // A file rewritten in place since it was added: the table describes its old
@@ -435,6 +451,21 @@ impl AddFilesBuilder {
 }
 
 impl AddFilesBuilder {
+    /// Removes the entries of files that are gone (see [`Self::remove_missing`]).
+    async fn remove_missing_files(&self, gone: &[String]) -> Result<Table> {
+        let props = HashMap::from([(
+            ops_core::ops::OPERATION_PROPERTY.to_string(),
+            "add-files-remove-missing".to_string(),
+        )]);
+        let (table, _) =
+            ops_core::ops::overwrite::OverwriteBuilder::new(&self.handle, self.ident.clone())
+                .remove_files(gone.iter().cloned())
+                .with_properties(props)
+                .await?;
+        tracing::info!(table = %self.ident, files = gone.len(), "missing files removed");
+        Ok(table)
+    }
+
     /// One file's data-file entry and report line, from its footer: columns matched (and
     /// whether that took the name mapping: no field ids), statistics checked, partition taken.
     #[allow(clippy::too_many_arguments)]
