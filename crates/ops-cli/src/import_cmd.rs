@@ -159,6 +159,8 @@ async fn migrate(factory: &CatalogFactory, args: MigrateArgs) -> anyhow::Result<
             "added_records": m.add.files.iter().map(|f| f.record_count).sum::<u64>(),
             "snapshot_id": m.add.snapshot_id,
             "partitions_removed": m.partitions_removed,
+            "partitions_left": m.partitions_left,
+            "partitions_not_migrated": m.partitions_not_migrated,
         }));
     }
     if m.already_migrated {
@@ -180,6 +182,21 @@ async fn migrate(factory: &CatalogFactory, args: MigrateArgs) -> anyhow::Result<
                 m.partition_columns.join(", ")
             );
         }
+    }
+    if !m.partitions_not_migrated.is_empty() {
+        println!(
+            "  warning: {} partition(s) were added to the Hive table during the migration and \
+             are not in the Iceberg table: {:?}; add their files with import add-files",
+            m.partitions_not_migrated.len(),
+            m.partitions_not_migrated
+        );
+    }
+    if m.partitions_left > 0 {
+        println!(
+            "  {} old Hive partition entr(ies) could not be removed from Glue (harmless; run \
+             the migration again to remove them)",
+            m.partitions_left
+        );
     }
     if m.backup_dropped {
         println!("  backup {} dropped; gc.enabled=true", m.backup);
@@ -400,8 +417,13 @@ fn print_text(table: &str, m: &AddFilesMetrics) {
         } else {
             println!(
                 "  {} file(s) the table lists are gone from the folders named (every read of the \
-                 table fails while it lists them; --remove-missing removes them):",
-                m.disappeared.len()
+                 table fails while it lists them{}):",
+                m.disappeared.len(),
+                if m.dry_run {
+                    ""
+                } else {
+                    "; --remove-missing removes them"
+                }
             );
         }
         for d in &m.disappeared {

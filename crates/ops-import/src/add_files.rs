@@ -227,18 +227,20 @@ impl AddFilesBuilder {
         // (a table made over its source's location, as `migrate` makes one).
         let own_metadata = format!(
             "{}/",
-            md.properties()
-                .get("write.metadata.path")
-                .filter(|p| !p.trim().is_empty())
-                .map_or_else(
-                    || format!("{}/metadata", md.location().trim_end_matches('/')),
-                    |p| p.trim_end_matches('/').to_string()
-                )
+            comparable(
+                &md.properties()
+                    .get("write.metadata.path")
+                    .filter(|p| !p.trim().is_empty())
+                    .map_or_else(
+                        || format!("{}/metadata", md.location().trim_end_matches('/')),
+                        |p| p.trim_end_matches('/').to_string()
+                    )
+            )
         );
         let mut expanded = expanded;
         expanded
             .files
-            .retain(|f| !f.path.starts_with(&own_metadata));
+            .retain(|f| !comparable(&f.path).starts_with(&own_metadata));
         let mut files: Vec<SourceFile> = Vec::with_capacity(expanded.files.len());
         let mut filter_keys_seen: HashSet<String> = HashSet::new();
         for f in expanded.files {
@@ -306,7 +308,10 @@ impl AddFilesBuilder {
             if self.new_only {
                 metrics.disappeared = disappeared(&table, &files).await?;
                 if self.remove_missing && !self.dry_run && !metrics.disappeared.is_empty() {
-                    table = self.remove_missing_files(&metrics.disappeared).await?;
+                    let read_at = table.metadata().current_snapshot_id();
+                    table = self
+                        .remove_missing_files(&metrics.disappeared, read_at)
+                        .await?;
                     metrics.removed_missing = metrics.disappeared.len();
                 }
             }
@@ -452,7 +457,7 @@ impl AddFilesBuilder {
 
 impl AddFilesBuilder {
     /// Removes the entries of files that are gone (see [`Self::remove_missing`]).
-    async fn remove_missing_files(&self, gone: &[String]) -> Result<Table> {
+    async fn remove_missing_files(&self, gone: &[String], read_at: Option<i64>) -> Result<Table> {
         let props = HashMap::from([(
             ops_core::ops::OPERATION_PROPERTY.to_string(),
             "add-files-remove-missing".to_string(),
@@ -460,6 +465,9 @@ impl AddFilesBuilder {
         let (table, _) =
             ops_core::ops::overwrite::OverwriteBuilder::new(&self.handle, self.ident.clone())
                 .remove_files(gone.iter().cloned())
+                // The files were found gone against this snapshot: a writer committing since
+                // is validated against, as any overwrite's.
+                .validate_from_snapshot(read_at)
                 .with_properties(props)
                 .await?;
         tracing::info!(table = %self.ident, files = gone.len(), "missing files removed");
@@ -638,6 +646,23 @@ pub(crate) async fn expand_sources(
     Ok(out)
 }
 
+/// `path` in one spelling for prefix comparisons: `s3a://` and `s3n://` as `s3://`, a local
+/// file as its plain path (`file:///x`, `file:/x` and `/x` alike).
+fn comparable(path: &str) -> String {
+    for scheme in ["s3a://", "s3n://"] {
+        if let Some(rest) = path.strip_prefix(scheme) {
+            return format!("s3://{rest}");
+        }
+    }
+    if let Some(rest) = path.strip_prefix("file://") {
+        return rest.strip_prefix("localhost").unwrap_or(rest).to_string();
+    }
+    if let Some(rest) = path.strip_prefix("file:") {
+        return rest.to_string();
+    }
+    path.to_string()
+}
+
 /// A path named twice, if one is.
 fn named_twice(files: &[SourceFile]) -> Option<&str> {
     let mut seen: HashSet<&str> = HashSet::with_capacity(files.len());
@@ -773,5 +798,24 @@ impl IntoFuture for AddFilesBuilder {
 
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(self.execute())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::comparable;
+
+    /// The table's own metadata folder is recognised however a source path spells it.
+    #[test]
+    fn paths_compare_across_spellings() {
+        assert_eq!(
+            comparable("s3a://b/t/metadata/x"),
+            comparable("s3://b/t/metadata/x")
+        );
+        assert_eq!(comparable("s3n://b/t"), "s3://b/t");
+        assert_eq!(comparable("file:///wh/t/metadata"), "/wh/t/metadata");
+        assert_eq!(comparable("file:/wh/t/metadata"), "/wh/t/metadata");
+        assert_eq!(comparable("file://localhost/wh/t"), "/wh/t");
+        assert_eq!(comparable("/wh/t"), "/wh/t");
     }
 }

@@ -194,10 +194,14 @@ impl GlueTable {
             .filter(|p| !matches!(p.as_str(), "hive" | "parquet"))
             .or_else(|| param("table_type").filter(|t| matches!(t.as_str(), "hudi" | "delta")))
         {
+            let why = if matches!(provider.as_str(), "hudi" | "delta") {
+                "its files hold more than its current rows"
+            } else {
+                "only Parquet files can be added in place"
+            };
             return Err(Error::InvalidInput(format!(
-                "glue:{name} is a {provider} table, not a Hive table of Parquet files: its files \
-                 hold more than its current rows. Read it with a {provider} reader and copy the \
-                 rows"
+                "glue:{name} is a {provider} table, not a Hive table of Parquet files: {why}. \
+                 Read it with a {provider} reader and copy the rows"
             )));
         }
         if param("projection.enabled").as_deref() == Some("true") {

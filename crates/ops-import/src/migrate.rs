@@ -85,6 +85,10 @@ pub struct MigrateMetrics {
     pub partitions_removed: usize,
     /// Old Hive partition entries Glue did not remove (harmless; the next run tries again).
     pub partitions_left: usize,
+    /// Partition entries added to the Hive table between the migration's last listing and its
+    /// swap (their values): their files are not in the Iceberg table (add them with
+    /// `import add-files`).
+    pub partitions_not_migrated: Vec<Vec<String>>,
 }
 
 /// Migrates a Glue Hive table in place (see the module docs).
@@ -222,16 +226,16 @@ impl MigrateBuilder {
             // it (and the SDK's retry then refused for the VersionId the first attempt
             // changed) looks the same. Only the table tells; nothing is removed while it
             // might point at the staged metadata.
-            match glue.get_table(db, name).await {
-                Ok(Some(now)) if is_iceberg(&now) && metadata_location_of(&now) == location => {
+            match swap_outcome(&glue, db, name, location.as_deref(), &e).await {
+                Some(true) => {
                     tracing::info!(table = %ident, error = %e,
                         "the swap landed although its answer was an error");
                 }
-                Ok(Some(now)) if !is_iceberg(&now) => {
+                Some(false) => {
                     self.restore(&glue, &backup, Some(&staged.table)).await;
                     return Err(e);
                 }
-                _ => {
+                None => {
                     return Err(Error::CommitStateUnknown {
                         table: metrics.table.clone(),
                         detail: format!(
@@ -353,17 +357,26 @@ impl MigrateBuilder {
     ) -> Result<Table> {
         let (db, name) = (self.database.as_str(), self.table.as_str());
         // Only the entries the backup holds copies of: one added since is no entry of ours.
-        let backed_up = match glue.get_table(db, backup).await? {
-            Some(_) => partition_keys(&glue.get_partitions(db, backup).await?),
-            None => std::collections::BTreeSet::new(),
+        let backed_up: HashSet<Vec<String>> = match glue.get_table(db, backup).await? {
+            Some(_) => partition_keys(&glue.get_partitions(db, backup).await?)
+                .into_iter()
+                .map(|(values, _)| values)
+                .collect(),
+            None => HashSet::new(),
         };
-        let old: Vec<Vec<String>> = glue
+        let (old, not_ours): (Vec<Vec<String>>, Vec<Vec<String>>) = glue
             .get_partitions(db, name)
             .await?
             .iter()
             .map(|p| p.values().to_vec())
-            .filter(|v| backed_up.iter().any(|(b, _)| b == v))
-            .collect();
+            .partition(|v| backed_up.contains(v));
+        if !not_ours.is_empty() {
+            // Added between the last listing and the swap: their files are in neither table.
+            tracing::warn!(table = %metrics.table, partitions = ?not_ours,
+                "partition entries added during the migration; their files are not in the \
+                 Iceberg table: add them with import add-files");
+            metrics.partitions_not_migrated = not_ours;
+        }
         for chunk in old.chunks(25) {
             match delete_partitions(glue, db, name, chunk).await {
                 Ok(()) => metrics.partitions_removed += chunk.len(),
@@ -489,6 +502,43 @@ async fn delete_partitions(
         ))),
         None => Ok(()),
     }
+}
+
+/// Whether a swap answered with `error` landed: `Some(true)` when the table points at
+/// `ours`, `Some(false)` when it is still the Hive table, `None` when that cannot be told. A
+/// refusal by `VersionId` is read once (a lost first attempt would show as landed); any other
+/// error a few times, a second apart, as Java's `checkCommitStatus` re-reads: a request that
+/// timed out may still be applied.
+async fn swap_outcome(
+    glue: &GlueClient,
+    db: &str,
+    name: &str,
+    ours: Option<&str>,
+    error: &Error,
+) -> Option<bool> {
+    let reads = if matches!(error, Error::CommitConflict { .. }) {
+        1
+    } else {
+        3
+    };
+    let mut outcome = None;
+    for attempt in 0..reads {
+        if attempt > 0 {
+            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+        }
+        outcome = match glue.get_table(db, name).await {
+            Ok(Some(now)) if is_iceberg(&now) => {
+                if metadata_location_of(&now).as_deref() == ours {
+                    return Some(true);
+                }
+                // Another writer's Iceberg table under this name: not ours to judge.
+                return None;
+            }
+            Ok(Some(_)) => Some(false),
+            _ => None,
+        };
+    }
+    outcome
 }
 
 /// The metadata file a Glue Iceberg table points at.

@@ -149,13 +149,18 @@ pub fn partition_of(
                             format!("{result_type} value of partition field `{}`", field.name),
                         )
                     })?;
-                    check_transform_value(&field.transform, &d, &apply).map_err(|why| {
-                        bad(
-                            k,
-                            v,
-                            format!("value of partition field `{}`: {why}", field.name),
-                        )
-                    })?;
+                    // `null` of a string field is Java's NULL or the text: the statistics
+                    // decide below, and the text's check waits for them (`truncate(2)` of
+                    // the text is `nu`, of NULL nothing).
+                    if !(v == "null" && matches!(result_type, PrimitiveType::String)) {
+                        check_transform_value(&field.transform, &d, &apply).map_err(|why| {
+                            bad(
+                                k,
+                                v,
+                                format!("value of partition field `{}`: {why}", field.name),
+                            )
+                        })?;
+                    }
                     Some(d)
                 }
             }),
@@ -281,6 +286,17 @@ pub fn partition_of(
                 )));
             }
         };
+        if value.as_ref() == Some(&Datum::string("null")) {
+            check_transform_value(&field.transform, &Datum::string("null"), &apply).map_err(
+                |why| {
+                    Error::InvalidInput(format!(
+                        "{path}: folder {}=null is no value of partition field `{}` ({why}), \
+                         and the file's statistics do not say its rows are NULL",
+                        field.name, field.name
+                    ))
+                },
+            )?;
+        }
         display.push(format!("{}={}", field.name, show(value.as_ref())));
         values.push(value.map(Literal::from));
     }
@@ -731,6 +747,20 @@ mod tests {
             &present,
         )?;
         assert_eq!(text.display, "n=null/city=\"null\"");
+        // Java writes NULL as `null` under a truncating transform too.
+        let short = UnboundPartitionSpec::builder()
+            .add_partition_field(2, "city_trunc", Transform::Truncate(2))?
+            .build()
+            .bind(schema.clone())?;
+        let p = partition_of(
+            "f",
+            "t/city_trunc=null/f.parquet",
+            &short,
+            &schema,
+            &stats(None),
+            &present,
+        )?;
+        assert_eq!(p.tuple, Struct::from_iter([None]));
         Ok(())
     }
 }

@@ -247,6 +247,10 @@ async fn s3(
         };
         let parts: Vec<&str> = relative.split('/').collect();
         let last = parts.len().saturating_sub(1);
+        for (i, p) in parts.iter().enumerate().take(last) {
+            let at = format!("{scheme}://{bucket}/{prefix}{}", parts[..i].join("/"));
+            refuse_table_format(p, at.trim_end_matches('/'))?;
+        }
         if parts
             .iter()
             .enumerate()
@@ -317,6 +321,22 @@ fn slashed(path: &Path) -> String {
     path.to_string_lossy().replace('\\', "/")
 }
 
+/// Refuses a folder `name` (in `at`) that marks a Delta or Hudi table: their Parquet files hold
+/// every version of the rows their log keeps (removed files stay until vacuumed), so adding the
+/// files would read old and deleted rows. Both folders are hidden by name, so without this they
+/// were skipped and the data files taken.
+fn refuse_table_format(name: &str, at: &str) -> Result<()> {
+    let format = match name {
+        "_delta_log" => "Delta",
+        ".hoodie" => "Hudi",
+        _ => return Ok(()),
+    };
+    Err(Error::InvalidInput(format!(
+        "{at} is a {format} table ({at}/{name}): its Parquet files hold more than its current \
+         rows. Read it with a {format} reader and copy the rows"
+    )))
+}
+
 /// Whether an entry named `name` below an imported folder is hidden (see the module docs).
 pub fn hidden(name: &str, is_dir: bool, underscored: &HashSet<String>) -> bool {
     if !(name.starts_with('_') || name.starts_with('.')) {
@@ -352,6 +372,9 @@ fn walk(root: &Path, underscored: &HashSet<String>, out: &mut Expanded) -> Resul
             let path = entry.path();
             let meta = std::fs::metadata(&path).map_err(|e| io_err(&path, e))?;
             let name = entry.file_name().to_string_lossy().to_string();
+            if meta.is_dir() {
+                refuse_table_format(&name, &dir.to_string_lossy())?;
+            }
             if hidden(&name, meta.is_dir(), underscored) {
                 out.hidden += 1;
                 continue;
@@ -517,6 +540,40 @@ mod tests {
             .map(|e| e.to_string())
             .unwrap_or_default();
         assert!(gs.contains("gs://") && gs.contains("not supported"), "{gs}");
+        let _ = std::fs::remove_dir_all(&dir);
+        Ok(())
+    }
+
+    /// A Delta or Hudi table's folder is refused, not imported with its log hidden: its files
+    /// hold every version of its rows.
+    #[tokio::test]
+    async fn delta_and_hudi_tables_are_refused() -> Result<()> {
+        let dir = std::env::temp_dir().join(format!("ops-import-formats-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for (table, marker) in [
+            ("d", "_delta_log/00000.json"),
+            ("h", ".hoodie/hoodie.properties"),
+        ] {
+            for f in [
+                format!("{table}/part-0.parquet"),
+                format!("{table}/{marker}"),
+            ] {
+                let p = dir.join(f);
+                std::fs::create_dir_all(p.parent().unwrap_or(&dir))
+                    .map_err(|e| Error::InvalidInput(e.to_string()))?;
+                std::fs::write(&p, b"x").map_err(|e| Error::InvalidInput(e.to_string()))?;
+            }
+        }
+        let none = HashSet::new();
+        let props = HashMap::new();
+        for (table, format) in [("d", "Delta"), ("h", "Hudi")] {
+            let e = expand(&[dir.join(table).display().to_string()], &none, &props)
+                .await
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(e.contains(&format!("is a {format} table")), "{e}");
+        }
         let _ = std::fs::remove_dir_all(&dir);
         Ok(())
     }
