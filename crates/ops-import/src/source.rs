@@ -484,10 +484,7 @@ mod tests {
             "t/_temporary/0/c.parquet",
             "t/.hidden/d.parquet",
         ] {
-            let p = dir.join(f);
-            std::fs::create_dir_all(p.parent().unwrap_or(&dir))
-                .map_err(|e| Error::InvalidInput(e.to_string()))?;
-            std::fs::write(&p, b"x").map_err(|e| Error::InvalidInput(e.to_string()))?;
+            touch(&dir, f)?;
         }
         let none = HashSet::new();
         let props = HashMap::new();
@@ -544,6 +541,14 @@ mod tests {
         Ok(())
     }
 
+    /// A one-byte file at `dir/rel`, its folders made.
+    fn touch(dir: &Path, rel: &str) -> Result<()> {
+        let p = dir.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap_or(dir))
+            .map_err(|e| Error::InvalidInput(e.to_string()))?;
+        std::fs::write(&p, b"x").map_err(|e| Error::InvalidInput(e.to_string()))
+    }
+
     /// A Delta or Hudi table's folder is refused, not imported with its log hidden: its files
     /// hold every version of its rows.
     #[tokio::test]
@@ -558,10 +563,7 @@ mod tests {
                 format!("{table}/part-0.parquet"),
                 format!("{table}/{marker}"),
             ] {
-                let p = dir.join(f);
-                std::fs::create_dir_all(p.parent().unwrap_or(&dir))
-                    .map_err(|e| Error::InvalidInput(e.to_string()))?;
-                std::fs::write(&p, b"x").map_err(|e| Error::InvalidInput(e.to_string()))?;
+                touch(&dir, &f)?;
             }
         }
         let none = HashSet::new();
