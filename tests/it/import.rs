@@ -366,6 +366,11 @@ async fn a_batched_job_that_failed_part_way_resumes_from_its_checkpoint() -> Tes
         err.contains("bad.parquet") && err.contains("not a Parquet file"),
         "{err}"
     );
+    // It says what was committed before and how to go on.
+    assert!(
+        err.contains("batch(es) were committed before this") && err.contains("--checkpoint"),
+        "{err}"
+    );
     assert!(checkpoint.exists());
     let committed = handle
         .catalog()

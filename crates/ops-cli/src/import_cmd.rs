@@ -385,6 +385,8 @@ fn print_text(table: &str, m: &AddFilesMetrics) {
             "dry run: would add {} file(s), {rows} rows, to {table}; nothing written",
             m.files.len()
         );
+    } else if m.snapshot_ids.is_empty() {
+        println!("nothing new to add to {table}");
     } else if m.snapshot_ids.len() > 1 {
         println!(
             "added {} file(s), {rows} rows, to {table} in {} snapshots (last {})",

@@ -284,9 +284,16 @@ impl AddFilesBuilder {
                 "no Parquet file to add under {}{}",
                 self.from.join(", "),
                 if metrics.filtered_out > 0 {
+                    let encoded = self.partition_filter.iter().any(|(_, v)| v.contains('%'));
                     format!(
-                        " ({} left out by the partition filter)",
-                        metrics.filtered_out
+                        " ({} left out by the partition filter{})",
+                        metrics.filtered_out,
+                        if encoded {
+                            "; its values compare decoded, as the folders read: \
+                             region=a b, not region=a%20b"
+                        } else {
+                            ""
+                        }
                     )
                 } else {
                     String::new()
@@ -407,7 +414,7 @@ impl AddFilesBuilder {
                 if let Some(s) = stream.take() {
                     s.abort().await;
                 }
-                return Err(e);
+                return Err(self.after_batches(e, &metrics));
             }
             metrics.name_mapping_created |= mapping_used && mapping.created;
             metrics.name_mapping_extended |= mapping.changed;
@@ -456,6 +463,24 @@ impl AddFilesBuilder {
 }
 
 impl AddFilesBuilder {
+    /// `e`, saying what earlier batches committed and how to go on, when any did: a batched
+    /// job that fails part-way has added those files already.
+    fn after_batches(&self, e: Error, metrics: &AddFilesMetrics) -> Error {
+        let Some(last) = metrics.snapshot_ids.last() else {
+            return e;
+        };
+        let how = if self.checkpoint.is_some() {
+            "run the same command again (same --checkpoint) to resume"
+        } else {
+            "run it again with --new-only to add the rest"
+        };
+        Error::InvalidInput(format!(
+            "{e}\n{} batch(es) were committed before this (last snapshot {last}); their files are \
+             in the table: {how}",
+            metrics.snapshot_ids.len()
+        ))
+    }
+
     /// Removes the entries of files that are gone (see [`Self::remove_missing`]).
     async fn remove_missing_files(&self, gone: &[String], read_at: Option<i64>) -> Result<Table> {
         let props = HashMap::from([(

@@ -156,7 +156,7 @@ impl SnapshotBuilder {
                 .as_struct()
                 .fields()
                 .iter()
-                .map(|f| format!("{}: {}", f.name, f.field_type))
+                .map(|f| format!("{}: {}", f.name, crate::columns::type_text(&f.field_type)))
                 .collect(),
             partition_columns,
             files,
@@ -224,7 +224,8 @@ impl SnapshotBuilder {
         io: &iceberg::io::FileIO,
         props: &HashMap<String, String>,
     ) -> Result<(Vec<Field>, Vec<String>, usize)> {
-        let expanded = expand(&self.from, &HashSet::new(), props).await?;
+        let any = HashSet::from([crate::source::ANY_PARTITION_COLUMN.to_string()]);
+        let expanded = expand(&self.from, &any, props).await?;
         if expanded.files.is_empty() {
             return Err(Error::InvalidInput(format!(
                 "no Parquet file under {}",

@@ -343,11 +343,15 @@ pub fn hidden(name: &str, is_dir: bool, underscored: &HashSet<String>) -> bool {
         return false;
     }
     let partition_dir = is_dir
-        && name
-            .split_once('=')
-            .is_some_and(|(column, _)| underscored.contains(column));
+        && name.split_once('=').is_some_and(|(column, _)| {
+            underscored.contains(column) || underscored.contains(ANY_PARTITION_COLUMN)
+        });
     !partition_dir
 }
+
+/// In the `underscored` set of [`expand`]: every `_col=value` folder is a partition folder (a
+/// snapshot, which learns the partition columns from the folders, cannot name them first).
+pub const ANY_PARTITION_COLUMN: &str = "*";
 
 /// Every regular file below `root` (canonical), hidden entries skipped, sorted by path. Each
 /// file is named by its canonical path; a folder reached twice (a symbolic link to a folder
@@ -456,6 +460,11 @@ mod tests {
         assert!(hidden("_part=1", false, &under));
         assert!(hidden("_other=1", true, &under));
         assert!(!hidden("dt=2024-01-01", true, &under));
+        // A snapshot learns its partition columns from the folders: any `_col=` folder counts.
+        let any: HashSet<String> = [ANY_PARTITION_COLUMN.to_string()].into();
+        assert!(!hidden("_p=1", true, &any));
+        assert!(hidden("_temporary", true, &any));
+        assert!(hidden("_p=1", false, &any));
     }
 
     #[test]
