@@ -1157,48 +1157,6 @@ fn print_snapshots(snapshots: &Value) {
     }
 }
 
-/// A type as an operator reads it: `struct<city: string, geo: struct<lat: double, lon:
-/// double>>`, `list<string>`, `map<string, int>` (iceberg's `Display` runs a struct's field
-/// types together: `struct<stringstruct<doubledouble>>`). An explicit stack, not recursion: the
-/// nesting depth is the user's schema.
-fn type_text(ty: &Type) -> String {
-    enum Tok<'a> {
-        Ty(&'a Type),
-        Text(String),
-    }
-    let mut out = String::new();
-    let mut stack = vec![Tok::Ty(ty)];
-    while let Some(tok) = stack.pop() {
-        match tok {
-            Tok::Text(t) => out.push_str(&t),
-            Tok::Ty(Type::Primitive(p)) => out.push_str(&p.to_string()),
-            Tok::Ty(Type::Struct(s)) => {
-                out.push_str("struct<");
-                stack.push(Tok::Text(">".into()));
-                // Pushed last to first so they pop in order.
-                for (i, f) in s.fields().iter().enumerate().rev() {
-                    stack.push(Tok::Ty(f.field_type.as_ref()));
-                    let sep = if i == 0 { "" } else { ", " };
-                    stack.push(Tok::Text(format!("{sep}{}: ", f.name)));
-                }
-            }
-            Tok::Ty(Type::List(l)) => {
-                out.push_str("list<");
-                stack.push(Tok::Text(">".into()));
-                stack.push(Tok::Ty(l.element_field.field_type.as_ref()));
-            }
-            Tok::Ty(Type::Map(m)) => {
-                out.push_str("map<");
-                stack.push(Tok::Text(">".into()));
-                stack.push(Tok::Ty(m.value_field.field_type.as_ref()));
-                stack.push(Tok::Text(", ".into()));
-                stack.push(Tok::Ty(m.key_field.field_type.as_ref()));
-            }
-        }
-    }
-    out
-}
-
 // `field_json` and `print_fields` recurse once per nesting level of the schema; that depth is
 // bounded by serde_json's recursion limit (128), which every table's metadata went through when
 // it was loaded, so it cannot exhaust the stack.
@@ -1212,7 +1170,7 @@ fn field_json(f: &NestedField) -> Value {
     let mut v = json!({
         "id": f.id,
         "name": f.name,
-        "type": type_text(&f.field_type),
+        "type": ops_core::display::type_text(&f.field_type),
         "required": f.required,
     });
     if let Some(doc) = &f.doc {
@@ -1516,7 +1474,7 @@ mod tests {
     fn nested_types_read_as_written() {
         let schema = nested_schema();
         let ty = |name: &str| match schema.field_by_name(name) {
-            Some(f) => type_text(&f.field_type),
+            Some(f) => ops_core::display::type_text(&f.field_type),
             None => panic!("no {name}"),
         };
         assert_eq!(
@@ -1536,7 +1494,7 @@ mod tests {
                 id, ty, false,
             ))));
         }
-        let text = type_text(&ty);
+        let text = ops_core::display::type_text(&ty);
         assert!(text.starts_with("list<list<"));
         assert_eq!(text.matches('<').count(), 20_000);
         // Drop it without recursing through 20,000 levels on the test thread's stack either.

@@ -27,6 +27,7 @@
 pub mod append;
 pub mod catalog;
 pub mod commit;
+pub mod display;
 pub mod equality_deletes;
 mod error;
 pub mod eval;

@@ -441,7 +441,13 @@ fn describe(table: &Table, metrics: &mut MigrateMetrics) {
         .as_struct()
         .fields()
         .iter()
-        .map(|f| format!("{}: {}", f.name, crate::columns::type_text(&f.field_type)))
+        .map(|f| {
+            format!(
+                "{}: {}",
+                f.name,
+                ops_core::display::type_text(&f.field_type)
+            )
+        })
         .collect();
     metrics.partition_columns = md
         .default_partition_spec()

@@ -156,7 +156,13 @@ impl SnapshotBuilder {
                 .as_struct()
                 .fields()
                 .iter()
-                .map(|f| format!("{}: {}", f.name, crate::columns::type_text(&f.field_type)))
+                .map(|f| {
+                    format!(
+                        "{}: {}",
+                        f.name,
+                        ops_core::display::type_text(&f.field_type)
+                    )
+                })
                 .collect(),
             partition_columns,
             files,
