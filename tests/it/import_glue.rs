@@ -409,3 +409,70 @@ async fn a_partition_added_during_a_migration_stops_it() -> TestResult {
     assert_eq!(read(p, "hive.sales")?, expected(p, &moto, &parts));
     Ok(())
 }
+
+/// The copy path's staged table follows its Glue source: a partition dropped from Glue (its
+/// files left in S3, as Hive leaves them) is staged anew without it, instead of copied from the
+/// staged table's old list (a new-user trial copied the dropped partition's rows).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_staged_glue_source_follows_a_dropped_partition() -> TestResult {
+    use ops_import::staged::StageBuilder;
+
+    let (moto, p) = hive_on_moto();
+    let p = &p;
+    sales_table(p, &moto)?;
+    let handle = open("lake", p).await?;
+    let dir = tempfile::tempdir()?;
+    let stage = || StageBuilder::new(&handle, vec!["glue:hive.sales".to_string()], dir.path());
+    let first = stage().open().await?;
+    assert!(first.created && first.added == 5, "{}", first.added);
+    moto.glue(
+        "BatchDeletePartition",
+        &json!({"DatabaseName": "hive", "TableName": "sales",
+                "PartitionsToDelete": [{"Values": ["us"]}]}),
+    );
+    let again = stage().open().await?;
+    assert!(again.created && again.added == 4, "{}", again.added);
+    let unchanged = stage().open().await?;
+    assert!(!unchanged.created && unchanged.added == 0);
+    Ok(())
+}
+
+/// Two runs of one migration: a backup another run made (here: on another host, just now) is
+/// left alone and the second run refused, not deleted as a stopped run's would be (a new-user
+/// trial's second process deleted the first's backup). A backup is no table to migrate.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_second_migration_leaves_the_first_ones_backup_alone() -> TestResult {
+    let (moto, p) = hive_on_moto();
+    let p = &p;
+    sales_table(p, &moto)?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_millis();
+    moto.glue(
+        "CreateTable",
+        &json!({"DatabaseName": "hive", "TableInput": {"Name": "sales_backup_",
+            "TableType": "EXTERNAL_TABLE",
+            "StorageDescriptor": storage("s3://lake/hive/sales/", PARQUET_IN, PARQUET_SERDE),
+            "PartitionKeys": [{"Name": "region", "Type": "string"}],
+            "Parameters": {"iceberg-ops.backup-of": "hive.sales",
+                           "iceberg-ops.backup-run": format!("elsewhere:1:{now}")}}}),
+    );
+    let handle = open("lake", p).await?;
+    let glue = ops_import::glue::GlueClient::of(&handle).await?;
+    let err = MigrateBuilder::new(&handle, "hive", "sales")
+        .await
+        .err()
+        .ok_or_else(|| anyhow::anyhow!("the second run went through"))?;
+    assert!(err.to_string().contains("may be running"), "{err}");
+    assert_eq!(glue_state(&glue, "sales").await?, Some((false, 5)));
+    assert!(glue_state(&glue, "sales_backup_").await?.is_some());
+    let err = MigrateBuilder::new(&handle, "hive", "sales_backup_")
+        .await
+        .err()
+        .ok_or_else(|| anyhow::anyhow!("a backup was migrated"))?;
+    assert!(
+        err.to_string().contains("is the backup of hive.sales"),
+        "{err}"
+    );
+    Ok(())
+}

@@ -151,6 +151,7 @@ async fn migrate(factory: &CatalogFactory, args: MigrateArgs) -> anyhow::Result<
             "table": m.table,
             "backup": m.backup,
             "backup_dropped": m.backup_dropped,
+            "backup_kept": m.backup_kept,
             "already_migrated": m.already_migrated,
             "metadata_location": m.metadata_location,
             "columns": m.columns,
@@ -200,6 +201,11 @@ async fn migrate(factory: &CatalogFactory, args: MigrateArgs) -> anyhow::Result<
     }
     if m.backup_dropped {
         println!("  backup {} dropped; gc.enabled=true", m.backup);
+    } else if !m.backup_kept {
+        println!(
+            "  no backup {} (dropped by an earlier run, or made under another --backup-name)",
+            m.backup
+        );
     } else {
         println!(
             "  the Hive definition is kept as {} (gc.enabled=false while it shares the files; \

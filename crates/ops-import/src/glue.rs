@@ -153,6 +153,9 @@ pub struct GlueTable {
     pub partitions: Vec<GluePartition>,
     /// The table version read (Glue's `VersionId`).
     pub version_id: Option<String>,
+    /// The table it is the backup of, when a migration made it (`iceberg-ops.backup-of`): the
+    /// Iceberg table's `metadata/` then lies in its location, and is no file of it.
+    pub backup_of: Option<String>,
 }
 
 /// One Glue partition.
@@ -221,7 +224,8 @@ impl GlueTable {
             return Err(Error::InvalidInput(format!(
                 "glue:{name} is bucketed ({} buckets by {}): Hive's bucket hash is not Iceberg's \
                  bucket transform, so its files cannot be described as Iceberg partitions. \
-                 Copy it instead (migrate-data), which rewrites the rows",
+                 Rewrite its rows into a table partitioned as you choose (Spark, Athena CTAS), \
+                 then import that",
                 sd.number_of_buckets(),
                 sd.bucket_columns().join(", ")
             )));
@@ -278,6 +282,7 @@ impl GlueTable {
             partition_keys,
             partitions: found,
             version_id: t.version_id().map(str::to_string),
+            backup_of: parameters.get(crate::migrate::BACKUP_OF).cloned(),
         })
     }
 
@@ -329,7 +334,11 @@ impl GlueTable {
                 })
                 .collect();
             let glue_values = crate::hive_path::segments(&format!("{folders}x"));
+            let metadata = format!("{}/metadata/", self.location.trim_end_matches('/'));
             for f in found.files {
+                if self.backup_of.is_some() && f.path.starts_with(&metadata) {
+                    continue;
+                }
                 // A folder below the partition's location naming a partition key would decide
                 // the value (the deepest folder does): refused where it disagrees with Glue's.
                 let below = f.relative.get(f.below..).unwrap_or("");
@@ -421,7 +430,8 @@ fn refuse_non_parquet(
     };
     Err(Error::InvalidInput(format!(
         "{what} is not stored as Parquet (InputFormat {}, SerDe {}): only Parquet files can be \
-         added to an Iceberg table in place. Copy it instead (migrate-data), which rewrites the \
+         added to an Iceberg table (in place, or staged for a copy). Convert it to Parquet first \
+         (Spark, Athena CTAS), which rewrites the \
          rows",
         if input.is_empty() { "none" } else { input },
         if serde.is_empty() { "none" } else { serde }

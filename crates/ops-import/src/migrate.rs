@@ -29,6 +29,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::future::{Future, IntoFuture};
+use std::path::Path;
 use std::pin::Pin;
 
 use aws_sdk_glue::types::{
@@ -46,6 +47,12 @@ use crate::glue::{GlueClient, GlueTable, is_iceberg};
 
 /// The Glue parameter marking a backup: the `database.table` it is the backup of.
 pub const BACKUP_OF: &str = "iceberg-ops.backup-of";
+/// The Glue parameter naming the run that made a backup (`host:pid:started-ms`): a second run
+/// of the same migration refuses while the first may still be running, and a run only ever
+/// deletes a backup it made itself.
+pub const BACKUP_RUN: &str = "iceberg-ops.backup-run";
+/// How long a backup made by a run on another host is taken as a running migration's.
+const RUN_LEASE_MS: i64 = 60 * 60 * 1000;
 /// The Iceberg table property Java's migrate sets.
 pub const MIGRATED: &str = "migrated";
 /// Java's backup suffix (`MigrateTableSparkAction.BACKUP_SUFFIX`), lower-cased as Glue
@@ -71,6 +78,8 @@ pub struct MigrateMetrics {
     pub backup: String,
     /// Whether the backup was dropped (`--drop-backup`).
     pub backup_dropped: bool,
+    /// Whether the backup is there after the run (kept; not dropped by an earlier run).
+    pub backup_kept: bool,
     /// The table was migrated by an earlier run: only its finish was done (if anything).
     pub already_migrated: bool,
     /// The Iceberg table's metadata file after the swap.
@@ -100,6 +109,8 @@ pub struct MigrateBuilder {
     backup_name: Option<String>,
     drop_backup: bool,
     concurrency: usize,
+    /// This run, as its backup records it ([`BACKUP_RUN`]).
+    run: String,
 }
 
 impl MigrateBuilder {
@@ -116,6 +127,7 @@ impl MigrateBuilder {
             backup_name: None,
             drop_backup: false,
             concurrency: 8,
+            run: this_run(),
         }
     }
 
@@ -138,13 +150,29 @@ impl MigrateBuilder {
     }
 
     async fn execute(self) -> Result<(Table, MigrateMetrics)> {
-        let glue = GlueClient::of(&self.handle).await?;
+        let glue = GlueClient::of(&self.handle).await.map_err(|e| {
+            Error::InvalidInput(format!(
+                "import migrate replaces a table in a Glue catalog: give one with --catalog \
+                 ({e})"
+            ))
+        })?;
         let (db, name) = (self.database.as_str(), self.table.as_str());
         let backup = self
             .backup_name
             .clone()
             .unwrap_or_else(|| format!("{name}{BACKUP_SUFFIX}"))
             .to_lowercase();
+        if backup.is_empty()
+            || backup.len() > 255
+            || !backup
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            return Err(Error::InvalidInput(format!(
+                "--backup-name '{backup}' is no Glue table name: give letters, digits, `_` or \
+                 `-` (at most 255), without a database (the backup is made in {db})"
+            )));
+        }
         if backup.eq_ignore_ascii_case(name) {
             return Err(Error::InvalidInput(format!(
                 "the backup of {db}.{name} cannot have its name; give another --backup-name"
@@ -182,6 +210,12 @@ impl MigrateBuilder {
             let table = self.finish(&glue, &backup, table, &mut metrics).await?;
             return Ok((table, metrics));
         }
+        if let Some(of) = backup_of(&source) {
+            return Err(Error::InvalidInput(format!(
+                "{db}.{name} is the backup of {of} that its migration keeps, not a table to \
+                 migrate (drop it with import migrate --source glue:{of} --drop-backup)"
+            )));
+        }
         let partitions = glue.get_partitions(db, name).await?;
         let hive = GlueTable::of(&metrics.table, &source, partitions.clone())?;
         let Some(version) = source.version_id().map(str::to_string) else {
@@ -190,7 +224,7 @@ impl MigrateBuilder {
                  guarded against a concurrent change; refusing to migrate"
             )));
         };
-        make_backup(&glue, db, name, &backup, &source, &partitions).await?;
+        make_backup(&glue, db, name, &backup, &source, &partitions, &self.run).await?;
         ops_core::failpoint::hit(points::AFTER_BACKUP);
         let staged = match self.stage(&glue, &hive, &backup, &mut metrics).await {
             Ok(staged) => staged,
@@ -341,7 +375,17 @@ impl MigrateBuilder {
         if let Some(t) = staged {
             discard_metadata(t).await;
         }
-        if let Err(e) = delete_table(glue, &self.database, backup).await {
+        // Only a backup this run made: another run's is not ours to delete.
+        let ours = match glue.get_table(&self.database, backup).await {
+            Ok(Some(b)) => {
+                b.parameters()
+                    .and_then(|p| p.get(BACKUP_RUN))
+                    .map(String::as_str)
+                    == Some(self.run.as_str())
+            }
+            _ => false,
+        };
+        if ours && let Err(e) = delete_table(glue, &self.database, backup).await {
             tracing::warn!(backup, error = %e, "could not delete the backup of a failed migration");
         }
     }
@@ -390,6 +434,7 @@ impl MigrateBuilder {
             }
         }
         if !self.drop_backup {
+            metrics.backup_kept = glue.get_table(db, backup).await?.is_some();
             return Ok(table);
         }
         match glue.get_table(db, backup).await? {
@@ -554,6 +599,44 @@ fn metadata_location_of(t: &GlueRaw) -> Option<String> {
         .cloned()
 }
 
+/// The host this process runs on.
+fn this_host() -> String {
+    std::fs::read_to_string("/etc/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// This run as a backup records it: `host:pid:started-ms`.
+fn this_run() -> String {
+    format!("{}:{}:{}", this_host(), std::process::id(), now_ms())
+}
+
+/// Whether the run that wrote `run` ([`this_run`]) may still be going: on this host, while its
+/// process lives; on another, for an hour after it started. A backup without the mark (or of
+/// another form) was left by a run that is over.
+fn run_may_be_alive(run: &str) -> bool {
+    let mut parts = run.rsplitn(3, ':');
+    let (Some(ms), Some(pid), Some(host)) = (parts.next(), parts.next(), parts.next()) else {
+        return false;
+    };
+    let (Ok(ms), Ok(pid)) = (ms.parse::<i64>(), pid.parse::<u32>()) else {
+        return false;
+    };
+    if host == this_host() {
+        return pid != std::process::id() && Path::new(&format!("/proc/{pid}")).exists();
+    }
+    now_ms().saturating_sub(ms) < RUN_LEASE_MS
+}
+
 /// The `database.table` a Glue table is the backup of, if it is one.
 fn backup_of(t: &GlueRaw) -> Option<String> {
     t.parameters().and_then(|p| p.get(BACKUP_OF)).cloned()
@@ -568,6 +651,7 @@ async fn make_backup(
     backup: &str,
     source: &GlueRaw,
     partitions: &[aws_sdk_glue::types::Partition],
+    run: &str,
 ) -> Result<()> {
     let of = format!("{db}.{name}");
     if let Some(existing) = glue.get_table(db, backup).await? {
@@ -576,10 +660,24 @@ async fn make_backup(
                 "{db}.{backup} exists and is not a backup of {of}; give another --backup-name"
             )));
         }
+        let made_by = existing
+            .parameters()
+            .and_then(|p| p.get(BACKUP_RUN))
+            .cloned()
+            .unwrap_or_default();
+        if run_may_be_alive(&made_by) {
+            return Err(Error::InvalidInput(format!(
+                "another migration of {of} may be running: it made the backup {db}.{backup} \
+                 ({made_by}). Wait for it; if it was stopped, run again once it is gone (a run \
+                 on this host is seen gone at once, one on another host after an hour)"
+            )));
+        }
+        // Left by a stopped run: the Hive table, not swapped, is the truth.
         delete_table(glue, db, backup).await?;
     }
     let mut parameters = source.parameters().cloned().unwrap_or_default();
     parameters.insert(BACKUP_OF.to_string(), of.clone());
+    parameters.insert(BACKUP_RUN.to_string(), run.to_string());
     let input = TableInput::builder()
         .name(backup)
         .set_description(source.description().map(str::to_string))

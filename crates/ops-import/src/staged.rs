@@ -134,6 +134,13 @@ impl StageBuilder {
             });
         }
         let table = ops_core::commit::load_current(&handle, &ident).await?;
+        if self.no_longer_listed(&handle, &table).await? {
+            // A partition dropped or moved (its files stay where they were): the source no
+            // longer holds rows the staged table would still read. Staged anew.
+            tracing::info!(dir = %self.dir.display(), "the source changed; staging it anew");
+            handle.catalog().drop_table(&ident).await?;
+            return Box::pin(self.open()).await;
+        }
         let made_from = table.metadata().properties().get(SOURCE_PROPERTY).cloned();
         if made_from.as_deref() != Some(recorded.as_str()) {
             return Err(Error::InvalidInput(format!(
@@ -165,6 +172,49 @@ impl StageBuilder {
             created: false,
             added: m.files.len(),
         })
+    }
+
+    /// Whether the staged table lists a file the source does not any more (a Glue partition
+    /// dropped or moved, a file no longer matched): files gone from disk are reported by the
+    /// add instead.
+    async fn no_longer_listed(&self, handle: &CatalogHandle, table: &Table) -> Result<bool> {
+        let Some(snapshot) = table.metadata().current_snapshot() else {
+            return Ok(false);
+        };
+        let glue = match &self.glue {
+            Some(g) => Some(g.clone()),
+            None => self.own_glue().await,
+        };
+        let any =
+            std::collections::HashSet::from([crate::source::ANY_PARTITION_COLUMN.to_string()]);
+        let listed = crate::add_files::expand_sources(
+            handle,
+            &self.names,
+            &any,
+            table.file_io().config().props(),
+            glue.as_ref(),
+        )
+        .await?;
+        let listed: std::collections::HashSet<String> =
+            listed.files.into_iter().map(|f| f.path).collect();
+        let cache = ops_core::ops::ManifestCache::new(table);
+        // A file the listing no longer finds but that still exists is no longer the source's
+        // (one gone from disk is the add's to report).
+        let io = table.file_io();
+        let mut unlisted = Vec::new();
+        ops_core::ops::each_live_data_file(snapshot, &cache, |live| {
+            if !listed.contains(live.file.file_path()) {
+                unlisted.push(live.file.file_path().to_string());
+            }
+            Ok(())
+        })
+        .await?;
+        for path in unlisted {
+            if io.exists(&path).await.unwrap_or(true) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// The Glue of `io_from` when it is a Glue catalog and a name needs one.
