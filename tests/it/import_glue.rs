@@ -228,6 +228,19 @@ async fn a_glue_hive_table_is_migrated_in_place() -> TestResult {
     assert_eq!(glue_state(&glue, "sales").await?, Some((true, 0)));
     assert_eq!(glue_state(&glue, "sales_backup_").await?, Some((false, 5)));
     assert_eq!(read(p, "hive.sales")?, want);
+    // While the backup shares the files, expiry deletes none, and says how that ends.
+    let err = ops_maintenance::expire_snapshots::ExpireSnapshotsBuilder::new(
+        &handle,
+        iceberg::TableIdent::from_strs(["hive", "sales"])?,
+    )
+    .await
+    .err()
+    .map(|e| e.to_string())
+    .unwrap_or_default();
+    assert!(
+        err.contains("gc.enabled=false") && err.contains("--drop-backup"),
+        "{err}"
+    );
 
     let (_, again) = MigrateBuilder::new(&handle, "hive", "sales").await?;
     assert!(again.already_migrated && !again.backup_dropped, "{again:?}");

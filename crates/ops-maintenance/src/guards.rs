@@ -172,10 +172,12 @@ pub(crate) fn gc_disabled_error(ident: &TableIdent, action: &str, keep_files_hin
         ""
     };
     Error::InvalidInput(format!(
-        "{ident} has gc.enabled=false: it may share files with another table (e.g. a \
-         `migrate-data --copy-mode reference` copy), and deleting files may corrupt other \
-         tables, so {action} deletes nothing.{hint} If the table owns all its files, set \
-         gc.enabled=true first"
+        "{ident} has gc.enabled=false: it may share files with another table (a \
+         `migrate-data --copy-mode reference` copy, the source of an `import snapshot`, or the \
+         Hive backup an `import migrate` keeps), and deleting files may corrupt other tables, \
+         so {action} deletes nothing.{hint} If the table owns all its files, set \
+         gc.enabled=true first (for a migrated table, `import migrate --drop-backup` drops \
+         the backup and does so)"
     ))
 }
 
