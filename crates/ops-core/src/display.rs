@@ -41,6 +41,16 @@ pub fn type_text(ty: &iceberg::spec::Type) -> String {
     out
 }
 
+/// A schema's top-level columns, `name: type` each, in order.
+pub fn columns_text(schema: &iceberg::spec::Schema) -> Vec<String> {
+    schema
+        .as_struct()
+        .fields()
+        .iter()
+        .map(|f| format!("{}: {}", f.name, type_text(&f.field_type)))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

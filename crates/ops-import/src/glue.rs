@@ -18,6 +18,7 @@ use arrow_schema::Field;
 use aws_sdk_glue::Client;
 use aws_sdk_glue::types::{Partition, StorageDescriptor, Table};
 use ops_core::catalog::CatalogKind;
+use ops_core::commit::aws_message;
 use ops_core::{CatalogHandle, Error, Result};
 
 use crate::hive_path::{HIVE_DEFAULT_PARTITION, escape};
@@ -436,18 +437,6 @@ fn refuse_non_parquet(
         if input.is_empty() { "none" } else { input },
         if serde.is_empty() { "none" } else { serde }
     )))
-}
-
-fn aws_message<E: std::error::Error>(e: &E) -> String {
-    // Walks the source chain, which the plain Display of an SDK error hides.
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        source = s.source();
-    }
-    out
 }
 
 #[cfg(test)]

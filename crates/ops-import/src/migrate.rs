@@ -38,6 +38,7 @@ use aws_sdk_glue::types::{
 use iceberg::spec::{Transform, UnboundPartitionSpec};
 use iceberg::table::Table;
 use iceberg::{NamespaceIdent, TableCreation, TableIdent};
+use ops_core::commit::aws_message;
 use ops_core::ops::markers::GC_ENABLED;
 use ops_core::ops::properties::PropertiesBuilder;
 use ops_core::{CatalogHandle, Error, Result};
@@ -481,19 +482,7 @@ struct Staged {
 
 fn describe(table: &Table, metrics: &mut MigrateMetrics) {
     let md = table.metadata();
-    metrics.columns = md
-        .current_schema()
-        .as_struct()
-        .fields()
-        .iter()
-        .map(|f| {
-            format!(
-                "{}: {}",
-                f.name,
-                ops_core::display::type_text(&f.field_type)
-            )
-        })
-        .collect();
+    metrics.columns = ops_core::display::columns_text(md.current_schema());
     metrics.partition_columns = md
         .default_partition_spec()
         .fields()
@@ -544,7 +533,7 @@ async fn delete_partitions(
         .set_partitions_to_delete(Some(lists))
         .send()
         .await
-        .map_err(|e| (glue.failed(format!("BatchDeletePartition {db}.{name}")))(e.to_string()))?;
+        .map_err(|e| (glue.failed(format!("BatchDeletePartition {db}.{name}")))(aws_message(&e)))?;
     match out.errors().first() {
         Some(err) => Err(Error::InvalidInput(format!(
             "removing partition entry {:?} of {db}.{name} failed: {:?}",
@@ -696,7 +685,7 @@ async fn make_backup(
         .table_input(input)
         .send()
         .await
-        .map_err(|e| (glue.failed(format!("CreateTable {db}.{backup}")))(e.to_string()))?;
+        .map_err(|e| (glue.failed(format!("CreateTable {db}.{backup}")))(aws_message(&e)))?;
     for chunk in partitions.chunks(100) {
         let inputs: Vec<PartitionInput> = chunk
             .iter()
@@ -719,7 +708,7 @@ async fn make_backup(
             .send()
             .await
             .map_err(|e| {
-                (glue.failed(format!("BatchCreatePartition {db}.{backup}")))(e.to_string())
+                (glue.failed(format!("BatchCreatePartition {db}.{backup}")))(aws_message(&e))
             });
         let failed = match out {
             Ok(out) => out.errors().first().map(|e| {
@@ -823,7 +812,7 @@ async fn swap(
             })
         }
         Err(e) => Err((glue.failed(format!("UpdateTable {db}.{name}")))(
-            e.to_string(),
+            aws_message(&e),
         )),
     }
 }
@@ -837,7 +826,7 @@ async fn delete_table(glue: &GlueClient, db: &str, name: &str) -> Result<()> {
         .send()
         .await
         .map(|_| ())
-        .map_err(|e| (glue.failed(format!("DeleteTable {db}.{name}")))(e.to_string()))
+        .map_err(|e| (glue.failed(format!("DeleteTable {db}.{name}")))(aws_message(&e)))
 }
 
 /// Deletes the metadata a staged table wrote (its metadata files, manifest lists and

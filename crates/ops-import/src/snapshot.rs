@@ -152,18 +152,7 @@ impl SnapshotBuilder {
             partition_columns.push(field.name.clone());
         }
         let mut metrics = SnapshotMetrics {
-            columns: schema
-                .as_struct()
-                .fields()
-                .iter()
-                .map(|f| {
-                    format!(
-                        "{}: {}",
-                        f.name,
-                        ops_core::display::type_text(&f.field_type)
-                    )
-                })
-                .collect(),
+            columns: ops_core::display::columns_text(&schema),
             partition_columns,
             files,
             ..Default::default()

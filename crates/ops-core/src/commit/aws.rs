@@ -51,7 +51,9 @@ pub async fn sdk_config(settings: &CatalogSettings, endpoint: Option<&str>) -> R
     Ok(loader.load().await)
 }
 
-pub(super) fn aws_message<E: std::error::Error>(e: &E) -> String {
+/// An AWS SDK error as a message with its whole source chain (its own `Display` says only
+/// "service error").
+pub fn aws_message<E: std::error::Error>(e: &E) -> String {
     // DisplayErrorContext walks the source chain, which the plain Display hides.
     aws_smithy_types::error::display::DisplayErrorContext(e).to_string()
 }

@@ -28,6 +28,7 @@ mod rest;
 mod s3tables;
 mod sql;
 
+pub use aws::aws_message;
 pub(crate) use aws::config_loader as aws_config_loader;
 pub use aws::sdk_config as aws_sdk_config;
 

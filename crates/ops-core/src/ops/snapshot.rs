@@ -398,11 +398,13 @@ impl PreparedManifest {
 
     /// Whether a snapshot of `table`'s current version can take it as is.
     fn fits(&self, table: &Table) -> bool {
-        let md = table.metadata();
-        md.format_version() == self.format
-            && md.current_schema_id() == self.schema_id
-            && md.partition_spec_by_id(self.spec_id).is_some()
-            && md.snapshot_by_id(self.snapshot_id).is_none()
+        still_fits(
+            table,
+            self.format,
+            self.schema_id,
+            self.spec_id,
+            self.snapshot_id,
+        )
     }
 
     /// Whether a commit holding this manifest already landed in `table` — an attempt whose
@@ -448,6 +450,23 @@ impl PreparedManifest {
     pub async fn discard(&self, table: &Table) {
         crate::commit::delete_quietly(table.file_io(), &[self.path().to_string()]).await;
     }
+}
+
+/// Whether manifests written for `snapshot_id` under `format`, schema `schema_id` and spec
+/// `spec_id` can go into a snapshot of `table`'s current version as they are: the same format
+/// and schema, the spec still there, the snapshot id still free.
+pub(crate) fn still_fits(
+    table: &Table,
+    format: FormatVersion,
+    schema_id: i32,
+    spec_id: i32,
+    snapshot_id: i64,
+) -> bool {
+    let md = table.metadata();
+    md.format_version() == format
+        && md.current_schema_id() == schema_id
+        && md.partition_spec_by_id(spec_id).is_some()
+        && md.snapshot_by_id(snapshot_id).is_none()
 }
 
 impl<'a> SnapshotProducer<'a> {

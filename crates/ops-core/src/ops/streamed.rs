@@ -257,11 +257,13 @@ impl StreamedManifests {
 
     /// Whether a snapshot of `table`'s current version can take them as they are.
     pub(crate) fn fits(&self, table: &Table) -> bool {
-        let md = table.metadata();
-        md.format_version() == self.format
-            && md.current_schema_id() == self.schema_id
-            && md.partition_spec_by_id(self.spec_id).is_some()
-            && md.snapshot_by_id(self.snapshot_id).is_none()
+        super::snapshot::still_fits(
+            table,
+            self.format,
+            self.schema_id,
+            self.spec_id,
+            self.snapshot_id,
+        )
     }
 
     /// Their files, read back from the manifests: for a table they no longer fit.
