@@ -60,13 +60,7 @@ pub async fn create_orders_with_spec(
     let catalog = handle.catalog();
     let ns = NamespaceIdent::new(ns.to_string());
     catalog.create_namespace(&ns, HashMap::new()).await?;
-    let schema = Schema::builder()
-        .with_fields(vec![
-            NestedField::required(1, "id", Type::Primitive(PrimitiveType::Long)).into(),
-            NestedField::optional(2, "region", Type::Primitive(PrimitiveType::String)).into(),
-            NestedField::optional(3, "amount", Type::Primitive(PrimitiveType::Int)).into(),
-        ])
-        .build()?;
+    let schema = orders_schema()?;
     Ok(catalog
         .create_table(
             &ns,
@@ -77,6 +71,33 @@ pub async fn create_orders_with_spec(
                 .build(),
         )
         .await?)
+}
+
+/// The orders schema: id long required, region string, amount int (field ids 1, 2, 3).
+pub fn orders_schema() -> anyhow::Result<Schema> {
+    Ok(Schema::builder()
+        .with_fields(vec![
+            NestedField::required(1, "id", Type::Primitive(PrimitiveType::Long)).into(),
+            NestedField::optional(2, "region", Type::Primitive(PrimitiveType::String)).into(),
+            NestedField::optional(3, "amount", Type::Primitive(PrimitiveType::Int)).into(),
+        ])
+        .build()?)
+}
+
+/// Appends orders `rows` to `ident` in one commit (one file per partition): its snapshot.
+pub async fn append_orders(
+    handle: &CatalogHandle,
+    ident: &iceberg::TableIdent,
+    rows: &[(i64, Option<&str>, Option<i32>)],
+) -> anyhow::Result<i64> {
+    let table = handle.catalog().load_table(ident).await?;
+    let batch = orders_batch(&table, rows)?;
+    let files =
+        ops_core::write::write_data_files(&table, futures::stream::iter([Ok(batch)])).await?;
+    let (_, m) = ops_core::ops::append::AppendBuilder::new(handle, ident.clone())
+        .with_files(files)
+        .await?;
+    Ok(m.snapshot_id)
 }
 
 pub fn orders_batch(

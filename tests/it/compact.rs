@@ -27,14 +27,7 @@ type Row = (i64, Option<&'static str>, Option<i32>);
 type Hook = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
 
 async fn append(handle: &CatalogHandle, ident: &TableIdent, rows: &[Row]) -> anyhow::Result<i64> {
-    let table = handle.catalog().load_table(ident).await?;
-    let batch = orders_batch(&table, rows)?;
-    let files =
-        ops_core::write::write_data_files(&table, futures::stream::iter([Ok(batch)])).await?;
-    let (_, m) = AppendBuilder::new(handle, ident.clone())
-        .with_files(files)
-        .await?;
-    Ok(m.snapshot_id)
+    append_orders(handle, ident, rows).await
 }
 
 /// Live data files of main with their data sequence numbers.

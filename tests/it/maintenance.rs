@@ -12,7 +12,6 @@ use iceberg::table::Table;
 use iceberg::{TableIdent, TableRequirement, TableUpdate};
 use ops_core::CatalogHandle;
 use ops_core::commit::{TableChange, commit_metadata_change};
-use ops_core::ops::append::AppendBuilder;
 use ops_core::ops::delete::DeleteBuilder;
 use ops_core::ops::markers::{MIGRATION_JOB_PROPERTY, mark_running};
 use ops_core::ops::properties::PropertiesBuilder;
@@ -26,14 +25,7 @@ use crate::common::*;
 type Row = (i64, Option<&'static str>, Option<i32>);
 
 async fn append(handle: &CatalogHandle, ident: &TableIdent, rows: &[Row]) -> anyhow::Result<i64> {
-    let table = handle.catalog().load_table(ident).await?;
-    let batch = orders_batch(&table, rows)?;
-    let files =
-        ops_core::write::write_data_files(&table, futures::stream::iter([Ok(batch)])).await?;
-    let (_, m) = AppendBuilder::new(handle, ident.clone())
-        .with_files(files)
-        .await?;
-    Ok(m.snapshot_id)
+    append_orders(handle, ident, rows).await
 }
 
 async fn set_ref(

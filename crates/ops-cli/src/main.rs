@@ -4,6 +4,7 @@
 mod catalog_cmd;
 mod cluster_cmd;
 mod import_cmd;
+mod maintain_cmd;
 mod migrate_cmd;
 mod migrate_data_cmd;
 mod quickstart;
@@ -42,6 +43,10 @@ enum Command {
     /// Inspect a table, or roll it back.
     #[command(subcommand)]
     Table(table_cmd::Command),
+    /// Run the maintenance that is due on every table of namespaces (or --all): compaction,
+    /// dangling delete removal, snapshot expiry, orphan cleanup, each when the table's
+    /// thresholds say so. Safe to run from cron: a second run finds nothing due.
+    Maintain(maintain_cmd::MaintainArgs),
     /// Copy rows from one table into another: streaming, resumable, schema-reconciling.
     MigrateData(migrate_data_cmd::MigrateDataCommand),
     /// Check that a destination holds what the source (filtered, pinned) holds.
@@ -122,6 +127,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Quickstart(args) => quickstart::run(&factory, args).await,
         Command::Catalog(cmd) => catalog_cmd::run(&factory, cmd).await,
         Command::Table(cmd) => table_cmd::run(&factory, cmd).await,
+        Command::Maintain(args) => maintain_cmd::run_maintain(&factory, args).await,
         Command::Migrations(cmd) => migrate_cmd::run(&factory, cmd).await,
         Command::MigrateData(cmd) => migrate_data_cmd::run_migrate_data(&factory, cmd).await,
         Command::Verify(args) => migrate_data_cmd::run_verify(&factory, args).await,

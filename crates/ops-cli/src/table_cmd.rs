@@ -10,6 +10,7 @@ use ops_core::ops::delete::DeleteBuilder;
 use ops_core::ops::rollback::RollbackBuilder;
 use ops_maintenance::compact::{CompactBuilder, CompactMetrics};
 use ops_maintenance::expire_snapshots::{ExpireMetrics, ExpireSnapshotsBuilder};
+use ops_maintenance::remove_dangling_deletes::RemoveDanglingDeletesBuilder;
 use ops_maintenance::remove_orphans::{OrphanMetrics, RemoveOrphansBuilder};
 use ops_maintenance::sort::SortSpec;
 use serde_json::{Value, json};
@@ -198,6 +199,24 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = Output::Text)]
         output: Output,
     },
+    /// Judge a table (or each table of a namespace, or --all) from its metadata: file sizes
+    /// against the target, delete files, snapshots past retention, manifests, partition skew,
+    /// unfinished migrations; Amoro's 0-100 score, and the command for each problem.
+    Health(crate::maintain_cmd::HealthArgs),
+    /// Remove delete files that can no longer apply to any live data file (one `replace`
+    /// snapshot; rows unchanged): Java's remove-dangling-deletes.
+    RemoveDanglingDeletes {
+        #[command(flatten)]
+        target: Target,
+        /// List them; commit nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Proceed although an unfinished migration job marks the table.
+        #[arg(long)]
+        force: bool,
+        #[arg(long, value_enum, default_value_t = Output::Text)]
+        output: Output,
+    },
     /// Remove the running-migration marker of a job you have abandoned (one that will never be
     /// resumed or committed), so expiry and orphan cleanup accept the table again. Lists the
     /// markers when given neither --job nor --all.
@@ -337,6 +356,27 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
             catalog,
             output,
         } => list_tables(factory, namespace.as_deref(), &catalog, output).await?,
+        Command::Health(args) => crate::maintain_cmd::run_health(factory, args).await?,
+        Command::RemoveDanglingDeletes {
+            target,
+            dry_run,
+            force,
+            output,
+        } => {
+            let (handle, table) = load(factory, &target).await?;
+            let (_, m) = RemoveDanglingDeletesBuilder::new(&handle, table.identifier().clone())
+                .dry_run(dry_run)
+                .force(force)
+                .await?;
+            let value = json!({
+                "table": target.table,
+                "dry_run": m.dry_run,
+                "delete_files": m.delete_files,
+                "removed": m.removed,
+                "snapshot_id": m.snapshot_id,
+            });
+            show(&value, output, print_dangling)?;
+        }
         Command::Snapshots { target, output } => {
             let (_, table) = load(factory, &target).await?;
             show(&snapshots_json(&table)?, output, print_snapshots)?;
@@ -950,20 +990,7 @@ async fn list_tables(
             }
             vec![ident]
         }
-        None => {
-            let mut seen = std::collections::BTreeSet::new();
-            let mut queue: std::collections::VecDeque<NamespaceIdent> =
-                cat.list_namespaces(None).await?.into();
-            while let Some(ns) = queue.pop_front() {
-                if !seen.insert(ns.clone().inner()) {
-                    continue;
-                }
-                queue.extend(cat.list_namespaces(Some(&ns)).await?);
-            }
-            seen.into_iter()
-                .map(NamespaceIdent::from_vec)
-                .collect::<Result<_, _>>()?
-        }
+        None => crate::maintain_cmd::namespaces_under(&handle, None).await?,
     };
     let mut tables: Vec<String> = Vec::new();
     for ns in &namespaces {
@@ -1045,6 +1072,26 @@ fn print_delete(v: &Value) {
 }
 
 /// Prints `value` as pretty JSON, or as text through `text`.
+fn print_dangling(v: &Value) {
+    let removed = v["removed"].as_array().map_or(0, Vec::len);
+    let verb = if v["dry_run"].as_bool() == Some(true) {
+        "would be removed"
+    } else {
+        "removed"
+    };
+    println!(
+        "{}: {removed} of {} delete file(s) apply to no live data file and {verb}{}",
+        v["table"].as_str().unwrap_or_default(),
+        v["delete_files"],
+        v["snapshot_id"]
+            .as_i64()
+            .map_or_else(String::new, |id| format!(" (snapshot {id})"))
+    );
+    for p in v["removed"].as_array().into_iter().flatten() {
+        println!("  {}", p.as_str().unwrap_or_default());
+    }
+}
+
 fn show(value: &Value, output: Output, text: fn(&Value)) -> anyhow::Result<()> {
     match output {
         Output::Json => crate::report::print_json(value)?,

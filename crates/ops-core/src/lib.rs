@@ -43,6 +43,7 @@ pub mod ops;
 pub mod partition_constants;
 pub mod prune;
 pub mod rows;
+pub mod run_mark;
 pub mod scan;
 pub mod write;
 

@@ -29,7 +29,6 @@
 
 use std::collections::{HashMap, HashSet};
 use std::future::{Future, IntoFuture};
-use std::path::Path;
 use std::pin::Pin;
 
 use aws_sdk_glue::types::{
@@ -128,7 +127,7 @@ impl MigrateBuilder {
             backup_name: None,
             drop_backup: false,
             concurrency: 8,
-            run: this_run(),
+            run: ops_core::run_mark::this_run(),
         }
     }
 
@@ -588,44 +587,6 @@ fn metadata_location_of(t: &GlueRaw) -> Option<String> {
         .cloned()
 }
 
-/// The host this process runs on.
-fn this_host() -> String {
-    std::fs::read_to_string("/etc/hostname")
-        .ok()
-        .map(|h| h.trim().to_string())
-        .filter(|h| !h.is_empty())
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .unwrap_or_else(|| "unknown".into())
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
-
-/// This run as a backup records it: `host:pid:started-ms`.
-fn this_run() -> String {
-    format!("{}:{}:{}", this_host(), std::process::id(), now_ms())
-}
-
-/// Whether the run that wrote `run` ([`this_run`]) may still be going: on this host, while its
-/// process lives; on another, for an hour after it started. A backup without the mark (or of
-/// another form) was left by a run that is over.
-fn run_may_be_alive(run: &str) -> bool {
-    let mut parts = run.rsplitn(3, ':');
-    let (Some(ms), Some(pid), Some(host)) = (parts.next(), parts.next(), parts.next()) else {
-        return false;
-    };
-    let (Ok(ms), Ok(pid)) = (ms.parse::<i64>(), pid.parse::<u32>()) else {
-        return false;
-    };
-    if host == this_host() {
-        return pid != std::process::id() && Path::new(&format!("/proc/{pid}")).exists();
-    }
-    now_ms().saturating_sub(ms) < RUN_LEASE_MS
-}
-
 /// The `database.table` a Glue table is the backup of, if it is one.
 fn backup_of(t: &GlueRaw) -> Option<String> {
     t.parameters().and_then(|p| p.get(BACKUP_OF)).cloned()
@@ -654,7 +615,7 @@ async fn make_backup(
             .and_then(|p| p.get(BACKUP_RUN))
             .cloned()
             .unwrap_or_default();
-        if run_may_be_alive(&made_by) {
+        if ops_core::run_mark::may_be_alive(&made_by, RUN_LEASE_MS) {
             return Err(Error::InvalidInput(format!(
                 "another migration of {of} may be running: it made the backup {db}.{backup} \
                  ({made_by}). Wait for it; if it was stopped, run again once it is gone (a run \

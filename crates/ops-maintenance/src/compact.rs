@@ -1197,7 +1197,7 @@ async fn dangling_after(
 /// fields, or `void` ones only (a v1 table whose partition fields were dropped). An equality
 /// delete of such a spec applies to every partition of every spec. Unknown specs count as
 /// unpartitioned: their deletes are weighed against every file, kept more often.
-fn unpartitioned(md: &iceberg::spec::TableMetadata, spec_id: i32) -> bool {
+pub(crate) fn unpartitioned(md: &iceberg::spec::TableMetadata, spec_id: i32) -> bool {
     md.partition_spec_by_id(spec_id)
         .is_none_or(|s| s.fields().iter().all(|f| f.transform == Transform::Void))
 }
@@ -1205,7 +1205,11 @@ fn unpartitioned(md: &iceberg::spec::TableMetadata, spec_id: i32) -> bool {
 /// `field=value/...` for reports. iceberg's `partition_to_path` panics on a value written
 /// before a widening of its source column (an `int` under what is now a `long`); this shows
 /// such a value promoted, and any other mismatch in its raw form.
-fn partition_name(spec: &PartitionSpec, types: Option<&StructType>, value: &Struct) -> String {
+pub(crate) fn partition_name(
+    spec: &PartitionSpec,
+    types: Option<&StructType>,
+    value: &Struct,
+) -> String {
     if spec.fields().is_empty() {
         return String::new();
     }

@@ -161,6 +161,33 @@ impl ExpiryRule {
     }
 }
 
+/// What an expiry would remove from `table` now, chosen as [`ExpireSnapshotsBuilder`] chooses
+/// (iceberg's selection; no manifest is read): `older_than_ms` and `retain_last` where given,
+/// else the table's `history.expire.*` or their defaults.
+pub(crate) struct DueExpiry {
+    pub expired: Vec<i64>,
+    pub removed_refs: Vec<String>,
+    pub rule: ExpiryRule,
+}
+
+/// See [`DueExpiry`].
+pub(crate) async fn due(
+    handle: &CatalogHandle,
+    table: &Table,
+    older_than_ms: Option<i64>,
+    retain_last: Option<usize>,
+) -> Result<DueExpiry> {
+    let mut builder = ExpireSnapshotsBuilder::new(handle, table.identifier().clone());
+    builder.older_than_ms = older_than_ms;
+    builder.retain_last = retain_last;
+    let planned = builder.plan(table).await?;
+    Ok(DueExpiry {
+        expired: planned.expired,
+        removed_refs: planned.removed_refs,
+        rule: planned.rule,
+    })
+}
+
 /// Expires snapshots of one table (see the module docs).
 #[must_use = "an ExpireSnapshotsBuilder does nothing until awaited"]
 pub struct ExpireSnapshotsBuilder {
@@ -523,7 +550,7 @@ fn change_for(planned: &Planned) -> Option<TableChange> {
 
 /// Every ref and its snapshot, by name. iceberg 0.10.1 keeps the refs map private; its
 /// serialised form is public (one serialisation per plan, off the per-commit path).
-fn ref_heads(md: &TableMetadata) -> Vec<(String, i64)> {
+pub(crate) fn ref_heads(md: &TableMetadata) -> Vec<(String, i64)> {
     let mut out: Vec<(String, i64)> = serde_json::to_value(md)
         .ok()
         .and_then(|v| v.get("refs").cloned())

@@ -46,7 +46,11 @@ pub mod compact;
 pub(crate) mod dangling_deletes;
 pub mod expire_snapshots;
 pub(crate) mod guards;
+pub mod health;
+pub mod maintain;
 pub(crate) mod path_set;
+pub mod policy;
+pub mod remove_dangling_deletes;
 pub mod remove_orphans;
 pub mod sort;
 

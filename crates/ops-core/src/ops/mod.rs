@@ -46,8 +46,8 @@ pub(crate) mod validate;
 pub(crate) use snapshot::fit_literal as snapshot_fit_literal;
 pub use snapshot::{
     LiveEntry, LiveFile, ManifestCache, PartitionKey, PreparedManifest, SnapshotMetrics,
-    UnmatchedDeletes, canonical_partition, each_live_data_file, files_missing_deletes,
-    live_data_files, live_data_files_of, spec_by_id,
+    UnmatchedDeletes, canonical_partition, each_live_data_file, each_live_delete_file,
+    files_missing_deletes, live_data_files, live_data_files_of, spec_by_id,
 };
 
 /// The snapshot half of the commit seam, for `ops-maintenance` only: compaction builds its

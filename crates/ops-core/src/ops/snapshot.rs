@@ -1277,6 +1277,16 @@ pub async fn each_live_data_file(
     each_live_file(snapshot, cache, ManifestContentType::Data, visit).await
 }
 
+/// Hands `visit` each live delete file (position and equality) of `snapshot`, manifest by
+/// manifest, holding none of them.
+pub async fn each_live_delete_file(
+    snapshot: &SnapshotRef,
+    cache: &ManifestCache,
+    visit: impl FnMut(LiveFile) -> Result<()>,
+) -> Result<()> {
+    each_live_file(snapshot, cache, ManifestContentType::Deletes, visit).await
+}
+
 async fn each_live_file(
     snapshot: &SnapshotRef,
     cache: &ManifestCache,

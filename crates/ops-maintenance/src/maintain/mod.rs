@@ -1,0 +1,637 @@
+//! `maintain`: give each table the care that is due, unattended — what Glue's optimizer,
+//! S3 Tables and Amoro decide for their tables, for tables of any catalog, from cron.
+//!
+//! For each table, several at once, one failing without stopping the others:
+//! 1. Load it and judge it ([`crate::health`], with its thresholds from its properties and the
+//!    policy). Skip, saying why, a table an unfinished migration writes to, an S3 Tables table
+//!    (the service maintains it), a table with `iceberg-ops.maintain.enabled=false`, and one
+//!    whose lease another run holds ([`state`]).
+//! 2. Run what is due, in this order: compaction (a partition past the small-file or delete
+//!    thresholds), dangling delete removal, snapshot expiry (snapshots past retention), orphan
+//!    cleanup (its interval passed since the last run the state file records; files younger
+//!    than `orphan-older-than`, at least 3 days, are never deleted). A `gc.enabled=false`
+//!    table gets no task that deletes files (expiry, orphan cleanup).
+//! 3. Report each task, and files and bytes before and after.
+//!
+//! Whether work is due is read from the table itself, so a second run right after the first
+//! finds nothing due and commits nothing.
+
+pub mod state;
+
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use iceberg::TableIdent;
+use iceberg::table::Table;
+use ops_core::{CatalogHandle, Result};
+use serde::Serialize;
+
+use crate::BeforeCommitHook;
+use crate::compact::CompactBuilder;
+use crate::expire_snapshots::ExpireSnapshotsBuilder;
+use crate::health::{TableHealth, health_of};
+use crate::policy::{Policy, Thresholds};
+use crate::remove_dangling_deletes::RemoveDanglingDeletesBuilder;
+use crate::remove_orphans::RemoveOrphansBuilder;
+pub use state::State;
+
+/// A table's size as its current snapshot's summary totals say.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Footprint {
+    /// Live data files.
+    pub data_files: u64,
+    /// Live delete files.
+    pub delete_files: u64,
+    /// Bytes of the live files.
+    pub bytes: u64,
+    /// Snapshots in the metadata.
+    pub snapshots: u64,
+}
+
+impl Footprint {
+    fn of(table: &Table) -> Self {
+        let md = table.metadata();
+        let total = |key: &str| {
+            md.current_snapshot()
+                .and_then(|s| s.summary().additional_properties.get(key))
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        Self {
+            data_files: total("total-data-files"),
+            delete_files: total("total-delete-files"),
+            bytes: total("total-files-size"),
+            snapshots: md.snapshots().count() as u64,
+        }
+    }
+}
+
+/// What became of one task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TaskStatus {
+    /// It ran and committed (or deleted) something.
+    Done,
+    /// It ran and found nothing to do after all.
+    NothingToDo,
+    /// A dry run: it would run.
+    Planned,
+    /// It is due but was not run (the reason says why).
+    Skipped,
+    /// It failed (the reason says how); the table's other tasks still ran.
+    Failed,
+}
+
+/// One task on one table.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TaskRun {
+    /// `compact`, `remove-dangling-deletes`, `expire-snapshots`, `remove-orphans`.
+    pub task: String,
+    /// What became of it.
+    pub status: TaskStatus,
+    /// Why it was due, and what it did (or why not).
+    pub detail: String,
+    /// The snapshot it committed.
+    pub snapshot_id: Option<i64>,
+    /// Files it removed from the table's live state, or deleted.
+    pub files_removed: u64,
+    /// Files it added.
+    pub files_added: u64,
+}
+
+/// What became of one table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TableOutcome {
+    /// Every due task ran.
+    Maintained,
+    /// Nothing was due.
+    NothingDue,
+    /// A dry run planned its due tasks.
+    Planned,
+    /// Left alone (the reason says why).
+    Skipped,
+    /// It or one of its tasks failed.
+    Failed,
+}
+
+/// One table's run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TableRun {
+    /// `NS.T`.
+    pub table: String,
+    /// What became of it.
+    pub outcome: TableOutcome,
+    /// Why it was skipped or failed.
+    pub reason: Option<String>,
+    /// Its score before.
+    pub score_before: Option<u32>,
+    /// The tasks that were due.
+    pub tasks: Vec<TaskRun>,
+    /// Its size before.
+    pub before: Option<Footprint>,
+    /// Its size after (when a task committed).
+    pub after: Option<Footprint>,
+}
+
+/// A whole run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct MaintainReport {
+    /// Each table, by name.
+    pub tables: Vec<TableRun>,
+    /// Nothing was written.
+    pub dry_run: bool,
+    /// The state file used.
+    pub state: String,
+}
+
+impl MaintainReport {
+    /// Whether any table failed.
+    pub fn any_failed(&self) -> bool {
+        self.tables
+            .iter()
+            .any(|t| t.outcome == TableOutcome::Failed)
+    }
+}
+
+/// Maintains tables (see the module docs).
+#[must_use = "a MaintainBuilder does nothing until awaited"]
+pub struct MaintainBuilder {
+    handle: CatalogHandle,
+    tables: Vec<TableIdent>,
+    policy: Policy,
+    dry_run: bool,
+    concurrency: usize,
+    state: Arc<State>,
+    catalog_arg: Option<String>,
+    before_commit: Option<BeforeCommitHook>,
+}
+
+impl MaintainBuilder {
+    /// Maintains `tables` of `handle`, keeping orphan cleanup times and leases in `state`.
+    pub fn new(handle: &CatalogHandle, tables: Vec<TableIdent>, state: State) -> Self {
+        Self {
+            handle: handle.clone(),
+            tables,
+            policy: Policy::default(),
+            dry_run: false,
+            concurrency: 1,
+            state: Arc::new(state),
+            catalog_arg: None,
+            before_commit: None,
+        }
+    }
+
+    /// Thresholds for tables without their own properties.
+    pub fn policy(mut self, policy: Policy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Plans and reports; writes nothing (no commit, no delete, no state).
+    pub fn dry_run(mut self, dry_run: bool) -> Self {
+        self.dry_run = dry_run;
+        self
+    }
+
+    /// Tables maintained at once (at least 1).
+    pub fn concurrency(mut self, n: usize) -> Self {
+        self.concurrency = n.max(1);
+        self
+    }
+
+    /// The catalog name the report's commands pass as `--catalog`.
+    pub fn catalog_arg(mut self, catalog: Option<String>) -> Self {
+        self.catalog_arg = catalog;
+        self
+    }
+
+    /// Runs `hook` between each compaction's plan and its commit (for tests that race a
+    /// writer).
+    #[doc(hidden)]
+    pub fn before_commit(mut self, hook: BeforeCommitHook) -> Self {
+        self.before_commit = Some(hook);
+        self
+    }
+
+    async fn execute(self) -> Result<MaintainReport> {
+        let this = Arc::new(self);
+        let mut tables: Vec<TableRun> = futures::stream::iter(this.tables.clone())
+            .map(|ident| {
+                let this = this.clone();
+                async move { this.table(ident).await }
+            })
+            .buffer_unordered(this.concurrency)
+            .collect()
+            .await;
+        tables.sort_by(|a, b| a.table.cmp(&b.table));
+        Ok(MaintainReport {
+            tables,
+            dry_run: this.dry_run,
+            state: this.state.path().display().to_string(),
+        })
+    }
+
+    /// The key of `ident` in the state file and its lease.
+    fn key(&self, ident: &TableIdent) -> String {
+        format!("{}/{ident}", self.handle.name())
+    }
+
+    async fn table(&self, ident: TableIdent) -> TableRun {
+        let mut run = TableRun {
+            table: ident.to_string(),
+            outcome: TableOutcome::NothingDue,
+            reason: None,
+            score_before: None,
+            tasks: Vec::new(),
+            before: None,
+            after: None,
+        };
+        let failed = |mut run: TableRun, e: String| {
+            run.outcome = TableOutcome::Failed;
+            run.reason = Some(e);
+            run
+        };
+        let table = match ops_core::commit::load_current(&self.handle, &ident).await {
+            Ok(t) => t,
+            Err(e) => return failed(run, e.to_string()),
+        };
+        run.before = Some(Footprint::of(&table));
+        let health = match health_of(
+            &self.handle,
+            &table,
+            &self.policy,
+            self.catalog_arg.as_deref(),
+        )
+        .await
+        {
+            Ok(h) => h,
+            Err(e) => return failed(run, e.to_string()),
+        };
+        run.score_before = Some(health.score.score);
+        if let Some(why) = skip_reason(&health) {
+            run.outcome = TableOutcome::Skipped;
+            run.reason = Some(why);
+            return run;
+        }
+        let namespace: Vec<String> = ident.namespace().iter().cloned().collect();
+        let thresholds = match Thresholds::of(table.metadata(), &namespace, &self.policy) {
+            Ok(t) => t,
+            Err(e) => return failed(run, e.to_string()),
+        };
+        let key = self.key(&ident);
+        let orphans_due = match self.orphans_due(&key, &thresholds) {
+            Ok(d) => d,
+            Err(e) => return failed(run, e.to_string()),
+        };
+        let anything_due = health.due.compact_partitions > 0
+            || health.due.dangling_deletes
+            || health.due.expire
+            || orphans_due.is_some();
+        if !anything_due {
+            return run;
+        }
+        // Only a run that will act takes the lease (a dry run writes nothing either way).
+        let _lease = if self.dry_run {
+            None
+        } else {
+            match self.state.lease(&key) {
+                Ok(Ok(lease)) => Some(lease),
+                Ok(Err(held)) => {
+                    run.outcome = TableOutcome::Skipped;
+                    run.reason = Some(held);
+                    return run;
+                }
+                Err(e) => return failed(run, e.to_string()),
+            }
+        };
+
+        if health.due.compact_partitions > 0 {
+            run.tasks
+                .push(self.compact(&ident, &thresholds, &health).await);
+        }
+        if health.due.dangling_deletes {
+            run.tasks.push(self.dangling(&ident, &health).await);
+        }
+        if health.due.expire {
+            run.tasks
+                .push(self.expire(&ident, &thresholds, &health).await);
+        }
+        if let Some(why) = orphans_due {
+            run.tasks
+                .push(self.orphans(&ident, &key, &thresholds, &health, why).await);
+        }
+
+        let statuses: Vec<TaskStatus> = run.tasks.iter().map(|t| t.status).collect();
+        run.outcome = if statuses.contains(&TaskStatus::Failed) {
+            let failed: Vec<String> = run
+                .tasks
+                .iter()
+                .filter(|t| t.status == TaskStatus::Failed)
+                .map(|t| t.task.clone())
+                .collect();
+            run.reason = Some(format!("{} failed", failed.join(", ")));
+            TableOutcome::Failed
+        } else if !statuses.is_empty() && statuses.iter().all(|s| *s == TaskStatus::Skipped) {
+            run.reason = Some(
+                run.tasks
+                    .iter()
+                    .map(|t| format!("{}: {}", t.task, t.detail))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            );
+            TableOutcome::Skipped
+        } else if self.dry_run {
+            TableOutcome::Planned
+        } else if statuses.contains(&TaskStatus::Done) {
+            TableOutcome::Maintained
+        } else {
+            TableOutcome::NothingDue
+        };
+        if statuses.contains(&TaskStatus::Done)
+            && let Ok(after) = ops_core::commit::load_current(&self.handle, &ident).await
+        {
+            run.after = Some(Footprint::of(&after));
+        }
+        run
+    }
+
+    /// Why orphan cleanup is due now, if it is.
+    fn orphans_due(&self, key: &str, t: &Thresholds) -> Result<Option<String>> {
+        let now = ops_core::run_mark::now_ms();
+        Ok(match self.state.orphans_last_run(key)? {
+            None => Some("never run by maintain".to_string()),
+            Some(last) if now.saturating_sub(last) >= t.orphan_interval_ms => Some(format!(
+                "last run {} ago (interval {})",
+                age_text(now.saturating_sub(last)),
+                age_text(t.orphan_interval_ms)
+            )),
+            Some(_) => None,
+        })
+    }
+
+    async fn compact(&self, ident: &TableIdent, t: &Thresholds, health: &TableHealth) -> TaskRun {
+        let why = format!(
+            "{} partition(s) past the small-file or delete thresholds",
+            health.due.compact_partitions
+        );
+        let mut builder = CompactBuilder::new(&self.handle, ident.clone())
+            .target_file_size(t.target_file_size)
+            .min_input_files(t.min_input_files)
+            .dry_run(self.dry_run);
+        if let Some(hook) = &self.before_commit {
+            builder = builder.before_commit(hook.clone());
+        }
+        let result = builder.await;
+        match result {
+            Ok((_, m)) => {
+                let files_removed = m.input_files() as u64;
+                let mut task = self.task("compact", &why, m.snapshot_id, files_removed, 0);
+                task.files_added = m.output_files() as u64;
+                task.detail = format!(
+                    "{why}: {} file(s) of {} {} {} file(s) of {}",
+                    m.input_files(),
+                    crate::health::human_bytes(m.input_bytes()),
+                    if self.dry_run {
+                        "would become"
+                    } else {
+                        "became"
+                    },
+                    if self.dry_run {
+                        "fewer".to_string()
+                    } else {
+                        m.output_files().to_string()
+                    },
+                    if self.dry_run {
+                        "about the target size".to_string()
+                    } else {
+                        crate::health::human_bytes(m.output_bytes())
+                    },
+                );
+                if files_removed == 0 {
+                    task.status = TaskStatus::NothingToDo;
+                    task.detail = format!("{why}, but no group of files qualified");
+                }
+                task
+            }
+            Err(e) => failed_task("compact", &why, e),
+        }
+    }
+
+    async fn dangling(&self, ident: &TableIdent, health: &TableHealth) -> TaskRun {
+        let why = format!(
+            "{} delete file(s) apply to no live data file",
+            health.deletes.dangling_files
+        );
+        match RemoveDanglingDeletesBuilder::new(&self.handle, ident.clone())
+            .dry_run(self.dry_run)
+            .await
+        {
+            Ok((_, m)) => {
+                let mut task = self.task(
+                    "remove-dangling-deletes",
+                    &why,
+                    m.snapshot_id,
+                    m.removed.len() as u64,
+                    0,
+                );
+                if m.removed.is_empty() {
+                    task.status = TaskStatus::NothingToDo;
+                }
+                task
+            }
+            Err(e) => failed_task("remove-dangling-deletes", &why, e),
+        }
+    }
+
+    async fn expire(&self, ident: &TableIdent, t: &Thresholds, health: &TableHealth) -> TaskRun {
+        let why = format!(
+            "{} snapshot(s) past retention ({})",
+            health.snapshots.expirable.len(),
+            health.snapshots.rule
+        );
+        if !health.markers.gc_enabled {
+            return skipped(
+                "expire-snapshots",
+                &format!(
+                    "{why}; gc.enabled=false, so maintain deletes none of its files (expire by \
+                     hand with `iceberg-ops table expire-snapshots {ident} --keep-files`)"
+                ),
+            );
+        }
+        let mut builder =
+            ExpireSnapshotsBuilder::new(&self.handle, ident.clone()).dry_run(self.dry_run);
+        if let Some(age) = t.snapshot_max_age_ms {
+            builder = builder.older_than_ms(ops_core::run_mark::now_ms().saturating_sub(age));
+        }
+        if let Some(n) = t.min_snapshots_to_keep {
+            builder = builder.retain_last(n);
+        }
+        match builder.await {
+            Ok((_, m)) => {
+                let removed = (m.deleted_data_files.len()
+                    + m.deleted_manifests.len()
+                    + m.deleted_manifest_lists.len()) as u64;
+                let mut task = self.task("expire-snapshots", &why, None, removed, 0);
+                task.detail = format!(
+                    "{why}: {} snapshot(s) {}expired, {} file(s) {}deleted",
+                    m.expired_snapshots.len(),
+                    if self.dry_run { "to be " } else { "" },
+                    removed,
+                    if self.dry_run { "to be " } else { "" },
+                );
+                if m.expired_snapshots.is_empty() && m.removed_refs.is_empty() {
+                    task.status = TaskStatus::NothingToDo;
+                }
+                task
+            }
+            Err(e) => failed_task("expire-snapshots", &why, e),
+        }
+    }
+
+    async fn orphans(
+        &self,
+        ident: &TableIdent,
+        key: &str,
+        t: &Thresholds,
+        health: &TableHealth,
+        why: String,
+    ) -> TaskRun {
+        if !health.markers.gc_enabled {
+            return skipped(
+                "remove-orphans",
+                "gc.enabled=false: its location may hold files of another table (an import's \
+                 source files, a kept backup), so maintain deletes nothing there",
+            );
+        }
+        let older_than = t.orphan_older_than_ms.max(crate::policy::MIN_ORPHAN_AGE_MS);
+        let started = ops_core::run_mark::now_ms();
+        let result = RemoveOrphansBuilder::new(&self.handle, ident.clone())
+            .older_than(Duration::from_millis(older_than.unsigned_abs()))
+            .dry_run(self.dry_run)
+            .await;
+        match result {
+            Ok(m) => {
+                if !self.dry_run
+                    && let Err(e) = self.state.record_orphans(key, started).await
+                {
+                    return failed_task("remove-orphans", &why, e);
+                }
+                let mut task = self.task(
+                    "remove-orphans",
+                    &why,
+                    None,
+                    (m.orphans.len() - m.failed_deletes.len().min(m.orphans.len())) as u64,
+                    0,
+                );
+                task.detail = format!(
+                    "{why}: {} file(s) listed, {} orphan(s) older than {} {}deleted, {} younger \
+                     kept",
+                    m.listed,
+                    m.orphans.len(),
+                    age_text(older_than),
+                    if self.dry_run { "to be " } else { "" },
+                    m.too_young.len()
+                );
+                if m.orphans.is_empty() && !self.dry_run {
+                    // It ran (and its time is recorded), deleting nothing.
+                    task.status = TaskStatus::Done;
+                }
+                task
+            }
+            Err(e) => failed_task("remove-orphans", &why, e),
+        }
+    }
+
+    fn task(
+        &self,
+        name: &str,
+        why: &str,
+        snapshot_id: Option<i64>,
+        files_removed: u64,
+        files_added: u64,
+    ) -> TaskRun {
+        TaskRun {
+            task: name.to_string(),
+            status: if self.dry_run {
+                TaskStatus::Planned
+            } else {
+                TaskStatus::Done
+            },
+            detail: why.to_string(),
+            snapshot_id,
+            files_removed,
+            files_added,
+        }
+    }
+}
+
+impl IntoFuture for MaintainBuilder {
+    type Output = Result<MaintainReport>;
+    type IntoFuture = Pin<Box<dyn Future<Output = Self::Output> + Send>>;
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.execute())
+    }
+}
+
+/// Why a table is left alone entirely, if it is.
+fn skip_reason(h: &TableHealth) -> Option<String> {
+    if h.markers.s3_tables {
+        return Some(
+            "an S3 Tables table: the service compacts it, expires its snapshots and removes \
+             unreferenced files (see `aws s3tables get-table-maintenance-configuration`)"
+                .to_string(),
+        );
+    }
+    if !h.markers.maintain_enabled {
+        return Some("iceberg-ops.maintain.enabled=false".to_string());
+    }
+    if let Some((job, since)) = h.markers.running_migrations.first() {
+        return Some(format!(
+            "unfinished migration job '{job}' (started {since}) writes to it; maintained once \
+             it finishes (or `iceberg-ops table abandon-migration {} --job {job}`)",
+            h.table
+        ));
+    }
+    None
+}
+
+fn failed_task(name: &str, why: &str, e: ops_core::Error) -> TaskRun {
+    tracing::warn!(task = name, error = %e, "maintenance task failed");
+    TaskRun {
+        task: name.to_string(),
+        status: TaskStatus::Failed,
+        detail: format!("{why}: {e}"),
+        snapshot_id: None,
+        files_removed: 0,
+        files_added: 0,
+    }
+}
+
+fn skipped(name: &str, why: &str) -> TaskRun {
+    TaskRun {
+        task: name.to_string(),
+        status: TaskStatus::Skipped,
+        detail: why.to_string(),
+        snapshot_id: None,
+        files_removed: 0,
+        files_added: 0,
+    }
+}
+
+/// `3d`, `5h`, `12m`, `40s`.
+fn age_text(ms: i64) -> String {
+    let s = ms / 1000;
+    if s >= 86_400 && s % 86_400 == 0 || s >= 10 * 86_400 {
+        format!("{}d", s / 86_400)
+    } else if s >= 3600 {
+        format!("{}h", s / 3600)
+    } else if s >= 60 {
+        format!("{}m", s / 60)
+    } else {
+        format!("{s}s")
+    }
+}
