@@ -19,7 +19,7 @@ CATALOG = "bench"
 NS = "scale"
 LAYOUTS = ("few", "many")
 COMMANDS = ["plan-only", "dry-run", "verify", "compact-dry", "expire-dry",
-            "orphans-dry", "pyiceberg-plan", "copy"]
+            "orphans-dry", "health", "maintain-dry", "pyiceberg-plan", "copy"]
 
 HELP_EPILOG = f"""
 tables (cached under CACHE/bench-scale/, catalog '{CATALOG}', a SQLite file):
@@ -54,6 +54,9 @@ and its stdout goes to a file):
                   the first snapshot; its manifest (N files) goes, and the N-1 files the second
                   snapshot's manifest keeps are compared with it: 1 data file would be deleted
   orphans-dry     table remove-orphans T --dry-run --older-than 0s --force
+  health          table health T --output json (metadata only: every manifest streamed once)
+  maintain-dry    maintain T --dry-run --output json --state <run dir>/state.json (health, then
+                  the due tasks planned: here compaction and orphan cleanup)
   pyiceberg-plan  PyIceberg 0.12: len(list(tbl.scan().plan_files())), seconds timed in Python
                   (load_table excluded), RSS of that whole process; stops (and skips larger N)
                   when a run exceeds --pyiceberg-budget
@@ -418,6 +421,13 @@ def summarize(cmd, out_path):
                  or "cop" in k}
     elif cmd == "verify":
         facts = {k: v for k, v in j.items() if not isinstance(v, (dict, list))}
+    elif cmd == "health":
+        facts = {"files": j.get("data", {}).get("files"), "score": j.get("score", {}).get("score"),
+                 "partitions": j.get("partition_count"),
+                 "problems": [p.get("kind") for p in j.get("problems", [])]}
+    elif cmd == "maintain-dry":
+        facts = {t.get("table"): [(k.get("task"), k.get("status")) for k in t.get("tasks", [])]
+                 for t in j.get("tables", [])}
     elif isinstance(j, dict):
         facts = {k: (len(v) if isinstance(v, list) else v) for k, v in j.items()
                  if not isinstance(v, dict)}
@@ -446,6 +456,11 @@ def command(cmd, a, cfg, run_dir, name):
         return table + ["expire-snapshots", *tail, "--older-than", str(int(time.time() * 1000))]
     if cmd == "orphans-dry":
         return table + ["remove-orphans", *tail, "--older-than", "0s", "--force"]
+    if cmd == "health":
+        return table + ["health", name, "--catalog", CATALOG, "--output", "json"]
+    if cmd == "maintain-dry":
+        return base + ["maintain", name, "--catalog", CATALOG, "--dry-run", "--output", "json",
+                       "--state", os.path.join(run_dir, "state.json")]
     raise ValueError(cmd)
 
 

@@ -16,7 +16,7 @@ use ops_core::ops::evolve_spec::EvolveSpecBuilder;
 use ops_core::ops::markers::mark_running_marker;
 use ops_maintenance::BeforeCommitHook;
 use ops_maintenance::maintain::{
-    MaintainBuilder, MaintainReport, State, TableOutcome, TableRun, TaskStatus,
+    MaintainBuilder, MaintainReport, State, TableOutcome, TableRun, TaskStatus, state_key,
 };
 use serde_json::Value;
 
@@ -224,7 +224,7 @@ fn task(name: &str, status: TaskStatus) -> (String, TaskStatus) {
 /// The state file with every table's orphan cleanup just run, but `except`'s.
 async fn fresh_state(
     dir: &std::path::Path,
-    catalog: &str,
+    handle: &CatalogHandle,
     tables: &[TableIdent],
     except: &str,
 ) -> anyhow::Result<PathBuf> {
@@ -232,7 +232,7 @@ async fn fresh_state(
     let state = State::at(&path)?;
     let now = ops_core::run_mark::now_ms();
     for t in tables.iter().filter(|t| t.name() != except) {
-        state.record_orphans(&format!("{catalog}/{t}"), now).await?;
+        state.record_orphans(&state_key(handle, t), now).await?;
     }
     Ok(path)
 }
@@ -245,7 +245,7 @@ async fn maintain_ten(
     let ns = "m";
     let ten = ten_tables(handle, ns).await?;
     let state_dir = tempfile::tempdir()?;
-    let state = fresh_state(state_dir.path(), name, &ten.tables, "t10_orphans").await?;
+    let state = fresh_state(state_dir.path(), handle, &ten.tables, "t10_orphans").await?;
     let rows_before = py_rows(name, p, ns)?;
     let heads_before = heads(handle, &ten.tables).await?;
 
@@ -433,7 +433,7 @@ async fn a_writer_racing_maintain_loses_no_row() -> TestResult {
         append(&handle, &t, &rows(i * 10, 10, "eu")).await?;
     }
     let dir = tempfile::tempdir()?;
-    let state = fresh_state(dir.path(), "c", std::slice::from_ref(&t), "").await?;
+    let state = fresh_state(dir.path(), &handle, std::slice::from_ref(&t), "").await?;
     let (h, ident) = (handle.clone(), t.clone());
     let fired = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let once = fired.clone();
@@ -481,7 +481,7 @@ async fn a_failing_table_leaves_the_others_done() -> TestResult {
     let lost = first_path(&handle, &tables[1], "eu").await?;
     std::fs::remove_file(local(&lost))?;
     let dir = tempfile::tempdir()?;
-    let state = fresh_state(dir.path(), "c", &tables, "").await?;
+    let state = fresh_state(dir.path(), &handle, &tables, "").await?;
     let report = MaintainBuilder::new(&handle, tables.clone(), State::at(&state)?)
         .concurrency(2)
         .await?;
@@ -524,7 +524,7 @@ async fn maintain_on_glue_and_s3_tables() -> TestResult {
     let h = crate::health::health(&handle, &t).await?;
     assert_eq!(h.due.compact_partitions, 1, "{h:?}");
     let dir = tempfile::tempdir()?;
-    let state = fresh_state(dir.path(), "g", std::slice::from_ref(&t), "").await?;
+    let state = fresh_state(dir.path(), &handle, std::slice::from_ref(&t), "").await?;
     let report = MaintainBuilder::new(&handle, vec![t.clone()], State::at(&state)?).await?;
     assert_eq!(
         summary(&report)[0].2,

@@ -123,6 +123,10 @@ fn main() -> ExitCode {
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
     let factory = ops_core::CatalogFactory::from_process(cli.config.as_deref())?;
+    if let Some(path) = &cli.config {
+        // Commands a report prints (health's fixes) name the same configuration.
+        let _ = maintain_cmd::CONFIG_FILE.set(path.clone());
+    }
     match cli.command {
         Command::Quickstart(args) => quickstart::run(&factory, args).await,
         Command::Catalog(cmd) => catalog_cmd::run(&factory, cmd).await,
@@ -187,6 +191,10 @@ fn is_broken_pipe(err: &anyhow::Error) -> bool {
     err.chain().any(|e| {
         e.downcast_ref::<std::io::Error>()
             .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            // JSON written straight to stdout fails with serde_json's error around the pipe's.
+            || e.downcast_ref::<serde_json::Error>()
+                .and_then(serde_json::Error::io_error_kind)
+                == Some(std::io::ErrorKind::BrokenPipe)
     })
 }
 

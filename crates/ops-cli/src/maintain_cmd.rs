@@ -13,17 +13,20 @@ use serde_json::json;
 
 use crate::table_cmd::Output;
 
+/// The `--config` the process was given, for the commands its reports print.
+pub static CONFIG_FILE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
 /// `table health` arguments.
 #[derive(Debug, clap::Args)]
 pub struct HealthArgs {
-    /// A table (NS.T), or a namespace (NS: its tables and its nested namespaces'); a name that
-    /// is both is taken as the table.
+    /// Tables (NS.T), or namespaces (NS: their tables and their nested namespaces'); a name
+    /// that is both is taken as the table.
     #[arg(
         value_name = "NS.T | NS",
         required_unless_present = "all",
         conflicts_with = "all"
     )]
-    target: Option<String>,
+    targets: Vec<String>,
     /// Every table of the catalog.
     #[arg(long)]
     all: bool,
@@ -82,9 +85,32 @@ fn read_policy(path: Option<&PathBuf>) -> anyhow::Result<Policy> {
     Ok(Policy::parse(&text, &path.display().to_string())?)
 }
 
-/// The `--catalog` the fix commands repeat (none for the default).
-fn catalog_arg(catalog: &str) -> Option<String> {
-    (catalog != ops_core::catalog::EMBEDDED_DEFAULT).then(|| catalog.to_string())
+/// What the fix commands repeat after the table name: this run's `--config` and `--catalog`.
+fn command_args(catalog: &str) -> String {
+    let mut args = Vec::new();
+    if let Some(path) = CONFIG_FILE.get() {
+        let shown = std::path::absolute(path).unwrap_or_else(|_| path.clone());
+        args.push(format!(
+            "--config {}",
+            shell_word(&shown.display().to_string())
+        ));
+    }
+    if catalog != ops_core::catalog::EMBEDDED_DEFAULT {
+        args.push(format!("--catalog {}", shell_word(catalog)));
+    }
+    args.join(" ")
+}
+
+/// `s` as one shell word.
+fn shell_word(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
 }
 
 /// Every namespace under `root` (itself included), or every namespace of the catalog, walked
@@ -159,38 +185,38 @@ async fn resolve_tables(
 pub async fn run_health(factory: &CatalogFactory, args: HealthArgs) -> anyhow::Result<()> {
     let policy = read_policy(args.policy.as_ref())?;
     let handle = factory.open(&args.catalog).await?;
-    let targets: Vec<String> = args.target.iter().cloned().collect();
-    let tables = resolve_tables(&handle, &args.catalog, &targets, args.all).await?;
+    let tables = resolve_tables(&handle, &args.catalog, &args.targets, args.all).await?;
     // One table named: its report, or its error. Many: each, and the failures listed.
     let single = !args.all
         && tables.len() == 1
-        && targets.first().is_some_and(|t| *t == tables[0].to_string());
-    let mut reports: Vec<Result<TableHealth, String>> = Vec::new();
+        && args.targets.len() == 1
+        && args.targets[0] == tables[0].to_string();
+    let mut reports: Vec<(String, Result<TableHealth, String>)> = Vec::new();
     for ident in &tables {
         let result = HealthBuilder::new(&handle, ident.clone())
             .policy(policy.clone())
-            .catalog_arg(catalog_arg(&args.catalog))
+            .command_args(command_args(&args.catalog))
             .await;
         match result {
-            Ok(h) => reports.push(Ok(h)),
+            Ok(h) => reports.push((ident.to_string(), Ok(h))),
             Err(e) if single => {
                 return Err(anyhow::Error::new(e).context(format!("cannot judge {ident}")));
             }
-            Err(e) => reports.push(Err(format!("{ident}: {e}"))),
+            Err(e) => reports.push((ident.to_string(), Err(e.to_string()))),
         }
     }
     match args.output {
         Output::Json if single => {
-            if let Some(Ok(h)) = reports.first() {
+            if let Some((_, Ok(h))) = reports.first() {
                 crate::report::print_json(h)?;
             }
         }
         Output::Json => {
             let values: Vec<serde_json::Value> = reports
                 .iter()
-                .map(|r| match r {
+                .map(|(table, r)| match r {
                     Ok(h) => serde_json::to_value(h).unwrap_or_default(),
-                    Err(e) => json!({ "error": e }),
+                    Err(e) => json!({ "table": table, "error": e }),
                 })
                 .collect();
             crate::report::print_json(&values)?;
@@ -200,31 +226,29 @@ pub async fn run_health(factory: &CatalogFactory, args: HealthArgs) -> anyhow::R
                 println!("no tables to judge");
             }
             let terminal = std::io::stdout().is_terminal();
-            for (i, r) in reports.iter().enumerate() {
+            for (i, (table, r)) in reports.iter().enumerate() {
                 if i > 0 {
                     println!();
                 }
                 match r {
                     Ok(h) => print_health(h, args.partitions, terminal),
-                    Err(e) => println!("{e}"),
+                    Err(e) => println!("{table}: cannot be judged: {e}"),
                 }
             }
             if reports.len() > 1 {
-                let needing: Vec<&TableHealth> = reports
+                let needing = reports
                     .iter()
-                    .filter_map(|r| r.as_ref().ok())
-                    .filter(|h| !h.problems.is_empty())
-                    .collect();
+                    .filter(|(_, r)| r.as_ref().is_ok_and(|h| !h.problems.is_empty()))
+                    .count();
                 println!(
-                    "\n{} table(s): {} need care, {} could not be judged",
+                    "\n{} table(s): {needing} need care, {} could not be judged",
                     reports.len(),
-                    needing.len(),
-                    reports.iter().filter(|r| r.is_err()).count()
+                    reports.iter().filter(|(_, r)| r.is_err()).count()
                 );
             }
         }
     }
-    let failed = reports.iter().filter(|r| r.is_err()).count();
+    let failed = reports.iter().filter(|(_, r)| r.is_err()).count();
     if failed > 0 {
         bail!("{failed} table(s) could not be judged (listed above)");
     }
@@ -246,9 +270,20 @@ fn count(n: u64) -> String {
 fn print_health(h: &TableHealth, partitions: usize, terminal: bool) {
     let t = &h.thresholds;
     let s = &h.score;
+    // The score weighs the effect on reads (Amoro's, dampened for small partitions); what is
+    // due is the problems list.
     println!(
-        "{}: score {}/100 (lost: small files {:.1}, equality deletes {:.1}, position deletes {:.1})",
-        h.table, s.score, s.small_files, s.equality_deletes, s.position_deletes
+        "{}: {}; score {}/100 (small files {}/40, equality deletes {}/40, position deletes {}/20)",
+        h.table,
+        if h.problems.is_empty() {
+            "nothing needs doing".to_string()
+        } else {
+            format!("needs care ({} problem(s), below)", h.problems.len())
+        },
+        s.score,
+        s.small_files,
+        s.equality_deletes,
+        s.position_deletes
     );
     println!(
         "  target file size {} ({}); fragments up to {}, undersized below {}",
@@ -298,9 +333,14 @@ fn print_health(h: &TableHealth, partitions: usize, terminal: bool) {
         del.equality.ratio * 100.0,
         count(del.dangling_files)
     );
+    let with_data = if h.data_partition_count == h.partition_count {
+        String::new()
+    } else {
+        format!(" ({} holding data files)", count(h.data_partition_count))
+    };
     match &h.skew {
         Some(k) => println!(
-            "partitions   {}; the largest ({}) holds {}, {:.1}x the median {}",
+            "partitions   {}{with_data}; the largest ({}) holds {}, {:.1}x the median {}",
             count(h.partition_count),
             if k.largest.is_empty() {
                 "unpartitioned"
@@ -311,18 +351,19 @@ fn print_health(h: &TableHealth, partitions: usize, terminal: bool) {
             k.ratio,
             human_bytes(k.median_bytes)
         ),
-        None => println!("partitions   {}", count(h.partition_count)),
+        None => println!("partitions   {}{with_data}", count(h.partition_count)),
     }
     let sn = &h.snapshots;
-    println!(
-        "snapshots    {} ({} ref(s); oldest {} hours old); {} past retention: {}",
-        count(sn.count),
-        sn.refs,
-        sn.oldest_age_hours
-            .map_or_else(|| "-".to_string(), |a| format!("{a:.1}")),
-        sn.expirable.len(),
-        sn.rule
-    );
+    match sn.oldest_age_hours {
+        Some(age) => println!(
+            "snapshots    {} ({} ref(s); the oldest {age:.1} hours old); {} past retention: {}",
+            count(sn.count),
+            sn.refs,
+            sn.expirable.len(),
+            sn.rule
+        ),
+        None => println!("snapshots    none (the table holds no data yet)"),
+    }
     let m = &h.manifests;
     println!(
         "manifests    {} data, {} delete; {} entries ({:.1} per manifest), {}",
@@ -407,9 +448,7 @@ fn print_health(h: &TableHealth, partitions: usize, terminal: bool) {
             );
         }
     }
-    if h.problems.is_empty() {
-        println!("nothing needs doing");
-    } else {
+    if !h.problems.is_empty() {
         println!("needs");
         for p in &h.problems {
             println!("  {}: {}", p.kind, p.detail);
@@ -474,7 +513,7 @@ pub async fn run_maintain(factory: &CatalogFactory, args: MaintainArgs) -> anyho
         .policy(policy)
         .dry_run(args.dry_run)
         .concurrency(args.concurrency)
-        .catalog_arg(catalog_arg(&args.catalog))
+        .command_args(command_args(&args.catalog))
         .await?;
     match args.output {
         Output::Json => crate::report::print_json(&report)?,
@@ -488,7 +527,7 @@ pub async fn run_maintain(factory: &CatalogFactory, args: MaintainArgs) -> anyho
         .collect();
     if !failed.is_empty() {
         bail!(
-            "{} table(s) failed: {} (the others were maintained; see the report)",
+            "{} table(s) failed: {} (the report above says why, and what became of the others)",
             failed.len(),
             failed.join(", ")
         );

@@ -1073,16 +1073,20 @@ fn print_delete(v: &Value) {
 
 /// Prints `value` as pretty JSON, or as text through `text`.
 fn print_dangling(v: &Value) {
+    let table = v["table"].as_str().unwrap_or_default();
     let removed = v["removed"].as_array().map_or(0, Vec::len);
+    let total = v["delete_files"].as_u64().unwrap_or(0);
+    if removed == 0 {
+        println!("{table}: none of its {total} delete file(s) dangles; nothing to remove");
+        return;
+    }
     let verb = if v["dry_run"].as_bool() == Some(true) {
         "would be removed"
     } else {
         "removed"
     };
     println!(
-        "{}: {removed} of {} delete file(s) apply to no live data file and {verb}{}",
-        v["table"].as_str().unwrap_or_default(),
-        v["delete_files"],
+        "{table}: {removed} of {total} delete file(s) apply to no live data file and {verb}{}",
         v["snapshot_id"]
             .as_i64()
             .map_or_else(String::new, |id| format!(" (snapshot {id})"))

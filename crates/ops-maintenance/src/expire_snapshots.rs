@@ -106,8 +106,8 @@ impl ExpiryRule {
                 Some(v) => v.trim().parse().map_err(|_| {
                     Error::InvalidInput(format!(
                         "the table property {key}={v} is not a whole number; set it to one \
-                         (e.g. ALTER TABLE ... SET TBLPROPERTIES) or pass --older-than and \
-                         --retain-last"
+                         (e.g. ALTER TABLE ... SET TBLPROPERTIES) or remove it (`table \
+                         expire-snapshots` also takes --older-than and --retain-last)"
                     ))
                 }),
             }

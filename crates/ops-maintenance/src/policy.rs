@@ -16,6 +16,7 @@
 //! | `iceberg-ops.maintain.orphan-interval` | 7d | (no metadata trace: a state file keeps the last run) |
 //! | `iceberg-ops.maintain.orphan-older-than` | 3d | Java's `DeleteOrphanFiles`, S3 Tables' `unreferencedDays` |
 //! | `iceberg-ops.maintain.enabled` | true | `false` leaves the table to someone else |
+//! | `iceberg-ops.maintain.rewrite-old-spec-files` | false | `true`: compaction rewrites files of older partition specs into the current one |
 //! | `history.expire.max-snapshot-age-ms` | 5 days | Iceberg (the policy file may default it) |
 //! | `history.expire.min-snapshots-to-keep` | 1 | Iceberg (the policy file may default it) |
 
@@ -69,6 +70,9 @@ pub struct Thresholds {
     pub orphan_older_than_ms: i64,
     /// Whether `maintain` looks after the table at all.
     pub enabled: bool,
+    /// Whether `maintain`'s compaction rewrites files of older partition specs into the current
+    /// one (Spark's `rewrite_data_files` leaves them unless asked, as `table compact` does).
+    pub rewrite_old_spec_files: bool,
     /// The policy's snapshot age for a table without `history.expire.max-snapshot-age-ms`.
     pub snapshot_max_age_ms: Option<i64>,
     /// The policy's snapshots kept for a table without `history.expire.min-snapshots-to-keep`.
@@ -101,6 +105,8 @@ pub struct PolicyValues {
     pub min_snapshots_to_keep: Option<usize>,
     /// See [`Thresholds::enabled`].
     pub enabled: Option<bool>,
+    /// See [`Thresholds::rewrite_old_spec_files`].
+    pub rewrite_old_spec_files: Option<bool>,
 }
 
 /// A `--policy` file: `[defaults]` and `[namespace."NS"]` sections of [`PolicyValues`].
@@ -124,14 +130,22 @@ impl Policy {
                  [namespace.\"NS\"] sections with the keys target-file-size-bytes, \
                  min-input-files, equality-delete-ratio, position-delete-ratio, \
                  score-file-count, orphan-interval, orphan-older-than, max-snapshot-age, \
-                 min-snapshots-to-keep, enabled (see docs/maintenance.md)"
+                 min-snapshots-to-keep, enabled, rewrite-old-spec-files (see \
+                 docs/maintenance.md)"
             ))
         })?;
         // Check every section now, not when a table first meets it.
         let empty = HashMap::new();
-        Thresholds::resolve_with(&empty, &[("[defaults]", &policy.defaults)])?;
-        for (ns, values) in &policy.namespace {
-            Thresholds::resolve_with(&empty, &[(&format!("[namespace.\"{ns}\"]"), values)])?;
+        let sections = std::iter::once(("[defaults]".to_string(), &policy.defaults)).chain(
+            policy
+                .namespace
+                .iter()
+                .map(|(ns, v)| (format!("[namespace.\"{ns}\"]"), v)),
+        );
+        for (section, values) in sections {
+            Thresholds::resolve_with(&empty, &[(&section, values)]).map_err(|e| {
+                Error::InvalidInput(format!("the policy file {origin}, section {section}: {e}"))
+            })?;
         }
         Ok(policy)
     }
@@ -303,18 +317,23 @@ impl Thresholds {
             &mut sources,
             "enabled",
             prop(&key("enabled")).map(|(k, v)| {
-                let parsed = match v.trim().to_ascii_lowercase().as_str() {
-                    "true" => Ok(true),
-                    "false" => Ok(false),
-                    _ => Err(Error::InvalidInput(format!(
-                        "the table property {k}={v} is neither true nor false"
-                    ))),
-                };
+                let parsed = boolean(&k, &v);
                 (k, parsed)
             }),
             layers,
             |l| l.enabled.map(Ok),
             true,
+        )?;
+        let rewrite_old_spec_files = pick(
+            &mut sources,
+            "rewrite_old_spec_files",
+            prop(&key("rewrite-old-spec-files")).map(|(k, v)| {
+                let parsed = boolean(&k, &v);
+                (k, parsed)
+            }),
+            layers,
+            |l| l.rewrite_old_spec_files.map(Ok),
+            false,
         )?;
         // Iceberg's own properties win; the policy only fills in for a table without them.
         let age_key = TableProperties::PROPERTY_MAX_SNAPSHOT_AGE_MS;
@@ -356,10 +375,21 @@ impl Thresholds {
             orphan_interval_ms,
             orphan_older_than_ms,
             enabled,
+            rewrite_old_spec_files,
             snapshot_max_age_ms,
             min_snapshots_to_keep,
             sources,
         })
+    }
+}
+
+fn boolean(key: &str, value: &str) -> Result<bool> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(Error::InvalidInput(format!(
+            "the table property {key}={value} is neither true nor false"
+        ))),
     }
 }
 
@@ -391,11 +421,12 @@ fn ratio_text(key: &str, value: &str) -> Result<f64> {
 }
 
 fn ratio(key: &str, r: f64) -> Result<f64> {
-    if r.is_finite() && r > 0.0 {
+    if r.is_finite() && r > 0.0 && r <= 1.0 {
         Ok(r)
     } else {
         Err(Error::InvalidInput(format!(
-            "{key} is {r}: it must be a share above 0, such as 0.1 (a tenth of the rows)"
+            "{key} is {r}: it must be a share above 0 and at most 1, such as 0.1 (a tenth of \
+             the rows)"
         )))
     }
 }
@@ -503,6 +534,7 @@ mod tests {
         );
         assert!(err(&[("iceberg-ops.maintain.orphan-older-than", "1d")]).contains("under 3 days"));
         assert!(err(&[("iceberg-ops.maintain.equality-delete-ratio", "-1")]).contains("above 0"));
+        assert!(err(&[("iceberg-ops.maintain.position-delete-ratio", "5")]).contains("at most 1"));
         assert!(err(&[("iceberg-ops.maintain.enabled", "maybe")]).contains("true nor false"));
         let e = Policy::parse("[defaults]\nmin-inptu-files = 3\n", "p.toml")
             .err()
@@ -514,5 +546,13 @@ mod tests {
             .map(|e| e.to_string())
             .unwrap_or_default();
         assert!(e.contains("under 3 days"), "{e}");
+        let e = Policy::parse("[namespace.\"a.b\"]\nmin-input-files = 0\n", "p.toml")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            e.contains("p.toml") && e.contains("[namespace.\"a.b\"]") && e.contains("at least 1"),
+            "{e}"
+        );
     }
 }

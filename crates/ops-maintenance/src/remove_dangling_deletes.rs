@@ -20,7 +20,7 @@ use std::pin::Pin;
 use iceberg::TableIdent;
 use iceberg::spec::Operation;
 use iceberg::table::Table;
-use ops_core::ops::live_deletes::LiveDelete;
+use ops_core::ops::live_deletes::{LiveDelete, referenced_path};
 use ops_core::ops::producer::{SnapshotProducer, commit_snapshot_from};
 use ops_core::ops::{
     LiveFile, ManifestCache, PartitionKey, each_live_data_file, each_live_delete_file,
@@ -174,9 +174,27 @@ async fn plan(table: &Table, cache: &ManifestCache) -> Result<(Vec<String>, usiz
         return Ok((Vec::new(), 0));
     }
     let touched: HashSet<PartitionKey> = deletes.iter().map(LiveDelete::key).collect();
+    // A file-scoped position delete is kept while the file it names is live with a sequence
+    // number it applies to, in whatever partition (Java indexes them by that path).
+    let mut scoped: HashMap<String, Vec<(usize, bool)>> = HashMap::new();
+    for (i, d) in deletes.iter().enumerate() {
+        if let Some(path) = referenced_path(&d.file) {
+            scoped.entry(path).or_default().push((i, false));
+        }
+    }
     let mut kept: Vec<LiveFile> = Vec::new();
     let mut oldest: Option<LiveFile> = None;
     each_live_data_file(snapshot, cache, |live| {
+        if let Some(entries) = scoped.get_mut(live.file.file_path()) {
+            for (i, referenced) in entries.iter_mut() {
+                if deletes
+                    .get(*i)
+                    .is_some_and(|d| live.sequence_number <= d.sequence_number)
+                {
+                    *referenced = true;
+                }
+            }
+        }
         if oldest
             .as_ref()
             .is_none_or(|o| live.sequence_number < o.sequence_number)
@@ -190,8 +208,15 @@ async fn plan(table: &Table, cache: &ManifestCache) -> Result<(Vec<String>, usiz
     })
     .await?;
     kept.extend(oldest);
-    let removed = dangling(&deletes, &kept, &touched, |spec| {
+    let still_named: HashSet<&str> = scoped
+        .values()
+        .flatten()
+        .filter(|(_, referenced)| *referenced)
+        .filter_map(|(i, _)| deletes.get(*i).map(|d| d.file.file_path()))
+        .collect();
+    let mut removed = dangling(&deletes, &kept, &touched, |spec| {
         crate::compact::unpartitioned(md, spec)
     });
+    removed.retain(|p| !still_named.contains(p.as_str()));
     Ok((removed, deletes.len()))
 }

@@ -27,6 +27,23 @@ pub fn may_reference(file: &DataFile, path: &str) -> bool {
         || within(file, path, |a, b| a.cmp(b))
 }
 
+/// The one data file a position delete file can reference, when its `file_path` bounds are
+/// equal (Spark's file-scoped deletes): Java's `ContentFileUtil.referencedDataFile`.
+pub fn referenced_path(file: &DataFile) -> Option<String> {
+    if file.content_type() != DataContentType::PositionDeletes {
+        return None;
+    }
+    let bound = |bounds: &HashMap<i32, iceberg::spec::Datum>| match bounds
+        .get(&DELETE_FILE_PATH_ID)
+        .map(|d| d.literal())
+    {
+        Some(PrimitiveLiteral::String(s)) => Some(s.clone()),
+        _ => None,
+    };
+    let lower = bound(file.lower_bounds())?;
+    (bound(file.upper_bounds()).as_deref() == Some(lower.as_str())).then_some(lower)
+}
+
 fn within(file: &DataFile, path: &str, cmp: impl Fn(&str, &str) -> Ordering) -> bool {
     if file.content_type() != DataContentType::PositionDeletes {
         return true;

@@ -124,7 +124,13 @@ pub struct PartitionHealth {
     pub equality_delete_records: u64,
     /// Amoro's score of the partition.
     pub score: Score,
-    /// Compaction would rewrite it now (see [`Due::compact_partitions`]).
+    /// At least `min-input-files` files below 75% of the target, the two smallest fitting in
+    /// one target-size file (the current spec only).
+    pub small_files_due: bool,
+    /// The records of the delete files that still apply pass a share of its rows (the
+    /// current spec only).
+    pub deletes_due: bool,
+    /// Compaction would rewrite it now: either of the above.
     pub compaction_due: bool,
 }
 
@@ -202,6 +208,8 @@ pub struct Markers {
     pub s3_tables: bool,
     /// `iceberg-ops.maintain.enabled`.
     pub maintain_enabled: bool,
+    /// An Iceberg v3 table: iceberg-ops does not rewrite it (row lineage, column defaults).
+    pub v3: bool,
 }
 
 /// The maintenance due now, by the thresholds.
@@ -210,6 +218,9 @@ pub struct Due {
     /// Partitions compaction would rewrite: at least `min-input-files` small files of which
     /// the two smallest fit in one target-size file, or delete records past a ratio.
     pub compact_partitions: u64,
+    /// Files of older partition specs to rewrite into the current one
+    /// (`iceberg-ops.maintain.rewrite-old-spec-files=true`).
+    pub rewrite_old_spec_files: bool,
     /// Snapshots (or refs) to expire.
     pub expire: bool,
     /// Dangling delete files to remove.
@@ -247,6 +258,8 @@ pub struct TableHealth {
     pub size_histogram: Vec<SizeBucket>,
     /// Partitions holding data or delete files.
     pub partition_count: u64,
+    /// Of those, the partitions holding data files.
+    pub data_partition_count: u64,
     /// Every partition, the lowest score first (then by name).
     pub partitions: Vec<PartitionHealth>,
     /// The largest partition against the median (two partitions or more).
@@ -307,7 +320,7 @@ pub struct HealthBuilder {
     handle: CatalogHandle,
     ident: TableIdent,
     policy: Policy,
-    catalog_arg: Option<String>,
+    command_args: String,
 }
 
 impl HealthBuilder {
@@ -317,7 +330,7 @@ impl HealthBuilder {
             handle: handle.clone(),
             ident,
             policy: Policy::default(),
-            catalog_arg: None,
+            command_args: String::new(),
         }
     }
 
@@ -327,21 +340,16 @@ impl HealthBuilder {
         self
     }
 
-    /// The catalog name the fix commands pass as `--catalog` (none: the default catalog).
-    pub fn catalog_arg(mut self, catalog: Option<String>) -> Self {
-        self.catalog_arg = catalog;
+    /// What the fix commands pass after the table name to reach it as this run did, e.g.
+    /// `--config FILE --catalog NAME` (empty: the default catalog).
+    pub fn command_args(mut self, args: impl Into<String>) -> Self {
+        self.command_args = args.into();
         self
     }
 
     async fn execute(self) -> Result<TableHealth> {
         let table = ops_core::commit::load_current(&self.handle, &self.ident).await?;
-        health_of(
-            &self.handle,
-            &table,
-            &self.policy,
-            self.catalog_arg.as_deref(),
-        )
-        .await
+        health_of(&self.handle, &table, &self.policy, &self.command_args).await
     }
 }
 
@@ -353,13 +361,13 @@ impl IntoFuture for HealthBuilder {
     }
 }
 
-/// The health of `table` as loaded (see the module docs); `catalog_arg` goes into the fix
-/// commands as `--catalog`.
+/// The health of `table` as loaded (see the module docs); `command_args` go into the fix
+/// commands after the table name (see [`HealthBuilder::command_args`]).
 pub async fn health_of(
     handle: &CatalogHandle,
     table: &Table,
     policy: &Policy,
-    catalog_arg: Option<&str>,
+    command_args: &str,
 ) -> Result<TableHealth> {
     let md = table.metadata();
     let ident = table.identifier().clone();
@@ -370,7 +378,7 @@ pub async fn health_of(
         format_version: md.format_version() as u8,
         thresholds: ThresholdsReport::from(&thresholds),
         // A table without a snapshot holds nothing to judge.
-        score: score::TableScore::default().finish(),
+        score: Score::FULL,
         ..TableHealth::default()
     };
 
@@ -406,11 +414,14 @@ pub async fn health_of(
         gc_enabled: markers::gc_enabled(md),
         s3_tables: handle.settings().kind() == CatalogKind::S3Tables,
         maintain_enabled: thresholds.enabled,
+        v3: md.format_version() == iceberg::spec::FormatVersion::V3,
     };
+    report.due.rewrite_old_spec_files =
+        thresholds.rewrite_old_spec_files && report.data.other_spec.files > 0;
     report.due.expire =
         !report.snapshots.expirable.is_empty() || !report.snapshots.expirable_refs.is_empty();
     report.due.dangling_deletes = report.deletes.dangling_files > 0;
-    report.problems = problems(&report, &ident, catalog_arg);
+    report.problems = problems(&report, &thresholds, &ident, command_args);
     Ok(report)
 }
 
@@ -444,12 +455,42 @@ async fn snapshots(
             "older than {} ({}), keeping at least {} per branch ({})",
             chrono::DateTime::from_timestamp_millis(due.rule.older_than_ms)
                 .map_or_else(|| due.rule.older_than_ms.to_string(), |t| t.to_rfc3339()),
-            due.rule.older_than_from,
+            // The policy's values are passed to the selection as explicit options: name them.
+            match (
+                thresholds.snapshot_max_age_ms,
+                thresholds.sources.get("max_snapshot_age")
+            ) {
+                (Some(age), Some(from)) =>
+                    format!("now minus {from} max-snapshot-age {}", age_text(age)),
+                _ => due.rule.older_than_from.clone(),
+            },
             due.rule.retain_last,
-            due.rule.retain_last_from
+            match (
+                thresholds.min_snapshots_to_keep,
+                thresholds.sources.get("min_snapshots_to_keep"),
+            ) {
+                (Some(n), Some(from)) => format!("{from} min-snapshots-to-keep {n}"),
+                _ => due.rule.retain_last_from.clone(),
+            },
         ),
     };
     Ok(())
+}
+
+/// `3d`, `5h`, `12m`, `40s`: the largest unit that divides the age.
+pub(crate) fn age_text(ms: i64) -> String {
+    let s = ms / 1000;
+    if s >= 86_400 && s % 86_400 == 0 {
+        format!("{}d", s / 86_400)
+    } else if s >= 3600 && s % 3600 == 0 {
+        format!("{}h", s / 3600)
+    } else if s >= 60 && s % 60 == 0 {
+        format!("{}m", s / 60)
+    } else if ms % 1000 == 0 {
+        format!("{s}s")
+    } else {
+        format!("{ms}ms")
+    }
 }
 
 async fn metadata_file(table: &Table) -> MetadataFile {
@@ -477,20 +518,35 @@ async fn metadata_file(table: &Table) -> MetadataFile {
     }
 }
 
-/// `iceberg-ops table ACTION NS.T [--catalog C] EXTRA`.
-fn command(action: &str, ident: &TableIdent, catalog: Option<&str>, extra: &str) -> String {
+/// `iceberg-ops table ACTION NS.T ARGS EXTRA`.
+fn command(action: &str, ident: &TableIdent, args: &str, extra: &[String]) -> String {
     let mut cmd = format!("iceberg-ops table {action} {ident}");
-    if let Some(c) = catalog {
-        cmd.push_str(&format!(" --catalog {c}"));
-    }
-    if !extra.is_empty() {
-        cmd.push(' ');
-        cmd.push_str(extra);
+    for part in std::iter::once(args).chain(extra.iter().map(String::as_str)) {
+        if !part.is_empty() {
+            cmd.push(' ');
+            cmd.push_str(part);
+        }
     }
     cmd
 }
 
-fn problems(r: &TableHealth, ident: &TableIdent, catalog: Option<&str>) -> Vec<Problem> {
+/// What `table compact` needs to judge as `maintain` does: the thresholds it would not find
+/// on its own (it reads `write.target-file-size-bytes` and defaults to 5 inputs).
+fn compact_args(t: &Thresholds) -> Vec<String> {
+    let mut out = Vec::new();
+    if t.sources
+        .get("target_file_size")
+        .is_some_and(|s| s.starts_with("policy"))
+    {
+        out.push(format!("--target-file-size {}", t.target_file_size));
+    }
+    if t.min_input_files != crate::compact::DEFAULT_MIN_INPUT_FILES {
+        out.push(format!("--min-input-files {}", t.min_input_files));
+    }
+    out
+}
+
+fn problems(r: &TableHealth, t: &Thresholds, ident: &TableIdent, args: &str) -> Vec<Problem> {
     let mut out = Vec::new();
     let mut push = |kind: &str, detail: String, fix: String| {
         out.push(Problem {
@@ -513,40 +569,31 @@ fn problems(r: &TableHealth, ident: &TableIdent, catalog: Option<&str>) -> Vec<P
             format!(
                 "resume the job (the same `migrate-data` command with its --checkpoint), or if \
                  it is abandoned: {}",
-                command("abandon-migration", ident, catalog, &format!("--job {job}"))
+                command("abandon-migration", ident, args, &[format!("--job {job}")])
             ),
         );
     }
-    let t = &r.thresholds;
-    let due_small = r
-        .partitions
-        .iter()
-        .filter(|p| p.compaction_due && p.fragments + p.undersized >= t.min_input_files as u64)
-        .count();
-    if due_small > 0 {
+    let small = r.partitions.iter().filter(|p| p.small_files_due).count();
+    if small > 0 {
         push(
             "small-files",
             format!(
-                "{due_small} partition(s) hold at least {} files under 75% of the {} target \
-                 ({} fragments and {} undersized files in the table)",
+                "{small} partition(s) hold at least {} files under 75% of the {} target that \
+                 can be combined ({} fragments and {} undersized files in the table)",
                 t.min_input_files,
                 human_bytes(t.target_file_size),
                 r.data.fragments.files,
                 r.data.undersized.files
             ),
-            command("compact", ident, catalog, ""),
+            command("compact", ident, args, &compact_args(t)),
         );
     }
-    let due_deletes = r
-        .partitions
-        .iter()
-        .filter(|p| p.compaction_due && deletes_past(p, t))
-        .count();
-    if due_deletes > 0 {
+    let deletes = r.partitions.iter().filter(|p| p.deletes_due).count();
+    if deletes > 0 {
         push(
             "deletes",
             format!(
-                "{due_deletes} partition(s) have delete records past the thresholds \
+                "{deletes} partition(s) have delete records past the thresholds \
                  (equality {:.0}%, position {:.0}% of their rows; the table: {} position and {} \
                  equality delete records against {} rows)",
                 t.equality_delete_ratio * 100.0,
@@ -555,7 +602,7 @@ fn problems(r: &TableHealth, ident: &TableIdent, catalog: Option<&str>) -> Vec<P
                 r.deletes.equality.records,
                 r.data.records
             ),
-            command("compact", ident, catalog, ""),
+            command("compact", ident, args, &compact_args(t)),
         );
     }
     if r.data.other_spec.files > 0 {
@@ -563,19 +610,30 @@ fn problems(r: &TableHealth, ident: &TableIdent, catalog: Option<&str>) -> Vec<P
             "old-spec-files",
             format!(
                 "{} data file(s) ({}) are of an older partition spec: filters on the current \
-                 partition fields cannot prune them",
+                 partition fields cannot prune them{}",
                 r.data.other_spec.files,
-                human_bytes(r.data.other_spec.bytes)
+                human_bytes(r.data.other_spec.bytes),
+                if t.rewrite_old_spec_files {
+                    ""
+                } else {
+                    " (maintain rewrites them only with \
+                     iceberg-ops.maintain.rewrite-old-spec-files=true)"
+                }
             ),
-            command("compact", ident, catalog, "--to-current-spec"),
+            command("compact", ident, args, &["--to-current-spec".to_string()]),
         );
     }
     if r.due.expire {
-        let extra = if r.markers.gc_enabled {
-            ""
-        } else {
-            "--keep-files"
-        };
+        let mut extra = Vec::new();
+        if let Some(age) = t.snapshot_max_age_ms {
+            extra.push(format!("--older-than {}", age_text(age)));
+        }
+        if let Some(n) = t.min_snapshots_to_keep {
+            extra.push(format!("--retain-last {n}"));
+        }
+        if !r.markers.gc_enabled {
+            extra.push("--keep-files".to_string());
+        }
         push(
             "snapshots",
             format!(
@@ -589,7 +647,7 @@ fn problems(r: &TableHealth, ident: &TableIdent, catalog: Option<&str>) -> Vec<P
                 },
                 r.snapshots.rule
             ),
-            command("expire-snapshots", ident, catalog, extra),
+            command("expire-snapshots", ident, args, &extra),
         );
     }
     if r.due.dangling_deletes {
@@ -599,17 +657,10 @@ fn problems(r: &TableHealth, ident: &TableIdent, catalog: Option<&str>) -> Vec<P
                 "{} delete file(s) can no longer apply to any live data file",
                 r.deletes.dangling_files
             ),
-            command("remove-dangling-deletes", ident, catalog, ""),
+            command("remove-dangling-deletes", ident, args, &[]),
         );
     }
     out
-}
-
-/// Whether a partition's delete records pass a ratio.
-fn deletes_past(p: &PartitionHealth, t: &ThresholdsReport) -> bool {
-    let rows = p.data_records as f64;
-    p.equality_delete_records as f64 > rows * t.equality_delete_ratio
-        || p.position_delete_records as f64 > rows * t.position_delete_ratio
 }
 
 /// `1.5 MiB`.

@@ -1,21 +1,21 @@
-//! Amoro's health score (`CommonPartitionEvaluator.getHealthScore`), per partition, and the
-//! table's as the mean of its partitions'.
+//! Amoro's health score (`CommonPartitionEvaluator.getHealthScore` and
+//! `AbstractOptimizingEvaluator.PendingInput`, as of Amoro 0.9: AMORO-3620 and AMORO-3736),
+//! per partition, and the table's from the partitions'.
 //!
 //! For a partition, with `files`, `bytes` and `records` those of the data files compaction
 //! would consider (fragments, undersized files, and well-sized files of a partition with delete
-//! files: Amoro counts a well-sized file only when deletes apply to it):
+//! files that apply: Amoro counts a well-sized file only when deletes apply to it):
 //!
 //! ```text
-//! table_penalty   = 0 if files <= 1, else min(files, F)/F * min(bytes, T)/T
-//! small_files     = 1 - min(bytes/files, U)/U      (the mean size; see partition_score)
-//! equality        = min(eq_records/records, R)/R
-//! position        = min(pos_records/records, 2R)/(2R)
-//! score           = ceil(100 - table_penalty * (40*small_files + 40*equality + 20*position))
+//! penalty          = 0 if files <= 1, else min(files, F)/F * min(bytes, U)/U
+//! small_files      = ceil(40 - penalty * 40 * (1 - min(bytes/files, U)/U))
+//! equality_deletes = ceil(40 - penalty * 40 * min(eq_records/records, R)/R)
+//! position_deletes = ceil(20 - penalty * 20 * min(pos_records/records, 2R)/(2R))
 //! ```
 //!
-//! F is `score-file-count` (12), T the target file size, U 75% of it, R the equality delete
-//! ratio (0.1). A table's score is the mean of its partitions' scores (each partition holding
-//! data counts; a partition that needs nothing scores 100), rounded up as Amoro rounds each.
+//! F is `score-file-count` (12), U 75% of the target, R the equality delete ratio (0.1). The
+//! table's part scores are the means of its partitions' (every partition holding data counts;
+//! one that needs nothing scores full marks), each rounded up, and its score their sum.
 
 use serde::Serialize;
 
@@ -31,17 +31,27 @@ pub(crate) struct ScoreInput {
     pub position_delete_records: u64,
 }
 
-/// A score and the points each part took off it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+/// A score and its parts, each out of its weight (Amoro's `HealthScoreInfo`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Score {
-    /// 0 (needs care) to 100 (healthy).
+    /// 0 (needs care) to 100 (healthy): the sum of the parts.
     pub score: u32,
-    /// Points lost to small files (at most 40).
-    pub small_files: f64,
-    /// Points lost to equality deletes (at most 40).
-    pub equality_deletes: f64,
-    /// Points lost to position deletes (at most 20).
-    pub position_deletes: f64,
+    /// Out of 40: small files.
+    pub small_files: u32,
+    /// Out of 40: equality deletes.
+    pub equality_deletes: u32,
+    /// Out of 20: position deletes.
+    pub position_deletes: u32,
+}
+
+impl Score {
+    /// Full marks.
+    pub const FULL: Score = Score {
+        score: 100,
+        small_files: 40,
+        equality_deletes: 40,
+        position_deletes: 20,
+    };
 }
 
 fn normalized(numerator: f64, denominator: f64) -> f64 {
@@ -55,22 +65,19 @@ fn normalized(numerator: f64, denominator: f64) -> f64 {
 /// One partition's score.
 pub(crate) fn partition_score(input: &ScoreInput, t: &Thresholds) -> Score {
     let files = input.files as f64;
-    let table_penalty = if input.files <= 1 {
+    let undersized = t.min_file_size as f64;
+    let penalty = if input.files <= 1 {
         0.0
     } else {
-        normalized(files, t.score_file_count as f64)
-            * normalized(input.bytes as f64, t.target_file_size as f64)
+        normalized(files, t.score_file_count as f64) * normalized(input.bytes as f64, undersized)
     };
-    // Amoro writes `getNormalizedRatio(dataFilesSize, dataFiles)`, min(bytes, files) / files:
-    // 1 byte whenever a file holds one, so its small-file penalty is always full. The mean is
-    // what its documentation describes, and what this uses.
     let average = if input.files == 0 {
         0.0
     } else {
         input.bytes as f64 / files
     };
     let records = input.records as f64;
-    let small = 1.0 - normalized(average, t.min_file_size as f64);
+    let small = 1.0 - normalized(average, undersized);
     let eq = normalized(
         normalized(input.equality_delete_records as f64, records),
         t.equality_delete_ratio,
@@ -79,17 +86,14 @@ pub(crate) fn partition_score(input: &ScoreInput, t: &Thresholds) -> Score {
         normalized(input.position_delete_records as f64, records),
         t.equality_delete_ratio * 2.0,
     );
-    let parts = [
-        table_penalty * 40.0 * small,
-        table_penalty * 40.0 * eq,
-        table_penalty * 20.0 * pos,
-    ];
-    let lost: f64 = parts.iter().sum();
+    let part = |weight: f64, factor: f64| (weight - penalty * weight * factor).ceil() as u32;
+    let (small_files, equality_deletes, position_deletes) =
+        (part(40.0, small), part(40.0, eq), part(20.0, pos));
     Score {
-        score: (100.0 - lost).ceil().clamp(0.0, 100.0) as u32,
-        small_files: parts[0],
-        equality_deletes: parts[1],
-        position_deletes: parts[2],
+        score: small_files + equality_deletes + position_deletes,
+        small_files,
+        equality_deletes,
+        position_deletes,
     }
 }
 
@@ -97,33 +101,32 @@ pub(crate) fn partition_score(input: &ScoreInput, t: &Thresholds) -> Score {
 #[derive(Debug, Default)]
 pub(crate) struct TableScore {
     partitions: u64,
-    total: f64,
-    parts: [f64; 3],
+    parts: [u64; 3],
 }
 
 impl TableScore {
     pub fn add(&mut self, s: &Score) {
         self.partitions += 1;
-        self.total += f64::from(s.score);
-        self.parts[0] += s.small_files;
-        self.parts[1] += s.equality_deletes;
-        self.parts[2] += s.position_deletes;
+        self.parts[0] += u64::from(s.small_files);
+        self.parts[1] += u64::from(s.equality_deletes);
+        self.parts[2] += u64::from(s.position_deletes);
     }
 
     pub fn finish(&self) -> Score {
         if self.partitions == 0 {
-            return Score {
-                score: 100,
-                ..Score::default()
-            };
+            return Score::FULL;
         }
-        let n = self.partitions as f64;
-        let round = |v: f64| (v * 10.0).round() / 10.0;
+        let mean = |total: u64| total.div_ceil(self.partitions) as u32;
+        let (small_files, equality_deletes, position_deletes) = (
+            mean(self.parts[0]),
+            mean(self.parts[1]),
+            mean(self.parts[2]),
+        );
         Score {
-            score: (self.total / n).ceil().clamp(0.0, 100.0) as u32,
-            small_files: round(self.parts[0] / n),
-            equality_deletes: round(self.parts[1] / n),
-            position_deletes: round(self.parts[2] / n),
+            score: small_files + equality_deletes + position_deletes,
+            small_files,
+            equality_deletes,
+            position_deletes,
         }
     }
 }
@@ -145,8 +148,8 @@ mod tests {
 
     #[test]
     fn amoro_by_hand() {
-        // 24 files of 1 MB against a 128 MB target: table penalty min(24,12)/12 *
-        // min(24MB,128MB)/128MB = 0.1875; small = 1 - 1/96 (U = 96 MB).
+        // The docs' example: 24 files of 1 MB against a 128 MB target (U = 96 MB): penalty
+        // min(24,12)/12 * min(24MB, 96MB)/96MB = 0.25.
         let t = thresholds(128_000_000);
         let s = partition_score(
             &ScoreInput {
@@ -158,19 +161,17 @@ mod tests {
             },
             &t,
         );
-        let penalty = 0.1875;
-        let small = 1.0 - 1.0 / 96.0;
-        assert!(
-            (s.small_files - penalty * 40.0 * small).abs() < 1e-9,
-            "{s:?} {t:?}"
+        // ceil(40 - 0.25*40*(1 - 1/96)) = ceil(30.10) = 31; ceil(40 - 0.25*40*0.5) = 35;
+        // ceil(20 - 0.25*20*1) = 15 (the position share capped at 2R).
+        assert_eq!(
+            s,
+            Score {
+                score: 81,
+                small_files: 31,
+                equality_deletes: 35,
+                position_deletes: 15
+            }
         );
-        assert!((s.equality_deletes - penalty * 40.0 * 0.5).abs() < 1e-9);
-        assert!(
-            (s.position_deletes - penalty * 20.0).abs() < 1e-9,
-            "capped at 2R"
-        );
-        let lost = penalty * (40.0 * small + 40.0 * 0.5 + 20.0);
-        assert_eq!(s.score, (100.0 - lost).ceil() as u32);
         // One file, or none: no penalty.
         let one = ScoreInput {
             files: 1,
@@ -178,24 +179,30 @@ mod tests {
             records: 1,
             ..ScoreInput::default()
         };
-        assert_eq!(partition_score(&one, &t).score, 100);
-        // The worst: 12+ fragments filling the target, half the rows deleted both ways.
+        assert_eq!(partition_score(&one, &t), Score::FULL);
+        // The worst: 12+ fragments filling U, every row deleted both ways.
         let worst = ScoreInput {
             files: 1_000_000,
-            bytes: 128_000_000,
+            bytes: 96_000_000,
             records: 100,
             equality_delete_records: 100,
             position_delete_records: 100,
         };
         let s = partition_score(&worst, &t);
         assert!(s.score <= 1, "{s:?}");
+        // The table: each part the mean of the partitions', rounded up, then summed.
         let mut table = TableScore::default();
-        table.add(&partition_score(&worst, &t));
-        table.add(&partition_score(&one, &t));
+        table.add(&s);
+        table.add(&Score::FULL);
+        let want = |a: u32, b: u32| (a + b).div_ceil(2);
+        let got = table.finish();
+        assert_eq!(got.small_files, want(s.small_files, 40));
+        assert_eq!(got.equality_deletes, want(s.equality_deletes, 40));
+        assert_eq!(got.position_deletes, want(s.position_deletes, 20));
         assert_eq!(
-            table.finish().score,
-            ((s.score + 100) as f64 / 2.0).ceil() as u32
+            got.score,
+            got.small_files + got.equality_deletes + got.position_deletes
         );
-        assert_eq!(TableScore::default().finish().score, 100);
+        assert_eq!(TableScore::default().finish(), Score::FULL);
     }
 }

@@ -32,7 +32,7 @@ use serde::Serialize;
 use crate::BeforeCommitHook;
 use crate::compact::CompactBuilder;
 use crate::expire_snapshots::ExpireSnapshotsBuilder;
-use crate::health::{TableHealth, health_of};
+use crate::health::{TableHealth, age_text, health_of};
 use crate::policy::{Policy, Thresholds};
 use crate::remove_dangling_deletes::RemoveDanglingDeletesBuilder;
 use crate::remove_orphans::RemoveOrphansBuilder;
@@ -137,6 +137,38 @@ pub struct TableRun {
     pub after: Option<Footprint>,
 }
 
+impl TableRun {
+    fn new(table: String) -> Self {
+        Self {
+            table,
+            outcome: TableOutcome::NothingDue,
+            reason: None,
+            score_before: None,
+            tasks: Vec::new(),
+            before: None,
+            after: None,
+        }
+    }
+}
+
+/// The key of `ident` of `handle`'s catalog in the state file and its lease:
+/// `NAME@FINGERPRINT/NS.T`, the fingerprint a hash of the catalog's type, URI and warehouse, so
+/// two configurations naming different catalogs alike do not share a table's state.
+pub fn state_key(handle: &CatalogHandle, ident: &TableIdent) -> String {
+    let settings = handle.settings();
+    let identity: Vec<&str> = ["type", "uri", "warehouse", "table_bucket_arn"]
+        .iter()
+        .map(|k| settings.iceberg_property(k).unwrap_or(""))
+        .collect();
+    let fingerprint = identity
+        .join("\u{1f}")
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+    format!("{}@{:08x}/{ident}", handle.name(), fingerprint >> 32)
+}
+
 /// A whole run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct MaintainReport {
@@ -166,7 +198,7 @@ pub struct MaintainBuilder {
     dry_run: bool,
     concurrency: usize,
     state: Arc<State>,
-    catalog_arg: Option<String>,
+    command_args: String,
     before_commit: Option<BeforeCommitHook>,
 }
 
@@ -180,7 +212,7 @@ impl MaintainBuilder {
             dry_run: false,
             concurrency: 1,
             state: Arc::new(state),
-            catalog_arg: None,
+            command_args: String::new(),
             before_commit: None,
         }
     }
@@ -203,9 +235,10 @@ impl MaintainBuilder {
         self
     }
 
-    /// The catalog name the report's commands pass as `--catalog`.
-    pub fn catalog_arg(mut self, catalog: Option<String>) -> Self {
-        self.catalog_arg = catalog;
+    /// What the commands the report names pass after the table name (see
+    /// [`crate::health::HealthBuilder::command_args`]).
+    pub fn command_args(mut self, args: impl Into<String>) -> Self {
+        self.command_args = args.into();
         self
     }
 
@@ -222,7 +255,18 @@ impl MaintainBuilder {
         let mut tables: Vec<TableRun> = futures::stream::iter(this.tables.clone())
             .map(|ident| {
                 let this = this.clone();
-                async move { this.table(ident).await }
+                let name = ident.to_string();
+                // Each table in a task of its own: a panic in one is that table's failure.
+                async move {
+                    match tokio::spawn(async move { this.table(ident).await }).await {
+                        Ok(run) => run,
+                        Err(e) => TableRun {
+                            outcome: TableOutcome::Failed,
+                            reason: Some(format!("its maintenance stopped: {e}")),
+                            ..TableRun::new(name)
+                        },
+                    }
+                }
             })
             .buffer_unordered(this.concurrency)
             .collect()
@@ -235,21 +279,8 @@ impl MaintainBuilder {
         })
     }
 
-    /// The key of `ident` in the state file and its lease.
-    fn key(&self, ident: &TableIdent) -> String {
-        format!("{}/{ident}", self.handle.name())
-    }
-
     async fn table(&self, ident: TableIdent) -> TableRun {
-        let mut run = TableRun {
-            table: ident.to_string(),
-            outcome: TableOutcome::NothingDue,
-            reason: None,
-            score_before: None,
-            tasks: Vec::new(),
-            before: None,
-            after: None,
-        };
+        let mut run = TableRun::new(ident.to_string());
         let failed = |mut run: TableRun, e: String| {
             run.outcome = TableOutcome::Failed;
             run.reason = Some(e);
@@ -260,34 +291,29 @@ impl MaintainBuilder {
             Err(e) => return failed(run, e.to_string()),
         };
         run.before = Some(Footprint::of(&table));
-        let health = match health_of(
-            &self.handle,
-            &table,
-            &self.policy,
-            self.catalog_arg.as_deref(),
-        )
-        .await
-        {
-            Ok(h) => h,
-            Err(e) => return failed(run, e.to_string()),
-        };
-        run.score_before = Some(health.score.score);
-        if let Some(why) = skip_reason(&health) {
-            run.outcome = TableOutcome::Skipped;
-            run.reason = Some(why);
-            return run;
-        }
         let namespace: Vec<String> = ident.namespace().iter().cloned().collect();
         let thresholds = match Thresholds::of(table.metadata(), &namespace, &self.policy) {
             Ok(t) => t,
             Err(e) => return failed(run, e.to_string()),
         };
-        let key = self.key(&ident);
-        let orphans_due = match self.orphans_due(&key, &thresholds) {
+        // What keeps the table out is read from its metadata before any manifest.
+        if let Some(why) = skip_reason(&self.handle, &table, &thresholds) {
+            run.outcome = TableOutcome::Skipped;
+            run.reason = Some(why);
+            return run;
+        }
+        let health = match health_of(&self.handle, &table, &self.policy, &self.command_args).await {
+            Ok(h) => h,
+            Err(e) => return failed(run, e.to_string()),
+        };
+        run.score_before = Some(health.score.score);
+        let key = state_key(&self.handle, &ident);
+        let orphans_due = match self.orphans_due(&key, &thresholds).await {
             Ok(d) => d,
             Err(e) => return failed(run, e.to_string()),
         };
-        let anything_due = health.due.compact_partitions > 0
+        let compaction_due = health.due.compact_partitions > 0 || health.due.rewrite_old_spec_files;
+        let anything_due = compaction_due
             || health.due.dangling_deletes
             || health.due.expire
             || orphans_due.is_some();
@@ -295,11 +321,15 @@ impl MaintainBuilder {
             return run;
         }
         // Only a run that will act takes the lease (a dry run writes nothing either way).
-        let _lease = if self.dry_run {
-            None
+        let (_lease, orphans_due) = if self.dry_run {
+            (None, orphans_due)
         } else {
-            match self.state.lease(&key) {
-                Ok(Ok(lease)) => Some(lease),
+            match self.state.lease(&key).await {
+                // Judged again under the lease: a run that held it may have just cleaned up.
+                Ok(Ok(lease)) => match self.orphans_due(&key, &thresholds).await {
+                    Ok(due) => (Some(lease), due),
+                    Err(e) => return failed(run, e.to_string()),
+                },
                 Ok(Err(held)) => {
                     run.outcome = TableOutcome::Skipped;
                     run.reason = Some(held);
@@ -309,14 +339,29 @@ impl MaintainBuilder {
             }
         };
 
-        if health.due.compact_partitions > 0 {
-            run.tasks
-                .push(self.compact(&ident, &thresholds, &health).await);
+        let mut compacted = false;
+        if compaction_due {
+            let task = self.compact(&ident, &thresholds, &health).await;
+            compacted = task.status == TaskStatus::Done;
+            run.tasks.push(task);
         }
         if health.due.dangling_deletes {
             run.tasks.push(self.dangling(&ident, &health).await);
         }
-        if health.due.expire {
+        // A compaction's commit can make the snapshot it replaced expirable at once (a short
+        // `max-snapshot-age`): judged again, so a second run has nothing left to do.
+        let expire_due = if compacted && !health.due.expire {
+            match self.expiry_due_now(&ident, &thresholds).await {
+                Ok(due) => due,
+                Err(e) => {
+                    run.tasks.push(failed_task("expire-snapshots", "", e));
+                    false
+                }
+            }
+        } else {
+            health.due.expire
+        };
+        if expire_due {
             run.tasks
                 .push(self.expire(&ident, &thresholds, &health).await);
         }
@@ -336,12 +381,12 @@ impl MaintainBuilder {
             run.reason = Some(format!("{} failed", failed.join(", ")));
             TableOutcome::Failed
         } else if !statuses.is_empty() && statuses.iter().all(|s| *s == TaskStatus::Skipped) {
+            // Only the tasks that delete files are skipped, and only on a gc.enabled=false
+            // table: said once here, each task says what it would have done.
             run.reason = Some(
-                run.tasks
-                    .iter()
-                    .map(|t| format!("{}: {}", t.task, t.detail))
-                    .collect::<Vec<_>>()
-                    .join("; "),
+                "gc.enabled=false: maintain deletes none of its files, so its due expiry and \
+                 orphan cleanup are left"
+                    .to_string(),
             );
             TableOutcome::Skipped
         } else if self.dry_run {
@@ -359,14 +404,28 @@ impl MaintainBuilder {
         run
     }
 
+    /// Whether an expiry would remove anything from the table as it is now.
+    async fn expiry_due_now(&self, ident: &TableIdent, t: &Thresholds) -> Result<bool> {
+        let table = ops_core::commit::load_current(&self.handle, ident).await?;
+        let due = crate::expire_snapshots::due(
+            &self.handle,
+            &table,
+            t.snapshot_max_age_ms
+                .map(|age| ops_core::run_mark::now_ms().saturating_sub(age)),
+            t.min_snapshots_to_keep,
+        )
+        .await?;
+        Ok(!due.expired.is_empty() || !due.removed_refs.is_empty())
+    }
+
     /// Why orphan cleanup is due now, if it is.
-    fn orphans_due(&self, key: &str, t: &Thresholds) -> Result<Option<String>> {
+    async fn orphans_due(&self, key: &str, t: &Thresholds) -> Result<Option<String>> {
         let now = ops_core::run_mark::now_ms();
-        Ok(match self.state.orphans_last_run(key)? {
+        Ok(match self.state.orphans_last_run(key).await? {
             None => Some("never run by maintain".to_string()),
             Some(last) if now.saturating_sub(last) >= t.orphan_interval_ms => Some(format!(
                 "last run {} ago (interval {})",
-                age_text(now.saturating_sub(last)),
+                rough_age(now.saturating_sub(last)),
                 age_text(t.orphan_interval_ms)
             )),
             Some(_) => None,
@@ -381,6 +440,7 @@ impl MaintainBuilder {
         let mut builder = CompactBuilder::new(&self.handle, ident.clone())
             .target_file_size(t.target_file_size)
             .min_input_files(t.min_input_files)
+            .to_current_spec(t.rewrite_old_spec_files)
             .dry_run(self.dry_run);
         if let Some(hook) = &self.before_commit {
             builder = builder.before_commit(hook.clone());
@@ -577,24 +637,32 @@ impl IntoFuture for MaintainBuilder {
     }
 }
 
-/// Why a table is left alone entirely, if it is.
-fn skip_reason(h: &TableHealth) -> Option<String> {
-    if h.markers.s3_tables {
+/// Why a table is left alone entirely, if it is (read from its metadata alone).
+fn skip_reason(handle: &CatalogHandle, table: &Table, t: &Thresholds) -> Option<String> {
+    let md = table.metadata();
+    if handle.settings().kind() == ops_core::CatalogKind::S3Tables {
         return Some(
             "an S3 Tables table: the service compacts it, expires its snapshots and removes \
              unreferenced files (see `aws s3tables get-table-maintenance-configuration`)"
                 .to_string(),
         );
     }
-    if !h.markers.maintain_enabled {
+    if !t.enabled {
         return Some("iceberg-ops.maintain.enabled=false".to_string());
     }
-    if let Some((job, since)) = h.markers.running_migrations.first() {
+    if let Some((job, since)) = ops_core::ops::markers::running_migrations(md).first() {
         return Some(format!(
             "unfinished migration job '{job}' (started {since}) writes to it; maintained once \
              it finishes (or `iceberg-ops table abandon-migration {} --job {job}`)",
-            h.table
+            table.identifier()
         ));
+    }
+    if md.format_version() == iceberg::spec::FormatVersion::V3 {
+        return Some(
+            "an Iceberg v3 table: iceberg-ops rewrites only v1 and v2 tables (v3 row lineage \
+             and column defaults would not be preserved)"
+                .to_string(),
+        );
     }
     None
 }
@@ -622,10 +690,10 @@ fn skipped(name: &str, why: &str) -> TaskRun {
     }
 }
 
-/// `3d`, `5h`, `12m`, `40s`.
-fn age_text(ms: i64) -> String {
+/// An age rounded down to its largest unit: `3d`, `5h`, `12m`, `40s`.
+fn rough_age(ms: i64) -> String {
     let s = ms / 1000;
-    if s >= 86_400 && s % 86_400 == 0 || s >= 10 * 86_400 {
+    if s >= 86_400 {
         format!("{}d", s / 86_400)
     } else if s >= 3600 {
         format!("{}h", s / 3600)
