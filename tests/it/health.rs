@@ -421,6 +421,41 @@ async fn each_threshold_crossed_alone() -> TestResult {
     assert!(h.problems.is_empty(), "{:?}", h.problems);
     assert_eq!(h.deletes.position.files, 0);
 
+    // A Spark delete scoped to one file (its `file_path` bounds name it) dangles once that
+    // file is rewritten, although its partition still holds older data it could apply to by
+    // sequence number: judged by the file it names, and removed.
+    let scoped = orders_table(&handle, "th", "scoped", &mib).await?;
+    append(&handle, &scoped, &rows(0, 10, "eu")).await?;
+    let named = paths_in(&handle, &scoped, "eu").await?.remove(0);
+    append(&handle, &scoped, &rows(10, 10, "eu")).await?;
+    let table = handle.catalog().load_table(&scoped).await?;
+    commit_spark_position_delete(&handle, &table, &named, region("eu"), &[0]).await?;
+    let h = health(&handle, &scoped).await?;
+    assert_eq!(h.deletes.dangling_files, 0, "it applies: {:?}", h.deletes);
+    // Copy-on-write rewrites the named file (ids 0-9) without id 1; the other stays.
+    DeleteBuilder::new(&handle, scoped.clone())
+        .with_filter_text("id = 1")
+        .await?;
+    let h = health(&handle, &scoped).await?;
+    assert_eq!(
+        (h.deletes.dangling_files, kinds(&h)),
+        (1, vec!["dangling-deletes"]),
+        "{:?}",
+        h.deletes
+    );
+    let (_, m) = RemoveDanglingDeletesBuilder::new(&handle, scoped.clone()).await?;
+    assert_eq!(m.removed.len(), 1, "{m:?}");
+    let rows_left = ops_tests::oracle::pyiceberg(
+        "c",
+        &db.props,
+        "emit(len(rows(catalog.load_table('th.scoped'))))",
+    )?;
+    assert_eq!(
+        rows_left,
+        json!(18),
+        "20 rows, one deleted by position, one by the filter"
+    );
+
     // Files of an older spec.
     let spec = orders_table(&handle, "th", "spec", &mib).await?;
     append(&handle, &spec, &rows(0, 10, "eu")).await?;

@@ -562,3 +562,51 @@ async fn maintain_on_glue_and_s3_tables() -> TestResult {
     );
     Ok(())
 }
+
+/// A compaction's commit can make the snapshot it replaced expirable at once (a retention of
+/// a second): the same run expires it, and a second run finds nothing to do.
+#[tokio::test(flavor = "multi_thread")]
+async fn expiry_is_judged_again_after_a_compaction() -> TestResult {
+    let db = SqlCatalog::sqlite()?;
+    let handle = open("c", &db.props).await?;
+    let t = orders_table(
+        &handle,
+        "again",
+        "orders",
+        &[MIB, ("history.expire.max-snapshot-age-ms", "1000")],
+    )
+    .await?;
+    // Six files in one snapshot: compaction is due, expiry is not (one snapshot, kept).
+    let table = handle.catalog().load_table(&t).await?;
+    let mut files = Vec::new();
+    for i in 0..6 {
+        let batch = orders_batch(&table, &rows(i * 10, 10, "eu"))?;
+        files.extend(
+            ops_core::write::write_data_files(&table, futures::stream::iter([Ok(batch)])).await?,
+        );
+    }
+    ops_core::ops::append::AppendBuilder::new(&handle, t.clone())
+        .with_files(files)
+        .await?;
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let h = crate::health::health(&handle, &t).await?;
+    assert!(!h.due.expire && h.due.compact_partitions == 1, "{h:?}");
+    let dir = tempfile::tempdir()?;
+    let state = fresh_state(dir.path(), &handle, std::slice::from_ref(&t), "").await?;
+    let report = MaintainBuilder::new(&handle, vec![t.clone()], State::at(&state)?).await?;
+    assert_eq!(
+        summary(&report)[0].2,
+        vec![
+            task("compact", TaskStatus::Done),
+            task("expire-snapshots", TaskStatus::Done)
+        ],
+        "{report:#?}"
+    );
+    let again = MaintainBuilder::new(&handle, vec![t.clone()], State::at(&state)?).await?;
+    assert_eq!(
+        again.tables[0].outcome,
+        TableOutcome::NothingDue,
+        "{again:#?}"
+    );
+    Ok(())
+}

@@ -1219,15 +1219,42 @@ pub(crate) fn partition_name(
         .map(|(i, field)| {
             let shown = match value.fields().get(i).and_then(Option::as_ref) {
                 None => "null".to_string(),
-                Some(v) => types
-                    .and_then(|t| t.fields().get(i))
-                    .and_then(|f| human(&f.field_type, v))
+                Some(v) => time_label(field.transform, v)
+                    .or_else(|| {
+                        types
+                            .and_then(|t| t.fields().get(i))
+                            .and_then(|f| human(&f.field_type, v))
+                    })
                     .unwrap_or_else(|| format!("{v:?}")),
             };
             format!("{}={shown}", field.name)
         })
         .collect::<Vec<_>>()
         .join("/")
+}
+
+/// A `year`, `month` or `hour` partition value as Java's `Transform.toHumanString` prints it
+/// (`2026`, `2026-01`, `2026-01-22-09`); iceberg-rust prints the ordinal.
+fn time_label(transform: Transform, value: &Literal) -> Option<String> {
+    let Literal::Primitive(PrimitiveLiteral::Int(n)) = value else {
+        return None;
+    };
+    let n = i64::from(*n);
+    let epoch = chrono::NaiveDate::from_ymd_opt(1970, 1, 1)?;
+    match transform {
+        Transform::Year => Some(format!("{:04}", 1970 + n)),
+        Transform::Month => {
+            let (year, month) = (1970 + n.div_euclid(12), n.rem_euclid(12) + 1);
+            Some(format!("{year:04}-{month:02}"))
+        }
+        Transform::Hour => {
+            let at = epoch
+                .and_hms_opt(0, 0, 0)?
+                .checked_add_signed(chrono::TimeDelta::try_hours(n)?)?;
+            Some(at.format("%Y-%m-%d-%H").to_string())
+        }
+        _ => None,
+    }
 }
 
 /// A partition value as Iceberg prints it, when the value is of (or widens to) `ty`.
@@ -1534,6 +1561,19 @@ mod tests {
     /// A partition written before its source column was widened keeps its `int`/`float`
     /// value; the report shows it as its promoted value instead of panicking, and NULL apart
     /// from the string "null".
+    #[test]
+    fn year_month_and_hour_partitions_are_named_as_java_names_them() {
+        let at = |t: Transform, n: i32| time_label(t, &Literal::int(n));
+        assert_eq!(at(Transform::Year, 9).as_deref(), Some("1979"));
+        assert_eq!(at(Transform::Month, 625).as_deref(), Some("2022-02"));
+        assert_eq!(at(Transform::Month, -1).as_deref(), Some("1969-12"));
+        assert_eq!(
+            at(Transform::Hour, 491_769).as_deref(),
+            Some("2026-02-06-09")
+        );
+        assert_eq!(at(Transform::Day, 3).as_deref(), None);
+    }
+
     #[test]
     fn partition_names_of_values_written_before_a_widening() -> Result<()> {
         let schema = Arc::new(
