@@ -1,8 +1,10 @@
 //! # ops-maintenance: table maintenance for Apache Iceberg
 //!
 //! It owns one concept: **maintenance** — rewriting and removing the files of a table that
-//! other writers filled, without changing its rows: compaction, snapshot expiry and orphan file
-//! cleanup (Java's `RewriteDataFiles`, `ExpireSnapshots`, `DeleteOrphanFiles`). It stands on
+//! other writers filled, without changing its rows: compaction, snapshot expiry, orphan file
+//! cleanup and dangling delete removal (Java's `RewriteDataFiles`, `ExpireSnapshots`,
+//! `DeleteOrphanFiles`, `RemoveDanglingDeletes`) — and judging when a table needs them
+//! (`health`, Amoro's evaluator) and giving it what is due, unattended (`maintain`). It stands on
 //! ops-core (catalogs, the commit path, scans and writes); ops-core knows nothing of it, so a
 //! service that embeds only table operations does not compile the maintenance planner.
 //! ops-datamig does depend on it: a migration can compact and expire its own job's snapshots.
@@ -21,6 +23,10 @@
 //! | `dangling_deletes` | delete files no live data file needs any more, dropped in compaction's commit | — |
 //! | [`expire_snapshots`] | remove old snapshots, then the files only they referenced | — |
 //! | [`remove_orphans`] | delete files under the location no metadata references | (no commit) |
+//! | [`remove_dangling_deletes`] | delete files no live data file can take any more | `replace` |
+//! | [`policy`] | the thresholds a table is judged by (properties, a policy file, defaults) | — |
+//! | [`health`] | what a table needs, from its metadata, with a score and a command per problem | (reads only) |
+//! | [`maintain`] | the due operations on many tables, with a state file and leases | (theirs) |
 //!
 //! The markers these operations honour (a running migration's, `gc.enabled`) are written by
 //! migrations, so they live in ops-core ([`ops_core::ops::markers`]), as does the check that
