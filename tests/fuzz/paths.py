@@ -429,6 +429,11 @@ def make_params(env, case, path):
                 p["sort_by"] = rng.choice(prims)[0][0]
     elif path == "expire":
         p["retain_last"] = rng.choice([1, 1, 2, 3])
+    elif path == "maintain":
+        p["target"] = rng.choice([None, 1, 2000, 10 ** 9])
+        p["min_input_files"] = rng.choice([1, 2, 5])
+        p["max_snapshot_age"] = rng.choice([None, None, "1s"])
+        p["rewrite_old_spec_files"] = rng.random() < 0.3
     elif path == "orphans":
         p["junk"] = rng.sample(["data/junk-orphan.parquet", "metadata/junk-orphan.avro",
                                 "data/p=x/junk.parquet", "junk-top.txt", "data/.hidden-junk",
@@ -969,13 +974,158 @@ def run_orphans(env, case, path, params):
     return res
 
 
+# ---------------------------------------------------------------- health and maintain
+
+
+def pyiceberg_counts(table):
+    """What health counts, as PyIceberg's manifest reader sees the current snapshot."""
+    out = {"files": 0, "bytes": 0, "records": 0, "pos_files": 0, "pos_records": 0, "eq_files": 0,
+           "eq_records": 0, "data_manifests": 0, "delete_manifests": 0}
+    snap = table.current_snapshot()
+    if snap is None:
+        return out
+    for m in snap.manifests(table.io):
+        out["data_manifests" if int(m.content) == 0 else "delete_manifests"] += 1
+        for e in m.fetch_manifest_entry(table.io, discard_deleted=True):
+            d = e.data_file
+            c = int(d.content)
+            if c == 0:
+                out["files"] += 1
+                out["bytes"] += d.file_size_in_bytes
+                out["records"] += d.record_count
+            elif c == 1:
+                out["pos_files"] += 1
+                out["pos_records"] += d.record_count
+            else:
+                out["eq_files"] += 1
+                out["eq_records"] += d.record_count
+    return out
+
+
+def run_health(env, case, path, params):
+    res = Result(path)
+    t = env.load("src.t")
+    r = env.cli("table", "health", "src.t", "--catalog", "fuzz", "--output", "json")
+    if not cli_outcome(res, r):
+        return res
+    try:
+        h = json.loads(r.out)
+    except ValueError as e:
+        return res.fail("json", f"table health printed no JSON: {e}: {r.out[:300]}")
+    try:
+        want = pyiceberg_counts(t)
+    except Exception as e:  # noqa: BLE001
+        return res.set("no-oracle", f"PyIceberg cannot read the manifests: {type(e).__name__}: {str(e)[:300]}")
+    got = {"files": h["data"]["files"], "bytes": h["data"]["bytes"], "records": h["data"]["records"],
+           "pos_files": h["deletes"]["position"]["files"], "pos_records": h["deletes"]["position"]["records"],
+           "eq_files": h["deletes"]["equality"]["files"], "eq_records": h["deletes"]["equality"]["records"],
+           "data_manifests": h["manifests"]["data"], "delete_manifests": h["manifests"]["delete"]}
+    for k in want:
+        if got[k] != want[k]:
+            res.fail("health-" + k, f"health counts {k} = {got[k]}, PyIceberg {want[k]}")
+    d = h["data"]
+    classes = d["fragments"]["files"] + d["undersized"]["files"] + d["well_sized"]["files"]
+    if classes != d["files"]:
+        res.fail("health-classes", f"size classes hold {classes} files of {d['files']}")
+    if sum(b["files"] for b in h["size_histogram"]) != d["files"]:
+        res.fail("health-histogram", "the histogram does not hold every data file")
+    if sum(p["data_files"] for p in h["partitions"]) != d["files"]:
+        res.fail("health-partitions", "the partitions do not hold every data file")
+    if h["snapshots"]["count"] != len(t.metadata.snapshots):
+        res.fail("health-snapshots", f"{h['snapshots']['count']} snapshots, PyIceberg {len(t.metadata.snapshots)}")
+    s = h["score"]
+    if not (0 <= s["score"] <= 100 and s["score"] == s["small_files"] + s["equality_deletes"] + s["position_deletes"]):
+        res.fail("health-score", f"score {s}")
+    for p in h["problems"]:
+        if not p["fix"].startswith("iceberg-ops table ") and p["kind"] != "unfinished-migration":
+            res.fail("health-fix", f"problem without a command: {p}")
+    return res
+
+
+def run_maintain(env, case, path, params):
+    res = Result(path)
+    mine = env.clone("mine.t")
+    ids = [s.snapshot_id for s in mine.metadata.snapshots]
+    try:
+        current = judge.rows_of(read_or_no_oracle(mine, "the table"))
+    except NoOracle as e:
+        return res.set("no-oracle", str(e))
+    refs = judge.refs_of(mine)
+    files = judge.all_data_files(mine)
+    policy = os.path.join(env.root, "policy.toml")
+    with open(policy, "w") as f:
+        f.write("[defaults]\n")
+        f.write(f"min-input-files = {params['min_input_files']}\n")
+        if params.get("target"):
+            f.write(f"target-file-size-bytes = {params['target']}\n")
+        if params.get("max_snapshot_age"):
+            f.write(f'max-snapshot-age = "{params["max_snapshot_age"]}"\n')
+        if params.get("rewrite_old_spec_files"):
+            f.write("rewrite-old-spec-files = true\n")
+    if params.get("max_snapshot_age"):
+        time.sleep(1.1)
+    state = os.path.join(env.root, "maintain-state.json")
+    args = ["maintain", "mine", "--catalog", "fuzz", "--policy", policy, "--state", state, "--output", "json"]
+    r = env.cli(*args)
+    try:
+        report = json.loads(r.out)
+    except ValueError:
+        report = None
+    if report is not None and r.rc == 1 and not r.crashed:
+        # One table: its failure's reason is the refusal or the error.
+        reasons = [t.get("reason") or "" for t in report.get("tables", [])]
+        details = [k.get("detail") or "" for t in report.get("tables", []) for k in t.get("tasks", [])
+                   if k.get("status") == "failed"]
+        message = "; ".join(details) or "; ".join(reasons)
+        doc = refusal(message)
+        if doc:
+            return res.set("refused", f"{message}  [{doc}]")
+        return res.fail("error:" + normalise(message), f"maintain failed: {message}")
+    if not cli_outcome(res, r):
+        return res
+    if report is None:
+        return res.fail("json", f"maintain printed no JSON: {r.out[:300]}")
+    after = env.load("mine.t")
+    a = read_ours(res, after, "the maintained table")
+    if a is None:
+        return res
+    if judge.rows_of(a) != current:
+        for p in judge.same_rows(judge.read(mine), a, key_of(case, mine.schema())):
+            res.fail("rows", "current rows changed: " + p)
+    kept = {s.snapshot_id for s in after.metadata.snapshots}
+    for name, (sid, kind) in refs.items():
+        if name != "main" and sid not in kept:
+            res.fail("ref-snapshot-expired", f"{kind} '{name}' points at {sid}, which maintain expired")
+    check_refs(res, refs, after)
+    check_new_files(res, after, files)
+    for p, kind in judge.live_files(after).items():
+        if not os.path.exists(judge.local(p)):
+            res.fail("live-file-deleted", f"maintain deleted a {kind} file the table needs: {p}")
+    for sid in ids:
+        if sid in kept:
+            try:
+                judge.read(after, snapshot_id=sid)
+            except Exception as e:  # noqa: BLE001
+                res.fail("time-travel", f"snapshot {sid} (kept) no longer reads: {type(e).__name__}: {str(e)[:200]}")
+    # A second run right after: nothing due, nothing committed.
+    head = after.metadata.current_snapshot_id
+    count = len(after.metadata.snapshots)
+    again = env.cli(*args)
+    if not cli_outcome(res, again):
+        return res
+    final = env.load("mine.t")
+    if final.metadata.current_snapshot_id != head or len(final.metadata.snapshots) != count:
+        res.fail("second-run", f"a second maintain run committed: {again.out[:600]}")
+    return res
+
+
 RUNNERS = {"copy_auto": run_copy, "copy_rewrite": run_copy, "copy_files": run_copy, "copy_reference": run_copy,
            "copy_filter": run_copy, "verify": run_verify, "delete": run_delete, "upsert": run_upsert,
            "overwrite_partition": run_overwrite_partition, "compact": run_compact, "orphans": run_orphans,
-           "expire": run_expire}
+           "expire": run_expire, "health": run_health, "maintain": run_maintain}
 # Paths that only add files run first; those deleting files from the source's location, last.
-ORDER = ["copy_auto", "copy_rewrite", "copy_files", "copy_reference", "copy_filter", "verify", "delete", "upsert",
-         "overwrite_partition", "compact", "orphans", "expire"]
+ORDER = ["copy_auto", "copy_rewrite", "copy_files", "copy_reference", "copy_filter", "verify", "health", "delete",
+         "upsert", "overwrite_partition", "compact", "maintain", "orphans", "expire"]
 
 
 def run_path(env, case, path):

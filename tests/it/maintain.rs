@@ -610,3 +610,71 @@ async fn expiry_is_judged_again_after_a_compaction() -> TestResult {
     );
     Ok(())
 }
+
+/// Work a compaction leaves for a second pass is done in the same run: a position delete
+/// without `file_path` bounds that only the rewrite made dangle (its outputs came after it),
+/// and files of an older spec rewritten group by group into the current one. A second run
+/// commits nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn one_run_leaves_nothing_due() -> TestResult {
+    let db = SqlCatalog::sqlite()?;
+    let handle = open("c", &db.props).await?;
+    // An unbounded position delete of 3 rows of 20 in one partition's two files.
+    let pos = orders_table(&handle, "once", "pos", &[MIB]).await?;
+    append(&handle, &pos, &rows(0, 10, "eu")).await?;
+    append(&handle, &pos, &rows(10, 10, "eu")).await?;
+    let path = first_path(&handle, &pos, "eu").await?;
+    let table = handle.catalog().load_table(&pos).await?;
+    commit_position_delete(&handle, &table, &path, region("eu"), &[0, 1, 2, 3, 4]).await?;
+    // Small files of five regions under an older spec, then a bucket field added.
+    let spec = orders_table(&handle, "once", "spec", &[MIB]).await?;
+    for (i, r) in ["eu", "us", "ap", "sa", "af"].into_iter().enumerate() {
+        append(&handle, &spec, &rows(i as i64 * 10, 10, r)).await?;
+    }
+    EvolveSpecBuilder::new(&handle, spec.clone())
+        .add_field("amount", Transform::Bucket(2), None)
+        .await?;
+    let before = ops_tests::oracle::pyiceberg(
+        "c",
+        &db.props,
+        "emit({t: rows(catalog.load_table('once.' + t)) for t in ['pos', 'spec']})",
+    )?;
+    let policy = ops_maintenance::policy::Policy::parse(
+        "[defaults]\nmin-input-files = 2\nrewrite-old-spec-files = true\n",
+        "test",
+    )?;
+    let dir = tempfile::tempdir()?;
+    let tables = vec![pos.clone(), spec.clone()];
+    let state = fresh_state(dir.path(), &handle, &tables, "").await?;
+    let report = MaintainBuilder::new(&handle, tables.clone(), State::at(&state)?)
+        .policy(policy.clone())
+        .await?;
+    for t in &report.tables {
+        assert_eq!(t.outcome, TableOutcome::Maintained, "{report:#?}");
+    }
+    let pos_after = crate::health::health(&handle, &pos).await?;
+    assert_eq!(
+        (pos_after.deletes.position.files, pos_after.data.files),
+        (0, 1),
+        "{:?} {:?}",
+        pos_after.deletes,
+        pos_after.data
+    );
+    let spec_after = crate::health::health(&handle, &spec).await?;
+    assert_eq!(spec_after.data.other_spec.files, 0, "{:?}", spec_after.data);
+    let after = ops_tests::oracle::pyiceberg(
+        "c",
+        &db.props,
+        "emit({t: rows(catalog.load_table('once.' + t)) for t in ['pos', 'spec']})",
+    )?;
+    assert_eq!(after, before);
+    let heads_after = heads(&handle, &tables).await?;
+    let again = MaintainBuilder::new(&handle, tables.clone(), State::at(&state)?)
+        .policy(policy)
+        .await?;
+    for t in &again.tables {
+        assert_eq!(t.outcome, TableOutcome::NothingDue, "{again:#?}");
+    }
+    assert_eq!(heads(&handle, &tables).await?, heads_after);
+    Ok(())
+}

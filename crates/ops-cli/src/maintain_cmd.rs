@@ -39,6 +39,8 @@ pub struct HealthArgs {
     /// Partitions listed in text output (the lowest scores); JSON lists them all.
     #[arg(long, default_value_t = 10)]
     partitions: usize,
+    /// JSON: one table named gives its report (an object); namespaces or --all give an array
+    /// of reports (and `{"table", "error"}` for a table that could not be judged).
     #[arg(long, value_enum, default_value_t = Output::Text)]
     output: Output,
 }
@@ -448,11 +450,22 @@ fn print_health(h: &TableHealth, partitions: usize, terminal: bool) {
             );
         }
     }
+    println!(
+        "orphan files not judged: health reads metadata only (`maintain` looks for them on its \
+         own interval; `table remove-orphans --dry-run` lists them)"
+    );
     if !h.problems.is_empty() {
         println!("needs");
+        let mut shown: Vec<&str> = Vec::new();
         for p in &h.problems {
             println!("  {}: {}", p.kind, p.detail);
-            println!("    fix: {}", p.fix);
+            // One command fixes several problems (compaction: small files and deletes).
+            if shown.contains(&p.fix.as_str()) {
+                println!("    fix: the same command as above");
+            } else {
+                println!("    fix: {}", p.fix);
+                shown.push(&p.fix);
+            }
         }
     }
 }

@@ -1181,10 +1181,12 @@ async fn dangling_after(
         .into_iter()
         .filter(|f| !removed.contains(f.file.file_path()))
         .collect();
+    // Added by this commit, after every delete file there is: no position delete names them.
     live.extend(written.iter().map(|(spec_id, f)| LiveFile {
         file: f.clone(),
         spec_id: *spec_id,
         sequence_number: data_seq,
+        file_sequence_number: i64::MAX,
     }));
     let touched = inputs.iter().map(|(_, k)| k.clone()).collect();
     let md = base.metadata();

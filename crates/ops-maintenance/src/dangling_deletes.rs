@@ -4,7 +4,11 @@
 //! A delete file applies to a data file of its partition (any partition, for an equality delete
 //! of an unpartitioned spec) whose data sequence number is at most its own (a position delete)
 //! or below it (an equality delete); a position delete only to the paths its `file_path`
-//! column's bounds allow (Java's `DeleteFileIndex.canContainPosDeletesForFile`). Once no live
+//! column's bounds allow (Java's `DeleteFileIndex.canContainPosDeletesForFile`), and only to
+//! files added no later than itself: it names files by path, and a file a later commit added
+//! (a compaction's output, which keeps an older data sequence number) did not exist when it was
+//! written. Java judges by data sequence number alone, so it keeps such a delete until a second
+//! rewrite. Once no live
 //! data file is one it could apply to, it is dangling: readers skip it anyway, but it stays in
 //! the metadata, and a planner that only compares sequence numbers and partitions (iceberg
 //! 0.10.1's) still attaches it to the rewritten files, which a later compaction would rewrite
@@ -96,6 +100,7 @@ mod tests {
             file: file(path, DataContentType::Data, region),
             spec_id: 0,
             sequence_number: seq,
+            file_sequence_number: seq,
         }
     }
 

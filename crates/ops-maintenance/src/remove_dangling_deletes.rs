@@ -189,7 +189,7 @@ async fn plan(table: &Table, cache: &ManifestCache) -> Result<(Vec<String>, usiz
             for (i, referenced) in entries.iter_mut() {
                 if deletes
                     .get(*i)
-                    .is_some_and(|d| live.sequence_number <= d.sequence_number)
+                    .is_some_and(|d| live.file_sequence_number <= d.sequence_number)
                 {
                     *referenced = true;
                 }

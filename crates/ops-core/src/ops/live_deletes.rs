@@ -99,8 +99,12 @@ impl LiveDelete {
     /// the partition is the caller's).
     pub fn may_apply_to(&self, data: &LiveFile) -> bool {
         match self.file.content_type() {
+            // A position delete names files by path: one added by a later commit (a
+            // compaction's output, which keeps an older data sequence number) did not exist
+            // when it was written.
             DataContentType::PositionDeletes => {
                 data.sequence_number <= self.sequence_number
+                    && data.file_sequence_number <= self.sequence_number
                     && self.may_reference(data.file.file_path())
             }
             DataContentType::EqualityDeletes => data.sequence_number < self.sequence_number,

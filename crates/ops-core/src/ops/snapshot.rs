@@ -49,6 +49,10 @@ pub struct LiveFile {
     pub spec_id: i32,
     /// Its data sequence number (0 in a v1 table): which delete files can apply to it.
     pub sequence_number: i64,
+    /// The sequence number of the commit that added it (its data sequence number, unless a
+    /// rewrite kept an older one; that one when the manifest does not say). A position delete
+    /// committed before it cannot name it: the file did not exist when the delete was written.
+    pub file_sequence_number: i64,
 }
 
 impl LiveFile {
@@ -1298,10 +1302,14 @@ async fn each_live_file(
         if mf.content != content {
             continue;
         }
-        let live = |entry: &ManifestEntry| LiveFile {
-            file: entry.data_file().clone(),
-            spec_id: mf.partition_spec_id,
-            sequence_number: entry.sequence_number().unwrap_or(mf.sequence_number),
+        let live = |entry: &ManifestEntry| {
+            let sequence_number = entry.sequence_number().unwrap_or(mf.sequence_number);
+            LiveFile {
+                file: entry.data_file().clone(),
+                spec_id: mf.partition_spec_id,
+                sequence_number,
+                file_sequence_number: entry.file_sequence_number.unwrap_or(sequence_number),
+            }
         };
         // A manifest the cache holds is used; one it does not is streamed, not cached: a
         // manifest of a million files is gigabytes decoded, and only its live files are kept.
@@ -1432,10 +1440,12 @@ pub async fn changes_of(
             if entry.snapshot_id() != Some(snapshot_id) {
                 continue;
             }
+            let sequence_number = entry.sequence_number().unwrap_or(mf.sequence_number);
             let live = LiveFile {
                 file: entry.data_file().clone(),
                 spec_id: mf.partition_spec_id,
-                sequence_number: entry.sequence_number().unwrap_or(mf.sequence_number),
+                sequence_number,
+                file_sequence_number: entry.file_sequence_number.unwrap_or(sequence_number),
             };
             match entry.status() {
                 ManifestStatus::Added => out.added.push(live),

@@ -31,8 +31,11 @@ struct Part {
     /// The two smallest candidates (Amoro's `min1SegmentFileSize`/`min2`).
     min1: u64,
     min2: u64,
-    /// The lowest data sequence number of its files.
+    /// The lowest data sequence number of its files (what equality deletes apply by).
     min_seq: i64,
+    /// The lowest sequence number of the commits that added its files (what position deletes
+    /// apply by: no position delete names a file added after it).
+    min_file_seq: i64,
     /// Every delete file of the partition, and its records.
     pos_files: u64,
     pos_records: u64,
@@ -59,6 +62,7 @@ impl Part {
             min1: u64::MAX,
             min2: u64::MAX,
             min_seq: i64::MAX,
+            min_file_seq: i64::MAX,
             pos_files: 0,
             pos_records: 0,
             eq_files: 0,
@@ -90,13 +94,13 @@ impl SeenDelete {
         if self.referenced.is_some() {
             return !self.referenced_live;
         }
-        let min_seq = parts.get(&self.key).map_or(i64::MAX, |p| p.min_seq);
+        let part = parts.get(&self.key);
         if self.global {
             global_min_seq >= self.seq
         } else if self.equality {
-            min_seq >= self.seq
+            part.map_or(i64::MAX, |p| p.min_seq) >= self.seq
         } else {
-            min_seq > self.seq
+            part.map_or(i64::MAX, |p| p.min_file_seq) > self.seq
         }
     }
 }
@@ -184,7 +188,7 @@ pub(super) async fn files(
         if let Some(ids) = by_path.get(live.file.file_path()) {
             for &i in ids {
                 if let Some(d) = seen.get_mut(i)
-                    && seq <= d.seq
+                    && live.file_sequence_number <= d.seq
                 {
                     d.referenced_live = true;
                 }
@@ -197,6 +201,7 @@ pub(super) async fn files(
         part.bytes += size;
         part.records += records;
         part.min_seq = part.min_seq.min(seq);
+        part.min_file_seq = part.min_file_seq.min(live.file_sequence_number);
         if size <= t.min_file_size {
             if size <= t.fragment_size {
                 part.fragments += 1;

@@ -620,7 +620,12 @@ fn problems(r: &TableHealth, t: &Thresholds, ident: &TableIdent, args: &str) -> 
                      iceberg-ops.maintain.rewrite-old-spec-files=true)"
                 }
             ),
-            command("compact", ident, args, &["--to-current-spec".to_string()]),
+            command(
+                "compact",
+                ident,
+                args,
+                &[compact_args(t), vec!["--to-current-spec".to_string()]].concat(),
+            ),
         );
     }
     if r.due.expire {

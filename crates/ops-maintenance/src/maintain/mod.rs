@@ -38,6 +38,9 @@ use crate::remove_dangling_deletes::RemoveDanglingDeletesBuilder;
 use crate::remove_orphans::RemoveOrphansBuilder;
 pub use state::State;
 
+/// The most compaction passes one run makes on a table (see `MaintainBuilder::table`).
+const MAX_COMPACTION_PASSES: usize = 3;
+
 /// A table's size as its current snapshot's summary totals say.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Footprint {
@@ -100,6 +103,21 @@ pub struct TaskRun {
     pub files_removed: u64,
     /// Files it added.
     pub files_added: u64,
+}
+
+impl TaskRun {
+    /// Folds a later pass of the same task into this one.
+    fn absorb(&mut self, later: TaskRun) {
+        if later.status == TaskStatus::Failed || later.status == TaskStatus::Done {
+            self.status = later.status;
+        }
+        self.files_removed += later.files_removed;
+        self.files_added += later.files_added;
+        if later.snapshot_id.is_some() {
+            self.snapshot_id = later.snapshot_id;
+        }
+        self.detail = format!("{}; then {}", self.detail, later.detail);
+    }
 }
 
 /// What became of one table.
@@ -339,29 +357,46 @@ impl MaintainBuilder {
             }
         };
 
-        let mut compacted = false;
+        // Compaction first, judged again after each pass (up to MAX_COMPACTION_PASSES): a pass
+        // can leave work a second one finds (files of older specs rewritten group by group
+        // into one partition, outputs smaller than their inputs under a tight target, a
+        // position delete only the rewrite made dangle), and a run should leave nothing due.
+        let mut health = health;
         if compaction_due {
-            let task = self.compact(&ident, &thresholds, &health).await;
-            compacted = task.status == TaskStatus::Done;
-            run.tasks.push(task);
+            let mut passes = 0;
+            loop {
+                let task = self.compact(&ident, &thresholds, &health).await;
+                passes += 1;
+                let done = task.status == TaskStatus::Done;
+                match run.tasks.iter_mut().find(|t| t.task == "compact") {
+                    Some(first) => first.absorb(task),
+                    None => run.tasks.push(task),
+                }
+                if !done || self.dry_run {
+                    break;
+                }
+                // What the compaction left (its commit may also make the snapshot it replaced
+                // expirable at once, under a short `max-snapshot-age`).
+                let reloaded = match ops_core::commit::load_current(&self.handle, &ident).await {
+                    Ok(t) => t,
+                    Err(e) => return failed(run, e.to_string()),
+                };
+                health = match health_of(&self.handle, &reloaded, &self.policy, &self.command_args)
+                    .await
+                {
+                    Ok(h) => h,
+                    Err(e) => return failed(run, e.to_string()),
+                };
+                let again = health.due.compact_partitions > 0 || health.due.rewrite_old_spec_files;
+                if !again || passes >= MAX_COMPACTION_PASSES {
+                    break;
+                }
+            }
         }
         if health.due.dangling_deletes {
             run.tasks.push(self.dangling(&ident, &health).await);
         }
-        // A compaction's commit can make the snapshot it replaced expirable at once (a short
-        // `max-snapshot-age`): judged again, so a second run has nothing left to do.
-        let expire_due = if compacted && !health.due.expire {
-            match self.expiry_due_now(&ident, &thresholds).await {
-                Ok(due) => due,
-                Err(e) => {
-                    run.tasks.push(failed_task("expire-snapshots", "", e));
-                    false
-                }
-            }
-        } else {
-            health.due.expire
-        };
-        if expire_due {
+        if health.due.expire {
             run.tasks
                 .push(self.expire(&ident, &thresholds, &health).await);
         }
@@ -404,20 +439,6 @@ impl MaintainBuilder {
         run
     }
 
-    /// Whether an expiry would remove anything from the table as it is now.
-    async fn expiry_due_now(&self, ident: &TableIdent, t: &Thresholds) -> Result<bool> {
-        let table = ops_core::commit::load_current(&self.handle, ident).await?;
-        let due = crate::expire_snapshots::due(
-            &self.handle,
-            &table,
-            t.snapshot_max_age_ms
-                .map(|age| ops_core::run_mark::now_ms().saturating_sub(age)),
-            t.min_snapshots_to_keep,
-        )
-        .await?;
-        Ok(!due.expired.is_empty() || !due.removed_refs.is_empty())
-    }
-
     /// Why orphan cleanup is due now, if it is.
     async fn orphans_due(&self, key: &str, t: &Thresholds) -> Result<Option<String>> {
         let now = ops_core::run_mark::now_ms();
@@ -433,10 +454,20 @@ impl MaintainBuilder {
     }
 
     async fn compact(&self, ident: &TableIdent, t: &Thresholds, health: &TableHealth) -> TaskRun {
-        let why = format!(
-            "{} partition(s) past the small-file or delete thresholds",
-            health.due.compact_partitions
-        );
+        let mut reasons = Vec::new();
+        if health.due.compact_partitions > 0 {
+            reasons.push(format!(
+                "{} partition(s) past the small-file or delete thresholds",
+                health.due.compact_partitions
+            ));
+        }
+        if health.due.rewrite_old_spec_files {
+            reasons.push(format!(
+                "{} file(s) of older partition specs (rewrite-old-spec-files)",
+                health.data.other_spec.files
+            ));
+        }
+        let why = reasons.join(", ");
         let mut builder = CompactBuilder::new(&self.handle, ident.clone())
             .target_file_size(t.target_file_size)
             .min_input_files(t.min_input_files)
@@ -518,7 +549,12 @@ impl MaintainBuilder {
                 "expire-snapshots",
                 &format!(
                     "{why}; gc.enabled=false, so maintain deletes none of its files (expire by \
-                     hand with `iceberg-ops table expire-snapshots {ident} --keep-files`)"
+                     hand with `iceberg-ops table expire-snapshots {ident}{} --keep-files`)",
+                    if self.command_args.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" {}", self.command_args)
+                    }
                 ),
             );
         }
