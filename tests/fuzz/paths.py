@@ -1044,7 +1044,9 @@ def run_health(env, case, path, params):
 
 def run_maintain(env, case, path, params):
     res = Result(path)
-    mine = env.clone("mine.t")
+    # The source itself, not a clone: a clone shares the source's files, which maintain's
+    # expiry and orphan cleanup may delete. It runs last (ORDER).
+    mine = env.load("src.t")
     ids = [s.snapshot_id for s in mine.metadata.snapshots]
     try:
         current = judge.rows_of(read_or_no_oracle(mine, "the table"))
@@ -1065,7 +1067,7 @@ def run_maintain(env, case, path, params):
     if params.get("max_snapshot_age"):
         time.sleep(1.1)
     state = os.path.join(env.root, "maintain-state.json")
-    args = ["maintain", "mine", "--catalog", "fuzz", "--policy", policy, "--state", state, "--output", "json"]
+    args = ["maintain", "src.t", "--catalog", "fuzz", "--policy", policy, "--state", state, "--output", "json"]
     r = env.cli(*args)
     try:
         report = json.loads(r.out)
@@ -1085,7 +1087,7 @@ def run_maintain(env, case, path, params):
         return res
     if report is None:
         return res.fail("json", f"maintain printed no JSON: {r.out[:300]}")
-    after = env.load("mine.t")
+    after = env.load("src.t")
     a = read_ours(res, after, "the maintained table")
     if a is None:
         return res
@@ -1113,7 +1115,7 @@ def run_maintain(env, case, path, params):
     again = env.cli(*args)
     if not cli_outcome(res, again):
         return res
-    final = env.load("mine.t")
+    final = env.load("src.t")
     if final.metadata.current_snapshot_id != head or len(final.metadata.snapshots) != count:
         res.fail("second-run", f"a second maintain run committed: {again.out[:600]}")
     return res
@@ -1125,7 +1127,7 @@ RUNNERS = {"copy_auto": run_copy, "copy_rewrite": run_copy, "copy_files": run_co
            "expire": run_expire, "health": run_health, "maintain": run_maintain}
 # Paths that only add files run first; those deleting files from the source's location, last.
 ORDER = ["copy_auto", "copy_rewrite", "copy_files", "copy_reference", "copy_filter", "verify", "health", "delete",
-         "upsert", "overwrite_partition", "compact", "maintain", "orphans", "expire"]
+         "upsert", "overwrite_partition", "compact", "orphans", "expire", "maintain"]
 
 
 def run_path(env, case, path):
