@@ -1336,3 +1336,218 @@ fn tasks_of_another_format_version_are_refused_and_commit_nothing() -> TestResul
     assert_eq!(tasks_executed(&cluster), 0, "no task ran");
     Ok(())
 }
+
+/// Every data file some snapshot of `ns.orders` references, and every object under its
+/// location in the bucket (sorted).
+fn referenced_and_stored(
+    rt: &tokio::runtime::Runtime,
+    moto: &ops_tests::servers::Moto,
+    props: &BTreeMap<String, String>,
+    ns: &str,
+) -> anyhow::Result<(Vec<String>, Vec<String>)> {
+    let (location, mut referenced) = rt.block_on(async {
+        use futures::TryStreamExt;
+        let handle = open("lake", props).await?;
+        let t = handle
+            .catalog()
+            .load_table(&iceberg::TableIdent::from_strs([ns, "orders"])?)
+            .await?;
+        let mut referenced = std::collections::BTreeSet::new();
+        for s in t.metadata().snapshots() {
+            let files: Vec<String> = t
+                .scan()
+                .snapshot_id(s.snapshot_id())
+                .build()?
+                .plan_files()
+                .await?
+                .map_ok(|task| task.data_file_path)
+                .try_collect()
+                .await?;
+            referenced.extend(files);
+        }
+        anyhow::Ok((
+            t.metadata().location().trim_end_matches('/').to_string(),
+            referenced.into_iter().collect::<Vec<_>>(),
+        ))
+    })?;
+    let prefix = location
+        .strip_prefix("s3://lake/")
+        .with_context(|| format!("{location} is not in bucket lake"))?;
+    let mut stored: Vec<String> = moto
+        .list_objects("lake", &format!("{prefix}/"))
+        .into_iter()
+        .map(|k| format!("s3://lake/{k}"))
+        .collect();
+    stored.sort();
+    referenced.sort();
+    Ok((stored, referenced))
+}
+
+/// `table compact --cluster`: 48 small files in three partitions, compacted in groups of a few
+/// files by two executors, one killed with SIGKILL in the middle of the job. Ballista runs the
+/// lost group again on the other executor (or the same command, run again, compacts what is
+/// left); every group is committed as its output lands, validated as a local compaction is.
+/// PyIceberg reads the same rows before and after, the table has fewer files, and nothing is
+/// left under its location that no snapshot references: the lost attempt's files and the job's
+/// own files are removed.
+#[test]
+fn a_compaction_on_the_cluster_survives_an_executor_killed_mid_job() -> TestResult {
+    init_tracing();
+    let bin = binary()?;
+    let (moto, props) = glue_on_moto();
+    let rt = tokio::runtime::Runtime::new()?;
+    make_source_of(&rt, &props, 16, 30)?;
+    let (want, _) = pyiceberg_orders("lake", &props, "src")?;
+    let files_before = data_files(&rt, &moto, &props, "src")?.1.len();
+    let root = tempfile::tempdir()?;
+    // Each group takes a second and a half: the kill lands inside one.
+    let mut cluster = start_cluster_with(
+        &bin,
+        root.path(),
+        &props,
+        2,
+        &[],
+        &[("ICEBERG_OPS_TEST_TASK_DELAY_MS", "1500")],
+        None,
+    )?;
+    let client_dir = root.path().join("client");
+    let compact = |cluster: &Cluster| -> anyhow::Result<Command> {
+        let mut cmd = command(&bin, &client_dir, &props)?;
+        // Files of about 1 KB: groups of about four.
+        cmd.args(["table", "compact", "src.orders", "--catalog", "lake"])
+            .args(["--target-file-size", "5000", "--min-input-files", "2"])
+            .args(["--output", "json", "--cluster"])
+            .arg(format!("df://127.0.0.1:{}", cluster.scheduler_port))
+            .stdout(Stdio::piped());
+        Ok(cmd)
+    };
+    let mut client = compact(&cluster)?.spawn()?;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while tasks_executed(&cluster) < 1 && client.try_wait()?.is_none() && Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(700));
+    assert!(
+        client.try_wait()?.is_none(),
+        "the job ended before the kill:\n{}",
+        std::fs::read_to_string(client_dir.join("log"))?
+    );
+    cluster.executors[1].child.kill()?;
+    cluster.executors[1].child.wait()?;
+    let deadline = Instant::now() + Duration::from_secs(240);
+    while client.try_wait()?.is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    if client.try_wait()?.is_none() {
+        let _ = client.kill();
+        let _ = client.wait();
+        bail!(
+            "the compaction did not end within 240 s of the kill:\n{}\n--- scheduler:\n{}",
+            std::fs::read_to_string(client_dir.join("log"))?,
+            cluster.scheduler.log()
+        );
+    }
+    let first = client.wait_with_output()?;
+    let log = std::fs::read_to_string(client_dir.join("log"))?;
+    let report: Value = serde_json::from_slice(&first.stdout)
+        .with_context(|| format!("the report is not JSON:\n{log}"))?;
+    let groups = report["groups"].as_array().map_or(0, Vec::len);
+    assert!(groups >= 6, "{groups} groups planned: {report}");
+    if !first.status.success() {
+        // A group the job ended without: the same command compacts what is left.
+        let again = compact(&cluster)?.output()?;
+        assert!(
+            again.status.success(),
+            "the second run failed:\n{}",
+            std::fs::read_to_string(client_dir.join("log"))?
+        );
+    }
+    eprintln!(
+        "groups {groups}; lost attempts' folders removed: {}; executor 0 ran {} task(s)",
+        log.matches("removed the files of a lost attempt").count(),
+        cluster.executors[0]
+            .log()
+            .matches("task output written")
+            .count()
+    );
+    let (got, _) = pyiceberg_orders("lake", &props, "src")?;
+    assert_eq!(got, want, "PyIceberg reads other rows after the compaction");
+    let files_after = data_files(&rt, &moto, &props, "src")?.1.len();
+    assert!(
+        files_after * 2 < files_before,
+        "{files_before} files before, {files_after} after"
+    );
+    let (stored, referenced) = referenced_and_stored(&rt, &moto, &props, "src")?;
+    let data: Vec<&String> = stored
+        .iter()
+        .filter(|k| k.ends_with(".parquet") && !k.contains("/metadata/"))
+        .collect();
+    assert!(
+        referenced.iter().all(|f| stored.contains(f)),
+        "the listing misses referenced files"
+    );
+    let orphans: Vec<&&String> = data.iter().filter(|f| !referenced.contains(f)).collect();
+    assert!(orphans.is_empty(), "orphan data files left: {orphans:?}");
+    let jobs: Vec<&String> = stored
+        .iter()
+        .filter(|k| k.contains("/iceberg-ops-jobs/"))
+        .collect();
+    assert!(jobs.is_empty(), "the job's files are left: {jobs:?}");
+    Ok(())
+}
+
+/// `maintain --cluster`: the compaction that is due runs as tasks on the cluster, and a second
+/// run finds nothing due.
+#[test]
+fn maintain_compacts_on_the_cluster() -> TestResult {
+    init_tracing();
+    let bin = binary()?;
+    let (_moto, props) = glue_on_moto();
+    let rt = tokio::runtime::Runtime::new()?;
+    make_source_of(&rt, &props, 8, 20)?;
+    let (want, _) = pyiceberg_orders("lake", &props, "src")?;
+    let root = tempfile::tempdir()?;
+    let cluster = start_cluster(&bin, root.path(), &props, 1)?;
+    let client_dir = root.path().join("client");
+    let maintain = || -> anyhow::Result<std::process::Output> {
+        let mut cmd = command(&bin, &client_dir, &props)?;
+        cmd.args(["maintain", "src", "--catalog", "lake", "--output", "json"])
+            .arg("--state")
+            .arg(client_dir.join("state.json"))
+            .arg("--cluster")
+            .arg(format!("df://127.0.0.1:{}", cluster.scheduler_port))
+            .stdout(Stdio::piped());
+        Ok(cmd.output()?)
+    };
+    let first = maintain()?;
+    let log = std::fs::read_to_string(client_dir.join("log"))?;
+    assert!(first.status.success(), "{log}");
+    let report: Value = serde_json::from_slice(&first.stdout)?;
+    let compact = &report["tables"][0]["tasks"]
+        .as_array()
+        .context("tasks")?
+        .iter()
+        .find(|t| t["task"] == "compact")
+        .cloned()
+        .with_context(|| format!("no compaction ran: {report}"))?;
+    assert_eq!(compact["status"], "done", "{report}");
+    assert!(
+        tasks_executed(&cluster) >= 3,
+        "the executor ran {} task(s):\n{log}",
+        tasks_executed(&cluster)
+    );
+    let (got, _) = pyiceberg_orders("lake", &props, "src")?;
+    assert_eq!(got, want);
+    let second = maintain()?;
+    assert!(second.status.success());
+    let report: Value = serde_json::from_slice(&second.stdout)?;
+    let ran: Vec<&Value> = report["tables"][0]["tasks"]
+        .as_array()
+        .context("tasks")?
+        .iter()
+        .filter(|t| t["status"] == "done")
+        .collect();
+    assert!(ran.is_empty(), "the second run did work: {report}");
+    Ok(())
+}

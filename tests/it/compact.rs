@@ -878,6 +878,64 @@ async fn compaction_conflicts_with_a_racing_delete_of_an_input() -> TestResult {
     Ok(())
 }
 
+/// A cluster task's group whose input a racing delete rewrote after the plan: `commit_group`
+/// refuses it (reported failed, its files deleted) and the table keeps the racer's rows; a
+/// second group of another partition, rewritten on the same plan, still lands.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cluster_group_that_conflicts_is_refused_and_the_others_land() -> TestResult {
+    let db = SqlCatalog::sqlite()?;
+    let handle = open("c", &db.props).await?;
+    let ident = small_files(&handle, "racejob").await?;
+    // Three `us` files too, so each region is a group.
+    for i in 0..3i64 {
+        append(&handle, &ident, &[(500 + i, Some("us"), Some(1))]).await?;
+    }
+    let mut prepared = CompactBuilder::new(&handle, ident.clone())
+        .min_input_files(2)
+        .prepare()
+        .await?;
+    let job = prepared
+        .job("job-race", "c")?
+        .ok_or_else(|| anyhow::anyhow!("nothing planned"))?;
+    let partitions: Vec<&str> = job.groups.iter().map(|g| g.partition.as_str()).collect();
+    assert_eq!(partitions, ["region=eu", "region=us"], "{job:?}");
+    let location = prepared.table().metadata().location().to_string();
+    let mut outputs = Vec::new();
+    for task in 0..2 {
+        let folder = format!("{location}/data/iceberg-ops-job-race/task-{task:06}-0");
+        outputs.push(job.execute_task(&handle, task, &folder).await?);
+    }
+    DeleteBuilder::new(&handle, ident.clone())
+        .with_filter_text("id = 20")
+        .await?;
+    let eu = &outputs[0];
+    let refused = prepared
+        .commit_group(0, eu.spec_id, eu.data_files(prepared.table())?)
+        .await?;
+    assert_eq!(refused, None);
+    let us = &outputs[1];
+    let landed = prepared
+        .commit_group(1, us.spec_id, us.data_files(prepared.table())?)
+        .await?;
+    assert!(landed.is_some());
+    let (table, m) = prepared.finish();
+    assert_eq!(m.failed_groups.len(), 1, "{:?}", m.failed_groups);
+    assert_eq!(m.failed_groups[0].partition, "region=eu");
+    let io = table.file_io();
+    for path in eu.file_paths() {
+        assert!(
+            !io.exists(&path).await?,
+            "the refused group's {path} stayed"
+        );
+    }
+    let left = unreferenced_data_files(&table).await?;
+    assert!(left.is_empty(), "files left: {left:?}");
+    let state = py_state("c", &db.props, "racejob")?;
+    assert!(!ids(&state).contains(&20));
+    assert_eq!(ids(&state).len(), 21);
+    Ok(())
+}
+
 /// An output deleted between the rewrite and the commit (an orphan cleanup forced to a short
 /// threshold while a long compaction wrote): the compaction fails naming the file, commits
 /// nothing and removes its other outputs; the table reads as before.
@@ -1538,7 +1596,17 @@ async fn a_running_migration_stops_compaction() -> TestResult {
 /// has work): PyIceberg reads the same rows before and after.
 #[tokio::test(flavor = "multi_thread")]
 async fn corpus_tables_survive_compaction() -> TestResult {
-    corpus_compaction(false).await
+    corpus_compaction(false, false).await
+}
+
+/// Every corpus table compacted as a cluster compacts it, without the cluster: the plan
+/// written down as a `CompactionJob` (read back from its JSON), each group rewritten by
+/// `execute_task` under a folder of its own (as an executor does, planning again on the
+/// snapshot), last group first, and committed by `commit_group` as it comes — sorted, so the
+/// sort travels too. PyIceberg reads the same rows before and after.
+#[tokio::test(flavor = "multi_thread")]
+async fn corpus_tables_survive_compaction_as_cluster_tasks() -> TestResult {
+    corpus_compaction(true, true).await
 }
 
 /// The same with every table's rows sorted by all its primitive columns outside lists and
@@ -1547,7 +1615,7 @@ async fn corpus_tables_survive_compaction() -> TestResult {
 /// spilled runs.
 #[tokio::test(flavor = "multi_thread")]
 async fn corpus_tables_survive_sorted_compaction() -> TestResult {
-    corpus_compaction(true).await
+    corpus_compaction(true, false).await
 }
 
 /// Every primitive column of `table`'s schema outside lists and maps, depth first.
@@ -1603,7 +1671,46 @@ fn sort_columns(table: &Table) -> SortSpec {
     SortSpec::Columns(columns)
 }
 
-async fn corpus_compaction(sort: bool) -> TestResult {
+/// Runs `builder` as a cluster job would, in this process (see
+/// `corpus_tables_survive_compaction_as_cluster_tasks`).
+async fn compact_as_tasks(
+    handle: &CatalogHandle,
+    builder: CompactBuilder,
+) -> ops_core::Result<(Table, ops_maintenance::compact::CompactMetrics)> {
+    use ops_maintenance::compact::job::CompactionJob;
+    let mut prepared = builder.prepare().await?;
+    let Some(job) = prepared.job("job-test", "corpus")? else {
+        return Ok(prepared.finish());
+    };
+    let job = CompactionJob::from_json(
+        &serde_json::to_vec(&job).map_err(|e| ops_core::Error::InvalidInput(e.to_string()))?,
+    )?;
+    let location = prepared
+        .table()
+        .metadata()
+        .location()
+        .trim_end_matches('/')
+        .to_string();
+    for task in (0..job.groups.len()).rev() {
+        let folder = format!("{location}/data/iceberg-ops-job-test/task-{task:06}-0");
+        let out = job.execute_task(handle, task, &folder).await?;
+        assert!(
+            out.file_paths().iter().all(|p| p.starts_with(&folder)),
+            "{:?} not under {folder}",
+            out.file_paths()
+        );
+        let files = out.data_files(prepared.table())?;
+        let committed = prepared.commit_group(task, out.spec_id, files).await?;
+        assert!(
+            committed.is_some(),
+            "group {task} was refused: {:?}",
+            prepared.metrics().failed_groups
+        );
+    }
+    Ok(prepared.finish())
+}
+
+async fn corpus_compaction(sort: bool, as_job: bool) -> TestResult {
     init_tracing();
     let dir = tempfile::tempdir()?;
     let (p, handle, tables) = crate::corpus::private_corpus(dir.path(), 1000).await?;
@@ -1633,7 +1740,11 @@ async fn corpus_compaction(sort: bool) -> TestResult {
             let table = handle.catalog().load_table(&ident).await?;
             builder = builder.sort(sort_columns(&table)).sort_memory(64 * 1024);
         }
-        let result = builder.await;
+        let result = if as_job {
+            compact_as_tasks(&handle, builder).await
+        } else {
+            builder.await
+        };
         let m = match result {
             Ok((_, m)) => m,
             Err(e) => {

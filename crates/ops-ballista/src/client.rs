@@ -35,16 +35,16 @@ use crate::outputs::{
     Found, committed_attempt_folders, output_path, read_output, remove_lost_attempts,
     remove_outputs,
 };
-use crate::plan_store::store_plan;
+use crate::plan_store::{StoredPlan, store_plan};
 use crate::process::session_config;
 
 /// How long a job whose outputs are all committed may still run before its files are cleaned
 /// up anyway (an attempt of a task taken for lost may still be writing; it ends within its
 /// task's time).
-const JOB_END_WAIT: Duration = Duration::from_secs(300);
+pub(crate) const JOB_END_WAIT: Duration = Duration::from_secs(300);
 
 /// How often the client says which task it still waits for, while none lands.
-const STALL_WARN_EVERY: Duration = Duration::from_secs(60);
+pub(crate) const STALL_WARN_EVERY: Duration = Duration::from_secs(60);
 
 /// How long cancelling the Ballista job may take before the client gives up on it.
 const CANCEL_TIMEOUT: Duration = Duration::from_secs(15);
@@ -59,10 +59,10 @@ pub type TaskProgress = Arc<dyn Fn(usize, usize, usize) + Send + Sync>;
 #[derive(Clone)]
 pub struct ClusterRunner {
     url: String,
-    poll: Duration,
+    pub(crate) poll: Duration,
     checkpoint: Option<PathBuf>,
-    progress: Option<TaskProgress>,
-    stall: Option<Duration>,
+    pub(crate) progress: Option<TaskProgress>,
+    pub(crate) stall: Option<Duration>,
 }
 
 impl std::fmt::Debug for ClusterRunner {
@@ -277,7 +277,7 @@ impl ClusterRunner {
 
     /// Asks the scheduler to cancel the Ballista job `ballista_plan` submitted (logged, never
     /// an error: the caller is already failing).
-    async fn cancel(&self, ballista_plan: &Arc<dyn ExecutionPlan>) {
+    pub(crate) async fn cancel(&self, ballista_plan: &Arc<dyn ExecutionPlan>) {
         let Some(job_id) = ballista_job_id(ballista_plan) else {
             tracing::warn!(
                 scheduler = %self.url,
@@ -337,11 +337,23 @@ impl ClusterRunner {
     ) -> Result<(JoinHandle<Result<(), String>>, Arc<dyn ExecutionPlan>)> {
         // The tasks carry where the plan is, not the plan (see crate::plan_store).
         let stored = store_plan(dest, plan).await?;
+        self.submit_stored(stored, &format!("iceberg-ops migration {}", plan.job_id))
+            .await
+    }
+
+    /// Submits every task of the plan `stored` names as one Ballista job called `name` (see
+    /// [`Self::submit`]).
+    pub(crate) async fn submit_stored(
+        &self,
+        stored: StoredPlan,
+        name: &str,
+    ) -> Result<(JoinHandle<Result<(), String>>, Arc<dyn ExecutionPlan>)> {
+        let (job_id, tasks) = (stored.job_id.clone(), stored.tasks);
         // Pull tracking: the scheduler answers the submission with the job's id at once (push
         // tracking learns it from the first status update, which a job queued for lack of
         // executors never sends), so a stalled job can be cancelled.
         let config = session_config()
-            .with_ballista_job_name(&format!("iceberg-ops migration {}", plan.job_id))
+            .with_ballista_job_name(name)
             .set_bool(BALLISTA_CLIENT_PULL, true);
         let state = SessionStateBuilder::new()
             .with_config(config)
@@ -354,8 +366,7 @@ impl ClusterRunner {
         let ctx = SessionContext::remote_with_state(&self.url, state)
             .await
             .map_err(scheduler)?;
-        let node =
-            MigrationTasksNode::new(stored, (0..plan.tasks.len()).collect()).map_err(scheduler)?;
+        let node = MigrationTasksNode::new(stored, (0..tasks).collect()).map_err(scheduler)?;
         let df = ctx
             .execute_logical_plan(node.into_logical_plan())
             .await
@@ -363,7 +374,7 @@ impl ClusterRunner {
         let task_ctx = df.task_ctx();
         let ballista_plan = df.create_physical_plan().await.map_err(scheduler)?;
         let url = self.url.clone();
-        tracing::info!(job = %plan.job_id, tasks = plan.tasks.len(), scheduler = %url, "submitted");
+        tracing::info!(job = %job_id, tasks, scheduler = %url, "submitted");
         let running = ballista_plan.clone();
         Ok((
             tokio::spawn(async move {

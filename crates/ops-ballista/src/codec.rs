@@ -29,8 +29,9 @@ use crate::node::MigrationTasksNode;
 use crate::plan_store::StoredPlan;
 
 /// Version of the encoded tasks. Bump it whenever the encoding or what a task means changes.
-/// (2: tasks carry where the plan is stored, not the plan.)
-pub const CLUSTER_FORMAT: u32 = 2;
+/// (2: tasks carry where the plan is stored, not the plan; 3: and what kind of job it is —
+/// a migration or a compaction.)
+pub const CLUSTER_FORMAT: u32 = 3;
 
 /// Marks bytes as encoded tasks of iceberg-ops.
 const MAGIC: &[u8] = b"iceberg-ops/tasks\0";
@@ -244,6 +245,7 @@ mod tests {
 
     fn plan() -> StoredPlan {
         StoredPlan {
+            kind: crate::plan_store::JobKind::Migration,
             job_id: "job-1".into(),
             dest_catalog: "lake".into(),
             dest_table: "db.t".into(),

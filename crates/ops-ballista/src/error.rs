@@ -22,6 +22,9 @@ pub enum ClusterError {
     /// Planning, executing or committing the migration failed.
     #[error(transparent)]
     Migration(#[from] ops_datamig::MigrationError),
+    /// Planning, rewriting or committing a compaction failed.
+    #[error(transparent)]
+    Table(#[from] ops_core::Error),
     /// The destination's storage: something wrong with what is stored there.
     #[error("{0}")]
     Storage(String),

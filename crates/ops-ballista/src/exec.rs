@@ -20,8 +20,12 @@ use ops_datamig::TaskOutput;
 
 use crate::error::{ClusterError, Result};
 use crate::node::output_schema;
-use crate::outputs::{Found, claim_attempt, read_output, write_output};
-use crate::plan_store::{StoredPlan, load_plan};
+use crate::outputs::{
+    Found, claim_attempt, read_compaction_output, read_output, write_compaction_output,
+    write_output,
+};
+use crate::plan_store::{JobKind, StoredPlan, load_compaction, load_plan};
+use ops_maintenance::compact::job::CompactionOutput;
 
 /// Runs tasks of a migration plan, one per partition: reads the task's source files, writes
 /// the destination's data files, writes the [`TaskOutput`] under the job's prefix and yields it
@@ -170,8 +174,12 @@ impl ExecutionPlan for MigrationTasksExec {
                 Ok(out) => out,
                 Err(e) => {
                     let transient = crate::transient::is_transient(&e);
+                    let what = match plan.kind {
+                        JobKind::Migration => "migration",
+                        JobKind::Compaction => "compaction",
+                    };
                     let message = format!(
-                        "task {task} of migration job {} failed on executor {}{}: {e}",
+                        "task {task} of {what} job {} failed on executor {}{}: {e}",
                         plan.job_id,
                         executor_name(),
                         if transient { " (transient)" } else { "" }
@@ -187,8 +195,7 @@ impl ExecutionPlan for MigrationTasksExec {
                     return Err(DataFusionError::External(message.into()));
                 }
             };
-            let json =
-                serde_json::to_string(&out).map_err(|e| DataFusionError::External(Box::new(e)))?;
+            let json = out;
             RecordBatch::try_new(
                 output_schema(),
                 vec![
@@ -208,6 +215,100 @@ impl ExecutionPlan for MigrationTasksExec {
 /// Executes one task where it runs: the catalogs are this process's, the output goes under the
 /// job's prefix before it is reported.
 async fn run_task(
+    stored: &StoredPlan,
+    factory: Option<&CatalogFactory>,
+    task: usize,
+) -> Result<String> {
+    let json = match stored.kind {
+        JobKind::Migration => {
+            let out = run_migration_task(stored, factory, task).await?;
+            serde_json::to_string(&out)
+        }
+        JobKind::Compaction => {
+            let out = run_compaction_task(stored, factory, task).await?;
+            serde_json::to_string(&out)
+        }
+    };
+    json.map_err(|e| ClusterError::Storage(format!("encode the output of task {task}: {e}")))
+}
+
+/// Rewrites one group of a compaction job, under a folder of its own attempt, and writes its
+/// output beside the job's plan (as a migration task does: see [`run_migration_task`]).
+async fn run_compaction_task(
+    stored: &StoredPlan,
+    factory: Option<&CatalogFactory>,
+    task: usize,
+) -> Result<CompactionOutput> {
+    let factory = factory.ok_or_else(|| {
+        invalid(
+            "this process was not given catalogs to run tasks with (it is not an \
+             `iceberg-ops cluster executor`)",
+        )
+    })?;
+    let handle = factory
+        .open(&stored.dest_catalog)
+        .await
+        .map_err(|e| ClusterError::Catalog {
+            what: format!("open catalog '{}' on this executor", stored.dest_catalog),
+            source: Box::new(e),
+        })?;
+    let ident = iceberg::TableIdent::from_strs(stored.dest_table.split('.'))
+        .map_err(|e| invalid(format!("the plan names table '{}': {e}", stored.dest_table)))?;
+    let table = handle
+        .catalog()
+        .load_table(&ident)
+        .await
+        .map_err(crate::error::io_failed(format!(
+            "load {}",
+            stored.dest_table
+        )))?;
+    match read_compaction_output(&table, &stored.job_id, task).await? {
+        Found::Output(out) => {
+            tracing::info!(task, job = %stored.job_id, "task output already written; reused");
+            return Ok(out);
+        }
+        Found::Absent => {}
+        Found::Unreadable(why) => {
+            tracing::warn!(task, %why, "an unreadable output of an earlier attempt is replaced");
+        }
+    }
+    if !job_open(&table, stored).await? {
+        return Err(job_over(stored, task));
+    }
+    let job = load_compaction(&table, stored).await?;
+    let folder = claim_attempt(&table, &stored.job_id, task).await?;
+    #[cfg(debug_assertions)]
+    if let Some(ms) = std::env::var("ICEBERG_OPS_TEST_TASK_DELAY_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+    }
+    let out = job
+        .execute_task(&handle, task, &folder)
+        .await
+        .map_err(|e| ClusterError::Catalog {
+            what: format!("rewrite group {task} of compaction job {}", stored.job_id),
+            source: Box::new(e),
+        })?;
+    let open = job_open(&table, stored).await.unwrap_or_else(|e| {
+        tracing::warn!(task, error = %e, "could not tell whether the job is still open; its output is written");
+        true
+    });
+    if !open {
+        let prefix = format!("{folder}/");
+        if let Err(d) = table.file_io().delete_prefix(&prefix).await {
+            tracing::warn!(task, folder = %prefix, error = %d, "the attempt's files were not removed");
+        }
+        return Err(job_over(stored, task));
+    }
+    write_compaction_output(&table, &out).await?;
+    tracing::info!(task, job = %stored.job_id, files = out.files.len(), "task output written");
+    Ok(out)
+}
+
+/// Executes one migration task (see [`run_task`]).
+async fn run_migration_task(
     stored: &StoredPlan,
     factory: Option<&CatalogFactory>,
     task: usize,

@@ -1,4 +1,4 @@
-//! A migration plan's tasks on an Apache DataFusion Ballista cluster.
+//! A migration plan's tasks, or a compaction's groups, on an Apache DataFusion Ballista cluster.
 //!
 //! The only crate of the workspace that depends on Ballista and DataFusion (behind ops-cli's
 //! `cluster` feature, so the default build does not grow).
@@ -16,9 +16,14 @@
 //!   that Ballista runs the task again.
 //! - [`client`]: submits the tasks and commits their outputs in batch order as they land, with
 //!   ops-datamig's committer.
+//! - [`compaction`]: `table compact --cluster` — a compaction's groups as the tasks of a job
+//!   of the same machinery ([`plan_store::JobKind::Compaction`]): each task rewrites one group
+//!   under its attempt's folder, and the client commits each group as it lands, validated as a
+//!   local compaction is (ops-maintenance's `compact::job`).
 
 pub mod client;
 pub mod codec;
+pub mod compaction;
 pub mod engine;
 pub mod error;
 pub mod exec;

@@ -13,6 +13,7 @@ use bytes::Bytes;
 use iceberg::table::Table;
 
 use ops_datamig::TaskOutput;
+use ops_maintenance::compact::job::CompactionOutput;
 
 use crate::error::{ClusterError, Result, io_failed};
 
@@ -32,9 +33,9 @@ pub fn output_path(dest: &Table, job_id: &str, task: usize) -> String {
 
 /// What reading an output found.
 #[derive(Debug)]
-pub enum Found {
+pub enum Found<T = TaskOutput> {
     /// The output, of this job.
-    Output(TaskOutput),
+    Output(T),
     /// No output yet.
     Absent,
     /// A file that does not parse: still being written, or damaged. Why, in words.
@@ -55,27 +56,73 @@ pub async fn write_output(dest: &Table, out: &TaskOutput) -> Result<()> {
         .map_err(io_failed(format!("write {path}")))
 }
 
-/// Reads task `task`'s output of job `job_id`, if it is there.
-pub async fn read_output(dest: &Table, job_id: &str, task: usize) -> Result<Found> {
-    let path = output_path(dest, job_id, task);
+/// Writes compaction task output `out` (as [`write_output`]).
+pub async fn write_compaction_output(table: &Table, out: &CompactionOutput) -> Result<()> {
+    let path = output_path(table, &out.job_id, out.task);
+    let json = serde_json::to_vec(out).map_err(|e| {
+        ClusterError::Storage(format!("encode the output of task {}: {e}", out.task))
+    })?;
+    table
+        .file_io()
+        .new_output(&path)
+        .map_err(io_failed(format!("write {path}")))?
+        .write(Bytes::from(json))
+        .await
+        .map_err(io_failed(format!("write {path}")))
+}
+
+/// The text at `path`: `None` when absent, `Err(why)` when not UTF-8.
+async fn read_text(dest: &Table, path: &str) -> Result<Option<Result<String, String>>> {
     let io = dest.file_io();
     let exists = io
-        .exists(&path)
+        .exists(path)
         .await
         .map_err(io_failed(format!("look for {path}")))?;
     if !exists {
-        return Ok(Found::Absent);
+        return Ok(None);
     }
     let bytes = io
-        .new_input(&path)
+        .new_input(path)
         .map_err(io_failed(format!("read {path}")))?
         .read()
         .await
         .map_err(io_failed(format!("read {path}")))?;
-    let text = match std::str::from_utf8(&bytes) {
-        Ok(t) => t,
-        Err(e) => return Ok(Found::Unreadable(format!("{path} is not UTF-8: {e}"))),
+    Ok(Some(
+        String::from_utf8(bytes.to_vec()).map_err(|e| format!("{path} is not UTF-8: {e}")),
+    ))
+}
+
+/// Reads task `task`'s output of compaction job `job_id`, if it is there.
+pub async fn read_compaction_output(
+    table: &Table,
+    job_id: &str,
+    task: usize,
+) -> Result<Found<CompactionOutput>> {
+    let path = output_path(table, job_id, task);
+    let text = match read_text(table, &path).await? {
+        None => return Ok(Found::Absent),
+        Some(Err(why)) => return Ok(Found::Unreadable(why)),
+        Some(Ok(t)) => t,
     };
+    match CompactionOutput::from_json(&text) {
+        Ok(out) if out.job_id == job_id && out.task == task => Ok(Found::Output(out)),
+        Ok(out) => Err(ClusterError::Storage(format!(
+            "{path} holds the output of task {} of job {}, not task {task} of job {job_id}",
+            out.task, out.job_id
+        ))),
+        Err(e) => Ok(Found::Unreadable(format!("{path}: {e}"))),
+    }
+}
+
+/// Reads task `task`'s output of job `job_id`, if it is there.
+pub async fn read_output(dest: &Table, job_id: &str, task: usize) -> Result<Found> {
+    let path = output_path(dest, job_id, task);
+    let text = match read_text(dest, &path).await? {
+        None => return Ok(Found::Absent),
+        Some(Err(why)) => return Ok(Found::Unreadable(why)),
+        Some(Ok(t)) => t,
+    };
+    let text = text.as_str();
     match TaskOutput::from_json(text) {
         Ok(out) if out.job_id == job_id && out.task == task => Ok(Found::Output(out)),
         Ok(out) => Err(ClusterError::Storage(format!(

@@ -19,13 +19,31 @@ use sha2::{Digest, Sha256};
 
 use ops_datamig::MigrationPlan;
 use ops_datamig::job::PLAN_FORMAT;
+use ops_maintenance::compact::job::CompactionJob;
 
 use crate::error::{ClusterError, Result, io_failed};
 use crate::outputs::job_prefix;
 
+/// What a job's tasks do.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum JobKind {
+    /// Each task copies a run of a migration's source files ([`MigrationPlan`]).
+    #[default]
+    Migration,
+    /// Each task rewrites one compaction group
+    /// ([`ops_maintenance::compact::job::CompactionJob`]).
+    Compaction,
+}
+
 /// Where a job's plan is, as its tasks carry it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct StoredPlan {
+    /// What the tasks do.
+    #[serde(default)]
+    pub kind: JobKind,
     /// The plan's job id.
     pub job_id: String,
     /// The destination's catalog (as the executors' configuration names it).
@@ -45,12 +63,38 @@ pub async fn store_plan(dest: &Table, plan: &MigrationPlan) -> Result<StoredPlan
     let json = serde_json::to_vec(plan).map_err(|e| {
         ClusterError::Storage(format!("encode the plan of job {}: {e}", plan.job_id))
     })?;
+    let (path, sha256) = store_json(dest, &plan.job_id, json).await?;
+    Ok(StoredPlan {
+        kind: JobKind::Migration,
+        job_id: plan.job_id.clone(),
+        dest_catalog: plan.dest.catalog.clone(),
+        dest_table: plan.dest.table.clone(),
+        path,
+        sha256,
+        tasks: plan.tasks.len(),
+    })
+}
+
+/// Writes compaction `job` under its job's prefix in its table's storage (`table`).
+pub async fn store_compaction(table: &Table, job: &CompactionJob) -> Result<StoredPlan> {
+    let json = serde_json::to_vec(job)
+        .map_err(|e| ClusterError::Storage(format!("encode compaction job {}: {e}", job.job_id)))?;
+    let (path, sha256) = store_json(table, &job.job_id, json).await?;
+    Ok(StoredPlan {
+        kind: JobKind::Compaction,
+        job_id: job.job_id.clone(),
+        dest_catalog: job.catalog.clone(),
+        dest_table: job.table.clone(),
+        path,
+        sha256,
+        tasks: job.groups.len(),
+    })
+}
+
+/// Writes a plan's `json` under job `job_id`'s prefix; returns its path and digest.
+async fn store_json(dest: &Table, job_id: &str, json: Vec<u8>) -> Result<(String, String)> {
     let sha256 = hex(&Sha256::digest(&json));
-    let path = format!(
-        "{}plan-{}.json",
-        job_prefix(dest, &plan.job_id),
-        &sha256[..16]
-    );
+    let path = format!("{}plan-{}.json", job_prefix(dest, job_id), &sha256[..16]);
     // A resumed job stores the same plan at the same path: left as it is, since executors of
     // the earlier attempt may be reading it (a file system overwrites in place).
     if !already_stored(dest, &path, &sha256).await {
@@ -61,14 +105,45 @@ pub async fn store_plan(dest: &Table, plan: &MigrationPlan) -> Result<StoredPlan
             .await
             .map_err(io_failed(format!("write {path}")))?;
     }
-    Ok(StoredPlan {
-        job_id: plan.job_id.clone(),
-        dest_catalog: plan.dest.catalog.clone(),
-        dest_table: plan.dest.table.clone(),
-        path,
-        sha256,
-        tasks: plan.tasks.len(),
-    })
+    Ok((path, sha256))
+}
+
+/// The compaction job `stored` names, read through its table's storage (`table`), if it is
+/// the one the job was submitted with.
+pub async fn load_compaction(table: &Table, stored: &StoredPlan) -> Result<CompactionJob> {
+    let path = &stored.path;
+    let bytes = table
+        .file_io()
+        .new_input(path)
+        .map_err(io_failed(format!("read the plan {path}")))?
+        .read()
+        .await
+        .map_err(io_failed(format!("read the plan {path}")))?;
+    check_digest(stored, &bytes)?;
+    let job = CompactionJob::from_json(&bytes)
+        .map_err(|e| ClusterError::InvalidInput(format!("the plan at {path}: {e}")))?;
+    if job.job_id != stored.job_id || job.groups.len() != stored.tasks {
+        return Err(ClusterError::Storage(format!(
+            "the plan at {path} is compaction job {} with {} groups, not job {} with {}",
+            job.job_id,
+            job.groups.len(),
+            stored.job_id,
+            stored.tasks
+        )));
+    }
+    Ok(job)
+}
+
+/// Refuses `bytes` unless they are the plan `stored` names.
+fn check_digest(stored: &StoredPlan, bytes: &[u8]) -> Result<()> {
+    let actual = hex(&Sha256::digest(bytes));
+    if actual != stored.sha256 {
+        return Err(ClusterError::Storage(format!(
+            "the plan at {} is not the one job {} was submitted with (SHA-256 {actual},              expected {}): it was replaced while the job ran; run the job again from its client",
+            stored.path, stored.job_id, stored.sha256
+        )));
+    }
+    Ok(())
 }
 
 /// Whether `path` holds bytes of digest `sha256` (anything unreadable is written again).
@@ -128,14 +203,7 @@ fn kept(stored: &StoredPlan) -> Option<Arc<MigrationPlan>> {
 /// The plan in `bytes`, if it is the one `stored` names.
 fn check(stored: &StoredPlan, bytes: &[u8]) -> Result<MigrationPlan> {
     let path = &stored.path;
-    let actual = hex(&Sha256::digest(bytes));
-    if actual != stored.sha256 {
-        return Err(ClusterError::Storage(format!(
-            "the plan at {path} is not the one job {} was submitted with (SHA-256 {actual}, \
-             expected {}): it was replaced while the job ran; run the job again from its client",
-            stored.job_id, stored.sha256
-        )));
-    }
+    check_digest(stored, bytes)?;
     let plan: MigrationPlan = serde_json::from_slice(bytes)
         .map_err(|e| ClusterError::Storage(format!("the plan at {path} is unreadable: {e}")))?;
     if plan.format != PLAN_FORMAT {
@@ -167,6 +235,7 @@ mod tests {
 
     fn stored(plan: &MigrationPlan, json: &[u8]) -> StoredPlan {
         StoredPlan {
+            kind: JobKind::Migration,
             job_id: plan.job_id.clone(),
             dest_catalog: plan.dest.catalog.clone(),
             dest_table: plan.dest.table.clone(),

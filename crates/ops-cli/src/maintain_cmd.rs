@@ -70,12 +70,49 @@ pub struct MaintainArgs {
     /// Tables maintained at once.
     #[arg(long, default_value_t = 1, value_name = "N")]
     concurrency: usize,
+    /// Rewrite the compactions' groups as tasks on a Ballista cluster (`iceberg-ops cluster
+    /// scheduler` and executors configured with the same catalog name), each group committed
+    /// as it lands (`cluster` feature).
+    #[arg(long, value_name = "df://HOST:PORT")]
+    cluster: Option<String>,
     /// Where orphan cleanup's last-run times and the tables' leases are kept
     /// (default: ~/.cache/iceberg-ops/maintain-state.json).
     #[arg(long, value_name = "FILE")]
     state: Option<PathBuf>,
     #[arg(long, value_enum, default_value_t = Output::Text)]
     output: Output,
+}
+
+/// `maintain --cluster`: compactions run by ops-ballista's runner on the cluster at `url`.
+#[cfg(feature = "cluster")]
+async fn cluster_compactions(
+    url: &str,
+    catalog: &str,
+) -> anyhow::Result<ops_maintenance::compact::CompactRunner> {
+    let runner = ops_ballista::ClusterRunner::new(url)?;
+    // Asked once, before any table: a wrong address is one error, not one per table.
+    runner.reachable().await?;
+    let catalog = catalog.to_string();
+    Ok(std::sync::Arc::new(move |builder| {
+        let (runner, catalog) = (runner.clone(), catalog.clone());
+        Box::pin(async move {
+            runner
+                .compact(builder, &catalog)
+                .await
+                .map_err(|e| match e {
+                    ops_ballista::ClusterError::Table(e) => e,
+                    other => ops_core::Error::InvalidInput(other.to_string()),
+                })
+        })
+    }))
+}
+
+#[cfg(not(feature = "cluster"))]
+async fn cluster_compactions(
+    _url: &str,
+    _catalog: &str,
+) -> anyhow::Result<ops_maintenance::compact::CompactRunner> {
+    Err(crate::cluster_cmd::not_built())
 }
 
 fn read_policy(path: Option<&PathBuf>) -> anyhow::Result<Policy> {
@@ -522,12 +559,15 @@ pub async fn run_maintain(factory: &CatalogFactory, args: MaintainArgs) -> anyho
     let handle = factory.open(&args.catalog).await?;
     let tables = resolve_tables(&handle, &args.catalog, &args.targets, args.all).await?;
     let state = State::at(args.state.clone().unwrap_or_else(default_state))?;
-    let report = MaintainBuilder::new(&handle, tables, state)
+    let mut builder = MaintainBuilder::new(&handle, tables, state)
         .policy(policy)
         .dry_run(args.dry_run)
         .concurrency(args.concurrency)
-        .command_args(command_args(&args.catalog))
-        .await?;
+        .command_args(command_args(&args.catalog));
+    if let Some(url) = &args.cluster {
+        builder = builder.compact_with(cluster_compactions(url, &args.catalog).await?);
+    }
+    let report = builder.await?;
     match args.output {
         Output::Json => crate::report::print_json(&report)?,
         Output::Text => print_maintain(&report),

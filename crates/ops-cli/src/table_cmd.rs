@@ -175,6 +175,15 @@ pub enum Command {
         /// Proceed although an unfinished migration job marks the table.
         #[arg(long)]
         force: bool,
+        /// Rewrite the groups as tasks on a Ballista cluster (`iceberg-ops cluster scheduler`
+        /// and executors configured with the same catalog name): each group is committed as it
+        /// lands, as with --partial-progress (`cluster` feature).
+        #[arg(
+            long,
+            value_name = "df://HOST:PORT",
+            conflicts_with = "partial_progress"
+        )]
+        cluster: Option<String>,
         #[arg(long, value_enum, default_value_t = Output::Text)]
         output: Output,
     },
@@ -510,6 +519,7 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
             max_file_group_size,
             dry_run,
             force,
+            cluster,
             output,
         } => {
             // Loaded here for the error that names the catalog and how to list its tables.
@@ -546,7 +556,10 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
             if let Some(t) = target_file_size {
                 builder = builder.target_file_size(t);
             }
-            let (_, m) = builder.await?;
+            let (_, m) = match &cluster {
+                Some(url) => compact_on_cluster(url, builder, &target.catalog).await?,
+                None => builder.await?,
+            };
             let report = CompactReport::of(&target.table, &m, min_input_files);
             let filter_text = filter.as_deref();
             match output {
@@ -602,6 +615,33 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// `table compact --cluster`: the groups rewritten by the cluster's executors.
+#[cfg(feature = "cluster")]
+async fn compact_on_cluster(
+    url: &str,
+    builder: CompactBuilder,
+    catalog: &str,
+) -> anyhow::Result<(iceberg::table::Table, CompactMetrics)> {
+    let runner = ops_ballista::ClusterRunner::new(url)?.progress(|task, landed, total| {
+        tracing::info!(
+            group = task,
+            landed,
+            total,
+            "compaction group rewritten on the cluster"
+        );
+    });
+    Ok(runner.compact(builder, catalog).await?)
+}
+
+#[cfg(not(feature = "cluster"))]
+async fn compact_on_cluster(
+    _url: &str,
+    _builder: CompactBuilder,
+    _catalog: &str,
+) -> anyhow::Result<(iceberg::table::Table, CompactMetrics)> {
+    Err(crate::cluster_cmd::not_built())
 }
 
 /// `table compact`'s report: the library's metrics borrowed, with the totals and the settings

@@ -109,6 +109,7 @@ mod tests {
             file,
             spec_id: 0,
             sequence_number: seq,
+            file_sequence_number: seq,
         }
     }
 

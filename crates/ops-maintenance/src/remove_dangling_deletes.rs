@@ -166,6 +166,7 @@ async fn plan(table: &Table, cache: &ManifestCache) -> Result<(Vec<String>, usiz
             file: live.file,
             spec_id: live.spec_id,
             sequence_number: live.sequence_number,
+            file_sequence_number: live.file_sequence_number,
         });
         Ok(())
     })
@@ -187,10 +188,10 @@ async fn plan(table: &Table, cache: &ManifestCache) -> Result<(Vec<String>, usiz
     each_live_data_file(snapshot, cache, |live| {
         if let Some(entries) = scoped.get_mut(live.file.file_path()) {
             for (i, referenced) in entries.iter_mut() {
-                if deletes
-                    .get(*i)
-                    .is_some_and(|d| live.file_sequence_number <= d.sequence_number)
-                {
+                if deletes.get(*i).is_some_and(|d| {
+                    live.sequence_number <= d.sequence_number
+                        && live.file_sequence_number <= d.file_sequence_number
+                }) {
                     *referenced = true;
                 }
             }

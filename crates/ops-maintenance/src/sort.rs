@@ -72,7 +72,7 @@ impl SortKey {
 }
 
 /// What to sort by: the table's default sort order, or columns named by the user.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum SortSpec {
     /// The table's default sort order (Java's `sort` strategy without `sort-order`).
     TableOrder,
@@ -82,7 +82,7 @@ pub enum SortSpec {
 }
 
 /// A column, or a transform of one, to sort by.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SortColumn {
     /// Its name in the current schema (`a.b` inside structs).
     pub name: String,

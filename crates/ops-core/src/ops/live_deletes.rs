@@ -77,6 +77,9 @@ pub struct LiveDelete {
     pub spec_id: i32,
     /// Its data sequence number.
     pub sequence_number: i64,
+    /// The sequence number of the commit that added it (its data sequence number when the
+    /// manifest entry has none).
+    pub file_sequence_number: i64,
 }
 
 impl LiveDelete {
@@ -99,12 +102,14 @@ impl LiveDelete {
     /// the partition is the caller's).
     pub fn may_apply_to(&self, data: &LiveFile) -> bool {
         match self.file.content_type() {
-            // A position delete names files by path: one added by a later commit (a
-            // compaction's output, which keeps an older data sequence number) did not exist
-            // when it was written.
+            // A position delete names files by path: one added by a commit after the one that
+            // added the delete (a compaction's output, which keeps an older data sequence
+            // number) did not exist when it was written. Compared commit to commit, not with
+            // the delete's data sequence number, which a rewrite of the delete may have kept
+            // older than a file it names.
             DataContentType::PositionDeletes => {
                 data.sequence_number <= self.sequence_number
-                    && data.file_sequence_number <= self.sequence_number
+                    && data.file_sequence_number <= self.file_sequence_number
                     && self.may_reference(data.file.file_path())
             }
             DataContentType::EqualityDeletes => data.sequence_number < self.sequence_number,
@@ -125,6 +130,7 @@ pub async fn live_delete_files_of(
             file: f.file,
             spec_id: f.spec_id,
             sequence_number: f.sequence_number,
+            file_sequence_number: f.file_sequence_number,
         })
         .collect())
 }
@@ -162,6 +168,7 @@ mod tests {
             file,
             spec_id: 0,
             sequence_number: seq,
+            file_sequence_number: seq,
         }
     }
 
@@ -194,5 +201,31 @@ mod tests {
         );
         assert!(bytes.may_reference("s3://b/\u{10000}"));
         assert!(!bytes.may_reference("s3://b/a"));
+    }
+
+    /// A position delete applies to files committed no later than itself, whatever data
+    /// sequence numbers a rewrite kept: one converted from an equality delete (data sequence
+    /// 3) and committed after a compaction's output (data sequence 1, committed at 5) names
+    /// that output; the output of a compaction committed after it does not exist for it.
+    #[test]
+    fn a_position_delete_reaches_files_committed_no_later_than_itself() {
+        let data = |data_seq: i64, file_seq: i64| LiveFile {
+            file: file_with_bounds("s3://b/d1", DataContentType::Data, "eu", None),
+            spec_id: 0,
+            sequence_number: data_seq,
+            file_sequence_number: file_seq,
+        };
+        let mut pos = delete(
+            file_with_bounds("p", DataContentType::PositionDeletes, "eu", None),
+            3,
+        );
+        pos.file_sequence_number = 6;
+        assert!(pos.may_apply_to(&data(1, 5)));
+        assert!(pos.may_apply_to(&data(3, 6)));
+        assert!(!pos.may_apply_to(&data(1, 7)), "committed after the delete");
+        assert!(
+            !pos.may_apply_to(&data(4, 4)),
+            "data sequence past the delete's"
+        );
     }
 }

@@ -77,6 +77,8 @@ impl Part {
 struct SeenDelete {
     key: PartitionKey,
     seq: i64,
+    /// The sequence number of the commit that added it.
+    file_seq: i64,
     records: u64,
     equality: bool,
     /// An equality delete of an unpartitioned spec: it applies to every partition.
@@ -100,7 +102,10 @@ impl SeenDelete {
         } else if self.equality {
             part.map_or(i64::MAX, |p| p.min_seq) >= self.seq
         } else {
-            part.map_or(i64::MAX, |p| p.min_file_seq) > self.seq
+            // Per partition only the lowest of each is kept: a partition whose oldest file and
+            // earliest-added file are two files counts as one the delete may apply to (it is
+            // kept: `remove-dangling-deletes` decides file by file).
+            part.is_none_or(|p| p.min_seq > self.seq || p.min_file_seq > self.file_seq)
         }
     }
 }
@@ -149,6 +154,7 @@ pub(super) async fn files(
         seen.push(SeenDelete {
             key,
             seq: live.sequence_number,
+            file_seq: live.file_sequence_number,
             records,
             equality,
             global: equality && crate::compact::unpartitioned(md, live.spec_id),
@@ -188,7 +194,8 @@ pub(super) async fn files(
         if let Some(ids) = by_path.get(live.file.file_path()) {
             for &i in ids {
                 if let Some(d) = seen.get_mut(i)
-                    && live.file_sequence_number <= d.seq
+                    && live.sequence_number <= d.seq
+                    && live.file_sequence_number <= d.file_seq
                 {
                     d.referenced_live = true;
                 }

@@ -30,7 +30,7 @@ use ops_core::{CatalogHandle, Result};
 use serde::Serialize;
 
 use crate::BeforeCommitHook;
-use crate::compact::CompactBuilder;
+use crate::compact::{CompactBuilder, CompactRunner};
 use crate::expire_snapshots::ExpireSnapshotsBuilder;
 use crate::health::{TableHealth, age_text, health_of};
 use crate::policy::{Policy, Thresholds};
@@ -218,6 +218,7 @@ pub struct MaintainBuilder {
     state: Arc<State>,
     command_args: String,
     before_commit: Option<BeforeCommitHook>,
+    compact_runner: Option<CompactRunner>,
 }
 
 impl MaintainBuilder {
@@ -232,6 +233,7 @@ impl MaintainBuilder {
             state: Arc::new(state),
             command_args: String::new(),
             before_commit: None,
+            compact_runner: None,
         }
     }
 
@@ -265,6 +267,13 @@ impl MaintainBuilder {
     #[doc(hidden)]
     pub fn before_commit(mut self, hook: BeforeCommitHook) -> Self {
         self.before_commit = Some(hook);
+        self
+    }
+
+    /// Runs the compactions with `runner` instead of in this process (`maintain --cluster`:
+    /// ops-ballista rewrites the groups on a Ballista cluster).
+    pub fn compact_with(mut self, runner: CompactRunner) -> Self {
+        self.compact_runner = Some(runner);
         self
     }
 
@@ -476,8 +485,27 @@ impl MaintainBuilder {
         if let Some(hook) = &self.before_commit {
             builder = builder.before_commit(hook.clone());
         }
-        let result = builder.await;
+        let result = match &self.compact_runner {
+            Some(run) => run(builder).await,
+            None => builder.await,
+        };
         match result {
+            // Groups committed one by one (a cluster's): one that failed fails the task, the
+            // others stay committed.
+            Ok((_, m)) if !m.failed_groups.is_empty() => failed_task(
+                "compact",
+                &why,
+                ops_core::Error::InvalidInput(format!(
+                    "{} of {} group(s) failed ({}); the others were committed",
+                    m.failed_groups.len(),
+                    m.groups.len(),
+                    m.failed_groups
+                        .iter()
+                        .map(|g| format!("{}: {}", g.partition, g.error))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                )),
+            ),
             Ok((_, m)) => {
                 let files_removed = m.input_files() as u64;
                 let mut task = self.task("compact", &why, m.snapshot_id, files_removed, 0);

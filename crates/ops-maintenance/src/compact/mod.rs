@@ -71,6 +71,16 @@ use crate::dangling_deletes::dangling;
 use crate::guards;
 use crate::sort::{ResolvedSort, SortSpec, Sorter};
 
+pub mod job;
+
+/// Runs a compaction elsewhere than in this process: ops-ballista's cluster runner, for
+/// `maintain --cluster` (this crate cannot name it: it stands above).
+pub type CompactRunner = Arc<
+    dyn Fn(CompactBuilder) -> Pin<Box<dyn Future<Output = Result<(Table, CompactMetrics)>> + Send>>
+        + Send
+        + Sync,
+>;
+
 /// Java's `min-input-files` default.
 pub const DEFAULT_MIN_INPUT_FILES: usize = 5;
 
@@ -205,6 +215,9 @@ pub struct CompactBuilder {
     sort: Option<SortSpec>,
     sort_memory: usize,
     max_file_group_size: u64,
+    /// Exactly these files, as one group per partition whatever their sizes (a group planned
+    /// by another process, rewritten by a cluster task: [`job`]).
+    only_paths: Option<Arc<std::collections::HashSet<String>>>,
 }
 
 /// A candidate's manifest entry, slimmed to what compaction reads, groups and matches deletes
@@ -300,6 +313,7 @@ impl CompactBuilder {
             sort: None,
             sort_memory: DEFAULT_SORT_MEMORY,
             max_file_group_size: DEFAULT_MAX_FILE_GROUP_SIZE,
+            only_paths: None,
         }
     }
 
@@ -411,7 +425,9 @@ impl CompactBuilder {
         self
     }
 
-    async fn execute(self) -> Result<(Table, CompactMetrics)> {
+    /// Plans the compaction (every check done, nothing written): its groups can then be
+    /// rewritten elsewhere and committed one by one ([`PreparedCompaction`]).
+    pub async fn prepare(self) -> Result<PreparedCompaction> {
         guards::refuse_self_maintained(&self.handle, &self.ident, "compaction").await?;
         if self.max_commits == 0 {
             return Err(Error::InvalidInput(
@@ -462,7 +478,15 @@ impl CompactBuilder {
             ..Default::default()
         };
         let Some(start) = table.metadata().current_snapshot().cloned() else {
-            return Ok((table, metrics));
+            return Ok(PreparedCompaction {
+                builder: self,
+                current: table,
+                start: None,
+                groups: Vec::new(),
+                metrics,
+                target,
+                sort,
+            });
         };
         let cache = ManifestCache::new(&table);
         let groups = self.plan(&table, &cache, target, &mut metrics).await?;
@@ -478,10 +502,49 @@ impl CompactBuilder {
                 ..Default::default()
             })
             .collect();
-        if self.dry_run || groups.is_empty() {
+        Ok(PreparedCompaction {
+            builder: self,
+            current: table,
+            start: Some(start),
+            groups: groups.into_iter().map(Some).collect(),
+            metrics,
+            target,
+            sort,
+        })
+    }
+
+    async fn execute(self) -> Result<(Table, CompactMetrics)> {
+        let prepared = self.prepare().await?;
+        let PreparedCompaction {
+            builder: this,
+            current: table,
+            start,
+            groups,
+            metrics,
+            target,
+            sort,
+        } = prepared;
+        let groups: Vec<Planned> = groups.into_iter().flatten().collect();
+        let Some(start) = start else {
+            return Ok((table, metrics));
+        };
+        if this.dry_run || groups.is_empty() {
             return Ok((table, metrics));
         }
+        this.run_groups(table, start, groups, metrics, target, sort)
+            .await
+    }
 
+    /// Rewrites `groups` here and commits them (see [`Self::partial_progress`]).
+    async fn run_groups(
+        self,
+        table: Table,
+        start: SnapshotRef,
+        groups: Vec<Planned>,
+        mut metrics: CompactMetrics,
+        target: u64,
+        sort: Option<ResolvedSort>,
+    ) -> Result<(Table, CompactMetrics)> {
         // One commit for the whole job, or (`partial_progress`) as Java does, the groups in
         // at most `max_commits` commits of equal size: then a commit that fails is reported
         // and the others still land.
@@ -578,7 +641,6 @@ impl CompactBuilder {
         // decode, project and encode: a core's work); on any failure, remove what was written.
         // After a failure the groups already running are awaited, not dropped (a writer dropped
         // mid-file would leave its file behind), and those not started yet skip their work.
-        let io = table.file_io().clone();
         let mut written: Vec<(i32, DataFile)> = Vec::new();
         let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
         // The sort memory is shared by the groups sorted at once (one per core, or fewer when
@@ -656,6 +718,26 @@ impl CompactBuilder {
             ops_core::commit::delete_quietly(table.file_io(), &outputs).await;
             return Err(e);
         }
+        self.commit_rewritten(table, start, inputs, written).await
+    }
+
+    /// Commits the files `written` (by spec) in place of `inputs` as one `replace` snapshot on
+    /// top of `table`, validated against every commit since `start`, their data keeping
+    /// `start`'s sequence number. Returns the table, the snapshot and the dangling delete files
+    /// the commit removed. When the commit is refused (or never reached the catalog) the
+    /// written files are deleted.
+    async fn commit_rewritten(
+        &self,
+        table: Table,
+        start: &SnapshotRef,
+        inputs: Vec<(String, PartitionKey)>,
+        written: Vec<(i32, DataFile)>,
+    ) -> Result<(Table, i64, Vec<String>)> {
+        let io = table.file_io().clone();
+        let outputs: Vec<String> = written
+            .iter()
+            .map(|(_, f)| f.file_path().to_string())
+            .collect();
         if let Some(hook) = &self.before_commit {
             hook().await;
         }
@@ -756,7 +838,9 @@ impl CompactBuilder {
             ),
             None => None,
         };
+        let exact = self.only_paths.is_some();
         let allowed: Option<std::collections::HashSet<String>> = match &self.added_by {
+            None if exact => self.only_paths.as_deref().cloned(),
             None => None,
             Some(ids) => {
                 let mut paths = std::collections::HashSet::new();
@@ -804,6 +888,9 @@ impl CompactBuilder {
                     .is_some_and(|a| !a.contains(live.file.file_path()))
                 {
                     return false;
+                }
+                if exact {
+                    return true;
                 }
                 if live.spec_id != default_spec && !self.to_current_spec {
                     metrics.skipped_other_spec_files += 1;
@@ -973,7 +1060,7 @@ impl CompactBuilder {
                 });
             // A file of an older spec is rewritten whatever its size (`to_current_spec`).
             let other_spec = live.spec_id != default_spec;
-            if !has_deletes && !other_spec && live.size >= min_size {
+            if !has_deletes && !other_spec && live.size >= min_size && !exact {
                 continue;
             }
             partitions
@@ -1005,6 +1092,19 @@ impl CompactBuilder {
         });
         let mut planned = Vec::new();
         for (key, (partition, candidates)) in partitions {
+            if exact {
+                // A group planned elsewhere: its files as they are, one group.
+                for c in &candidates {
+                    refuse_unsafe_rewrite(table, &c.live.path, &c.tasks, false)?;
+                }
+                planned.push(Planned {
+                    key,
+                    partition,
+                    files: candidates,
+                    whole_file_reads: whole_file_reads.clone(),
+                });
+                continue;
+            }
             let any_deletes = candidates.iter().any(|c| c.has_deletes);
             let other_spec = key.0 != default_spec;
             if candidates.len() < self.min_input_files && !any_deletes && !other_spec {
@@ -1035,6 +1135,179 @@ impl CompactBuilder {
             }
         }
         Ok(planned)
+    }
+}
+
+/// A compaction planned by [`CompactBuilder::prepare`]: its groups, each rewritten elsewhere
+/// (a cluster task: [`job`]) and committed here as its files land
+/// ([`Self::commit_group`]), one `replace` snapshot per group with the validation of a local
+/// compaction. [`Self::finish`] gives the table and the report.
+pub struct PreparedCompaction {
+    builder: CompactBuilder,
+    current: Table,
+    /// The snapshot planned on (`None`: the table is empty).
+    start: Option<SnapshotRef>,
+    /// The groups, each taken when it is committed or failed.
+    groups: Vec<Option<Planned>>,
+    metrics: CompactMetrics,
+    target: u64,
+    sort: Option<ResolvedSort>,
+}
+
+impl std::fmt::Debug for PreparedCompaction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PreparedCompaction")
+            .field("table", &self.builder.ident)
+            .field("groups", &self.groups.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl PreparedCompaction {
+    /// The report so far (before any commit: the plan).
+    pub fn metrics(&self) -> &CompactMetrics {
+        &self.metrics
+    }
+
+    /// The table as last loaded or committed.
+    pub fn table(&self) -> &Table {
+        &self.current
+    }
+
+    /// Whether the builder asked for a dry run.
+    pub fn is_dry_run(&self) -> bool {
+        self.builder.dry_run
+    }
+
+    /// How many groups the plan has.
+    pub fn group_count(&self) -> usize {
+        self.groups.len()
+    }
+
+    /// The group's files as a task of a job another process runs (see [`job::CompactionJob`]);
+    /// `None` when there is nothing to rewrite.
+    pub fn job(&self, job_id: &str, catalog: &str) -> Result<Option<job::CompactionJob>> {
+        let Some(start) = &self.start else {
+            return Ok(None);
+        };
+        if self.groups.is_empty() {
+            return Ok(None);
+        }
+        let sort = match (&self.builder.sort, &self.sort) {
+            (Some(spec), Some(_)) => Some(spec.clone()),
+            _ => None,
+        };
+        Ok(Some(job::CompactionJob {
+            format: job::JOB_FORMAT,
+            job_id: job_id.to_string(),
+            catalog: catalog.to_string(),
+            table: self.builder.ident.to_string(),
+            table_uuid: self.current.metadata().uuid().to_string(),
+            start_snapshot_id: start.snapshot_id(),
+            target_file_size: self.target,
+            to_current_spec: self.builder.to_current_spec,
+            sort,
+            sort_memory: self.builder.sort_memory,
+            groups: self
+                .metrics
+                .groups
+                .iter()
+                .map(|g| job::CompactionTask {
+                    partition: g.partition.clone(),
+                    files: g.input_files.iter().map(|p| p.to_string()).collect(),
+                })
+                .collect(),
+        }))
+    }
+
+    /// Commits group `group`'s rewritten `files` (laid out by spec `spec_id`) in place of its
+    /// inputs. `Ok(Some(snapshot))` when it landed; `Ok(None)` when it was refused (a conflict
+    /// with a commit since the plan, an input gone): the group is reported failed and its files
+    /// are deleted. An error is a commit whose outcome is unknown, or a group not in the plan.
+    pub async fn commit_group(
+        &mut self,
+        group: usize,
+        spec_id: i32,
+        files: Vec<DataFile>,
+    ) -> Result<Option<i64>> {
+        let Some(start) = self.start.clone() else {
+            return Err(Error::InvalidInput(
+                "the compaction planned nothing to commit".into(),
+            ));
+        };
+        let planned = self
+            .groups
+            .get_mut(group)
+            .and_then(Option::take)
+            .ok_or_else(|| {
+                Error::InvalidInput(format!(
+                    "group {group} is not a group of this compaction, or was committed already"
+                ))
+            })?;
+        let inputs: Vec<(String, PartitionKey)> = planned
+            .files
+            .iter()
+            .map(|c| (c.live.path.to_string(), planned.key.clone()))
+            .collect();
+        let written: Vec<(i32, DataFile)> = files.into_iter().map(|f| (spec_id, f)).collect();
+        if let Some(r) = self.metrics.groups.get_mut(group) {
+            r.output_rows = written.iter().map(|(_, f)| f.record_count()).sum();
+            r.output_bytes = written.iter().map(|(_, f)| f.file_size_in_bytes()).sum();
+            r.output_files = written
+                .iter()
+                .map(|(_, f)| f.file_path().to_string())
+                .collect();
+        }
+        match self
+            .builder
+            .commit_rewritten(self.current.clone(), &start, inputs, written)
+            .await
+        {
+            Ok((table, snapshot, dangling)) => {
+                self.current = table;
+                self.metrics.snapshot_ids.push(snapshot);
+                self.metrics.snapshot_id = Some(snapshot);
+                self.metrics.removed_dangling_delete_files.extend(dangling);
+                Ok(Some(snapshot))
+            }
+            Err(e @ Error::CommitStateUnknown { .. }) => Err(e),
+            Err(e) => {
+                tracing::warn!(table = %self.builder.ident, group, error = %e,
+                    "a compaction group was not committed");
+                self.fail_group(group, e.to_string());
+                Ok(None)
+            }
+        }
+    }
+
+    /// Reports group `group` failed (its task failed, or its job ended without it).
+    pub fn fail_group(&mut self, group: usize, error: String) {
+        if let Some(slot) = self.groups.get_mut(group) {
+            slot.take();
+        }
+        if let Some(r) = self.metrics.groups.get_mut(group) {
+            r.failed = true;
+            r.output_files.clear();
+            r.output_bytes = 0;
+            r.output_rows = 0;
+            self.metrics.failed_groups.push(FailedGroup {
+                partition: r.partition.clone(),
+                error,
+            });
+        }
+    }
+
+    /// The table and the report (groups neither committed nor failed are reported failed).
+    pub fn finish(mut self) -> (Table, CompactMetrics) {
+        if !self.builder.dry_run {
+            for group in 0..self.groups.len() {
+                if self.groups[group].is_some() {
+                    self.fail_group(group, "not rewritten".into());
+                }
+            }
+        }
+        self.metrics.removed_dangling_delete_files.sort();
+        (self.current, self.metrics)
     }
 }
 
