@@ -522,9 +522,49 @@ fn make_source_of(
     appends: i64,
     rows_each: i64,
 ) -> anyhow::Result<Vec<Row>> {
+    make_source_in(
+        rt,
+        props,
+        appends,
+        rows_each,
+        iceberg::spec::FormatVersion::V2,
+    )
+}
+
+/// [`make_source_of`] in table format `format`.
+fn make_source_in(
+    rt: &tokio::runtime::Runtime,
+    props: &BTreeMap<String, String>,
+    appends: i64,
+    rows_each: i64,
+    format: iceberg::spec::FormatVersion,
+) -> anyhow::Result<Vec<Row>> {
     rt.block_on(async {
         let handle = open("lake", props).await?;
-        let mut table = create_orders(&handle, "src").await?;
+        let mut table = if format == iceberg::spec::FormatVersion::V2 {
+            create_orders(&handle, "src").await?
+        } else {
+            let ns = iceberg::NamespaceIdent::new("src".into());
+            handle
+                .catalog()
+                .create_namespace(&ns, Default::default())
+                .await?;
+            let spec = iceberg::spec::UnboundPartitionSpec::builder()
+                .add_partition_field(2, "region", iceberg::spec::Transform::Identity)?
+                .build();
+            handle
+                .catalog()
+                .create_table(
+                    &ns,
+                    iceberg::TableCreation::builder()
+                        .name("orders".into())
+                        .schema(crate::common::orders_schema()?)
+                        .partition_spec(spec)
+                        .format_version(format)
+                        .build(),
+                )
+                .await?
+        };
         let mut rows = Vec::new();
         for chunk in 0..appends {
             let part: Vec<_> = (0..rows_each)
@@ -1497,15 +1537,17 @@ fn a_compaction_on_the_cluster_survives_an_executor_killed_mid_job() -> TestResu
     Ok(())
 }
 
-/// `maintain --cluster`: the compaction that is due runs as tasks on the cluster, and a second
-/// run finds nothing due.
+/// `maintain --cluster` on a v1 table (every sequence number 0: the clean-up must still find
+/// the committed attempts, or it deletes the files it just committed): the compaction that is
+/// due runs as tasks on the cluster, PyIceberg reads the same rows, and a second run finds
+/// nothing due.
 #[test]
-fn maintain_compacts_on_the_cluster() -> TestResult {
+fn maintain_compacts_a_v1_table_on_the_cluster() -> TestResult {
     init_tracing();
     let bin = binary()?;
     let (_moto, props) = glue_on_moto();
     let rt = tokio::runtime::Runtime::new()?;
-    make_source_of(&rt, &props, 8, 20)?;
+    make_source_in(&rt, &props, 8, 20, iceberg::spec::FormatVersion::V1)?;
     let (want, _) = pyiceberg_orders("lake", &props, "src")?;
     let root = tempfile::tempdir()?;
     let cluster = start_cluster(&bin, root.path(), &props, 1)?;
@@ -1549,5 +1591,96 @@ fn maintain_compacts_on_the_cluster() -> TestResult {
         .filter(|t| t["status"] == "done")
         .collect();
     assert!(ran.is_empty(), "the second run did work: {report}");
+    Ok(())
+}
+
+/// A group whose task fails for good (an input file deleted from the store behind the table's
+/// back) fails alone: its task reports the failure in its output instead of failing the Ballista
+/// job, the other groups are committed, the command exits non-zero naming the group and the
+/// missing file, and the failed attempt leaves no file.
+#[test]
+fn a_compaction_group_that_fails_for_good_fails_alone() -> TestResult {
+    init_tracing();
+    let bin = binary()?;
+    let (moto, props) = glue_on_moto();
+    let rt = tokio::runtime::Runtime::new()?;
+    make_source_of(&rt, &props, 6, 30)?;
+    // One eu input gone (planning reads manifests, not data files: the group is planned).
+    let gone = rt.block_on(async {
+        use futures::TryStreamExt;
+        let handle = open("lake", &props).await?;
+        let t = handle
+            .catalog()
+            .load_table(&iceberg::TableIdent::from_strs(["src", "orders"])?)
+            .await?;
+        let files: Vec<String> = t
+            .scan()
+            .build()?
+            .plan_files()
+            .await?
+            .map_ok(|task| task.data_file_path)
+            .try_collect()
+            .await?;
+        let gone = files
+            .into_iter()
+            .find(|f| f.contains("region=eu"))
+            .context("no eu file")?;
+        t.file_io().delete(&gone).await?;
+        anyhow::Ok(gone)
+    })?;
+    let root = tempfile::tempdir()?;
+    let cluster = start_cluster(&bin, root.path(), &props, 2)?;
+    let client_dir = root.path().join("client");
+    let mut cmd = command(&bin, &client_dir, &props)?;
+    cmd.args(["table", "compact", "src.orders", "--catalog", "lake"])
+        .args(["--min-input-files", "2", "--output", "json", "--cluster"])
+        .arg(format!("df://127.0.0.1:{}", cluster.scheduler_port))
+        .stdout(Stdio::piped());
+    let out = cmd.output()?;
+    let log = std::fs::read_to_string(client_dir.join("log"))?;
+    assert!(
+        !out.status.success(),
+        "a failed group must fail the command:\n{log}"
+    );
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .with_context(|| format!("the report is not JSON:\n{log}"))?;
+    let failed = report["failed_groups"]
+        .as_array()
+        .context("failed_groups")?;
+    assert_eq!(failed.len(), 1, "{report}");
+    assert_eq!(failed[0]["partition"], "region=eu", "{report}");
+    let name = gone.rsplit('/').next().unwrap_or_default();
+    assert!(
+        failed[0]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains(name)),
+        "the error does not name {name}: {report}"
+    );
+    // Told by the task's own output (naming its executor), not by a failed Ballista job.
+    assert!(
+        failed[0]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("(executor ") && !e.contains("cluster job failed")),
+        "{report}"
+    );
+    assert!(log.contains("of 3 group(s) failed"), "{log}");
+    // us and apac became one file each; eu is as it was (less the file deleted behind it).
+    let (_, live) = data_files(&rt, &moto, &props, "src")?;
+    let per = |region: &str| live.iter().filter(|f| f.contains(region)).count();
+    assert_eq!((per("region=us"), per("region=apac")), (1, 1), "{live:?}");
+    assert_eq!(per("region=eu"), 6, "{live:?}");
+    // Nothing under the location that no snapshot references (the replaced inputs are
+    // still the older snapshots'): the failed attempt's folder and the job's files are gone.
+    let (stored, referenced) = referenced_and_stored(&rt, &moto, &props, "src")?;
+    let orphans: Vec<&String> = stored
+        .iter()
+        .filter(|k| k.ends_with(".parquet") && !referenced.contains(k))
+        .collect();
+    assert!(orphans.is_empty(), "files left: {orphans:?}");
+    let jobs: Vec<&String> = stored
+        .iter()
+        .filter(|k| k.contains("/iceberg-ops-jobs/"))
+        .collect();
+    assert!(jobs.is_empty(), "the job's files are left: {jobs:?}");
     Ok(())
 }

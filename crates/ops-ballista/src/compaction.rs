@@ -3,11 +3,13 @@
 //! The client plans (ops-maintenance's [`CompactBuilder::prepare`]), writes the plan beside
 //! the table's other job files ([`crate::plan_store::store_compaction`]) and submits one task
 //! per group. Each task rewrites its group under its attempt's own folder and writes its output
-//! (the files, not committed) under the job's prefix. The client commits each group as its
-//! output lands, in whatever order they land, as one `replace` snapshot validated as a local
-//! compaction's is ([`ops_maintenance::compact::PreparedCompaction::commit_group`]): a group
-//! that conflicts with a commit since the plan is reported failed and its files deleted, the
-//! others still land. When the job is over, the folders of attempts that no snapshot references
+//! (the files, not committed) under the job's prefix. The client commits the groups as their
+//! outputs land, in whatever order, in Java's partial-progress batches (at most
+//! `--max-commits` commits, default 10), each one `replace` snapshot validated as a local
+//! compaction's is ([`ops_maintenance::compact::PreparedCompaction::commit_groups`]): a commit
+//! that conflicts with one since the plan fails its groups, whose files are deleted, and the
+//! others still land; a group whose task fails for good says so in its output and fails
+//! alone. When the job is over, the folders of attempts that no snapshot references
 //! (an executor lost mid-task, a refused group) are deleted, then the job's files.
 
 use std::collections::BTreeSet;
@@ -15,7 +17,9 @@ use std::time::Instant;
 
 use iceberg::table::Table;
 
-use ops_maintenance::compact::{CompactBuilder, CompactMetrics, PreparedCompaction};
+use ops_maintenance::compact::{
+    CompactBuilder, CompactMetrics, PreparedCompaction, RewrittenGroup,
+};
 
 use crate::client::{ClusterRunner, JOB_END_WAIT, STALL_WARN_EVERY};
 use crate::error::{ClusterError, Result};
@@ -87,7 +91,17 @@ impl ClusterRunner {
                 remove-orphans` collects them once they are old enough)", JOB_END_WAIT.as_secs());
             return Ok(prepared.finish());
         }
-        let current = prepared.table().clone();
+        // The catalog's own view of what landed (not this process's: a commit whose answer was
+        // lost may be there all the same).
+        let current = match prepared.reload().await {
+            Ok(t) => t,
+            Err(e) => {
+                tracing::warn!(job = %job_id, error = %e, "the table could not be read again: the \
+                    files of lost attempts are left (`iceberg-ops table remove-orphans` collects \
+                    them once they are old enough)");
+                return Ok(prepared.finish());
+            }
+        };
         match clean_up(&current, &job_id, start, groups).await {
             Ok(()) => {
                 if let Err(e) = remove_outputs(&table, &job_id).await {
@@ -135,28 +149,31 @@ struct Watch<'a> {
 }
 
 impl Watch<'_> {
-    /// Commits each group as its output lands, until none is pending. Groups the job ends
-    /// without, or that stall past the runner's limit, are reported failed; an error is a
-    /// commit whose outcome is unknown or a storage that keeps failing.
+    /// Commits the groups as their outputs land, in Java's partial-progress batches (at most
+    /// `max_commits` commits of equal numbers of groups), until none is pending. Groups whose
+    /// task failed for good, or that the job ends without, are reported failed; an error is a
+    /// commit that may have landed, a storage that keeps failing, or a stall.
     async fn commit_as_they_land(&mut self) -> Result<()> {
         let total = self.pending.len();
+        let per_commit = self.prepared.groups_per_commit();
+        let mut landed: Vec<RewrittenGroup> = Vec::new();
         let mut read_failures = 0u32;
         let mut waiting_since = Instant::now();
         let mut warned = Instant::now();
-        while !self.pending.is_empty() {
-            let mut landed = 0;
+        loop {
+            let mut new = 0;
+            let mut read_failed = false;
             for task in self.pending.clone() {
                 let found = match read_compaction_output(&self.table, self.job_id, task).await {
-                    Ok(f) => {
-                        read_failures = 0;
-                        f
-                    }
+                    Ok(f) => f,
                     Err(e)
                         if crate::transient::is_transient(&e)
                             && read_failures < MAX_READ_FAILURES =>
                     {
                         read_failures += 1;
-                        tracing::warn!(task, error = %e, "reading a group's output failed; reading it again");
+                        read_failed = true;
+                        tracing::warn!(task, error = %e, attempt = read_failures,
+                            "reading a group's output failed; reading it again");
                         break;
                     }
                     Err(e) => return Err(e),
@@ -165,32 +182,57 @@ impl Watch<'_> {
                     continue;
                 };
                 self.pending.remove(&task);
-                landed += 1;
+                new += 1;
                 if let Some(p) = &self.runner.progress {
                     p(task, total - self.pending.len(), total);
                 }
-                let files = match out.data_files(self.prepared.table()) {
-                    Ok(f) => f,
+                if let Some(error) = out.error {
+                    self.prepared.fail_group(task, error);
+                    continue;
+                }
+                match out.data_files(self.prepared.table()) {
+                    Ok(files) => landed.push(RewrittenGroup {
+                        group: task,
+                        spec_id: out.spec_id,
+                        files,
+                    }),
                     Err(e) => {
                         let paths = out.file_paths();
                         ops_core::commit::delete_quietly(self.table.file_io(), &paths).await;
                         self.prepared.fail_group(task, e.to_string());
-                        continue;
                     }
-                };
-                let committed = self.prepared.commit_group(task, out.spec_id, files).await?;
-                tracing::info!(task, snapshot = ?committed, "compaction group landed");
+                }
+            }
+            if !read_failed {
+                read_failures = 0;
+            }
+            // A full batch as soon as it is there; the last one once nothing is pending.
+            while landed.len() >= per_commit || (self.pending.is_empty() && !landed.is_empty()) {
+                let batch: Vec<RewrittenGroup> =
+                    landed.drain(..landed.len().min(per_commit)).collect();
+                let groups: Vec<usize> = batch.iter().map(|g| g.group).collect();
+                let committed = self.prepared.commit_groups(batch).await?;
+                tracing::info!(?groups, snapshot = ?committed, "compaction groups committed");
             }
             if self.pending.is_empty() {
-                break;
+                return Ok(());
             }
-            if landed > 0 {
+            if new > 0 {
                 waiting_since = Instant::now();
                 warned = waiting_since;
                 continue;
             }
+            if read_failed {
+                // Backing off, doubling from half a second up to 30 s (as the migration
+                // client does): the attempts ride out minutes of an object store's outage.
+                let backoff = std::time::Duration::from_millis(500)
+                    .saturating_mul(1 << read_failures.saturating_sub(1).min(6))
+                    .min(std::time::Duration::from_secs(30));
+                tokio::time::sleep(self.runner.poll.max(backoff)).await;
+                continue;
+            }
             if let Some(done) = &self.job_result {
-                // The job is over: what has not landed will not.
+                // The job is over and every output was read: what has not landed will not.
                 let why = match done {
                     Err(e) => {
                         format!("the cluster job failed before this group was rewritten: {e}")
@@ -200,7 +242,8 @@ impl Watch<'_> {
                 for task in std::mem::take(&mut self.pending) {
                     self.prepared.fail_group(task, why.clone());
                 }
-                break;
+                // The groups that landed are committed at the top of the loop.
+                continue;
             }
             let joined = match self.job.as_mut() {
                 Some(job) => tokio::select! {
@@ -224,10 +267,16 @@ impl Watch<'_> {
             if let Some(limit) = self.runner.stall
                 && waited >= limit
             {
+                // What landed is committed before giving up.
+                if !landed.is_empty() {
+                    self.prepared
+                        .commit_groups(std::mem::take(&mut landed))
+                        .await?;
+                }
                 return Err(ClusterError::Job(format!(
-                    "no compaction group landed for {}s ({} of {total} still running; \
-                     --stall-timeout): the cluster has no executor left, or none can run the \
-                     tasks. The groups that landed are committed; run the compaction again",
+                    "no compaction group landed for {}s ({} of {total} still running): the \
+                     cluster has no executor left, or none can run the tasks. The groups that \
+                     landed are committed; run the compaction again",
                     waited.as_secs(),
                     self.pending.len()
                 )));
@@ -242,7 +291,6 @@ impl Watch<'_> {
                 );
             }
         }
-        Ok(())
     }
 }
 

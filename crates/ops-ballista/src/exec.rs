@@ -284,13 +284,32 @@ async fn run_compaction_task(
     {
         tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
     }
-    let out = job
-        .execute_task(&handle, task, &folder)
-        .await
-        .map_err(|e| ClusterError::Catalog {
-            what: format!("rewrite group {task} of compaction job {}", stored.job_id),
-            source: Box::new(e),
-        })?;
+    let out = match job.execute_task(&handle, task, &folder).await {
+        Ok(out) => out,
+        Err(e) => {
+            let failure = ClusterError::Catalog {
+                what: format!("rewrite group {task} of compaction job {}", stored.job_id),
+                source: Box::new(e),
+            };
+            // A transient failure fails the task, which Ballista runs again. Any other is this
+            // group's alone: reported in its output, so the job's other groups still run (a
+            // failed task would fail the whole Ballista job), as Java's partial progress
+            // reports a failed group and commits the rest.
+            if crate::transient::is_transient(&failure) {
+                return Err(failure);
+            }
+            tracing::warn!(task, job = %stored.job_id, error = %failure, "compaction group failed");
+            let prefix = format!("{folder}/");
+            if let Err(d) = table.file_io().delete_prefix(&prefix).await {
+                tracing::warn!(task, folder = %prefix, error = %d, "the attempt's files were not removed");
+            }
+            CompactionOutput::failed(
+                &stored.job_id,
+                task,
+                format!("{failure} (executor {})", executor_name()),
+            )
+        }
+    };
     let open = job_open(&table, stored).await.unwrap_or_else(|e| {
         tracing::warn!(task, error = %e, "could not tell whether the job is still open; its output is written");
         true

@@ -195,9 +195,14 @@ pub async fn committed_attempt_folders(
     let md = dest.metadata();
     let io = dest.file_io();
     // Manifests that can hold the job's files were written by the job's commits or later ones.
-    let since = before
-        .and_then(|id| md.snapshot_by_id(id))
-        .map_or(i64::MIN, |s| s.sequence_number());
+    // A v1 table numbers every snapshot and manifest 0: there every manifest is read (were
+    // they skipped, the committed attempts would be taken for lost and their files deleted).
+    let since = match md.format_version() {
+        iceberg::spec::FormatVersion::V1 => i64::MIN,
+        _ => before
+            .and_then(|id| md.snapshot_by_id(id))
+            .map_or(i64::MIN, |s| s.sequence_number()),
+    };
     let marker = format!("/iceberg-ops-{job_id}/");
     let mut manifests_seen = HashSet::new();
     let mut folders = HashSet::new();

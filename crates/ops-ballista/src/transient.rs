@@ -17,8 +17,10 @@ pub fn is_transient(err: &(dyn Error + 'static)) -> bool {
     let mut next = Some(err);
     while let Some(e) = next {
         if let Some(o) = e.downcast_ref::<opendal_core::Error>() {
-            // Temporary, or persistent (temporary but still failing after opendal's retries).
-            return !o.is_permanent();
+            // Temporary, or persistent (temporary but still failing after opendal's retries) —
+            // but never a missing object, which no retry brings back (opendal marks a 404
+            // persistent once its own retries gave up on it).
+            return !o.is_permanent() && o.kind() != opendal_core::ErrorKind::NotFound;
         }
         if iceberg_error(e).is_some_and(iceberg::Error::retryable) {
             return true;
@@ -101,6 +103,10 @@ mod tests {
             opendal_core::Error::new(opendal_core::ErrorKind::Unexpected, "503").set_persistent();
         assert!(is_transient(&io_failure(exhausted)));
         let missing = opendal_core::Error::new(opendal_core::ErrorKind::NotFound, "no such key");
+        assert!(!is_transient(&io_failure(missing)));
+        // As opendal reports a 404 its retry layer gave up on.
+        let missing = opendal_core::Error::new(opendal_core::ErrorKind::NotFound, "no such key")
+            .set_persistent();
         assert!(!is_transient(&io_failure(missing)));
     }
 

@@ -176,13 +176,10 @@ pub enum Command {
         #[arg(long)]
         force: bool,
         /// Rewrite the groups as tasks on a Ballista cluster (`iceberg-ops cluster scheduler`
-        /// and executors configured with the same catalog name): each group is committed as it
-        /// lands, as with --partial-progress (`cluster` feature).
-        #[arg(
-            long,
-            value_name = "df://HOST:PORT",
-            conflicts_with = "partial_progress"
-        )]
+        /// and executors configured with the same catalog name): the groups are committed as
+        /// they land, as --partial-progress commits them (up to --max-commits commits), and a
+        /// group that fails is reported while the others land (`cluster` feature).
+        #[arg(long, value_name = "df://HOST:PORT")]
         cluster: Option<String>,
         #[arg(long, value_enum, default_value_t = Output::Text)]
         output: Output,

@@ -80,9 +80,25 @@ pub struct CompactionOutput {
     pub spec_id: i32,
     /// The data files, each in Iceberg's JSON form of a `DataFile`.
     pub files: Vec<String>,
+    /// Why the group could not be rewritten, when a retry would not help (it wrote no file
+    /// then): the group fails, the job's other groups go on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 impl CompactionOutput {
+    /// The output of a task that failed for good: `error` says why.
+    pub fn failed(job_id: &str, task: usize, error: String) -> Self {
+        CompactionOutput {
+            format: JOB_FORMAT,
+            job_id: job_id.to_string(),
+            task,
+            spec_id: 0,
+            files: Vec::new(),
+            error: Some(error),
+        }
+    }
+
     /// Parses an output, refusing another format version.
     pub fn from_json(text: &str) -> Result<Self> {
         let out: CompactionOutput = serde_json::from_str(text)
@@ -285,6 +301,7 @@ impl CompactionJob {
             task,
             spec_id,
             files: json,
+            error: None,
         })
     }
 

@@ -718,21 +718,27 @@ impl CompactBuilder {
             ops_core::commit::delete_quietly(table.file_io(), &outputs).await;
             return Err(e);
         }
-        self.commit_rewritten(table, start, inputs, written).await
+        self.commit_rewritten(table, start, inputs, written)
+            .await
+            .map_err(|f| f.error)
     }
 
     /// Commits the files `written` (by spec) in place of `inputs` as one `replace` snapshot on
     /// top of `table`, validated against every commit since `start`, their data keeping
     /// `start`'s sequence number. Returns the table, the snapshot and the dangling delete files
     /// the commit removed. When the commit is refused (or never reached the catalog) the
-    /// written files are deleted.
+    /// written files are deleted; otherwise the failure says it may have landed.
     async fn commit_rewritten(
         &self,
         table: Table,
         start: &SnapshotRef,
         inputs: Vec<(String, PartitionKey)>,
         written: Vec<(i32, DataFile)>,
-    ) -> Result<(Table, i64, Vec<String>)> {
+    ) -> std::result::Result<(Table, i64, Vec<String>), CommitFailure> {
+        let refused = |error: Error| CommitFailure {
+            error,
+            may_have_landed: false,
+        };
         let io = table.file_io().clone();
         let outputs: Vec<String> = written
             .iter()
@@ -749,13 +755,13 @@ impl CompactBuilder {
         {
             ops_core::commit::delete_quietly(table.file_io(), &outputs).await;
             let what = altered.describe("the compaction");
-            return Err(Error::InvalidInput(format!(
+            return Err(refused(Error::InvalidInput(format!(
                 "{}: the compaction's output {what}, so nothing was committed and the table is \
                  as it was (its other outputs were removed). Something deleted files under the \
                  table location while the compaction wrote, e.g. remove-orphans with a short \
                  --older-than; run the compaction again",
                 self.ident
-            )));
+            ))));
         }
 
         let data_seq = start.sequence_number();
@@ -812,10 +818,14 @@ impl CompactBuilder {
             }
             Err(e) => {
                 let refused = matches!(e, Error::CommitConflict { .. } | Error::InvalidInput(_));
-                if refused || !committing.load(Ordering::SeqCst) {
+                let may_have_landed = !refused && committing.load(Ordering::SeqCst);
+                if !may_have_landed {
                     ops_core::commit::delete_quietly(&io, &outputs).await;
                 }
-                Err(e)
+                Err(CommitFailure {
+                    error: e,
+                    may_have_landed,
+                })
             }
         }
     }
@@ -1138,6 +1148,25 @@ impl CompactBuilder {
     }
 }
 
+/// Why [`CompactBuilder::commit_rewritten`] did not commit.
+struct CommitFailure {
+    error: Error,
+    /// The catalog was reached and may have taken the commit (the files are kept).
+    may_have_landed: bool,
+}
+
+/// A group's files as another process rewrote them, to commit with
+/// [`PreparedCompaction::commit_groups`].
+#[derive(Debug)]
+pub struct RewrittenGroup {
+    /// The group's index in the plan.
+    pub group: usize,
+    /// The partition spec the files are laid out by.
+    pub spec_id: i32,
+    /// The files.
+    pub files: Vec<DataFile>,
+}
+
 /// A compaction planned by [`CompactBuilder::prepare`]: its groups, each rewritten elsewhere
 /// (a cluster task: [`job`]) and committed here as its files land
 /// ([`Self::commit_group`]), one `replace` snapshot per group with the validation of a local
@@ -1220,43 +1249,76 @@ impl PreparedCompaction {
         }))
     }
 
-    /// Commits group `group`'s rewritten `files` (laid out by spec `spec_id`) in place of its
-    /// inputs. `Ok(Some(snapshot))` when it landed; `Ok(None)` when it was refused (a conflict
-    /// with a commit since the plan, an input gone): the group is reported failed and its files
-    /// are deleted. An error is a commit whose outcome is unknown, or a group not in the plan.
+    /// How many groups one commit takes: Java's partial progress, the groups in at most
+    /// [`CompactBuilder::max_commits`] commits of equal size.
+    pub fn groups_per_commit(&self) -> usize {
+        self.groups
+            .len()
+            .div_ceil(self.builder.max_commits.max(1))
+            .max(1)
+    }
+
+    /// The table as the catalog has it now.
+    pub async fn reload(&self) -> Result<Table> {
+        ops_core::commit::load_current(&self.builder.handle, &self.builder.ident).await
+    }
+
+    /// [`Self::commit_groups`] of one group.
     pub async fn commit_group(
         &mut self,
         group: usize,
         spec_id: i32,
         files: Vec<DataFile>,
     ) -> Result<Option<i64>> {
+        self.commit_groups(vec![RewrittenGroup {
+            group,
+            spec_id,
+            files,
+        }])
+        .await
+    }
+
+    /// Commits the rewritten `groups` in place of their inputs as one `replace` snapshot.
+    /// `Ok(Some(snapshot))` when it landed; `Ok(None)` when it was refused (a conflict with a
+    /// commit since the plan, an input gone) or never reached the catalog: the groups are
+    /// reported failed and their files are deleted. An error is a commit that may have landed
+    /// (its files are kept), or a group not in the plan.
+    pub async fn commit_groups(&mut self, groups: Vec<RewrittenGroup>) -> Result<Option<i64>> {
         let Some(start) = self.start.clone() else {
             return Err(Error::InvalidInput(
                 "the compaction planned nothing to commit".into(),
             ));
         };
-        let planned = self
-            .groups
-            .get_mut(group)
-            .and_then(Option::take)
-            .ok_or_else(|| {
-                Error::InvalidInput(format!(
-                    "group {group} is not a group of this compaction, or was committed already"
-                ))
-            })?;
-        let inputs: Vec<(String, PartitionKey)> = planned
-            .files
-            .iter()
-            .map(|c| (c.live.path.to_string(), planned.key.clone()))
-            .collect();
-        let written: Vec<(i32, DataFile)> = files.into_iter().map(|f| (spec_id, f)).collect();
-        if let Some(r) = self.metrics.groups.get_mut(group) {
-            r.output_rows = written.iter().map(|(_, f)| f.record_count()).sum();
-            r.output_bytes = written.iter().map(|(_, f)| f.file_size_in_bytes()).sum();
-            r.output_files = written
-                .iter()
-                .map(|(_, f)| f.file_path().to_string())
-                .collect();
+        let mut inputs: Vec<(String, PartitionKey)> = Vec::new();
+        let mut written: Vec<(i32, DataFile)> = Vec::new();
+        let mut ids = Vec::with_capacity(groups.len());
+        for g in groups {
+            let planned = self
+                .groups
+                .get_mut(g.group)
+                .and_then(Option::take)
+                .ok_or_else(|| {
+                    Error::InvalidInput(format!(
+                        "group {} is not a group of this compaction, or was committed already",
+                        g.group
+                    ))
+                })?;
+            inputs.extend(
+                planned
+                    .files
+                    .iter()
+                    .map(|c| (c.live.path.to_string(), planned.key.clone())),
+            );
+            if let Some(r) = self.metrics.groups.get_mut(g.group) {
+                r.output_rows = g.files.iter().map(DataFile::record_count).sum();
+                r.output_bytes = g.files.iter().map(DataFile::file_size_in_bytes).sum();
+                r.output_files = g.files.iter().map(|f| f.file_path().to_string()).collect();
+            }
+            written.extend(g.files.into_iter().map(|f| (g.spec_id, f)));
+            ids.push(g.group);
+        }
+        if ids.is_empty() {
+            return Ok(None);
         }
         match self
             .builder
@@ -1270,11 +1332,13 @@ impl PreparedCompaction {
                 self.metrics.removed_dangling_delete_files.extend(dangling);
                 Ok(Some(snapshot))
             }
-            Err(e @ Error::CommitStateUnknown { .. }) => Err(e),
-            Err(e) => {
-                tracing::warn!(table = %self.builder.ident, group, error = %e,
-                    "a compaction group was not committed");
-                self.fail_group(group, e.to_string());
+            Err(f) if f.may_have_landed => Err(f.error),
+            Err(f) => {
+                tracing::warn!(table = %self.builder.ident, groups = ?ids, error = %f.error,
+                    "compaction groups were not committed");
+                for group in ids {
+                    self.fail_group(group, f.error.to_string());
+                }
                 Ok(None)
             }
         }

@@ -492,20 +492,28 @@ impl MaintainBuilder {
         match result {
             // Groups committed one by one (a cluster's): one that failed fails the task, the
             // others stay committed.
-            Ok((_, m)) if !m.failed_groups.is_empty() => failed_task(
-                "compact",
-                &why,
-                ops_core::Error::InvalidInput(format!(
-                    "{} of {} group(s) failed ({}); the others were committed",
+            Ok((_, m)) if !m.failed_groups.is_empty() => {
+                let mut task = self.task(
+                    "compact",
+                    &why,
+                    m.snapshot_id,
+                    m.input_files() as u64,
+                    m.output_files() as u64,
+                );
+                task.status = TaskStatus::Failed;
+                task.detail = format!(
+                    "{why}: {} of {} group(s) failed ({}); the {} other(s) were committed",
                     m.failed_groups.len(),
                     m.groups.len(),
                     m.failed_groups
                         .iter()
                         .map(|g| format!("{}: {}", g.partition, g.error))
                         .collect::<Vec<_>>()
-                        .join("; ")
-                )),
-            ),
+                        .join("; "),
+                    m.groups.iter().filter(|g| !g.failed).count()
+                );
+                task
+            }
             Ok((_, m)) => {
                 let files_removed = m.input_files() as u64;
                 let mut task = self.task("compact", &why, m.snapshot_id, files_removed, 0);
