@@ -1684,3 +1684,87 @@ fn a_compaction_group_that_fails_for_good_fails_alone() -> TestResult {
     assert!(jobs.is_empty(), "the job's files are left: {jobs:?}");
     Ok(())
 }
+
+/// With no executor, `table compact --cluster` gives up after `--stall-timeout` and, told to
+/// stop (SIGINT) while it waits, stops: either way the Ballista job is cancelled and nothing of
+/// it is left in the store (its plan and outputs removed), so executors that come later write
+/// nothing, and the table reads as before.
+#[test]
+fn a_compaction_without_executors_stalls_out_or_stops_on_sigint_leaving_nothing() -> TestResult {
+    init_tracing();
+    let bin = binary()?;
+    let (moto, props) = glue_on_moto();
+    let rt = tokio::runtime::Runtime::new()?;
+    make_source_of(&rt, &props, 6, 20)?;
+    let (want, _) = pyiceberg_orders("lake", &props, "src")?;
+    let root = tempfile::tempdir()?;
+    let cluster = start_cluster(&bin, root.path(), &props, 0)?;
+    let client_dir = root.path().join("client");
+    let compact = |extra: &[&str]| -> anyhow::Result<Command> {
+        let mut cmd = command(&bin, &client_dir, &props)?;
+        cmd.args(["table", "compact", "src.orders", "--catalog", "lake"])
+            .args(["--min-input-files", "2", "--cluster"])
+            .arg(format!("df://127.0.0.1:{}", cluster.scheduler_port))
+            .args(extra);
+        Ok(cmd)
+    };
+    let job_files = || -> Vec<String> {
+        moto.list_objects("lake", "warehouse/src.db/orders/")
+            .into_iter()
+            .filter(|k| k.contains("iceberg-ops-jobs/") || k.contains("/iceberg-ops-compact-"))
+            .collect()
+    };
+    let out = compact(&["--stall-timeout", "3"])?.output()?;
+    let log = std::fs::read_to_string(client_dir.join("log"))?;
+    assert!(!out.status.success(), "{log}");
+    assert!(log.contains("no compaction group landed for 3s"), "{log}");
+    assert!(job_files().is_empty(), "left: {:?}", job_files());
+
+    let mut client = compact(&[])?.spawn()?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !job_files().iter().any(|k| k.contains("/plan-")) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        job_files().iter().any(|k| k.contains("/plan-")),
+        "no plan stored:\n{}",
+        std::fs::read_to_string(client_dir.join("log"))?
+    );
+    let signalled = Command::new("kill")
+        .args(["-INT", &client.id().to_string()])
+        .status()?;
+    assert!(signalled.success());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while client.try_wait()?.is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let status = match client.try_wait()? {
+        Some(s) => s,
+        None => {
+            let _ = client.kill();
+            bail!(
+                "the client did not stop within 60 s of SIGINT:\n{}",
+                std::fs::read_to_string(client_dir.join("log"))?
+            );
+        }
+    };
+    let log = std::fs::read_to_string(client_dir.join("log"))?;
+    assert!(!status.success(), "{log}");
+    assert!(
+        log.contains("interrupted: the cluster job was cancelled"),
+        "{log}"
+    );
+    assert!(job_files().is_empty(), "left: {:?}", job_files());
+    // An executor that comes now finds nothing to run.
+    let cluster = start_cluster_executors(&bin, root.path(), &props, cluster, 1)?;
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(
+        job_files().is_empty(),
+        "written after the stop: {:?}",
+        job_files()
+    );
+    assert_eq!(tasks_executed(&cluster), 0);
+    let (got, _) = pyiceberg_orders("lake", &props, "src")?;
+    assert_eq!(got, want);
+    Ok(())
+}

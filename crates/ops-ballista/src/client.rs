@@ -63,6 +63,8 @@ pub struct ClusterRunner {
     checkpoint: Option<PathBuf>,
     pub(crate) progress: Option<TaskProgress>,
     pub(crate) stall: Option<Duration>,
+    /// Turns true when the client is told to stop (see [`Self::interrupt`]).
+    pub(crate) interrupt: Option<tokio::sync::watch::Receiver<bool>>,
 }
 
 impl std::fmt::Debug for ClusterRunner {
@@ -100,6 +102,7 @@ impl ClusterRunner {
             checkpoint: None,
             progress: None,
             stall: Some(DEFAULT_STALL_TIMEOUT),
+            interrupt: None,
         })
     }
 
@@ -133,6 +136,19 @@ impl ClusterRunner {
     pub fn stall_timeout(mut self, limit: Option<Duration>) -> Self {
         self.stall = limit;
         self
+    }
+
+    /// Stops a compaction at its next safe point (never inside a commit) once `stop` turns
+    /// true: the job is cancelled and the files of the groups not committed are removed
+    /// ([`ClusterError::Interrupted`]). The CLI turns it on at SIGINT or SIGTERM.
+    pub fn interrupt(mut self, stop: tokio::sync::watch::Receiver<bool>) -> Self {
+        self.interrupt = Some(stop);
+        self
+    }
+
+    /// Whether the client was told to stop.
+    pub(crate) fn interrupted(&self) -> bool {
+        self.interrupt.as_ref().is_some_and(|r| *r.borrow())
     }
 
     /// How often the job's prefix is looked at for the next output (default 500 ms).

@@ -53,6 +53,7 @@ impl ClusterRunner {
         let table = prepared.table().clone();
         self.reachable().await?;
         let stored = store_compaction(&table, &job).await?;
+        let plan_path = stored.path.clone();
         let (running, ballista_plan) = self
             .submit_stored(stored, &format!("iceberg-ops compaction {job_id}"))
             .await?;
@@ -64,12 +65,14 @@ impl ClusterRunner {
             pending: (0..groups).collect(),
             job: Some(running),
             job_result: None,
+            commit_failed: false,
         };
         let watched = watch.commit_as_they_land().await;
         let Watch {
             prepared,
             job,
             table,
+            commit_failed,
             ..
         } = watch;
         if let Err(e) = watched {
@@ -78,6 +81,11 @@ impl ClusterRunner {
             if let Some(job) = job {
                 job.abort();
                 self.cancel(&ballista_plan).await;
+            }
+            // A commit that may have landed keeps every file (its own may be the table's now);
+            // otherwise the job is closed and what no snapshot holds is removed.
+            if !commit_failed {
+                abandon(&prepared, &table, &plan_path, &job_id, start, groups).await;
             }
             return Err(e);
         }
@@ -115,6 +123,42 @@ impl ClusterRunner {
     }
 }
 
+/// Closes a job the client stops following: removes its plan (a task not started yet then
+/// refuses to run, and one still running deletes its own files when it ends: see
+/// `exec::run_compaction_task`), then the folders of attempts no snapshot references and the
+/// job's outputs. Logged, never an error: the caller is already failing.
+async fn abandon(
+    prepared: &PreparedCompaction,
+    table: &Table,
+    plan_path: &str,
+    job_id: &str,
+    start: i64,
+    groups: usize,
+) {
+    if let Err(e) = table.file_io().delete(plan_path).await {
+        tracing::warn!(job = %job_id, error = %e, "the job's plan was not removed: tasks still \
+            queued may run (`iceberg-ops table remove-orphans` collects their files)");
+        return;
+    }
+    let current = match prepared.reload().await {
+        Ok(t) => t,
+        Err(e) => {
+            tracing::warn!(job = %job_id, error = %e, "the table could not be read again: the \
+                files of groups not committed are left (`iceberg-ops table remove-orphans`)");
+            return;
+        }
+    };
+    match clean_up(&current, job_id, start, groups).await {
+        Ok(()) => {
+            if let Err(e) = remove_outputs(table, job_id).await {
+                tracing::warn!(job = %job_id, error = %e, "the job's outputs were not removed");
+            }
+        }
+        Err(e) => tracing::warn!(job = %job_id, error = %e,
+            "the files of groups not committed were not all removed"),
+    }
+}
+
 /// Deletes the folders of every attempt whose files no snapshot since `start` references.
 async fn clean_up(table: &Table, job_id: &str, start: i64, groups: usize) -> Result<()> {
     let committed = committed_attempt_folders(table, job_id, Some(start)).await?;
@@ -146,6 +190,8 @@ struct Watch<'a> {
     pending: BTreeSet<usize>,
     job: Option<tokio::task::JoinHandle<Result<(), String>>>,
     job_result: Option<Result<(), String>>,
+    /// A commit failed in a way that may have landed: nothing of the job is deleted.
+    commit_failed: bool,
 }
 
 impl Watch<'_> {
@@ -161,6 +207,10 @@ impl Watch<'_> {
         let mut waiting_since = Instant::now();
         let mut warned = Instant::now();
         loop {
+            // Checked here, between commits (at least every poll interval), never inside one.
+            if self.runner.interrupted() {
+                return Err(ClusterError::Interrupted);
+            }
             let mut new = 0;
             let mut read_failed = false;
             for task in self.pending.clone() {
@@ -211,7 +261,13 @@ impl Watch<'_> {
                 let batch: Vec<RewrittenGroup> =
                     landed.drain(..landed.len().min(per_commit)).collect();
                 let groups: Vec<usize> = batch.iter().map(|g| g.group).collect();
-                let committed = self.prepared.commit_groups(batch).await?;
+                let committed = match self.prepared.commit_groups(batch).await {
+                    Ok(c) => c,
+                    Err(e) => {
+                        self.commit_failed = true;
+                        return Err(e.into());
+                    }
+                };
                 tracing::info!(?groups, snapshot = ?committed, "compaction groups committed");
             }
             if self.pending.is_empty() {
@@ -268,10 +324,14 @@ impl Watch<'_> {
                 && waited >= limit
             {
                 // What landed is committed before giving up.
-                if !landed.is_empty() {
-                    self.prepared
+                if !landed.is_empty()
+                    && let Err(e) = self
+                        .prepared
                         .commit_groups(std::mem::take(&mut landed))
-                        .await?;
+                        .await
+                {
+                    self.commit_failed = true;
+                    return Err(e.into());
                 }
                 return Err(ClusterError::Job(format!(
                     "no compaction group landed for {}s ({} of {total} still running): the \
@@ -283,11 +343,19 @@ impl Watch<'_> {
             }
             if warned.elapsed() >= STALL_WARN_EVERY {
                 warned = Instant::now();
+                let first: Vec<String> = self
+                    .pending
+                    .iter()
+                    .take(5)
+                    .map(|g| self.prepared.group_name(*g))
+                    .collect();
                 tracing::warn!(
                     pending = self.pending.len(),
+                    groups = %first.join(", "),
                     waited_s = waited.as_secs(),
-                    "still waiting for compaction groups: is an executor running? (Ballista \
-                     keeps the job queued until one is)"
+                    "still waiting for compaction groups: Ballista keeps a job queued until an \
+                     executor takes its tasks, and runs a lost executor's tasks again only after \
+                     the scheduler's --executor-timeout"
                 );
             }
         }

@@ -50,6 +50,13 @@ pub enum ClusterError {
     /// Ballista's processes.
     #[error("Ballista: {0}")]
     Ballista(String),
+    /// The client was told to stop (SIGINT, SIGTERM) while the job ran.
+    #[error(
+        "interrupted: the cluster job was cancelled and the files of groups not committed were \
+         removed; the groups already committed stay. Run the same command again to compact what \
+         is left"
+    )]
+    Interrupted,
 }
 
 /// Maps a storage failure to [`ClusterError::Io`] saying what was being done.

@@ -1,5 +1,6 @@
 //! `iceberg-ops cluster scheduler|executor`: Apache Ballista's processes with iceberg-ops'
-//! codecs, for `migrate-data --cluster df://HOST:PORT` (the `cluster` cargo feature).
+//! codecs, for `migrate-data`, `table compact` and `maintain` with `--cluster df://HOST:PORT`
+//! (the `cluster` cargo feature).
 //!
 //! Ballista's traffic is plaintext and unauthenticated and executors hold the catalogs'
 //! credentials: both bind to 127.0.0.1 unless told otherwise; a cluster must live in a network
@@ -12,10 +13,10 @@ use ops_core::CatalogFactory;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
-    /// Run a Ballista scheduler that plans migration tasks.
+    /// Run a Ballista scheduler that schedules migration and compaction tasks.
     Scheduler(SchedulerArgs),
-    /// Run a Ballista executor that runs migration tasks with this host's catalog
-    /// configuration (.pyiceberg.yaml, PYICEBERG_CATALOG__*).
+    /// Run a Ballista executor that runs migration and compaction tasks with this host's
+    /// catalog configuration (.pyiceberg.yaml, PYICEBERG_CATALOG__*).
     Executor(ExecutorArgs),
 }
 

@@ -4,6 +4,8 @@
 mod catalog_cmd;
 mod cluster_cmd;
 mod import_cmd;
+#[cfg_attr(not(feature = "cluster"), allow(dead_code))]
+mod interrupt;
 mod maintain_cmd;
 mod migrate_cmd;
 mod migrate_data_cmd;
@@ -60,7 +62,8 @@ enum Command {
     /// Migrate a Glue table into S3 Tables safely: start, review, approve, sync, complete.
     #[command(subcommand)]
     S3tables(s3tables_cmd::Command),
-    /// Run a Ballista scheduler or executor for `migrate-data --cluster` (`cluster` feature).
+    /// Run a Ballista scheduler or executor for `migrate-data`, `table compact` and `maintain`
+    /// with --cluster (`cluster` feature).
     #[command(subcommand)]
     Cluster(cluster_cmd::Command),
 }

@@ -75,6 +75,10 @@ pub struct MaintainArgs {
     /// as it lands (`cluster` feature).
     #[arg(long, value_name = "df://HOST:PORT")]
     cluster: Option<String>,
+    /// With --cluster: a compaction gives up when none of its groups has landed for this many
+    /// seconds (default 3600; 0 waits for ever); the groups that landed stay committed.
+    #[arg(long, value_name = "SECS", requires = "cluster")]
+    stall_timeout: Option<u64>,
     /// Where orphan cleanup's last-run times and the tables' leases are kept
     /// (default: ~/.cache/iceberg-ops/maintain-state.json).
     #[arg(long, value_name = "FILE")]
@@ -88,8 +92,13 @@ pub struct MaintainArgs {
 async fn cluster_compactions(
     url: &str,
     catalog: &str,
+    stall_timeout: Option<u64>,
 ) -> anyhow::Result<ops_maintenance::compact::CompactRunner> {
-    let runner = ops_ballista::ClusterRunner::new(url)?;
+    let mut runner =
+        ops_ballista::ClusterRunner::new(url)?.interrupt(crate::interrupt::on_signal());
+    if let Some(secs) = stall_timeout {
+        runner = runner.stall_timeout((secs > 0).then(|| std::time::Duration::from_secs(secs)));
+    }
     // Asked once, before any table: a wrong address is one error, not one per table.
     runner.reachable().await?;
     let catalog = catalog.to_string();
@@ -111,6 +120,7 @@ async fn cluster_compactions(
 async fn cluster_compactions(
     _url: &str,
     _catalog: &str,
+    _stall_timeout: Option<u64>,
 ) -> anyhow::Result<ops_maintenance::compact::CompactRunner> {
     Err(crate::cluster_cmd::not_built())
 }
@@ -564,8 +574,10 @@ pub async fn run_maintain(factory: &CatalogFactory, args: MaintainArgs) -> anyho
         .dry_run(args.dry_run)
         .concurrency(args.concurrency)
         .command_args(command_args(&args.catalog));
-    if let Some(url) = &args.cluster {
-        builder = builder.compact_with(cluster_compactions(url, &args.catalog).await?);
+    // A dry run plans its compactions here: the cluster is not asked.
+    if let Some(url) = args.cluster.as_deref().filter(|_| !args.dry_run) {
+        builder = builder
+            .compact_with(cluster_compactions(url, &args.catalog, args.stall_timeout).await?);
     }
     let report = builder.await?;
     match args.output {

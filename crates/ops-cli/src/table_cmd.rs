@@ -124,6 +124,8 @@ pub enum Command {
     /// position deletes, into files near the target size: one `replace` snapshot. The rows and
     /// their data sequence number are kept; a concurrent append is kept, a concurrent delete of
     /// a rewritten file aborts.
+    #[command(group(clap::ArgGroup::new("commits_as_they_land")
+        .args(["partial_progress", "cluster"]).multiple(true)))]
     Compact {
         #[command(flatten)]
         target: Target,
@@ -142,8 +144,8 @@ pub enum Command {
         /// the others land. Default: one commit for the whole job.
         #[arg(long)]
         partial_progress: bool,
-        /// With --partial-progress, at most this many commits (Java's default 10).
-        #[arg(long, value_name = "N", requires = "partial_progress",
+        /// With --partial-progress or --cluster, at most this many commits (Java's default 10).
+        #[arg(long, value_name = "N", requires = "commits_as_they_land",
               default_value_t = ops_maintenance::compact::DEFAULT_MAX_COMMITS)]
         max_commits: usize,
         /// Also rewrite the files of older partition specs, whatever their size, into the
@@ -181,6 +183,11 @@ pub enum Command {
         /// group that fails is reported while the others land (`cluster` feature).
         #[arg(long, value_name = "df://HOST:PORT")]
         cluster: Option<String>,
+        /// With --cluster: give up when no group has landed for this many seconds (default
+        /// 3600; 0 waits for ever) — Ballista keeps a job queued while no executor is there.
+        /// The groups that landed stay committed; run the command again for the rest.
+        #[arg(long, value_name = "SECS", requires = "cluster")]
+        stall_timeout: Option<u64>,
         #[arg(long, value_enum, default_value_t = Output::Text)]
         output: Output,
     },
@@ -517,6 +524,7 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
             dry_run,
             force,
             cluster,
+            stall_timeout,
             output,
         } => {
             // Loaded here for the error that names the catalog and how to list its tables.
@@ -554,7 +562,9 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
                 builder = builder.target_file_size(t);
             }
             let (_, m) = match &cluster {
-                Some(url) => compact_on_cluster(url, builder, &target.catalog).await?,
+                Some(url) => {
+                    compact_on_cluster(url, builder, &target.catalog, stall_timeout).await?
+                }
                 None => builder.await?,
             };
             let report = CompactReport::of(&target.table, &m, min_input_files);
@@ -565,11 +575,17 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
                 Output::Text => print_compact(&report, filter_text),
             }
             if !m.failed_groups.is_empty() {
+                let landed = m.groups.iter().filter(|g| !g.failed).count();
                 bail!(
-                    "{} of {} group(s) failed and were not committed (listed above); the others \
-                     landed. Run the command again to compact what is left",
-                    m.failed_groups.len(),
-                    m.groups.len()
+                    "{} of {} group(s) failed and were not committed (listed above, with why); \
+                     {}. Once the cause is fixed, run the command again to compact what is left",
+                    m.groups.iter().filter(|g| g.failed).count(),
+                    m.groups.len(),
+                    if landed == 0 {
+                        "none landed".to_string()
+                    } else {
+                        format!("the other {landed} landed")
+                    }
                 );
             }
         }
@@ -620,15 +636,21 @@ async fn compact_on_cluster(
     url: &str,
     builder: CompactBuilder,
     catalog: &str,
+    stall_timeout: Option<u64>,
 ) -> anyhow::Result<(iceberg::table::Table, CompactMetrics)> {
-    let runner = ops_ballista::ClusterRunner::new(url)?.progress(|task, landed, total| {
-        tracing::info!(
-            group = task,
-            landed,
-            total,
-            "compaction group rewritten on the cluster"
-        );
-    });
+    let mut runner = ops_ballista::ClusterRunner::new(url)?
+        .progress(|task, landed, total| {
+            tracing::info!(
+                group = task,
+                landed,
+                total,
+                "compaction group rewritten on the cluster"
+            );
+        })
+        .interrupt(crate::interrupt::on_signal());
+    if let Some(secs) = stall_timeout {
+        runner = runner.stall_timeout((secs > 0).then(|| std::time::Duration::from_secs(secs)));
+    }
     Ok(runner.compact(builder, catalog).await?)
 }
 
@@ -637,6 +659,7 @@ async fn compact_on_cluster(
     _url: &str,
     _builder: CompactBuilder,
     _catalog: &str,
+    _stall_timeout: Option<u64>,
 ) -> anyhow::Result<(iceberg::table::Table, CompactMetrics)> {
     Err(crate::cluster_cmd::not_built())
 }
@@ -817,9 +840,14 @@ fn print_compact(r: &CompactReport<'_>, filter: Option<&str>) {
         );
     }
     for f in &r.failed_groups {
+        let partition = if f.partition.is_empty() {
+            "(unpartitioned)"
+        } else {
+            f.partition
+        };
         println!(
-            "  FAILED {}: {} (nothing of it committed)",
-            f.partition, f.error
+            "  FAILED {partition}: {} (nothing of it committed)",
+            f.error
         );
     }
     let dangling = r.removed_dangling_delete_files.len();

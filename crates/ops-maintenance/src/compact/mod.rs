@@ -1258,6 +1258,15 @@ impl PreparedCompaction {
             .max(1)
     }
 
+    /// Group `group` as reports name it: its partition, or `(unpartitioned)`.
+    pub fn group_name(&self, group: usize) -> String {
+        match self.metrics.groups.get(group) {
+            Some(g) if g.partition.is_empty() => format!("group {group} (unpartitioned)"),
+            Some(g) => format!("group {group} ({})", g.partition),
+            None => format!("group {group}"),
+        }
+    }
+
     /// The table as the catalog has it now.
     pub async fn reload(&self) -> Result<Table> {
         ops_core::commit::load_current(&self.builder.handle, &self.builder.ident).await
