@@ -678,3 +678,59 @@ async fn one_run_leaves_nothing_due() -> TestResult {
     assert_eq!(heads(&handle, &tables).await?, heads_after);
     Ok(())
 }
+
+/// Told to stop (the CLI's SIGINT or SIGTERM) before the run: no table is touched, each is
+/// reported skipped as interrupted; told to stop after the first table's compaction (the hook
+/// between its plan and its commit), that compaction lands and the table's other due work and
+/// the tables after it are not started.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stopped_maintain_starts_nothing_more() -> TestResult {
+    let db = SqlCatalog::sqlite()?;
+    let handle = open("c", &db.props).await?;
+    let ten = ten_tables(&handle, "stop").await?;
+    let dir = tempfile::tempdir()?;
+    let state = fresh_state(dir.path(), &handle, &ten.tables, "").await?;
+    let heads_before = heads(&handle, &ten.tables).await?;
+    let (tx, rx) = tokio::sync::watch::channel(true);
+    let report = MaintainBuilder::new(&handle, ten.tables.clone(), State::at(&state)?)
+        .stop_on(rx)
+        .await?;
+    for t in &report.tables {
+        assert_eq!(t.outcome, TableOutcome::Skipped, "{t:?}");
+        assert_eq!(t.reason.as_deref(), Some("interrupted before it started"));
+    }
+    assert_eq!(heads(&handle, &ten.tables).await?, heads_before);
+    drop(tx);
+
+    // Stopped while the first due table compacts (one table at a time).
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    let tx = Arc::new(tx);
+    let hook: ops_maintenance::BeforeCommitHook = {
+        let tx = tx.clone();
+        Arc::new(move || {
+            let tx = tx.clone();
+            Box::pin(async move {
+                let _ = tx.send(true);
+            })
+        })
+    };
+    let report = MaintainBuilder::new(&handle, ten.tables.clone(), State::at(&state)?)
+        .stop_on(rx)
+        .before_commit(hook)
+        .await?;
+    let ran: Vec<&str> = report
+        .tables
+        .iter()
+        .filter(|t| t.tasks.iter().any(|k| k.status == TaskStatus::Done))
+        .map(|t| t.table.as_str())
+        .collect();
+    assert_eq!(ran.len(), 1, "{report:#?}");
+    let after: Vec<&str> = report
+        .tables
+        .iter()
+        .filter(|t| t.reason.as_deref() == Some("interrupted before it started"))
+        .map(|t| t.table.as_str())
+        .collect();
+    assert!(!after.is_empty(), "{report:#?}");
+    Ok(())
+}

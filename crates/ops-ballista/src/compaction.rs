@@ -40,6 +40,9 @@ impl ClusterRunner {
         builder: CompactBuilder,
         catalog: &str,
     ) -> Result<(Table, CompactMetrics)> {
+        if self.interrupted() {
+            return Err(ClusterError::Interrupted);
+        }
         let prepared = builder.prepare().await?;
         if prepared.is_dry_run() {
             return Ok(prepared.finish());
@@ -110,7 +113,7 @@ impl ClusterRunner {
                 return Ok(prepared.finish());
             }
         };
-        match clean_up(&current, &job_id, start, groups).await {
+        match clean_up(&prepared, &current, &job_id, start, groups).await {
             Ok(()) => {
                 if let Err(e) = remove_outputs(&table, &job_id).await {
                     tracing::warn!(job = %job_id, error = %e, "the job's outputs were not removed");
@@ -148,7 +151,7 @@ async fn abandon(
             return;
         }
     };
-    match clean_up(&current, job_id, start, groups).await {
+    match clean_up(prepared, &current, job_id, start, groups).await {
         Ok(()) => {
             if let Err(e) = remove_outputs(table, job_id).await {
                 tracing::warn!(job = %job_id, error = %e, "the job's outputs were not removed");
@@ -159,8 +162,28 @@ async fn abandon(
     }
 }
 
-/// Deletes the folders of every attempt whose files no snapshot since `start` references.
-async fn clean_up(table: &Table, job_id: &str, start: i64, groups: usize) -> Result<()> {
+/// Deletes the folders of every attempt whose files no snapshot since `start` references, as
+/// `table` (just read from the catalog) has them — unless `table` misses a snapshot this job
+/// committed: a stale read (a catalog behind a cache) would take committed folders for lost.
+async fn clean_up(
+    prepared: &PreparedCompaction,
+    table: &Table,
+    job_id: &str,
+    start: i64,
+    groups: usize,
+) -> Result<()> {
+    let md = table.metadata();
+    if let Some(missing) = prepared
+        .metrics()
+        .snapshot_ids
+        .iter()
+        .find(|id| md.snapshot_by_id(**id).is_none())
+    {
+        return Err(ClusterError::Storage(format!(
+            "the table as read again lacks snapshot {missing}, which this job committed (a \
+             stale read, or an expiry since): no attempt folder is deleted"
+        )));
+    }
     let committed = committed_attempt_folders(table, job_id, Some(start)).await?;
     for task in 0..groups {
         let folders = remove_lost_attempts(table, job_id, task, &committed).await?;
@@ -208,7 +231,17 @@ impl Watch<'_> {
         let mut warned = Instant::now();
         loop {
             // Checked here, between commits (at least every poll interval), never inside one.
+            // What landed is committed first.
             if self.runner.interrupted() {
+                if !landed.is_empty()
+                    && let Err(e) = self
+                        .prepared
+                        .commit_groups(std::mem::take(&mut landed))
+                        .await
+                {
+                    self.commit_failed = true;
+                    return Err(e.into());
+                }
                 return Err(ClusterError::Interrupted);
             }
             let mut new = 0;

@@ -146,13 +146,16 @@ fn attempt_path(dest: &Table, job_id: &str, task: usize, attempt: usize) -> Stri
 
 /// Starts an attempt of task `task`: claims the first attempt number without a marker, writes
 /// its marker (holding the attempt's data folder) and returns that folder, under the
-/// destination's data location: `<data>/iceberg-ops-<job>/task-<task>-<attempt>`. Every file
+/// destination's data location: `<data>/iceberg-ops-<job>/task-<task>-<attempt>-<claim>`. Every file
 /// the attempt writes goes below it, so the files of an attempt that was lost (its executor
 /// died) are one prefix, deleted at the end of the job ([`remove_lost_attempts`]).
 ///
-/// The marker is written before any data file. Two attempts claiming the same number at the same
-/// instant (only a task rerun while its first attempt is still starting) share a folder: the
-/// loser's files are then left behind, never the winner's deleted.
+/// The marker is written before any data file. The folder's name ends with a suffix of this
+/// claim alone (the time and the process), so two attempts claiming the same number at the same
+/// instant (only a task rerun while its first attempt is still starting) never share a folder:
+/// an attempt that deletes its own folder (its job is over, or its group failed for good)
+/// cannot delete the files of another that was committed. The marker names the last claim; the
+/// other's files, if nothing commits them, are left for `remove-orphans`.
 pub async fn claim_attempt(dest: &Table, job_id: &str, task: usize) -> Result<String> {
     let io = dest.file_io();
     for attempt in 0..MAX_ATTEMPTS {
@@ -164,9 +167,13 @@ pub async fn claim_attempt(dest: &Table, job_id: &str, task: usize) -> Result<St
         if exists {
             continue;
         }
+        let claim = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
         let folder = format!(
-            "{}/iceberg-ops-{job_id}/task-{task:06}-{attempt}",
-            ops_datamig::data_location(dest)?
+            "{}/iceberg-ops-{job_id}/task-{task:06}-{attempt}-{claim:x}{:x}",
+            ops_datamig::data_location(dest)?,
+            std::process::id()
         );
         io.new_output(&marker)
             .map_err(io_failed(format!("write {marker}")))?
@@ -180,7 +187,7 @@ pub async fn claim_attempt(dest: &Table, job_id: &str, task: usize) -> Result<St
     )))
 }
 
-/// The attempt folders (`…/iceberg-ops-<job>/task-<task>-<attempt>`) holding a data file that
+/// The attempt folders (`…/iceberg-ops-<job>/task-<task>-<attempt>-<claim>`) holding a data file that
 /// any snapshot of `dest` references — live, replaced or deleted since, in whichever manifest
 /// written since the job began (`before`: the destination's snapshot before the job). This is
 /// the destination's own record of what was committed: an output file read now may be that of
@@ -234,6 +241,24 @@ pub async fn committed_attempt_folders(
     Ok(folders)
 }
 
+/// Whether `folder` is one [`claim_attempt`] makes for attempt `attempt` of task `task` of job
+/// `job_id` (`…/iceberg-ops-<job>/task-<task>-<attempt>-<claim>`, or without the claim as
+/// earlier versions named it).
+fn is_attempt_folder(folder: &str, job_id: &str, task: usize, attempt: usize) -> bool {
+    let Some((parent, name)) = folder.rsplit_once('/') else {
+        return false;
+    };
+    let stem = format!("task-{task:06}-{attempt}");
+    parent.ends_with(&format!("/iceberg-ops-{job_id}"))
+        && (name == stem
+            || name
+                .strip_prefix(&stem)
+                .and_then(|rest| rest.strip_prefix('-'))
+                .is_some_and(|claim| {
+                    !claim.is_empty() && claim.chars().all(|c| c.is_ascii_hexdigit())
+                }))
+}
+
 /// The attempt folder of a data file written under `marker` (`/iceberg-ops-<job>/`).
 fn attempt_folder(path: &str, marker: &str) -> Option<String> {
     let start = path.find(marker)? + marker.len();
@@ -269,8 +294,7 @@ pub async fn remove_lost_attempts(
         let folder = String::from_utf8_lossy(&bytes)
             .trim_end_matches('/')
             .to_string();
-        let expected = format!("/iceberg-ops-{job_id}/task-{task:06}-{attempt}");
-        if !folder.ends_with(&expected) {
+        if !is_attempt_folder(&folder, job_id, task, attempt) {
             // Not a folder this job made: never delete it.
             return Err(ClusterError::Storage(format!(
                 "{marker} names {folder}, not a data folder of attempt {attempt} of task {task}"
@@ -301,6 +325,21 @@ pub async fn remove_outputs(dest: &Table, job_id: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::attempt_folder;
+
+    #[test]
+    fn only_folders_an_attempt_claims_are_taken_for_one() {
+        use super::is_attempt_folder;
+        let ok = |f: &str| is_attempt_folder(f, "j1", 3, 1);
+        assert!(ok(
+            "s3://b/t/data/iceberg-ops-j1/task-000003-1-18eea9d6ac8f09a853a4"
+        ));
+        assert!(ok("s3://b/t/data/iceberg-ops-j1/task-000003-1"));
+        assert!(!ok("s3://b/t/data/iceberg-ops-j1/task-000003-10"));
+        assert!(!ok("s3://b/t/data/iceberg-ops-j1/task-000003-1-"));
+        assert!(!ok("s3://b/t/data/iceberg-ops-j1/task-000003-1-x/../.."));
+        assert!(!ok("s3://b/t/data/iceberg-ops-j2/task-000003-1-ab"));
+        assert!(!ok("s3://b/t/data/region=eu"));
+    }
 
     #[test]
     fn a_data_file_names_its_attempt_folder() {

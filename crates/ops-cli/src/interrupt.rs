@@ -1,6 +1,7 @@
-//! SIGINT and SIGTERM while a cluster job runs: the first asks the job's client to stop at its
-//! next safe point (never inside a commit), so it cancels the job and removes what nothing
-//! will commit; a second one exits at once.
+//! SIGINT and SIGTERM during `maintain` or a cluster compaction: the first asks the work to
+//! stop at its next safe point (never inside a commit) — a cluster job's client cancels the
+//! job and removes what nothing will commit, `maintain` starts nothing more; a second one
+//! exits at once.
 
 use tokio::sync::watch;
 
@@ -13,18 +14,23 @@ pub fn on_signal() -> watch::Receiver<bool> {
         tokio::spawn(async move {
             let mut asked = false;
             loop {
-                if !next_signal().await {
+                let Some(code) = next_signal().await else {
                     // No handler could be installed: the default (exit at once) stays.
                     return;
-                }
+                };
                 if asked {
-                    eprintln!("iceberg-ops: interrupted again; exiting now");
-                    std::process::exit(130);
+                    eprintln!(
+                        "iceberg-ops: interrupted again; exiting now, as a kill would: what was \
+                         committed stays, but the cluster job is not cancelled and its files are \
+                         left for `iceberg-ops table remove-orphans`"
+                    );
+                    std::process::exit(code);
                 }
                 asked = true;
                 eprintln!(
-                    "iceberg-ops: interrupted; stopping the cluster job after the commit in \
-                     progress, if any (interrupt again to exit now)"
+                    "iceberg-ops: interrupted; stopping after the work in progress reaches a safe \
+                     point (a cluster job: after the commit in progress, if any; interrupt again \
+                     to exit now)"
                 );
                 let _ = tx.send(true);
             }
@@ -34,24 +40,36 @@ pub fn on_signal() -> watch::Receiver<bool> {
     .clone()
 }
 
-/// Waits for SIGINT or SIGTERM; false when neither can be listened for.
-async fn next_signal() -> bool {
+/// Waits for SIGINT or SIGTERM and gives the exit code a shell reports for it (130, 143);
+/// `None` when neither can be listened for.
+async fn next_signal() -> Option<i32> {
     #[cfg(unix)]
     {
-        use tokio::signal::unix::{SignalKind, signal};
-        let (Ok(mut int), Ok(mut term)) = (
-            signal(SignalKind::interrupt()),
-            signal(SignalKind::terminate()),
-        ) else {
-            return false;
-        };
+        use tokio::signal::unix::{Signal, SignalKind, signal};
+        // Made once: a signal arriving between two waits is kept for the next.
+        static LISTENERS: tokio::sync::OnceCell<Option<tokio::sync::Mutex<(Signal, Signal)>>> =
+            tokio::sync::OnceCell::const_new();
+        let listeners = LISTENERS
+            .get_or_init(|| async {
+                match (
+                    signal(SignalKind::interrupt()),
+                    signal(SignalKind::terminate()),
+                ) {
+                    (Ok(int), Ok(term)) => Some(tokio::sync::Mutex::new((int, term))),
+                    _ => None,
+                }
+            })
+            .await
+            .as_ref()?;
+        let mut guard = listeners.lock().await;
+        let (int, term) = &mut *guard;
         tokio::select! {
-            _ = int.recv() => true,
-            _ = term.recv() => true,
+            _ = int.recv() => Some(130),
+            _ = term.recv() => Some(143),
         }
     }
     #[cfg(not(unix))]
     {
-        tokio::signal::ctrl_c().await.is_ok()
+        tokio::signal::ctrl_c().await.ok().map(|()| 130)
     }
 }

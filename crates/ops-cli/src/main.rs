@@ -4,7 +4,6 @@
 mod catalog_cmd;
 mod cluster_cmd;
 mod import_cmd;
-#[cfg_attr(not(feature = "cluster"), allow(dead_code))]
 mod interrupt;
 mod maintain_cmd;
 mod migrate_cmd;

@@ -570,6 +570,7 @@ pub async fn run_maintain(factory: &CatalogFactory, args: MaintainArgs) -> anyho
     let tables = resolve_tables(&handle, &args.catalog, &args.targets, args.all).await?;
     let state = State::at(args.state.clone().unwrap_or_else(default_state))?;
     let mut builder = MaintainBuilder::new(&handle, tables, state)
+        .stop_on(crate::interrupt::on_signal())
         .policy(policy)
         .dry_run(args.dry_run)
         .concurrency(args.concurrency)

@@ -219,6 +219,7 @@ pub struct MaintainBuilder {
     command_args: String,
     before_commit: Option<BeforeCommitHook>,
     compact_runner: Option<CompactRunner>,
+    stop: Option<tokio::sync::watch::Receiver<bool>>,
 }
 
 impl MaintainBuilder {
@@ -234,6 +235,7 @@ impl MaintainBuilder {
             command_args: String::new(),
             before_commit: None,
             compact_runner: None,
+            stop: None,
         }
     }
 
@@ -277,6 +279,18 @@ impl MaintainBuilder {
         self
     }
 
+    /// Starts no more work once `stop` turns true (the CLI turns it on at SIGINT or SIGTERM):
+    /// tables not started are skipped and a table's remaining tasks are skipped, saying so; what
+    /// runs finishes (a cluster compaction stops at its next commit).
+    pub fn stop_on(mut self, stop: tokio::sync::watch::Receiver<bool>) -> Self {
+        self.stop = Some(stop);
+        self
+    }
+
+    fn stopped(&self) -> bool {
+        self.stop.as_ref().is_some_and(|r| *r.borrow())
+    }
+
     async fn execute(self) -> Result<MaintainReport> {
         let this = Arc::new(self);
         let mut tables: Vec<TableRun> = futures::stream::iter(this.tables.clone())
@@ -308,6 +322,11 @@ impl MaintainBuilder {
 
     async fn table(&self, ident: TableIdent) -> TableRun {
         let mut run = TableRun::new(ident.to_string());
+        if self.stopped() {
+            run.outcome = TableOutcome::Skipped;
+            run.reason = Some("interrupted before it started".into());
+            return run;
+        }
         let failed = |mut run: TableRun, e: String| {
             run.outcome = TableOutcome::Failed;
             run.reason = Some(e);
@@ -381,7 +400,7 @@ impl MaintainBuilder {
                     Some(first) => first.absorb(task),
                     None => run.tasks.push(task),
                 }
-                if !done || self.dry_run {
+                if !done || self.dry_run || self.stopped() {
                     break;
                 }
                 // What the compaction left (its commit may also make the snapshot it replaced
@@ -402,16 +421,27 @@ impl MaintainBuilder {
                 }
             }
         }
+        let interrupted = "interrupted: not started";
         if health.due.dangling_deletes {
-            run.tasks.push(self.dangling(&ident, &health).await);
+            run.tasks.push(if self.stopped() {
+                skipped("remove-dangling-deletes", interrupted)
+            } else {
+                self.dangling(&ident, &health).await
+            });
         }
         if health.due.expire {
-            run.tasks
-                .push(self.expire(&ident, &thresholds, &health).await);
+            run.tasks.push(if self.stopped() {
+                skipped("expire-snapshots", interrupted)
+            } else {
+                self.expire(&ident, &thresholds, &health).await
+            });
         }
         if let Some(why) = orphans_due {
-            run.tasks
-                .push(self.orphans(&ident, &key, &thresholds, &health, why).await);
+            run.tasks.push(if self.stopped() {
+                skipped("remove-orphans", interrupted)
+            } else {
+                self.orphans(&ident, &key, &thresholds, &health, why).await
+            });
         }
 
         let statuses: Vec<TaskStatus> = run.tasks.iter().map(|t| t.status).collect();
