@@ -218,6 +218,25 @@ struct Watch<'a> {
 }
 
 impl Watch<'_> {
+    /// Commits `batch` (nothing when empty); a failure that may have landed is remembered, so
+    /// nothing of the job is deleted.
+    async fn commit(&mut self, batch: Vec<RewrittenGroup>) -> Result<()> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let groups: Vec<usize> = batch.iter().map(|g| g.group).collect();
+        match self.prepared.commit_groups(batch).await {
+            Ok(committed) => {
+                tracing::info!(?groups, snapshot = ?committed, "compaction groups committed");
+                Ok(())
+            }
+            Err(e) => {
+                self.commit_failed = true;
+                Err(e.into())
+            }
+        }
+    }
+
     /// Commits the groups as their outputs land, in Java's partial-progress batches (at most
     /// `max_commits` commits of equal numbers of groups), until none is pending. Groups whose
     /// task failed for good, or that the job ends without, are reported failed; an error is a
@@ -233,15 +252,7 @@ impl Watch<'_> {
             // Checked here, between commits (at least every poll interval), never inside one.
             // What landed is committed first.
             if self.runner.interrupted() {
-                if !landed.is_empty()
-                    && let Err(e) = self
-                        .prepared
-                        .commit_groups(std::mem::take(&mut landed))
-                        .await
-                {
-                    self.commit_failed = true;
-                    return Err(e.into());
-                }
+                self.commit(std::mem::take(&mut landed)).await?;
                 return Err(ClusterError::Interrupted);
             }
             let mut new = 0;
@@ -293,15 +304,7 @@ impl Watch<'_> {
             while landed.len() >= per_commit || (self.pending.is_empty() && !landed.is_empty()) {
                 let batch: Vec<RewrittenGroup> =
                     landed.drain(..landed.len().min(per_commit)).collect();
-                let groups: Vec<usize> = batch.iter().map(|g| g.group).collect();
-                let committed = match self.prepared.commit_groups(batch).await {
-                    Ok(c) => c,
-                    Err(e) => {
-                        self.commit_failed = true;
-                        return Err(e.into());
-                    }
-                };
-                tracing::info!(?groups, snapshot = ?committed, "compaction groups committed");
+                self.commit(batch).await?;
             }
             if self.pending.is_empty() {
                 return Ok(());
@@ -357,15 +360,7 @@ impl Watch<'_> {
                 && waited >= limit
             {
                 // What landed is committed before giving up.
-                if !landed.is_empty()
-                    && let Err(e) = self
-                        .prepared
-                        .commit_groups(std::mem::take(&mut landed))
-                        .await
-                {
-                    self.commit_failed = true;
-                    return Err(e.into());
-                }
+                self.commit(std::mem::take(&mut landed)).await?;
                 return Err(ClusterError::Job(format!(
                     "no compaction group landed for {}s ({} of {total} still running): the \
                      cluster has no executor left, or none can run the tasks. The groups that \
