@@ -860,8 +860,46 @@ fn a_cluster_without_executors_stalls_out_and_the_same_command_resumes() -> Test
         "{log}"
     );
 
-    // Executors join (the first job, still queued, may now run too: its tasks' outputs are the
-    // same job's and are reused, never committed twice).
+    // Told to stop (SIGINT) while it waits: it says so, cancels the queued job and commits
+    // nothing.
+    let mut child = orders_through(&bin, &client_dir, &props, port, 25, "job.json")?.spawn()?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !std::fs::read_to_string(client_dir.join("log"))?.contains("submitted")
+        && child.try_wait()?.is_none()
+        && Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Once the scheduler has accepted the job (it answers with the job's id at once).
+    std::thread::sleep(Duration::from_secs(1));
+    let signalled = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()?;
+    assert!(signalled.success());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait()?.is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    if child.try_wait()?.is_none() {
+        child.kill()?;
+        bail!(
+            "migrate-data --cluster did not stop within 60 s of SIGINT:\n{}",
+            std::fs::read_to_string(client_dir.join("log"))?
+        );
+    }
+    let status = child.wait()?;
+    let log = std::fs::read_to_string(client_dir.join("log"))?;
+    assert!(!status.success(), "{log}");
+    assert!(
+        log.contains("interrupted before task 0 was committed")
+            && without_colours(&log).contains("the Ballista job was cancelled"),
+        "{log}"
+    );
+    let (committed, _) = pyiceberg_orders("lake", &props, "dst")?;
+    assert!(committed.is_empty(), "{committed:?}");
+
+    // Executors join (the jobs cancelled above, were they still queued, may now run too: their
+    // tasks' outputs are the same job's and are reused, never committed twice).
     let cluster = start_cluster_executors(&bin, root.path(), &props, cluster, 2)?;
     let (status, log, stdout) = run(&[])?;
     assert!(

@@ -138,9 +138,10 @@ impl ClusterRunner {
         self
     }
 
-    /// Stops a compaction at its next safe point (never inside a commit) once `stop` turns
-    /// true: the job is cancelled and the files of the groups not committed are removed
-    /// ([`ClusterError::Interrupted`]). The CLI turns it on at SIGINT or SIGTERM.
+    /// Stops at the next safe point (never inside a commit) once `stop` turns true, and
+    /// cancels the job: a compaction removes the files of the groups not committed
+    /// ([`ClusterError::Interrupted`]); a migration keeps its checkpoint, so the same command
+    /// resumes it. The CLI turns it on at SIGINT or SIGTERM.
     pub fn interrupt(mut self, stop: tokio::sync::watch::Receiver<bool>) -> Self {
         self.interrupt = Some(stop);
         self
@@ -212,6 +213,7 @@ impl ClusterRunner {
             read_failures: 0,
             waiting_since: Instant::now(),
             warned: Instant::now(),
+            interrupt: self.interrupt.clone(),
         };
         let outputs = futures::stream::unfold(watcher, |mut w| async move {
             let item = w.next_output().await?;
@@ -444,6 +446,8 @@ struct Watcher {
     waiting_since: Instant,
     /// When the client last said what it waits for.
     warned: Instant,
+    /// Turns true when the client is told to stop ([`ClusterRunner::interrupt`]).
+    interrupt: Option<tokio::sync::watch::Receiver<bool>>,
 }
 
 impl Watcher {
@@ -453,6 +457,16 @@ impl Watcher {
             return None;
         }
         loop {
+            // The committer asks for the next output between commits: told to stop, it stops
+            // here, and the runner cancels the job. What landed stays committed and the same
+            // command resumes the job.
+            if self.interrupt.as_ref().is_some_and(|r| *r.borrow()) {
+                self.next = self.plan.tasks.len();
+                return Some(Err(MigrationError::InvalidInput(format!(
+                    "interrupted before task {task} was committed: the batches committed stay, \
+                     and the same command resumes the job"
+                ))));
+            }
             let found = match read_output(&self.dest, &self.plan.job_id, task).await {
                 Ok(f) => {
                     self.read_failures = 0;

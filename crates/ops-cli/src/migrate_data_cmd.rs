@@ -771,7 +771,8 @@ async fn run_on_cluster(
     mut m: DataMigrator,
     args: &MigrateArgs,
 ) -> anyhow::Result<()> {
-    let mut runner = ops_ballista::ClusterRunner::new(url)?;
+    let mut runner =
+        ops_ballista::ClusterRunner::new(url)?.interrupt(crate::interrupt::on_signal());
     if let Some(secs) = args.stall_timeout {
         runner = runner.stall_timeout((secs > 0).then(|| std::time::Duration::from_secs(secs)));
     }
