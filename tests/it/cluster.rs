@@ -872,22 +872,7 @@ fn a_cluster_without_executors_stalls_out_and_the_same_command_resumes() -> Test
     }
     // Once the scheduler has accepted the job (it answers with the job's id at once).
     std::thread::sleep(Duration::from_secs(1));
-    let signalled = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()?;
-    assert!(signalled.success());
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while child.try_wait()?.is_none() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    if child.try_wait()?.is_none() {
-        child.kill()?;
-        bail!(
-            "migrate-data --cluster did not stop within 60 s of SIGINT:\n{}",
-            std::fs::read_to_string(client_dir.join("log"))?
-        );
-    }
-    let status = child.wait()?;
+    let status = interrupt(&mut child, &client_dir)?;
     let log = std::fs::read_to_string(client_dir.join("log"))?;
     assert!(!status.success(), "{log}");
     assert!(
@@ -1768,24 +1753,7 @@ fn a_compaction_without_executors_stalls_out_or_stops_on_sigint_leaving_nothing(
         "no plan stored:\n{}",
         std::fs::read_to_string(client_dir.join("log"))?
     );
-    let signalled = Command::new("kill")
-        .args(["-INT", &client.id().to_string()])
-        .status()?;
-    assert!(signalled.success());
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while client.try_wait()?.is_none() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let status = match client.try_wait()? {
-        Some(s) => s,
-        None => {
-            let _ = client.kill();
-            bail!(
-                "the client did not stop within 60 s of SIGINT:\n{}",
-                std::fs::read_to_string(client_dir.join("log"))?
-            );
-        }
-    };
+    let status = interrupt(&mut client, &client_dir)?;
     let log = std::fs::read_to_string(client_dir.join("log"))?;
     assert!(!status.success(), "{log}");
     assert!(
@@ -1805,4 +1773,28 @@ fn a_compaction_without_executors_stalls_out_or_stops_on_sigint_leaving_nothing(
     let (got, _) = pyiceberg_orders("lake", &props, "src")?;
     assert_eq!(got, want);
     Ok(())
+}
+
+/// Sends SIGINT to `child` (a client whose log is `<dir>/log`) and waits up to a minute for it
+/// to end; its exit status.
+fn interrupt(
+    child: &mut std::process::Child,
+    dir: &Path,
+) -> anyhow::Result<std::process::ExitStatus> {
+    let signalled = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()?;
+    anyhow::ensure!(signalled.success(), "kill -INT failed");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        if let Some(status) = child.try_wait()? {
+            return Ok(status);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    bail!(
+        "the client did not stop within 60 s of SIGINT:\n{}",
+        std::fs::read_to_string(dir.join("log"))?
+    )
 }
