@@ -1542,22 +1542,27 @@ fn a_compaction_on_the_cluster_survives_an_executor_killed_mid_job() -> TestResu
         "{files_before} files before, {files_after} after"
     );
     let (stored, referenced) = referenced_and_stored(&rt, &moto, &props, "src")?;
-    let data: Vec<&String> = stored
-        .iter()
-        .filter(|k| k.ends_with(".parquet") && !k.contains("/metadata/"))
-        .collect();
     assert!(
         referenced.iter().all(|f| stored.contains(f)),
         "the listing misses referenced files"
     );
-    let orphans: Vec<&&String> = data.iter().filter(|f| !referenced.contains(f)).collect();
+    nothing_unreferenced(&stored, &referenced);
+    Ok(())
+}
+
+/// No data file among `stored` that no snapshot references (`referenced`), and no file of a
+/// job: what [`referenced_and_stored`] lists after a cluster compaction.
+fn nothing_unreferenced(stored: &[String], referenced: &[String]) {
+    let orphans: Vec<&String> = stored
+        .iter()
+        .filter(|k| k.ends_with(".parquet") && !referenced.contains(k))
+        .collect();
     assert!(orphans.is_empty(), "orphan data files left: {orphans:?}");
     let jobs: Vec<&String> = stored
         .iter()
         .filter(|k| k.contains("/iceberg-ops-jobs/"))
         .collect();
     assert!(jobs.is_empty(), "the job's files are left: {jobs:?}");
-    Ok(())
 }
 
 /// `maintain --cluster` on a v1 table (every sequence number 0: the clean-up must still find
@@ -1695,16 +1700,7 @@ fn a_compaction_group_that_fails_for_good_fails_alone() -> TestResult {
     // Nothing under the location that no snapshot references (the replaced inputs are
     // still the older snapshots'): the failed attempt's folder and the job's files are gone.
     let (stored, referenced) = referenced_and_stored(&rt, &moto, &props, "src")?;
-    let orphans: Vec<&String> = stored
-        .iter()
-        .filter(|k| k.ends_with(".parquet") && !referenced.contains(k))
-        .collect();
-    assert!(orphans.is_empty(), "files left: {orphans:?}");
-    let jobs: Vec<&String> = stored
-        .iter()
-        .filter(|k| k.contains("/iceberg-ops-jobs/"))
-        .collect();
-    assert!(jobs.is_empty(), "the job's files are left: {jobs:?}");
+    nothing_unreferenced(&stored, &referenced);
     Ok(())
 }
 

@@ -102,25 +102,10 @@ impl ClusterRunner {
                 remove-orphans` collects them once they are old enough)", JOB_END_WAIT.as_secs());
             return Ok(prepared.finish());
         }
-        // The catalog's own view of what landed (not this process's: a commit whose answer was
-        // lost may be there all the same).
-        let current = match prepared.reload().await {
-            Ok(t) => t,
-            Err(e) => {
-                tracing::warn!(job = %job_id, error = %e, "the table could not be read again: the \
-                    files of lost attempts are left (`iceberg-ops table remove-orphans` collects \
-                    them once they are old enough)");
-                return Ok(prepared.finish());
-            }
-        };
-        match clean_up(&prepared, &current, &job_id, start, groups).await {
-            Ok(()) => {
-                if let Err(e) = remove_outputs(&table, &job_id).await {
-                    tracing::warn!(job = %job_id, error = %e, "the job's outputs were not removed");
-                }
-            }
-            Err(e) => tracing::warn!(job = %job_id, error = %e,
-                "the files of lost attempts were not removed; the job's outputs are kept"),
+        if let Err(e) = clean_up(&prepared, &table, &job_id, start, groups).await {
+            tracing::warn!(job = %job_id, error = %e, "the files of lost attempts or the job's \
+                outputs were not all removed (`iceberg-ops table remove-orphans` collects them \
+                once they are old enough)");
         }
         Ok(prepared.finish())
     }
@@ -143,28 +128,18 @@ async fn abandon(
             queued may run (`iceberg-ops table remove-orphans` collects their files)");
         return;
     }
-    let current = match prepared.reload().await {
-        Ok(t) => t,
-        Err(e) => {
-            tracing::warn!(job = %job_id, error = %e, "the table could not be read again: the \
-                files of groups not committed are left (`iceberg-ops table remove-orphans`)");
-            return;
-        }
-    };
-    match clean_up(prepared, &current, job_id, start, groups).await {
-        Ok(()) => {
-            if let Err(e) = remove_outputs(table, job_id).await {
-                tracing::warn!(job = %job_id, error = %e, "the job's outputs were not removed");
-            }
-        }
-        Err(e) => tracing::warn!(job = %job_id, error = %e,
-            "the files of groups not committed were not all removed"),
+    if let Err(e) = clean_up(prepared, table, job_id, start, groups).await {
+        tracing::warn!(job = %job_id, error = %e, "the files of groups not committed were not \
+            all removed (`iceberg-ops table remove-orphans` collects them once they are old \
+            enough)");
     }
 }
 
-/// Deletes the folders of every attempt whose files no snapshot since `start` references, as
-/// `table` (just read from the catalog) has them — unless `table` misses a snapshot this job
-/// committed: a stale read (a catalog behind a cache) would take committed folders for lost.
+/// Deletes the folders of every attempt whose files no snapshot since `start` references, then
+/// the job's outputs (under `table`, the table as planned). What is referenced is read from the
+/// catalog again (not this process's view: a commit whose answer was lost may be there all the
+/// same), and nothing is deleted when that read misses a snapshot this job committed: a stale
+/// read (a catalog behind a cache) would take committed folders for lost.
 async fn clean_up(
     prepared: &PreparedCompaction,
     table: &Table,
@@ -172,7 +147,8 @@ async fn clean_up(
     start: i64,
     groups: usize,
 ) -> Result<()> {
-    let md = table.metadata();
+    let current = prepared.reload().await?;
+    let md = current.metadata();
     if let Some(missing) = prepared
         .metrics()
         .snapshot_ids
@@ -184,14 +160,14 @@ async fn clean_up(
              stale read, or an expiry since): no attempt folder is deleted"
         )));
     }
-    let committed = committed_attempt_folders(table, job_id, Some(start)).await?;
+    let committed = committed_attempt_folders(&current, job_id, Some(start)).await?;
     for task in 0..groups {
-        let folders = remove_lost_attempts(table, job_id, task, &committed).await?;
+        let folders = remove_lost_attempts(&current, job_id, task, &committed).await?;
         if !folders.is_empty() {
             tracing::info!(task, ?folders, "files of lost attempts removed");
         }
     }
-    Ok(())
+    remove_outputs(table, job_id).await
 }
 
 /// A job id no other job of the table has: the time and this process.

@@ -239,51 +239,18 @@ async fn run_compaction_task(
     factory: Option<&CatalogFactory>,
     task: usize,
 ) -> Result<CompactionOutput> {
-    let factory = factory.ok_or_else(|| {
-        invalid(
-            "this process was not given catalogs to run tasks with (it is not an \
-             `iceberg-ops cluster executor`)",
-        )
-    })?;
-    let handle = factory
-        .open(&stored.dest_catalog)
-        .await
-        .map_err(|e| ClusterError::Catalog {
-            what: format!("open catalog '{}' on this executor", stored.dest_catalog),
-            source: Box::new(e),
-        })?;
-    let ident = iceberg::TableIdent::from_strs(stored.dest_table.split('.'))
-        .map_err(|e| invalid(format!("the plan names table '{}': {e}", stored.dest_table)))?;
-    let table = handle
-        .catalog()
-        .load_table(&ident)
-        .await
-        .map_err(crate::error::io_failed(format!(
-            "load {}",
-            stored.dest_table
-        )))?;
-    match read_compaction_output(&table, &stored.job_id, task).await? {
-        Found::Output(out) => {
-            tracing::info!(task, job = %stored.job_id, "task output already written; reused");
-            return Ok(out);
-        }
-        Found::Absent => {}
-        Found::Unreadable(why) => {
-            tracing::warn!(task, %why, "an unreadable output of an earlier attempt is replaced");
-        }
+    let handle = open_catalog(executor_catalogs(factory)?, &stored.dest_catalog).await?;
+    let table = load_named_table(&handle, stored, "load").await?;
+    if let Some(out) = reused(
+        read_compaction_output(&table, &stored.job_id, task).await?,
+        stored,
+        task,
+    ) {
+        return Ok(out);
     }
-    if !job_open(&table, stored).await? {
-        return Err(job_over(stored, task));
-    }
+    ensure_open(&table, stored, task).await?;
     let job = load_compaction(&table, stored).await?;
-    let folder = claim_attempt(&table, &stored.job_id, task).await?;
-    #[cfg(debug_assertions)]
-    if let Some(ms) = std::env::var("ICEBERG_OPS_TEST_TASK_DELAY_MS")
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok())
-    {
-        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
-    }
+    let folder = start_attempt(&table, stored, task).await?;
     let out = match job.execute_task(&handle, task, &folder).await {
         Ok(out) => out,
         Err(e) => {
@@ -299,10 +266,7 @@ async fn run_compaction_task(
                 return Err(failure);
             }
             tracing::warn!(task, job = %stored.job_id, error = %failure, "compaction group failed");
-            let prefix = format!("{folder}/");
-            if let Err(d) = table.file_io().delete_prefix(&prefix).await {
-                tracing::warn!(task, folder = %prefix, error = %d, "the attempt's files were not removed");
-            }
+            remove_attempt(&table, &folder, task).await;
             CompactionOutput::failed(
                 &stored.job_id,
                 task,
@@ -310,17 +274,7 @@ async fn run_compaction_task(
             )
         }
     };
-    let open = job_open(&table, stored).await.unwrap_or_else(|e| {
-        tracing::warn!(task, error = %e, "could not tell whether the job is still open; its output is written");
-        true
-    });
-    if !open {
-        let prefix = format!("{folder}/");
-        if let Err(d) = table.file_io().delete_prefix(&prefix).await {
-            tracing::warn!(task, folder = %prefix, error = %d, "the attempt's files were not removed");
-        }
-        return Err(job_over(stored, task));
-    }
+    end_attempt(&table, stored, &folder, task).await?;
     write_compaction_output(&table, &out).await?;
     tracing::info!(task, job = %stored.job_id, files = out.files.len(), "task output written");
     Ok(out)
@@ -332,59 +286,109 @@ async fn run_migration_task(
     factory: Option<&CatalogFactory>,
     task: usize,
 ) -> Result<TaskOutput> {
-    let factory = factory.ok_or_else(|| {
-        invalid(
-            "this process was not given catalogs to run tasks with (it is not an \
-             `iceberg-ops cluster executor`)",
-        )
-    })?;
-    let open = |name: String| async move {
-        factory
-            .open(&name)
-            .await
-            .map_err(|e| ClusterError::Catalog {
-                what: format!("open catalog '{name}' on this executor"),
-                source: Box::new(e),
-            })
-    };
+    let factory = executor_catalogs(factory)?;
     // The destination first: the plan is in its storage.
-    let dest = open(stored.dest_catalog.clone()).await?;
-    let ident = iceberg::TableIdent::from_strs(stored.dest_table.split('.'))
-        .map_err(|e| invalid(format!("the plan names table '{}': {e}", stored.dest_table)))?;
-    let dest_table = dest
-        .catalog()
-        .load_table(&ident)
-        .await
-        .map_err(crate::error::io_failed(format!(
-            "load destination {}",
-            stored.dest_table
-        )))?;
+    let dest = open_catalog(factory, &stored.dest_catalog).await?;
+    let dest_table = load_named_table(&dest, stored, "load destination").await?;
     let plan = load_plan(&dest_table, stored).await?;
     let source = if plan.source.catalog == stored.dest_catalog {
         dest.clone()
     } else {
-        open(plan.source.catalog.clone()).await?
+        open_catalog(factory, &plan.source.catalog).await?
     };
-    // A retried task whose first attempt got as far as writing its output: that output is the
-    // task's; writing the files again would leave the first attempt's as orphans.
-    match read_output(&dest_table, &plan.job_id, task).await? {
+    if let Some(out) = reused(
+        read_output(&dest_table, &plan.job_id, task).await?,
+        stored,
+        task,
+    ) {
+        return Ok(out);
+    }
+    ensure_open(&dest_table, stored, task).await?;
+    let folder = start_attempt(&dest_table, stored, task).await?;
+    let out = plan
+        .execute_task_in(&source, &dest, task, Some(&folder))
+        .await?;
+    end_attempt(&dest_table, stored, &folder, task).await?;
+    write_output(&dest_table, &out).await?;
+    tracing::info!(task, job = %plan.job_id, batches = out.batches.len(), "task output written");
+    Ok(out)
+}
+
+/// The catalogs this process runs tasks with (an `iceberg-ops cluster executor`'s).
+fn executor_catalogs(factory: Option<&CatalogFactory>) -> Result<&CatalogFactory> {
+    factory.ok_or_else(|| {
+        invalid(
+            "this process was not given catalogs to run tasks with (it is not an \
+             `iceberg-ops cluster executor`)",
+        )
+    })
+}
+
+/// Catalog `name` as this executor's configuration defines it.
+async fn open_catalog(factory: &CatalogFactory, name: &str) -> Result<ops_core::CatalogHandle> {
+    factory.open(name).await.map_err(|e| ClusterError::Catalog {
+        what: format!("open catalog '{name}' on this executor"),
+        source: Box::new(e),
+    })
+}
+
+/// The table the stored plan is kept beside (`what`: how a failure to load it is described).
+async fn load_named_table(
+    handle: &ops_core::CatalogHandle,
+    stored: &StoredPlan,
+    what: &str,
+) -> Result<iceberg::table::Table> {
+    let ident = iceberg::TableIdent::from_strs(stored.dest_table.split('.'))
+        .map_err(|e| invalid(format!("the plan names table '{}': {e}", stored.dest_table)))?;
+    handle
+        .catalog()
+        .load_table(&ident)
+        .await
+        .map_err(crate::error::io_failed(format!(
+            "{what} {}",
+            stored.dest_table
+        )))
+}
+
+/// The output of an earlier attempt of the task, if it got as far as writing one: that output
+/// is the task's; writing the files again would leave the first attempt's as orphans.
+fn reused<T>(found: Found<T>, stored: &StoredPlan, task: usize) -> Option<T> {
+    match found {
         Found::Output(out) => {
-            tracing::info!(task, job = %plan.job_id, "task output already written; reused");
-            return Ok(out);
+            tracing::info!(task, job = %stored.job_id, "task output already written; reused");
+            Some(out)
         }
-        Found::Absent => {}
+        Found::Absent => None,
         Found::Unreadable(why) => {
             tracing::warn!(task, %why, "an unreadable output of an earlier attempt is replaced");
+            None
         }
     }
-    // A job whose client is done with it (it committed another attempt of every task and
-    // removed the job's prefix, plan included) has no use for this attempt: the plan may
-    // still be in this process's cache, not in the store.
-    if !job_open(&dest_table, stored).await? {
-        return Err(job_over(stored, task));
+}
+
+/// Refuses to start an attempt of a job whose client is done with it (it committed another
+/// attempt of every task and removed the job's prefix, plan included, or it abandoned the
+/// job): the plan may still be in this process's cache, not in the store.
+async fn ensure_open(
+    table: &iceberg::table::Table,
+    stored: &StoredPlan,
+    task: usize,
+) -> Result<()> {
+    if job_open(table, stored).await? {
+        Ok(())
+    } else {
+        Err(job_over(stored, task))
     }
-    // Each attempt writes under a folder of its own: a lost one's files are deleted by prefix.
-    let folder = claim_attempt(&dest_table, &plan.job_id, task).await?;
+}
+
+/// Claims an attempt of the task: the folder every file it writes goes under, so a lost one's
+/// files are deleted by prefix.
+async fn start_attempt(
+    table: &iceberg::table::Table,
+    stored: &StoredPlan,
+    task: usize,
+) -> Result<String> {
+    let folder = claim_attempt(table, &stored.job_id, task).await?;
     // Tests play a long task (longer than the scheduler's --executor-timeout); debug builds only.
     #[cfg(debug_assertions)]
     if let Some(ms) = std::env::var("ICEBERG_OPS_TEST_TASK_DELAY_MS")
@@ -393,28 +397,37 @@ async fn run_migration_task(
     {
         tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
     }
-    let out = plan
-        .execute_task_in(&source, &dest, task, Some(&folder))
-        .await?;
-    // The job may have ended while this attempt ran (a task taken for lost and run again, or
-    // the task of a job its client cancelled): nothing would ever commit these files, so
-    // they go now instead of waiting for `remove-orphans`.
-    // (Only when the plan is known to be gone: a failure to look keeps the files and writes
-    // the output — the work is done, and a committer that is waiting needs it.)
-    let open = job_open(&dest_table, stored).await.unwrap_or_else(|e| {
+    Ok(folder)
+}
+
+/// Before an attempt's output is written: the job may have ended while it ran (a task taken
+/// for lost and run again, or the task of a job its client cancelled or abandoned). Nothing
+/// would ever commit its files, so they go now instead of waiting for `remove-orphans`.
+/// (Only when the plan is known to be gone: a failure to look keeps the files and writes the
+/// output — the work is done, and a committer that is waiting needs it.)
+async fn end_attempt(
+    table: &iceberg::table::Table,
+    stored: &StoredPlan,
+    folder: &str,
+    task: usize,
+) -> Result<()> {
+    let open = job_open(table, stored).await.unwrap_or_else(|e| {
         tracing::warn!(task, error = %e, "could not tell whether the job is still open; its output is written");
         true
     });
-    if !open {
-        let prefix = format!("{folder}/");
-        if let Err(d) = dest_table.file_io().delete_prefix(&prefix).await {
-            tracing::warn!(task, folder = %prefix, error = %d, "the attempt's files were not removed");
-        }
-        return Err(job_over(stored, task));
+    if open {
+        return Ok(());
     }
-    write_output(&dest_table, &out).await?;
-    tracing::info!(task, job = %plan.job_id, batches = out.batches.len(), "task output written");
-    Ok(out)
+    remove_attempt(table, folder, task).await;
+    Err(job_over(stored, task))
+}
+
+/// Deletes the files of this attempt (its own folder; logged, never an error).
+async fn remove_attempt(table: &iceberg::table::Table, folder: &str, task: usize) {
+    let prefix = format!("{folder}/");
+    if let Err(d) = table.file_io().delete_prefix(&prefix).await {
+        tracing::warn!(task, folder = %prefix, error = %d, "the attempt's files were not removed");
+    }
 }
 
 /// Whether `stored`'s plan is still in the destination's store: the client removes it with the

@@ -44,24 +44,24 @@ pub enum Found<T = TaskOutput> {
 
 /// Writes `out` (one object: a store's PUT is atomic, so a reader sees all of it or nothing).
 pub async fn write_output(dest: &Table, out: &TaskOutput) -> Result<()> {
-    let path = output_path(dest, &out.job_id, out.task);
-    let json = serde_json::to_vec(out).map_err(|e| {
-        ClusterError::Storage(format!("encode the output of task {}: {e}", out.task))
-    })?;
-    dest.file_io()
-        .new_output(&path)
-        .map_err(io_failed(format!("write {path}")))?
-        .write(Bytes::from(json))
-        .await
-        .map_err(io_failed(format!("write {path}")))
+    write_json(dest, &out.job_id, out.task, out).await
 }
 
 /// Writes compaction task output `out` (as [`write_output`]).
 pub async fn write_compaction_output(table: &Table, out: &CompactionOutput) -> Result<()> {
-    let path = output_path(table, &out.job_id, out.task);
-    let json = serde_json::to_vec(out).map_err(|e| {
-        ClusterError::Storage(format!("encode the output of task {}: {e}", out.task))
-    })?;
+    write_json(table, &out.job_id, out.task, out).await
+}
+
+/// Writes `out` as task `task`'s output of job `job_id`, in one object.
+async fn write_json(
+    table: &Table,
+    job_id: &str,
+    task: usize,
+    out: &impl serde::Serialize,
+) -> Result<()> {
+    let path = output_path(table, job_id, task);
+    let json = serde_json::to_vec(out)
+        .map_err(|e| ClusterError::Storage(format!("encode the output of task {task}: {e}")))?;
     table
         .file_io()
         .new_output(&path)
@@ -98,36 +98,42 @@ pub async fn read_compaction_output(
     job_id: &str,
     task: usize,
 ) -> Result<Found<CompactionOutput>> {
+    read_parsed(table, job_id, task, |text| {
+        CompactionOutput::from_json(text)
+            .map(|out| (out.job_id.clone(), out.task, out))
+            .map_err(|e| e.to_string())
+    })
+    .await
+}
+
+/// Reads task `task`'s output of job `job_id`, if it is there.
+pub async fn read_output(dest: &Table, job_id: &str, task: usize) -> Result<Found> {
+    read_parsed(dest, job_id, task, |text| {
+        TaskOutput::from_json(text)
+            .map(|out| (out.job_id.clone(), out.task, out))
+            .map_err(|e| e.to_string())
+    })
+    .await
+}
+
+/// Reads task `task`'s output of job `job_id` with `parse` (the output, with the job and task
+/// it names); an output of another task or job is an error.
+async fn read_parsed<T>(
+    table: &Table,
+    job_id: &str,
+    task: usize,
+    parse: impl FnOnce(&str) -> std::result::Result<(String, usize, T), String>,
+) -> Result<Found<T>> {
     let path = output_path(table, job_id, task);
     let text = match read_text(table, &path).await? {
         None => return Ok(Found::Absent),
         Some(Err(why)) => return Ok(Found::Unreadable(why)),
         Some(Ok(t)) => t,
     };
-    match CompactionOutput::from_json(&text) {
-        Ok(out) if out.job_id == job_id && out.task == task => Ok(Found::Output(out)),
-        Ok(out) => Err(ClusterError::Storage(format!(
-            "{path} holds the output of task {} of job {}, not task {task} of job {job_id}",
-            out.task, out.job_id
-        ))),
-        Err(e) => Ok(Found::Unreadable(format!("{path}: {e}"))),
-    }
-}
-
-/// Reads task `task`'s output of job `job_id`, if it is there.
-pub async fn read_output(dest: &Table, job_id: &str, task: usize) -> Result<Found> {
-    let path = output_path(dest, job_id, task);
-    let text = match read_text(dest, &path).await? {
-        None => return Ok(Found::Absent),
-        Some(Err(why)) => return Ok(Found::Unreadable(why)),
-        Some(Ok(t)) => t,
-    };
-    let text = text.as_str();
-    match TaskOutput::from_json(text) {
-        Ok(out) if out.job_id == job_id && out.task == task => Ok(Found::Output(out)),
-        Ok(out) => Err(ClusterError::Storage(format!(
-            "{path} holds the output of task {} of job {}, not task {task} of job {job_id}",
-            out.task, out.job_id
+    match parse(&text) {
+        Ok((job, t, out)) if job == job_id && t == task => Ok(Found::Output(out)),
+        Ok((job, t, _)) => Err(ClusterError::Storage(format!(
+            "{path} holds the output of task {t} of job {job}, not task {task} of job {job_id}"
         ))),
         Err(e) => Ok(Found::Unreadable(format!("{path}: {e}"))),
     }

@@ -112,13 +112,7 @@ async fn store_json(dest: &Table, job_id: &str, json: Vec<u8>) -> Result<(String
 /// the one the job was submitted with.
 pub async fn load_compaction(table: &Table, stored: &StoredPlan) -> Result<CompactionJob> {
     let path = &stored.path;
-    let bytes = table
-        .file_io()
-        .new_input(path)
-        .map_err(io_failed(format!("read the plan {path}")))?
-        .read()
-        .await
-        .map_err(io_failed(format!("read the plan {path}")))?;
+    let bytes = read_stored(table, stored).await?;
     check_digest(stored, &bytes)?;
     let job = CompactionJob::from_json(&bytes)
         .map_err(|e| ClusterError::InvalidInput(format!("the plan at {path}: {e}")))?;
@@ -132,6 +126,18 @@ pub async fn load_compaction(table: &Table, stored: &StoredPlan) -> Result<Compa
         )));
     }
     Ok(job)
+}
+
+/// The bytes at the path `stored` names, read through `table`'s storage.
+async fn read_stored(table: &Table, stored: &StoredPlan) -> Result<Bytes> {
+    let path = &stored.path;
+    table
+        .file_io()
+        .new_input(path)
+        .map_err(io_failed(format!("read the plan {path}")))?
+        .read()
+        .await
+        .map_err(io_failed(format!("read the plan {path}")))
 }
 
 /// Refuses `bytes` unless they are the plan `stored` names.
@@ -172,14 +178,7 @@ pub async fn load_plan(dest: &Table, stored: &StoredPlan) -> Result<Arc<Migratio
     if let Some(plan) = kept(stored) {
         return Ok(plan);
     }
-    let path = &stored.path;
-    let bytes = dest
-        .file_io()
-        .new_input(path)
-        .map_err(io_failed(format!("read the plan {path}")))?
-        .read()
-        .await
-        .map_err(io_failed(format!("read the plan {path}")))?;
+    let bytes = read_stored(dest, stored).await?;
     let plan = check(stored, &bytes)?;
     let plan = Arc::new(plan);
     let mut plans = PLANS.lock().unwrap_or_else(|e| e.into_inner());

@@ -71,8 +71,8 @@ pub struct MaintainArgs {
     #[arg(long, default_value_t = 1, value_name = "N")]
     concurrency: usize,
     /// Rewrite the compactions' groups as tasks on a Ballista cluster (`iceberg-ops cluster
-    /// scheduler` and executors configured with the same catalog name), each group committed
-    /// as it lands (`cluster` feature).
+    /// scheduler` and executors configured with the same catalog name), the groups committed
+    /// as they land, in up to 10 commits (`cluster` feature).
     #[arg(long, value_name = "df://HOST:PORT")]
     cluster: Option<String>,
     /// With --cluster: a compaction gives up when none of its groups has landed for this many

@@ -1222,10 +1222,6 @@ impl PreparedCompaction {
         if self.groups.is_empty() {
             return Ok(None);
         }
-        let sort = match (&self.builder.sort, &self.sort) {
-            (Some(spec), Some(_)) => Some(spec.clone()),
-            _ => None,
-        };
         Ok(Some(job::CompactionJob {
             format: job::JOB_FORMAT,
             job_id: job_id.to_string(),
@@ -1235,7 +1231,8 @@ impl PreparedCompaction {
             start_snapshot_id: start.snapshot_id(),
             target_file_size: self.target,
             to_current_spec: self.builder.to_current_spec,
-            sort,
+            // As the user gave it: each task resolves it against the table itself.
+            sort: self.builder.sort.clone(),
             sort_memory: self.builder.sort_memory,
             groups: self
                 .metrics
