@@ -108,11 +108,22 @@ async fn a_hive_tree_pyarrow_wrote_is_added_in_place() -> TestResult {
         .await?;
     // Eight files (pyarrow wrote eu's two rows into one) of nine rows.
     assert_eq!(dry.files.len(), 8, "{dry:?}");
-    assert_eq!(dry.files.iter().map(|f| f.record_count).sum::<u64>(), 9);
+    assert_eq!(
+        dry.files
+            .to_vec()?
+            .iter()
+            .map(|f| f.record_count)
+            .sum::<u64>(),
+        9
+    );
     assert_eq!(dry.hidden, 3, "_SUCCESS, .part.crc, _temporary: {dry:?}");
     assert!(dry.name_mapping_created);
-    let parts: std::collections::BTreeSet<&str> =
-        dry.files.iter().map(|f| f.partition.as_str()).collect();
+    let parts: std::collections::BTreeSet<String> = dry
+        .files
+        .to_vec()?
+        .into_iter()
+        .map(|f| f.partition)
+        .collect();
     for want in [
         "region=a b",
         "region=x+y",
@@ -161,7 +172,7 @@ async fn a_hive_tree_pyarrow_wrote_is_added_in_place() -> TestResult {
         "{err:?}"
     );
     // Named twice.
-    let file = &m.files[0].path;
+    let file = &m.files.to_vec()?[0].path;
     let err = AddFilesBuilder::new(&handle, ident.clone())
         .from([file.clone(), file.clone()])
         .await
@@ -249,7 +260,7 @@ async fn files_that_do_not_fit_are_refused_and_statistics_place_the_rest() -> Te
     let (_, m) = AddFilesBuilder::new(&handle, ident)
         .from([format!("{dir}/stats")])
         .await?;
-    assert_eq!(m.files[0].partition, "region=us");
+    assert_eq!(m.files.to_vec()?[0].partition, "region=us");
     assert_eq!(
         py_rows(name, p, "bad.orders")?,
         json!([
@@ -314,6 +325,7 @@ async fn a_hive_tree_on_s3_is_added_to_a_glue_table() -> TestResult {
     assert_eq!(m.hidden, 1, "_SUCCESS: {m:?}");
     assert!(
         m.files
+            .to_vec()?
             .iter()
             .all(|f| f.path.starts_with("s3://lake/src/region=")),
         "{m:?}"
@@ -324,6 +336,7 @@ async fn a_hive_tree_on_s3_is_added_to_a_glue_table() -> TestResult {
     let second = create_orders(&handle, "imp2").await?;
     let eu = m
         .files
+        .to_vec()?
         .iter()
         .find(|f| f.partition == "region=eu")
         .map(|f| f.path.clone())
@@ -332,7 +345,12 @@ async fn a_hive_tree_on_s3_is_added_to_a_glue_table() -> TestResult {
         .from(["s3://lake/src/region=u*/*.parquet".to_string(), eu])
         .dry_run(true)
         .await?;
-    let parts: Vec<&str> = m2.files.iter().map(|f| f.partition.as_str()).collect();
+    let parts: Vec<String> = m2
+        .files
+        .to_vec()?
+        .into_iter()
+        .map(|f| f.partition)
+        .collect();
     assert_eq!(parts, ["region=us", "region=eu"], "{m2:?}");
     Ok(())
 }
@@ -393,6 +411,10 @@ async fn a_batched_job_that_failed_part_way_resumes_from_its_checkpoint() -> Tes
         .map(|e| e.to_string())
         .unwrap_or_default();
     assert!(err.contains("already in"), "{err}");
+    // A dry run with it shows what resuming adds, and writes nothing (the checkpoint stays).
+    let (_, dry) = job().dry_run(true).await?;
+    assert_eq!((dry.already_added, dry.files.len()), (6, 2), "{dry:?}");
+    assert!(checkpoint.exists());
     // With it: the job finishes.
     let (_, m) = job().await?;
     assert_eq!(m.already_added, 6, "{m:?}");
@@ -532,7 +554,7 @@ async fn shapes_that_lost_rows_are_refused_and_folders_count_wherever_they_are()
     let (_, m) = AddFilesBuilder::new(&handle, by_region.clone())
         .from([format!("{dir}/named/region=ap"), format!("{dir}/case")])
         .await?;
-    let parts: Vec<&str> = m.files.iter().map(|f| f.partition.as_str()).collect();
+    let parts: Vec<String> = m.files.to_vec()?.into_iter().map(|f| f.partition).collect();
     assert_eq!(parts, ["region=ap", "region=sa"], "{m:?}");
     // An identity field renamed from its column: `region=` folders still name it.
     let renamed = create_orders_with_spec(
@@ -548,7 +570,7 @@ async fn shapes_that_lost_rows_are_refused_and_folders_count_wherever_they_are()
     let (_, m) = AddFilesBuilder::new(&handle, renamed)
         .from([format!("{dir}/named")])
         .await?;
-    assert_eq!(m.files[0].partition, "r=ap");
+    assert_eq!(m.files.to_vec()?[0].partition, "r=ap");
     assert_eq!(
         py_rows(name, p, "ren.orders")?,
         json!([{"id": 7, "region": "ap", "amount": 7}])
@@ -694,6 +716,7 @@ async fn a_snapshot_over_a_hive_tree_then_new_files_only() -> TestResult {
     let gone = m
         .add
         .files
+        .to_vec()?
         .iter()
         .find(|f| f.partition == "region=us/n=1")
         .map(|f| f.path.clone())
@@ -711,12 +734,22 @@ async fn a_snapshot_over_a_hive_tree_then_new_files_only() -> TestResult {
         ),
     )?;
     std::fs::remove_file(gone.trim_start_matches("file://"))?;
+    // Limited to another partition, the run does not judge the gone file (nor would
+    // --remove-missing remove it).
+    let (_, m) = AddFilesBuilder::new(&handle, ident.clone())
+        .from([root.clone()])
+        .new_only(true)
+        .partition_filter("region", "ap")
+        .dry_run(true)
+        .await?;
+    assert_eq!(m.files.len(), 1, "{m:?}");
+    assert!(m.disappeared.is_empty(), "{m:?}");
     let (_, m) = AddFilesBuilder::new(&handle, ident.clone())
         .from([root.clone()])
         .new_only(true)
         .await?;
     assert_eq!(m.files.len(), 1, "{m:?}");
-    assert_eq!(m.files[0].partition, "region=ap/n=7");
+    assert_eq!(m.files.to_vec()?[0].partition, "region=ap/n=7");
     assert_eq!(m.already_added, 3);
     assert_eq!(m.disappeared, [gone]);
     // Nothing new: nothing committed.

@@ -67,12 +67,13 @@ async fn a_glue_hive_table_is_snapshotted_in_place_and_grows() -> TestResult {
     assert_eq!(m.add.files.len(), 5, "{m:?}");
     assert_eq!(m.add.hidden, 1, "_SUCCESS: {m:?}");
     assert_eq!(table_property(&table, "gc.enabled"), Some("false"));
-    let us: Vec<&str> = m
+    let us: Vec<String> = m
         .add
         .files
-        .iter()
+        .to_vec()?
+        .into_iter()
         .filter(|f| f.path.contains("archive"))
-        .map(|f| f.partition.as_str())
+        .map(|f| f.partition)
         .collect();
     assert_eq!(us, ["region=us"], "{m:?}");
     assert_eq!(read(p, "imp.sales")?, want);

@@ -2,7 +2,8 @@
 
 use clap::Subcommand;
 use ops_core::CatalogFactory;
-use ops_import::add_files::{AddFilesBuilder, AddFilesMetrics};
+use ops_import::add_files::{AddFilesBuilder, AddFilesMetrics, AddedFile};
+use ops_import::spill::Spilled;
 
 use crate::migrate_cmd::Output;
 use crate::report::print_json;
@@ -157,7 +158,7 @@ async fn migrate(factory: &CatalogFactory, args: MigrateArgs) -> anyhow::Result<
             "columns": m.columns,
             "partition_columns": m.partition_columns,
             "added_files": m.add.files.len(),
-            "added_records": m.add.files.iter().map(|f| f.record_count).sum::<u64>(),
+            "added_records": m.add.records,
             "snapshot_id": m.add.snapshot_id,
             "partitions_removed": m.partitions_removed,
             "partitions_left": m.partitions_left,
@@ -167,7 +168,7 @@ async fn migrate(factory: &CatalogFactory, args: MigrateArgs) -> anyhow::Result<
     if m.already_migrated {
         println!("{} was migrated by an earlier run", m.table);
     } else {
-        let rows: u64 = m.add.files.iter().map(|f| f.record_count).sum();
+        let rows = m.add.records;
         println!(
             "migrated {} to Iceberg in place: {} file(s), {rows} rows (metadata {})",
             m.table,
@@ -246,7 +247,7 @@ async fn snapshot(factory: &CatalogFactory, args: SnapshotArgs) -> anyhow::Resul
             "partition_columns": m.partition_columns,
             "files": m.files,
             "added_files": m.add.files.len(),
-            "added_records": m.add.files.iter().map(|f| f.record_count).sum::<u64>(),
+            "added_records": m.add.records,
             "snapshot_id": m.add.snapshot_id,
         }));
     }
@@ -269,7 +270,7 @@ async fn snapshot(factory: &CatalogFactory, args: SnapshotArgs) -> anyhow::Resul
         );
     }
     if !args.dry_run {
-        print_text(&args.dest, &m.add);
+        print_text(&args.dest, &m.add)?;
     }
     Ok(())
 }
@@ -302,10 +303,7 @@ async fn add_files(factory: &CatalogFactory, args: AddFilesArgs) -> anyhow::Resu
     let (_, m) = builder.await?;
     match args.output {
         Output::Json => print_json(&report(&args.table, &m)),
-        Output::Text => {
-            print_text(&args.table, &m);
-            Ok(())
-        }
+        Output::Text => print_text(&args.table, &m),
     }
 }
 
@@ -337,7 +335,28 @@ struct Report<'a> {
     filtered_out: usize,
     name_mapping_created: bool,
     name_mapping_extended: bool,
-    files: Vec<FileReport<'a>>,
+    files: FileReports<'a>,
+}
+
+/// The report's files, serialized as they are read back (a million would not fit as a list
+/// of values).
+struct FileReports<'a>(&'a Spilled<AddedFile>);
+
+impl serde::Serialize for FileReports<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error, SerializeSeq};
+        let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
+        for f in self.0.iter() {
+            let f = f.map_err(S::Error::custom)?;
+            seq.serialize_element(&FileReport {
+                path: &f.path,
+                partition: &f.partition,
+                record_count: f.record_count,
+                size: f.size,
+            })?;
+        }
+        seq.end()
+    }
 }
 
 #[derive(serde::Serialize)]
@@ -358,28 +377,20 @@ fn report<'a>(table: &'a str, m: &'a AddFilesMetrics) -> Report<'a> {
         disappeared: &m.disappeared,
         removed_missing: m.removed_missing,
         added_files: m.files.len(),
-        added_records: m.files.iter().map(|f| f.record_count).sum(),
+        added_records: m.records,
         hidden_skipped: m.hidden,
         filtered_out: m.filtered_out,
         name_mapping_created: m.name_mapping_created,
         name_mapping_extended: m.name_mapping_extended,
-        files: m
-            .files
-            .iter()
-            .map(|f| FileReport {
-                path: &f.path,
-                partition: &f.partition,
-                record_count: f.record_count,
-                size: f.size,
-            })
-            .collect(),
+        files: FileReports(&m.files),
     }
 }
 
-fn print_text(table: &str, m: &AddFilesMetrics) {
-    let rows: u64 = m.files.iter().map(|f| f.record_count).sum();
+fn print_text(table: &str, m: &AddFilesMetrics) -> anyhow::Result<()> {
+    let rows = m.records;
     if m.dry_run {
-        for f in &m.files {
+        for f in m.files.iter() {
+            let f = f?;
             let partition = if f.partition.is_empty() {
                 String::new()
             } else {
@@ -428,7 +439,7 @@ fn print_text(table: &str, m: &AddFilesMetrics) {
                  table fails while it lists them{}):",
                 m.disappeared.len(),
                 if m.dry_run {
-                    ""
+                    "; without --dry-run, --remove-missing removes them"
                 } else {
                     "; --remove-missing removes them"
                 }
@@ -452,22 +463,22 @@ fn print_text(table: &str, m: &AddFilesMetrics) {
     }
     if m.name_mapping_created {
         println!(
-            "  the table had no name mapping: one was {} from its schema, so readers find the \
-             columns of files without field ids",
+            "  {}, so readers find the columns of files without field ids",
             if m.dry_run {
-                "to be created"
+                "the table has no name mapping: one would be created from its schema"
             } else {
-                "created"
+                "the table had no name mapping: one was created from its schema"
             }
         );
     } else if m.name_mapping_extended {
         println!(
             "  the files' spellings of column names {} to the name mapping",
             if m.dry_run {
-                "are to be added"
+                "would be added"
             } else {
                 "were added"
             }
         );
     }
+    Ok(())
 }

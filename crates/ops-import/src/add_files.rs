@@ -24,7 +24,7 @@ use iceberg::spec::{
 use iceberg::table::Table;
 use ops_core::ops::append::AppendBuilder;
 use ops_core::ops::properties::PropertiesBuilder;
-use ops_core::ops::streamed::ManifestStream;
+use ops_core::ops::streamed::{ManifestStream, path_hash};
 use ops_core::ops::{ManifestCache, each_live_data_file};
 use ops_core::{CatalogHandle, Error, Result};
 
@@ -34,6 +34,7 @@ use crate::hive_path::segments;
 use crate::metrics::{MetricsConfig, column_stats, file_metrics};
 use crate::partition::partition_of;
 use crate::source::{Expanded, SourceFile, expand};
+use crate::spill::{Record, Spilled, get_u64, need_str, need_u64, put_str, put_u64};
 
 /// One file added (or, on a dry run, to be added).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,11 +49,35 @@ pub struct AddedFile {
     pub size: u64,
 }
 
+impl Record for AddedFile {
+    fn encode(&self, out: &mut Vec<u8>) {
+        put_str(out, &self.path);
+        put_str(out, &self.partition);
+        put_u64(out, self.record_count);
+        put_u64(out, self.size);
+    }
+
+    fn decode(r: &mut impl std::io::Read) -> std::io::Result<Option<Self>> {
+        let Some(len) = get_u64(r)? else {
+            return Ok(None);
+        };
+        Ok(Some(Self {
+            path: crate::spill::str_of_len(r, len)?,
+            partition: need_str(r)?,
+            record_count: need_u64(r)?,
+            size: need_u64(r)?,
+        }))
+    }
+}
+
 /// What an `add_files` did (or would do).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Default)]
 pub struct AddFilesMetrics {
-    /// The files, in the order they were named (each folder's sorted by path).
-    pub files: Vec<AddedFile>,
+    /// The files, in the order they were named (each folder's sorted by path); past a few
+    /// thousand, kept in a temporary file ([`Spilled`]).
+    pub files: Spilled<AddedFile>,
+    /// Their rows.
+    pub records: u64,
     /// Hidden entries skipped below the folders named.
     pub hidden: usize,
     /// Files left out by the partition filter.
@@ -237,33 +262,46 @@ impl AddFilesBuilder {
                     )
             )
         );
-        let mut expanded = expanded;
-        expanded
-            .files
-            .retain(|f| !comparable(&f.path).starts_with(&own_metadata));
-        let mut files: Vec<SourceFile> = Vec::with_capacity(expanded.files.len());
+        let mut selection = Selection {
+            own_metadata,
+            partition_filter: self.partition_filter.clone(),
+            skip: HashSet::new(),
+        };
+        // One pass over the files named (they may be a million: read back from a temporary
+        // file, never held): what the filters select, and what the duplicate checks need —
+        // 128-bit hashes of the selected paths, not the paths.
+        let checks = !self.allow_duplicate_files;
+        let mut selected = 0usize;
+        let mut hashes: HashSet<u128> = HashSet::new();
+        let mut twice: Option<String> = None;
+        let mut roots: HashSet<String> = HashSet::new();
         let mut filter_keys_seen: HashSet<String> = HashSet::new();
-        for f in expanded.files {
+        for f in expanded.files.iter() {
+            let f = f?;
+            if selection.own_metadata(&f) {
+                continue;
+            }
             let folders = segments(&f.relative);
             for (k, _) in &self.partition_filter {
                 if folders.iter().any(|(fk, _)| fk.eq_ignore_ascii_case(k)) {
                     filter_keys_seen.insert(k.clone());
                 }
             }
-            // A filter value `null` or `__HIVE_DEFAULT_PARTITION__` selects the NULL folder.
-            let keep = self.partition_filter.iter().all(|(k, v)| {
-                folders.iter().any(|(fk, fv)| {
-                    fk.eq_ignore_ascii_case(k)
-                        && match fv {
-                            Some(fv) => fv == v,
-                            None => v == "null" || v == crate::hive_path::HIVE_DEFAULT_PARTITION,
-                        }
-                })
-            });
-            if keep {
-                files.push(f);
-            } else {
+            if !selection.filtered_in(&folders) {
                 metrics.filtered_out += 1;
+                continue;
+            }
+            selected += 1;
+            if checks && !hashes.insert(path_hash(&f.path)) && twice.is_none() {
+                twice = Some(f.path.clone());
+            }
+            if checks
+                && self.new_only
+                && !f.named
+                && let Some(root) = root_of(&f)
+                && !roots.contains(root)
+            {
+                roots.insert(root.to_string());
             }
         }
         if let Some((k, _)) = self
@@ -275,11 +313,7 @@ impl AddFilesBuilder {
                 "--partition-filter {k}=…: no file named has a `{k}=` folder in its path"
             )));
         }
-        if files.is_empty() && self.new_only && metrics.already_added > 0 {
-            // Nothing new: nothing to commit.
-            return Ok((table, metrics));
-        }
-        if files.is_empty() {
+        if selected == 0 {
             return Err(Error::InvalidInput(format!(
                 "no Parquet file to add under {}{}",
                 self.from.join(", "),
@@ -300,20 +334,22 @@ impl AddFilesBuilder {
                 }
             )));
         }
+        // A dry run with the checkpoint of a job that failed part-way shows what resuming it
+        // would add (the checkpoint is only read).
         let resume = match &self.checkpoint {
-            Some(path) if !self.dry_run => Checkpoint::resumes(path, &self.ident, &self.from)?,
-            _ => false,
+            Some(path) => Checkpoint::resumes(path, &self.ident, &self.from)?,
+            None => false,
         };
-        if !self.allow_duplicate_files {
-            if let Some(twice) = named_twice(&files) {
+        if checks {
+            if let Some(twice) = twice {
                 return Err(Error::InvalidInput(format!(
                     "{twice} is named twice; its rows would be read twice (pass \
                      --allow-duplicate-files to add it anyway)"
                 )));
             }
-            let present = already_in(&table, &files).await?;
+            let present = already_in(&table, &hashes).await?;
             if self.new_only {
-                metrics.disappeared = disappeared(&table, &files).await?;
+                metrics.disappeared = disappeared(&table, &hashes, &roots, &selection).await?;
                 if self.remove_missing && !self.dry_run && !metrics.disappeared.is_empty() {
                     let read_at = table.metadata().current_snapshot_id();
                     table = self
@@ -322,36 +358,54 @@ impl AddFilesBuilder {
                     metrics.removed_missing = metrics.disappeared.len();
                 }
             }
+            drop(hashes);
+            // The first selected file the table lists already, and one whose size changed
+            // since (a second pass, only when the table lists any).
+            let mut first_present: Option<String> = None;
+            let mut changed: Option<(SourceFile, u64)> = None;
+            if !present.is_empty() {
+                for f in expanded.files.iter() {
+                    let f = f?;
+                    if !selection.selects(&f) {
+                        continue;
+                    }
+                    let Some(then) = present.get(&path_hash(&f.path)).copied() else {
+                        continue;
+                    };
+                    first_present.get_or_insert_with(|| f.path.clone());
+                    if then != f.size {
+                        changed = Some((f, then));
+                        break;
+                    }
+                    if !(resume || self.new_only) {
+                        break;
+                    }
+                }
+            }
             if resume || self.new_only {
                 // A file rewritten in place since it was added: the table describes its old
                 // contents (statistics, size), and a reader would prune or fail by them.
-                if let Some(f) = files
-                    .iter()
-                    .find(|f| present.get(&f.path).is_some_and(|size| *size != f.size))
-                {
+                if let Some((f, then)) = changed {
                     return Err(Error::InvalidInput(format!(
-                        "{} has changed since it was added to {} ({} bytes now, {} then): the \
-                         table describes its old contents. Remove it from the table (table \
-                         delete on its partition) and add it again",
-                        f.path,
-                        self.ident,
-                        f.size,
-                        present.get(&f.path).copied().unwrap_or(0)
+                        "{} has changed since it was added to {} ({} bytes now, {then} \
+                         then): the table describes its old contents. Remove it from the table \
+                         (table delete on its partition) and add it again",
+                        f.path, self.ident, f.size,
                     )));
                 }
                 // Committed by the run this one resumes, or already in the table.
                 metrics.already_added = present.len();
-                files.retain(|f| !present.contains_key(&f.path));
-                if files.is_empty() {
+                if selected <= present.len() {
                     // Every file is in the table already: nothing to commit.
                     return Ok((table, metrics));
                 }
-            } else if let Some(f) = files.iter().find(|f| present.contains_key(&f.path)) {
+                selection.skip = present.into_keys().collect();
+            } else if let Some(path) = first_present {
                 return Err(Error::InvalidInput(format!(
-                    "{} is already in {}; adding it again would read its rows twice. To add \
-                     only the files not in the table yet, pass --new-only (or, to resume a \
+                    "{path} is already in {}; adding it again would read its rows twice. To \
+                     add only the files not in the table yet, pass --new-only (or, to resume a \
                      batched job, its --checkpoint); --allow-duplicate-files adds it anyway",
-                    f.path, self.ident
+                    self.ident
                 )));
             }
         }
@@ -368,6 +422,10 @@ impl AddFilesBuilder {
         let config = MetricsConfig::of(&schema, &properties)?;
         let mut mapping = Mapping::of(&schema, &properties)?;
         let io = table.file_io().clone();
+        let files = expanded
+            .files
+            .into_iter()
+            .filter(move |f| f.as_ref().map_or(true, |f| selection.selects(f)));
         let mut footers = std::pin::pin!(crate::footer::read_many(&io, files, self.concurrency));
         let mut stream: Option<ManifestStream> = None;
         let mut mapping_used = false;
@@ -391,8 +449,10 @@ impl AddFilesBuilder {
             let step = match step {
                 Ok((file, report, without_ids)) => {
                     mapping_used |= without_ids;
-                    metrics.files.push(report);
+                    metrics.records += report.record_count;
+                    let pushed = metrics.files.push(report);
                     match (&mut stream, self.dry_run) {
+                        _ if pushed.is_err() => pushed,
                         (_, true) => Ok(()),
                         (Some(s), false) => s.add(file).await,
                         (None, false) => match ManifestStream::new(&table, spec.spec_id()) {
@@ -666,7 +726,7 @@ pub(crate) async fn expand_sources(
             }
         };
         out.hidden += found.hidden;
-        out.files.extend(found.files);
+        out.files.append(found.files)?;
     }
     Ok(out)
 }
@@ -688,31 +748,63 @@ fn comparable(path: &str) -> String {
     path.to_string()
 }
 
-/// A path named twice, if one is.
-fn named_twice(files: &[SourceFile]) -> Option<&str> {
-    let mut seen: HashSet<&str> = HashSet::with_capacity(files.len());
-    files
-        .iter()
-        .find(|f| !seen.insert(f.path.as_str()))
-        .map(|f| f.path.as_str())
+/// Which of the files named an add takes: not the table's own metadata, within the partition
+/// filter, and not one the table lists already when the job skips those (`skip`: their path
+/// hashes).
+struct Selection {
+    own_metadata: String,
+    partition_filter: Vec<(String, String)>,
+    skip: HashSet<u128>,
 }
 
-/// The new paths the table's current snapshot already lists, with the size it records: one
-/// pass over its manifests against a set of the new paths (memory of the new files, not of
-/// the table).
-async fn already_in(table: &Table, files: &[SourceFile]) -> Result<HashMap<String, u64>> {
-    let new: HashSet<&str> = files.iter().map(|f| f.path.as_str()).collect();
+impl Selection {
+    fn own_metadata(&self, f: &SourceFile) -> bool {
+        comparable(&f.path).starts_with(&self.own_metadata)
+    }
+
+    /// Whether the `key=value` folders of a file meet every partition filter (a value `null`
+    /// or `__HIVE_DEFAULT_PARTITION__` selects the NULL folder).
+    fn filtered_in(&self, folders: &[(String, Option<String>)]) -> bool {
+        self.partition_filter.iter().all(|(k, v)| {
+            folders.iter().any(|(fk, fv)| {
+                fk.eq_ignore_ascii_case(k)
+                    && match fv {
+                        Some(fv) => fv == v,
+                        None => v == "null" || v == crate::hive_path::HIVE_DEFAULT_PARTITION,
+                    }
+            })
+        })
+    }
+
+    fn selects(&self, f: &SourceFile) -> bool {
+        !self.own_metadata(f)
+            && (self.partition_filter.is_empty() || self.filtered_in(&segments(&f.relative)))
+            && (self.skip.is_empty() || !self.skip.contains(&path_hash(&f.path)))
+    }
+}
+
+/// The folder or prefix a file was found below (as its path spells it), for one not named
+/// itself; `None` for a file whose path is not its listed path (reached through a symbolic
+/// link: it lies elsewhere).
+fn root_of(f: &SourceFile) -> Option<&str> {
+    let below = f.relative.get(f.below..)?;
+    let root = f.path.strip_suffix(below)?;
+    (!root.is_empty()).then_some(root)
+}
+
+/// The paths among `new` (hashes of the files to add) that the table's current snapshot
+/// already lists, with the size it records: one pass over its manifests (memory of the
+/// matches, not of the table).
+async fn already_in(table: &Table, new: &HashSet<u128>) -> Result<HashMap<u128, u64>> {
     let mut present = HashMap::new();
     let Some(snapshot) = table.metadata().current_snapshot() else {
         return Ok(present);
     };
     let cache = ManifestCache::new(table);
     each_live_data_file(snapshot, &cache, |live| {
-        if new.contains(live.file.file_path()) {
-            present.insert(
-                live.file.file_path().to_string(),
-                live.file.file_size_in_bytes(),
-            );
+        let hash = path_hash(live.file.file_path());
+        if new.contains(&hash) {
+            present.insert(hash, live.file.file_size_in_bytes());
         }
         Ok(())
     })
@@ -720,18 +812,15 @@ async fn already_in(table: &Table, files: &[SourceFile]) -> Result<HashMap<Strin
     Ok(present)
 }
 
-/// The files the table lists under the folders or prefixes `files` were found below (not
-/// those named one by one) that the listing no longer found.
-async fn disappeared(table: &Table, files: &[SourceFile]) -> Result<Vec<String>> {
-    let listed: HashSet<&str> = files.iter().map(|f| f.path.as_str()).collect();
-    let roots: HashSet<&str> = files
-        .iter()
-        .filter(|f| !f.named)
-        .filter_map(|f| {
-            let tail = f.relative.len().checked_sub(f.below)?;
-            f.path.get(..f.path.len().checked_sub(tail)?)
-        })
-        .collect();
+/// The files the table lists under `roots` (the folders or prefixes the files were found
+/// below, not those named one by one) that the listing (`listed`: path hashes) no longer
+/// found.
+async fn disappeared(
+    table: &Table,
+    listed: &HashSet<u128>,
+    roots: &HashSet<String>,
+    selection: &Selection,
+) -> Result<Vec<String>> {
     let mut unlisted = Vec::new();
     let Some(snapshot) = table.metadata().current_snapshot() else {
         return Ok(unlisted);
@@ -739,7 +828,12 @@ async fn disappeared(table: &Table, files: &[SourceFile]) -> Result<Vec<String>>
     let cache = ManifestCache::new(table);
     each_live_data_file(snapshot, &cache, |live| {
         let path = live.file.file_path();
-        if !listed.contains(path) && roots.iter().any(|r| path.starts_with(r)) {
+        // Under a folder named and within the partition filter (a file of a partition the
+        // run leaves out is not this run's to judge), but not listed.
+        if roots.iter().any(|r| path.starts_with(r.as_str()))
+            && (selection.partition_filter.is_empty() || selection.filtered_in(&segments(path)))
+            && !listed.contains(&path_hash(path))
+        {
             unlisted.push(path.to_string());
         }
         Ok(())

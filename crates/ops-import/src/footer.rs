@@ -13,32 +13,29 @@ use crate::source::SourceFile;
 const LOCAL_GROUP: usize = 64;
 
 /// The footers of `files`, in their order, `concurrency` reads (or groups of local reads) at a
-/// time.
-pub fn read_many(
+/// time. The files are taken from the iterator as the reads go, never all at once; an error
+/// it yields ends the stream with that error.
+pub fn read_many<I>(
     io: &FileIO,
-    files: Vec<SourceFile>,
+    files: I,
     concurrency: usize,
-) -> impl Stream<Item = Result<(SourceFile, ParquetMetaData)>> + Send + 'static {
+) -> impl Stream<Item = Result<(SourceFile, ParquetMetaData)>> + Send + 'static
+where
+    I: Iterator<Item = Result<SourceFile>> + Send + 'static,
+{
     // Consecutive local files go in groups, every other file alone.
-    let mut groups: Vec<Vec<SourceFile>> = Vec::new();
-    for f in files {
-        let local = f.path.starts_with("file://");
-        match groups.last_mut() {
-            Some(g)
-                if local
-                    && g.len() < LOCAL_GROUP
-                    && g.first().is_some_and(|h| h.path.starts_with("file://")) =>
-            {
-                g.push(f);
-            }
-            _ => groups.push(vec![f]),
-        }
-    }
+    let groups = Groups {
+        files: files.peekable(),
+    };
     let io = io.clone();
     futures::stream::iter(groups)
         .map(move |group| {
             let io = io.clone();
             async move {
+                let group = match group {
+                    Ok(group) => group,
+                    Err(e) => return vec![Err(e)],
+                };
                 if group.len() == 1 || !group.iter().all(|f| f.path.starts_with("file://")) {
                     let mut out = Vec::with_capacity(group.len());
                     for f in group {
@@ -72,6 +69,36 @@ pub fn read_many(
         })
         .buffered(concurrency.max(1))
         .flat_map(futures::stream::iter)
+}
+
+/// Consecutive local files of an iterator in groups of up to [`LOCAL_GROUP`], every other file
+/// alone.
+struct Groups<I: Iterator> {
+    files: std::iter::Peekable<I>,
+}
+
+impl<I: Iterator<Item = Result<SourceFile>>> Iterator for Groups<I> {
+    type Item = Result<Vec<SourceFile>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let first = match self.files.next()? {
+            Ok(f) => f,
+            Err(e) => return Some(Err(e)),
+        };
+        let local = first.path.starts_with("file://");
+        let mut group = vec![first];
+        while local && group.len() < LOCAL_GROUP {
+            match self.files.peek() {
+                Some(Ok(f)) if f.path.starts_with("file://") => {}
+                _ => break,
+            }
+            match self.files.next() {
+                Some(Ok(f)) => group.push(f),
+                _ => break,
+            }
+        }
+        Some(Ok(group))
+    }
 }
 
 /// How much of the tail the first read asks for: most footers fit, so one read per file is the

@@ -316,7 +316,8 @@ impl GlueTable {
                 .map(|p| (p.location.as_str(), Some(p.values.as_slice())))
                 .collect()
         };
-        let mut seen: HashSet<String> = HashSet::new();
+        // 128-bit hashes of the paths, not the paths (see `ops_core::ops::streamed::path_hash`).
+        let mut seen: HashSet<u128> = HashSet::new();
         for (location, values) in locations {
             let found = expand_location(location, underscored, io_props).await?;
             out.hidden += found.hidden;
@@ -336,7 +337,8 @@ impl GlueTable {
                 .collect();
             let glue_values = crate::hive_path::segments(&format!("{folders}x"));
             let metadata = format!("{}/metadata/", self.location.trim_end_matches('/'));
-            for f in found.files {
+            for f in found.files.into_iter() {
+                let f = f?;
                 if self.backup_of.is_some() && f.path.starts_with(&metadata) {
                     continue;
                 }
@@ -363,7 +365,7 @@ impl GlueTable {
                 }
                 // Two partitions at one location (or one inside another) list a file twice:
                 // its rows would be read twice.
-                if !seen.insert(f.path.clone()) {
+                if !seen.insert(ops_core::ops::streamed::path_hash(&f.path)) {
                     return Err(Error::InvalidInput(format!(
                         "{} lies under the locations of two partitions of glue:{}.{}: its \
                          partition is ambiguous",
@@ -375,7 +377,7 @@ impl GlueTable {
                     below: folders.len(),
                     relative: format!("{folders}{below}"),
                     ..f
-                });
+                })?;
             }
         }
         Ok(out)

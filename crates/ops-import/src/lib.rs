@@ -19,6 +19,10 @@
 //! | [`add_files`] | the operation: duplicates refused (again at commit time), one `append` commit or resumable batches |
 //! | [`snapshot`] | a new table over the files (schema and identity partitions inferred, `gc.enabled=false`), then `add_files` |
 //!
+//! The lists that grow with the files (the files named, the report of those added) leave
+//! memory for a temporary file past a few thousand ([`spill`]); the duplicate checks keep
+//! 128-bit path hashes. An import of a million files holds about what one of 100,000 does.
+//!
 //! ```no_run
 //! # async fn demo() -> ops_core::Result<()> {
 //! use ops_import::add_files::AddFilesBuilder;
@@ -44,4 +48,5 @@ pub mod migrate;
 pub mod partition;
 pub mod snapshot;
 pub mod source;
+pub mod spill;
 pub mod staged;

@@ -70,7 +70,7 @@ pub mod points {
 }
 
 /// What a migration did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Default)]
 pub struct MigrateMetrics {
     /// The table, `database.table`.
     pub table: String,

@@ -40,7 +40,7 @@ use crate::hive_path::segments;
 use crate::source::expand;
 
 /// What a snapshot made (or, on a dry run, would make).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Default)]
 pub struct SnapshotMetrics {
     /// The new table's columns, `name: type`.
     pub columns: Vec<String>,
@@ -230,7 +230,7 @@ impl SnapshotBuilder {
         let files = expanded.files.len();
         let mut footers = std::pin::pin!(crate::footer::read_many(
             io,
-            expanded.files,
+            expanded.files.into_iter(),
             self.concurrency
         ));
         let mut union = Union::default();

@@ -15,6 +15,8 @@ use std::path::{Path, PathBuf};
 use futures::TryStreamExt;
 use ops_core::{Error, Result};
 
+use crate::spill::{Record, Spilled, get_u64, need_str, need_u64, put_str, put_u64};
+
 /// One file to import.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SourceFile {
@@ -34,11 +36,38 @@ pub struct SourceFile {
     pub size: u64,
 }
 
+impl Record for SourceFile {
+    fn encode(&self, out: &mut Vec<u8>) {
+        put_str(out, &self.path);
+        put_str(out, &self.relative);
+        put_u64(out, self.below as u64);
+        put_u64(out, u64::from(self.named));
+        put_u64(out, self.size);
+    }
+
+    fn decode(r: &mut impl std::io::Read) -> std::io::Result<Option<Self>> {
+        // A record starts with its path's length: no byte there is the end.
+        let Some(len) = get_u64(r)? else {
+            return Ok(None);
+        };
+        let path = crate::spill::str_of_len(r, len)?;
+        Ok(Some(Self {
+            path,
+            relative: need_str(r)?,
+            below: usize::try_from(need_u64(r)?).unwrap_or(usize::MAX),
+            named: need_u64(r)? != 0,
+            size: need_u64(r)?,
+        }))
+    }
+}
+
 /// What expanding the names found.
 #[derive(Debug, Default)]
 pub struct Expanded {
-    /// The files, in the order of the names, each name's files sorted by path.
-    pub files: Vec<SourceFile>,
+    /// The files, in the order of the names: each folder's in the order of their listed
+    /// paths, then those it reached through symbolic links to files (see `walk`); each
+    /// prefix's in S3's key order. Past a few thousand, in a temporary file ([`Spilled`]).
+    pub files: Spilled<SourceFile>,
     /// Hidden entries skipped (files, and folders with everything below them).
     pub hidden: usize,
 }
@@ -66,17 +95,17 @@ pub async fn expand(
             let Ok(root) = std::fs::canonicalize(&root) else {
                 continue;
             };
-            let mut below = Expanded::default();
             if root.is_dir() {
-                walk(&root, underscored, &mut below)?;
+                let prefix = format!("{}/", root.to_string_lossy().trim_end_matches('/'));
+                let files = &mut out.files;
+                walk(&root, underscored, &mut out.hidden, &mut |f| {
+                    let matched = f
+                        .relative
+                        .strip_prefix(prefix.as_str())
+                        .is_some_and(|rel| segments_match(&pattern, rel));
+                    if matched { files.push(f) } else { Ok(()) }
+                })?;
             }
-            out.hidden += below.hidden;
-            let prefix = format!("{}/", root.to_string_lossy().trim_end_matches('/'));
-            out.files.extend(below.files.into_iter().filter(|f| {
-                f.relative
-                    .strip_prefix(prefix.as_str())
-                    .is_some_and(|rel| segments_match(&pattern, rel))
-            }));
             continue;
         }
         // The canonical path: one file named two ways (`a/../a`, `//`, a symbolic link) is
@@ -86,7 +115,8 @@ pub async fn expand(
         let meta = std::fs::metadata(&local)
             .map_err(|e| Error::InvalidInput(format!("cannot import '{name}': {e}")))?;
         if meta.is_dir() {
-            walk(&local, underscored, &mut out)?;
+            let files = &mut out.files;
+            walk(&local, underscored, &mut out.hidden, &mut |f| files.push(f))?;
         } else {
             let relative = slashed(&local);
             out.files.push(SourceFile {
@@ -95,7 +125,7 @@ pub async fn expand(
                 named: true,
                 relative,
                 size: meta.len(),
-            });
+            })?;
         }
     }
     Ok(out)
@@ -130,7 +160,8 @@ pub async fn expand_location(
         return Ok(out);
     };
     if local.is_dir() {
-        walk(&local, underscored, &mut out)?;
+        let files = &mut out.files;
+        walk(&local, underscored, &mut out.hidden, &mut |f| files.push(f))?;
     }
     Ok(out)
 }
@@ -150,24 +181,27 @@ fn split_glob(text: &str) -> (String, Vec<String>) {
     )
 }
 
-/// Whether `relative` (`/`-separated) matches `pattern`'s segments: `*` and `?` within a
-/// segment, `**` for any number of segments (dynamic programming, no recursion).
+/// Whether `relative` (`/`-separated) is matched by `pattern`'s segments, or lies below a
+/// folder they match (a glob naming folders names their files, as Hadoop's `globStatus` and a
+/// Spark read of a glob do): `*` and `?` within a segment, `**` for any number of segments
+/// (dynamic programming, no recursion).
 fn segments_match(pattern: &[String], relative: &str) -> bool {
     let name: Vec<&str> = relative.split('/').filter(|s| !s.is_empty()).collect();
     let (p, n) = (pattern.len(), name.len());
-    // ok[i][j]: pattern[i..] matches name[j..].
+    // ok[i][j]: pattern[..i] matches name[..j].
     let mut ok = vec![vec![false; n + 1]; p + 1];
-    ok[p][n] = true;
-    for i in (0..p).rev() {
-        for j in (0..=n).rev() {
-            ok[i][j] = if pattern[i] == "**" {
-                ok[i + 1][j] || (j < n && ok[i][j + 1])
+    ok[0][0] = true;
+    for i in 1..=p {
+        for j in 0..=n {
+            ok[i][j] = if pattern[i - 1] == "**" {
+                ok[i - 1][j] || (j > 0 && ok[i][j - 1])
             } else {
-                j < n && matches(&pattern[i], name[j]) && ok[i + 1][j + 1]
+                j > 0 && matches(&pattern[i - 1], name[j - 1]) && ok[i - 1][j - 1]
             };
         }
     }
-    ok[0][0]
+    // The whole path, or a folder above the file (at least one segment).
+    (1..=n).any(|j| ok[p][j])
 }
 
 /// The objects an `s3://bucket/key` name stands for: the object itself, every object below
@@ -214,7 +248,7 @@ async fn s3(
                 below: key.rfind('/').map_or(0, |i| i + 1),
                 named: true,
                 size: meta.content_length(),
-            });
+            })?;
             return Ok(());
         }
         (
@@ -236,7 +270,11 @@ async fn s3(
         .recursive(true)
         .await
         .map_err(failed)?;
-    let mut found = Vec::new();
+    // A general purpose S3 bucket lists the keys of a prefix in their UTF-8 binary order, so
+    // the files come sorted by path without being held (a directory bucket of S3 Express
+    // does not sort: its files come in its order; the duplicate and resume checks go by path,
+    // not position).
+    let mut found = 0usize;
     while let Some(entry) = lister.try_next().await.map_err(failed)? {
         if !entry.metadata().mode().is_file() {
             continue;
@@ -265,21 +303,20 @@ async fn s3(
         {
             continue;
         }
-        found.push(SourceFile {
+        out.files.push(SourceFile {
             path: url(key),
             relative: key.to_string(),
             below: prefix.len(),
             named: false,
             size: entry.metadata().content_length(),
-        });
+        })?;
+        found += 1;
     }
-    if found.is_empty() && pattern.is_none() && !key.is_empty() && !may_be_empty {
+    if found == 0 && pattern.is_none() && !key.is_empty() && !may_be_empty {
         return Err(Error::InvalidInput(format!(
             "cannot import '{name}': no such object, and no object below it"
         )));
     }
-    found.sort_by(|a, b| a.path.cmp(&b.path));
-    out.files.extend(found);
     Ok(())
 }
 
@@ -353,59 +390,337 @@ pub fn hidden(name: &str, is_dir: bool, underscored: &HashSet<String>) -> bool {
 /// snapshot, which learns the partition columns from the folders, cannot name them first).
 pub const ANY_PARTITION_COLUMN: &str = "*";
 
-/// Every regular file below `root` (canonical), hidden entries skipped, sorted by path. Each
-/// file is named by its canonical path; a folder reached twice (a symbolic link to a folder
-/// already walked, or to one above it) is walked once.
-fn walk(root: &Path, underscored: &HashSet<String>, out: &mut Expanded) -> Result<()> {
-    let io_err = |path: &Path, e: std::io::Error| {
-        Error::InvalidInput(format!("cannot list {}: {e}", path.display()))
-    };
-    let mut found = Vec::new();
+/// Every regular file below `root` (canonical), hidden entries skipped, handed to `emit`
+/// without holding the list: the tree is walked depth first, each folder's entries in order
+/// with a folder's name taken as `name/`, so files come in the order of a sort of their listed
+/// paths (`a/b-c` and `a/b.c` before `a/b/x`, as `-` and `.` sort before `/`). A folder of more
+/// than [`RUN`] entries is sorted in runs kept in temporary files and merged. Each file is
+/// listed by the path it was found at (its partition folders: a symbolic link named
+/// `region=eu` is that partition's) and named by its canonical path (what the table records,
+/// and what the duplicate checks compare); a folder reached twice (a link to a folder already
+/// walked, or to one above it) is walked once. Files reached through symbolic links to files
+/// are handed over after the rest, in the order the walk met the links, each once, and not at
+/// all when the walk took the file as one of its own folder's.
+fn walk(
+    root: &Path,
+    underscored: &HashSet<String>,
+    hidden_count: &mut usize,
+    emit: &mut dyn FnMut(SourceFile) -> Result<()>,
+) -> Result<()> {
     let below_root = slashed(root).trim_end_matches('/').len() + 1;
-    let mut seen: HashSet<PathBuf> = HashSet::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        let dir = std::fs::canonicalize(&dir).map_err(|e| io_err(&dir, e))?;
-        if !seen.insert(dir.clone()) {
-            continue;
+    let file = |listed: &Path, path: &Path, size: u64| {
+        let relative = slashed(listed);
+        SourceFile {
+            path: uri(path),
+            below: below_root.min(relative.len()),
+            named: false,
+            relative,
+            size,
         }
-        for entry in std::fs::read_dir(&dir).map_err(|e| io_err(&dir, e))? {
-            let entry = entry.map_err(|e| io_err(&dir, e))?;
-            // `dir` is canonical, so is `dir/name` unless the entry is a link itself.
-            let link = entry.file_type().is_ok_and(|t| t.is_symlink());
-            let path = entry.path();
-            let meta = std::fs::metadata(&path).map_err(|e| io_err(&path, e))?;
-            let name = entry.file_name().to_string_lossy().to_string();
-            if meta.is_dir() {
-                refuse_table_format(&name, &dir.to_string_lossy())?;
+    };
+    // Folders entered (canonical).
+    let mut seen: HashSet<PathBuf> = HashSet::new();
+    // Files reached through links, once each (by their canonical paths' hashes).
+    let mut linked: Spilled<LinkedFile> = Spilled::new();
+    let mut targets: HashSet<u128> = HashSet::new();
+    let mut stack: Vec<Level> = Vec::new();
+    if let Some(level) = open_folder(root, root, &mut seen, underscored, hidden_count)? {
+        stack.push(level);
+    }
+    while let Some(top) = stack.last_mut() {
+        let Some(entry) = top.entries.next_entry()? else {
+            stack.pop();
+            continue;
+        };
+        let name = entry.key.trim_end_matches('/');
+        let listed = top.listed.join(name);
+        let real = top.dir.join(name);
+        match entry.kind {
+            Kind::Folder => {
+                if let Some(level) =
+                    open_folder(&listed, &real, &mut seen, underscored, hidden_count)?
+                {
+                    stack.push(level);
+                }
             }
-            if hidden(&name, meta.is_dir(), underscored) {
-                out.hidden += 1;
-                continue;
-            }
-            if meta.is_dir() {
-                stack.push(path);
-            } else if meta.is_file() {
-                let path = if link {
-                    std::fs::canonicalize(&path).map_err(|e| io_err(&path, e))?
-                } else {
-                    path
-                };
-                let relative = slashed(&path);
-                found.push(SourceFile {
-                    path: uri(&path),
-                    below: below_root.min(relative.len()),
-                    named: false,
-                    relative,
-                    size: meta.len(),
-                });
+            Kind::File(size) => emit(file(&listed, &real, size))?,
+            Kind::Linked(size) => {
+                let target = std::fs::canonicalize(&real).map_err(|e| link_error(&real, e))?;
+                if targets.insert(ops_core::ops::streamed::path_hash(&slashed(&target))) {
+                    linked.push(LinkedFile {
+                        listed: slashed(&listed),
+                        target: slashed(&target),
+                        size,
+                    })?;
+                }
             }
         }
     }
-    found.sort_by(|a, b| a.path.cmp(&b.path));
-    found.dedup_by(|a, b| a.path == b.path);
-    out.files.extend(found);
+    for l in linked {
+        let l = l?;
+        let target = PathBuf::from(&l.target);
+        // A file of a folder the walk entered was handed over as that folder's file, unless
+        // its own name is hidden.
+        let taken = target.parent().is_some_and(|p| seen.contains(p))
+            && !target
+                .file_name()
+                .is_some_and(|n| hidden(&n.to_string_lossy(), false, underscored));
+        if !taken {
+            emit(file(Path::new(&l.listed), &target, l.size))?;
+        }
+    }
     Ok(())
+}
+
+/// Entries of one folder sorted in memory; past this, in sorted runs merged from temporary
+/// files.
+#[cfg(not(test))]
+const RUN: usize = 65_536;
+#[cfg(test)]
+const RUN: usize = 1000;
+
+/// A folder being walked: the path it was listed at, its canonical path, and its entries
+/// still to visit.
+struct Level {
+    listed: PathBuf,
+    dir: PathBuf,
+    entries: Entries,
+}
+
+/// The entries of `dir` (listed at `listed`), hidden ones counted and left out, in order of
+/// their keys; `None` when the folder was entered already.
+fn open_folder(
+    listed: &Path,
+    dir: &Path,
+    seen: &mut HashSet<PathBuf>,
+    underscored: &HashSet<String>,
+    hidden_count: &mut usize,
+) -> Result<Option<Level>> {
+    let io_err = |path: &Path, e: std::io::Error| {
+        Error::InvalidInput(format!("cannot list {}: {e}", path.display()))
+    };
+    let dir = std::fs::canonicalize(dir).map_err(|e| link_error(dir, e))?;
+    if !seen.insert(dir.clone()) {
+        return Ok(None);
+    }
+    let mut sorter = Sorter::default();
+    for entry in std::fs::read_dir(&dir).map_err(|e| io_err(&dir, e))? {
+        let entry = entry.map_err(|e| io_err(&dir, e))?;
+        let link = entry.file_type().is_ok_and(|t| t.is_symlink());
+        let path = entry.path();
+        let meta = std::fs::metadata(&path).map_err(|e| {
+            if link {
+                link_error(&path, e)
+            } else {
+                io_err(&path, e)
+            }
+        })?;
+        let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+            return Err(Error::InvalidInput(format!(
+                "cannot import {}: its name is not UTF-8, and a table's paths are UTF-8 \
+                 strings; rename it",
+                path.display()
+            )));
+        };
+        if meta.is_dir() {
+            refuse_table_format(&name, &dir.to_string_lossy())?;
+        }
+        if hidden(&name, meta.is_dir(), underscored) {
+            *hidden_count += 1;
+            continue;
+        }
+        if meta.is_dir() {
+            sorter.push(Entry {
+                key: format!("{name}/"),
+                kind: Kind::Folder,
+            })?;
+        } else if meta.is_file() {
+            sorter.push(Entry {
+                key: name,
+                kind: if link {
+                    Kind::Linked(meta.len())
+                } else {
+                    Kind::File(meta.len())
+                },
+            })?;
+        }
+    }
+    Ok(Some(Level {
+        listed: listed.to_path_buf(),
+        dir,
+        entries: sorter.finish()?,
+    }))
+}
+
+/// The error of a symbolic link that leads nowhere (its target gone, or links in a loop).
+fn link_error(path: &Path, e: std::io::Error) -> Error {
+    let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    if is_link {
+        Error::InvalidInput(format!(
+            "cannot import {}: it is a symbolic link that leads to no file or folder ({e}); \
+             remove it, or point it at what it stood for",
+            path.display()
+        ))
+    } else {
+        Error::InvalidInput(format!("cannot list {}: {e}", path.display()))
+    }
+}
+
+/// An entry of a folder being walked.
+#[derive(Debug, Clone)]
+struct Entry {
+    /// Its name, with a `/` after a folder's: the sort key.
+    key: String,
+    kind: Kind,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    Folder,
+    /// A regular file, with its size.
+    File(u64),
+    /// A symbolic link to a regular file, with the file's size.
+    Linked(u64),
+}
+
+impl Record for Entry {
+    fn encode(&self, out: &mut Vec<u8>) {
+        put_str(out, &self.key);
+        let (tag, size) = match self.kind {
+            Kind::Folder => (0, 0),
+            Kind::File(size) => (1, size),
+            Kind::Linked(size) => (2, size),
+        };
+        put_u64(out, tag);
+        put_u64(out, size);
+    }
+
+    fn decode(r: &mut impl std::io::Read) -> std::io::Result<Option<Self>> {
+        let Some(len) = get_u64(r)? else {
+            return Ok(None);
+        };
+        let key = crate::spill::str_of_len(r, len)?;
+        let tag = need_u64(r)?;
+        let size = need_u64(r)?;
+        let kind = match tag {
+            0 => Kind::Folder,
+            1 => Kind::File(size),
+            _ => Kind::Linked(size),
+        };
+        Ok(Some(Self { key, kind }))
+    }
+}
+
+/// A file reached through a symbolic link: where it was listed, and its canonical path.
+#[derive(Debug, Clone)]
+struct LinkedFile {
+    listed: String,
+    target: String,
+    size: u64,
+}
+
+impl Record for LinkedFile {
+    fn encode(&self, out: &mut Vec<u8>) {
+        put_str(out, &self.listed);
+        put_str(out, &self.target);
+        put_u64(out, self.size);
+    }
+
+    fn decode(r: &mut impl std::io::Read) -> std::io::Result<Option<Self>> {
+        let Some(len) = get_u64(r)? else {
+            return Ok(None);
+        };
+        Ok(Some(Self {
+            listed: crate::spill::str_of_len(r, len)?,
+            target: need_str(r)?,
+            size: need_u64(r)?,
+        }))
+    }
+}
+
+/// A folder's entries sorted by key: in memory up to [`RUN`], else in sorted runs.
+#[derive(Default)]
+struct Sorter {
+    current: Vec<Entry>,
+    runs: Vec<Spilled<Entry>>,
+}
+
+impl Sorter {
+    fn push(&mut self, entry: Entry) -> Result<()> {
+        self.current.push(entry);
+        if self.current.len() >= RUN {
+            self.spill()?;
+        }
+        Ok(())
+    }
+
+    fn spill(&mut self) -> Result<()> {
+        let mut run = std::mem::take(&mut self.current);
+        run.sort_unstable_by(|a, b| a.key.cmp(&b.key));
+        let mut spilled = Spilled::new();
+        for entry in run {
+            spilled.push(entry)?;
+        }
+        self.runs.push(spilled);
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<Entries> {
+        if self.runs.is_empty() {
+            // Reversed, to pop in order.
+            self.current.sort_unstable_by(|a, b| b.key.cmp(&a.key));
+            return Ok(Entries::Memory(self.current));
+        }
+        if !self.current.is_empty() {
+            self.spill()?;
+        }
+        let mut runs: Vec<crate::spill::Iter<Entry>> =
+            self.runs.into_iter().map(IntoIterator::into_iter).collect();
+        let mut heads = Vec::with_capacity(runs.len());
+        for run in &mut runs {
+            heads.push(run.next().transpose()?);
+        }
+        Ok(Entries::Merged { runs, heads })
+    }
+}
+
+/// A folder's entries in key order.
+enum Entries {
+    /// Sorted in reverse.
+    Memory(Vec<Entry>),
+    /// Sorted runs, each with its next entry.
+    Merged {
+        runs: Vec<crate::spill::Iter<Entry>>,
+        heads: Vec<Option<Entry>>,
+    },
+}
+
+impl Entries {
+    fn next_entry(&mut self) -> Result<Option<Entry>> {
+        match self {
+            Entries::Memory(entries) => Ok(entries.pop()),
+            Entries::Merged { runs, heads } => {
+                let mut least: Option<usize> = None;
+                for (i, head) in heads.iter().enumerate() {
+                    let Some(head) = head else { continue };
+                    if least
+                        .and_then(|l| heads[l].as_ref())
+                        .is_none_or(|l| head.key < l.key)
+                    {
+                        least = Some(i);
+                    }
+                }
+                let Some(i) = least else {
+                    return Ok(None);
+                };
+                let next = match runs.get_mut(i) {
+                    Some(run) => run.next().transpose()?,
+                    None => None,
+                };
+                Ok(std::mem::replace(&mut heads[i], next))
+            }
+        }
+    }
 }
 
 /// Whether `name` matches `pattern`: `*` any run of characters, `?` one character.
@@ -476,6 +791,12 @@ mod tests {
         assert!(segments_match(&p("**/*.parquet"), "k=1/x/a.parquet"));
         assert!(segments_match(&p("**"), "k=1/x/a.parquet"));
         assert!(!segments_match(&p("k=2/**"), "k=1/a.parquet"));
+        // A pattern matching folders takes the files below them.
+        assert!(segments_match(&p("k=*"), "k=1/a.parquet"));
+        assert!(segments_match(&p("k=?"), "k=1/x/a.parquet"));
+        assert!(segments_match(&p("*"), "k=1/a.parquet"));
+        assert!(!segments_match(&p("k=1?"), "k=1/a.parquet"));
+        assert!(!segments_match(&p("k=*/*.parquet"), "k=1/x.csv"));
         assert_eq!(
             split_glob("/d/t/k=*/*.parquet"),
             ("/d/t".to_string(), p("k=*/*.parquet"))
@@ -498,11 +819,12 @@ mod tests {
         let none = HashSet::new();
         let props = HashMap::new();
         let tree = expand(&[dir.join("t").display().to_string()], &none, &props).await?;
-        let rel: Vec<&str> = tree.files.iter().map(|f| f.relative.as_str()).collect();
+        let files = tree.files.to_vec()?;
+        let rel: Vec<&str> = files.iter().map(|f| f.relative.as_str()).collect();
         assert!(rel[0].ends_with("/t/k=1/a.parquet") && rel[1].ends_with("/t/k=2/b.parquet"));
         assert_eq!(rel.len(), 2);
         assert_eq!(tree.hidden, 3);
-        assert!(tree.files[0].path.starts_with("file:///"));
+        assert!(files[0].path.starts_with("file:///"));
 
         let one = expand(
             &[dir.join("t/k=2/b.parquet").display().to_string()],
@@ -511,7 +833,9 @@ mod tests {
         )
         .await?;
         assert!(
-            one.files[0].relative.ends_with("/t/k=2/b.parquet"),
+            one.files.to_vec()?[0]
+                .relative
+                .ends_with("/t/k=2/b.parquet"),
             "{one:?}"
         );
 
@@ -521,7 +845,8 @@ mod tests {
             &props,
         )
         .await?;
-        let rel: Vec<&str> = globbed.files.iter().map(|f| f.relative.as_str()).collect();
+        let globbed = globbed.files.to_vec()?;
+        let rel: Vec<&str> = globbed.iter().map(|f| f.relative.as_str()).collect();
         assert!(rel[0].ends_with("/t/k=1/a.parquet") && rel[1].ends_with("/t/k=2/b.parquet"));
         assert_eq!(rel.len(), 2);
         // One file named two ways is one path.
@@ -534,7 +859,8 @@ mod tests {
             &props,
         )
         .await?;
-        assert_eq!(twice.files[0].path, twice.files[1].path);
+        let twice = twice.files.to_vec()?;
+        assert_eq!(twice[0].path, twice[1].path);
         let deep = expand(&[format!("{}/t/**", dir.display())], &none, &props).await?;
         assert_eq!(deep.files.len(), 2);
 
@@ -546,6 +872,120 @@ mod tests {
             .map(|e| e.to_string())
             .unwrap_or_default();
         assert!(gs.contains("gs://") && gs.contains("not supported"), "{gs}");
+        let _ = std::fs::remove_dir_all(&dir);
+        Ok(())
+    }
+
+    /// The walk hands files over in the order of a sort of their whole paths without
+    /// sorting them all (`a/b-c` and `a/b.c` before `a/b/x`, though folder `b` sorts before
+    /// `b-c` by name), a folder of more entries than a run in merged runs, past the in-memory
+    /// part of the list; a file reached through a link is taken once, after the others, and
+    /// not at all when the walk takes it as its folder's.
+    #[tokio::test]
+    async fn the_walk_yields_path_order_and_each_file_once() -> Result<()> {
+        let dir = std::env::temp_dir().join(format!("ops-import-walk-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut names: Vec<String> = [
+            "t/a/b/x.parquet",
+            "t/a/b-c",
+            "t/a/b.c",
+            "t/a/b0/y.parquet",
+            "t/a/b/z/w.parquet",
+            "t/hidden/_q.parquet",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        for i in 0..crate::spill::IN_MEMORY + 10 {
+            names.push(format!("t/many/f{i:05}.parquet"));
+        }
+        for f in &names {
+            touch(&dir, f)?;
+        }
+        #[cfg(unix)]
+        {
+            // A link to a file of the tree (taken once, as its folder's), to a hidden file
+            // (taken through the link) and a second link to that one (once).
+            std::os::unix::fs::symlink(dir.join("t/a/b/x.parquet"), dir.join("t/a/l1"))
+                .map_err(|e| Error::InvalidInput(e.to_string()))?;
+            std::os::unix::fs::symlink(dir.join("t/hidden/_q.parquet"), dir.join("t/a/l2"))
+                .map_err(|e| Error::InvalidInput(e.to_string()))?;
+            std::os::unix::fs::symlink(dir.join("t/hidden/_q.parquet"), dir.join("t/l3"))
+                .map_err(|e| Error::InvalidInput(e.to_string()))?;
+        }
+        let none = HashSet::new();
+        let tree = expand(
+            &[dir.join("t").display().to_string()],
+            &none,
+            &HashMap::new(),
+        )
+        .await?;
+        let root =
+            std::fs::canonicalize(dir.join("t")).map_err(|e| Error::InvalidInput(e.to_string()))?;
+        let got: Vec<String> = tree
+            .files
+            .iter()
+            .map(|f| f.map(|f| f.relative))
+            .collect::<Result<_>>()?;
+        let mut want: Vec<String> = names
+            .iter()
+            .filter(|n| !n.contains("/_"))
+            .map(|n| format!("{}/{}", root.display(), n.trim_start_matches("t/")))
+            .collect();
+        want.sort();
+        // The hidden file, once, listed where its first link was met, named by its path.
+        #[cfg(unix)]
+        {
+            want.push(format!("{}/a/l2", root.display()));
+            let last = tree.files.iter().last().transpose()?;
+            assert_eq!(
+                last.map(|f| f.path),
+                Some(format!("file://{}/hidden/_q.parquet", root.display()))
+            );
+        }
+        assert_eq!(got, want);
+        let _ = std::fs::remove_dir_all(&dir);
+        Ok(())
+    }
+
+    /// A folder reached through a symbolic link is its listed path's partition (its files
+    /// named by their real paths); a link leading nowhere is refused naming it; a glob naming
+    /// folders takes their files.
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn links_keep_their_listed_folders_and_globs_name_folders() -> Result<()> {
+        let dir = std::env::temp_dir().join(format!("ops-import-links-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let err = |e: std::io::Error| Error::InvalidInput(e.to_string());
+        touch(&dir, "elsewhere/data/x.parquet")?;
+        touch(&dir, "t/region=a/y.parquet")?;
+        std::fs::create_dir_all(dir.join("t")).map_err(err)?;
+        std::os::unix::fs::symlink(dir.join("elsewhere/data"), dir.join("t/region=b"))
+            .map_err(err)?;
+        let none = HashSet::new();
+        let props = HashMap::new();
+        let root = std::fs::canonicalize(dir.join("t")).map_err(err)?;
+        let real = std::fs::canonicalize(dir.join("elsewhere/data/x.parquet")).map_err(err)?;
+        let tree = expand(&[root.display().to_string()], &none, &props).await?;
+        let files = tree.files.to_vec()?;
+        let below: Vec<&str> = files.iter().map(|f| &f.relative[f.below..]).collect();
+        assert_eq!(below, ["region=a/y.parquet", "region=b/x.parquet"]);
+        assert_eq!(files[1].path, uri(&real));
+
+        let globbed = expand(&[format!("{}/region=*", root.display())], &none, &props).await?;
+        assert_eq!(globbed.files.len(), 2);
+
+        std::os::unix::fs::symlink(dir.join("nothing"), dir.join("t/region=a/gone.parquet"))
+            .map_err(err)?;
+        let e = expand(&[root.display().to_string()], &none, &props)
+            .await
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            e.contains("gone.parquet") && e.contains("symbolic link that leads to no file"),
+            "{e}"
+        );
         let _ = std::fs::remove_dir_all(&dir);
         Ok(())
     }

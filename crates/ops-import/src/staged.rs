@@ -195,15 +195,18 @@ impl StageBuilder {
             glue.as_ref(),
         )
         .await?;
-        let listed: std::collections::HashSet<String> =
-            listed.files.into_iter().map(|f| f.path).collect();
+        // 128-bit hashes of the paths, not the paths.
+        let mut hashes = std::collections::HashSet::new();
+        for f in listed.files.into_iter() {
+            hashes.insert(ops_core::ops::streamed::path_hash(&f?.path));
+        }
         let cache = ops_core::ops::ManifestCache::new(table);
         // A file the listing no longer finds but that still exists is no longer the source's
         // (one gone from disk is the add's to report).
         let io = table.file_io();
         let mut unlisted = Vec::new();
         ops_core::ops::each_live_data_file(snapshot, &cache, |live| {
-            if !listed.contains(live.file.file_path()) {
+            if !hashes.contains(&ops_core::ops::streamed::path_hash(live.file.file_path())) {
                 unlisted.push(live.file.file_path().to_string());
             }
             Ok(())

@@ -319,7 +319,8 @@ impl StreamedManifests {
 }
 
 /// 128 bits of SipHash (two keys): a collision among a billion paths has odds of about 1e-21.
-fn path_hash(path: &str) -> u128 {
+/// What sets of paths keep instead of the paths, where a million of them would not fit.
+pub fn path_hash(path: &str) -> u128 {
     let half = |salt: u8| {
         let mut h = DefaultHasher::new();
         salt.hash(&mut h);
