@@ -411,8 +411,14 @@ async fn a_batched_job_that_failed_part_way_resumes_from_its_checkpoint() -> Tes
         .map(|e| e.to_string())
         .unwrap_or_default();
     assert!(err.contains("already in"), "{err}");
-    // A dry run with it shows what resuming adds, and writes nothing (the checkpoint stays).
-    let (_, dry) = job().dry_run(true).await?;
+    // A dry run with it shows what resuming adds, and writes nothing (the checkpoint stays);
+    // the folder spelled another way is the same job.
+    let (_, dry) = AddFilesBuilder::new(&handle, ident.clone())
+        .from([format!("file://{root}/")])
+        .batch_files(3)
+        .checkpoint(&checkpoint)
+        .dry_run(true)
+        .await?;
     assert_eq!((dry.already_added, dry.files.len()), (6, 2), "{dry:?}");
     assert!(checkpoint.exists());
     // With it: the job finishes.

@@ -877,8 +877,22 @@ impl Checkpoint {
                 path.display()
             ))
         })?;
-        let same =
-            v["table"].as_str() == Some(&ident.to_string()) && v["from"] == serde_json::json!(from);
+        // The same names however they are spelled (`d`, `./d/`, `file:///abs/d`).
+        let names = |list: Vec<String>| -> Vec<String> {
+            list.iter()
+                .map(|n| crate::source::canonical_name(n))
+                .collect()
+        };
+        let recorded: Vec<String> = v["from"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|n| n.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let same = v["table"].as_str() == Some(&ident.to_string())
+            && names(recorded) == names(from.to_vec());
         if !same {
             return Err(Error::InvalidInput(format!(
                 "the checkpoint {} is of another job (table {}, from {}); give another \

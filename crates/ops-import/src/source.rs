@@ -320,6 +320,28 @@ async fn s3(
     Ok(())
 }
 
+/// `name` in one spelling, to tell whether two runs name the same sources: a local path
+/// absolute and canonical where it exists (`./d/`, `d`, `file:///abs/d` alike), an S3 URI's
+/// scheme as `s3://`, no trailing `/`; a Glue table or a glob as given otherwise.
+pub fn canonical_name(name: &str) -> String {
+    let trimmed = name.trim_end_matches('/');
+    if let Some((scheme, rest)) = trimmed.split_once("://")
+        && ops_core::object_store::S3_SCHEMES.contains(&scheme)
+    {
+        return format!("s3://{rest}");
+    }
+    if crate::glue::parse_name(name).is_some() {
+        return name.to_string();
+    }
+    match local_path(trimmed) {
+        Ok(path) => std::fs::canonicalize(&path)
+            .unwrap_or(path)
+            .to_string_lossy()
+            .to_string(),
+        Err(_) => trimmed.to_string(),
+    }
+}
+
 /// The absolute local path `name` names: a `file:` URI's path, or a path (relative ones
 /// against the working directory). Other schemes are refused, naming what is supported.
 fn local_path(name: &str) -> Result<PathBuf> {
