@@ -229,23 +229,40 @@ struct CandidateFile {
     size: u64,
     records: u64,
     format: iceberg::spec::DataFileFormat,
-    partition: iceberg::spec::Struct,
+    /// Shared by the candidates of a partition (see [`Partitions`]).
+    partition: Arc<iceberg::spec::Struct>,
     spec_id: i32,
     /// Its data sequence number: which equality deletes apply to it.
     sequence_number: i64,
 }
 
 impl CandidateFile {
-    fn of(live: &LiveFile) -> Self {
+    fn of(live: &LiveFile, partitions: &mut Partitions) -> Self {
         Self {
             path: Arc::from(live.file.file_path()),
             size: live.file.file_size_in_bytes(),
             records: live.file.record_count(),
             format: live.file.file_format(),
-            partition: live.file.partition().clone(),
+            partition: partitions.shared(live.file.partition()),
             spec_id: live.spec_id,
             sequence_number: live.sequence_number,
         }
+    }
+}
+
+/// One copy of each partition tuple the candidates hold: a table has far fewer partitions than
+/// files, and a million candidates each with its own tuple held a million of them.
+#[derive(Default)]
+struct Partitions(HashMap<iceberg::spec::Struct, Arc<iceberg::spec::Struct>>);
+
+impl Partitions {
+    fn shared(&mut self, partition: &iceberg::spec::Struct) -> Arc<iceberg::spec::Struct> {
+        if let Some(shared) = self.0.get(partition) {
+            return shared.clone();
+        }
+        let shared = Arc::new(partition.clone());
+        self.0.insert(partition.clone(), shared.clone());
+        shared
     }
 }
 
@@ -274,12 +291,63 @@ impl LiveEntry for CandidateFile {
 struct Candidate {
     /// The file (what compaction needs of its manifest entry).
     live: CandidateFile,
-    /// Its scan tasks, position deletes attached; none when its group reads whole files
-    /// ([`Planned::whole_file_reads`]): its one task is built when the group is rewritten.
+    /// How it is read, when the plan says: `None` when its group reads whole files
+    /// ([`Planned::whole_file_reads`]; its one task is built when the group is rewritten) —
+    /// boxed, so the million candidates of a table of small files do not each carry two empty
+    /// lists.
+    reads: Option<Box<Reads>>,
+    has_deletes: bool,
+}
+
+/// A candidate's planned reads.
+struct Reads {
+    /// Its scan tasks, position deletes attached.
     tasks: Vec<FileScanTask>,
     /// The equality delete files that apply to it (applied by [`rewrite_group`]).
     equality: Vec<FileScanTaskDeleteFile>,
-    has_deletes: bool,
+}
+
+impl Reads {
+    /// `None` for no tasks and no equality deletes.
+    fn of(tasks: Vec<FileScanTask>, equality: Vec<FileScanTaskDeleteFile>) -> Option<Box<Self>> {
+        (!tasks.is_empty() || !equality.is_empty()).then(|| Box::new(Self { tasks, equality }))
+    }
+}
+
+impl Candidate {
+    /// A file considered, before its reads are planned.
+    fn planned(live: CandidateFile) -> Self {
+        Self {
+            live,
+            reads: None,
+            has_deletes: false,
+        }
+    }
+
+    fn tasks(&self) -> &[FileScanTask] {
+        self.reads.as_ref().map_or(&[], |r| &r.tasks)
+    }
+
+    fn equality(&self) -> &[FileScanTaskDeleteFile] {
+        self.reads.as_ref().map_or(&[], |r| &r.equality)
+    }
+
+    fn set_tasks(&mut self, tasks: Vec<FileScanTask>) {
+        match &mut self.reads {
+            Some(r) => r.tasks = tasks,
+            None => {
+                self.reads = Some(Box::new(Reads {
+                    tasks,
+                    equality: Vec::new(),
+                }))
+            }
+        }
+    }
+
+    fn into_reads(self) -> (Vec<FileScanTask>, Vec<FileScanTaskDeleteFile>) {
+        self.reads
+            .map_or_else(Default::default, |r| (r.tasks, r.equality))
+    }
 }
 
 /// One planned group.
@@ -878,19 +946,33 @@ impl CompactBuilder {
         let Some(snapshot) = md.current_snapshot() else {
             return Ok(Vec::new());
         };
-        let has_delete_manifests = cache
-            .manifest_list(snapshot)
-            .await?
+        let manifests = cache.manifest_list(snapshot).await?;
+        let has_delete_manifests = manifests
             .iter()
             .any(|m| m.content == ManifestContentType::Deletes);
+        // The live data files the manifest list counts: the most there can be candidates, so
+        // their list is made once at that size (pages never written cost nothing) instead of
+        // grown by doubling, which holds both copies while it grows.
+        let most = manifests
+            .iter()
+            .filter(|m| m.content == ManifestContentType::Data)
+            .map(|m| {
+                m.added_files_count
+                    .zip(m.existing_files_count)
+                    .map_or(0, |(a, e)| u64::from(a) + u64::from(e))
+            })
+            .sum::<u64>();
+        drop(manifests);
         let min_size = (target as f64 * MIN_FILE_SIZE_RATIO) as u64;
         // The manifests stream by and only candidates are kept, as what compaction needs of
         // their entries ([`CandidateFile`]; the column metrics were used above to prune): a
         // table of a million files plans in the memory of the files it will rewrite. Without
         // delete files, a file of the default spec at least `min_size` big is no candidate
         // whatever else holds.
-        let mut considered: Vec<CandidateFile> = Vec::new();
+        let mut considered: Vec<Candidate> =
+            Vec::with_capacity(usize::try_from(most).unwrap_or(0).min(1 << 26));
         let mut left_out = LeftOut::default();
+        let mut shared = Partitions::default();
         each_live_data_file(snapshot, cache, |live| {
             let candidate = (|| {
                 if allowed
@@ -920,7 +1002,7 @@ impl CompactBuilder {
                     || live.file.file_size_in_bytes() < min_size
             })();
             if candidate {
-                considered.push(CandidateFile::of(&live));
+                considered.push(Candidate::planned(CandidateFile::of(&live, &mut shared)));
             } else {
                 left_out.add(live.file.file_path());
             }
@@ -935,8 +1017,25 @@ impl CompactBuilder {
         // reads its rows twice, so its group reads it twice, and the commit removes both
         // entries by path — as Java's RewriteDataFiles plans a task per entry and removes by
         // path. Read once, a copy of its rows was lost.
-        considered.sort_by(|a, b| a.path.cmp(&b.path));
-        let considered = whole_listings(
+        // (Unstable, with every field that tells entries apart: a stable sort takes a buffer of
+        // half the list; entries equal in all of them are interchangeable.)
+        if !considered.is_sorted_by(|a, b| a.live.path <= b.live.path) {
+            considered.sort_unstable_by(|a, b| {
+                let key = |c: &Candidate| {
+                    (
+                        c.live.sequence_number,
+                        c.live.spec_id,
+                        c.live.size,
+                        c.live.records,
+                    )
+                };
+                a.live
+                    .path
+                    .cmp(&b.live.path)
+                    .then_with(|| key(a).cmp(&key(b)))
+            });
+        }
+        let mut considered = whole_listings(
             snapshot,
             cache,
             considered,
@@ -977,25 +1076,30 @@ impl CompactBuilder {
             tasks(
                 table,
                 snapshot.snapshot_id(),
-                considered.iter(),
+                considered.iter().map(|c| &c.live),
                 has_delete_manifests,
             )
             .await?
         };
-        // Keyed by the partition tuple itself (canonical across a widening of its source
-        // column): two partitions that merely print alike (NULL and the string "null") stay
-        // apart, so each group's conflict check names its own partition.
-        let mut partitions: HashMap<PartitionKey, (String, Vec<Candidate>)> = HashMap::new();
         // Each spec's partition names (files of older specs are here with `to_current_spec`).
         let mut specs = HashMap::new();
-        for id in considered.iter().map(|l| l.spec_id) {
+        for id in considered.iter().map(|c| c.live.spec_id) {
             if let std::collections::hash_map::Entry::Vacant(e) = specs.entry(id) {
                 let spec = spec_by_id(table, id)?;
                 let types = spec.partition_type(md.current_schema()).ok();
                 e.insert((spec, types));
             }
         }
-        for live in considered {
+        // The candidates are judged where they are (`retain_mut`: a million of them are not
+        // copied into a second list), each kept one noting its partition's index.
+        // Partitions keyed by the partition tuple itself (canonical across a widening of its
+        // source column): two partitions that merely print alike (NULL and the string "null")
+        // stay apart, so each group's conflict check names its own partition.
+        let mut index: HashMap<PartitionKey, u32> = HashMap::new();
+        let mut names: Vec<(PartitionKey, String)> = Vec::new();
+        let mut part_of: Vec<u32> = Vec::new();
+        considered.retain_mut(|c| {
+            let live = &c.live;
             let path = &*live.path;
             let t = if whole_files {
                 Vec::new()
@@ -1003,7 +1107,7 @@ impl CompactBuilder {
                 match file_tasks.remove(path) {
                     Some(t) => t,
                     // Every row of it is deleted, or the planner left it out: nothing to read.
-                    None => continue,
+                    None => return false,
                 }
             };
             // The equality deletes that apply to it: applied by the rewrite itself
@@ -1049,16 +1153,16 @@ impl CompactBuilder {
                 tracing::warn!(table = %table.identifier(), file = %path, reason = %why,
                     "left out of compaction: its equality deletes cannot be applied");
                 metrics.skipped_equality_delete_files.push(path.to_string());
-                continue;
+                return false;
             }
-            if unmatched.misses(&live) {
+            if unmatched.misses(live) {
                 // A delete file of its partition holds the value in another form (before or
                 // after a widening of the source column): iceberg's reader would not apply it,
                 // so rewriting the file could bring deleted rows back. Left as it is, the rest
                 // of the table still compacts. (Checked whether or not the planner attached a
                 // delete: the missed ones are exactly those it did not.)
                 metrics.skipped_widened_delete_files.push(path.to_string());
-                continue;
+                return false;
             }
             let has_deletes = !equality.is_empty()
                 || t.iter().any(|t| {
@@ -1071,11 +1175,12 @@ impl CompactBuilder {
             // A file of an older spec is rewritten whatever its size (`to_current_spec`).
             let other_spec = live.spec_id != default_spec;
             if !has_deletes && !other_spec && live.size >= min_size && !exact {
-                continue;
+                return false;
             }
-            partitions
-                .entry(live.partition_key())
-                .or_insert_with(|| {
+            let key = live.partition_key();
+            let at = match index.get(&key) {
+                Some(at) => *at,
+                None => {
                     let name = specs.get(&live.spec_id).map_or_else(String::new, |(s, t)| {
                         partition_name(s, t.as_ref(), &live.partition)
                     });
@@ -1084,18 +1189,21 @@ impl CompactBuilder {
                     } else {
                         name
                     };
-                    (name, Vec::new())
-                })
-                .1
-                .push(Candidate {
-                    live,
-                    tasks: t,
-                    equality,
-                    has_deletes,
-                });
-        }
+                    let at = names.len() as u32;
+                    names.push((key.clone(), name));
+                    index.insert(key, at);
+                    at
+                }
+            };
+            part_of.push(at);
+            c.reads = Reads::of(t, equality);
+            c.has_deletes = has_deletes;
+            true
+        });
+        drop(index);
+        let partitions = by_partition(considered, &part_of, names);
         // In order of partition name, then first path: plans (and reports) are stable.
-        let mut partitions: Vec<_> = partitions.into_iter().collect();
+        let mut partitions = partitions;
         partitions.sort_by(|(_, (a, fa)), (_, (b, fb))| {
             let first = |c: &[Candidate]| c.first().map(|c| c.live.path.clone());
             a.cmp(b).then_with(|| first(fa).cmp(&first(fb)))
@@ -1105,7 +1213,7 @@ impl CompactBuilder {
             if exact {
                 // A group planned elsewhere: its files as they are, one group.
                 for c in &candidates {
-                    refuse_unsafe_rewrite(table, &c.live.path, &c.tasks, false)?;
+                    refuse_unsafe_rewrite(table, &c.live.path, c.tasks(), false)?;
                 }
                 planned.push(Planned {
                     key,
@@ -1134,7 +1242,7 @@ impl CompactBuilder {
                     continue;
                 }
                 for c in &bin {
-                    refuse_unsafe_rewrite(table, &c.live.path, &c.tasks, false)?;
+                    refuse_unsafe_rewrite(table, &c.live.path, c.tasks(), false)?;
                 }
                 planned.push(Planned {
                     key: key.clone(),
@@ -1396,24 +1504,26 @@ impl PreparedCompaction {
 async fn whole_listings(
     snapshot: &SnapshotRef,
     cache: &ManifestCache,
-    considered: Vec<CandidateFile>,
+    considered: Vec<Candidate>,
     left_out: &LeftOut,
     has_delete_manifests: bool,
     skipped: &mut Vec<String>,
-) -> Result<Vec<CandidateFile>> {
-    let listed_more_than_once = considered.windows(2).any(|w| w[0].path == w[1].path);
-    let maybe_left_out = considered.iter().any(|c| left_out.may_hold(&c.path));
+) -> Result<Vec<Candidate>> {
+    let listed_more_than_once = considered
+        .windows(2)
+        .any(|w| w[0].live.path == w[1].live.path);
+    let maybe_left_out = considered.iter().any(|c| left_out.may_hold(&c.live.path));
     if !listed_more_than_once && !maybe_left_out {
         return Ok(considered);
     }
     let mut totals: HashMap<Arc<str>, usize> = HashMap::new();
     if !maybe_left_out {
         for c in &considered {
-            *totals.entry(c.path.clone()).or_default() += 1;
+            *totals.entry(c.live.path.clone()).or_default() += 1;
         }
     } else {
         for c in &considered {
-            totals.entry(c.path.clone()).or_default();
+            totals.entry(c.live.path.clone()).or_default();
         }
         each_live_data_file(snapshot, cache, |live| {
             if let Some(n) = totals.get_mut(live.file.file_path()) {
@@ -1424,27 +1534,27 @@ async fn whole_listings(
         .await?;
     }
     let mut kept = Vec::with_capacity(considered.len());
-    let mut run: Vec<CandidateFile> = Vec::new();
+    let mut run: Vec<Candidate> = Vec::new();
     let mut entries = considered.into_iter().peekable();
     while let Some(c) = entries.next() {
-        let last = entries.peek().is_none_or(|n| n.path != c.path);
+        let last = entries.peek().is_none_or(|n| n.live.path != c.live.path);
         run.push(c);
         if !last {
             continue;
         }
-        let total = totals.get(&run[0].path).copied().unwrap_or(0);
+        let total = totals.get(&run[0].live.path).copied().unwrap_or(0);
         let alike = run.iter().all(|e| {
-            e.spec_id == run[0].spec_id
-                && e.size == run[0].size
-                && e.partition_key() == run[0].partition_key()
+            e.live.spec_id == run[0].live.spec_id
+                && e.live.size == run[0].live.size
+                && e.live.partition_key() == run[0].live.partition_key()
         });
         if total <= 1 || (run.len() == total && alike && !has_delete_manifests) {
             kept.append(&mut run);
         } else {
-            tracing::warn!(file = %run[0].path, entries = total, candidates = run.len(),
+            tracing::warn!(file = %run[0].live.path, entries = total, candidates = run.len(),
                 "left out of compaction: listed more than once, and its entries cannot be \
                  rewritten together");
-            skipped.push(run[0].path.to_string());
+            skipped.push(run[0].live.path.to_string());
             run.clear();
         }
     }
@@ -1691,33 +1801,132 @@ impl LeftOut {
 /// most `limit` bytes (a file larger than the limit alone in its group). The entries of a file
 /// listed twice go into one group as one: a commit removes a file by path, every entry of it,
 /// so a group must re-add the rows of every entry it removes.
+/// `candidates` (in path order) cut into their partitions (`part_of`: each one's index in
+/// `names`), each partition's in path order — in place: the list is ordered by partition where
+/// it is and cut from the end, largest partition first in memory so each cut-off partition is
+/// copied into the space the ones after it left. One partition (a table of small files not
+/// partitioned) is the list itself.
+fn by_partition(
+    mut candidates: Vec<Candidate>,
+    part_of: &[u32],
+    names: Vec<(PartitionKey, String)>,
+) -> Vec<(PartitionKey, (String, Vec<Candidate>))> {
+    if names.len() <= 1 {
+        return names
+            .into_iter()
+            .map(|(key, name)| (key, (name, std::mem::take(&mut candidates))))
+            .collect();
+    }
+    let mut counts = vec![0usize; names.len()];
+    for &p in part_of {
+        counts[p as usize] += 1;
+    }
+    let places: Vec<(u32, u32)> = part_of
+        .iter()
+        .enumerate()
+        .map(|(i, &p)| (p, i as u32))
+        .collect();
+    let mut parts = cut_in_place(candidates, &places, &counts);
+    names
+        .into_iter()
+        .enumerate()
+        .map(|(i, (key, name))| (key, (name, std::mem::take(&mut parts[i]))))
+        .collect()
+}
+
+/// `items` cut into `counts.len()` lists, item `i` into list `places[i].0`, each list in the
+/// order of `places[i].1` — moved into that order where they are (each swap puts one item in
+/// its place), laid out largest list first, and cut from the end, each list shrunk off in
+/// turn: the smallest is copied out first and each later one into the space the lists after
+/// it left, so the items are held about once, not twice.
+fn cut_in_place<T>(mut items: Vec<T>, places: &[(u32, u32)], counts: &[usize]) -> Vec<Vec<T>> {
+    let mut layout: Vec<usize> = (0..counts.len()).collect();
+    layout.sort_by_key(|&b| std::cmp::Reverse(counts[b]));
+    let mut position = vec![0u32; counts.len()];
+    for (at, &list) in layout.iter().enumerate() {
+        position[list] = at as u32;
+    }
+    let mut order: Vec<u32> = (0..items.len() as u32).collect();
+    order.sort_unstable_by_key(|&i| {
+        let (list, within) = places[i as usize];
+        (position[list as usize], within, i)
+    });
+    let mut dest = vec![0u32; items.len()];
+    for (to, &from) in order.iter().enumerate() {
+        dest[from as usize] = to as u32;
+    }
+    drop(order);
+    for i in 0..items.len() {
+        while dest[i] as usize != i {
+            let j = dest[i] as usize;
+            items.swap(i, j);
+            dest.swap(i, j);
+        }
+    }
+    drop(dest);
+    let mut lists: Vec<Vec<T>> = (0..counts.len()).map(|_| Vec::new()).collect();
+    for &list in layout.iter().skip(1).rev() {
+        let tail = items.split_off(items.len() - counts[list]);
+        items.shrink_to_fit();
+        lists[list] = tail;
+    }
+    if let Some(&first) = layout.first() {
+        lists[first] = items;
+    }
+    lists
+}
+
 fn bin_pack(mut files: Vec<Candidate>, limit: u64) -> Vec<Vec<Candidate>> {
-    files.sort_by(|a, b| a.live.path.cmp(&b.live.path));
-    let mut units: Vec<(u64, Vec<Candidate>)> = Vec::new();
-    for c in files {
+    if files.is_empty() {
+        return Vec::new();
+    }
+    // A partition's candidates come sorted by path; sorting again would take a buffer of half
+    // of them.
+    if !files.is_sorted_by(|a, b| a.live.path <= b.live.path) {
+        files.sort_by(|a, b| a.live.path.cmp(&b.live.path));
+    }
+    // Units: runs of one path (the entries of a file listed twice go whole into one bin), as
+    // (bytes, first index, entries) — not a vector each: a million candidates would be a
+    // million allocations beside them.
+    let mut units: Vec<(u64, usize, usize)> = Vec::new();
+    for (i, c) in files.iter().enumerate() {
         match units.last_mut() {
-            Some((size, unit)) if unit[0].live.path == c.live.path => {
+            Some((size, first, len)) if files[*first].live.path == c.live.path => {
                 *size = size.saturating_add(c.live.size);
-                unit.push(c);
+                *len += 1;
             }
-            _ => units.push((c.live.size, vec![c])),
+            _ => units.push((c.live.size, i, 1)),
         }
     }
-    units.sort_by_key(|(size, _)| std::cmp::Reverse(*size));
-    let mut bins: Vec<(u64, Vec<Candidate>)> = Vec::new();
-    for (size, unit) in units {
-        match bins
-            .iter_mut()
-            .find(|(used, _)| used.saturating_add(size) <= limit)
-        {
-            Some((used, bin)) => {
-                *used += size;
-                bin.extend(unit);
+    // Largest first (equal sizes in path order), each into the first bin it fits.
+    let mut by_size: Vec<usize> = (0..units.len()).collect();
+    by_size.sort_by_key(|&u| std::cmp::Reverse(units[u].0));
+    let mut used: Vec<u64> = Vec::new();
+    // Each candidate's place: its bin, and its unit's rank in that order (a bin lists its
+    // units in the order they went in).
+    let mut place: Vec<(u32, u32)> = vec![(0, 0); files.len()];
+    for (rank, &u) in by_size.iter().enumerate() {
+        let (size, first, len) = units[u];
+        let bin = match used.iter().position(|b| b.saturating_add(size) <= limit) {
+            Some(b) => {
+                used[b] += size;
+                b
             }
-            None => bins.push((size, unit)),
+            None => {
+                used.push(size);
+                used.len() - 1
+            }
+        };
+        for p in place.iter_mut().skip(first).take(len) {
+            *p = (bin as u32, rank as u32);
         }
     }
-    bins.into_iter().map(|(_, b)| b).collect()
+    drop((units, by_size));
+    let mut counts = vec![0usize; used.len()];
+    for (bin, _) in &place {
+        counts[*bin as usize] += 1;
+    }
+    cut_in_place(files, &place, &counts)
 }
 
 /// Streams a group's rows (deletes applied; sorted when `sort` says so, in at most its bytes of
@@ -1732,10 +1941,10 @@ async fn rewrite_group(
     let mut group = group;
     if let Some(reads) = &group.whole_file_reads {
         for c in &mut group.files {
-            c.tasks = vec![reads.task(table, &c.live)?];
+            c.set_tasks(vec![reads.task(table, &c.live)?]);
         }
     }
-    let Some(first) = group.files.iter().flat_map(|c| c.tasks.first()).next() else {
+    let Some(first) = group.files.iter().flat_map(|c| c.tasks().first()).next() else {
         return Ok(Vec::new());
     };
     let read_schema = Arc::new(schema_to_arrow_schema(&first.schema)?);
@@ -1745,19 +1954,22 @@ async fn rewrite_group(
     // Files without equality deletes are read as one stream (the reader overlaps their
     // reads); each file with them by itself, its rows filtered by the deletes that apply to
     // it. Each delete file is read once for the job (`deletes` caches them).
-    let (plain, with_equality): (Vec<Candidate>, Vec<Candidate>) =
-        group.files.into_iter().partition(|c| c.equality.is_empty());
+    let (plain, with_equality): (Vec<Candidate>, Vec<Candidate>) = group
+        .files
+        .into_iter()
+        .partition(|c| c.equality().is_empty());
     let mut parts = Vec::with_capacity(with_equality.len() + 1);
-    let plain: Vec<FileScanTask> = plain.into_iter().flat_map(|c| c.tasks).collect();
+    let plain: Vec<FileScanTask> = plain.into_iter().flat_map(|c| c.into_reads().0).collect();
     if !plain.is_empty() {
         parts.push((plain, Vec::new()));
     }
     for c in with_equality {
-        let mut keys = Vec::with_capacity(c.equality.len());
-        for d in &c.equality {
+        let (tasks, equality) = c.into_reads();
+        let mut keys = Vec::with_capacity(equality.len());
+        for d in &equality {
             keys.push(deletes.keys(d).await?);
         }
-        parts.push((c.tasks, keys));
+        parts.push((tasks, keys));
     }
     let rows = Arc::new(AtomicU64::new(0));
     let rows_c = rows.clone();
@@ -1853,6 +2065,32 @@ mod tests {
 
     use super::*;
 
+    /// Cutting a list in place gives each item to its list, in its order there, whatever the
+    /// lists' sizes and the items' order.
+    #[test]
+    fn a_list_cut_in_place_keeps_every_item_once_in_order() {
+        for n in [0usize, 1, 2, 7, 100, 1000] {
+            for lists in [1usize, 2, 3, 5] {
+                // Item i goes to list (i * 7 + i / 3) % lists, ordered there by descending i.
+                let places: Vec<(u32, u32)> = (0..n)
+                    .map(|i| (((i * 7 + i / 3) % lists) as u32, (n - i) as u32))
+                    .collect();
+                let mut counts = vec![0usize; lists];
+                for (l, _) in &places {
+                    counts[*l as usize] += 1;
+                }
+                let items: Vec<usize> = (0..n).collect();
+                let cut = cut_in_place(items, &places, &counts);
+                for (l, list) in cut.iter().enumerate() {
+                    let mut want: Vec<usize> =
+                        (0..n).filter(|&i| places[i].0 as usize == l).collect();
+                    want.reverse();
+                    assert_eq!(list, &want, "n {n}, lists {lists}, list {l}");
+                }
+            }
+        }
+    }
+
     /// The entries of a file listed twice are packed into one group, whatever the sizes
     /// around them: a group's commit removes both, so it must read both.
     #[test]
@@ -1863,12 +2101,11 @@ mod tests {
                 size,
                 records: 1,
                 format: iceberg::spec::DataFileFormat::Parquet,
-                partition: Struct::empty(),
+                partition: Arc::new(Struct::empty()),
                 spec_id: 0,
                 sequence_number: 1,
             },
-            tasks: Vec::new(),
-            equality: Vec::new(),
+            reads: None,
             has_deletes: false,
         };
         // Packed file by file (largest first), the two `dup` entries of 60 went to different
