@@ -970,7 +970,7 @@ impl CompactBuilder {
         // delete files, a file of the default spec at least `min_size` big is no candidate
         // whatever else holds.
         let mut considered: Vec<Candidate> =
-            Vec::with_capacity(usize::try_from(most).unwrap_or(0).min(1 << 26));
+            Vec::with_capacity(usize::try_from(most).unwrap_or(0).min(1 << 22));
         let mut left_out = LeftOut::default();
         let mut shared = Partitions::default();
         each_live_data_file(snapshot, cache, |live| {
@@ -1011,6 +1011,15 @@ impl CompactBuilder {
         .await?;
         if considered.is_empty() {
             return Ok(Vec::new());
+        }
+        if u32::try_from(considered.len()).is_err() {
+            // The plan numbers candidates with 32 bits (`cut_in_place`).
+            return Err(Error::InvalidInput(format!(
+                "{} has {} files to compact, more than one plan takes (4,294,967,295): compact \
+                 part of it at a time (table compact --where)",
+                table.identifier(),
+                considered.len()
+            )));
         }
         // Sorted by path, so plans (and reports) are stable. A file listed twice (added twice,
         // as `add_files` with `check_duplicate_files=False` does) stays twice: every reader
@@ -1797,10 +1806,6 @@ impl LeftOut {
     }
 }
 
-/// First-fit decreasing: the largest file first into the first group it fits, groups of at
-/// most `limit` bytes (a file larger than the limit alone in its group). The entries of a file
-/// listed twice go into one group as one: a commit removes a file by path, every entry of it,
-/// so a group must re-add the rows of every entry it removes.
 /// `candidates` (in path order) cut into their partitions (`part_of`: each one's index in
 /// `names`), each partition's in path order — in place: the list is ordered by partition where
 /// it is and cut from the end, largest partition first in memory so each cut-off partition is
@@ -1876,6 +1881,10 @@ fn cut_in_place<T>(mut items: Vec<T>, places: &[(u32, u32)], counts: &[usize]) -
     lists
 }
 
+/// First-fit decreasing: the largest file first into the first group it fits, groups of at
+/// most `limit` bytes (a file larger than the limit alone in its group). The entries of a file
+/// listed twice go into one group as one: a commit removes a file by path, every entry of it,
+/// so a group must re-add the rows of every entry it removes.
 fn bin_pack(mut files: Vec<Candidate>, limit: u64) -> Vec<Vec<Candidate>> {
     if files.is_empty() {
         return Vec::new();
