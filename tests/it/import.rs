@@ -1079,3 +1079,81 @@ async fn millisecond_timestamps_survive_delete_compaction_and_copy() -> TestResu
     assert_eq!(read("ms.copy")?, Value::Array(want));
     Ok(())
 }
+
+/// Decimal and UUID columns of files pyarrow wrote (a decimal stored as INT32, one as 11 bytes
+/// of two's complement, a UUID) get bounds as Java writes them: PyIceberg decodes each file's
+/// values from the manifest, and filters that prune by them return exactly the rows pyarrow
+/// holds, and a UUID filter plans only the file whose bounds hold it. (PyIceberg's
+/// `inspect.files()` cannot show a UUID bound, nor can pyarrow compare UUIDs to filter rows.)
+#[tokio::test(flavor = "multi_thread")]
+async fn decimal_and_uuid_columns_get_their_bounds() -> TestResult {
+    let db = SqlCatalog::sqlite()?;
+    let (name, p) = ("c", &db.props);
+    let root = format!("{}/src", db.dir.path().display());
+    pyiceberg(
+        name,
+        p,
+        &format!(
+            "import os, uuid, decimal as D, pyarrow as pa, pyarrow.parquet as pq\n\
+             from pyiceberg.schema import Schema\n\
+             from pyiceberg.types import NestedField, DecimalType, UUIDType, LongType\n\
+             os.makedirs('{root}')\n\
+             def w(k, d1, d2, u):\n\
+             \x20   pq.write_table(pa.table({{\
+                 'id': pa.array([2 * k, 2 * k + 1], pa.int64()), \
+                 'd1': pa.array([D.Decimal(x) for x in d1], pa.decimal128(9, 2)), \
+                 'd2': pa.array([D.Decimal(x) for x in d2], pa.decimal128(25, 3)), \
+                 'u': pa.array([uuid.UUID(int=x).bytes for x in u], pa.uuid())}}), \
+                 f'{root}/f{{k}}.parquet', store_decimal_as_integer=True)\n\
+             w(0, ['-1.23', '4.56'], ['-2.000', '12345678901234567890.123'], [5, 2 ** 127])\n\
+             w(1, ['7.00', '9.99'], ['5.500', '6.250'], [3, 4])\n\
+             catalog.create_namespace('dec')\n\
+             catalog.create_table('dec.t', Schema(\
+                 NestedField(1, 'id', LongType()), \
+                 NestedField(2, 'd1', DecimalType(9, 2)), \
+                 NestedField(3, 'd2', DecimalType(25, 3)), \
+                 NestedField(4, 'u', UUIDType())))\n\
+             emit(None)"
+        ),
+    )?;
+    let handle = open(name, p).await?;
+    let ident = iceberg::TableIdent::from_strs(["dec", "t"])?;
+    let (_, m) = AddFilesBuilder::new(&handle, ident).from([root]).await?;
+    assert_eq!(m.files.len(), 2, "{m:?}");
+    let got = pyiceberg(
+        name,
+        p,
+        "import os, uuid\n\
+         from pyiceberg.conversions import from_bytes\n\
+         t = catalog.load_table('dec.t')\n\
+         types = {f.field_id: f.field_type for f in t.schema().fields}\n\
+         files = [e.data_file for m in t.current_snapshot().manifests(t.io) \
+                  for e in m.fetch_manifest_entry(t.io)]\n\
+         def text(v):\n\
+         \x20   return str(uuid.UUID(bytes=v)) if isinstance(v, bytes) else str(v)\n\
+         bounds = sorted([text(from_bytes(types[i], b[i])) for i in (2, 3, 4) \
+                          for b in (f.lower_bounds, f.upper_bounds)] for f in files)\n\
+         def ids(f):\n\
+         \x20   return sorted(t.scan(row_filter=f).to_arrow()['id'].to_pylist())\n\
+         emit({'bounds': bounds, \
+               'd1': ids('d1 > 4.50'), 'd2': ids('d2 >= 6.250'), \
+               'u': sorted(os.path.basename(f.file.file_path) for f in \
+                           t.scan(row_filter=\"u = '00000000-0000-0000-0000-000000000003'\")\
+                            .plan_files())})",
+    )?;
+    assert_eq!(
+        got,
+        json!({
+            "bounds": [
+                ["-1.23", "4.56", "-2.000", "12345678901234567890.123",
+                 "00000000-0000-0000-0000-000000000005", "80000000-0000-0000-0000-000000000000"],
+                ["7.00", "9.99", "5.500", "6.250",
+                 "00000000-0000-0000-0000-000000000003", "00000000-0000-0000-0000-000000000004"],
+            ],
+            "d1": [1, 2, 3],
+            "d2": [1, 3],
+            "u": ["f1.parquet"],
+        })
+    );
+    Ok(())
+}

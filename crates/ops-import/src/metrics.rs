@@ -6,10 +6,13 @@
 //! `write.metadata.metrics.column.<name>`; `none`, `counts`, `truncate(N)`, `full`). A column
 //! gets bounds only when every row group has statistics for it, it is not inside a list or map,
 //! and its values convert without loss: timestamps by their unit (`MILLIS` scaled to micros),
-//! unsigned integers as unsigned; none for INT96 (Java ignores their statistics too), for
-//! decimals and UUIDs (not converted yet), for byte arrays whose order is not bytewise (the
-//! deprecated signed statistics, decimals, float16, intervals), and where a bound is NaN. A
-//! bound left out only costs pruning; a wrong one would hide rows.
+//! unsigned integers as unsigned, decimals as their unscaled values (INT32 and INT64 ones as
+//! the integers, byte-array ones as the big-endian two's complement they are, Iceberg's own
+//! form) when the file's scale is the column's, UUIDs as their 16 bytes; none for INT96 (Java
+//! ignores their statistics too), for statistics in the deprecated fields of byte arrays
+//! (old writers ordered them by signed bytes, wrong for every byte-array type), for other byte
+//! arrays whose order is not bytewise (float16, intervals), and where a bound is NaN. A bound
+//! left out only costs pruning; a wrong one would hide rows.
 
 use std::collections::HashMap;
 
@@ -189,8 +192,43 @@ fn datum(
         (P::Fixed(_), Statistics::FixedLenByteArray(_)) if bytewise => {
             bytes().map(|b| Datum::fixed(b.iter().copied()))
         }
+        // The unscaled value, when the file's scale is the column's (another scale is another
+        // number) and its precision fits.
+        (P::Decimal { precision, scale }, _)
+            if matches!(
+                logical,
+                Some(LogicalType::Decimal { scale: s, precision: p })
+                    if i64::from(s) == i64::from(*scale) && p >= 1 && p as u32 <= *precision
+            ) =>
+        {
+            match stats {
+                Statistics::Int32(s) => pick!(s).and_then(|v| decimal(i128::from(*v), ty)),
+                Statistics::Int64(s) => pick!(s).and_then(|v| decimal(i128::from(*v), ty)),
+                // Big-endian two's complement, ordered as signed numbers in the statistics
+                // fields of today's writers (`min_value`/`max_value`).
+                Statistics::FixedLenByteArray(_) | Statistics::ByteArray(_)
+                    if !stats.is_min_max_deprecated() =>
+                {
+                    bytes().and_then(|b| Datum::try_from_bytes(b, ty.clone()).ok())
+                }
+                _ => None,
+            }
+        }
+        // Sixteen bytes, ordered bytewise (unsigned), as Iceberg orders UUIDs.
+        (P::Uuid, Statistics::FixedLenByteArray(_))
+            if !stats.is_min_max_deprecated() && matches!(logical, Some(LogicalType::Uuid)) =>
+        {
+            bytes()
+                .filter(|b| b.len() == 16)
+                .and_then(|b| Datum::try_from_bytes(b, P::Uuid).ok())
+        }
         _ => None,
     }
+}
+
+/// A decimal bound of column type `ty` from its unscaled value.
+fn decimal(unscaled: i128, ty: &PrimitiveType) -> Option<Datum> {
+    Datum::try_from_bytes(&unscaled.to_be_bytes(), ty.clone()).ok()
 }
 
 /// A column's metrics mode.
@@ -411,6 +449,102 @@ fn truncate(d: &Datum, n: Option<usize>, side: Side) -> Option<Datum> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Decimal bounds are the unscaled values, as Iceberg writes them (big-endian two's
+    /// complement, the fewest bytes for the precision), from INT32, INT64 and byte-array
+    /// columns; none for another scale or the deprecated byte-array fields. UUID bounds are
+    /// their bytes.
+    #[test]
+    fn decimal_and_uuid_bounds_are_their_values() {
+        use parquet::data_type::{ByteArray, FixedLenByteArray};
+        use parquet::schema::parser::parse_message_type;
+        use parquet::schema::types::SchemaDescriptor;
+        let schema = parse_message_type(
+            "message m {
+                required int32 a (DECIMAL(9, 2));
+                required int64 b (DECIMAL(18, 2));
+                required fixed_len_byte_array(9) c (DECIMAL(20, 2));
+                required binary d (DECIMAL(20, 2));
+                required fixed_len_byte_array(16) u (UUID);
+            }",
+        )
+        .map(|t| SchemaDescriptor::new(std::sync::Arc::new(t)));
+        let Ok(schema) = schema else {
+            panic!("the test schema parses");
+        };
+        let col = |i: usize| schema.column(i);
+        let dec = |p: u32, s: u32| PrimitiveType::Decimal {
+            precision: p,
+            scale: s,
+        };
+        let bound = |ty: &PrimitiveType, i: usize, stats: &Statistics, side: Side| {
+            datum(ty, &col(i), stats, side).map(|d| d.to_bytes().map(|b| b.to_vec()).ok())
+        };
+        // -1.23 and 4.56 as unscaled -123 and 456.
+        let ints = Statistics::int32(Some(-123), Some(456), None, Some(0), false);
+        let want_lo = Datum::try_from_bytes(&(-123i128).to_be_bytes(), dec(9, 2))
+            .and_then(|d| d.to_bytes())
+            .map(|b| b.to_vec())
+            .ok();
+        assert_eq!(
+            bound(&dec(9, 2), 0, &ints, Side::Lower),
+            Some(want_lo.clone())
+        );
+        assert_eq!(want_lo, Some(vec![0x85]));
+        // A wider column of the same scale takes it; another scale does not.
+        assert!(bound(&dec(12, 2), 0, &ints, Side::Upper).is_some());
+        assert_eq!(bound(&dec(9, 3), 0, &ints, Side::Upper), None);
+        let longs = Statistics::int64(Some(-5), Some(1 << 40), None, Some(0), false);
+        assert!(bound(&dec(18, 2), 1, &longs, Side::Upper).is_some());
+        // Nine bytes of two's complement: -2 and 2^56.
+        let neg =
+            FixedLenByteArray::from(vec![0xff; 8].into_iter().chain([0xfe]).collect::<Vec<u8>>());
+        let big = FixedLenByteArray::from(vec![0, 1, 0, 0, 0, 0, 0, 0, 0]);
+        let fixed = Statistics::fixed_len_byte_array(
+            Some(neg.clone()),
+            Some(big.clone()),
+            None,
+            Some(0),
+            false,
+        );
+        let lo = datum(&dec(20, 2), &col(2), &fixed, Side::Lower);
+        let hi = datum(&dec(20, 2), &col(2), &fixed, Side::Upper);
+        assert_eq!(
+            lo.map(|d| d.literal().clone()),
+            Some(iceberg::spec::PrimitiveLiteral::Int128(-2))
+        );
+        assert_eq!(
+            hi.map(|d| d.literal().clone()),
+            Some(iceberg::spec::PrimitiveLiteral::Int128(1 << 56))
+        );
+        let old = Statistics::fixed_len_byte_array(Some(neg), Some(big), None, Some(0), true);
+        assert_eq!(datum(&dec(20, 2), &col(2), &old, Side::Lower), None);
+        let binary = Statistics::byte_array(
+            Some(ByteArray::from(vec![0xffu8, 0x85])),
+            Some(ByteArray::from(vec![0x01u8, 0xc8])),
+            None,
+            Some(0),
+            false,
+        );
+        assert_eq!(
+            datum(&dec(20, 2), &col(3), &binary, Side::Upper).map(|d| d.literal().clone()),
+            Some(iceberg::spec::PrimitiveLiteral::Int128(456))
+        );
+        let id: Vec<u8> = (1..=16).collect();
+        let uuids = Statistics::fixed_len_byte_array(
+            Some(FixedLenByteArray::from(id.clone())),
+            Some(FixedLenByteArray::from(id.clone())),
+            None,
+            Some(0),
+            false,
+        );
+        assert_eq!(
+            datum(&PrimitiveType::Uuid, &col(4), &uuids, Side::Lower)
+                .and_then(|d| d.to_bytes().ok())
+                .map(|b| b.to_vec()),
+            Some(id)
+        );
+    }
 
     #[test]
     fn modes_parse_and_bounds_truncate_as_java() {
