@@ -1080,10 +1080,11 @@ async fn millisecond_timestamps_survive_delete_compaction_and_copy() -> TestResu
     Ok(())
 }
 
-/// Decimal and UUID columns of files pyarrow wrote (a decimal stored as INT32, one as 11 bytes
-/// of two's complement, a UUID) get bounds as Java writes them: PyIceberg decodes each file's
-/// values from the manifest, and filters that prune by them return exactly the rows pyarrow
-/// holds, and a UUID filter plans only the file whose bounds hold it. (PyIceberg's
+/// Decimal and UUID columns of files pyarrow wrote get bounds as Java writes them — a decimal
+/// stored as INT32, and a UUID — and a decimal stored as 11 bytes of two's complement none
+/// (writers have ordered those statistics wrongly): PyIceberg decodes each file's values from
+/// the manifest, filters that prune by them return exactly the rows pyarrow holds, and a UUID
+/// filter plans only the file whose bounds hold it. (PyIceberg's
 /// `inspect.files()` cannot show a UUID bound, nor can pyarrow compare UUIDs to filter rows.)
 #[tokio::test(flavor = "multi_thread")]
 async fn decimal_and_uuid_columns_get_their_bounds() -> TestResult {
@@ -1131,7 +1132,8 @@ async fn decimal_and_uuid_columns_get_their_bounds() -> TestResult {
                   for e in m.fetch_manifest_entry(t.io)]\n\
          def text(v):\n\
          \x20   return str(uuid.UUID(bytes=v)) if isinstance(v, bytes) else str(v)\n\
-         bounds = sorted([text(from_bytes(types[i], b[i])) for i in (2, 3, 4) \
+         bounds = sorted([text(from_bytes(types[i], b[i])) if i in b else None \
+                          for i in (2, 3, 4) \
                           for b in (f.lower_bounds, f.upper_bounds)] for f in files)\n\
          def ids(f):\n\
          \x20   return sorted(t.scan(row_filter=f).to_arrow()['id'].to_pylist())\n\
@@ -1145,9 +1147,9 @@ async fn decimal_and_uuid_columns_get_their_bounds() -> TestResult {
         got,
         json!({
             "bounds": [
-                ["-1.23", "4.56", "-2.000", "12345678901234567890.123",
+                ["-1.23", "4.56", null, null,
                  "00000000-0000-0000-0000-000000000005", "80000000-0000-0000-0000-000000000000"],
-                ["7.00", "9.99", "5.500", "6.250",
+                ["7.00", "9.99", null, null,
                  "00000000-0000-0000-0000-000000000003", "00000000-0000-0000-0000-000000000004"],
             ],
             "d1": [1, 2, 3],

@@ -6,13 +6,13 @@
 //! `write.metadata.metrics.column.<name>`; `none`, `counts`, `truncate(N)`, `full`). A column
 //! gets bounds only when every row group has statistics for it, it is not inside a list or map,
 //! and its values convert without loss: timestamps by their unit (`MILLIS` scaled to micros),
-//! unsigned integers as unsigned, decimals as their unscaled values (INT32 and INT64 ones as
-//! the integers, byte-array ones as the big-endian two's complement they are, Iceberg's own
-//! form) when the file's scale is the column's, UUIDs as their 16 bytes; none for INT96 (Java
-//! ignores their statistics too), for statistics in the deprecated fields of byte arrays
-//! (old writers ordered them by signed bytes, wrong for every byte-array type), for other byte
-//! arrays whose order is not bytewise (float16, intervals), and where a bound is NaN. A bound
-//! left out only costs pruning; a wrong one would hide rows.
+//! unsigned integers as unsigned, INT32 and INT64 decimals as their unscaled values when the
+//! file's scale is the column's and the value fits its precision, UUIDs as their 16 bytes;
+//! none for INT96 (Java ignores their statistics too), for byte-array decimals (writers have
+//! ordered their two's complement wrongly for years), for statistics in the deprecated fields
+//! of byte arrays (old writers ordered them by signed bytes), for other byte arrays whose
+//! order is not bytewise (float16, intervals), and where a bound is NaN. A bound left out only
+//! costs pruning; a wrong one would hide rows.
 
 use std::collections::HashMap;
 
@@ -192,42 +192,51 @@ fn datum(
         (P::Fixed(_), Statistics::FixedLenByteArray(_)) if bytewise => {
             bytes().map(|b| Datum::fixed(b.iter().copied()))
         }
-        // The unscaled value, when the file's scale is the column's (another scale is another
-        // number) and its precision fits.
-        (P::Decimal { precision, scale }, _)
+        // The unscaled value of an INT32 or INT64 decimal, when the file's scale is the
+        // column's (another scale is another number). Byte-array decimals get none: their
+        // statistics are two's complement that writers have ordered wrongly for years, in the
+        // current statistics fields too (Arrow C++ before 4.0 byte by byte as signed chars,
+        // PARQUET-1655; arrow-rs unsigned, and across lengths, arrow-rs#1532, #10860, #11073;
+        // parquet-go and polars unsigned), and a bound narrower than the data hides rows.
+        (P::Decimal { precision, scale }, Statistics::Int32(_) | Statistics::Int64(_))
             if matches!(
                 logical,
                 Some(LogicalType::Decimal { scale: s, precision: p })
                     if i64::from(s) == i64::from(*scale) && p >= 1 && p as u32 <= *precision
             ) =>
         {
-            match stats {
-                Statistics::Int32(s) => pick!(s).and_then(|v| decimal(i128::from(*v), ty)),
-                Statistics::Int64(s) => pick!(s).and_then(|v| decimal(i128::from(*v), ty)),
-                // Big-endian two's complement, ordered as signed numbers in the statistics
-                // fields of today's writers (`min_value`/`max_value`).
-                Statistics::FixedLenByteArray(_) | Statistics::ByteArray(_)
-                    if !stats.is_min_max_deprecated() =>
-                {
-                    bytes().and_then(|b| Datum::try_from_bytes(b, ty.clone()).ok())
-                }
+            let unscaled = match stats {
+                Statistics::Int32(s) => pick!(s).map(|v| i128::from(*v)),
+                Statistics::Int64(s) => pick!(s).map(|v| i128::from(*v)),
                 _ => None,
-            }
+            }?;
+            decimal(unscaled, *precision, ty)
         }
-        // Sixteen bytes, ordered bytewise (unsigned), as Iceberg orders UUIDs.
-        (P::Uuid, Statistics::FixedLenByteArray(_))
-            if !stats.is_min_max_deprecated() && matches!(logical, Some(LogicalType::Uuid)) =>
+        // Sixteen bytes (a cut statistic is not one), ordered bytewise (unsigned) by Parquet
+        // as by Iceberg; a row group whose minimum is above its maximum says its writer
+        // ordered them otherwise.
+        (P::Uuid, Statistics::FixedLenByteArray(s))
+            if !stats.is_min_max_deprecated()
+                && matches!(logical, Some(LogicalType::Uuid))
+                && s.min_bytes_opt()
+                    .zip(s.max_bytes_opt())
+                    .is_some_and(|(lo, hi)| lo.len() == 16 && hi.len() == 16 && lo <= hi) =>
         {
-            bytes()
-                .filter(|b| b.len() == 16)
-                .and_then(|b| Datum::try_from_bytes(b, P::Uuid).ok())
+            bytes().and_then(|b| Datum::try_from_bytes(b, P::Uuid).ok())
         }
         _ => None,
     }
 }
 
-/// A decimal bound of column type `ty` from its unscaled value.
-fn decimal(unscaled: i128, ty: &PrimitiveType) -> Option<Datum> {
+/// A decimal bound of column type `ty` (of `precision` digits) from its unscaled value; none
+/// for a value of more digits than the column holds (writers do not stop one): the manifest
+/// keeps the bytes a value of the precision needs, so a longer one would be cut into another
+/// number.
+fn decimal(unscaled: i128, precision: u32, ty: &PrimitiveType) -> Option<Datum> {
+    let limit = 10i128.checked_pow(precision)?;
+    if unscaled.checked_abs()? >= limit {
+        return None;
+    }
     Datum::try_from_bytes(&unscaled.to_be_bytes(), ty.clone()).ok()
 }
 
@@ -451,9 +460,9 @@ mod tests {
     use super::*;
 
     /// Decimal bounds are the unscaled values, as Iceberg writes them (big-endian two's
-    /// complement, the fewest bytes for the precision), from INT32, INT64 and byte-array
-    /// columns; none for another scale or the deprecated byte-array fields. UUID bounds are
-    /// their bytes.
+    /// complement, the fewest bytes for the precision), from INT32 and INT64 columns; none for
+    /// byte-array decimals, another scale, or a value wider than the precision. UUID bounds are
+    /// their bytes; none from statistics ordered otherwise or cut.
     #[test]
     fn decimal_and_uuid_bounds_are_their_values() {
         use parquet::data_type::{ByteArray, FixedLenByteArray};
@@ -507,18 +516,8 @@ mod tests {
             Some(0),
             false,
         );
-        let lo = datum(&dec(20, 2), &col(2), &fixed, Side::Lower);
-        let hi = datum(&dec(20, 2), &col(2), &fixed, Side::Upper);
-        assert_eq!(
-            lo.map(|d| d.literal().clone()),
-            Some(iceberg::spec::PrimitiveLiteral::Int128(-2))
-        );
-        assert_eq!(
-            hi.map(|d| d.literal().clone()),
-            Some(iceberg::spec::PrimitiveLiteral::Int128(1 << 56))
-        );
-        let old = Statistics::fixed_len_byte_array(Some(neg), Some(big), None, Some(0), true);
-        assert_eq!(datum(&dec(20, 2), &col(2), &old, Side::Lower), None);
+        // Byte-array decimals: none, however their statistics are stored.
+        assert_eq!(datum(&dec(20, 2), &col(2), &fixed, Side::Lower), None);
         let binary = Statistics::byte_array(
             Some(ByteArray::from(vec![0xffu8, 0x85])),
             Some(ByteArray::from(vec![0x01u8, 0xc8])),
@@ -526,10 +525,12 @@ mod tests {
             Some(0),
             false,
         );
-        assert_eq!(
-            datum(&dec(20, 2), &col(3), &binary, Side::Upper).map(|d| d.literal().clone()),
-            Some(iceberg::spec::PrimitiveLiteral::Int128(456))
-        );
+        assert_eq!(datum(&dec(20, 2), &col(3), &binary, Side::Upper), None);
+        // A value of more digits than the column's precision (a writer let it through):
+        // none, where the manifest's bytes for 5 digits would have made it another number.
+        let wide = Statistics::int64(Some(0), Some(1 << 32), None, Some(0), false);
+        assert!(bound(&dec(18, 2), 1, &wide, Side::Upper).is_some());
+        assert_eq!(bound(&dec(5, 2), 1, &wide, Side::Upper), None);
         let id: Vec<u8> = (1..=16).collect();
         let uuids = Statistics::fixed_len_byte_array(
             Some(FixedLenByteArray::from(id.clone())),
@@ -542,7 +543,31 @@ mod tests {
             datum(&PrimitiveType::Uuid, &col(4), &uuids, Side::Lower)
                 .and_then(|d| d.to_bytes().ok())
                 .map(|b| b.to_vec()),
-            Some(id)
+            Some(id.clone())
+        );
+        // A minimum above the maximum (a writer ordering them otherwise), or a cut one: none.
+        let high: Vec<u8> = std::iter::repeat_n(0x90, 16).collect();
+        let reversed = Statistics::fixed_len_byte_array(
+            Some(FixedLenByteArray::from(high)),
+            Some(FixedLenByteArray::from(id.clone())),
+            None,
+            Some(0),
+            false,
+        );
+        assert_eq!(
+            datum(&PrimitiveType::Uuid, &col(4), &reversed, Side::Lower),
+            None
+        );
+        let cut = Statistics::fixed_len_byte_array(
+            Some(FixedLenByteArray::from(id[..8].to_vec())),
+            Some(FixedLenByteArray::from(id)),
+            None,
+            Some(0),
+            false,
+        );
+        assert_eq!(
+            datum(&PrimitiveType::Uuid, &col(4), &cut, Side::Upper),
+            None
         );
     }
 
