@@ -34,7 +34,7 @@ use crate::hive_path::segments;
 use crate::metrics::{MetricsConfig, column_stats, file_metrics};
 use crate::partition::partition_of;
 use crate::source::{Expanded, SourceFile, expand};
-use crate::spill::{Record, Spilled, get_u64, need_str, need_u64, put_str, put_u64};
+use crate::spill::{Record, Spilled, get_str, need_str, need_u64, put_str, put_u64};
 
 /// One file added (or, on a dry run, to be added).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,11 +58,11 @@ impl Record for AddedFile {
     }
 
     fn decode(r: &mut impl std::io::Read) -> std::io::Result<Option<Self>> {
-        let Some(len) = get_u64(r)? else {
+        let Some(path) = get_str(r)? else {
             return Ok(None);
         };
         Ok(Some(Self {
-            path: crate::spill::str_of_len(r, len)?,
+            path,
             partition: need_str(r)?,
             record_count: need_u64(r)?,
             size: need_u64(r)?,
@@ -776,9 +776,15 @@ impl Selection {
         })
     }
 
+    /// Whether `path`'s `key=value` folders meet the partition filter (without parsing them
+    /// when there is none).
+    fn in_partitions(&self, path: &str) -> bool {
+        self.partition_filter.is_empty() || self.filtered_in(&segments(path))
+    }
+
     fn selects(&self, f: &SourceFile) -> bool {
         !self.own_metadata(f)
-            && (self.partition_filter.is_empty() || self.filtered_in(&segments(&f.relative)))
+            && self.in_partitions(&f.relative)
             && (self.skip.is_empty() || !self.skip.contains(&path_hash(&f.path)))
     }
 }
@@ -831,7 +837,7 @@ async fn disappeared(
         // Under a folder named and within the partition filter (a file of a partition the
         // run leaves out is not this run's to judge), but not listed.
         if roots.iter().any(|r| path.starts_with(r.as_str()))
-            && (selection.partition_filter.is_empty() || selection.filtered_in(&segments(path)))
+            && selection.in_partitions(path)
             && !listed.contains(&path_hash(path))
         {
             unlisted.push(path.to_string());

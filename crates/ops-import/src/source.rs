@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use futures::TryStreamExt;
 use ops_core::{Error, Result};
 
-use crate::spill::{Record, Spilled, get_u64, need_str, need_u64, put_str, put_u64};
+use crate::spill::{Record, Spilled, get_str, need_str, need_u64, put_str, put_u64};
 
 /// One file to import.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,10 +47,9 @@ impl Record for SourceFile {
 
     fn decode(r: &mut impl std::io::Read) -> std::io::Result<Option<Self>> {
         // A record starts with its path's length: no byte there is the end.
-        let Some(len) = get_u64(r)? else {
+        let Some(path) = get_str(r)? else {
             return Ok(None);
         };
-        let path = crate::spill::str_of_len(r, len)?;
         Ok(Some(Self {
             path,
             relative: need_str(r)?,
@@ -618,10 +617,9 @@ impl Record for Entry {
     }
 
     fn decode(r: &mut impl std::io::Read) -> std::io::Result<Option<Self>> {
-        let Some(len) = get_u64(r)? else {
+        let Some(key) = get_str(r)? else {
             return Ok(None);
         };
-        let key = crate::spill::str_of_len(r, len)?;
         let tag = need_u64(r)?;
         let size = need_u64(r)?;
         let kind = match tag {
@@ -649,11 +647,11 @@ impl Record for LinkedFile {
     }
 
     fn decode(r: &mut impl std::io::Read) -> std::io::Result<Option<Self>> {
-        let Some(len) = get_u64(r)? else {
+        let Some(listed) = get_str(r)? else {
             return Ok(None);
         };
         Ok(Some(Self {
-            listed: crate::spill::str_of_len(r, len)?,
+            listed,
             target: need_str(r)?,
             size: need_u64(r)?,
         }))

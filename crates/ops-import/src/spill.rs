@@ -141,11 +141,6 @@ impl<T: Record + Clone> Spilled<T> {
     pub fn to_vec(&self) -> Result<Vec<T>> {
         self.iter().collect()
     }
-
-    /// The first record.
-    pub fn first(&self) -> Option<&T> {
-        self.memory.first()
-    }
 }
 
 impl<T: Record + Clone> IntoIterator for Spilled<T> {
@@ -312,8 +307,16 @@ pub fn need_str(r: &mut impl Read) -> std::io::Result<String> {
     str_of_len(r, len)
 }
 
+/// Reads a string written by [`put_str`] that starts a record; `None` at a clean end of `r`.
+pub fn get_str(r: &mut impl Read) -> std::io::Result<Option<String>> {
+    match get_u64(r)? {
+        Some(len) => str_of_len(r, len).map(Some),
+        None => Ok(None),
+    }
+}
+
 /// Reads the `len` bytes of a string whose length was read already.
-pub fn str_of_len(r: &mut impl Read, len: u64) -> std::io::Result<String> {
+fn str_of_len(r: &mut impl Read, len: u64) -> std::io::Result<String> {
     if len > LONGEST_STRING {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidData,
@@ -341,10 +344,10 @@ mod tests {
             put_u64(out, self.1);
         }
         fn decode(r: &mut impl Read) -> std::io::Result<Option<Self>> {
-            let Some(len) = get_u64(r)? else {
+            let Some(s) = get_str(r)? else {
                 return Ok(None);
             };
-            Ok(Some(R(str_of_len(r, len)?, need_u64(r)?)))
+            Ok(Some(R(s, need_u64(r)?)))
         }
     }
 
