@@ -26,7 +26,7 @@ use std::io::Read;
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
-use arrow_schema::{DataType, Field, SchemaRef};
+use arrow_schema::{DataType, Field, FieldRef, Fields, SchemaRef};
 use bytes::Bytes;
 use futures::StreamExt;
 use futures::stream::BoxStream;
@@ -34,7 +34,9 @@ use iceberg::io::{FileIO, FileRead};
 use iceberg::scan::FileScanTask;
 use iceberg::spec::DataFileFormat;
 use parquet::arrow::ProjectionMask;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
+};
 use parquet::basic::Type as PhysicalType;
 use parquet::errors::ParquetError;
 use parquet::file::reader::{ChunkReader, Length};
@@ -49,7 +51,8 @@ const HEADER_READ_AHEAD: u64 = 16 * 1024;
 
 /// Opens `task`'s file for a paged read of the top-level columns of `read_schema` (by field id),
 /// in batches of `batch_size` rows. The batches carry the file's own column names, types and
-/// field ids; the caller maps them onto the read schema by field id.
+/// field ids — except that strings and binaries come as the read schema's flavour of them
+/// ([`read_types`]); the caller maps them onto the read schema by field id.
 ///
 /// `None`: this file needs iceberg's reader (see the module docs).
 pub(crate) async fn open(
@@ -105,10 +108,17 @@ pub(crate) async fn open(
     let handle = tokio::runtime::Handle::current();
     let (ready_tx, ready_rx) = oneshot::channel::<Result<bool>>();
     let (tx, rx) = mpsc::channel::<Result<RecordBatch>>(1);
+    let read_types = read_schema.clone();
     let producer = tokio::task::spawn_blocking(move || {
-        let mut reader = match prepare(file, &wanted, &not_null_if_missing, limit, batch_size)
-            .map_err(|e| caused(e, ranged.take_failure()))
-        {
+        let prepared = prepare(
+            file,
+            &wanted,
+            &not_null_if_missing,
+            Some(&read_types),
+            limit,
+            batch_size,
+        );
+        let mut reader = match prepared.map_err(|e| caused(e, ranged.take_failure())) {
             Ok(Some(reader)) => {
                 let _ = ready_tx.send(Ok(true));
                 reader
@@ -183,17 +193,31 @@ fn ended(outcome: std::result::Result<(), tokio::task::JoinError>, path: &str) -
 /// Reads the footer and builds the page-streaming reader, or `None` when the file needs
 /// iceberg's reader. With `remote_limit`, a file whose row groups all fit in it is also left to
 /// iceberg's reader, which fetches a row group's columns in a few parallel requests where this
-/// reader makes two sequential ones per page.
+/// reader makes two sequential ones per page. With `read_schema`, string and binary columns
+/// are decoded as the type it gives them ([`read_types`]).
 fn prepare(
     file: RangedFile,
     wanted: &[i32],
     not_null_if_missing: &HashSet<i32>,
+    read_schema: Option<&SchemaRef>,
     remote_limit: Option<u64>,
     batch_size: usize,
 ) -> Result<Option<parquet::arrow::arrow_reader::ParquetRecordBatchReader>> {
     let path = file.0.path.clone();
     let failed = |e: ParquetError| parquet_error(&path, e);
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(failed)?;
+    let mut metadata =
+        ArrowReaderMetadata::load(&file, ArrowReaderOptions::new()).map_err(failed)?;
+    if let Some(schema) = read_schema.and_then(|r| read_types(metadata.schema(), r)) {
+        // A hint the reader cannot take leaves the file's own types (the projection casts).
+        match ArrowReaderMetadata::try_new(
+            metadata.metadata().clone(),
+            ArrowReaderOptions::new().with_schema(Arc::new(schema)),
+        ) {
+            Ok(hinted) => metadata = hinted,
+            Err(e) => tracing::debug!(%path, error = %e, "string types as the file has them"),
+        }
+    }
+    let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, metadata);
     let arrow = builder.schema().clone();
     if !arrow.fields().iter().all(|f| has_ids(f)) {
         return Ok(None);
@@ -242,6 +266,72 @@ fn prepare(
         .build()
         .map_err(failed)?;
     Ok(Some(reader))
+}
+
+/// The file's Arrow schema with each string or binary column (nested ones included) of the
+/// flavour `read` gives the same field id, or `None` when every column already has it.
+///
+/// PyIceberg stores an Arrow schema of `large_string`s in its files and iceberg reads `string`:
+/// read as the file says, every string of every batch was decoded with 64-bit offsets and then
+/// copied into 32-bit ones by the projection (4% of a migration's CPU in `perf`). The Parquet
+/// reader decodes a byte array into any of the flavours directly.
+fn read_types(
+    file: &arrow_schema::Schema,
+    read: &arrow_schema::Schema,
+) -> Option<arrow_schema::Schema> {
+    let fields = retype_children(file.fields(), read.fields())?;
+    Some(arrow_schema::Schema::new_with_metadata(
+        fields,
+        file.metadata().clone(),
+    ))
+}
+
+/// `file`'s children with [`retype`] applied to each, matched to `read`'s by field id.
+fn retype_children(file: &Fields, read: &Fields) -> Option<Fields> {
+    let mut changed = false;
+    let out: Vec<FieldRef> = file
+        .iter()
+        .map(|f| {
+            let wanted = field_id(f).and_then(|id| read.iter().find(|r| field_id(r) == Some(id)));
+            match wanted.and_then(|r| retype(f, r)) {
+                Some(n) => {
+                    changed = true;
+                    Arc::new(n)
+                }
+                None => f.clone(),
+            }
+        })
+        .collect();
+    changed.then(|| out.into())
+}
+
+/// `file` with the byte-array flavour of `read` (string or binary: plain, large or view), or
+/// `None` when nothing in it changes. Nesting follows the schema, not the data.
+fn retype(file: &Field, read: &Field) -> Option<Field> {
+    let strings =
+        |t: &DataType| matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View);
+    let binaries = |t: &DataType| {
+        matches!(
+            t,
+            DataType::Binary | DataType::LargeBinary | DataType::BinaryView
+        )
+    };
+    let to = match (file.data_type(), read.data_type()) {
+        (f, r) if f == r => return None,
+        (f, r) if (strings(f) && strings(r)) || (binaries(f) && binaries(r)) => r.clone(),
+        (DataType::Struct(fc), DataType::Struct(rc)) => DataType::Struct(retype_children(fc, rc)?),
+        (DataType::List(fe), DataType::List(re) | DataType::LargeList(re)) => {
+            DataType::List(Arc::new(retype(fe, re)?))
+        }
+        (DataType::LargeList(fe), DataType::List(re) | DataType::LargeList(re)) => {
+            DataType::LargeList(Arc::new(retype(fe, re)?))
+        }
+        (DataType::Map(fe, sorted), DataType::Map(re, _)) => {
+            DataType::Map(Arc::new(retype(fe, re)?), *sorted)
+        }
+        _ => return None,
+    };
+    Some(file.clone().with_data_type(to))
 }
 
 /// Row groups (of the projected columns) up to this size are read from object stores by
@@ -574,7 +664,7 @@ mod tests {
         });
         let file = RangedFile(ranged.clone());
         let err = tokio::task::spawn_blocking(move || -> Option<MigrationError> {
-            let reader = match prepare(file, &[1, 2], &HashSet::new(), None, 8_192) {
+            let reader = match prepare(file, &[1, 2], &HashSet::new(), None, None, 8_192) {
                 Ok(Some(r)) => r,
                 Ok(None) => return None,
                 Err(e) => return Some(caused(e, ranged.take_failure())),
@@ -596,6 +686,93 @@ mod tests {
         Ok(())
     }
 
+    /// A file whose stored Arrow schema says `large_string` (PyIceberg's) is decoded as the read
+    /// schema's `string`, top-level and nested, by field id: the same values, no cast after.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn strings_are_decoded_as_the_read_schema_wants() -> TestResult {
+        use arrow_array::{LargeStringArray, ListArray, StructArray};
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("large.parquet");
+        let child = |t: DataType| Arc::new(field("city", t, Some(4)));
+        let item = |t: DataType| Arc::new(field("element", t, Some(6)));
+        let file_schema = Arc::new(Schema::new(vec![
+            field("id", DataType::Int64, Some(1)),
+            field("name", DataType::LargeUtf8, Some(2)),
+            field(
+                "address",
+                DataType::Struct(vec![child(DataType::LargeUtf8)].into()),
+                Some(3),
+            ),
+            field("tags", DataType::List(item(DataType::LargeUtf8)), Some(5)),
+        ]));
+        let names = ["a", "bb", "ccc"];
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from(vec![1, 2, 3])),
+            Arc::new(LargeStringArray::from(names.to_vec())),
+            Arc::new(StructArray::new(
+                vec![child(DataType::LargeUtf8)].into(),
+                vec![Arc::new(LargeStringArray::from(vec!["x", "y", "z"])) as ArrayRef],
+                None,
+            )),
+            Arc::new(ListArray::new(
+                item(DataType::LargeUtf8),
+                arrow_buffer::OffsetBuffer::from_lengths([1, 0, 2]),
+                Arc::new(LargeStringArray::from(vec!["t1", "t2", "t3"])),
+                None,
+            )),
+        ];
+        let mut writer =
+            ArrowWriter::try_new(std::fs::File::create(&path)?, file_schema.clone(), None)?;
+        writer.write(&RecordBatch::try_new(file_schema, columns)?)?;
+        writer.close()?;
+        // The read schema as iceberg gives it: `string`s, and `long` where the file has `long`.
+        let read: SchemaRef = Arc::new(Schema::new(vec![
+            field("id", DataType::Int64, Some(1)),
+            field("name", DataType::Utf8, Some(2)),
+            field(
+                "address",
+                DataType::Struct(vec![child(DataType::Utf8)].into()),
+                Some(3),
+            ),
+            field("tags", DataType::List(item(DataType::Utf8)), Some(5)),
+        ]));
+        let (file, _) = ranged(&path).await?;
+        let batches = tokio::task::spawn_blocking(move || -> Result<Vec<RecordBatch>> {
+            let reader = prepare(
+                file,
+                &[1, 2, 3, 5],
+                &HashSet::new(),
+                Some(&read),
+                None,
+                1_000,
+            )?
+            .ok_or_else(|| MigrationError::InvalidInput("not paged".into()))?;
+            reader
+                .map(|b| b.map_err(|e| MigrationError::InvalidInput(e.to_string())))
+                .collect()
+        })
+        .await??;
+        let batch = batches.first().ok_or("no batch")?;
+        assert_eq!(batch.column(1).data_type(), &DataType::Utf8);
+        let got: Vec<&str> = batch
+            .column(1)
+            .as_string::<i32>()
+            .iter()
+            .flatten()
+            .collect();
+        assert_eq!(got, names);
+        let address = batch.column(2).as_struct();
+        assert_eq!(address.column(0).data_type(), &DataType::Utf8);
+        assert_eq!(address.column(0).as_string::<i32>().value(2), "z");
+        let tags = batch.column(3).as_list::<i32>();
+        assert_eq!(tags.values().data_type(), &DataType::Utf8);
+        assert_eq!(tags.value(2).as_string::<i32>().value(1), "t3");
+        // A column of another kind keeps the file's type: the projection judges it.
+        let long = field("n", DataType::Int64, Some(9));
+        assert!(retype(&long, &field("n", DataType::Int32, Some(9))).is_none());
+        Ok(())
+    }
+
     /// A row group is read a page at a time: no read is anywhere near a column chunk's size,
     /// and every row comes back once, in order.
     #[tokio::test(flavor = "multi_thread")]
@@ -606,7 +783,7 @@ mod tests {
         let chunk = write(&path, rows, true)?;
         let (file, recording) = ranged(&path).await?;
         let (count, sum) = tokio::task::spawn_blocking(move || -> Result<(i64, i64)> {
-            let reader = prepare(file, &[1, 2], &HashSet::new(), None, 8_192)?
+            let reader = prepare(file, &[1, 2], &HashSet::new(), None, None, 8_192)?
                 .ok_or_else(|| MigrationError::InvalidInput("not paged".into()))?;
             let (mut count, mut sum) = (0i64, 0i64);
             for batch in reader {
@@ -648,7 +825,7 @@ mod tests {
 
         let (file, _) = ranged(&with_ids).await?;
         let names = tokio::task::spawn_blocking(move || -> Result<Vec<String>> {
-            let mut reader = prepare(file, &[2, 7], &HashSet::new(), None, 1_000)?
+            let mut reader = prepare(file, &[2, 7], &HashSet::new(), None, None, 1_000)?
                 .ok_or_else(|| MigrationError::InvalidInput("not paged".into()))?;
             let batch = reader
                 .next()
@@ -668,7 +845,7 @@ mod tests {
         // Missing, but an identity partition's source column: its value is the partition's.
         let (file, _) = ranged(&with_ids).await?;
         let constant = tokio::task::spawn_blocking(move || {
-            prepare(file, &[1, 7], &HashSet::from([7]), None, 1_000).map(|r| r.is_none())
+            prepare(file, &[1, 7], &HashSet::from([7]), None, None, 1_000).map(|r| r.is_none())
         })
         .await??;
         assert!(constant);
@@ -676,13 +853,14 @@ mod tests {
         // On an object store, row groups that fit the limit are left to iceberg's reader.
         let (file, _) = ranged(&with_ids).await?;
         let small = tokio::task::spawn_blocking(move || {
-            prepare(file, &[1, 2], &HashSet::new(), Some(u64::MAX), 1_000).map(|r| r.is_none())
+            prepare(file, &[1, 2], &HashSet::new(), None, Some(u64::MAX), 1_000)
+                .map(|r| r.is_none())
         })
         .await??;
         assert!(small);
         let (file, _) = ranged(&with_ids).await?;
         let large = tokio::task::spawn_blocking(move || {
-            prepare(file, &[1, 2], &HashSet::new(), Some(0), 1_000).map(|r| r.is_some())
+            prepare(file, &[1, 2], &HashSet::new(), None, Some(0), 1_000).map(|r| r.is_some())
         })
         .await??;
         assert!(large);
@@ -690,7 +868,7 @@ mod tests {
         // No field ids: name mapping or position fallback, which iceberg's reader does.
         let (file, _) = ranged(&without).await?;
         let no_ids = tokio::task::spawn_blocking(move || {
-            prepare(file, &[1], &HashSet::new(), None, 1_000).map(|r| r.is_none())
+            prepare(file, &[1], &HashSet::new(), None, None, 1_000).map(|r| r.is_none())
         })
         .await??;
         assert!(no_ids);
@@ -782,7 +960,7 @@ mod tests {
             failure: Mutex::new(None),
         }));
         let rows = tokio::task::spawn_blocking(move || -> Result<usize> {
-            let reader = prepare(file, &[1], &HashSet::new(), Some(0), 4_096)?
+            let reader = prepare(file, &[1], &HashSet::new(), None, Some(0), 4_096)?
                 .ok_or_else(|| MigrationError::InvalidInput("not paged".into()))?;
             let mut rows = 0;
             for batch in reader {
