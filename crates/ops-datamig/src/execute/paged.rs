@@ -695,16 +695,20 @@ mod tests {
         let path = dir.path().join("large.parquet");
         let child = |t: DataType| Arc::new(field("city", t, Some(4)));
         let item = |t: DataType| Arc::new(field("element", t, Some(6)));
-        let file_schema = Arc::new(Schema::new(vec![
-            field("id", DataType::Int64, Some(1)),
-            field("name", DataType::LargeUtf8, Some(2)),
-            field(
-                "address",
-                DataType::Struct(vec![child(DataType::LargeUtf8)].into()),
-                Some(3),
-            ),
-            field("tags", DataType::List(item(DataType::LargeUtf8)), Some(5)),
-        ]));
+        // The same columns with strings of type `t`.
+        let schema = |t: DataType| {
+            Arc::new(Schema::new(vec![
+                field("id", DataType::Int64, Some(1)),
+                field("name", t.clone(), Some(2)),
+                field(
+                    "address",
+                    DataType::Struct(vec![child(t.clone())].into()),
+                    Some(3),
+                ),
+                field("tags", DataType::List(item(t)), Some(5)),
+            ]))
+        };
+        let file_schema = schema(DataType::LargeUtf8);
         let names = ["a", "bb", "ccc"];
         let columns: Vec<ArrayRef> = vec![
             Arc::new(Int64Array::from(vec![1, 2, 3])),
@@ -726,16 +730,7 @@ mod tests {
         writer.write(&RecordBatch::try_new(file_schema, columns)?)?;
         writer.close()?;
         // The read schema as iceberg gives it: `string`s, and `long` where the file has `long`.
-        let read: SchemaRef = Arc::new(Schema::new(vec![
-            field("id", DataType::Int64, Some(1)),
-            field("name", DataType::Utf8, Some(2)),
-            field(
-                "address",
-                DataType::Struct(vec![child(DataType::Utf8)].into()),
-                Some(3),
-            ),
-            field("tags", DataType::List(item(DataType::Utf8)), Some(5)),
-        ]));
+        let read: SchemaRef = schema(DataType::Utf8);
         let (file, _) = ranged(&path).await?;
         let batches = tokio::task::spawn_blocking(move || -> Result<Vec<RecordBatch>> {
             let reader = prepare(

@@ -327,14 +327,12 @@ async fn execute(
                 }
             }
         }
-        match closing.take() {
-            Some(last) => last.sent().await,
-            None => Ok(true),
-        }
+        Ok(true)
     }
     .await;
-    // Stopped early: the batch being closed is sent or discarded before the task ends. Its
-    // failure comes first: it is the earlier batch's, the one the committer waits for.
+    // The last batch (or, stopped early, the one being closed) is sent or discarded before the
+    // task ends. Its failure comes first: it is the earlier batch's, the one the committer
+    // waits for.
     let outcome = match (outcome, closing.take()) {
         (outcome, None) => outcome,
         (Ok(done), Some(last)) => last.sent().await.map(|sent| done && sent),
