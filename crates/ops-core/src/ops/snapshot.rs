@@ -206,10 +206,12 @@ pub struct SnapshotMetrics {
 }
 
 /// Manifest lists and manifests of one table version, each held once read: validation and the
-/// snapshot producer read through it (a commit rewrites the manifests it loads). Listing a
-/// snapshot's live files ([`live_data_files_of`]) uses a manifest it holds but streams one it
-/// does not, without keeping it: a manifest of a million files is gigabytes decoded, so such a
-/// manifest may be read twice in an attempt (once listed, once rewritten).
+/// snapshot producer read through it. Listing a snapshot's live files ([`live_data_files_of`])
+/// uses a manifest it holds but streams one it does not, without keeping it, and so does the
+/// producer's rewrite of a manifest over 1 MiB that loses files: a
+/// manifest of a million files is gigabytes decoded, so such a manifest may be read four times
+/// in an attempt (listed; then its metadata, a search for a removed file and its rewrite, in
+/// parts of about the target manifest size).
 pub struct ManifestCache {
     table: Table,
     loaded: Mutex<HashMap<String, Arc<Manifest>>>,
@@ -248,6 +250,12 @@ impl ManifestCache {
         if let Some(l) = lock(&self.lists).get(snapshot.manifest_list()) {
             return Ok(l.clone());
         }
+        self.lists_read
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if let Some(l) = written_lists::get(snapshot.manifest_list()) {
+            lock(&self.lists).insert(snapshot.manifest_list().to_string(), l.clone());
+            return Ok(l);
+        }
         let list: Arc<[ManifestFile]> = self
             .table
             .manifest_list_reader(snapshot)
@@ -256,16 +264,88 @@ impl ManifestCache {
             .consume_entries()
             .into_iter()
             .collect();
-        self.lists_read
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         lock(&self.lists).insert(snapshot.manifest_list().to_string(), list.clone());
         Ok(list)
     }
 
-    /// How many manifest lists were read from storage.
+    /// How many manifest lists were fetched (from storage, or as this process wrote them).
     #[cfg(test)]
     pub(crate) fn lists_read(&self) -> usize {
         self.lists_read.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// The manifest lists this process wrote last, as a reader reads them back. A migration
+/// commits one batch after another, and each commit starts from the list the one before wrote:
+/// reading it back from storage cost every commit a read and an Avro decode of a list that
+/// grows with the table's manifests. A list is immutable once written and its path is unique
+/// (a commit UUID), so what was written is what any later read returns; only v2 lists are
+/// kept, whose read-back form is known exactly (`as_read`).
+mod written_lists {
+    use std::collections::VecDeque;
+    use std::sync::{Arc, Mutex};
+
+    use iceberg::spec::{ManifestFile, UNASSIGNED_SEQUENCE_NUMBER};
+
+    /// Lists kept: the newest few, enough for commits of a handful of tables interleaved (more
+    /// in tests, where other tests' commits share the process: a test reading its list back
+    /// must not find it pushed out).
+    const KEPT: usize = if cfg!(test) { 256 } else { 8 };
+
+    /// Manifests a list may have to be kept: the lists of frequent commits are short, and a
+    /// long one (a table of thousands of manifests) would hold megabytes for the process's
+    /// life to save one read.
+    const MOST_MANIFESTS: usize = 4096;
+
+    static LISTS: Mutex<VecDeque<(String, Arc<[ManifestFile]>)>> = Mutex::new(VecDeque::new());
+
+    /// The list written at `path`, if this process wrote it lately.
+    pub(super) fn get(path: &str) -> Option<Arc<[ManifestFile]>> {
+        super::lock(&LISTS)
+            .iter()
+            .find(|(p, _)| p == path)
+            .map(|(_, l)| l.clone())
+    }
+
+    /// Keeps the v2 list of `manifests` just written at `path` for `snapshot_id` with
+    /// `sequence_number`.
+    pub(super) fn remember(
+        path: &str,
+        manifests: &[ManifestFile],
+        snapshot_id: i64,
+        sequence_number: i64,
+    ) {
+        if manifests.len() > MOST_MANIFESTS {
+            return;
+        }
+        let list: Arc<[ManifestFile]> = manifests
+            .iter()
+            .map(|m| as_read(m.clone(), snapshot_id, sequence_number))
+            .collect();
+        let mut lists = super::lock(&LISTS);
+        if lists.len() == KEPT {
+            lists.pop_front();
+        }
+        lists.push_back((path.to_string(), list));
+    }
+
+    /// `m` as iceberg 0.10.1 reads it back from a v2 list written for `snapshot_id` with
+    /// `sequence_number`: the writer assigns the unassigned sequence numbers of the snapshot's
+    /// own manifests, writes empty key metadata as none, and v2 records no first row id.
+    fn as_read(mut m: ManifestFile, snapshot_id: i64, sequence_number: i64) -> ManifestFile {
+        if m.added_snapshot_id == snapshot_id {
+            if m.sequence_number == UNASSIGNED_SEQUENCE_NUMBER {
+                m.sequence_number = sequence_number;
+            }
+            if m.min_sequence_number == UNASSIGNED_SEQUENCE_NUMBER {
+                m.min_sequence_number = sequence_number;
+            }
+        }
+        if m.key_metadata.as_ref().is_some_and(Vec::is_empty) {
+            m.key_metadata = None;
+        }
+        m.first_row_id = None;
+        m
     }
 }
 
@@ -293,9 +373,10 @@ pub struct SnapshotProducer<'a> {
     prepared: Option<&'a PreparedManifest>,
     /// Manifests of added files written as they arrived ([`super::streamed`]).
     streamed: Option<&'a super::streamed::StreamedManifests>,
-    removed: HashSet<String>,
+    /// (Shared: a compaction hands over the paths its plan holds, not a copy of each.)
+    removed: HashSet<Arc<str>>,
     /// Delete files to remove (delete manifests are read only when this is not empty).
-    removed_deletes: HashSet<String>,
+    removed_deletes: HashSet<Arc<str>>,
     properties: HashMap<String, String>,
     /// The data sequence number of the added files; `None`: inherited from the new snapshot.
     data_sequence_number: Option<i64>,
@@ -536,14 +617,18 @@ impl<'a> SnapshotProducer<'a> {
     }
 
     /// Data files to remove, by path.
-    pub fn remove_paths(mut self, paths: impl IntoIterator<Item = String>) -> Self {
-        self.removed.extend(paths);
+    pub fn remove_paths(mut self, paths: impl IntoIterator<Item = impl Into<Arc<str>>>) -> Self {
+        self.removed.extend(paths.into_iter().map(Into::into));
         self
     }
 
     /// Delete files (position or equality) to remove, e.g. those a rewrite left dangling.
-    pub fn remove_delete_paths(mut self, paths: impl IntoIterator<Item = String>) -> Self {
-        self.removed_deletes.extend(paths);
+    pub fn remove_delete_paths(
+        mut self,
+        paths: impl IntoIterator<Item = impl Into<Arc<str>>>,
+    ) -> Self {
+        self.removed_deletes
+            .extend(paths.into_iter().map(Into::into));
         self
     }
 
@@ -619,7 +704,11 @@ impl<'a> SnapshotProducer<'a> {
             counter += 1;
             format!("{metadata_dir}/{commit_uuid}-m{counter}.avro")
         };
-        let mut removed_found: HashSet<String> = HashSet::new();
+        // Borrowed from the sets being removed: a compaction of a million files would copy
+        // each of its paths here once more.
+        let mut removed_found: HashSet<&str> = HashSet::new();
+        let io = table.file_io();
+        let merge_target_bytes = MergePolicy::of(table)?.target_bytes;
         let mut removed_records = 0u64;
 
         if let Some(parent) = &parent {
@@ -633,59 +722,122 @@ impl<'a> SnapshotProducer<'a> {
                     manifests.push(mf.clone());
                     continue;
                 }
-                let manifest = self.cache.load(mf).await?;
-                let hit = manifest
-                    .entries()
-                    .iter()
-                    .any(|e| e.is_alive() && removing.contains(e.data_file().file_path()));
+                // A manifest this attempt already holds is read from memory, and a small one is
+                // loaded (one read: a compaction on object storage rewrites many small
+                // manifests). A larger one is streamed, never held — a manifest of a million
+                // files is gigabytes decoded: read for its metadata, once to find a removed
+                // file and once to rewrite it.
+                let cached = match self.cache.cached(mf) {
+                    Some(m) => Some(m),
+                    None if mf.manifest_length <= LOAD_WHOLE_BYTES => {
+                        Some(self.cache.load(mf).await?)
+                    }
+                    None => None,
+                };
+                let hit = match &cached {
+                    Some(m) => m
+                        .entries()
+                        .iter()
+                        .any(|e| e.is_alive() && removing.contains(e.data_file().file_path())),
+                    None => {
+                        let mut entries = std::pin::pin!(crate::manifests::entries(io, mf));
+                        let mut hit = false;
+                        while let Some(e) = futures::TryStreamExt::try_next(&mut entries).await? {
+                            if e.is_alive() && removing.contains(e.data_file().file_path()) {
+                                hit = true;
+                                break;
+                            }
+                        }
+                        hit
+                    }
+                };
                 if !hit {
                     manifests.push(mf.clone());
                     continue;
                 }
-                let (m_schema, m_spec) = manifest_schema_and_spec(&manifest);
-                let path = next_path();
-                let mut writer = manifest_writer_for(
-                    table,
-                    &path,
-                    snapshot_id,
-                    m_schema.clone(),
-                    &m_spec,
-                    mf.content,
-                )?;
-                written.push(path);
-                for entry in manifest.entries() {
+                let (m_schema, m_spec) = match &cached {
+                    Some(m) => manifest_schema_and_spec(m),
+                    None => {
+                        let meta = mf.load_metadata(io).await?;
+                        (
+                            meta.schema().clone(),
+                            Arc::new(meta.partition_spec().clone()),
+                        )
+                    }
+                };
+                let mut entries: std::pin::Pin<
+                    Box<dyn futures::Stream<Item = Result<ManifestEntry>> + Send>,
+                > = match cached {
+                    Some(m) => Box::pin(futures::stream::iter(
+                        (0..m.entries().len()).map(move |i| Ok(m.entries()[i].as_ref().clone())),
+                    )),
+                    None => Box::pin(crate::manifests::entries(io, mf)),
+                };
+                // The writer holds its entries until it writes them: the rewrite rolls to a
+                // new manifest every `roll` entries, so its memory is bounded whatever the
+                // manifest's size.
+                let roll = roll_entries(mf, merge_target_bytes);
+                let mut writer = None;
+                let mut in_writer = 0usize;
+                while let Some(entry) = futures::TryStreamExt::try_next(&mut entries).await? {
                     if !entry.is_alive() {
                         continue;
                     }
+                    let w = match &mut writer {
+                        Some(w) => w,
+                        None => {
+                            let path = next_path();
+                            let w = manifest_writer_for(
+                                table,
+                                &path,
+                                snapshot_id,
+                                m_schema.clone(),
+                                &m_spec,
+                                mf.content,
+                            )?;
+                            written.push(path);
+                            writer.insert(w)
+                        }
+                    };
                     let file = entry.data_file().clone();
                     // Inherited from the manifest when the entry has none; 0 would let older
                     // equality deletes apply to the file.
                     let seq = entry.sequence_number().unwrap_or(mf.sequence_number);
                     let file_seq = entry.file_sequence_number.or(Some(seq));
-                    if removing.contains(file.file_path()) {
-                        removed_found.insert(file.file_path().to_string());
+                    if let Some(removed) = removing.get(file.file_path()) {
+                        removed_found.insert(removed);
                         if mf.content == ManifestContentType::Data {
                             removed_records += file.record_count();
                         }
                         collector.remove_file(&file, m_schema.clone(), m_spec.clone());
-                        writer.add_delete_file(file, seq, file_seq)?;
+                        w.add_delete_file(file, seq, file_seq)?;
                     } else {
                         let sid = entry.snapshot_id().unwrap_or(mf.added_snapshot_id);
-                        writer.add_existing_file(file, sid, seq, file_seq)?;
+                        w.add_existing_file(file, sid, seq, file_seq)?;
+                    }
+                    in_writer += 1;
+                    if in_writer == roll
+                        && let Some(full) = writer.take()
+                    {
+                        manifests.push(full.write_manifest_file().await?);
+                        in_writer = 0;
                     }
                 }
                 // Kept even when it holds only DELETED entries: it records this snapshot's
                 // removals; the next snapshot drops it, as it holds nothing live.
-                manifests.push(writer.write_manifest_file().await?);
+                if let Some(w) = writer {
+                    manifests.push(w.write_manifest_file().await?);
+                }
             }
         }
         let to_remove = self.removed.len() + self.removed_deletes.len();
         if removed_found.len() != to_remove {
-            let missing: Vec<&String> = self
+            let missing: Vec<&str> = self
                 .removed
                 .iter()
                 .chain(&self.removed_deletes)
-                .filter(|p| !removed_found.contains(*p))
+                .map(|p| &**p)
+                .filter(|p| !removed_found.contains(p))
                 .take(3)
                 .collect();
             return Err(Error::CommitConflict {
@@ -799,6 +951,9 @@ impl<'a> SnapshotProducer<'a> {
         };
         list.add_manifests(manifests.iter().cloned())?;
         list.close().await?;
+        if version == FormatVersion::V2 {
+            written_lists::remember(&list_path, &manifests, snapshot_id, sequence_number);
+        }
 
         let mut summary = self.properties.clone();
         summary.extend(collector.build());
@@ -848,7 +1003,7 @@ impl<'a> SnapshotProducer<'a> {
             added_files,
             removed_files: removed_found
                 .iter()
-                .filter(|p| self.removed.contains(*p))
+                .filter(|p| self.removed.contains(**p))
                 .count() as u64,
             added_records,
             removed_records,
@@ -1104,6 +1259,46 @@ impl MergePolicy {
     }
 }
 
+/// Entries one manifest rewritten by a removal holds: about the target manifest size
+/// (`commit.manifest.target-size-bytes`) at the entry size of the manifest it rewrites, as
+/// Java's `RollingManifestWriter` rolls new manifests at the target size. iceberg's manifest
+/// writer holds its entries until it writes them, so without the roll a removal from the one
+/// manifest of a million files held every entry of it decoded.
+fn roll_entries(mf: &ManifestFile, target_bytes: i64) -> usize {
+    let entries: u64 = [
+        mf.added_files_count,
+        mf.existing_files_count,
+        mf.deleted_files_count,
+    ]
+    .iter()
+    .map(|c| c.map_or(0, u64::from))
+    .sum();
+    let length = u64::try_from(mf.manifest_length).unwrap_or(0);
+    let target = u64::try_from(target_bytes).unwrap_or(0);
+    if entries == 0 || length == 0 || target == 0 {
+        return ROLL_ENTRIES_UNKNOWN;
+    }
+    let per_entry = (length / entries).max(1);
+    usize::try_from(target / per_entry)
+        .unwrap_or(usize::MAX)
+        .clamp(ROLL_ENTRIES_MIN, ROLL_ENTRIES_MAX)
+}
+
+/// The largest manifest a removal loads whole instead of streaming it (some 5,000 entries:
+/// tens of MB decoded). None in ops-core's own tests, whose manifests are small: they stream
+/// (the tests of the crates above load them).
+const LOAD_WHOLE_BYTES: i64 = if cfg!(test) { 0 } else { 1 << 20 };
+
+/// [`roll_entries`] when the manifest list does not tell the manifest's entry count.
+const ROLL_ENTRIES_UNKNOWN: usize = 20_000;
+/// The fewest entries a rolled manifest holds (a tiny target must not make one per entry).
+const ROLL_ENTRIES_MIN: usize = 1_000;
+/// The most (entries of a few bytes each must not make one manifest of millions).
+const ROLL_ENTRIES_MAX: usize = 100_000;
+
+/// Manifests a merge reads at once.
+const MERGE_READ_CONCURRENCY: usize = 8;
+
 /// A partition type and the manifests (index in the list, contents) whose entries have it.
 type PartitionTypeGroup = (iceberg::spec::StructType, Vec<(usize, Arc<Manifest>)>);
 
@@ -1167,8 +1362,14 @@ async fn merge_manifests(
             // type the partition differently (a partition source column widened since): the
             // entries' partition values must have the type the merged manifest declares.
             let mut by_type: Vec<PartitionTypeGroup> = Vec::new();
-            for &i in &bin {
-                let m = cache.load(&manifests[i]).await?;
+            // Read a few at once: a bin is typically `min-count-to-merge` small manifests, one
+            // per earlier commit, and reading them one after the other held the commit up.
+            let mut loaded: Vec<Arc<Manifest>> = Vec::with_capacity(bin.len());
+            for chunk in bin.chunks(MERGE_READ_CONCURRENCY) {
+                let reads: Vec<_> = chunk.iter().map(|i| cache.load(&manifests[*i])).collect();
+                loaded.extend(futures::future::try_join_all(reads).await?);
+            }
+            for (&i, m) in bin.iter().zip(loaded) {
                 let meta = m.metadata();
                 let ty = meta.partition_spec().partition_type(meta.schema())?;
                 match by_type.iter_mut().find(|(t, _)| *t == ty) {
@@ -1598,4 +1799,191 @@ where
         table,
         metrics.into_inner().unwrap_or_else(|p| p.into_inner()),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use iceberg::spec::{ManifestFile, ManifestList};
+
+    use super::written_lists;
+    use crate::ops::append::AppendBuilder;
+    use crate::ops::append::tests::{batch, table};
+    use crate::ops::properties::PropertiesBuilder;
+
+    /// The entries of the manifests `list_path` lists that the snapshot `snapshot_id` wrote,
+    /// as (path, status), sorted, with how many such manifests there are.
+    async fn rewritten(
+        table: &iceberg::table::Table,
+        list_path: &str,
+        snapshot_id: i64,
+    ) -> anyhow::Result<(usize, Vec<(String, iceberg::spec::ManifestStatus)>)> {
+        let bytes = table.file_io().new_input(list_path)?.read().await?;
+        let list = ManifestList::parse_with_version(&bytes, table.metadata().format_version())?
+            .consume_entries();
+        let mut manifests = 0;
+        let mut entries = Vec::new();
+        for mf in list
+            .into_iter()
+            .filter(|m| m.added_snapshot_id == snapshot_id)
+        {
+            manifests += 1;
+            for e in mf.load_manifest(table.file_io()).await?.entries() {
+                entries.push((e.data_file().file_path().to_string(), e.status()));
+            }
+        }
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok((manifests, entries))
+    }
+
+    /// Removing files from a manifest rewrites it in manifests of about the target size
+    /// (here the fewest entries a rolled manifest takes, 1,000), streamed when the attempt
+    /// does not hold it and from memory when it does, with the same entries either way: every
+    /// other live file EXISTING, the removed ones DELETED.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_removal_rewrites_a_large_manifest_in_rolled_parts() -> anyhow::Result<()> {
+        use iceberg::spec::{
+            DataContentType, DataFileBuilder, DataFileFormat, ManifestStatus, Operation, Struct,
+        };
+
+        use super::{ManifestCache, SnapshotProducer, commit_snapshot_from};
+
+        let dir = tempfile::tempdir()?;
+        let (handle, table) = table(dir.path()).await?;
+        let ident = table.identifier().clone();
+        let table = PropertiesBuilder::new(&handle, ident.clone())
+            .set("commit.manifest.target-size-bytes", "1")
+            .await?;
+        let path = |i: usize| format!("file://{}/data/f{i:05}.parquet", dir.path().display());
+        let files: Vec<(i32, iceberg::spec::DataFile)> = (0..2_500)
+            .map(|i| {
+                let mut b = DataFileBuilder::default();
+                b.content(DataContentType::Data)
+                    .file_path(path(i))
+                    .file_format(DataFileFormat::Parquet)
+                    .partition(Struct::empty())
+                    .record_count(1)
+                    .file_size_in_bytes(10);
+                Ok((0, b.build()?))
+            })
+            .collect::<anyhow::Result<_>>()?;
+        let (table, _) = commit_snapshot_from(&handle, &ident, Some(table), |base| {
+            let files = files.clone();
+            async move {
+                let cache = ManifestCache::new(&base);
+                let produced = SnapshotProducer::new(&base, &cache, Operation::Append)
+                    .add_files_by_spec(files)
+                    .produce()
+                    .await?;
+                Ok(Some(produced))
+            }
+        })
+        .await?;
+        let removed = [path(7), path(1_500), path(2_499)];
+        let mut seen = Vec::new();
+        for held in [false, true] {
+            let cache = ManifestCache::new(&table);
+            if held {
+                let snapshot = table
+                    .metadata()
+                    .current_snapshot()
+                    .ok_or_else(|| anyhow::anyhow!("a snapshot"))?;
+                for mf in cache.manifest_list(snapshot).await?.iter() {
+                    cache.load(mf).await?;
+                }
+            }
+            let produced = SnapshotProducer::new(&table, &cache, Operation::Delete)
+                .remove_paths(removed.iter().cloned())
+                .produce()
+                .await?;
+            assert_eq!(produced.metrics.removed_files, 3);
+            let list = produced
+                .change
+                .updates
+                .iter()
+                .find_map(|u| match u {
+                    iceberg::TableUpdate::AddSnapshot { snapshot } => {
+                        Some(snapshot.manifest_list().to_string())
+                    }
+                    _ => None,
+                })
+                .ok_or_else(|| anyhow::anyhow!("a snapshot is added"))?;
+            let (manifests, entries) =
+                rewritten(&table, &list, produced.metrics.snapshot_id).await?;
+            assert_eq!(manifests, 3, "held {held}");
+            assert_eq!(entries.len(), 2_500, "held {held}");
+            let deleted: Vec<&str> = entries
+                .iter()
+                .filter(|(_, s)| *s == ManifestStatus::Deleted)
+                .map(|(p, _)| p.as_str())
+                .collect();
+            assert_eq!(
+                deleted,
+                removed.iter().map(String::as_str).collect::<Vec<_>>()
+            );
+            assert!(
+                entries
+                    .iter()
+                    .all(|(p, s)| *s == ManifestStatus::Existing || removed.contains(p)),
+                "held {held}"
+            );
+            seen.push(entries);
+        }
+        assert_eq!(seen[0], seen[1]);
+        Ok(())
+    }
+
+    /// Every v2 manifest list a commit writes is remembered exactly as iceberg reads it back:
+    /// the first append's, later ones carrying older manifests, one whose manifests were merged
+    /// (EXISTING entries under older sequence numbers), and a prepared manifest's.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_remembered_list_is_the_list_read_back() -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let (handle, table) = table(dir.path()).await?;
+        let ident = table.identifier().clone();
+        let mut table = PropertiesBuilder::new(&handle, ident.clone())
+            .set("commit.manifest.min-count-to-merge", "3")
+            .await?;
+        let mut last_manifests = 0;
+        for (i, ids) in [vec![1, 2], vec![3], vec![4, 5], vec![6], vec![7]]
+            .into_iter()
+            .enumerate()
+        {
+            let written =
+                crate::write::write_files(&table, futures::stream::iter([Ok(batch(&table, ids)?)]))
+                    .await?;
+            let append = AppendBuilder::new(&handle, ident.clone()).with_base(table.clone());
+            let append = if i == 4 {
+                let prepared = super::PreparedManifest::write(&table, &written)
+                    .await?
+                    .ok_or_else(|| anyhow::anyhow!("files were written"))?;
+                append.add_prepared(prepared)
+            } else {
+                append.add_written(written)
+            };
+            table = append.await?.0;
+            let snapshot = table
+                .metadata()
+                .current_snapshot()
+                .ok_or_else(|| anyhow::anyhow!("a snapshot"))?;
+            let remembered = written_lists::get(snapshot.manifest_list())
+                .ok_or_else(|| anyhow::anyhow!("the list just written is remembered"))?;
+            // Parsed here as iceberg's own reader parses it (the operations read lists only
+            // through `ManifestCache`, see delete.rs).
+            let bytes = table
+                .file_io()
+                .new_input(snapshot.manifest_list())?
+                .read()
+                .await?;
+            let read: Vec<ManifestFile> =
+                ManifestList::parse_with_version(&bytes, table.metadata().format_version())?
+                    .consume_entries()
+                    .into_iter()
+                    .collect();
+            assert_eq!(&*remembered, &read[..], "commit {i}");
+            last_manifests = read.len();
+        }
+        // The merge ran: fewer manifests than commits.
+        assert!(last_manifests < 5, "{last_manifests} manifests");
+        Ok(())
+    }
 }

@@ -289,7 +289,7 @@ impl ManifestFile {
         if !chunk.is_empty() {
             let _ = tx.blocking_send(Ok(chunk));
         }
-        result
+        result.map(|_| ())
     }
 
     /// Reads this manifest, handing each entry to `each` (see [`ManifestFile::entry_stream`]
@@ -300,7 +300,7 @@ impl ManifestFile {
         io: &FileIO,
         tx: &tokio::sync::mpsc::Sender<Result<Vec<crate::spec::ManifestEntry>>>,
         each: &mut dyn FnMut(crate::spec::ManifestEntry) -> Result<bool>,
-    ) -> Result<()> {
+    ) -> Result<Option<crate::spec::ManifestMetadata>> {
         use std::io::{BufReader, Cursor, Seek, Write};
         if self.key_metadata.is_some() {
             let loaded = runtime.block_on(self.load_manifest(io))?;
@@ -309,11 +309,12 @@ impl ManifestFile {
                     break;
                 }
             }
-            return Ok(());
+            return Ok(Some(loaded.metadata().clone()));
         }
         if let Some(file) = local_file(&self.manifest_path) {
-            self.read_entries_from(BufReader::with_capacity(1 << 20, file), &mut *each)?;
-            return Ok(());
+            let metadata =
+                self.read_entries_from(BufReader::with_capacity(1 << 20, file), &mut *each)?;
+            return Ok(Some(metadata));
         }
         let input = io.new_input(&self.manifest_path)?;
         // The manifest list gives the length: no request to learn it. One read, as
@@ -321,8 +322,8 @@ impl ManifestFile {
         let size = u64::try_from(self.manifest_length).unwrap_or(0);
         if size == 0 || size <= ENTRY_STREAM_IN_MEMORY_BYTES {
             let bytes = runtime.block_on(input.read())?;
-            self.read_entries_from(Cursor::new(bytes), &mut *each)?;
-            return Ok(());
+            let metadata = self.read_entries_from(Cursor::new(bytes), &mut *each)?;
+            return Ok(Some(metadata));
         }
         let spill_error = |e: std::io::Error| {
             Error::new(
@@ -341,7 +342,7 @@ impl ManifestFile {
         while at < size {
             if tx.is_closed() {
                 // The consumer stopped: the rest is not needed.
-                return Ok(());
+                return Ok(None);
             }
             let end = (at + (8 << 20)).min(size);
             let chunk = runtime.block_on(reader.read(at..end))?;
@@ -360,8 +361,47 @@ impl ManifestFile {
             at += chunk.len() as u64;
         }
         spill.seek(std::io::SeekFrom::Start(0)).map_err(spill_error)?;
-        self.read_entries_from(BufReader::with_capacity(1 << 20, spill), &mut *each)?;
-        Ok(())
+        let metadata =
+            self.read_entries_from(BufReader::with_capacity(1 << 20, spill), &mut *each)?;
+        Ok(Some(metadata))
+    }
+
+    /// iceberg-ops patch: this manifest's metadata (schema, partition spec, format version,
+    /// content) without its entries: the file is read as [`ManifestFile::entry_stream`] reads
+    /// it, stopping at its first entry. For a writer of a manifest that streams another's
+    /// entries, which `load_manifest` would hold whole to tell their schema and spec.
+    pub async fn load_metadata(&self, file_io: &FileIO) -> Result<crate::spec::ManifestMetadata> {
+        let runtime = tokio::runtime::Handle::try_current().map_err(|e| {
+            Error::new(
+                ErrorKind::Unexpected,
+                format!(
+                    "the metadata of manifest {} can only be read inside a Tokio runtime",
+                    self.manifest_path
+                ),
+            )
+            .with_source(e)
+        })?;
+        let io = file_io.clone();
+        let manifest = self.clone();
+        let read = tokio::task::spawn_blocking(move || {
+            // Held open, so a spilled read runs to its end (an unused channel otherwise).
+            let (tx, _rx) = tokio::sync::mpsc::channel(1);
+            manifest.read_into(&runtime, &io, &tx, &mut |_| Ok(false))
+        })
+        .await
+        .map_err(|e| {
+            Error::new(
+                ErrorKind::Unexpected,
+                format!("reading the metadata of manifest {} failed", self.manifest_path),
+            )
+            .with_source(e)
+        })?;
+        read?.ok_or_else(|| {
+            Error::new(
+                ErrorKind::Unexpected,
+                format!("manifest {} was not read to its metadata", self.manifest_path),
+            )
+        })
     }
 
     /// iceberg-ops patch: this manifest's entries read from `src` (its file's bytes) and
