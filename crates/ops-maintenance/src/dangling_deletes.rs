@@ -35,31 +35,99 @@ pub(crate) fn dangling(
     touched: &HashSet<PartitionKey>,
     unpartitioned: impl Fn(i32) -> bool,
 ) -> Vec<String> {
-    let mut by_key: HashMap<PartitionKey, Vec<&LiveFile>> = HashMap::new();
+    let mut scan = DanglingScan::new(deletes, touched, unpartitioned);
     for f in live {
-        by_key.entry(f.key()).or_default().push(f);
+        scan.see(f);
     }
-    let global = |d: &LiveDelete| {
-        d.file.content_type() == DataContentType::EqualityDeletes && unpartitioned(d.spec_id)
-    };
-    let mut out: Vec<String> = deletes
-        .iter()
-        // A global equality delete applies to files of every partition: any rewrite touches it.
-        .filter(|d| touched.contains(&d.key()) || (!touched.is_empty() && global(d)))
-        .filter(|d| {
-            let applies = if global(d) {
-                live.iter().any(|f| d.may_apply_to(f))
+    scan.finish()
+}
+
+/// [`dangling`] with the live data files handed over one at a time, so a commit streams them
+/// from the manifests instead of holding every live file of the table (with its column
+/// statistics, a few KiB each) to weigh a handful of delete files against them.
+pub(crate) struct DanglingScan<'a> {
+    /// The delete files weighed: those in the touched partitions, and the global ones.
+    weighed: Vec<&'a LiveDelete>,
+    /// Whether each of them applies to a live file seen so far.
+    applies: Vec<bool>,
+    /// Positions in `weighed` of the partition-scoped ones, by partition.
+    by_key: HashMap<PartitionKey, Vec<usize>>,
+    /// Positions in `weighed` of the global ones.
+    global: Vec<usize>,
+}
+
+impl<'a> DanglingScan<'a> {
+    /// A scan of `deletes` in the partitions `touched` (see [`dangling`]).
+    pub(crate) fn new(
+        deletes: &'a [LiveDelete],
+        touched: &HashSet<PartitionKey>,
+        unpartitioned: impl Fn(i32) -> bool,
+    ) -> Self {
+        let is_global = |d: &LiveDelete| {
+            d.file.content_type() == DataContentType::EqualityDeletes && unpartitioned(d.spec_id)
+        };
+        let mut scan = Self {
+            weighed: Vec::new(),
+            applies: Vec::new(),
+            by_key: HashMap::new(),
+            global: Vec::new(),
+        };
+        for d in deletes {
+            let global = is_global(d);
+            // A global equality delete applies to files of every partition: any rewrite
+            // touches it.
+            if !(touched.contains(&d.key()) || (!touched.is_empty() && global)) {
+                continue;
+            }
+            let i = scan.weighed.len();
+            scan.weighed.push(d);
+            scan.applies.push(false);
+            if global {
+                scan.global.push(i);
             } else {
-                by_key
-                    .get(&d.key())
-                    .is_some_and(|fs| fs.iter().any(|f| d.may_apply_to(f)))
-            };
-            !applies
-        })
-        .map(|d| d.file.file_path().to_string())
-        .collect();
-    out.sort();
-    out
+                scan.by_key.entry(d.key()).or_default().push(i);
+            }
+        }
+        scan
+    }
+
+    /// Whether no delete file is weighed (nothing to stream the live files for).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.weighed.is_empty()
+    }
+
+    /// Weighs the weighed delete files against the live data file `f`.
+    pub(crate) fn see(&mut self, f: &LiveFile) {
+        let Self {
+            weighed,
+            applies,
+            by_key,
+            global,
+        } = self;
+        let scoped = if by_key.is_empty() {
+            None
+        } else {
+            by_key.get(&f.key())
+        };
+        for &i in global.iter().chain(scoped.into_iter().flatten()) {
+            if !applies[i] && weighed[i].may_apply_to(f) {
+                applies[i] = true;
+            }
+        }
+    }
+
+    /// The paths of the weighed delete files that applied to no live file seen, sorted.
+    pub(crate) fn finish(self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .weighed
+            .iter()
+            .zip(&self.applies)
+            .filter(|(_, applies)| !**applies)
+            .map(|(d, _)| d.file.file_path().to_string())
+            .collect();
+        out.sort();
+        out
+    }
 }
 #[cfg(test)]
 mod tests {

@@ -154,8 +154,12 @@ pub(crate) fn refuse_running_migration(
          committed. Finish or resume the job first (the same `migrate-data` command with its \
          --checkpoint, or `migrate-data commit` for a plan). For a job that is abandoned (one \
          run without --checkpoint cannot resume once its process is gone), `iceberg-ops table \
-         abandon-migration {ident} --job <job id>` removes its marker{}",
+         abandon-migration {ident} --job {}` removes its marker{}",
         listed.join(", "),
+        match jobs.as_slice() {
+            [(job, _)] => job,
+            _ => "<job id>",
+        },
         if force.is_some() {
             " (or pass --force)"
         } else {

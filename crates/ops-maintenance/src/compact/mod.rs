@@ -55,19 +55,19 @@ use iceberg::spec::{
 };
 use iceberg::table::Table;
 
-use ops_core::equality_deletes::{EqualityDeletes, anti_join};
+use ops_core::equality_deletes::{EqualityDeletes, EqualityKeys, anti_join};
 use ops_core::ops::delete::{RowFilter, WholeFileReads, read_schema, refuse_unsafe_rewrite, tasks};
 use ops_core::ops::live_deletes::{LiveDelete, live_delete_files_of};
 use ops_core::ops::producer::{ConflictCheck, SnapshotProducer, changes_of, commit_snapshot_from};
 use ops_core::ops::{
     LiveEntry, LiveFile, ManifestCache, PartitionKey, UnmatchedDeletes, each_live_data_file,
-    live_data_files_of, spec_by_id,
+    spec_by_id,
 };
 use ops_core::prune::may_match;
 use ops_core::{CatalogHandle, Error, Result};
 
 use crate::BeforeCommitHook;
-use crate::dangling_deletes::dangling;
+use crate::dangling_deletes::DanglingScan;
 use crate::guards;
 use crate::sort::{ResolvedSort, SortSpec, Sorter};
 
@@ -292,7 +292,7 @@ struct Candidate {
     /// The file (what compaction needs of its manifest entry).
     live: CandidateFile,
     /// How it is read, when the plan says: `None` when its group reads whole files
-    /// ([`Planned::whole_file_reads`]; its one task is built when the group is rewritten) —
+    /// ([`Planned::whole_file_reads`]; its one task is made as the group's rewrite reads it) —
     /// boxed, so the million candidates of a table of small files do not each carry two empty
     /// lists.
     reads: Option<Box<Reads>>,
@@ -330,18 +330,6 @@ impl Candidate {
 
     fn equality(&self) -> &[FileScanTaskDeleteFile] {
         self.reads.as_ref().map_or(&[], |r| &r.equality)
-    }
-
-    fn set_tasks(&mut self, tasks: Vec<FileScanTask>) {
-        match &mut self.reads {
-            Some(r) => r.tasks = tasks,
-            None => {
-                self.reads = Some(Box::new(Reads {
-                    tasks,
-                    equality: Vec::new(),
-                }))
-            }
-        }
     }
 
     fn into_reads(self) -> (Vec<FileScanTask>, Vec<FileScanTaskDeleteFile>) {
@@ -697,12 +685,13 @@ impl CompactBuilder {
         sort: Option<&ResolvedSort>,
     ) -> Result<(Table, i64, Vec<String>)> {
         let default_spec = table.metadata().default_partition_spec_id();
-        let inputs: Vec<(String, PartitionKey)> = groups
+        let inputs: Vec<Input> = groups
             .iter()
             .flat_map(|g| {
+                let key = Arc::new(g.key.clone());
                 g.files
                     .iter()
-                    .map(|c| (c.live.path.to_string(), g.key.clone()))
+                    .map(move |c| (c.live.path.clone(), key.clone()))
             })
             .collect();
         // Rewrite the groups, as many at once as there are cores (each is one stream of
@@ -800,7 +789,7 @@ impl CompactBuilder {
         &self,
         table: Table,
         start: &SnapshotRef,
-        inputs: Vec<(String, PartitionKey)>,
+        inputs: Vec<Input>,
         written: Vec<(i32, DataFile)>,
     ) -> std::result::Result<(Table, i64, Vec<String>), CommitFailure> {
         let refused = |error: Error| CommitFailure {
@@ -850,14 +839,19 @@ impl CompactBuilder {
                     "compacting",
                 )?;
                 let cache = ManifestCache::new(&base);
-                let check = ConflictCheck {
-                    since,
-                    removed: inputs.iter().map(|(p, _)| p.clone()).collect(),
-                    removed_partitions: inputs.iter().map(|(_, k)| k.clone()).collect(),
-                    removed_as_read: inputs.iter().map(|(p, _)| p.clone()).collect(),
-                    ..ConflictCheck::default()
-                };
-                check.validate(&base, &cache).await?;
+                // Only commits since the snapshot the plan read can conflict: with none (the
+                // usual case) the sets of every input's path, two more copies of a million
+                // paths, are not built.
+                if base.metadata().current_snapshot_id() != since {
+                    let check = ConflictCheck {
+                        since,
+                        removed: inputs.iter().map(|(p, _)| p.to_string()).collect(),
+                        removed_partitions: inputs.iter().map(|(_, k)| (**k).clone()).collect(),
+                        removed_as_read: inputs.iter().map(|(p, _)| p.to_string()).collect(),
+                        ..ConflictCheck::default()
+                    };
+                    check.validate(&base, &cache).await?;
+                }
                 let dangling = dangling_after(&base, &cache, inputs, written, data_seq).await?;
                 *dropped.lock().unwrap_or_else(|p| p.into_inner()) = dangling.clone();
                 let mut properties = this.properties.clone();
@@ -1412,7 +1406,7 @@ impl PreparedCompaction {
                 "the compaction planned nothing to commit".into(),
             ));
         };
-        let mut inputs: Vec<(String, PartitionKey)> = Vec::new();
+        let mut inputs: Vec<Input> = Vec::new();
         let mut written: Vec<(i32, DataFile)> = Vec::new();
         let mut ids = Vec::with_capacity(groups.len());
         for g in groups {
@@ -1426,11 +1420,12 @@ impl PreparedCompaction {
                         g.group
                     ))
                 })?;
+            let key = Arc::new(planned.key.clone());
             inputs.extend(
                 planned
                     .files
                     .iter()
-                    .map(|c| (c.live.path.to_string(), planned.key.clone())),
+                    .map(|c| (c.live.path.clone(), key.clone())),
             );
             if let Some(r) = self.metrics.groups.get_mut(g.group) {
                 r.output_rows = g.files.iter().map(DataFile::record_count).sum();
@@ -1626,7 +1621,7 @@ async fn partition_matches(
 async fn dangling_after(
     base: &Table,
     cache: &ManifestCache,
-    inputs: &[(String, PartitionKey)],
+    inputs: &[Input],
     written: &[(i32, DataFile)],
     data_seq: i64,
 ) -> Result<Vec<String>> {
@@ -1637,24 +1632,37 @@ async fn dangling_after(
     if deletes.is_empty() {
         return Ok(Vec::new());
     }
-    let removed: std::collections::HashSet<&str> = inputs.iter().map(|(p, _)| p.as_str()).collect();
-    let mut live: Vec<LiveFile> = live_data_files_of(snapshot, cache)
-        .await?
-        .into_iter()
-        .filter(|f| !removed.contains(f.file.file_path()))
-        .collect();
-    // Added by this commit, after every delete file there is: no position delete names them.
-    live.extend(written.iter().map(|(spec_id, f)| LiveFile {
-        file: f.clone(),
-        spec_id: *spec_id,
-        sequence_number: data_seq,
-        file_sequence_number: i64::MAX,
-    }));
-    let touched = inputs.iter().map(|(_, k)| k.clone()).collect();
+    let mut touched = std::collections::HashSet::new();
+    for (_, k) in inputs {
+        if !touched.contains(&**k) {
+            touched.insert((**k).clone());
+        }
+    }
     let md = base.metadata();
-    Ok(dangling(&deletes, &live, &touched, |spec_id| {
-        unpartitioned(md, spec_id)
-    }))
+    let mut scan = DanglingScan::new(&deletes, &touched, |spec_id| unpartitioned(md, spec_id));
+    if scan.is_empty() {
+        return Ok(Vec::new());
+    }
+    // The live files as they will be once the commit lands, streamed: a table of a million
+    // files is weighed without holding them.
+    let removed: std::collections::HashSet<&str> = inputs.iter().map(|(p, _)| &**p).collect();
+    each_live_data_file(snapshot, cache, |f| {
+        if !removed.contains(f.file.file_path()) {
+            scan.see(&f);
+        }
+        Ok(())
+    })
+    .await?;
+    // Added by this commit, after every delete file there is: no position delete names them.
+    for (spec_id, f) in written {
+        scan.see(&LiveFile {
+            file: f.clone(),
+            spec_id: *spec_id,
+            sequence_number: data_seq,
+            file_sequence_number: i64::MAX,
+        });
+    }
+    Ok(scan.finish())
 }
 
 /// Whether spec `spec_id` is unpartitioned as Java's `PartitionSpec.isUnpartitioned` has it: no
@@ -1948,52 +1956,75 @@ async fn rewrite_group(
     deletes: &EqualityDeletes,
 ) -> Result<Vec<DataFile>> {
     let mut group = group;
-    if let Some(reads) = &group.whole_file_reads {
-        for c in &mut group.files {
-            c.set_tasks(vec![reads.task(table, &c.live)?]);
+    // The rows of each part are read as one stream (the reader overlaps its files' reads).
+    let mut parts: Vec<Part> = Vec::new();
+    let read_schema = if let Some(reads) = group.whole_file_reads.clone() {
+        // No delete file applies anywhere: every file is read whole, by a task made as the
+        // reader asks for it — a group of a million small files does not hold a million tasks
+        // (a few hundred bytes each) besides its candidates, which go as their tasks are made.
+        let Some(first) = group.files.first() else {
+            return Ok(Vec::new());
+        };
+        let schema = reads.task(table, &first.live)?.schema;
+        let table = table.clone();
+        let files = std::mem::take(&mut group.files);
+        let tasks = futures::stream::iter(files.into_iter().map(move |c| {
+            reads
+                .task(&table, &c.live)
+                .map_err(|e| iceberg::Error::new(iceberg::ErrorKind::Unexpected, e.to_string()))
+        }))
+        .boxed();
+        parts.push(Part {
+            tasks,
+            keys: Vec::new(),
+        });
+        Arc::new(schema_to_arrow_schema(&schema)?)
+    } else {
+        let Some(first) = group.files.iter().flat_map(|c| c.tasks().first()).next() else {
+            return Ok(Vec::new());
+        };
+        let read_schema = Arc::new(schema_to_arrow_schema(&first.schema)?);
+        // Files without equality deletes are read as one stream; each file with them by
+        // itself, its rows filtered by the deletes that apply to it. Each delete file is read
+        // once for the job (`deletes` caches them).
+        let (plain, with_equality): (Vec<Candidate>, Vec<Candidate>) =
+            std::mem::take(&mut group.files)
+                .into_iter()
+                .partition(|c| c.equality().is_empty());
+        let plain: Vec<FileScanTask> = plain.into_iter().flat_map(|c| c.into_reads().0).collect();
+        if !plain.is_empty() {
+            parts.push(Part {
+                tasks: futures::stream::iter(plain.into_iter().map(Ok)).boxed(),
+                keys: Vec::new(),
+            });
         }
-    }
-    let Some(first) = group.files.iter().flat_map(|c| c.tasks().first()).next() else {
-        return Ok(Vec::new());
+        for c in with_equality {
+            let (tasks, equality) = c.into_reads();
+            let mut keys = Vec::with_capacity(equality.len());
+            for d in &equality {
+                keys.push(deletes.keys(d).await?);
+            }
+            parts.push(Part {
+                tasks: futures::stream::iter(tasks.into_iter().map(Ok)).boxed(),
+                keys,
+            });
+        }
+        read_schema
     };
-    let read_schema = Arc::new(schema_to_arrow_schema(&first.schema)?);
     let target_schema = ops_core::write::table_arrow_schema(table)?;
     let reader =
         ArrowReaderBuilder::new(table.file_io().clone(), iceberg::Runtime::try_current()?).build();
-    // Files without equality deletes are read as one stream (the reader overlaps their
-    // reads); each file with them by itself, its rows filtered by the deletes that apply to
-    // it. Each delete file is read once for the job (`deletes` caches them).
-    let (plain, with_equality): (Vec<Candidate>, Vec<Candidate>) = group
-        .files
-        .into_iter()
-        .partition(|c| c.equality().is_empty());
-    let mut parts = Vec::with_capacity(with_equality.len() + 1);
-    let plain: Vec<FileScanTask> = plain.into_iter().flat_map(|c| c.into_reads().0).collect();
-    if !plain.is_empty() {
-        parts.push((plain, Vec::new()));
-    }
-    for c in with_equality {
-        let (tasks, equality) = c.into_reads();
-        let mut keys = Vec::with_capacity(equality.len());
-        for d in &equality {
-            keys.push(deletes.keys(d).await?);
-        }
-        parts.push((tasks, keys));
-    }
     let rows = Arc::new(AtomicU64::new(0));
     let rows_c = rows.clone();
     let sort_schema = target_schema.clone();
     let batches = futures::stream::iter(parts)
-        .map(move |(tasks, keys)| {
+        .map(move |Part { tasks, keys }| {
             let (read_schema, target_schema, rows) =
                 (read_schema.clone(), target_schema.clone(), rows_c.clone());
             let stream = match reader.clone().read(
-                futures::stream::iter(
-                    tasks
-                        .into_iter()
-                        .map(ops_core::partition_constants::for_reader),
-                )
-                .boxed(),
+                tasks
+                    .and_then(|t| async move { ops_core::partition_constants::for_reader(t) })
+                    .boxed(),
             ) {
                 Ok(s) => s.stream().map_err(Error::from).boxed(),
                 Err(e) => futures::stream::once(async move { Err(Error::from(e)) }).boxed(),
@@ -2045,6 +2076,17 @@ async fn rewrite_group(
         "group rewritten"
     );
     Ok(files)
+}
+
+/// A file a compaction removes and its partition: the plan's own path, and one partition key
+/// per group (a million inputs do not each copy their path and partition tuple).
+type Input = (Arc<str>, Arc<PartitionKey>);
+
+/// One part of a group's rewrite: its scan tasks, made as the reader asks for them, and the
+/// equality deletes its rows are filtered by.
+struct Part {
+    tasks: futures::stream::BoxStream<'static, iceberg::Result<FileScanTask>>,
+    keys: Vec<Arc<EqualityKeys>>,
 }
 
 /// `file` marked as sorted by table sort order `order_id` (iceberg's writer leaves it unset).
