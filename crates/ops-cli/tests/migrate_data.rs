@@ -1155,3 +1155,139 @@ fn an_upsert_that_changes_nothing_prints_no_undo_line() {
         "{stdout}"
     );
 }
+
+/// The commands a warning quotes between backticks, each as its arguments (`iceberg-ops`
+/// dropped).
+fn quoted_commands(text: &str) -> Vec<Vec<String>> {
+    text.split('`')
+        .skip(1)
+        .step_by(2)
+        .filter_map(|c| c.strip_prefix("iceberg-ops "))
+        .map(|c| c.split_whitespace().map(str::to_string).collect())
+        .collect()
+}
+
+/// A job without a checkpoint killed after a commit leaves its marker and its committed rows.
+/// The same command run again warns that those rows would be added a second time and says how
+/// to undo them: emptying the table a killed first job created, rolling back to the snapshot
+/// before a later one. Following the advice, the run moves every row once and warns no more.
+#[test]
+fn a_rerun_beside_a_killed_job_warns_and_its_advice_leaves_every_row_once() {
+    let rows = "6000";
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    ok(&run(cwd, &["quickstart", "--rows", rows]), "quickstart");
+    let append = [
+        "migrate-data",
+        "--source",
+        "quickstart.orders",
+        "--dest",
+        "k.orders",
+        "--batch-rows",
+        "2000",
+        "--create-dest",
+    ];
+    let mut dry = append.to_vec();
+    dry.push("--dry-run");
+    for (case, undo) in [("first job", "delete"), ("later job", "rollback")] {
+        if case == "later job" {
+            // A finished job first, then the killed one: the table has a snapshot before it.
+            ok(&run(cwd, &append), "a finished job");
+            let out = run(cwd, &["table", "delete", "k.orders", "--where", "true"]);
+            ok(&out, "emptied");
+        }
+        run_aborted_at(cwd, &append, "after-commit:0");
+        let out = run(cwd, &dry);
+        ok(&out, &format!("{case}: a dry run beside the marker"));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("carries the marker of unfinished migration job")
+                && stderr.contains("which committed 1 snapshot(s)")
+                && stderr.contains("this append adds its committed rows a second time"),
+            "{case}: {stderr}"
+        );
+        let advice = quoted_commands(&stderr);
+        assert_eq!(advice.len(), 2, "{case}: {stderr}");
+        assert_eq!(advice[0][1], undo, "{case}: {stderr}");
+        assert_eq!(advice[1][1], "abandon-migration", "{case}: {stderr}");
+        for command in &advice {
+            let args: Vec<&str> = command.iter().map(String::as_str).collect();
+            ok(&run(cwd, &args), &format!("{case}: {args:?}"));
+        }
+        let out = run(cwd, &append);
+        ok(&out, &format!("{case}: the run after the undo"));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !stderr.contains("unfinished migration job"),
+            "{case}: {stderr}"
+        );
+        every_row_once(cwd, "k.orders", rows, case);
+    }
+    // Another writer committed after the killed job started: a rollback would undo its commit
+    // too, so none is advised.
+    run_aborted_at(cwd, &append, "after-commit:0");
+    ok(
+        &run(cwd, &["table", "delete", "k.orders", "--where", "id = 1"]),
+        "another writer",
+    );
+    let out = run(cwd, &dry);
+    ok(&out, "a dry run after another writer");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("1 other snapshot(s) were committed since it started"),
+        "{stderr}"
+    );
+    let advice = quoted_commands(&stderr);
+    assert!(
+        advice.iter().all(|c| c[1] == "abandon-migration"),
+        "{stderr}"
+    );
+    // A killed upsert, and the upsert run again: it writes over the killed job's rows, so only
+    // the marker is left to clear.
+    let into = |dest: &'static str| {
+        let mut args = append.to_vec();
+        args[4] = dest;
+        args
+    };
+    // An empty table first, so the upsert's first batch inserts rows (and commits).
+    let mut empty = into("u.orders");
+    empty.extend(["--row-filter", "id < 0"]);
+    ok(&run(cwd, &empty), "u.orders");
+    let mut upsert = into("u.orders");
+    upsert.extend(["--write-mode", "upsert", "--upsert-keys", "id"]);
+    run_aborted_at(cwd, &upsert, "after-commit:0");
+    let mut upsert_dry = upsert.clone();
+    upsert_dry.push("--dry-run");
+    let out = run(cwd, &upsert_dry);
+    ok(&out, "an upsert's dry run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("This run writes over its rows (upsert), adding none twice")
+            && !stderr.contains("a second time"),
+        "{stderr}"
+    );
+    let advice = quoted_commands(&stderr);
+    assert_eq!(advice.len(), 1, "{stderr}");
+    assert_eq!(advice[0][1], "abandon-migration", "{stderr}");
+    let args: Vec<&str> = advice[0].iter().map(String::as_str).collect();
+    ok(&run(cwd, &args), "abandon");
+    ok(&run(cwd, &upsert), "the upsert");
+    every_row_once(cwd, "u.orders", rows, "upsert");
+    // A job with a checkpoint is its own: its dry run (which does not take the checkpoint up)
+    // and its resume do not warn of it.
+    let mut checkpointed = into("c.orders");
+    checkpointed.extend(["--checkpoint", "c.json"]);
+    run_aborted_at(cwd, &checkpointed, "after-commit:0");
+    let mut checkpointed_dry = checkpointed.clone();
+    checkpointed_dry.push("--dry-run");
+    for (what, args) in [("dry run", &checkpointed_dry), ("resume", &checkpointed)] {
+        let out = run(cwd, args);
+        ok(&out, what);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !stderr.contains("unfinished migration job"),
+            "{what}: {stderr}"
+        );
+    }
+    every_row_once(cwd, "c.orders", rows, "resumed");
+}

@@ -349,9 +349,19 @@ fn caused(err: MigrationError, cause: Option<iceberg::Error>) -> MigrationError 
 }
 
 fn parquet_error(path: &str, e: impl std::fmt::Display) -> MigrationError {
+    let e = e.to_string();
+    // arrow-rs decodes a string or binary column into 32-bit offsets: more than 2 GiB of one
+    // column in the rows read at once overflows them. Fewer rows at once is the way out.
+    let hint = if e.contains("index overflow decoding byte array") {
+        "; a string or binary column holds more than 2 GiB in the rows read at once (at most \
+         16,384, fewer when --batch-rows is smaller): pass a --batch-rows (batch_rows) below \
+         16,384 that keeps a batch of that column under 2 GiB, e.g. --batch-rows 1000"
+    } else {
+        ""
+    };
     MigrationError::from(iceberg::Error::new(
         iceberg::ErrorKind::DataInvalid,
-        format!("reading the Parquet file {path}: {e}"),
+        format!("reading the Parquet file {path}: {e}{hint}"),
     ))
 }
 
@@ -536,6 +546,23 @@ mod tests {
     use parquet::file::properties::WriterProperties;
 
     use super::*;
+
+    /// An offset overflow (more than 2 GiB of one string column in the rows read at once)
+    /// says how to read fewer rows at once; other read errors carry no such advice.
+    #[test]
+    fn an_offset_overflow_advises_a_smaller_batch() {
+        let overflow = parquet_error(
+            "s3://b/f.parquet",
+            "Parquet error: index overflow decoding byte array",
+        )
+        .to_string();
+        assert!(
+            overflow.contains("s3://b/f.parquet") && overflow.contains("--batch-rows 1000"),
+            "{overflow}"
+        );
+        let other = parquet_error("s3://b/f.parquet", "Parquet error: EOF").to_string();
+        assert!(!other.contains("--batch-rows"), "{other}");
+    }
 
     type TestResult = std::result::Result<(), Box<dyn std::error::Error + Send + Sync>>;
 

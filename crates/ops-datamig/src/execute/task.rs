@@ -96,7 +96,7 @@ impl MigrationPlan {
             )
             .await?
         };
-        let by_path = super::worker::index_files(&read);
+        let by_path = crate::plan::read::FileIndex::of(&read);
         let ctx = Arc::new(TaskContext {
             source: source_table,
             dest: dest_table.clone(),

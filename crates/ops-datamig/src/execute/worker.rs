@@ -22,7 +22,7 @@ use ops_reconcile::ReconciliationPlan;
 use tokio::sync::mpsc;
 
 use crate::plan::job::MigrationTask;
-use crate::plan::read::{PlannedRead, ReadFile};
+use crate::plan::read::{FileIndex, PlannedRead, ReadFile};
 use crate::{FileRoute, MigrationError, Result, WriteMode};
 
 /// What a worker hands the committer for one batch.
@@ -86,8 +86,8 @@ pub(crate) struct TaskContext {
     pub cancel: AtomicBool,
     /// Source data files of copy and reference tasks, by path, as their manifests hold them.
     pub whole_files: HashMap<Arc<str>, crate::plan::route::PlannedFile>,
-    /// Position of each planned file in `read.files`.
-    pub by_path: HashMap<Arc<str>, usize>,
+    /// Where each planned file is in `read.files`.
+    pub by_path: FileIndex,
     /// Appends: write each batch's manifest beside its data (for a committer in this process;
     /// a task output carries only data files).
     pub prepare_manifests: bool,
@@ -103,30 +103,17 @@ impl TaskContext {
         task.files
             .iter()
             .map(|path| {
-                self.by_path
-                    .get(&**path)
-                    .and_then(|i| self.read.files.get(*i))
-                    .cloned()
-                    .ok_or_else(|| {
-                        MigrationError::InvalidInput(format!(
-                            "task {} reads {path}, which the source snapshot no longer plans \
+                self.by_path.get(&self.read, path).cloned().ok_or_else(|| {
+                    MigrationError::InvalidInput(format!(
+                        "task {} reads {path}, which the source snapshot no longer plans \
                              (the row filter or the source changed since planning); re-plan \
                              the migration",
-                            task.id
-                        ))
-                    })
+                        task.id
+                    ))
+                })
             })
             .collect()
     }
-}
-
-/// Position of each planned file in `read.files` (the key shares the read's copy of the path).
-pub(crate) fn index_files(read: &PlannedRead) -> HashMap<Arc<str>, usize> {
-    read.files
-        .iter()
-        .enumerate()
-        .map(|(i, t)| (t.path.clone(), i))
-        .collect()
 }
 
 /// Runs `tasks` in order, sending their batches to `out`. Stops quietly when the committer has

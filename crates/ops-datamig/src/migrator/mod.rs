@@ -403,6 +403,23 @@ impl DataMigrator {
                 )
             }
         };
+        // A dry run does not take its checkpoint up, but the job the checkpoint names is its
+        // own, not another.
+        let checkpoint_job = match (&self.checkpoint, &resume) {
+            (Some(path), None) if self.dry_run => CheckpointStore::new(path)
+                .state()
+                .ok()
+                .flatten()
+                .and_then(|s| s.job)
+                .and_then(|j| j.get("job_id").and_then(|v| v.as_str()).map(str::to_string)),
+            _ => None,
+        };
+        warn_of_other_jobs(
+            &dest,
+            &self.dest,
+            [Some(job_id.as_str()), checkpoint_job.as_deref()],
+            self.write_mode,
+        );
         // Everything follows the pinned snapshot's schema, not the source's current one.
         let source_schema = crate::plan::pinned_schema(&source, snapshot_id);
         if let Some(state) = &resume {
@@ -596,7 +613,7 @@ impl DataMigrator {
                 return Err(e);
             }
         };
-        let by_path = crate::execute::worker::index_files(&read);
+        let by_path = crate::plan::read::FileIndex::of(&read);
         let ctx = Arc::new(TaskContext {
             source: source.clone(),
             dest,
@@ -791,6 +808,94 @@ fn locator(table: &TableRef) -> TableLocator {
     TableLocator {
         catalog: table.handle.name().to_string(),
         table: table.ident.to_string(),
+    }
+}
+
+/// What a killed job's marker means for an append run beside it (see [`warn_of_other_jobs`]).
+const KILLED: &str = "If it was killed without a --checkpoint (one with a checkpoint resumes \
+                      with it), this append adds its committed rows a second time: stop this \
+                      run and undo the killed job first.";
+
+/// Warns of every unfinished migration job marking `dest` other than its `own` (this run's, a
+/// dry run's checkpoint's): another job is
+/// writing to it, or one was killed. A killed job's committed batches stay in the table, so an
+/// append run again as a new job (without the killed one's checkpoint) adds its rows a second
+/// time — the warning names what the job committed and how to undo it first. An upsert or a
+/// partition overwrite writes over the job's rows instead: only the stale marker is left.
+fn warn_of_other_jobs(
+    dest: &Table,
+    dest_ref: &crate::types::TableRef,
+    own: [Option<&str>; 2],
+    mode: WriteMode,
+) {
+    let md = dest.metadata();
+    for (other, since) in ops_core::ops::markers::running_migrations(md) {
+        if own.contains(&Some(other)) {
+            continue;
+        }
+        let ours = |s: &iceberg::spec::Snapshot| {
+            s.summary()
+                .additional_properties
+                .get(crate::commit::history::MIGRATION_JOB_PROPERTY)
+                .is_some_and(|j| j == other)
+        };
+        // Main's history, newest first: the job's snapshots, where the table stood before the
+        // oldest of them, and how many other snapshots came after that (a rollback would undo
+        // them too).
+        let mut committed = 0usize;
+        let mut before = None;
+        let mut others = 0usize;
+        let mut others_after = 0usize;
+        let mut walked = 0usize;
+        let mut current = md.current_snapshot();
+        while let Some(s) = current {
+            if ours(s) {
+                committed += 1;
+                before = Some(s.parent_snapshot_id());
+                others_after = others;
+            } else {
+                others += 1;
+            }
+            // A malformed history that loops ends here.
+            walked += 1;
+            if walked > md.snapshots().len() {
+                break;
+            }
+            current = s.parent_snapshot_id().and_then(|p| md.snapshot_by_id(p));
+        }
+        let table = dest_ref.cli_args();
+        let abandon = format!("`iceberg-ops table abandon-migration {table} --job {other}`");
+        let advice = match (before, mode) {
+            (None, _) => format!(
+                " It committed nothing: once it is known to be gone, {abandon} clears its marker."
+            ),
+            (Some(_), WriteMode::Upsert | WriteMode::OverwritePartition) => format!(
+                " This run writes over its rows ({}), adding none twice; once it is known to be \
+                 gone, {abandon} clears its marker.",
+                mode.as_str()
+            ),
+            (Some(_), WriteMode::Append) if others_after > 0 => format!(
+                " {KILLED} {others_after} other snapshot(s) were committed since it started, \
+                 which a rollback to before it would undo too: remove its rows by hand (its \
+                 snapshots carry `{}={other}` in their summary), then {abandon}, then run again.",
+                crate::commit::history::MIGRATION_JOB_PROPERTY
+            ),
+            (Some(Some(id)), WriteMode::Append) => format!(
+                " {KILLED} `iceberg-ops table rollback {table} --to {id}` undoes it (and this \
+                 run, once it has committed), then {abandon}, then run again."
+            ),
+            (Some(None), WriteMode::Append) => format!(
+                " {KILLED} The table had no snapshot before it: `iceberg-ops table delete \
+                 {table} --where true` empties it (this run's rows too, once committed), then \
+                 {abandon}, then run again."
+            ),
+        };
+        tracing::warn!(
+            "{} carries the marker of unfinished migration job {other} (started {since}), \
+             which committed {committed} snapshot(s) to it: another job is writing to it, or \
+             that one was killed.{advice}",
+            dest_ref.describe()
+        );
     }
 }
 

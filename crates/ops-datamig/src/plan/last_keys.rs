@@ -44,7 +44,7 @@ use ops_reconcile::ReconciliationPlan;
 use twox_hash::XxHash3_128;
 
 use crate::plan::job::MigrationTask;
-use crate::plan::read::PlannedRead;
+use crate::plan::read::{FileIndex, PlannedRead};
 use crate::{FileRoute, MigrationError, OnDuplicateKeys, Result};
 
 /// Each key's last batch (see the module docs).
@@ -155,7 +155,7 @@ impl From<ScanFailure> for Stop {
 struct Shared {
     source: Table,
     read: PlannedRead,
-    by_path: HashMap<Arc<str>, usize>,
+    by_path: FileIndex,
     /// The plan reduced to the key columns.
     plan: ReconciliationPlan,
     keys: Vec<String>,
@@ -295,7 +295,7 @@ fn shared(scan: &KeyScan<'_>, hashed: bool) -> Result<Shared> {
     let read = scan.read.clone().only_columns(ids);
     Ok(Shared {
         source: scan.source.clone(),
-        by_path: crate::execute::worker::index_files(&read),
+        by_path: FileIndex::of(&read),
         read,
         plan,
         keys: scan.keys.to_vec(),
@@ -498,8 +498,7 @@ async fn scan_task(
         .map(|path| {
             shared
                 .by_path
-                .get(&**path)
-                .and_then(|i| shared.read.files.get(*i))
+                .get(&shared.read, path)
                 .cloned()
                 .ok_or_else(|| {
                     MigrationError::InvalidInput(format!(

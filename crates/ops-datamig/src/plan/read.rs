@@ -357,6 +357,48 @@ impl PlannedRead {
     }
 }
 
+/// Where each planned file of a read is in its list, by path. A read in path order (every
+/// planned read is, until an upsert orders it by sequence number) is searched in place; only
+/// another order needs a map, which at a million files is some 50 MB of buckets.
+#[derive(Debug)]
+pub(crate) enum FileIndex {
+    /// The files are sorted by path and offset: binary search.
+    Sorted,
+    /// Any other order: each path's position.
+    Map(HashMap<Arc<str>, usize>),
+}
+
+impl FileIndex {
+    /// The index of `read`'s files.
+    pub fn of(read: &PlannedRead) -> Self {
+        let files = &read.files;
+        if files.is_sorted_by(|a, b| (&*a.path, a.start) <= (&*b.path, b.start)) {
+            return Self::Sorted;
+        }
+        Self::Map(
+            files
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (t.path.clone(), i))
+                .collect(),
+        )
+    }
+
+    /// The planned file of `path` in `read` (the last one, should the manifests list a path
+    /// twice, as the map keeps it).
+    pub fn get<'a>(&self, read: &'a PlannedRead, path: &str) -> Option<&'a ReadFile> {
+        let files = &read.files;
+        match self {
+            Self::Sorted => files
+                .partition_point(|f| &*f.path <= path)
+                .checked_sub(1)
+                .and_then(|i| files.get(i))
+                .filter(|f| &*f.path == path),
+            Self::Map(m) => m.get(path).and_then(|i| files.get(*i)),
+        }
+    }
+}
+
 /// Live data files a snapshot's manifest list counts (added and existing, per manifest): no
 /// plan of it holds more. 0 when a manifest does not say.
 async fn live_files_upper_bound(table: &Table, snapshot_id: i64) -> Result<usize> {
@@ -443,6 +485,35 @@ mod tests {
     };
 
     use super::*;
+
+    /// A read in path order is searched in place, another order through a map, and both find
+    /// the same file for a path: the last one, should the manifests list a path twice.
+    #[test]
+    fn a_file_is_found_by_path_in_any_order() {
+        let read = |paths: &[(&str, u64)]| {
+            PlannedRead::of_tasks(
+                Some(1),
+                paths
+                    .iter()
+                    .map(|(p, size)| PlannedRead::bare_task(p, *size, Some(1)))
+                    .collect(),
+            )
+        };
+        let sorted = read(&[("a", 1), ("b", 2), ("b", 3), ("c", 4)]);
+        let shuffled = read(&[("c", 4), ("b", 2), ("a", 1), ("b", 3)]);
+        let (by_search, by_map) = (FileIndex::of(&sorted), FileIndex::of(&shuffled));
+        assert!(matches!(by_search, FileIndex::Sorted));
+        assert!(matches!(by_map, FileIndex::Map(_)));
+        for (index, read) in [(&by_search, &sorted), (&by_map, &shuffled)] {
+            let size = |p: &str| index.get(read, p).map(|f| f.file_size);
+            assert_eq!(size("a"), Some(1));
+            assert_eq!(size("b"), Some(3));
+            assert_eq!(size("c"), Some(4));
+            assert_eq!(size(""), None);
+            assert_eq!(size("bb"), None);
+            assert_eq!(size("d"), None);
+        }
+    }
 
     fn task(
         path: &str,
