@@ -1167,6 +1167,17 @@ fn quoted_commands(text: &str) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// `args` run with `--dry-run` (it must succeed): its stderr and the commands it quotes.
+fn dry_run_advice(cwd: &Path, args: &[&str], what: &str) -> (String, Vec<Vec<String>>) {
+    let mut dry = args.to_vec();
+    dry.push("--dry-run");
+    let out = run(cwd, &dry);
+    ok(&out, &format!("{what}: a dry run"));
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let advice = quoted_commands(&stderr);
+    (stderr, advice)
+}
+
 /// A job without a checkpoint killed after a commit leaves its marker and its committed rows.
 /// The same command run again warns that those rows would be added a second time and says how
 /// to undo them: emptying the table a killed first job created, rolling back to the snapshot
@@ -1187,8 +1198,6 @@ fn a_rerun_beside_a_killed_job_warns_and_its_advice_leaves_every_row_once() {
         "2000",
         "--create-dest",
     ];
-    let mut dry = append.to_vec();
-    dry.push("--dry-run");
     for (case, undo) in [("first job", "delete"), ("later job", "rollback")] {
         if case == "later job" {
             // A finished job first, then the killed one: the table has a snapshot before it.
@@ -1197,16 +1206,13 @@ fn a_rerun_beside_a_killed_job_warns_and_its_advice_leaves_every_row_once() {
             ok(&out, "emptied");
         }
         run_aborted_at(cwd, &append, "after-commit:0");
-        let out = run(cwd, &dry);
-        ok(&out, &format!("{case}: a dry run beside the marker"));
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        let (stderr, advice) = dry_run_advice(cwd, &append, case);
         assert!(
             stderr.contains("carries the marker of unfinished migration job")
                 && stderr.contains("which committed 1 snapshot(s)")
                 && stderr.contains("this append adds its committed rows a second time"),
             "{case}: {stderr}"
         );
-        let advice = quoted_commands(&stderr);
         assert_eq!(advice.len(), 2, "{case}: {stderr}");
         assert_eq!(advice[0][1], undo, "{case}: {stderr}");
         assert_eq!(advice[1][1], "abandon-migration", "{case}: {stderr}");
@@ -1230,14 +1236,11 @@ fn a_rerun_beside_a_killed_job_warns_and_its_advice_leaves_every_row_once() {
         &run(cwd, &["table", "delete", "k.orders", "--where", "id = 1"]),
         "another writer",
     );
-    let out = run(cwd, &dry);
-    ok(&out, "a dry run after another writer");
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let (stderr, advice) = dry_run_advice(cwd, &append, "another writer");
     assert!(
         stderr.contains("1 other snapshot(s) were committed since it started"),
         "{stderr}"
     );
-    let advice = quoted_commands(&stderr);
     assert!(
         advice.iter().all(|c| c[1] == "abandon-migration"),
         "{stderr}"
@@ -1256,17 +1259,12 @@ fn a_rerun_beside_a_killed_job_warns_and_its_advice_leaves_every_row_once() {
     let mut upsert = into("u.orders");
     upsert.extend(["--write-mode", "upsert", "--upsert-keys", "id"]);
     run_aborted_at(cwd, &upsert, "after-commit:0");
-    let mut upsert_dry = upsert.clone();
-    upsert_dry.push("--dry-run");
-    let out = run(cwd, &upsert_dry);
-    ok(&out, "an upsert's dry run");
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let (stderr, advice) = dry_run_advice(cwd, &upsert, "an upsert");
     assert!(
         stderr.contains("This run writes over its rows (upsert), adding none twice")
             && !stderr.contains("a second time"),
         "{stderr}"
     );
-    let advice = quoted_commands(&stderr);
     assert_eq!(advice.len(), 1, "{stderr}");
     assert_eq!(advice[0][1], "abandon-migration", "{stderr}");
     let args: Vec<&str> = advice[0].iter().map(String::as_str).collect();
@@ -1278,16 +1276,40 @@ fn a_rerun_beside_a_killed_job_warns_and_its_advice_leaves_every_row_once() {
     let mut checkpointed = into("c.orders");
     checkpointed.extend(["--checkpoint", "c.json"]);
     run_aborted_at(cwd, &checkpointed, "after-commit:0");
-    let mut checkpointed_dry = checkpointed.clone();
-    checkpointed_dry.push("--dry-run");
-    for (what, args) in [("dry run", &checkpointed_dry), ("resume", &checkpointed)] {
-        let out = run(cwd, args);
-        ok(&out, what);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            !stderr.contains("unfinished migration job"),
-            "{what}: {stderr}"
-        );
-    }
+    let (stderr, _) = dry_run_advice(cwd, &checkpointed, "checkpointed");
+    assert!(!stderr.contains("unfinished migration job"), "{stderr}");
+    let out = run(cwd, &checkpointed);
+    ok(&out, "the resume");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("unfinished migration job"), "{stderr}");
     every_row_once(cwd, "c.orders", rows, "resumed");
+    // The killed job's snapshot expired (forced past its marker) under a later one: main's
+    // history no longer shows what it committed, so no rollback is advised.
+    let expired = into("e.orders");
+    run_aborted_at(cwd, &expired, "after-commit:0");
+    let job_snapshot = current_snapshot(cwd, "e.orders");
+    ok(
+        &run(cwd, &["table", "delete", "e.orders", "--where", "true"]),
+        "a later writer",
+    );
+    let id = job_snapshot.to_string();
+    let args = [
+        "table",
+        "expire-snapshots",
+        "e.orders",
+        "--snapshot-id",
+        &id,
+        "--force",
+        "--keep-files",
+    ];
+    ok(&run(cwd, &args), "expired");
+    let (stderr, advice) = dry_run_advice(cwd, &expired, "after the expiry");
+    assert!(
+        stderr.contains("no longer reaches back to before it") && stderr.contains("by hand"),
+        "{stderr}"
+    );
+    assert!(
+        advice.iter().all(|c| c[1] == "abandon-migration"),
+        "{stderr}"
+    );
 }

@@ -406,8 +406,8 @@ impl DataMigrator {
         // A dry run does not take its checkpoint up, but the job the checkpoint names is its
         // own, not another.
         let checkpoint_job = match (&self.checkpoint, &resume) {
-            (Some(path), None) if self.dry_run => CheckpointStore::new(path)
-                .state()
+            // Peeked: no lock taken, nothing created (the job may be running).
+            (Some(path), None) if self.dry_run => CheckpointStore::peek(path)
                 .ok()
                 .flatten()
                 .and_then(|s| s.job)
@@ -847,6 +847,9 @@ fn warn_of_other_jobs(
         let mut others = 0usize;
         let mut others_after = 0usize;
         let mut walked = 0usize;
+        // Whether main's history ends at an expired snapshot: the job may have committed more
+        // than it shows, and the snapshot before it may be gone.
+        let mut cut = false;
         let mut current = md.current_snapshot();
         while let Some(s) = current {
             if ours(s) {
@@ -862,23 +865,35 @@ fn warn_of_other_jobs(
                 break;
             }
             current = s.parent_snapshot_id().and_then(|p| md.snapshot_by_id(p));
+            cut = current.is_none() && s.parent_snapshot_id().is_some();
         }
         let table = dest_ref.cli_args();
         let abandon = format!("`iceberg-ops table abandon-migration {table} --job {other}`");
+        let by_hand = format!(
+            "remove its rows by hand (its snapshots carry `{}={other}` in their summary)",
+            crate::commit::history::MIGRATION_JOB_PROPERTY
+        );
+        let writes_over = format!(
+            " This run writes over its rows ({}), adding none twice; once it is known to be \
+             gone, {abandon} clears its marker.",
+            mode.as_str()
+        );
         let advice = match (before, mode) {
+            // Main's history was expired past the job's start: what it committed is not all
+            // in view, and no snapshot from before it is left to roll back to.
+            (_, WriteMode::Append) if cut => format!(
+                " {KILLED} Main's history no longer reaches back to before it (expired): \
+                 {by_hand}, then {abandon}, then run again."
+            ),
+            (_, _) if cut => writes_over,
             (None, _) => format!(
                 " It committed nothing: once it is known to be gone, {abandon} clears its marker."
             ),
-            (Some(_), WriteMode::Upsert | WriteMode::OverwritePartition) => format!(
-                " This run writes over its rows ({}), adding none twice; once it is known to be \
-                 gone, {abandon} clears its marker.",
-                mode.as_str()
-            ),
+            (Some(_), WriteMode::Upsert | WriteMode::OverwritePartition) => writes_over,
             (Some(_), WriteMode::Append) if others_after > 0 => format!(
                 " {KILLED} {others_after} other snapshot(s) were committed since it started, \
-                 which a rollback to before it would undo too: remove its rows by hand (its \
-                 snapshots carry `{}={other}` in their summary), then {abandon}, then run again.",
-                crate::commit::history::MIGRATION_JOB_PROPERTY
+                 which a rollback to before it would undo too: {by_hand}, then {abandon}, then \
+                 run again."
             ),
             (Some(Some(id)), WriteMode::Append) => format!(
                 " {KILLED} `iceberg-ops table rollback {table} --to {id}` undoes it (and this \
