@@ -1296,9 +1296,6 @@ const ROLL_ENTRIES_MIN: usize = 1_000;
 /// The most (entries of a few bytes each must not make one manifest of millions).
 const ROLL_ENTRIES_MAX: usize = 100_000;
 
-/// Manifests a merge reads at once.
-const MERGE_READ_CONCURRENCY: usize = 8;
-
 /// A partition type and the manifests (index in the list, contents) whose entries have it.
 type PartitionTypeGroup = (iceberg::spec::StructType, Vec<(usize, Arc<Manifest>)>);
 
@@ -1365,7 +1362,7 @@ async fn merge_manifests(
             // Read a few at once: a bin is typically `min-count-to-merge` small manifests, one
             // per earlier commit, and reading them one after the other held the commit up.
             let mut loaded: Vec<Arc<Manifest>> = Vec::with_capacity(bin.len());
-            for chunk in bin.chunks(MERGE_READ_CONCURRENCY) {
+            for chunk in bin.chunks(crate::manifests::READ_CONCURRENCY) {
                 let reads: Vec<_> = chunk.iter().map(|i| cache.load(&manifests[*i])).collect();
                 loaded.extend(futures::future::try_join_all(reads).await?);
             }

@@ -16,12 +16,15 @@ pub(crate) mod read;
 pub(crate) mod task;
 pub(crate) mod worker;
 
-/// Rows per batch the source reader decodes: the batch size, up to 16 Ki.
+/// The most rows the source reader decodes at once (see [`read_batch_size`]).
+pub(crate) const MAX_READ_ROWS: usize = 16_384;
+
+/// Rows per batch the source reader decodes: the batch size, up to [`MAX_READ_ROWS`].
 ///
 /// A worker holds several decoded pieces at once (the one being decoded and the reader's slot,
 /// two projected ones queued for the cutting, two for the Parquet writer, and the closing
 /// batch's): at 64 Ki rows of the benchmark table they were a sixth of a 50,000-row
 /// migration's peak RSS (115 → 94 MiB at 16 Ki rows, no slower; 8 Ki saved no more).
 pub(crate) fn read_batch_size(batch_rows: usize) -> usize {
-    batch_rows.clamp(1, 16_384)
+    batch_rows.clamp(1, MAX_READ_ROWS)
 }

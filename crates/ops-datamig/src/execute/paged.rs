@@ -353,11 +353,15 @@ fn parquet_error(path: &str, e: impl std::fmt::Display) -> MigrationError {
     // arrow-rs decodes a string or binary column into 32-bit offsets: more than 2 GiB of one
     // column in the rows read at once overflows them. Fewer rows at once is the way out.
     let hint = if e.contains("index overflow decoding byte array") {
-        "; a string or binary column holds more than 2 GiB in the rows read at once (at most \
-         16,384, fewer when --batch-rows is smaller): pass a --batch-rows (batch_rows) below \
-         16,384 that keeps a batch of that column under 2 GiB, e.g. --batch-rows 1000"
+        let most = super::MAX_READ_ROWS;
+        format!(
+            "; a string or binary column holds more than 2 GiB in the rows read at once (at \
+             most {most}, fewer when --batch-rows is smaller): pass a --batch-rows \
+             (batch_rows) below {most} that keeps a batch of that column under 2 GiB, e.g. \
+             --batch-rows 1000"
+        )
     } else {
-        ""
+        String::new()
     };
     MigrationError::from(iceberg::Error::new(
         iceberg::ErrorKind::DataInvalid,

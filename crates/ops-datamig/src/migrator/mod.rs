@@ -842,16 +842,21 @@ fn warn_of_other_jobs(
         // Main's history, newest first: the job's snapshots, where the table stood before the
         // oldest of them, and how many other snapshots came after that (a rollback would undo
         // them too).
+        let head = md.current_snapshot_id();
+        let history: Vec<i64> = head
+            .into_iter()
+            .chain(ops_core::ops::rollback::ancestors(md, head))
+            .collect();
+        // Whether main's history ends at an expired snapshot: the job may have committed more
+        // than it shows, and the snapshot before it may be gone.
+        let cut = history
+            .last()
+            .is_some_and(|id| md.snapshot_by_id(*id).is_none());
         let mut committed = 0usize;
         let mut before = None;
         let mut others = 0usize;
         let mut others_after = 0usize;
-        let mut walked = 0usize;
-        // Whether main's history ends at an expired snapshot: the job may have committed more
-        // than it shows, and the snapshot before it may be gone.
-        let mut cut = false;
-        let mut current = md.current_snapshot();
-        while let Some(s) = current {
+        for s in history.iter().filter_map(|id| md.snapshot_by_id(*id)) {
             if ours(s) {
                 committed += 1;
                 before = Some(s.parent_snapshot_id());
@@ -859,13 +864,6 @@ fn warn_of_other_jobs(
             } else {
                 others += 1;
             }
-            // A malformed history that loops ends here.
-            walked += 1;
-            if walked > md.snapshots().len() {
-                break;
-            }
-            current = s.parent_snapshot_id().and_then(|p| md.snapshot_by_id(p));
-            cut = current.is_none() && s.parent_snapshot_id().is_some();
         }
         let table = dest_ref.cli_args();
         let abandon = format!("`iceberg-ops table abandon-migration {table} --job {other}`");
