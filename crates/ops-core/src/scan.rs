@@ -54,10 +54,34 @@ pub async fn scan_filtered(
     snapshot_id: Option<i64>,
     filter: Option<Predicate>,
 ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
+    match plan_scan(table, snapshot_id, filter).await? {
+        Some(plan) => plan.read(),
+        None => Ok(futures::stream::empty().boxed()),
+    }
+}
+
+/// A [`scan_filtered`] planned but not started: its files can be looked at, and some left
+/// out, before a row is read — an upsert reads only the files that may hold its keys.
+pub struct PlannedScan {
+    table: Table,
+    tasks: Vec<FileScanTask>,
+    /// The snapshot's schema, as iceberg's reader reads it.
+    read_arrow: SchemaRef,
+    /// The table's current schema, as every batch comes out.
+    target: SchemaRef,
+}
+
+/// Plans [`scan_filtered`]'s read (`None`: the table has no snapshot to read). A table whose
+/// equality deletes the reader cannot apply is refused here, before any row is read.
+pub async fn plan_scan(
+    table: &Table,
+    snapshot_id: Option<i64>,
+    filter: Option<Predicate>,
+) -> Result<Option<PlannedScan>> {
     let md = table.metadata();
     let snapshot_id = snapshot_id.or_else(|| md.current_snapshot_id());
     let Some(snapshot_id) = snapshot_id else {
-        return Ok(futures::stream::empty().boxed());
+        return Ok(None);
     };
     let read_schema = snapshot_schema(table, snapshot_id)?;
     let read_arrow = Arc::new(iceberg::arrow::schema_to_arrow_schema(&read_schema)?);
@@ -76,73 +100,161 @@ pub async fn scan_filtered(
             table.identifier()
         )));
     }
-    let evaluator = tasks
-        .iter()
-        .find_map(|t| t.predicate.clone())
-        .map(|p| Arc::new(crate::eval::Evaluator::new(p)));
-    let for_reader = |mut t: FileScanTask| {
-        // The filter is evaluated below: iceberg's reader would keep the rows of a file that
-        // lacks the filtered column for `<` and `<=`, and order NaN above every number.
-        t.predicate = None;
-        // Identity-partition values are read as constants, in the schema's types.
-        crate::partition_constants::for_reader(t)
-    };
-    let reader = iceberg::arrow::ArrowReaderBuilder::new(
-        table.file_io().clone(),
-        iceberg::Runtime::try_current()?,
-    )
-    .build();
-    let convert = move |batch: iceberg::Result<RecordBatch>,
-                        keys: &[Arc<crate::equality_deletes::EqualityKeys>]| {
-        let batch = batch?;
-        let kept = filter_batch(&batch, &read_arrow, evaluator.as_deref())
-            .and_then(|b| project_by_field_id(&b, &read_arrow, &target))?;
-        crate::equality_deletes::anti_join(kept, keys)
-    };
-    // Equality deletes are applied here, NULL equal to NULL as Java does, not by iceberg's
-    // reader (which drops the rows whose equality column is NULL). The files without them
-    // are read as one stream, as before (the reader overlaps their reads); each one with them
-    // by itself, with its own deletes (a file listed twice has a task per entry).
-    let (with_equality, plain): (Vec<FileScanTask>, Vec<FileScanTask>) =
-        tasks.into_iter().partition(|t| {
-            t.deletes
+    Ok(Some(PlannedScan {
+        table: table.clone(),
+        tasks,
+        read_arrow,
+        target,
+    }))
+}
+
+impl PlannedScan {
+    /// The data files the scan reads, in its order (a file listed twice in the table's
+    /// manifests is named twice).
+    pub fn files(&self) -> impl Iterator<Item = &str> {
+        self.tasks.iter().map(|t| t.data_file_path.as_str())
+    }
+
+    /// Leaves out the files for which `keep` is false: their rows are not read.
+    pub fn retain_files(&mut self, mut keep: impl FnMut(&str) -> bool) {
+        self.tasks.retain(|t| keep(&t.data_file_path));
+    }
+
+    /// The top-level columns `field_ids` of the file at `path` (one the scan reads), as the
+    /// file stores them: no delete file applied, no row filtered out, every row. Columns come
+    /// in the order of `field_ids`, named and typed as the table's current schema has them (a
+    /// column the file predates is NULL). For what a file may hold, whatever deletes it has
+    /// now or later: deletes only take rows away.
+    pub fn read_columns(
+        &self,
+        path: &str,
+        field_ids: &[i32],
+    ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
+        let Some(task) = self.tasks.iter().find(|t| t.data_file_path == path) else {
+            return Err(Error::InvalidInput(format!(
+                "{path} is not a file this scan of {} reads",
+                self.table.identifier()
+            )));
+        };
+        let pick = |schema: &SchemaRef| -> SchemaRef {
+            let fields: Vec<_> = field_ids
                 .iter()
-                .any(|d| d.file_type == iceberg::spec::DataContentType::EqualityDeletes)
-        });
-    let plain_convert = convert.clone();
-    let plain = reader
-        .clone()
-        .read(futures::stream::iter(plain.into_iter().map(for_reader)).boxed())?
-        .stream()
-        .map(move |b| plain_convert(b, &[]));
-    let deletes = Arc::new(crate::equality_deletes::EqualityDeletes::new(
-        table,
-        crate::write::table_arrow_schema(table)?,
-        reader.clone(),
-    ));
-    let with_equality = futures::stream::iter(with_equality)
-        .then(move |task| {
-            let deletes = deletes.clone();
-            async move { deletes.split(task).await }
-        })
-        .map(move |split| {
-            let (convert, reader) = (convert.clone(), reader.clone());
-            let read = split.and_then(|(task, keys)| {
-                let tasks = futures::stream::once(futures::future::ready(for_reader(task)));
-                Ok((reader.read(tasks.boxed())?.stream(), keys))
+                .filter_map(|id| {
+                    schema
+                        .fields()
+                        .iter()
+                        .find(|f| field_id(f) == Some(*id))
+                        .cloned()
+                })
+                .collect();
+            Arc::new(arrow_schema::Schema::new_with_metadata(
+                fields,
+                schema.metadata().clone(),
+            ))
+        };
+        let read_arrow = pick(&self.read_arrow);
+        let target = pick(&self.target);
+        if target.fields().len() != field_ids.len() {
+            return Err(Error::InvalidInput(format!(
+                "columns {field_ids:?} are not all top-level columns of {}",
+                self.table.identifier()
+            )));
+        }
+        let mut task = task.clone();
+        task.deletes.clear();
+        task.predicate = None;
+        task.project_field_ids.retain(|id| field_ids.contains(id));
+        let task = crate::partition_constants::for_reader(task)?;
+        let reader = iceberg::arrow::ArrowReaderBuilder::new(
+            self.table.file_io().clone(),
+            iceberg::Runtime::try_current()?,
+        )
+        .build();
+        Ok(reader
+            .read(futures::stream::iter([Ok(task)]).boxed())?
+            .stream()
+            .map(move |b| project_by_field_id(&b?, &read_arrow, &target))
+            .boxed())
+    }
+
+    /// Reads the rows (see [`scan_filtered`]).
+    pub fn read(self) -> Result<BoxStream<'static, Result<RecordBatch>>> {
+        let PlannedScan {
+            table,
+            tasks,
+            read_arrow,
+            target,
+        } = self;
+        let evaluator = tasks
+            .iter()
+            .find_map(|t| t.predicate.clone())
+            .map(|p| Arc::new(crate::eval::Evaluator::new(p)));
+        let for_reader = |mut t: FileScanTask| {
+            // The filter is evaluated below: iceberg's reader would keep the rows of a file
+            // that lacks the filtered column for `<` and `<=`, and order NaN above every
+            // number.
+            t.predicate = None;
+            // Identity-partition values are read as constants, in the schema's types.
+            crate::partition_constants::for_reader(t)
+        };
+        let reader = iceberg::arrow::ArrowReaderBuilder::new(
+            table.file_io().clone(),
+            iceberg::Runtime::try_current()?,
+        )
+        .build();
+        let deletes = Arc::new(crate::equality_deletes::EqualityDeletes::new(
+            &table,
+            target.clone(),
+            reader.clone(),
+        ));
+        let convert =
+            move |batch: iceberg::Result<RecordBatch>,
+                  keys: &[Arc<crate::equality_deletes::EqualityKeys>]| {
+                let batch = batch?;
+                let kept = filter_batch(&batch, &read_arrow, evaluator.as_deref())
+                    .and_then(|b| project_by_field_id(&b, &read_arrow, &target))?;
+                crate::equality_deletes::anti_join(kept, keys)
+            };
+        // Equality deletes are applied here, NULL equal to NULL as Java does, not by iceberg's
+        // reader (which drops the rows whose equality column is NULL). The files without them
+        // are read as one stream, as before (the reader overlaps their reads); each one with
+        // them by itself, with its own deletes (a file listed twice has a task per entry).
+        let (with_equality, plain): (Vec<FileScanTask>, Vec<FileScanTask>) =
+            tasks.into_iter().partition(|t| {
+                t.deletes
+                    .iter()
+                    .any(|d| d.file_type == iceberg::spec::DataContentType::EqualityDeletes)
             });
-            match read {
-                Ok((stream, keys)) => stream.map(move |b| convert(b, &keys)).boxed(),
-                Err(e) => futures::stream::once(futures::future::ready(Err(e))).boxed(),
-            }
-        })
-        // A few files read at once, as the reader overlaps the others' (a table written by
-        // an upserting engine has equality deletes on most files).
-        .flatten_unordered(Some(4));
-    Ok(plain
-        .chain(with_equality)
-        .try_filter(|b| futures::future::ready(b.num_rows() > 0))
-        .boxed())
+        let plain_convert = convert.clone();
+        let plain = reader
+            .clone()
+            .read(futures::stream::iter(plain.into_iter().map(for_reader)).boxed())?
+            .stream()
+            .map(move |b| plain_convert(b, &[]));
+        let with_equality = futures::stream::iter(with_equality)
+            .then(move |task| {
+                let deletes = deletes.clone();
+                async move { deletes.split(task).await }
+            })
+            .map(move |split| {
+                let (convert, reader) = (convert.clone(), reader.clone());
+                let read = split.and_then(|(task, keys)| {
+                    let tasks = futures::stream::once(futures::future::ready(for_reader(task)));
+                    Ok((reader.read(tasks.boxed())?.stream(), keys))
+                });
+                match read {
+                    Ok((stream, keys)) => stream.map(move |b| convert(b, &keys)).boxed(),
+                    Err(e) => futures::stream::once(futures::future::ready(Err(e))).boxed(),
+                }
+            })
+            // A few files read at once, as the reader overlaps the others' (a table written by
+            // an upserting engine has equality deletes on most files).
+            .flatten_unordered(Some(4));
+        Ok(plain
+            .chain(with_equality)
+            .try_filter(|b| futures::future::ready(b.num_rows() > 0))
+            .boxed())
+    }
 }
 
 /// `batch` (as read with `read_schema`) without the rows where `filter` is not TRUE, mapped

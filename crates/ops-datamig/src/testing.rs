@@ -50,6 +50,25 @@ pub(crate) async fn id_table(
     name: &str,
 ) -> std::result::Result<(ops_core::CatalogHandle, iceberg::table::Table), Box<dyn std::error::Error>>
 {
+    new_table(
+        dir,
+        name,
+        vec![NestedField::required(
+            1,
+            "id",
+            Type::Primitive(PrimitiveType::Long),
+        )],
+    )
+    .await
+}
+
+/// As [`id_table`], of the columns `fields`, unpartitioned.
+pub(crate) async fn new_table(
+    dir: &std::path::Path,
+    name: &str,
+    fields: Vec<NestedField>,
+) -> std::result::Result<(ops_core::CatalogHandle, iceberg::table::Table), Box<dyn std::error::Error>>
+{
     use iceberg::{NamespaceIdent, TableCreation};
     use ops_core::catalog::{CatalogConfig, CatalogDefinition};
     let props: std::collections::BTreeMap<String, String> = [
@@ -72,9 +91,7 @@ pub(crate) async fn id_table(
             .await?;
     }
     let schema = Schema::builder()
-        .with_fields(vec![
-            NestedField::required(1, "id", Type::Primitive(PrimitiveType::Long)).into(),
-        ])
+        .with_fields(fields.into_iter().map(Arc::new))
         .build()?;
     let table = handle
         .catalog()

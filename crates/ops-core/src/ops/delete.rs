@@ -383,14 +383,7 @@ pub(crate) async fn plan_delete(
     filter: Predicate,
     write: bool,
 ) -> Result<Option<DeletePlan>> {
-    plan_delete_except(
-        table,
-        cache,
-        DeleteTarget::Filter(filter),
-        write,
-        &HashSet::new(),
-    )
-    .await
+    plan_delete_among(table, cache, DeleteTarget::Filter(filter), write, &|_| true).await
 }
 
 /// The rows a copy-on-write delete removes: those where a filter is TRUE, or those whose key
@@ -447,13 +440,14 @@ impl Matcher {
     }
 }
 
-/// [`plan_delete`], leaving out the files in `skip` (an overwrite removes them whole).
-pub(crate) async fn plan_delete_except(
+/// [`plan_delete`] of only the files for which `consider` is true (an overwrite removes some
+/// whole; an upsert knows which files may hold its keys).
+pub(crate) async fn plan_delete_among(
     table: &Table,
     cache: &ManifestCache,
     target: DeleteTarget,
     write: bool,
-    skip: &HashSet<String>,
+    consider: &(dyn Fn(&str) -> bool + Send + Sync),
 ) -> Result<Option<DeletePlan>> {
     crate::scan::refuse_column_defaults(table)?;
     let Some(snapshot_id) = table.metadata().current_snapshot_id() else {
@@ -468,7 +462,7 @@ pub(crate) async fn plan_delete_except(
     // match through one of them only).
     let chosen: HashSet<String> = live
         .iter()
-        .filter(|f| !skip.contains(f.file.file_path()) && matcher.may_match(&f.file))
+        .filter(|f| consider(f.file.file_path()) && matcher.may_match(&f.file))
         .map(|f| f.file.file_path().to_string())
         .collect();
     let candidates: Vec<LiveFile> = live
@@ -620,7 +614,7 @@ impl IntoFuture for DeleteBuilder {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::collections::{BTreeMap, HashMap};
 
     use arrow_array::{Int64Array, RecordBatch, StringArray};
@@ -631,7 +625,11 @@ mod tests {
     use super::*;
     use crate::catalog::{CatalogConfig, CatalogDefinition};
 
-    async fn table_with_two_files(dir: &std::path::Path) -> anyhow::Result<Table> {
+    /// `ns.t(id long required, region string)` in a SQLite catalog under `dir`, with two
+    /// files: ids 1, 2 and ids 3, 4 (regions `eu` and NULL).
+    pub(crate) async fn table_with_two_files(
+        dir: &std::path::Path,
+    ) -> anyhow::Result<(CatalogHandle, Table)> {
         let props: BTreeMap<String, String> = [
             ("type".to_string(), "sql".to_string()),
             (
@@ -680,14 +678,14 @@ mod tests {
                 .await?
                 .0;
         }
-        Ok(table)
+        Ok((handle, table))
     }
 
     /// One delete attempt (plan, rewrite, produce the snapshot) reads the manifest list once.
     #[tokio::test(flavor = "multi_thread")]
     async fn a_delete_attempt_reads_the_manifest_list_once() -> anyhow::Result<()> {
         let dir = tempfile::tempdir()?;
-        let table = table_with_two_files(dir.path()).await?;
+        let (_, table) = table_with_two_files(dir.path()).await?;
         let cache = ManifestCache::new(&table);
         let plan = plan_delete(
             &table,

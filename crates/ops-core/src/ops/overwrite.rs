@@ -29,7 +29,7 @@ use iceberg::expr::{Bind, Predicate};
 use iceberg::spec::{DataFile, Operation};
 use iceberg::table::Table;
 
-use super::delete::{DeleteTarget, RowFilter, plan_delete_except, read_schema};
+use super::delete::{DeleteTarget, RowFilter, plan_delete_among, read_schema};
 use super::snapshot::{
     ManifestCache, PartitionKey, SnapshotMetrics, SnapshotProducer, canonical_partition,
     commit_snapshot, live_data_files,
@@ -50,6 +50,9 @@ pub struct OverwriteBuilder {
     add: Vec<(Option<i32>, DataFile)>,
     overwrite_filter: Option<RowFilter>,
     delete_keys: Option<Arc<KeySet>>,
+    /// The only files at `validate_from` that may hold one of `delete_keys` (the caller read
+    /// them); `None`: every file whose statistics allow a key.
+    keys_within: Option<Arc<HashSet<String>>>,
     validate_from: Option<Option<i64>>,
     conflict_filter: Option<RowFilter>,
     conflict_keys: Option<Arc<KeySet>>,
@@ -73,6 +76,7 @@ impl OverwriteBuilder {
             add: Vec::new(),
             overwrite_filter: None,
             delete_keys: None,
+            keys_within: None,
             validate_from: None,
             conflict_filter: None,
             conflict_keys: None,
@@ -121,6 +125,16 @@ impl OverwriteBuilder {
     /// (see [`KeySet::may_match`]). Not combined with an overwrite filter.
     pub fn delete_keys(mut self, keys: Arc<KeySet>) -> Self {
         self.delete_keys = Some(keys);
+        self
+    }
+
+    /// The only data files that may hold one of [`Self::delete_keys`]' keys at
+    /// [`Self::validate_from_snapshot`], by path: the caller read the others and found none
+    /// there (an upsert, from its index of the destination's keys). The delete then reads and
+    /// rewrites only these. When another commit landed since, the list no longer describes the
+    /// table and every file the statistics allow is read, as without it.
+    pub fn delete_keys_within(mut self, paths: HashSet<String>) -> Self {
+        self.keys_within = Some(Arc::new(paths));
         self
     }
 
@@ -220,15 +234,16 @@ impl OverwriteBuilder {
             (None, Some(keys)) => Some(DeleteTarget::Keys(keys.clone())),
             (None, None) => None,
         };
+        // Files removed explicitly go whole; rewriting them too would duplicate rows.
+        let whole: HashSet<&str> = self.remove.iter().map(String::as_str).collect();
+        let within = self
+            .keys_within
+            .as_ref()
+            .filter(|_| self.delete_keys.is_some() && md.current_snapshot_id() == recorded.since);
         if let Some(target) = delete
-            && let Some(plan) = plan_delete_except(
-                &base,
-                &cache,
-                target,
-                true,
-                // Files removed explicitly go whole; rewriting them too would duplicate rows.
-                &self.remove.iter().cloned().collect(),
-            )
+            && let Some(plan) = plan_delete_among(&base, &cache, target, true, &|path| {
+                !whole.contains(path) && within.is_none_or(|w| w.contains(path))
+            })
             .await?
         {
             removed.extend(plan.removed.iter().cloned());
@@ -304,5 +319,106 @@ impl IntoFuture for OverwriteBuilder {
 
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(self.execute())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use futures::TryStreamExt;
+
+    use super::*;
+    use crate::ops::delete::tests::table_with_two_files;
+
+    async fn ids(table: &Table) -> anyhow::Result<Vec<i64>> {
+        let batches: Vec<_> = crate::scan::scan(table, None).await?.try_collect().await?;
+        let mut ids: Vec<i64> = batches
+            .iter()
+            .flat_map(|b| {
+                let col = b
+                    .column(0)
+                    .as_any()
+                    .downcast_ref::<arrow_array::Int64Array>();
+                col.map(|c| c.values().to_vec()).unwrap_or_default()
+            })
+            .collect();
+        ids.sort_unstable();
+        Ok(ids)
+    }
+
+    fn keys(ids: Vec<i64>) -> anyhow::Result<Arc<KeySet>> {
+        Ok(Arc::new(KeySet::new(
+            ["id"],
+            vec![Arc::new(arrow_array::Int64Array::from(ids))],
+        )?))
+    }
+
+    /// The files a caller lists are the only ones a delete by keys reads: key 3 of the file it
+    /// leaves out stays (the caller vouched that file held none). Once another commit lands
+    /// after the snapshot the list describes, the list is set aside and every file the
+    /// statistics allow is read again.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_delete_by_keys_reads_only_the_files_listed_until_another_commit_lands()
+    -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let (handle, table) = table_with_two_files(dir.path()).await?;
+        let ident = table.identifier().clone();
+        let live = live_data_files(&table, &ManifestCache::new(&table)).await?;
+        assert_eq!(ids(&table).await?, vec![1, 2, 3, 4]);
+        // The file that holds 2, found by its stored ids: the one listed.
+        let mut scan = crate::scan::plan_scan(&table, None, None)
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("no snapshot"))?;
+        let mut holding_two = None;
+        for path in scan.files().map(str::to_string).collect::<Vec<_>>() {
+            let cols: Vec<_> = scan.read_columns(&path, &[1])?.try_collect().await?;
+            let col = cols[0]
+                .column(0)
+                .as_any()
+                .downcast_ref::<arrow_array::Int64Array>();
+            if col.is_some_and(|c| c.values().contains(&2)) {
+                holding_two = Some(path);
+            }
+        }
+        let holding_two = holding_two.ok_or_else(|| anyhow::anyhow!("no file holds 2"))?;
+        let (table, _) = OverwriteBuilder::new(&handle, ident.clone())
+            .delete_keys(keys(vec![2, 3])?)
+            .delete_keys_within([holding_two.clone()].into())
+            .await?;
+        assert_eq!(ids(&table).await?, vec![1, 3, 4]);
+
+        // Another commit (a file of id 5) after the snapshot read: the list (none) is set
+        // aside and key 4 is deleted where it is.
+        let read_at = table.metadata().current_snapshot_id();
+        let batch = arrow_array::RecordBatch::try_new(
+            crate::write::table_arrow_schema(&table)?,
+            vec![
+                Arc::new(arrow_array::Int64Array::from(vec![5])),
+                Arc::new(arrow_array::StringArray::from(vec![Some("us")])),
+            ],
+        )?;
+        let written = crate::write::write_files(&table, futures::stream::iter([Ok(batch)])).await?;
+        crate::ops::append::AppendBuilder::new(&handle, ident.clone())
+            .add_written(written)
+            .await?;
+        let (table, _) = OverwriteBuilder::new(&handle, ident.clone())
+            .delete_keys(keys(vec![4])?)
+            .delete_keys_within(HashSet::new())
+            .validate_from_snapshot(read_at)
+            .await?;
+        assert_eq!(ids(&table).await?, vec![1, 3, 5]);
+
+        // Only a file left out of the scan is not read; `read_columns` refuses it.
+        scan.retain_files(|p| p == holding_two);
+        assert_eq!(scan.files().count(), 1);
+        let other = live
+            .iter()
+            .map(|f| f.file.file_path().to_string())
+            .find(|p| *p != holding_two)
+            .ok_or_else(|| anyhow::anyhow!("one other file"))?;
+        let err = scan.read_columns(&other, &[1]).err().map(|e| e.to_string());
+        assert!(err.is_some_and(|e| e.contains("is not a file this scan")));
+        let rows: Vec<_> = scan.read()?.try_collect().await?;
+        assert_eq!(rows.iter().map(|b| b.num_rows()).sum::<usize>(), 2);
+        Ok(())
     }
 }

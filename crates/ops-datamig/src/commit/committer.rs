@@ -53,6 +53,8 @@ pub(crate) struct Committer {
     on_duplicate_keys: OnDuplicateKeys,
     /// upsert with `on_duplicate_keys last`: each key's last batch (set before the first batch).
     last_batches: Option<Arc<LastBatches>>,
+    /// An upsert's index of the destination's keys by file, kept across its chunks.
+    dest_keys: super::dest_keys::DestKeys,
     /// The destination as of this job's last commit.
     pub dest: Table,
     /// Whether the job's running marker is set before its first write (an upsert's: the
@@ -159,6 +161,7 @@ impl Committer {
             upsert_keys: s.upsert_keys,
             on_duplicate_keys: s.on_duplicate_keys,
             last_batches: None,
+            dest_keys: Default::default(),
             dest: s.dest,
             mark_lazily: s.mark_lazily,
             marked: false,
@@ -756,8 +759,11 @@ impl Committer {
             Ok(())
         };
         // Boxed: the chunk's future nests the marker commit's, and unboxed the migrator's
-        // future grew past the compiler's layout depth limit.
-        let outcome = Box::pin(super::upsert::upsert_chunk(
+        // future grew past the compiler's layout depth limit. Typed `Send` here, where a
+        // future that is not says so at its source instead of at a caller's `tokio::spawn`.
+        let chunk: std::pin::Pin<
+            Box<dyn Future<Output = Result<super::upsert::UpsertOutcome>> + Send + '_>,
+        > = Box::pin(super::upsert::upsert_chunk(
             &self.handle,
             &self.ident,
             &self.dest,
@@ -767,12 +773,20 @@ impl Committer {
                 last: self.last_batches.as_deref().map(|l| (index, l)),
             },
             batches,
+            &mut self.dest_keys,
             props,
             before_write,
-        ))
-        .await;
+        ));
+        let outcome = chunk.await;
         self.marked |= marked;
         let outcome = outcome?;
+        tracing::debug!(
+            batch = index,
+            inserted = outcome.inserted,
+            updated = outcome.updated,
+            dest_files_read = outcome.files_read,
+            "upsert batch done"
+        );
         self.rows_inserted += outcome.inserted;
         self.rows_updated += outcome.updated;
         if let Some(t) = outcome.table {

@@ -6,12 +6,14 @@
 //!    ([`LastBatches`], the source's key pre-pass), so a key is written once, by the chunk
 //!    holding its final row.
 //! 2. Read the destination rows with the chunk's keys at the current snapshot `S` — the scan is
-//!    pruned by a flat per-column predicate ([`KeySet::pruning_predicate`]: `IN` or range), the
+//!    pruned by a flat per-column predicate ([`KeySet::pruning_predicate`]: `IN` or range), then
+//!    by the job's index of the destination's keys by file ([`DestKeys`]), the
 //!    rows it reads are matched exactly by the chunk's [`KeySet`] (row-encoded keys in a hash
 //!    table, one probe per row) — and classify every chunk row: new key → insert; same key and
 //!    same values → unchanged (not written); same key, other values → update.
 //! 3. One `OverwriteBuilder` commit: delete the updated keys' rows (copy-on-write,
-//!    [`OverwriteBuilder::delete_keys`]), add the inserted and updated rows, validated from `S`
+//!    [`OverwriteBuilder::delete_keys`], in the files read that the index says may hold one),
+//!    add the inserted and updated rows, validated from `S`
 //!    with the chunk's keys as the conflict detection keys — a concurrent writer adding or
 //!    removing a file that may hold one of them is a conflict, not a silent lost update (Java's
 //!    `MergingSnapshotProducer` with the keys as its filter). Nothing to write → no commit.
@@ -25,7 +27,7 @@
 //! would be inserted again on every run); `-0.0` and `0.0` are one key. Rows are compared with
 //! arrow's row format, map columns included ([`ops_core::rows`]).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch, UInt32Array};
 use arrow_cast::display::{ArrayFormatter, FormatOptions};
@@ -36,6 +38,7 @@ use ops_core::CatalogHandle;
 use ops_core::keys::KeySet;
 use ops_core::ops::overwrite::OverwriteBuilder;
 
+use super::dest_keys::DestKeys;
 use crate::plan::last_keys::LastBatches;
 use crate::{MigrationError, OnDuplicateKeys, Result};
 
@@ -45,6 +48,8 @@ pub(crate) struct UpsertOutcome {
     pub snapshot: Option<i64>,
     pub inserted: u64,
     pub updated: u64,
+    /// Destination files the chunk read to match its keys.
+    pub files_read: usize,
 }
 
 /// How a chunk treats the source's repeated keys.
@@ -63,6 +68,7 @@ pub(crate) async fn upsert_chunk(
     keys: &[String],
     duplicates: Duplicates<'_>,
     batches: &[RecordBatch],
+    index: &mut DestKeys,
     properties: HashMap<String, String>,
     before_write: impl AsyncFnOnce() -> Result<()>,
 ) -> Result<UpsertOutcome> {
@@ -127,6 +133,7 @@ pub(crate) async fn upsert_chunk(
             snapshot: None,
             inserted: 0,
             updated: 0,
+            files_read: 0,
         });
     }
     let mut chunk_keys = KeySet::new(keys.iter().cloned(), key_cols(&batch))?;
@@ -147,12 +154,32 @@ pub(crate) async fn upsert_chunk(
     }
 
     let since = dest.metadata().current_snapshot_id();
+    // Each row's key hash, for the index of the destination's keys by file.
+    let hashes = index.row_hashes(&key_cols(&batch))?;
+    // The destination files read: those that may hold a chunk key.
+    let mut read_files: Vec<String> = Vec::new();
     // The encoded destination row of each chunk key found there, by key position.
     let mut existing: Vec<Option<Box<[u8]>>> = vec![None; chunk_keys.len()];
-    if since.is_some() {
+    let planned = match since {
+        Some(_) => {
+            let pruning = chunk_keys.pruning_predicate(dest);
+            ops_core::scan::plan_scan(dest, since, Some(pruning)).await?
+        }
+        None => None,
+    };
+    if let Some(mut scan) = planned {
         let converter = ops_core::rows::converter(target.fields().iter().map(|f| f.data_type()))?;
-        let pruning = chunk_keys.pruning_predicate(dest);
-        let mut stream = ops_core::scan::scan_filtered(dest, since, Some(pruning)).await?;
+        let ids = chunk_keys.field_ids(schema)?;
+        index
+            .prune(&mut scan, &ids, &sorted(hashes.clone()))
+            .await?;
+        let mut seen = HashSet::new();
+        read_files = scan
+            .files()
+            .filter(|p| seen.insert(*p))
+            .map(str::to_string)
+            .collect();
+        let mut stream = scan.read()?;
         while let Some(b) = stream.next().await {
             let b = ops_core::write::conform(&b?, &target)?;
             let found = chunk_keys.positions(&key_cols(&b))?;
@@ -209,8 +236,10 @@ pub(crate) async fn upsert_chunk(
             snapshot: None,
             inserted: 0,
             updated: 0,
+            files_read: read_files.len(),
         });
     }
+    let files_read = read_files.len();
     let rows = arrow_select::take::take_record_batch(&batch, &UInt32Array::from(write))?;
     before_write().await?;
     let written = ops_core::write::write_files(dest, futures::stream::iter([Ok(rows)])).await?;
@@ -220,24 +249,46 @@ pub(crate) async fn upsert_chunk(
         .conflict_detection_keys(std::sync::Arc::new(chunk_keys))
         .with_properties(properties);
     let updated_count = updated.len() as u64;
+    let mut rewritten = HashSet::new();
     if !updated.is_empty() {
         let take = UInt32Array::from(updated);
         let cols = key_cols(&batch)
             .iter()
             .map(|c| arrow_select::take::take(c.as_ref(), &take, None))
             .collect::<std::result::Result<Vec<_>, _>>()?;
-        builder = builder.delete_keys(std::sync::Arc::new(KeySet::new(
-            keys.iter().cloned(),
-            cols,
-        )?));
+        // Only the files read that may hold an updated key: the others hold none of them.
+        let updated_hashes = sorted(take.values().iter().map(|&i| hashes[i as usize]).collect());
+        let within: HashSet<String> = read_files
+            .iter()
+            .filter(|p| index.may_hold(p, &updated_hashes))
+            .cloned()
+            .collect();
+        builder = builder
+            .delete_keys(std::sync::Arc::new(KeySet::new(
+                keys.iter().cloned(),
+                cols,
+            )?))
+            .delete_keys_within(within.clone());
+        // The files rewritten leave the table: their entries would only hold memory (one
+        // that stays is indexed again when a scan next names it).
+        rewritten = within;
     }
     let (table, metrics) = builder.await?;
+    index.forget(rewritten.iter().map(String::as_str));
     Ok(UpsertOutcome {
         table: Some(table),
         snapshot: Some(metrics.snapshot_id),
         inserted,
         updated: updated_count,
+        files_read,
     })
+}
+
+/// `hashes` sorted, each once.
+fn sorted(mut hashes: Vec<u64>) -> Vec<u64> {
+    hashes.sort_unstable();
+    hashes.dedup();
+    hashes
 }
 
 /// The rows of a chunk to keep, one per key, in chunk order: with `Error`, a key held twice is
@@ -411,6 +462,135 @@ mod tests {
         let keep = distinct_rows(&positions, distinct, OnDuplicateKeys::Last, &batch, &[0, 1]);
         // (1,a): rows 0, 2, 5 → 5; (2,a): 1; (3,a): 3; (2,b): 4.
         assert_eq!(keep.unwrap(), vec![1, 3, 4, 5]);
+    }
+
+    /// Rows `(id, v)` in the table's Arrow schema.
+    fn rows(table: &Table, ids: &[i64], v: &str) -> RecordBatch {
+        let target = ops_core::write::table_arrow_schema(table).unwrap();
+        RecordBatch::try_new(
+            target,
+            vec![
+                Arc::new(Int64Array::from(ids.to_vec())),
+                Arc::new(StringArray::from(vec![v; ids.len()])),
+            ],
+        )
+        .unwrap()
+    }
+
+    async fn chunk_of(
+        handle: &ops_core::CatalogHandle,
+        table: &Table,
+        index: &mut DestKeys,
+        batch: RecordBatch,
+    ) -> UpsertOutcome {
+        upsert_chunk(
+            handle,
+            table.identifier(),
+            table,
+            &["id".to_string()],
+            Duplicates {
+                rule: OnDuplicateKeys::Error,
+                last: None,
+            },
+            &[batch],
+            index,
+            HashMap::new(),
+            async || Ok(()),
+        )
+        .await
+        .unwrap()
+    }
+
+    /// Three files whose `id` bounds all overlap (ids ≡ 0, 1, 2 mod 3): their statistics allow
+    /// every chunk's keys, so without the index every chunk read all of them, and its delete
+    /// read and rewrote each one. With it a chunk reads only the files holding one of its keys
+    /// — the job's own rewrites among them, indexed when first named — and the rows are right.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_chunk_reads_only_the_files_that_hold_its_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let (handle, mut table) = crate::testing::new_table(
+            dir.path(),
+            "t",
+            vec![
+                iceberg::spec::NestedField::required(
+                    1,
+                    "id",
+                    iceberg::spec::Type::Primitive(iceberg::spec::PrimitiveType::Long),
+                ),
+                iceberg::spec::NestedField::optional(
+                    2,
+                    "v",
+                    iceberg::spec::Type::Primitive(iceberg::spec::PrimitiveType::String),
+                ),
+            ],
+        )
+        .await
+        .unwrap();
+        for m in 0..3 {
+            let ids: Vec<i64> = (0..30).filter(|i| i % 3 == m).collect();
+            let batch = rows(&table, &ids, "old");
+            ops_core::append::append(
+                &handle,
+                &table,
+                futures::stream::iter([Ok(batch)]),
+                HashMap::new(),
+            )
+            .await
+            .unwrap();
+            table = handle
+                .catalog()
+                .load_table(table.identifier())
+                .await
+                .unwrap();
+        }
+        let mut index = DestKeys::default();
+        // Keys of the second file only (and a new one): one file read of three.
+        let first = chunk_of(
+            &handle,
+            &table,
+            &mut index,
+            rows(&table, &[1, 4, 28, 100], "new"),
+        )
+        .await;
+        assert_eq!((first.files_read, first.inserted, first.updated), (1, 1, 3));
+        let table = first.table.unwrap();
+        // The second file's rewrite (never indexed yet) and the third file: two of four, the
+        // first chunk's new file left out though its bounds (1..100) allow 7 and 8.
+        let second = chunk_of(&handle, &table, &mut index, rows(&table, &[7, 8], "newer")).await;
+        assert_eq!(
+            (second.files_read, second.inserted, second.updated),
+            (2, 0, 2)
+        );
+        let table = second.table.unwrap();
+        // A chunk whose keys are all stored unchanged reads their file and commits nothing.
+        let same = chunk_of(&handle, &table, &mut index, rows(&table, &[0, 3], "old")).await;
+        assert_eq!((same.files_read, same.snapshot), (1, None));
+
+        let mut got: Vec<(i64, String)> = Vec::new();
+        let mut stream = ops_core::scan::scan(&table, None).await.unwrap();
+        while let Some(b) = stream.next().await {
+            let b = b.unwrap();
+            let ids = b.column(0).as_any().downcast_ref::<Int64Array>().unwrap();
+            let vs = b.column(1).as_any().downcast_ref::<StringArray>().unwrap();
+            got.extend((0..b.num_rows()).map(|i| (ids.value(i), vs.value(i).to_string())));
+        }
+        got.sort();
+        let mut want: Vec<(i64, String)> = (0..30).map(|i| (i, "old".to_string())).collect();
+        want.push((100, "old".into()));
+        for (id, v) in [
+            (1, "new"),
+            (4, "new"),
+            (28, "new"),
+            (100, "new"),
+            (7, "newer"),
+            (8, "newer"),
+        ] {
+            want.retain(|(i, _)| *i != id);
+            want.push((id, v.to_string()));
+        }
+        want.retain(|(i, v)| !(*i == 100 && v == "old"));
+        want.sort();
+        assert_eq!(got, want);
     }
 
     #[test]
