@@ -109,34 +109,30 @@ pub async fn plan_scan(
 }
 
 impl PlannedScan {
-    /// The data files the scan reads, in its order (a file listed twice in the table's
-    /// manifests is named twice).
-    pub fn files(&self) -> impl Iterator<Item = &str> {
-        self.tasks.iter().map(|t| t.data_file_path.as_str())
+    /// The scan's tasks, one per data file the scan reads (a file listed twice in the table's
+    /// manifests has two), in its order.
+    pub fn files(&self) -> impl Iterator<Item = &FileScanTask> {
+        self.tasks.iter()
     }
 
-    /// Leaves out the files for which `keep` is false: their rows are not read.
-    pub fn retain_files(&mut self, mut keep: impl FnMut(&str) -> bool) {
-        self.tasks.retain(|t| keep(&t.data_file_path));
+    /// Leaves out the files whose task `keep` is false for: their rows are not read.
+    pub fn retain_files(&mut self, keep: impl FnMut(&FileScanTask) -> bool) {
+        self.tasks.retain(keep);
     }
 
-    /// The top-level columns `field_ids` of the file at `path` (one the scan reads), as the
-    /// file stores them: no delete file applied, no row filtered out, every row. Columns come
-    /// in the order of `field_ids`, named and typed as the table's current schema has them (a
-    /// column the file predates is NULL). For what a file may hold, whatever deletes it has
-    /// now or later: deletes only take rows away.
+    /// The top-level columns `field_ids` of each file whose task `pick` is true for, as the
+    /// file stores them: no delete file applied, no row filtered out, every row (of every
+    /// task of the file: a file listed twice with two partition tuples is read under both).
+    /// One stream per file, by path, in the scan's order; columns in the order of
+    /// `field_ids`, named and typed as the table's current schema has them (a column the
+    /// file predates is NULL). For what a file may hold, whatever deletes it has now or
+    /// gains later: deletes only take rows away.
     pub fn read_columns(
         &self,
-        path: &str,
         field_ids: &[i32],
-    ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
-        let Some(task) = self.tasks.iter().find(|t| t.data_file_path == path) else {
-            return Err(Error::InvalidInput(format!(
-                "{path} is not a file this scan of {} reads",
-                self.table.identifier()
-            )));
-        };
-        let pick = |schema: &SchemaRef| -> SchemaRef {
+        pick: impl Fn(&FileScanTask) -> bool,
+    ) -> Result<Vec<(String, BoxStream<'static, Result<RecordBatch>>)>> {
+        let columns = |schema: &SchemaRef| -> SchemaRef {
             let fields: Vec<_> = field_ids
                 .iter()
                 .filter_map(|id| {
@@ -152,29 +148,47 @@ impl PlannedScan {
                 schema.metadata().clone(),
             ))
         };
-        let read_arrow = pick(&self.read_arrow);
-        let target = pick(&self.target);
+        let read_arrow = columns(&self.read_arrow);
+        let target = columns(&self.target);
         if target.fields().len() != field_ids.len() {
             return Err(Error::InvalidInput(format!(
                 "columns {field_ids:?} are not all top-level columns of {}",
                 self.table.identifier()
             )));
         }
-        let mut task = task.clone();
-        task.deletes.clear();
-        task.predicate = None;
-        task.project_field_ids.retain(|id| field_ids.contains(id));
-        let task = crate::partition_constants::for_reader(task)?;
+        let mut order: Vec<&str> = Vec::new();
+        let mut by_path: HashMap<&str, Vec<FileScanTask>> = HashMap::new();
+        for planned in self.tasks.iter().filter(|t| pick(t)) {
+            let mut task = planned.clone();
+            task.deletes.clear();
+            task.predicate = None;
+            task.project_field_ids.retain(|id| field_ids.contains(id));
+            let task = crate::partition_constants::for_reader(task)?;
+            let path = planned.data_file_path.as_str();
+            let tasks = by_path.entry(path).or_default();
+            if tasks.is_empty() {
+                order.push(path);
+            }
+            tasks.push(task);
+        }
         let reader = iceberg::arrow::ArrowReaderBuilder::new(
             self.table.file_io().clone(),
             iceberg::Runtime::try_current()?,
         )
         .build();
-        Ok(reader
-            .read(futures::stream::iter([Ok(task)]).boxed())?
-            .stream()
-            .map(move |b| project_by_field_id(&b?, &read_arrow, &target))
-            .boxed())
+        let mut reads = Vec::with_capacity(order.len());
+        for path in order {
+            let tasks = by_path.remove(path).unwrap_or_default();
+            let (read_arrow, target) = (read_arrow.clone(), target.clone());
+            let stream = reader
+                .clone()
+                .read(futures::stream::iter(tasks.into_iter().map(Ok)).boxed())?
+                .stream()
+                .map(move |b| project_by_field_id(&b?, &read_arrow, &target))
+                .boxed();
+            reads.push((path.to_string(), stream));
+        }
+        Ok(reads)
     }
 
     /// Reads the rows (see [`scan_filtered`]).

@@ -36,6 +36,7 @@ pub mod markers;
 pub mod outputs;
 pub mod overwrite;
 pub mod properties;
+mod removals;
 pub mod replace_partitions;
 pub mod rollback;
 pub(crate) mod snapshot;

@@ -132,7 +132,8 @@ impl OverwriteBuilder {
     /// [`Self::validate_from_snapshot`], by path: the caller read the others and found none
     /// there (an upsert, from its index of the destination's keys). The delete then reads and
     /// rewrites only these. When another commit landed since, the list no longer describes the
-    /// table and every file the statistics allow is read, as without it.
+    /// table and every file the statistics allow is read, as without it; so too without
+    /// [`Self::validate_from_snapshot`], which names the snapshot the list describes.
     pub fn delete_keys_within(mut self, paths: HashSet<String>) -> Self {
         self.keys_within = Some(Arc::new(paths));
         self
@@ -236,10 +237,12 @@ impl OverwriteBuilder {
         };
         // Files removed explicitly go whole; rewriting them too would duplicate rows.
         let whole: HashSet<&str> = self.remove.iter().map(String::as_str).collect();
-        let within = self
-            .keys_within
-            .as_ref()
-            .filter(|_| self.delete_keys.is_some() && md.current_snapshot_id() == recorded.since);
+        let within = self.keys_within.as_ref().filter(|_| {
+            // Only for the snapshot the caller read, and named (`validate_from_snapshot`).
+            self.delete_keys.is_some()
+                && self.validate_from.is_some()
+                && md.current_snapshot_id() == recorded.since
+        });
         if let Some(target) = delete
             && let Some(plan) = plan_delete_among(&base, &cache, target, true, &|path| {
                 !whole.contains(path) && within.is_none_or(|w| w.contains(path))
@@ -369,8 +372,8 @@ mod tests {
             .await?
             .ok_or_else(|| anyhow::anyhow!("no snapshot"))?;
         let mut holding_two = None;
-        for path in scan.files().map(str::to_string).collect::<Vec<_>>() {
-            let cols: Vec<_> = scan.read_columns(&path, &[1])?.try_collect().await?;
+        for (path, read) in scan.read_columns(&[1], |_| true)? {
+            let cols: Vec<_> = read.try_collect().await?;
             let col = cols[0]
                 .column(0)
                 .as_any()
@@ -383,6 +386,7 @@ mod tests {
         let (table, _) = OverwriteBuilder::new(&handle, ident.clone())
             .delete_keys(keys(vec![2, 3])?)
             .delete_keys_within([holding_two.clone()].into())
+            .validate_from_snapshot(table.metadata().current_snapshot_id())
             .await?;
         assert_eq!(ids(&table).await?, vec![1, 3, 4]);
 
@@ -407,16 +411,20 @@ mod tests {
             .await?;
         assert_eq!(ids(&table).await?, vec![1, 3, 5]);
 
-        // Only a file left out of the scan is not read; `read_columns` refuses it.
-        scan.retain_files(|p| p == holding_two);
+        // A file left out of the scan is not read, for its columns either; a column the
+        // table lacks is refused.
+        scan.retain_files(|t| t.data_file_path == holding_two);
         assert_eq!(scan.files().count(), 1);
-        let other = live
-            .iter()
-            .map(|f| f.file.file_path().to_string())
-            .find(|p| *p != holding_two)
-            .ok_or_else(|| anyhow::anyhow!("one other file"))?;
-        let err = scan.read_columns(&other, &[1]).err().map(|e| e.to_string());
-        assert!(err.is_some_and(|e| e.contains("is not a file this scan")));
+        assert_eq!(live.len(), 2);
+        assert!(
+            scan.read_columns(&[1], |t| t.data_file_path != holding_two)?
+                .is_empty()
+        );
+        let err = scan
+            .read_columns(&[99], |_| true)
+            .err()
+            .map(|e| e.to_string());
+        assert!(err.is_some_and(|e| e.contains("not all top-level columns")));
         let rows: Vec<_> = scan.read()?.try_collect().await?;
         assert_eq!(rows.iter().map(|b| b.num_rows()).sum::<usize>(), 2);
         Ok(())

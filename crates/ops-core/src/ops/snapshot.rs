@@ -32,6 +32,7 @@ use iceberg::table::Table;
 use iceberg::{TableRequirement, TableUpdate};
 use uuid::Uuid;
 
+use super::removals::Removals;
 use crate::commit::TableChange;
 use crate::{Error, Result};
 
@@ -374,9 +375,9 @@ pub struct SnapshotProducer<'a> {
     /// Manifests of added files written as they arrived ([`super::streamed`]).
     streamed: Option<&'a super::streamed::StreamedManifests>,
     /// (Shared: a compaction hands over the paths its plan holds, not a copy of each.)
-    removed: HashSet<Arc<str>>,
+    removed: Removals,
     /// Delete files to remove (delete manifests are read only when this is not empty).
-    removed_deletes: HashSet<Arc<str>>,
+    removed_deletes: Removals,
     properties: HashMap<String, String>,
     /// The data sequence number of the added files; `None`: inherited from the new snapshot.
     data_sequence_number: Option<i64>,
@@ -564,8 +565,8 @@ impl<'a> SnapshotProducer<'a> {
             added: Vec::new(),
             prepared: None,
             streamed: None,
-            removed: HashSet::new(),
-            removed_deletes: HashSet::new(),
+            removed: Removals::default(),
+            removed_deletes: Removals::default(),
             properties: HashMap::new(),
             data_sequence_number: None,
         }
@@ -704,9 +705,11 @@ impl<'a> SnapshotProducer<'a> {
             counter += 1;
             format!("{metadata_dir}/{commit_uuid}-m{counter}.avro")
         };
-        // Borrowed from the sets being removed: a compaction of a million files would copy
-        // each of its paths here once more.
-        let mut removed_found: HashSet<&str> = HashSet::new();
+        // Which removals were met, data and delete files, by position in their set.
+        let mut found = [
+            vec![false; self.removed.len()],
+            vec![false; self.removed_deletes.len()],
+        ];
         let io = table.file_io();
         let merge_target_bytes = MergePolicy::of(table)?.target_bytes;
         let mut removed_records = 0u64;
@@ -714,9 +717,9 @@ impl<'a> SnapshotProducer<'a> {
         if let Some(parent) = &parent {
             let list = self.cache.manifest_list(parent).await?;
             for mf in list.iter() {
-                let removing = match mf.content {
-                    ManifestContentType::Data => &self.removed,
-                    ManifestContentType::Deletes => &self.removed_deletes,
+                let (removing, met) = match mf.content {
+                    ManifestContentType::Data => (&self.removed, 0),
+                    ManifestContentType::Deletes => (&self.removed_deletes, 1),
                 };
                 if removing.is_empty() || !(mf.has_added_files() || mf.has_existing_files()) {
                     manifests.push(mf.clone());
@@ -804,8 +807,8 @@ impl<'a> SnapshotProducer<'a> {
                     // equality deletes apply to the file.
                     let seq = entry.sequence_number().unwrap_or(mf.sequence_number);
                     let file_seq = entry.file_sequence_number.or(Some(seq));
-                    if let Some(removed) = removing.get(file.file_path()) {
-                        removed_found.insert(removed);
+                    if let Some(at) = removing.position(file.file_path()) {
+                        found[met][at] = true;
                         if mf.content == ManifestContentType::Data {
                             removed_records += file.record_count();
                         }
@@ -830,22 +833,18 @@ impl<'a> SnapshotProducer<'a> {
                 }
             }
         }
-        let to_remove = self.removed.len() + self.removed_deletes.len();
-        if removed_found.len() != to_remove {
-            let missing: Vec<&str> = self
-                .removed
-                .iter()
-                .chain(&self.removed_deletes)
-                .map(|p| &**p)
-                .filter(|p| !removed_found.contains(p))
+        let missing =
+            self.removed.unmet(&found[0]).count() + self.removed_deletes.unmet(&found[1]).count();
+        if missing > 0 {
+            let some: Vec<&str> = (self.removed.unmet(&found[0]))
+                .chain(self.removed_deletes.unmet(&found[1]))
                 .take(3)
                 .collect();
             return Err(Error::CommitConflict {
                 table: table.identifier().to_string(),
                 detail: format!(
-                    "{} file(s) to remove are no longer live in the current snapshot \
-                     (e.g. {missing:?}): a concurrent commit removed them",
-                    to_remove - removed_found.len()
+                    "{missing} file(s) to remove are no longer live in the current snapshot \
+                     (e.g. {some:?}): a concurrent commit removed them"
                 ),
             });
         }
@@ -1001,10 +1000,7 @@ impl<'a> SnapshotProducer<'a> {
         let metrics = SnapshotMetrics {
             snapshot_id,
             added_files,
-            removed_files: removed_found
-                .iter()
-                .filter(|p| self.removed.contains(**p))
-                .count() as u64,
+            removed_files: self.removed.len() as u64,
             added_records,
             removed_records,
         };

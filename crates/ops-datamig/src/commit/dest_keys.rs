@@ -16,13 +16,16 @@
 //! alike, so a collision costs a needless read, never a missed key.
 //!
 //! - No delete file is applied to the index's read: deletes only take rows away, so what a file
-//!   stored is a superset of what it holds under any deletes it has now or gains later, and a
-//!   data file never changes — an entry stays true for the whole job. Files written since
-//!   (this job's or another writer's) are indexed when a scan first names them.
-//! - Memory: 8 bytes per indexed row, at most [`MAX_HASHES`] (32 MiB). The files a chunk's
-//!   commit rewrote leave the index with it. When the next file would pass the limit, the
-//!   entries of files the current chunk's scan does not name are dropped first; if it still
-//!   would, that file is read whole by the chunk, as without the index.
+//!   stored is a superset of what it holds under any deletes it has now or gains later. A data
+//!   file is known by its path, size and row count (a path reused for another file, as
+//!   `add_files` may, is another file), and by the key columns' field ids and types: a chunk
+//!   whose key names another column (a rename between chunks) starts the index afresh. Files
+//!   written since (this job's or another writer's) are indexed when a scan first names them.
+//! - Memory: 8 bytes per indexed row, at most [`MAX_HASHES`] (32 MiB); a file is indexed only
+//!   if its row count fits. The files a chunk's commit rewrote leave the index with it. When
+//!   the files a chunk names would pass the limit, the entries of files it does not name are
+//!   dropped first; a file that still does not fit is remembered as such and read whole by
+//!   every chunk whose statistics allow its keys, as before the index.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -31,6 +34,7 @@ use arrow_array::ArrayRef;
 use arrow_schema::DataType;
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt, TryStreamExt};
+use iceberg::scan::FileScanTask;
 use ops_core::keys::KeyEncoder;
 use ops_core::scan::PlannedScan;
 use twox_hash::XxHash3_128;
@@ -46,63 +50,112 @@ const CONCURRENCY: usize = 4;
 /// A file's path and its sorted, distinct key hashes.
 type Indexed = (String, Box<[u64]>);
 
+/// A data file's size and row count: with its path, what the index knows it by. A path alone
+/// could name another file later (one removed and another registered at its path by
+/// `add_files`).
+type Identity = (u64, Option<u64>);
+
+fn identity(task: &FileScanTask) -> Identity {
+    (task.file_size_in_bytes, task.record_count)
+}
+
 /// The index (see the module docs).
 #[derive(Default)]
 pub(crate) struct DestKeys {
-    /// The encoder of the key columns' types; a chunk of other types starts the index afresh.
-    encoder: Option<(Vec<DataType>, Arc<KeyEncoder>)>,
-    /// Each indexed file's distinct key hashes, sorted.
-    files: HashMap<String, Box<[u64]>>,
+    /// The key columns' field ids and types, and their encoder: a chunk whose key names
+    /// another column (a rename between chunks) or type starts the index afresh.
+    key: Option<(Vec<i32>, Vec<DataType>, Arc<KeyEncoder>)>,
+    /// Each indexed file's identity and distinct key hashes, sorted, by path.
+    files: HashMap<String, (Identity, Box<[u64]>)>,
+    /// Files whose keys did not fit: read whole by every chunk whose scan names them, never
+    /// read for the index again.
+    unfit: HashMap<String, Identity>,
     held: usize,
 }
 
 impl DestKeys {
     /// Each row's key hash, in row order, for the key columns `cols` (one array per key
-    /// column, in the table's current types).
-    pub(crate) fn row_hashes(&mut self, cols: &[ArrayRef]) -> Result<Vec<u64>> {
+    /// column, in the table's current types), which are the columns `ids` of the table's
+    /// current schema.
+    pub(crate) fn row_hashes(&mut self, ids: &[i32], cols: &[ArrayRef]) -> Result<Vec<u64>> {
         let types: Vec<DataType> = cols.iter().map(|c| c.data_type().clone()).collect();
-        let encoder = match &self.encoder {
-            Some((t, e)) if *t == types => e.clone(),
+        let encoder = match &self.key {
+            Some((i, t, e)) if i == ids && *t == types => e.clone(),
             _ => {
-                // Hashes of another encoding compare with nothing: start afresh.
+                // Hashes of other columns or of another encoding compare with nothing.
                 *self = Self::default();
                 let e = Arc::new(KeyEncoder::new(types.clone())?);
-                self.encoder = Some((types, e.clone()));
+                self.key = Some((ids.to_vec(), types, e.clone()));
                 e
             }
         };
         hash_rows(&encoder, cols)
     }
 
-    /// Indexes every file `scan` names that is not yet indexed (reading its key columns,
-    /// `key_ids` in the table's current schema), then leaves out of `scan` the files that
-    /// cannot hold one of `keys` (sorted, distinct hashes from [`Self::row_hashes`]).
-    pub(crate) async fn prune(
-        &mut self,
-        scan: &mut PlannedScan,
-        key_ids: &[i32],
-        keys: &[u64],
-    ) -> Result<()> {
-        let Some((_, encoder)) = self.encoder.clone() else {
+    /// Indexes every file `scan` names that is not yet indexed (reading the key columns of
+    /// [`Self::row_hashes`]), then leaves out of `scan` the files that cannot hold one of
+    /// `keys` (sorted, distinct hashes from [`Self::row_hashes`]).
+    pub(crate) async fn prune(&mut self, scan: &mut PlannedScan, keys: &[u64]) -> Result<()> {
+        let Some((ids, _, encoder)) = self.key.clone() else {
             return Ok(());
         };
-        let named: HashSet<String> = scan.files().map(str::to_string).collect();
-        let missing: Vec<String> = named
+        // Each named path with its identity; `None` for a path the scan lists under two
+        // (sizes or counts that differ): which of them a read saw is unknown, so it is not
+        // indexed.
+        let mut named: HashMap<&str, Option<Identity>> = HashMap::new();
+        for t in scan.files() {
+            let id = identity(t);
+            named
+                .entry(t.data_file_path.as_str())
+                .and_modify(|one| {
+                    if *one != Some(id) {
+                        *one = None;
+                    }
+                })
+                .or_insert(Some(id));
+        }
+        let known = |path: &str, id: Identity| {
+            self.files.get(path).is_some_and(|(i, _)| *i == id)
+                || self.unfit.get(path).is_some_and(|i| *i == id)
+        };
+        let mut missing: Vec<(&str, Identity)> = named
             .iter()
-            .filter(|p| !self.files.contains_key(*p))
-            .cloned()
+            .filter_map(|(p, id)| id.map(|id| (*p, id)))
+            .filter(|(p, id)| !known(p, *id))
             .collect();
+        // Smallest first, so the most files fit; a file's row count bounds its hashes.
+        missing.sort_by_key(|(_, (_, rows))| rows.unwrap_or(u64::MAX));
+        let wanted = missing.iter().fold(0u64, |n, (_, (_, rows))| {
+            n.saturating_add(rows.unwrap_or(u64::MAX))
+        });
+        if (self.held as u64).saturating_add(wanted) > MAX_HASHES as u64 {
+            // Files this chunk does not name go first (those the job replaced among them).
+            self.files.retain(|p, _| named.contains_key(p.as_str()));
+            self.held = self.files.values().map(|(_, h)| h.len()).sum();
+        }
+        let mut room = MAX_HASHES.saturating_sub(self.held) as u64;
+        let mut chosen: HashMap<&str, Identity> = HashMap::new();
+        for (path, id) in missing {
+            match id.1 {
+                Some(rows) if rows <= room => {
+                    room -= rows;
+                    chosen.insert(path, id);
+                }
+                _ => {
+                    self.unfit.insert(path.to_string(), id);
+                }
+            }
+        }
+        let indexed_now = chosen.len();
         // Each read owns what it holds, boxed: a future borrowing the scan, or built by a
         // closure over the read's stream, is not provably `Send` to the compiler.
-        let indexed_now = missing.len();
-        let reads: Vec<BoxFuture<'static, Result<Indexed>>> = missing
+        let reads: Vec<BoxFuture<'static, Result<Indexed>>> = scan
+            .read_columns(&ids, |t| chosen.contains_key(t.data_file_path.as_str()))?
             .into_iter()
-            .map(|path| {
-                let read = scan.read_columns(&path, key_ids);
+            .map(|(path, mut batches)| {
                 let encoder = encoder.clone();
                 async move {
                     let mut hashes = Vec::new();
-                    let mut batches = read?;
                     while let Some(batch) = batches.try_next().await? {
                         hashes.extend(hash_rows(&encoder, batch.columns())?);
                     }
@@ -114,56 +167,46 @@ impl DestKeys {
             })
             .collect();
         let mut reads = futures::stream::iter(reads).buffer_unordered(CONCURRENCY);
-        let mut full = false;
         while let Some(read) = reads.next().await {
             let (path, hashes) = read?;
-            if full {
-                continue;
+            if let Some(id) = chosen.get(path.as_str()) {
+                self.held += hashes.len();
+                if let Some((_, old)) = self.files.insert(path, (*id, hashes)) {
+                    self.held -= old.len();
+                }
             }
-            if self.held + hashes.len() > MAX_HASHES {
-                // Files this chunk does not name first: the job's replaced ones among them.
-                self.files.retain(|p, _| named.contains(p));
-                self.held = self.files.values().map(|h| h.len()).sum();
-            }
-            if self.held + hashes.len() > MAX_HASHES {
-                full = true;
-                tracing::debug!(
-                    held = self.held,
-                    "upsert key index full: further files are read whole"
-                );
-                continue;
-            }
-            self.held += hashes.len();
-            self.files.insert(path, hashes);
         }
         drop(reads);
         let before = named.len();
-        scan.retain_files(|path| self.may_hold(path, keys));
+        scan.retain_files(|t| self.may_hold(t, keys));
         tracing::debug!(
             files = before,
-            may_hold = scan.files().collect::<HashSet<_>>().len(),
+            may_hold = scan.files().count(),
             indexed_now,
+            unfit = self.unfit.len(),
             held = self.held,
             "destination files pruned by the key index"
         );
         Ok(())
     }
 
-    /// Drops the entries of `paths` (files the job's commit replaced).
-    pub(crate) fn forget<'a>(&mut self, paths: impl IntoIterator<Item = &'a str>) {
+    /// Drops the entries of the files at `paths` (files the job's commit replaced).
+    pub(crate) fn forget(&mut self, paths: &HashSet<String>) {
         for path in paths {
-            if let Some(held) = self.files.remove(path) {
-                self.held -= held.len();
+            if let Some((_, hashes)) = self.files.remove(path) {
+                self.held -= hashes.len();
             }
+            self.unfit.remove(path);
         }
     }
 
-    /// Whether the file at `path` may hold one of `keys` (sorted, distinct hashes): true for a
-    /// file not indexed.
-    pub(crate) fn may_hold(&self, path: &str, keys: &[u64]) -> bool {
-        self.files
-            .get(path)
-            .is_none_or(|held| intersect(held, keys))
+    /// Whether the file of `task` may hold one of `keys` (sorted, distinct hashes): true for a
+    /// file not indexed (or indexed as another file at its path).
+    pub(crate) fn may_hold(&self, task: &FileScanTask, keys: &[u64]) -> bool {
+        match self.files.get(&task.data_file_path) {
+            Some((id, held)) if *id == identity(task) => intersect(held, keys),
+            _ => true,
+        }
     }
 }
 

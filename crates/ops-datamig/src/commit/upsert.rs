@@ -155,9 +155,9 @@ pub(crate) async fn upsert_chunk(
 
     let since = dest.metadata().current_snapshot_id();
     // Each row's key hash, for the index of the destination's keys by file.
-    let hashes = index.row_hashes(&key_cols(&batch))?;
-    // The destination files read: those that may hold a chunk key.
-    let mut read_files: Vec<String> = Vec::new();
+    let hashes = index.row_hashes(&chunk_keys.field_ids(schema)?, &key_cols(&batch))?;
+    // The destination files read (their tasks): those that may hold a chunk key.
+    let mut read_files: Vec<iceberg::scan::FileScanTask> = Vec::new();
     // The encoded destination row of each chunk key found there, by key position.
     let mut existing: Vec<Option<Box<[u8]>>> = vec![None; chunk_keys.len()];
     let planned = match since {
@@ -169,16 +169,8 @@ pub(crate) async fn upsert_chunk(
     };
     if let Some(mut scan) = planned {
         let converter = ops_core::rows::converter(target.fields().iter().map(|f| f.data_type()))?;
-        let ids = chunk_keys.field_ids(schema)?;
-        index
-            .prune(&mut scan, &ids, &sorted(hashes.clone()))
-            .await?;
-        let mut seen = HashSet::new();
-        read_files = scan
-            .files()
-            .filter(|p| seen.insert(*p))
-            .map(str::to_string)
-            .collect();
+        index.prune(&mut scan, &sorted(hashes.clone())).await?;
+        read_files = scan.files().cloned().collect();
         let mut stream = scan.read()?;
         while let Some(b) = stream.next().await {
             let b = ops_core::write::conform(&b?, &target)?;
@@ -236,10 +228,10 @@ pub(crate) async fn upsert_chunk(
             snapshot: None,
             inserted: 0,
             updated: 0,
-            files_read: read_files.len(),
+            files_read: distinct_paths(&read_files),
         });
     }
-    let files_read = read_files.len();
+    let files_read = distinct_paths(&read_files);
     let rows = arrow_select::take::take_record_batch(&batch, &UInt32Array::from(write))?;
     before_write().await?;
     let written = ops_core::write::write_files(dest, futures::stream::iter([Ok(rows)])).await?;
@@ -260,8 +252,8 @@ pub(crate) async fn upsert_chunk(
         let updated_hashes = sorted(take.values().iter().map(|&i| hashes[i as usize]).collect());
         let within: HashSet<String> = read_files
             .iter()
-            .filter(|p| index.may_hold(p, &updated_hashes))
-            .cloned()
+            .filter(|t| index.may_hold(t, &updated_hashes))
+            .map(|t| t.data_file_path.clone())
             .collect();
         builder = builder
             .delete_keys(std::sync::Arc::new(KeySet::new(
@@ -274,7 +266,7 @@ pub(crate) async fn upsert_chunk(
         rewritten = within;
     }
     let (table, metrics) = builder.await?;
-    index.forget(rewritten.iter().map(String::as_str));
+    index.forget(&rewritten);
     Ok(UpsertOutcome {
         table: Some(table),
         snapshot: Some(metrics.snapshot_id),
@@ -282,6 +274,15 @@ pub(crate) async fn upsert_chunk(
         updated: updated_count,
         files_read,
     })
+}
+
+/// How many files `tasks` read (a file listed twice has two tasks).
+fn distinct_paths(tasks: &[iceberg::scan::FileScanTask]) -> usize {
+    tasks
+        .iter()
+        .map(|t| t.data_file_path.as_str())
+        .collect::<HashSet<_>>()
+        .len()
 }
 
 /// `hashes` sorted, each once.
@@ -477,6 +478,27 @@ mod tests {
         .unwrap()
     }
 
+    /// `batch` appended to `table` as one file; the table after it.
+    async fn appended(
+        handle: &ops_core::CatalogHandle,
+        table: &Table,
+        batch: RecordBatch,
+    ) -> Table {
+        ops_core::append::append(
+            handle,
+            table,
+            futures::stream::iter([Ok(batch)]),
+            HashMap::new(),
+        )
+        .await
+        .unwrap();
+        handle
+            .catalog()
+            .load_table(table.identifier())
+            .await
+            .unwrap()
+    }
+
     async fn chunk_of(
         handle: &ops_core::CatalogHandle,
         table: &Table,
@@ -529,19 +551,7 @@ mod tests {
         for m in 0..3 {
             let ids: Vec<i64> = (0..30).filter(|i| i % 3 == m).collect();
             let batch = rows(&table, &ids, "old");
-            ops_core::append::append(
-                &handle,
-                &table,
-                futures::stream::iter([Ok(batch)]),
-                HashMap::new(),
-            )
-            .await
-            .unwrap();
-            table = handle
-                .catalog()
-                .load_table(table.identifier())
-                .await
-                .unwrap();
+            table = appended(&handle, &table, batch).await;
         }
         let mut index = DestKeys::default();
         // Keys of the second file only (and a new one): one file read of three.
@@ -591,6 +601,69 @@ mod tests {
         want.retain(|(i, v)| !(*i == 100 && v == "old"));
         want.sort();
         assert_eq!(got, want);
+    }
+
+    /// The index knows its hashes by the key's field ids: after `id` is dropped and `x`
+    /// renamed `id` between two chunks (no snapshot: a metadata change), a file indexed by the
+    /// old `id`'s values must not be pruned for the new one's. Without that, key 8 — stored in
+    /// `x` of a file the first chunk indexed — was not found and was inserted a second time.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_key_renamed_onto_another_column_between_chunks_is_found() {
+        use iceberg::spec::{NestedField, PrimitiveType, Type};
+        let long =
+            |id, name: &str| NestedField::optional(id, name, Type::Primitive(PrimitiveType::Long));
+        let dir = tempfile::tempdir().unwrap();
+        let (handle, table) = crate::testing::new_table(
+            dir.path(),
+            "t",
+            vec![
+                long(1, "id"),
+                long(2, "x"),
+                NestedField::optional(3, "v", Type::Primitive(PrimitiveType::String)),
+            ],
+        )
+        .await
+        .unwrap();
+        let batch = |table: &Table, cols: Vec<ArrayRef>| {
+            RecordBatch::try_new(ops_core::write::table_arrow_schema(table).unwrap(), cols).unwrap()
+        };
+        let ids = |v: Vec<i64>| -> ArrayRef { Arc::new(Int64Array::from(v)) };
+        let strs = |v: Vec<&str>| -> ArrayRef { Arc::new(StringArray::from(v)) };
+        // One file: ids 0 and 5 (bounds that allow key 1), x 8 and 9.
+        let stored = batch(
+            &table,
+            vec![ids(vec![0, 5]), ids(vec![8, 9]), strs(vec!["a", "b"])],
+        );
+        let table = appended(&handle, &table, stored).await;
+        let mut index = DestKeys::default();
+        let first = chunk_of(
+            &handle,
+            &table,
+            &mut index,
+            batch(&table, vec![ids(vec![1]), ids(vec![1]), strs(vec!["new"])]),
+        )
+        .await;
+        // The stored file was named and indexed (its ids hold no 1), then left out.
+        assert_eq!((first.files_read, first.inserted), (0, 1));
+        let (table, _) = ops_core::ops::evolve_schema::EvolveSchemaBuilder::new(
+            &handle,
+            table.identifier().clone(),
+        )
+        .drop_column("id")
+        .rename_column("x", "id")
+        .await
+        .unwrap();
+        let second = chunk_of(
+            &handle,
+            &table,
+            &mut index,
+            batch(&table, vec![ids(vec![8]), strs(vec!["z"])]),
+        )
+        .await;
+        assert_eq!(
+            (second.files_read, second.inserted, second.updated),
+            (1, 0, 1)
+        );
     }
 
     #[test]
