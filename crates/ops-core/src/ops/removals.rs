@@ -34,6 +34,7 @@ impl Removals {
             if self.position(&path).is_some() {
                 continue;
             }
+            // Four billion paths would need 64 GiB of pointers first.
             let at = self.paths.len() as u32;
             let hash = self.hasher.hash_one(&*path);
             self.paths.push(path);
@@ -65,6 +66,7 @@ impl Removals {
 
     /// The paths whose flag in `met` (by position) is not set.
     pub(crate) fn unmet<'s>(&'s self, met: &'s [bool]) -> impl Iterator<Item = &'s str> {
+        debug_assert_eq!(met.len(), self.paths.len());
         self.paths
             .iter()
             .zip(met)

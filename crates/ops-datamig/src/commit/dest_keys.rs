@@ -17,15 +17,16 @@
 //!
 //! - No delete file is applied to the index's read: deletes only take rows away, so what a file
 //!   stored is a superset of what it holds under any deletes it has now or gains later. A data
-//!   file is known by its path, size and row count (a path reused for another file, as
-//!   `add_files` may, is another file), and by the key columns' field ids and types: a chunk
-//!   whose key names another column (a rename between chunks) starts the index afresh. Files
-//!   written since (this job's or another writer's) are indexed when a scan first names them.
+//!   file is known by its path, size, row count and partition tuple (a path reused for a file
+//!   of another size or row count is read again; identity-partition values come from the
+//!   tuple), and the index by the key columns' field ids and types: a chunk whose key names
+//!   another column (a rename between chunks) starts it afresh. Files written since (this
+//!   job's or another writer's) are indexed when a scan first names them.
 //! - Memory: 8 bytes per indexed row, at most [`MAX_HASHES`] (32 MiB); a file is indexed only
-//!   if its row count fits. The files a chunk's commit rewrote leave the index with it. When
-//!   the files a chunk names would pass the limit, the entries of files it does not name are
-//!   dropped first; a file that still does not fit is remembered as such and read whole by
-//!   every chunk whose statistics allow its keys, as before the index.
+//!   if its row count fits, decided before it is read. The files a chunk's commit rewrote
+//!   leave the index with it. When the files a chunk names would pass the limit, the entries of
+//!   files it does not name are dropped first; a file that still does not fit is read whole by
+//!   the chunk, as before the index, and weighed again by the next.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -35,6 +36,7 @@ use arrow_schema::DataType;
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt, TryStreamExt};
 use iceberg::scan::FileScanTask;
+use iceberg::spec::Struct;
 use ops_core::keys::KeyEncoder;
 use ops_core::scan::PlannedScan;
 use twox_hash::XxHash3_128;
@@ -50,30 +52,52 @@ const CONCURRENCY: usize = 4;
 /// A file's path and its sorted, distinct key hashes.
 type Indexed = (String, Box<[u64]>);
 
-/// A data file's size and row count: with its path, what the index knows it by. A path alone
-/// could name another file later (one removed and another registered at its path by
-/// `add_files`).
-type Identity = (u64, Option<u64>);
+/// What the index knows a data file by, beside its path: its size and row count — a path
+/// alone could name another file later (one removed and another registered at its path by
+/// `add_files`; one of the very same size and row count would go unnoticed) — and the
+/// partition its entry gives it, whose identity values the reader fills into the key columns
+/// (a file listed twice, under two tuples, is indexed from the entry its scan names).
+type Identity = (u64, Option<u64>, Option<i32>, Option<Struct>);
 
 fn identity(task: &FileScanTask) -> Identity {
-    (task.file_size_in_bytes, task.record_count)
+    (
+        task.file_size_in_bytes,
+        task.record_count,
+        task.partition_spec.as_ref().map(|s| s.spec_id()),
+        task.partition.clone(),
+    )
 }
 
 /// The index (see the module docs).
-#[derive(Default)]
 pub(crate) struct DestKeys {
     /// The key columns' field ids and types, and their encoder: a chunk whose key names
     /// another column (a rename between chunks) or type starts the index afresh.
     key: Option<(Vec<i32>, Vec<DataType>, Arc<KeyEncoder>)>,
     /// Each indexed file's identity and distinct key hashes, sorted, by path.
     files: HashMap<String, (Identity, Box<[u64]>)>,
-    /// Files whose keys did not fit: read whole by every chunk whose scan names them, never
-    /// read for the index again.
-    unfit: HashMap<String, Identity>,
+    /// Hashes held, all files together.
     held: usize,
+    /// At most this many ([`MAX_HASHES`]; less in tests).
+    limit: usize,
+}
+
+impl Default for DestKeys {
+    fn default() -> Self {
+        Self::with_limit(MAX_HASHES)
+    }
 }
 
 impl DestKeys {
+    /// An index holding at most `limit` hashes.
+    pub(crate) fn with_limit(limit: usize) -> Self {
+        Self {
+            key: None,
+            files: HashMap::new(),
+            held: 0,
+            limit,
+        }
+    }
+
     /// Each row's key hash, in row order, for the key columns `cols` (one array per key
     /// column, in the table's current types), which are the columns `ids` of the table's
     /// current schema.
@@ -83,7 +107,7 @@ impl DestKeys {
             Some((i, t, e)) if i == ids && *t == types => e.clone(),
             _ => {
                 // Hashes of other columns or of another encoding compare with nothing.
-                *self = Self::default();
+                *self = Self::with_limit(self.limit);
                 let e = Arc::new(KeyEncoder::new(types.clone())?);
                 self.key = Some((ids.to_vec(), types, e.clone()));
                 e
@@ -100,50 +124,49 @@ impl DestKeys {
             return Ok(());
         };
         // Each named path with its identity; `None` for a path the scan lists under two
-        // (sizes or counts that differ): which of them a read saw is unknown, so it is not
-        // indexed.
+        // (sizes, counts or partitions that differ): which of them a read saw is unknown, so
+        // it is not indexed.
         let mut named: HashMap<&str, Option<Identity>> = HashMap::new();
         for t in scan.files() {
             let id = identity(t);
             named
                 .entry(t.data_file_path.as_str())
                 .and_modify(|one| {
-                    if *one != Some(id) {
+                    if one.as_ref() != Some(&id) {
                         *one = None;
                     }
                 })
                 .or_insert(Some(id));
         }
-        let known = |path: &str, id: Identity| {
-            self.files.get(path).is_some_and(|(i, _)| *i == id)
-                || self.unfit.get(path).is_some_and(|i| *i == id)
-        };
-        let mut missing: Vec<(&str, Identity)> = named
+        // Files not indexed as they are named, each with the hashes it may bring (its row
+        // count); one without a count, or with more rows than the index holds, never fits.
+        let mut missing: Vec<(&str, &Identity, u64)> = named
             .iter()
-            .filter_map(|(p, id)| id.map(|id| (*p, id)))
-            .filter(|(p, id)| !known(p, *id))
+            .filter_map(|(p, id)| id.as_ref().map(|id| (*p, id)))
+            .filter(|(p, id)| !self.files.get(*p).is_some_and(|(i, _)| i == *id))
+            .filter_map(|(p, id)| {
+                id.1.filter(|&rows| rows <= self.limit as u64)
+                    .map(|r| (p, id, r))
+            })
             .collect();
-        // Smallest first, so the most files fit; a file's row count bounds its hashes.
-        missing.sort_by_key(|(_, (_, rows))| rows.unwrap_or(u64::MAX));
-        let wanted = missing.iter().fold(0u64, |n, (_, (_, rows))| {
-            n.saturating_add(rows.unwrap_or(u64::MAX))
-        });
-        if (self.held as u64).saturating_add(wanted) > MAX_HASHES as u64 {
+        // Smallest first, so the most files fit.
+        missing.sort_by_key(|(_, _, rows)| *rows);
+        let wanted = missing
+            .iter()
+            .fold(0u64, |n, (_, _, rows)| n.saturating_add(*rows));
+        if (self.held as u64).saturating_add(wanted) > self.limit as u64 {
             // Files this chunk does not name go first (those the job replaced among them).
             self.files.retain(|p, _| named.contains_key(p.as_str()));
             self.held = self.files.values().map(|(_, h)| h.len()).sum();
         }
-        let mut room = MAX_HASHES.saturating_sub(self.held) as u64;
+        // Decided again by every chunk, from the row counts alone: a file that does not fit
+        // now is read whole by this chunk, not for the index.
+        let mut room = self.limit.saturating_sub(self.held) as u64;
         let mut chosen: HashMap<&str, Identity> = HashMap::new();
-        for (path, id) in missing {
-            match id.1 {
-                Some(rows) if rows <= room => {
-                    room -= rows;
-                    chosen.insert(path, id);
-                }
-                _ => {
-                    self.unfit.insert(path.to_string(), id);
-                }
+        for (path, id, rows) in missing {
+            if rows <= room {
+                room -= rows;
+                chosen.insert(path, id.clone());
             }
         }
         let indexed_now = chosen.len();
@@ -171,7 +194,7 @@ impl DestKeys {
             let (path, hashes) = read?;
             if let Some(id) = chosen.get(path.as_str()) {
                 self.held += hashes.len();
-                if let Some((_, old)) = self.files.insert(path, (*id, hashes)) {
+                if let Some((_, old)) = self.files.insert(path, (id.clone(), hashes)) {
                     self.held -= old.len();
                 }
             }
@@ -183,11 +206,16 @@ impl DestKeys {
             files = before,
             may_hold = scan.files().count(),
             indexed_now,
-            unfit = self.unfit.len(),
             held = self.held,
             "destination files pruned by the key index"
         );
         Ok(())
+    }
+
+    /// Hashes held, all files together.
+    #[cfg(test)]
+    pub(crate) fn held(&self) -> usize {
+        self.held
     }
 
     /// Drops the entries of the files at `paths` (files the job's commit replaced).
@@ -196,7 +224,6 @@ impl DestKeys {
             if let Some((_, hashes)) = self.files.remove(path) {
                 self.held -= hashes.len();
             }
-            self.unfit.remove(path);
         }
     }
 

@@ -603,6 +603,63 @@ mod tests {
         assert_eq!(got, want);
     }
 
+    /// An index of at most 15 hashes, three files of 10, 12 and 14 rows whose bounds all
+    /// overlap: the 10-row file is indexed (a file fits by its row count, decided before it is
+    /// read), the other two do not fit and are read whole, as without the index; the rows
+    /// come out right and the index never holds more than its limit.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn files_past_the_index_limit_are_read_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let (handle, mut table) = crate::testing::new_table(
+            dir.path(),
+            "t",
+            vec![
+                iceberg::spec::NestedField::required(
+                    1,
+                    "id",
+                    iceberg::spec::Type::Primitive(iceberg::spec::PrimitiveType::Long),
+                ),
+                iceberg::spec::NestedField::optional(
+                    2,
+                    "v",
+                    iceberg::spec::Type::Primitive(iceberg::spec::PrimitiveType::String),
+                ),
+            ],
+        )
+        .await
+        .unwrap();
+        for (m, n) in [(0, 10), (1, 12), (2, 14)] {
+            let ids: Vec<i64> = (0..n).map(|i| 3 * i + m).collect();
+            table = appended(&handle, &table, rows(&table, &ids, "old")).await;
+        }
+        let mut index = DestKeys::with_limit(15);
+        // Key 2 is in the 14-row file: the 10-row file is indexed and left out.
+        let first = chunk_of(&handle, &table, &mut index, rows(&table, &[2], "new")).await;
+        assert_eq!((first.files_read, first.updated), (2, 1));
+        assert_eq!(index.held(), 10);
+        let table = first.table.unwrap();
+        // Key 6 is in the indexed file: read, with the two that still do not fit (the 12-row
+        // file and the 14-row file's 13-row rewrite), weighed again.
+        let second = chunk_of(&handle, &table, &mut index, rows(&table, &[6], "new")).await;
+        assert_eq!((second.files_read, second.updated), (3, 1));
+        // The indexed file was rewritten by that commit: its entry left with it.
+        assert_eq!(index.held(), 0);
+        let table = second.table.unwrap();
+        let batches: Vec<RecordBatch> =
+            futures::TryStreamExt::try_collect(ops_core::scan::scan(&table, None).await.unwrap())
+                .await
+                .unwrap();
+        let new: usize = batches
+            .iter()
+            .map(|b| {
+                let v = b.column(1).as_any().downcast_ref::<StringArray>().unwrap();
+                (0..b.num_rows()).filter(|&i| v.value(i) == "new").count()
+            })
+            .sum();
+        let all: usize = batches.iter().map(|b| b.num_rows()).sum();
+        assert_eq!((all, new), (36, 2));
+    }
+
     /// The index knows its hashes by the key's field ids: after `id` is dropped and `x`
     /// renamed `id` between two chunks (no snapshot: a metadata change), a file indexed by the
     /// old `id`'s values must not be pruned for the new one's. Without that, key 8 — stored in
