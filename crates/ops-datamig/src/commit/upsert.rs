@@ -478,6 +478,21 @@ mod tests {
         .unwrap()
     }
 
+    /// `ns.t(id long required, v string)` in a SQLite catalog under `dir`.
+    async fn id_v_table(dir: &std::path::Path) -> (ops_core::CatalogHandle, Table) {
+        use iceberg::spec::{NestedField, PrimitiveType, Type};
+        crate::testing::new_table(
+            dir,
+            "t",
+            vec![
+                NestedField::required(1, "id", Type::Primitive(PrimitiveType::Long)),
+                NestedField::optional(2, "v", Type::Primitive(PrimitiveType::String)),
+            ],
+        )
+        .await
+        .unwrap()
+    }
+
     /// `batch` appended to `table` as one file; the table after it.
     async fn appended(
         handle: &ops_core::CatalogHandle,
@@ -530,24 +545,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread")]
     async fn a_chunk_reads_only_the_files_that_hold_its_keys() {
         let dir = tempfile::tempdir().unwrap();
-        let (handle, mut table) = crate::testing::new_table(
-            dir.path(),
-            "t",
-            vec![
-                iceberg::spec::NestedField::required(
-                    1,
-                    "id",
-                    iceberg::spec::Type::Primitive(iceberg::spec::PrimitiveType::Long),
-                ),
-                iceberg::spec::NestedField::optional(
-                    2,
-                    "v",
-                    iceberg::spec::Type::Primitive(iceberg::spec::PrimitiveType::String),
-                ),
-            ],
-        )
-        .await
-        .unwrap();
+        let (handle, mut table) = id_v_table(dir.path()).await;
         for m in 0..3 {
             let ids: Vec<i64> = (0..30).filter(|i| i % 3 == m).collect();
             let batch = rows(&table, &ids, "old");
@@ -610,24 +608,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread")]
     async fn files_past_the_index_limit_are_read_whole() {
         let dir = tempfile::tempdir().unwrap();
-        let (handle, mut table) = crate::testing::new_table(
-            dir.path(),
-            "t",
-            vec![
-                iceberg::spec::NestedField::required(
-                    1,
-                    "id",
-                    iceberg::spec::Type::Primitive(iceberg::spec::PrimitiveType::Long),
-                ),
-                iceberg::spec::NestedField::optional(
-                    2,
-                    "v",
-                    iceberg::spec::Type::Primitive(iceberg::spec::PrimitiveType::String),
-                ),
-            ],
-        )
-        .await
-        .unwrap();
+        let (handle, mut table) = id_v_table(dir.path()).await;
         for (m, n) in [(0, 10), (1, 12), (2, 14)] {
             let ids: Vec<i64> = (0..n).map(|i| 3 * i + m).collect();
             table = appended(&handle, &table, rows(&table, &ids, "old")).await;
