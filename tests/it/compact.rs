@@ -31,7 +31,7 @@ async fn append(handle: &CatalogHandle, ident: &TableIdent, rows: &[Row]) -> any
 }
 
 /// Live data files of main with their data sequence numbers.
-async fn live_files(table: &Table) -> anyhow::Result<Vec<(DataFile, Option<i64>)>> {
+pub(crate) async fn live_files(table: &Table) -> anyhow::Result<Vec<(DataFile, Option<i64>)>> {
     let mut out = Vec::new();
     let Some(snap) = table.metadata().current_snapshot() else {
         return Ok(out);

@@ -1443,18 +1443,11 @@ async fn a_nan_key_is_refused_as_nan_before_any_write() -> TestResult {
 
 /// The only live data file of `table`.
 async fn only_data_file(table: &Table) -> anyhow::Result<String> {
-    let snapshot = table
-        .metadata()
-        .current_snapshot()
-        .ok_or_else(|| anyhow::anyhow!("no snapshot"))?;
-    let mut paths = Vec::new();
-    for mf in table.manifest_list_reader(snapshot).load().await?.entries() {
-        for e in mf.load_manifest(table.file_io()).await?.entries() {
-            if e.is_alive() {
-                paths.push(e.data_file().file_path().to_string());
-            }
-        }
-    }
+    let mut paths: Vec<String> = crate::compact::live_files(table)
+        .await?
+        .iter()
+        .map(|(f, _)| f.file_path().to_string())
+        .collect();
     anyhow::ensure!(paths.len() == 1, "{paths:?}");
     Ok(paths.remove(0))
 }
@@ -1568,24 +1561,12 @@ async fn a_key_across_every_file_upserts_through_the_key_index_past_a_deleted_ro
     }
     // Key 4 (position 1 of the `b` file) deleted by position.
     let table = handle.catalog().load_table(dst.identifier()).await?;
-    let mut b_file = None;
-    for mf in table
-        .manifest_list_reader(
-            table
-                .metadata()
-                .current_snapshot()
-                .ok_or_else(|| anyhow::anyhow!("no snapshot"))?,
-        )
-        .load()
+    let b_file = crate::compact::live_files(&table)
         .await?
-        .entries()
-    {
-        for e in mf.load_manifest(table.file_io()).await?.entries() {
-            if e.data_file().record_count() == 4 {
-                b_file = Some(e.data_file().file_path().to_string());
-            }
-        }
-    }
+        .into_iter()
+        .map(|(f, _)| f)
+        .find(|f| f.record_count() == 4)
+        .map(|f| f.file_path().to_string());
     let b_file = b_file.ok_or_else(|| anyhow::anyhow!("no 4-row file"))?;
     crate::commit_layer::commit_position_delete(
         &handle,

@@ -199,7 +199,6 @@ impl DestKeys {
                 }
             }
         }
-        drop(reads);
         let before = named.len();
         scan.retain_files(|t| self.may_hold(t, keys));
         tracing::debug!(
