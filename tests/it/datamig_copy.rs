@@ -272,6 +272,7 @@ fn routes(routing: &FileRouting) -> Vec<(Option<String>, FileRoute)> {
             let region = f
                 .routed
                 .path
+                .dir()
                 .split('/')
                 .find_map(|seg| seg.strip_prefix("region="))
                 .filter(|v| *v != "null")
@@ -312,7 +313,8 @@ async fn only_copied_files_keep_their_manifest_entries_in_the_routing() -> TestR
         .ok_or_else(|| anyhow::anyhow!("a file without its entry was copied"))?
         .to_string();
     assert!(
-        err.contains(&*planned[0].routed.path) && err.contains("without its manifest entry"),
+        err.contains(&planned[0].routed.path.to_path_string())
+            && err.contains("without its manifest entry"),
         "{err}"
     );
     Ok(())
@@ -468,7 +470,7 @@ async fn a_position_delete_sends_its_file_to_rewrite() -> TestResult {
 
     let routing = route(&src, dst, plan, None, CopyMode::Files).await?;
     for f in &routing.files {
-        if *f.routed.path == *target.file_path() {
+        if f.routed.path.is(target.file_path()) {
             assert_eq!(f.routed.route, FileRoute::Rewrite);
             assert!(
                 f.routed.reason.contains("position delete"),
@@ -487,7 +489,7 @@ async fn a_position_delete_sends_its_file_to_rewrite() -> TestResult {
     let routed = routing
         .files
         .iter()
-        .find(|f| *f.routed.path == *target.file_path())
+        .find(|f| f.routed.path.is(target.file_path()))
         .map(|f| f.routed.route);
     assert_eq!(routed, Some(FileRoute::Skip));
     assert_eq!(routing.count(FileRoute::Copy), 2);
@@ -810,7 +812,7 @@ async fn a_file_without_field_ids_is_rewritten_not_copied() -> TestResult {
     let routing = route(&src, &dst, &plan, None, CopyMode::Files).await?;
     assert_eq!(routing.files.len(), 9);
     for f in &routing.files {
-        if *f.routed.path == *path {
+        if f.routed.path.is(&path) {
             assert_eq!(f.routed.route, FileRoute::Rewrite);
             assert!(
                 f.routed.reason.contains("no field id") && f.routed.reason.contains("`id`"),

@@ -203,8 +203,9 @@ fn kept(stored: &StoredPlan) -> Option<Arc<MigrationPlan>> {
 fn check(stored: &StoredPlan, bytes: &[u8]) -> Result<MigrationPlan> {
     let path = &stored.path;
     check_digest(stored, bytes)?;
-    let plan: MigrationPlan = serde_json::from_slice(bytes)
+    let mut plan: MigrationPlan = serde_json::from_slice(bytes)
         .map_err(|e| ClusterError::Storage(format!("the plan at {path} is unreadable: {e}")))?;
+    plan.share_paths();
     if plan.format != PLAN_FORMAT {
         return Err(ClusterError::InvalidInput(format!(
             "the plan at {path} is in plan format {}, but this process reads format \

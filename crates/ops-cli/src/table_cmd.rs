@@ -693,7 +693,7 @@ struct CompactReport<'a> {
 struct CompactGroupReport<'a> {
     spec_id: i32,
     partition: &'a str,
-    input_files: &'a [std::sync::Arc<str>],
+    input_files: &'a [ops_core::file_path::FilePath],
     input_bytes: u64,
     input_rows: u64,
     files_with_deletes: usize,

@@ -33,6 +33,7 @@ mod error;
 pub mod eval;
 #[doc(hidden)]
 pub mod failpoint;
+pub mod file_path;
 pub mod filter;
 pub mod http;
 pub mod keys;
@@ -41,6 +42,7 @@ pub mod manifests;
 pub mod object_store;
 pub mod ops;
 pub mod partition_constants;
+pub mod partition_tuples;
 pub mod prune;
 pub mod rows;
 pub mod run_mark;

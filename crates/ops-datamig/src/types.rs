@@ -9,6 +9,7 @@ use iceberg::TableIdent;
 use iceberg::expr::Predicate;
 use iceberg::table::Table;
 use ops_core::CatalogHandle;
+use ops_core::file_path::FilePath;
 use ops_reconcile::ReconciliationPlan;
 use serde::{Deserialize, Serialize};
 
@@ -236,8 +237,8 @@ impl fmt::Display for FileRoute {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RoutedFile {
     /// The source data file (shared with the planned read: a path is held once however many
-    /// parts of a plan name it).
-    pub path: Arc<str>,
+    /// parts of a plan name it, its directory once for all its files).
+    pub path: FilePath,
     /// Where it goes.
     pub route: FileRoute,
     /// Why, in words. Shared: the files of one table mostly share a handful of reasons, and a

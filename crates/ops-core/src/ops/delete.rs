@@ -272,7 +272,7 @@ impl WholeFileReads {
             .with_start(0)
             .with_length(live.file_size())
             .with_record_count(Some(live.record_count()))
-            .with_data_file_path(live.path().to_string())
+            .with_data_file_path(live.path().into_owned())
             .with_data_file_format(live.file_format())
             .with_schema(self.schema.clone())
             .with_project_field_ids(self.ids.clone())
@@ -301,7 +301,7 @@ pub async fn tasks<'a, F: LiveEntry + 'a>(
         // A file listed twice has a task per entry: a reader reads its rows twice.
         for live in candidates {
             by_file
-                .entry(live.path().to_string())
+                .entry(live.path().into_owned())
                 .or_default()
                 .push(reads.task(table, live)?);
         }
@@ -311,7 +311,7 @@ pub async fn tasks<'a, F: LiveEntry + 'a>(
     // identity-partition values are read as constants.
     let wanted: HashMap<String, i32> = candidates
         .into_iter()
-        .map(|f| (f.path().to_string(), f.spec_id()))
+        .map(|f| (f.path().into_owned(), f.spec_id()))
         .collect();
     // The planner yields every file of the snapshot: each task is kept or dropped as it
     // comes, so only the candidates' tasks are ever held.

@@ -34,6 +34,7 @@ use uuid::Uuid;
 
 use super::removals::Removals;
 use crate::commit::TableChange;
+use crate::file_path::{FilePath, IntoFilePath};
 use crate::{Error, Result};
 
 /// A data file's identity for partition-level validation: (spec id, partition tuple), the
@@ -68,8 +69,8 @@ impl LiveFile {
 /// form a caller keeps for a million files: a `DataFile` is over half a KiB even without its
 /// column metrics.
 pub trait LiveEntry {
-    /// The data file's path.
-    fn path(&self) -> &str;
+    /// The data file's path (borrowed where the entry holds it whole).
+    fn path(&self) -> std::borrow::Cow<'_, str>;
     /// Its size in bytes.
     fn file_size(&self) -> u64;
     /// Its rows (before deletes).
@@ -87,8 +88,8 @@ pub trait LiveEntry {
 }
 
 impl LiveEntry for LiveFile {
-    fn path(&self) -> &str {
-        self.file.file_path()
+    fn path(&self) -> std::borrow::Cow<'_, str> {
+        std::borrow::Cow::Borrowed(self.file.file_path())
     }
     fn file_size(&self) -> u64 {
         self.file.file_size_in_bytes()
@@ -618,18 +619,17 @@ impl<'a> SnapshotProducer<'a> {
     }
 
     /// Data files to remove, by path.
-    pub fn remove_paths(mut self, paths: impl IntoIterator<Item = impl Into<Arc<str>>>) -> Self {
-        self.removed.extend(paths.into_iter().map(Into::into));
+    pub fn remove_paths(mut self, paths: impl IntoIterator<Item = impl IntoFilePath>) -> Self {
+        self.removed.extend(paths);
         self
     }
 
     /// Delete files (position or equality) to remove, e.g. those a rewrite left dangling.
     pub fn remove_delete_paths(
         mut self,
-        paths: impl IntoIterator<Item = impl Into<Arc<str>>>,
+        paths: impl IntoIterator<Item = impl IntoFilePath>,
     ) -> Self {
-        self.removed_deletes
-            .extend(paths.into_iter().map(Into::into));
+        self.removed_deletes.extend(paths);
         self
     }
 
@@ -836,7 +836,7 @@ impl<'a> SnapshotProducer<'a> {
         let missing =
             self.removed.unmet(&found[0]).count() + self.removed_deletes.unmet(&found[1]).count();
         if missing > 0 {
-            let some: Vec<&str> = (self.removed.unmet(&found[0]))
+            let some: Vec<&FilePath> = (self.removed.unmet(&found[0]))
                 .chain(self.removed_deletes.unmet(&found[1]))
                 .take(3)
                 .collect();

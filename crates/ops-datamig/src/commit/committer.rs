@@ -14,6 +14,7 @@ use iceberg::spec::{DataFile, ManifestContentType, ManifestStatus, Struct, Trans
 use iceberg::table::Table;
 use ops_checkpoint::CheckpointStore;
 use ops_core::CatalogHandle;
+use ops_core::file_path::FilePath;
 use ops_core::ops::PreparedManifest;
 use ops_core::ops::append::{AppendBuilder, AppendSeries, SeriesAppend};
 use ops_core::ops::overwrite::OverwriteBuilder;
@@ -621,13 +622,17 @@ impl Committer {
         if out.removed.is_empty() {
             return Ok(out);
         }
-        let paths: HashSet<&str> = out.removed.iter().map(|(f, _)| f.file_path()).collect();
+        let paths: HashSet<FilePath> = out
+            .removed
+            .iter()
+            .map(|(f, _)| FilePath::new(f.file_path()))
+            .collect();
         let result = async {
             let read = PlannedRead::plan(&self.dest, md.current_snapshot_id(), None).await?;
             let files = read
                 .files
                 .iter()
-                .filter(|t| paths.contains(&*t.path))
+                .filter(|t| paths.contains(&t.path))
                 .cloned()
                 .collect();
             let stream = read

@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use arrow_array::RecordBatch;
 use futures::StreamExt;
 use iceberg::table::Table;
+use ops_core::file_path::FilePath;
 use ops_core::write::WrittenFiles;
 use ops_reconcile::ReconciliationPlan;
 use tokio::sync::mpsc;
@@ -85,7 +86,7 @@ pub(crate) struct TaskContext {
     /// Set by the committer when it fails: stop writing.
     pub cancel: AtomicBool,
     /// Source data files of copy and reference tasks, by path, as their manifests hold them.
-    pub whole_files: HashMap<Arc<str>, crate::plan::route::PlannedFile>,
+    pub whole_files: HashMap<FilePath, crate::plan::route::PlannedFile>,
     /// Where each planned file is in `read.files`.
     pub by_path: FileIndex,
     /// Appends: write each batch's manifest beside its data (for a committer in this process;

@@ -754,7 +754,7 @@ impl DataMigrator {
         source: &Table,
         read: &PlannedRead,
         plan: &ReconciliationPlan,
-        whole: &HashMap<Arc<str>, crate::plan::route::PlannedFile>,
+        whole: &HashMap<ops_core::file_path::FilePath, crate::plan::route::PlannedFile>,
         resume_from: u64,
     ) -> Result<LastBatches> {
         let tasks = split_tasks(read, self.batch_rows, &routes_of(whole, self.copy_mode));

@@ -18,9 +18,9 @@ use iceberg::table::Table;
 use serde::{Deserialize, Serialize};
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use ops_core::CatalogHandle;
+use ops_core::file_path::FilePath;
 use ops_reconcile::SchemaReconciler;
 
 use super::read::PlannedRead;
@@ -127,7 +127,7 @@ impl MigrationPlan {
                     first_batch: id as u64,
                     max_batches: 1,
                     record_count: Some(10),
-                    files: vec![Arc::from(format!("s3://b/f{id}.parquet"))],
+                    files: vec![FilePath::new(&format!("s3://b/f{id}.parquet"))],
                     route: FileRoute::Rewrite,
                 })
                 .collect(),
@@ -150,7 +150,7 @@ pub struct MigrationTask {
     /// Rows in its files per the manifests (before filters and deletes); `None` if unknown.
     pub record_count: Option<u64>,
     /// Source data files, in read order (each path shared with the planned read).
-    pub files: Vec<Arc<str>>,
+    pub files: Vec<FilePath>,
     /// How the files reach the destination: rewritten (read, projected, written) in batches of
     /// `batch_rows`, or copied/referenced whole as one batch.
     #[serde(default = "rewrite_route")]
@@ -224,17 +224,17 @@ impl BatchOutput {
 pub(crate) fn split_tasks(
     read: &PlannedRead,
     batch_rows: usize,
-    whole: &HashMap<Arc<str>, FileRoute>,
+    whole: &HashMap<FilePath, FileRoute>,
 ) -> Vec<MigrationTask> {
     let batch_rows = batch_rows.max(1) as u64;
     // iceberg plans whole files and always knows their record counts; were one unknown, its
     // task would run past its batches, which the reader refuses rather than renumber.
     let mut tasks: Vec<MigrationTask> = Vec::new();
-    let mut files: Vec<Arc<str>> = Vec::new();
+    let mut files: Vec<FilePath> = Vec::new();
     let mut rows = 0u64;
     let mut route = FileRoute::Rewrite;
     let mut next_batch = 0u64;
-    let mut close = |files: &mut Vec<Arc<str>>,
+    let mut close = |files: &mut Vec<FilePath>,
                      rows: &mut u64,
                      route: FileRoute,
                      tasks: &mut Vec<MigrationTask>| {
@@ -245,19 +245,22 @@ pub(crate) fn split_tasks(
             FileRoute::Rewrite => rows.div_ceil(batch_rows).max(1),
             _ => 1,
         };
+        // A task's list grew by doubling: the plan of a million files keeps only what it holds.
+        let mut files = std::mem::take(files);
+        files.shrink_to_fit();
         tasks.push(MigrationTask {
             id: tasks.len(),
             first_batch: next_batch,
             max_batches,
             record_count: Some(*rows),
-            files: std::mem::take(files),
+            files,
             route,
         });
         next_batch += max_batches;
         *rows = 0;
     };
     for t in read.files.iter() {
-        let this = whole.get(&*t.path).copied().unwrap_or(FileRoute::Rewrite);
+        let this = whole.get(&t.path).copied().unwrap_or(FileRoute::Rewrite);
         if this != route {
             close(&mut files, &mut rows, route, &mut tasks);
             route = this;
@@ -286,7 +289,9 @@ pub(crate) fn layout_fingerprint(tasks: &[MigrationTask], filtered: bool) -> Str
         h.write(t.route.as_str().as_bytes());
         for f in &t.files {
             h.write(&(f.len() as u64).to_le_bytes());
-            h.write(f.as_bytes());
+            // The whole path's bytes (a streaming hash: the same digest as one write).
+            h.write(f.dir().as_bytes());
+            h.write(f.name().as_bytes());
         }
         h.write(b"|");
     }
@@ -314,14 +319,24 @@ pub(crate) fn check_job_id(id: &str) -> Result<()> {
 }
 
 impl MigrationPlan {
+    /// Shares the directories of the tasks' paths, each path having been read back on its own
+    /// (a plan of a million files read from JSON).
+    pub fn share_paths(&mut self) {
+        let mut paths = ops_core::file_path::FilePaths::new();
+        for f in self.tasks.iter_mut().flat_map(|t| t.files.iter_mut()) {
+            *f = paths.share(f);
+        }
+    }
+
     /// Reads a plan written by `iceberg-ops migrate-data --plan-only --output json`.
     pub fn from_json(text: &str) -> Result<Self> {
-        let plan: Self = serde_json::from_str(text).map_err(|e| {
+        let mut plan: Self = serde_json::from_str(text).map_err(|e| {
             MigrationError::InvalidInput(format!(
                 "not a migration plan (expected the JSON of `migrate-data --plan-only --output \
                  json`): {e}"
             ))
         })?;
+        plan.share_paths();
         check_job_id(&plan.job_id)?;
         if plan.format != PLAN_FORMAT {
             return Err(MigrationError::InvalidInput(format!(
@@ -536,7 +551,39 @@ mod tests {
             .map(|t| (t.first_batch, t.max_batches, t.files.len()))
             .collect();
         assert_eq!(shape, vec![(0, 2, 2), (2, 5, 1), (7, 1, 1)]);
-        assert_eq!(tasks[1].files, vec![Arc::from("f2")]);
+        assert_eq!(tasks[1].files, vec![FilePath::new("f2")]);
+    }
+
+    /// Paths held as directory and name hash as their whole strings did: a checkpoint written
+    /// before keeps its layout's fingerprint.
+    #[test]
+    fn a_layout_fingerprint_hashes_whole_paths() {
+        let files = [
+            "s3://b/t/data/x=1/f.parquet",
+            "f.parquet",
+            "s3://b/t/data/g.parquet",
+        ];
+        let task = MigrationTask {
+            id: 0,
+            first_batch: 3,
+            max_batches: 2,
+            record_count: Some(9),
+            files: files.iter().map(|f| FilePath::new(f)).collect(),
+            route: FileRoute::Rewrite,
+        };
+        let mut h = twox_hash::XxHash3_128::new();
+        h.write(&3u64.to_le_bytes());
+        h.write(&2u64.to_le_bytes());
+        h.write(b"rewrite");
+        for f in files {
+            h.write(&(f.len() as u64).to_le_bytes());
+            h.write(f.as_bytes());
+        }
+        h.write(b"|");
+        assert_eq!(
+            layout_fingerprint(&[task], false),
+            format!("{:032x}", h.finish_128())
+        );
     }
 
     #[test]
@@ -549,20 +596,20 @@ mod tests {
     #[test]
     fn copied_files_are_one_batch_per_task_and_a_route_change_closes_a_task() {
         let whole = HashMap::from([
-            (Arc::from("f1"), FileRoute::Copy),
-            (Arc::from("f2"), FileRoute::Copy),
-            (Arc::from("f3"), FileRoute::Copy),
+            (FilePath::new("f1"), FileRoute::Copy),
+            (FilePath::new("f2"), FileRoute::Copy),
+            (FilePath::new("f3"), FileRoute::Copy),
         ]);
         let tasks = split_tasks(
             &read_of(&[Some(30), Some(30), Some(120), Some(10), Some(70)]),
             50,
             &whole,
         );
-        let shape: Vec<(u64, u64, Vec<Arc<str>>, FileRoute)> = tasks
+        let shape: Vec<(u64, u64, Vec<FilePath>, FileRoute)> = tasks
             .iter()
             .map(|t| (t.first_batch, t.max_batches, t.files.clone(), t.route))
             .collect();
-        let f = |n: &[&str]| n.iter().map(|s| Arc::from(*s)).collect::<Vec<Arc<str>>>();
+        let f = |n: &[&str]| n.iter().map(|s| FilePath::new(s)).collect::<Vec<_>>();
         assert_eq!(
             shape,
             vec![

@@ -23,14 +23,17 @@ use iceberg::scan::{FileScanTask, FileScanTaskDeleteFile};
 use iceberg::spec::{DataFileFormat, NameMapping, PartitionSpec, SchemaRef, Struct};
 use iceberg::table::Table;
 
+use ops_core::file_path::{FilePath, FilePathMap, FilePaths};
+use ops_core::partition_tuples::PartitionTuples;
+
 use crate::{MigrationError, Result};
 
 /// One planned file: what its file-scan task holds that differs from file to file. The rest is
 /// its [`TaskCommon`], shared; [`ReadFile::into_task`] puts the two together again.
 #[derive(Debug, Clone)]
 pub(crate) struct ReadFile {
-    /// The data file's path.
-    pub path: Arc<str>,
+    /// The data file's path (its directory shared with the read's other files).
+    pub path: FilePath,
     /// Its size in bytes, from the manifest entry.
     pub file_size: u64,
     /// The byte range read.
@@ -38,8 +41,8 @@ pub(crate) struct ReadFile {
     pub length: u64,
     /// Rows in the file, per the manifest (whole files only).
     pub record_count: Option<u64>,
-    /// The manifest entry's partition tuple.
-    pub partition: Option<Struct>,
+    /// The manifest entry's partition tuple (one copy per partition, shared by its files).
+    pub partition: Option<Arc<Struct>>,
     /// The delete files that may apply to it.
     pub deletes: Box<[FileScanTaskDeleteFile]>,
     /// What its task shares with the others.
@@ -110,13 +113,13 @@ impl TaskCommon {
             start: f.start,
             length: f.length,
             record_count: f.record_count,
-            data_file_path: f.path.to_string(),
+            data_file_path: f.path.to_path_string(),
             data_file_format: self.format,
             schema: self.schema.clone(),
             project_field_ids: self.project_field_ids.clone(),
             predicate: self.predicate.clone(),
             deletes: f.deletes.into_vec(),
-            partition: f.partition,
+            partition: f.partition.map(Arc::unwrap_or_clone),
             partition_spec: self.partition_spec.clone(),
             name_mapping: self.name_mapping.clone(),
             case_sensitive: self.case_sensitive,
@@ -124,28 +127,33 @@ impl TaskCommon {
     }
 }
 
-/// The [`TaskCommon`]s of a read, each kept once.
-#[derive(Debug, Default)]
-struct Commons(Vec<Arc<TaskCommon>>);
+/// The [`TaskCommon`]s of a read, each kept once, and the directories and partition tuples of
+/// its files: a table has far fewer of them than files.
+#[derive(Default)]
+struct Commons {
+    commons: Vec<Arc<TaskCommon>>,
+    paths: FilePaths,
+    partitions: PartitionTuples,
+}
 
 impl Commons {
     /// `t` as a [`ReadFile`] pointing at its common part.
     fn file(&mut self, t: FileScanTask) -> ReadFile {
-        let common = match self.0.iter().find(|c| c.matches(&t)) {
+        let common = match self.commons.iter().find(|c| c.matches(&t)) {
             Some(c) => c.clone(),
             None => {
                 let c = Arc::new(TaskCommon::of(&t));
-                self.0.push(c.clone());
+                self.commons.push(c.clone());
                 c
             }
         };
         ReadFile {
-            path: Arc::from(t.data_file_path),
+            path: self.paths.path(&t.data_file_path),
             file_size: t.file_size_in_bytes,
             start: t.start,
             length: t.length,
             record_count: t.record_count,
-            partition: t.partition,
+            partition: t.partition.map(|p| self.partitions.share(p)),
             deletes: t.deletes.into_boxed_slice(),
             common,
         }
@@ -232,7 +240,7 @@ impl PlannedRead {
             files.push(commons.file(t));
         }
         files.sort_unstable_by(|a: &ReadFile, b: &ReadFile| {
-            (&*a.path, a.start).cmp(&(&*b.path, b.start))
+            (&a.path, a.start).cmp(&(&b.path, b.start))
         });
         Ok(Self {
             snapshot_id: Some(id),
@@ -322,25 +330,29 @@ impl PlannedRead {
             return Ok(());
         };
         let list = table.manifest_list_reader(&snapshot).load().await?;
-        let mut sequence: HashMap<String, i64> = HashMap::new();
+        // The read's own paths, found by the entries' strings: no path is made again.
+        // (0 for a file the manifests do not list, which cannot be planned: the sort stays
+        // total anyway.)
+        let mut sequence: FilePathMap<i64> = FilePathMap::new();
+        for f in self.files.iter() {
+            sequence.entry_or_insert_with(f.path.clone(), || 0);
+        }
         for mf in list.entries() {
             if mf.content != iceberg::spec::ManifestContentType::Data {
                 continue;
             }
             let mut entries = std::pin::pin!(ops_core::manifests::entries(table.file_io(), mf));
             while let Some(entry) = futures::TryStreamExt::try_next(&mut entries).await? {
-                if entry.is_alive() {
-                    sequence.insert(
-                        entry.file_path().to_string(),
-                        entry.sequence_number().unwrap_or(mf.sequence_number),
-                    );
+                if entry.is_alive()
+                    && let Some(seq) = sequence.get_str_mut(entry.file_path())
+                {
+                    *seq = entry.sequence_number().unwrap_or(mf.sequence_number);
                 }
             }
         }
-        // A file the manifests do not list cannot be planned; 0 keeps the sort total anyway.
-        let seq = |path: &str| sequence.get(path).copied().unwrap_or(0);
+        let seq = |path: &FilePath| sequence.get(path).copied().unwrap_or(0);
         Arc::make_mut(&mut self.files).sort_by(|a, b| {
-            (seq(&a.path), &*a.path, a.start).cmp(&(seq(&b.path), &*b.path, b.start))
+            (seq(&a.path), &a.path, a.start).cmp(&(seq(&b.path), &b.path, b.start))
         });
         Ok(())
     }
@@ -365,14 +377,14 @@ pub(crate) enum FileIndex {
     /// The files are sorted by path and offset: binary search.
     Sorted,
     /// Any other order: each path's position.
-    Map(HashMap<Arc<str>, usize>),
+    Map(HashMap<FilePath, usize>),
 }
 
 impl FileIndex {
     /// The index of `read`'s files.
     pub fn of(read: &PlannedRead) -> Self {
         let files = &read.files;
-        if files.is_sorted_by(|a, b| (&*a.path, a.start) <= (&*b.path, b.start)) {
+        if files.is_sorted_by(|a, b| (&a.path, a.start) <= (&b.path, b.start)) {
             return Self::Sorted;
         }
         Self::Map(
@@ -386,14 +398,14 @@ impl FileIndex {
 
     /// The planned file of `path` in `read` (the last one, should the manifests list a path
     /// twice, as the map keeps it).
-    pub fn get<'a>(&self, read: &'a PlannedRead, path: &str) -> Option<&'a ReadFile> {
+    pub fn get<'a>(&self, read: &'a PlannedRead, path: &FilePath) -> Option<&'a ReadFile> {
         let files = &read.files;
         match self {
             Self::Sorted => files
-                .partition_point(|f| &*f.path <= path)
+                .partition_point(|f| f.path <= *path)
                 .checked_sub(1)
                 .and_then(|i| files.get(i))
-                .filter(|f| &*f.path == path),
+                .filter(|f| f.path == *path),
             Self::Map(m) => m.get(path).and_then(|i| files.get(*i)),
         }
     }
@@ -505,7 +517,7 @@ mod tests {
         assert!(matches!(by_search, FileIndex::Sorted));
         assert!(matches!(by_map, FileIndex::Map(_)));
         for (index, read) in [(&by_search, &sorted), (&by_map, &shuffled)] {
-            let size = |p: &str| index.get(read, p).map(|f| f.file_size);
+            let size = |p: &str| index.get(read, &FilePath::new(p)).map(|f| f.file_size);
             assert_eq!(size("a"), Some(1));
             assert_eq!(size("b"), Some(3));
             assert_eq!(size("c"), Some(4));

@@ -34,6 +34,7 @@ use iceberg::spec::{
     DataContentType, DataFile, DataFileFormat, ManifestContentType, PartitionSpec, Schema, Struct,
 };
 use iceberg::table::Table;
+use ops_core::file_path::{FilePath, FilePaths};
 use ops_core::ops::canonical_partition;
 use ops_reconcile::ReconciliationPlan;
 
@@ -115,7 +116,7 @@ impl FileRouting {
     /// Paths of the files to read through the plan (restrict the scan's tasks to these).
     pub fn rewrite_paths(&self) -> BTreeSet<String> {
         self.routed_to(FileRoute::Rewrite)
-            .map(|f| f.routed.path.to_string())
+            .map(|f| f.routed.path.to_path_string())
             .collect()
     }
 
@@ -165,32 +166,43 @@ pub async fn route_files(
 }
 
 /// The paths of a planned read, to hand out its copy of a path instead of a new one: a
-/// routing of a million files then holds no path of its own.
+/// routing of a million files then holds no path of its own. A path the read does not plan is
+/// made with its directory shared with the others it made.
 #[derive(Debug, Default)]
-pub(crate) struct SharedPaths<'a>(Vec<&'a Arc<str>>);
+pub(crate) struct SharedPaths<'a> {
+    paths: Vec<&'a FilePath>,
+    others: std::sync::Mutex<FilePaths>,
+}
 
 impl<'a> SharedPaths<'a> {
     /// The paths of `read`'s files.
     pub(crate) fn of(read: &'a PlannedRead) -> Self {
-        let mut paths: Vec<&Arc<str>> = read.files.iter().map(|f| &f.path).collect();
+        let mut paths: Vec<&FilePath> = read.files.iter().map(|f| &f.path).collect();
         // Already in path order but for an upsert's read (in sequence-number order).
         if !paths.is_sorted() {
             paths.sort_unstable();
         }
         paths.dedup();
-        Self(paths)
+        Self {
+            paths,
+            others: Default::default(),
+        }
     }
 
     /// True when the read plans `path`.
-    fn contains(&self, path: &str) -> bool {
-        self.0.binary_search_by(|p| (***p).cmp(path)).is_ok()
+    fn contains(&self, path: &FilePath) -> bool {
+        self.paths.binary_search(&path).is_ok()
     }
 
     /// The shared copy of `path`, or a new one when the read does not plan it.
-    fn get(&self, path: &str) -> Arc<str> {
-        match self.0.binary_search_by(|p| (***p).cmp(path)) {
-            Ok(i) => self.0[i].clone(),
-            Err(_) => Arc::from(path),
+    fn get(&self, path: &str) -> FilePath {
+        match self.paths.binary_search_by(|p| p.cmp_str(path)) {
+            Ok(i) => self.paths[i].clone(),
+            Err(_) => self
+                .others
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .path(path),
         }
     }
 }
@@ -413,8 +425,12 @@ impl FooterChecks {
         let index = self.next;
         self.next += 1;
         self.waiting.insert(index, file);
-        self.pending
-            .spawn(async move { (index, missing_field_ids(&io, &path, size).await) });
+        self.pending.spawn(async move {
+            (
+                index,
+                missing_field_ids(&io, &path.to_path_string(), size).await,
+            )
+        });
         Ok(())
     }
 
@@ -720,7 +736,7 @@ pub(crate) async fn route_planned(
     write_mode: WriteMode,
     copy_mode: CopyMode,
     (result, report): (&mut MigrationResult, bool),
-) -> Result<HashMap<Arc<str>, PlannedFile>> {
+) -> Result<HashMap<FilePath, PlannedFile>> {
     let Some(id) = snapshot_id else {
         return Ok(HashMap::new());
     };
@@ -833,9 +849,9 @@ fn routes_from_read(
 
 /// The route of every file copied or referenced whole.
 pub(crate) fn routes_of(
-    whole: &HashMap<Arc<str>, PlannedFile>,
+    whole: &HashMap<FilePath, PlannedFile>,
     mode: CopyMode,
-) -> HashMap<Arc<str>, FileRoute> {
+) -> HashMap<FilePath, FileRoute> {
     let route = match mode {
         CopyMode::Reference => FileRoute::Reference,
         _ => FileRoute::Copy,
@@ -862,11 +878,17 @@ mod tests {
         let read = PlannedRead::of_tasks(Some(1), vec![task("s3://b/z"), task("s3://b/a")]);
         let paths = SharedPaths::of(&read);
         for f in read.files.iter() {
-            assert!(Arc::ptr_eq(&paths.get(&f.path), &f.path), "{}", f.path);
+            let path = f.path.to_path_string();
+            assert!(FilePath::ptr_eq(&paths.get(&path), &f.path), "{path}");
             assert!(paths.contains(&f.path));
         }
-        assert!(!paths.contains("s3://b/m"));
-        assert_eq!(&*paths.get("s3://b/m"), "s3://b/m");
+        // Files of one directory share it.
+        assert!(FilePath::shares_dir(
+            &read.files[0].path,
+            &read.files[1].path
+        ));
+        assert!(!paths.contains(&FilePath::new("s3://b/m")));
+        assert_eq!(paths.get("s3://b/m").to_path_string(), "s3://b/m");
     }
 
     /// A table `ns.<name>` in a SQLite catalog under `dir` with one appended file per batch of

@@ -6,8 +6,6 @@
 //! a filter on another column, a value written before a widening, or floating point leave it to
 //! the read).
 
-use std::collections::HashMap;
-
 use futures::{StreamExt, TryStreamExt};
 use iceberg::expr::{Bind, BoundPredicate, BoundReference, Predicate, PredicateOperator};
 use iceberg::spec::{
@@ -15,6 +13,8 @@ use iceberg::spec::{
     Transform,
 };
 use iceberg::table::Table;
+
+use ops_core::file_path::{FilePath, FilePathMap, FilePaths};
 
 use crate::Result;
 use crate::plan::read::PlannedRead;
@@ -53,7 +53,7 @@ async fn count(read: &PlannedRead, table: &Table, filter: Option<&Predicate>) ->
             Some(p) => specs
                 .of(&task.path)
                 .and_then(|id| md.partition_spec_by_id(id))
-                .zip(task.partition.as_ref())
+                .zip(task.partition.as_deref())
                 .and_then(|(spec, values)| on_partition(p, spec, values))
                 .and_then(|v| v),
         };
@@ -151,7 +151,7 @@ async fn count_from_manifests(table: &Table, snapshot_id: i64) -> Result<Option<
 enum FileSpecs {
     /// The table only ever had this spec: no manifest needs opening.
     One(i32),
-    ByPath(HashMap<String, i32>),
+    ByPath(FilePathMap<i32>),
 }
 
 impl FileSpecs {
@@ -160,7 +160,8 @@ impl FileSpecs {
         if md.partition_specs_iter().len() == 1 {
             return Ok(Self::One(md.default_partition_spec_id()));
         }
-        let mut out = HashMap::new();
+        let mut out = FilePathMap::new();
+        let mut paths = FilePaths::new();
         if let Some(snapshot) = md.snapshot_by_id(snapshot_id) {
             let list = table.manifest_list_reader(snapshot).load().await?;
             for mf in list.entries() {
@@ -170,7 +171,8 @@ impl FileSpecs {
                 let mut entries = std::pin::pin!(ops_core::manifests::entries(table.file_io(), mf));
                 while let Some(e) = entries.try_next().await? {
                     if e.is_alive() {
-                        out.insert(e.data_file().file_path().to_string(), mf.partition_spec_id);
+                        *out.entry_or_insert_with(paths.path(e.data_file().file_path()), || 0) =
+                            mf.partition_spec_id;
                     }
                 }
             }
@@ -178,7 +180,7 @@ impl FileSpecs {
         Ok(Self::ByPath(out))
     }
 
-    fn of(&self, path: &str) -> Option<i32> {
+    fn of(&self, path: &FilePath) -> Option<i32> {
         match self {
             Self::One(id) => Some(*id),
             Self::ByPath(m) => m.get(path).copied(),

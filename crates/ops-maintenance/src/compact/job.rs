@@ -234,10 +234,10 @@ impl CompactionJob {
         let mut found: HashMap<&str, usize> = HashMap::new();
         for g in &planned {
             for c in &g.files {
-                let path = want.get_key_value(&*c.live.path).map(|(k, _)| *k);
-                match path {
+                let path = c.live.path.to_path_string();
+                match want.get_key_value(path.as_str()).map(|(k, _)| *k) {
                     Some(p) => *found.entry(p).or_default() += 1,
-                    None => return Err(self.changed(task, &c.live.path)),
+                    None => return Err(self.changed(task, &path)),
                 }
             }
         }

@@ -38,6 +38,7 @@
 //!    partition, or a global one), is a conflict — nothing is committed and the new files are
 //!    deleted; a concurrent append is rebased onto.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
@@ -56,6 +57,7 @@ use iceberg::spec::{
 use iceberg::table::Table;
 
 use ops_core::equality_deletes::{EqualityDeletes, EqualityKeys, anti_join};
+use ops_core::file_path::{FilePath, FilePathMap, FilePathSet, FilePaths};
 use ops_core::ops::delete::{RowFilter, WholeFileReads, read_schema, refuse_unsafe_rewrite, tasks};
 use ops_core::ops::live_deletes::{LiveDelete, live_delete_files_of};
 use ops_core::ops::producer::{ConflictCheck, SnapshotProducer, changes_of, commit_snapshot_from};
@@ -63,6 +65,7 @@ use ops_core::ops::{
     LiveEntry, LiveFile, ManifestCache, PartitionKey, UnmatchedDeletes, each_live_data_file,
     spec_by_id,
 };
+use ops_core::partition_tuples::PartitionTuples;
 use ops_core::prune::may_match;
 use ops_core::{CatalogHandle, Error, Result};
 
@@ -104,9 +107,9 @@ pub struct CompactGroup {
     pub spec_id: i32,
     /// The partition, as a path (`region=eu`); empty for an unpartitioned table.
     pub partition: String,
-    /// The files rewritten (each path shared with the plan: a dry run's report of a million
-    /// files holds each once).
-    pub input_files: Vec<Arc<str>>,
+    /// The files rewritten (each path shared with the plan, its directory with the other
+    /// files': a dry run's report of a million files holds each once).
+    pub input_files: Vec<FilePath>,
     /// Their size in bytes.
     pub input_bytes: u64,
     /// Their record counts (before deletes).
@@ -225,11 +228,12 @@ pub struct CompactBuilder {
 /// without its column metrics, this a sixth of that.
 #[derive(Debug, Clone)]
 struct CandidateFile {
-    path: Arc<str>,
+    /// Its directory shared with the other candidates' (see [`Shared`]).
+    path: FilePath,
     size: u64,
     records: u64,
     format: iceberg::spec::DataFileFormat,
-    /// Shared by the candidates of a partition (see [`Partitions`]).
+    /// Shared by the candidates of a partition (see [`Shared`]).
     partition: Arc<iceberg::spec::Struct>,
     spec_id: i32,
     /// Its data sequence number: which equality deletes apply to it.
@@ -237,38 +241,29 @@ struct CandidateFile {
 }
 
 impl CandidateFile {
-    fn of(live: &LiveFile, partitions: &mut Partitions) -> Self {
+    fn of(live: &LiveFile, shared: &mut Shared) -> Self {
         Self {
-            path: Arc::from(live.file.file_path()),
+            path: shared.paths.path(live.file.file_path()),
             size: live.file.file_size_in_bytes(),
             records: live.file.record_count(),
             format: live.file.file_format(),
-            partition: partitions.shared(live.file.partition()),
+            partition: shared.partitions.shared(live.file.partition()),
             spec_id: live.spec_id,
             sequence_number: live.sequence_number,
         }
     }
 }
 
-/// One copy of each partition tuple the candidates hold: a table has far fewer partitions than
-/// files, and a million candidates each with its own tuple held a million of them.
+/// What the candidates share: a table has far fewer partitions and directories than files.
 #[derive(Default)]
-struct Partitions(HashMap<iceberg::spec::Struct, Arc<iceberg::spec::Struct>>);
-
-impl Partitions {
-    fn shared(&mut self, partition: &iceberg::spec::Struct) -> Arc<iceberg::spec::Struct> {
-        if let Some(shared) = self.0.get(partition) {
-            return shared.clone();
-        }
-        let shared = Arc::new(partition.clone());
-        self.0.insert(partition.clone(), shared.clone());
-        shared
-    }
+struct Shared {
+    partitions: PartitionTuples,
+    paths: FilePaths,
 }
 
 impl LiveEntry for CandidateFile {
-    fn path(&self) -> &str {
-        &self.path
+    fn path(&self) -> Cow<'_, str> {
+        Cow::Owned(self.path.to_path_string())
     }
     fn file_size(&self) -> u64 {
         self.size
@@ -845,9 +840,9 @@ impl CompactBuilder {
                 if base.metadata().current_snapshot_id() != since {
                     let check = ConflictCheck {
                         since,
-                        removed: inputs.iter().map(|(p, _)| p.to_string()).collect(),
+                        removed: inputs.iter().map(|(p, _)| p.to_path_string()).collect(),
                         removed_partitions: inputs.iter().map(|(_, k)| (**k).clone()).collect(),
-                        removed_as_read: inputs.iter().map(|(p, _)| p.to_string()).collect(),
+                        removed_as_read: inputs.iter().map(|(p, _)| p.to_path_string()).collect(),
                         ..ConflictCheck::default()
                     };
                     check.validate(&base, &cache).await?;
@@ -966,7 +961,7 @@ impl CompactBuilder {
         let mut considered: Vec<Candidate> =
             Vec::with_capacity(usize::try_from(most).unwrap_or(0).min(1 << 22));
         let mut left_out = LeftOut::default();
-        let mut shared = Partitions::default();
+        let mut shared = Shared::default();
         each_live_data_file(snapshot, cache, |live| {
             let candidate = (|| {
                 if allowed
@@ -1101,9 +1096,11 @@ impl CompactBuilder {
         let mut index: HashMap<PartitionKey, u32> = HashMap::new();
         let mut names: Vec<(PartitionKey, String)> = Vec::new();
         let mut part_of: Vec<u32> = Vec::new();
+        // One string the paths are spelled into in turn, not one each.
+        let mut path_buf = String::new();
         considered.retain_mut(|c| {
             let live = &c.live;
-            let path = &*live.path;
+            let path = live.path.write_into(&mut path_buf);
             let t = if whole_files {
                 Vec::new()
             } else {
@@ -1215,8 +1212,8 @@ impl CompactBuilder {
         for (key, (partition, candidates)) in partitions {
             if exact {
                 // A group planned elsewhere: its files as they are, one group.
-                for c in &candidates {
-                    refuse_unsafe_rewrite(table, &c.live.path, c.tasks(), false)?;
+                for c in candidates.iter().filter(|c| !c.tasks().is_empty()) {
+                    refuse_unsafe_rewrite(table, &c.live.path.to_path_string(), c.tasks(), false)?;
                 }
                 planned.push(Planned {
                     key,
@@ -1244,8 +1241,9 @@ impl CompactBuilder {
                 if bin.len() == 1 && !bin[0].has_deletes && !other_spec {
                     continue;
                 }
-                for c in &bin {
-                    refuse_unsafe_rewrite(table, &c.live.path, c.tasks(), false)?;
+                // (Only tasks can hold what it refuses: a whole-file read has none planned.)
+                for c in bin.iter().filter(|c| !c.tasks().is_empty()) {
+                    refuse_unsafe_rewrite(table, &c.live.path.to_path_string(), c.tasks(), false)?;
                 }
                 planned.push(Planned {
                     key: key.clone(),
@@ -1351,7 +1349,7 @@ impl PreparedCompaction {
                 .iter()
                 .map(|g| job::CompactionTask {
                     partition: g.partition.clone(),
-                    files: g.input_files.iter().map(|p| p.to_string()).collect(),
+                    files: g.input_files.iter().map(|p| p.to_path_string()).collect(),
                 })
                 .collect(),
         }))
@@ -1516,21 +1514,23 @@ async fn whole_listings(
     let listed_more_than_once = considered
         .windows(2)
         .any(|w| w[0].live.path == w[1].live.path);
-    let maybe_left_out = considered.iter().any(|c| left_out.may_hold(&c.live.path));
+    let maybe_left_out = considered
+        .iter()
+        .any(|c| left_out.may_hold_path(&c.live.path));
     if !listed_more_than_once && !maybe_left_out {
         return Ok(considered);
     }
-    let mut totals: HashMap<Arc<str>, usize> = HashMap::new();
+    let mut totals: FilePathMap<usize> = FilePathMap::new();
     if !maybe_left_out {
         for c in &considered {
-            *totals.entry(c.live.path.clone()).or_default() += 1;
+            *totals.entry_or_insert_with(c.live.path.clone(), || 0) += 1;
         }
     } else {
         for c in &considered {
-            totals.entry(c.live.path.clone()).or_default();
+            totals.entry_or_insert_with(c.live.path.clone(), || 0);
         }
         each_live_data_file(snapshot, cache, |live| {
-            if let Some(n) = totals.get_mut(live.file.file_path()) {
+            if let Some(n) = totals.get_str_mut(live.file.file_path()) {
                 *n += 1;
             }
             Ok(())
@@ -1558,7 +1558,7 @@ async fn whole_listings(
             tracing::warn!(file = %run[0].live.path, entries = total, candidates = run.len(),
                 "left out of compaction: listed more than once, and its entries cannot be \
                  rewritten together");
-            skipped.push(run[0].live.path.to_string());
+            skipped.push(run[0].live.path.to_path_string());
             run.clear();
         }
     }
@@ -1645,9 +1645,9 @@ async fn dangling_after(
     }
     // The live files as they will be once the commit lands, streamed: a table of a million
     // files is weighed without holding them.
-    let removed: std::collections::HashSet<&str> = inputs.iter().map(|(p, _)| &**p).collect();
+    let removed: FilePathSet = inputs.iter().map(|(p, _)| p.clone()).collect();
     each_live_data_file(snapshot, cache, |f| {
-        if !removed.contains(f.file.file_path()) {
+        if !removed.contains_str(f.file.file_path()) {
             scan.see(&f);
         }
         Ok(())
@@ -1795,10 +1795,14 @@ impl Default for LeftOut {
 impl LeftOut {
     const WORDS: usize = 1 << 17;
 
+    const HASHER: std::hash::BuildHasherDefault<std::collections::hash_map::DefaultHasher> =
+        std::hash::BuildHasherDefault::new();
+
     fn bit(path: &str) -> (usize, u64) {
-        use std::hash::{BuildHasher, BuildHasherDefault};
-        let h = BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default()
-            .hash_one(path);
+        Self::bit_of(FilePath::hash_str(&Self::HASHER, path))
+    }
+
+    fn bit_of(h: u64) -> (usize, u64) {
         let bit = (h as usize) % (Self::WORDS * 64);
         (bit / 64, 1u64 << (bit % 64))
     }
@@ -1808,8 +1812,9 @@ impl LeftOut {
         self.bits[word] |= mask;
     }
 
-    fn may_hold(&self, path: &str) -> bool {
-        let (word, mask) = Self::bit(path);
+    /// Whether `path` may have been added (as a string: the same hash).
+    fn may_hold_path(&self, path: &FilePath) -> bool {
+        let (word, mask) = Self::bit_of(path.hash_with(&Self::HASHER));
         self.bits[word] & mask != 0
     }
 }
@@ -2080,7 +2085,7 @@ async fn rewrite_group(
 
 /// A file a compaction removes and its partition: the plan's own path, and one partition key
 /// per group (a million inputs do not each copy their path and partition tuple).
-type Input = (Arc<str>, Arc<PartitionKey>);
+type Input = (FilePath, Arc<PartitionKey>);
 
 /// One part of a group's rewrite: its scan tasks, made as the reader asks for them, and the
 /// equality deletes its rows are filtered by.
@@ -2148,7 +2153,7 @@ mod tests {
     fn the_entries_of_a_file_listed_twice_share_a_group() {
         let c = |path: &str, size: u64| Candidate {
             live: CandidateFile {
-                path: Arc::from(path),
+                path: FilePath::new(path),
                 size,
                 records: 1,
                 format: iceberg::spec::DataFileFormat::Parquet,
@@ -2167,7 +2172,7 @@ mod tests {
         );
         let with_dup: Vec<usize> = bins
             .iter()
-            .map(|b| b.iter().filter(|c| &*c.live.path == "dup").count())
+            .map(|b| b.iter().filter(|c| c.live.path == "dup").count())
             .filter(|n| *n > 0)
             .collect();
         assert_eq!(
