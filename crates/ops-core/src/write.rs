@@ -11,7 +11,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use arrow_arith::boolean::{and, and_not, not};
+use arrow_arith::boolean::{and, not};
 use arrow_array::{
     Array, ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions, Scalar, StructArray,
     new_null_array,
@@ -389,9 +389,14 @@ impl PartitionSplitter {
                 return Ok(out);
             }
             out.push((key, filter_record_batch(batch, &mask)?));
+            // Not arrow-arith 58's `and_not`: it swaps its operands' bit offsets, and a mask
+            // keeps the offset of a batch cut out of a larger one where `not_distinct` met a
+            // NULL (its result is the column's null buffer), so rows were assigned wrongly, or
+            // the kernel panicked ("offset + len out of bounds").
+            let unassigned = not(&mask)?;
             let rest = match &remaining {
-                Some(r) => and_not(r, &mask)?,
-                None => not(&mask)?,
+                Some(r) => and(r, &unassigned)?,
+                None => unassigned,
             };
             match rest.values().set_indices().next() {
                 Some(i) => first = i,
@@ -642,6 +647,16 @@ mod tests {
     /// Splits `ids` (with region `regions[id % len]`, null for "") by identity(region) and
     /// bucket(2, id) with the fast splitter and iceberg's, returning both.
     fn split_both(ids: std::ops::Range<i64>, regions: &[&str]) -> Result<(Groups, Groups)> {
+        split_both_from(ids, regions, 0)
+    }
+
+    /// [`split_both`] of the batch without its first `skip` rows (a slice: its arrays keep
+    /// their offsets, as a batch cut out of a file's does).
+    fn split_both_from(
+        ids: std::ops::Range<i64>,
+        regions: &[&str],
+        skip: usize,
+    ) -> Result<(Groups, Groups)> {
         use iceberg::spec::{
             NestedField, PrimitiveType, Schema, Transform, Type, UnboundPartitionSpec,
         };
@@ -676,6 +691,7 @@ mod tests {
                 Arc::new(region),
             ],
         )?;
+        let batch = batch.slice(skip, batch.num_rows() - skip);
         let splitter = PartitionSplitter::try_new(schema.clone(), spec.clone())?;
         let fast = groups(splitter.split(&batch)?);
         // A second batch takes the same path as the first (the fallback sticks).
@@ -690,6 +706,66 @@ mod tests {
         let (fast, slow) = split_both(0..1000, &["eu", "us", "", "apac", "latam"])?;
         assert_eq!(fast.len(), 10);
         assert_eq!(fast, slow);
+        Ok(())
+    }
+
+    /// A batch cut out of a larger one whose first row's partition value is NULL: arrow's
+    /// `not_distinct` against a NULL keeps the column's null-buffer offset, which panicked
+    /// ("offset + len out of bounds") when the masks were combined.
+    #[test]
+    fn splitter_takes_a_slice_starting_at_a_null() -> Result<()> {
+        for skip in [1, 7, 9, 63, 64, 65, 100] {
+            let mut regions = vec!["eu"; 130];
+            regions[skip] = "";
+            regions[skip + 3] = "";
+            let (fast, slow) = split_both_from(0..130, &regions, skip)?;
+            assert_eq!(fast, slow, "skip {skip}");
+        }
+        Ok(())
+    }
+
+    /// The same on a `long` identity partition: rows 9.. of a 20-row file whose row 9 is NULL.
+    #[test]
+    fn splitter_takes_a_long_slice_starting_at_a_null() -> Result<()> {
+        use iceberg::spec::{
+            NestedField, PrimitiveType, Schema, Transform, Type, UnboundPartitionSpec,
+        };
+        let schema = Arc::new(
+            Schema::builder()
+                .with_fields(vec![
+                    NestedField::optional(1, "id", Type::Primitive(PrimitiveType::Long)).into(),
+                    NestedField::optional(2, "d", Type::Primitive(PrimitiveType::Long)).into(),
+                ])
+                .build()?,
+        );
+        let spec = Arc::new(
+            UnboundPartitionSpec::builder()
+                .add_partition_field(2, "d", Transform::Identity)?
+                .build()
+                .bind(schema.clone())?,
+        );
+        let arrow = Arc::new(schema_to_arrow_schema(&schema)?);
+        for (rows, null_at) in [(20usize, 9usize), (30, 9), (130, 70), (20, 0)] {
+            let d: arrow_array::Int64Array =
+                (0..rows).map(|i| (i != null_at).then_some(1)).collect();
+            let batch = RecordBatch::try_new(
+                arrow.clone(),
+                vec![
+                    Arc::new(arrow_array::Int64Array::from_iter_values(0..rows as i64)),
+                    Arc::new(d),
+                ],
+            )?;
+            let batch = batch.slice(null_at, rows - null_at);
+            let splitter = PartitionSplitter::try_new(schema.clone(), spec.clone())?;
+            let fast = groups(splitter.split(&batch)?);
+            let slow = RecordBatchPartitionSplitter::try_new_with_computed_values(
+                schema.clone(),
+                spec.clone(),
+            )?
+            .split(&batch)?;
+            assert_eq!(fast, groups(slow), "{rows} rows, NULL at {null_at}");
+            assert_eq!(fast.len(), 2, "{rows} rows, NULL at {null_at}");
+        }
         Ok(())
     }
 
