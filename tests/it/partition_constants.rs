@@ -25,16 +25,14 @@ use crate::common::*;
 
 const NS: &str = "hive";
 
-/// `hive.<name>` (id long, dt string, v string) partitioned by identity(dt), made by PyIceberg:
-/// two appended rows, then two Hive files without `dt` registered under dt=2024-01-01 (one
-/// without field ids, one with), the table given a name mapping as `add_files` gives it.
-fn hive_table(p: &BTreeMap<String, String>, name: &str) -> anyhow::Result<Value> {
-    let code = format!(
-        r#"
+/// Python for the tables below: the imports, `create`, and `register_hive_file`, which registers a
+/// file as Spark registers a Hive file: the partition from its folder (`value`), the rest from
+/// its footer (PyIceberg's own `add_files` would infer the partition from the footer).
+const HIVE_PY: &str = r#"
 import os
 import pyarrow.parquet as pq
 from pyiceberg.schema import Schema
-from pyiceberg.types import NestedField, LongType, StringType
+from pyiceberg.types import NestedField, LongType, StringType, DoubleType
 from pyiceberg.partitioning import PartitionSpec, PartitionField
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.io.pyarrow import (
@@ -44,14 +42,38 @@ from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
 from pyiceberg.typedef import Record
 from pyiceberg.table import TableProperties
 
-if ('{NS}',) not in catalog.list_namespaces():
-    catalog.create_namespace('{NS}')
-schema = Schema(
-    NestedField(1, 'id', LongType(), required=False),
-    NestedField(2, 'dt', StringType(), required=False),
-    NestedField(3, 'v', StringType(), required=False))
-spec = PartitionSpec(PartitionField(source_id=2, field_id=1000, transform=IdentityTransform(), name='dt'))
-t = catalog.create_table('{NS}.{name}', schema=schema, partition_spec=spec)
+def create(ns, name, fields):
+    # Optional columns `fields` (name, type), partitioned by identity of the second.
+    if (ns,) not in catalog.list_namespaces():
+        catalog.create_namespace(ns)
+    schema = Schema(*[NestedField(i + 1, n, t, required=False) for i, (n, t) in enumerate(fields)])
+    spec = PartitionSpec(PartitionField(
+        source_id=2, field_id=1000, transform=IdentityTransform(), name=fields[1][0]))
+    return catalog.create_table(f'{ns}.{name}', schema=schema, partition_spec=spec)
+
+def register_hive_file(append, t, md, path, value):
+    inp = t.io.new_input(path)
+    with inp.open() as f:
+        footer = pq.read_metadata(f)
+    stats = data_file_statistics_from_parquet_metadata(
+        parquet_metadata=footer,
+        stats_columns=compute_statistics_plan(md.schema(), md.properties),
+        parquet_column_mapping=parquet_path_to_id_mapping(md.schema()))
+    append.append_data_file(DataFile.from_args(
+        content=DataFileContent.DATA, file_path=path, file_format=FileFormat.PARQUET,
+        partition=Record(value), file_size_in_bytes=len(inp), sort_order_id=None,
+        spec_id=md.default_spec_id, equality_ids=None, key_metadata=None,
+        **stats.to_serialized_dict()))
+"#;
+
+/// `hive.<name>` (id long, dt string, v string) partitioned by identity(dt), made by PyIceberg:
+/// two appended rows, then two Hive files without `dt` registered under dt=2024-01-01 (one
+/// without field ids, one with), the table given a name mapping as `add_files` gives it.
+fn hive_table(p: &BTreeMap<String, String>, name: &str) -> anyhow::Result<Value> {
+    let code = format!(
+        r#"
+{HIVE_PY}
+t = create('{NS}', '{name}', [('id', LongType()), ('dt', StringType()), ('v', StringType())])
 t.append(pa.table({{'id': pa.array([1, 2], pa.int64()), 'dt': ['2024-01-02', '2024-01-01'], 'v': ['a', 'b']}}))
 t = catalog.load_table('{NS}.{name}')
 
@@ -75,20 +97,7 @@ with t.transaction() as tx:
         tx.set_properties(**{{TableProperties.DEFAULT_NAME_MAPPING: md.schema().name_mapping.model_dump_json()}})
     with tx.update_snapshot().fast_append() as append:
         for path in [plain, with_ids]:
-            # As Spark registers a Hive file: the partition from its folder, the rest from
-            # its footer (PyIceberg's own add_files would infer dt = NULL from the footer).
-            inp = t.io.new_input(path)
-            with inp.open() as f:
-                footer = pq.read_metadata(f)
-            stats = data_file_statistics_from_parquet_metadata(
-                parquet_metadata=footer,
-                stats_columns=compute_statistics_plan(md.schema(), md.properties),
-                parquet_column_mapping=parquet_path_to_id_mapping(md.schema()))
-            append.append_data_file(DataFile.from_args(
-                content=DataFileContent.DATA, file_path=path, file_format=FileFormat.PARQUET,
-                partition=Record('2024-01-01'), file_size_in_bytes=len(inp), sort_order_id=None,
-                spec_id=md.default_spec_id, equality_ids=None, key_metadata=None,
-                **stats.to_serialized_dict()))
+            register_hive_file(append, t, md, path, '2024-01-01')
 emit(rows(catalog.load_table('{NS}.{name}')))
 "#
     );
@@ -304,26 +313,8 @@ async fn verify_agrees_with_pyicebergs_copy() -> TestResult {
 fn signed_zero_table(p: &BTreeMap<String, String>, name: &str) -> anyhow::Result<Value> {
     let code = format!(
         r#"
-import os
-import pyarrow.parquet as pq
-from pyiceberg.schema import Schema
-from pyiceberg.types import NestedField, LongType, DoubleType
-from pyiceberg.partitioning import PartitionSpec, PartitionField
-from pyiceberg.transforms import IdentityTransform
-from pyiceberg.io.pyarrow import (
-    compute_statistics_plan, data_file_statistics_from_parquet_metadata,
-    parquet_path_to_id_mapping)
-from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
-from pyiceberg.typedef import Record
-from pyiceberg.table import TableProperties
-
-if ('{NS}',) not in catalog.list_namespaces():
-    catalog.create_namespace('{NS}')
-schema = Schema(
-    NestedField(1, 'id', LongType(), required=False),
-    NestedField(2, 'd', DoubleType(), required=False))
-spec = PartitionSpec(PartitionField(source_id=2, field_id=1000, transform=IdentityTransform(), name='d'))
-t = catalog.create_table('{NS}.{name}', schema=schema, partition_spec=spec)
+{HIVE_PY}
+t = create('{NS}', '{name}', [('id', LongType()), ('d', DoubleType())])
 with t.transaction() as tx:
     md = tx.table_metadata
     tx.set_properties(**{{TableProperties.DEFAULT_NAME_MAPPING: md.schema().name_mapping.model_dump_json()}})
@@ -336,18 +327,7 @@ with t.transaction() as tx:
             local = path.removeprefix('file://')
             os.makedirs(os.path.dirname(local), exist_ok=True)
             pq.write_table(pa.table({{'id': pa.array([10 * n, 10 * n + 1], pa.int64())}}), local)
-            inp = t.io.new_input(path)
-            with inp.open() as f:
-                footer = pq.read_metadata(f)
-            stats = data_file_statistics_from_parquet_metadata(
-                parquet_metadata=footer,
-                stats_columns=compute_statistics_plan(md.schema(), md.properties),
-                parquet_column_mapping=parquet_path_to_id_mapping(md.schema()))
-            append.append_data_file(DataFile.from_args(
-                content=DataFileContent.DATA, file_path=path, file_format=FileFormat.PARQUET,
-                partition=Record(value), file_size_in_bytes=len(inp), sort_order_id=None,
-                spec_id=md.default_spec_id, equality_ids=None, key_metadata=None,
-                **stats.to_serialized_dict()))
+            register_hive_file(append, t, md, path, value)
 emit(1)
 "#
     );
