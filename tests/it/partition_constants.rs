@@ -348,6 +348,30 @@ fn signed_rows(p: &BTreeMap<String, String>, name: &str) -> anyhow::Result<Value
     )
 }
 
+/// PyIceberg: the rows of `hive.<name>`'s live files by the sign of their partition tuple's
+/// `d` (`{"-1.0": rows, "1.0": rows}`), each file's own `d` checked to be its label's.
+fn rows_by_label(p: &BTreeMap<String, String>, name: &str) -> anyhow::Result<Value> {
+    ops_tests::oracle::pyiceberg(
+        "c",
+        p,
+        &format!(
+            r#"
+import math
+import pyarrow.parquet as pq
+t = catalog.load_table('{NS}.{name}')
+out = {{}}
+for task in t.scan().plan_files():
+    label = str(math.copysign(1.0, task.file.partition[0]))
+    with t.io.new_input(task.file.file_path).open() as f:
+        d = pq.read_table(f).column('d').to_pylist()
+    assert all(str(math.copysign(1.0, v)) == label for v in d), (label, d)
+    out[label] = out.get(label, 0) + task.file.record_count
+emit(out)
+"#
+        ),
+    )
+}
+
 /// Planned files of two partitions that `Struct` calls equal (-0.0 and 0.0) keep their own
 /// tuples: a migration's planned read and compaction's candidates share a tuple between files
 /// only when it is equal bit for bit, or the -0.0 files' rows would be read as 0.0.
@@ -380,10 +404,18 @@ async fn signed_zero_partitions_keep_their_sign() -> TestResult {
         expected,
         "migrate-data"
     );
+    // The writer kept the two partitions' rows in files of their own.
+    let by_label = json!({"1.0": 4, "-1.0": 4});
+    assert_eq!(
+        rows_by_label(&db.props, "zeros_copy")?,
+        by_label,
+        "migrate-data"
+    );
     let (_, m) = CompactBuilder::new(&handle, ident("zeros")?)
         .min_input_files(2)
         .await?;
     assert_eq!(m.input_files(), 4, "{m:?}");
     assert_eq!(signed_rows(&db.props, "zeros")?, expected, "compaction");
+    assert_eq!(rows_by_label(&db.props, "zeros")?, by_label, "compaction");
     Ok(())
 }

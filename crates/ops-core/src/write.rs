@@ -8,6 +8,7 @@
 //!
 //! The files are not committed: hand them to an operation (append, overwrite, ...).
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -25,8 +26,8 @@ use iceberg::arrow::{
     schema_to_arrow_schema,
 };
 use iceberg::spec::{
-    DataFile, DataFileFormat, Literal, PartitionKey, PartitionSpecRef,
-    SchemaRef as IcebergSchemaRef, StructType,
+    DataFile, DataFileFormat, Literal, PartitionKey, PartitionSpecRef, PrimitiveLiteral,
+    SchemaRef as IcebergSchemaRef, Struct, StructType,
 };
 use iceberg::table::Table;
 use iceberg::writer::base_writer::data_file_writer::DataFileWriterBuilder;
@@ -35,9 +36,8 @@ use iceberg::writer::file_writer::location_generator::{
     DefaultFileNameGenerator, LocationGenerator,
 };
 use iceberg::writer::file_writer::rolling_writer::RollingFileWriterBuilder;
-use iceberg::writer::partitioning::PartitioningWriter;
-use iceberg::writer::partitioning::fanout_writer::FanoutWriter;
 use iceberg::writer::partitioning::unpartitioned_writer::UnpartitionedWriter;
+use iceberg::writer::{IcebergWriter, IcebergWriterBuilder};
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 use parquet::schema::types::ColumnPath;
@@ -224,14 +224,14 @@ where
         // unpartitioned writer would give them none, which the commit refuses).
         let nulls = iceberg::spec::Struct::from_iter(spec.fields().iter().map(|_| None));
         let key = PartitionKey::new(spec.as_ref().clone(), schema.clone(), nulls);
-        let mut fanout = FanoutWriter::new(writer);
+        let mut fanout = Fanout::new(writer);
         while let Some(batch) = batches.next().await {
             let batch = conform(&batch?, &arrow_schema)?;
             if batch.num_rows() > 0 {
                 fanout.write(key.clone(), batch).await?;
             }
         }
-        return Ok(fanout.close().await?);
+        return fanout.close().await;
     }
     if spec.is_unpartitioned() {
         // iceberg's splitter refuses unpartitioned specs; one writer takes every row.
@@ -244,7 +244,7 @@ where
         }
         return Ok(out.close().await?);
     }
-    let mut fanout = FanoutWriter::new(writer);
+    let mut fanout = Fanout::new(writer);
     let splitter = PartitionSplitter::try_new(schema, spec)?;
     while let Some(batch) = batches.next().await {
         let batch = conform(&batch?, &arrow_schema)?;
@@ -256,7 +256,72 @@ where
             fanout.write(key, part).await?;
         }
     }
-    Ok(fanout.close().await?)
+    fanout.close().await
+}
+
+/// iceberg's `FanoutWriter` (a writer per partition, all open until the end), with partitions
+/// told apart as Java tells them. iceberg keys its writers by the partition `Struct`, which
+/// compares floats as `OrderedFloat` does (`-0.0 == 0.0`): the rows of `d=-0.0` and `d=0.0`
+/// went into one file labelled with whichever came first, and a reader taking `d` from the
+/// label read the others with the wrong sign. Java's `Double.equals` keeps the two apart (and
+/// every NaN one partition), as the float bits beside the `Struct` do here.
+struct Fanout<B: IcebergWriterBuilder> {
+    builder: B,
+    writers: HashMap<(Struct, Vec<u64>), B::R>,
+}
+
+impl<B: IcebergWriterBuilder> Fanout<B> {
+    fn new(builder: B) -> Self {
+        Self {
+            builder,
+            writers: HashMap::new(),
+        }
+    }
+
+    async fn write(&mut self, key: PartitionKey, batch: RecordBatch) -> Result<()> {
+        let exact = (key.data().clone(), float_bits(key.data()));
+        let writer = match self.writers.entry(exact) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(self.builder.build(Some(key)).await?)
+            }
+        };
+        Ok(writer.write(batch).await?)
+    }
+
+    async fn close(self) -> Result<Vec<DataFile>> {
+        let mut out = Vec::new();
+        for (_, mut writer) in self.writers {
+            out.extend(writer.close().await?);
+        }
+        Ok(out)
+    }
+}
+
+/// The bits of each float and double of `tuple` (NaN as one value, as `Double.equals` has
+/// it), 0 for any other field: what `Struct`'s equality leaves out.
+fn float_bits(tuple: &Struct) -> Vec<u64> {
+    let has_floats = tuple.iter().any(|v| {
+        matches!(
+            v,
+            Some(Literal::Primitive(
+                PrimitiveLiteral::Float(_) | PrimitiveLiteral::Double(_)
+            ))
+        )
+    });
+    if !has_floats {
+        return Vec::new();
+    }
+    tuple
+        .iter()
+        .map(|v| match v {
+            Some(Literal::Primitive(PrimitiveLiteral::Float(f))) if f.is_nan() => u64::MAX,
+            Some(Literal::Primitive(PrimitiveLiteral::Double(d))) if d.is_nan() => u64::MAX,
+            Some(Literal::Primitive(PrimitiveLiteral::Float(f))) => u64::from(f.to_bits()),
+            Some(Literal::Primitive(PrimitiveLiteral::Double(d))) => d.to_bits(),
+            _ => 0,
+        })
+        .collect()
 }
 
 /// A location generator that places files as Java does ([`DataLocations`]) and remembers every
@@ -328,6 +393,8 @@ struct PartitionSplitter {
     /// Set once a batch spanned too many partitions.
     many: AtomicBool,
     calculator: PartitionValueCalculator,
+    /// A partition field is a float or double (iceberg's splitter cannot tell -0.0 from 0.0).
+    has_floats: bool,
     partition_type: StructType,
     spec: PartitionSpecRef,
     schema: IcebergSchemaRef,
@@ -336,10 +403,20 @@ struct PartitionSplitter {
 
 impl PartitionSplitter {
     fn try_new(schema: IcebergSchemaRef, spec: PartitionSpecRef) -> Result<Self> {
+        let partition_type = spec.partition_type(&schema)?;
+        let has_floats = partition_type.fields().iter().any(|f| {
+            matches!(
+                *f.field_type,
+                iceberg::spec::Type::Primitive(
+                    iceberg::spec::PrimitiveType::Float | iceberg::spec::PrimitiveType::Double
+                )
+            )
+        });
         Ok(Self {
+            has_floats,
             many: AtomicBool::new(false),
             calculator: PartitionValueCalculator::try_new(&spec, &schema)?,
-            partition_type: spec.partition_type(&schema)?,
+            partition_type,
             fallback: RecordBatchPartitionSplitter::try_new_with_computed_values(
                 schema.clone(),
                 spec.clone(),
@@ -350,25 +427,51 @@ impl PartitionSplitter {
     }
 
     fn split(&self, batch: &RecordBatch) -> Result<Vec<(PartitionKey, RecordBatch)>> {
-        if self.many.load(Ordering::Relaxed) {
-            return Ok(self.fallback.split(batch)?);
+        if !self.many.load(Ordering::Relaxed) {
+            if let Some(groups) = self.split_vectorised(batch, Some(MAX_VECTOR_GROUPS))? {
+                return Ok(groups);
+            }
+            self.many.store(true, Ordering::Relaxed);
         }
+        let groups = self.fallback.split(batch)?;
+        if !self.has_floats {
+            return Ok(groups);
+        }
+        // iceberg's splitter groups rows by their `Struct`, where `-0.0 == 0.0`: each group
+        // is split again by the values' bits (arrow compares floats bit for bit), so the two
+        // partitions stay apart (see `Fanout`).
+        let mut out = Vec::with_capacity(groups.len());
+        for (key, part) in groups {
+            match self.split_vectorised(&part, None)? {
+                Some(exact) => out.extend(exact),
+                None => out.push((key, part)),
+            }
+        }
+        Ok(out)
+    }
+
+    /// `batch` split one partition per pass; `None` past `limit` partitions (or when the
+    /// partition values are not a struct), for iceberg's splitter to take.
+    fn split_vectorised(
+        &self,
+        batch: &RecordBatch,
+        limit: Option<usize>,
+    ) -> Result<Option<Vec<(PartitionKey, RecordBatch)>>> {
         let values = self.calculator.calculate(batch)?;
         let Some(columns) = values
             .as_any()
             .downcast_ref::<StructArray>()
             .map(|s| s.columns())
         else {
-            return Ok(self.fallback.split(batch)?);
+            return Ok(None);
         };
         // Rows not yet assigned to a partition; `None` while that is every row.
         let mut remaining: Option<BooleanArray> = None;
         let mut first = 0;
         let mut out = Vec::new();
         loop {
-            if out.len() == MAX_VECTOR_GROUPS {
-                self.many.store(true, Ordering::Relaxed);
-                return Ok(self.fallback.split(batch)?);
+            if limit.is_some_and(|limit| out.len() == limit) {
+                return Ok(None);
             }
             let mut mask = remaining.clone();
             for column in columns {
@@ -381,12 +484,12 @@ impl PartitionSplitter {
             let key = self.key(&values.slice(first, 1))?;
             let Some(mask) = mask else {
                 // A spec without fields is unpartitioned and never reaches here.
-                return Ok(vec![(key, batch.clone())]);
+                return Ok(Some(vec![(key, batch.clone())]));
             };
             if remaining.is_none() && mask.true_count() == batch.num_rows() {
                 // The whole batch is one partition: no copy.
                 out.push((key, batch.clone()));
-                return Ok(out);
+                return Ok(Some(out));
             }
             out.push((key, filter_record_batch(batch, &mask)?));
             // Not arrow-arith 58's `and_not`: it swaps its operands' bit offsets, and a mask
@@ -400,7 +503,7 @@ impl PartitionSplitter {
             };
             match rest.values().set_indices().next() {
                 Some(i) => first = i,
-                None => return Ok(out),
+                None => return Ok(Some(out)),
             }
             remaining = Some(rest);
         }
@@ -765,6 +868,72 @@ mod tests {
             .split(&batch)?;
             assert_eq!(fast, groups(slow), "{rows} rows, NULL at {null_at}");
             assert_eq!(fast.len(), 2, "{rows} rows, NULL at {null_at}");
+        }
+        Ok(())
+    }
+
+    /// `-0.0` and `0.0` are two partitions (Java's `Double.equals`), every NaN one: on the
+    /// vectorised path and on iceberg's (whose `Struct` calls the zeros equal).
+    #[test]
+    fn splitter_keeps_signed_zeros_apart() -> Result<()> {
+        use iceberg::spec::{
+            NestedField, PrimitiveType, Schema, Transform, Type, UnboundPartitionSpec,
+        };
+        let schema = Arc::new(
+            Schema::builder()
+                .with_fields(vec![
+                    NestedField::optional(1, "d", Type::Primitive(PrimitiveType::Double)).into(),
+                ])
+                .build()?,
+        );
+        let spec = Arc::new(
+            UnboundPartitionSpec::builder()
+                .add_partition_field(1, "d", Transform::Identity)?
+                .build()
+                .bind(schema.clone())?,
+        );
+        let arrow = Arc::new(schema_to_arrow_schema(&schema)?);
+        let other_nan = f64::from_bits(f64::NAN.to_bits() ^ 1);
+        let d = arrow_array::Float64Array::from(vec![
+            Some(0.0),
+            Some(-0.0),
+            Some(f64::NAN),
+            Some(other_nan),
+            None,
+            Some(-0.0),
+            Some(1.0),
+            Some(0.0),
+        ]);
+        let batch = RecordBatch::try_new(arrow, vec![Arc::new(d)])?;
+        for many in [false, true] {
+            let splitter = PartitionSplitter::try_new(schema.clone(), spec.clone())?;
+            splitter.many.store(many, Ordering::Relaxed);
+            let mut rows_by_bits: HashMap<Vec<u64>, usize> = HashMap::new();
+            for (key, part) in splitter.split(&batch)? {
+                let bits = float_bits(key.data());
+                let d = part
+                    .column(0)
+                    .as_any()
+                    .downcast_ref::<arrow_array::Float64Array>()
+                    .ok_or_else(|| Error::InvalidInput("not doubles".into()))?;
+                for v in d.iter() {
+                    let row = float_bits(&Struct::from_iter([v.map(Literal::double)]));
+                    // A NULL has no bits (an empty list); its key holds none either.
+                    assert_eq!(row, bits, "many: {many}, a row of {key:?}");
+                }
+                *rows_by_bits.entry(bits).or_default() += part.num_rows();
+            }
+            let count = |v: f64| {
+                rows_by_bits
+                    .get(&vec![
+                        float_bits(&Struct::from_iter([Some(Literal::double(v))]))[0],
+                    ])
+                    .copied()
+            };
+            assert_eq!(count(0.0), Some(2), "many: {many}");
+            assert_eq!(count(-0.0), Some(2), "many: {many}");
+            assert_eq!(count(f64::NAN), Some(2), "many: {many}");
+            assert_eq!(count(1.0), Some(1), "many: {many}");
         }
         Ok(())
     }
