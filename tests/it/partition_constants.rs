@@ -372,6 +372,38 @@ emit(out)
     )
 }
 
+/// A replace of partition d=0.0 keeps d=-0.0's files (Java's `PartitionSet` keeps the two
+/// apart): iceberg's `Struct` calls them equal, and the replace removed both.
+#[tokio::test(flavor = "multi_thread")]
+async fn replacing_the_zero_partition_keeps_the_negative_zero_one() -> TestResult {
+    let (db, handle) = setup().await?;
+    signed_zero_table(&db.props, "replace")?;
+    let table = handle.catalog().load_table(&ident("replace")?).await?;
+    let arrow = ops_core::write::table_arrow_schema(&table)?;
+    let rows = arrow_array::RecordBatch::try_new(
+        arrow,
+        vec![
+            std::sync::Arc::new(arrow_array::Int64Array::from(vec![100])),
+            std::sync::Arc::new(arrow_array::Float64Array::from(vec![0.0])),
+        ],
+    )?;
+    let written = ops_core::write::write_files(&table, futures::stream::iter([Ok(rows)])).await?;
+    ops_core::ops::replace_partitions::ReplacePartitionsBuilder::new(&handle, ident("replace")?)
+        .add_written(written)
+        .await?;
+    assert_eq!(
+        signed_rows(&db.props, "replace")?,
+        json!([
+            [10, -0.0, -1.0],
+            [11, -0.0, -1.0],
+            [30, -0.0, -1.0],
+            [31, -0.0, -1.0],
+            [100, 0.0, 1.0]
+        ])
+    );
+    Ok(())
+}
+
 /// Planned files of two partitions that `Struct` calls equal (-0.0 and 0.0) keep their own
 /// tuples: a migration's planned read and compaction's candidates share a tuple between files
 /// only when it is equal bit for bit, or the -0.0 files' rows would be read as 0.0.

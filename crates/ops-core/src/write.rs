@@ -492,10 +492,12 @@ impl PartitionSplitter {
                 return Ok(Some(out));
             }
             out.push((key, filter_record_batch(batch, &mask)?));
-            // Not arrow-arith 58's `and_not`: it swaps its operands' bit offsets, and a mask
-            // keeps the offset of a batch cut out of a larger one where `not_distinct` met a
-            // NULL (its result is the column's null buffer), so rows were assigned wrongly, or
-            // the kernel panicked ("offset + len out of bounds").
+            // Not arrow-arith 58.4's `and_not` (apache/arrow-rs#10697, #10698; fixed by #10699):
+            // it pairs each operand's buffer with the other's bit offset and offsets its
+            // result again. A mask keeps the offset of a batch cut out of a larger one where
+            // `not_distinct` met a NULL (its result is the column's null buffer), so rows were
+            // assigned twice or not at all, or the kernel panicked ("offset + len out of
+            // bounds").
             let unassigned = not(&mask)?;
             let rest = match &remaining {
                 Some(r) => and(r, &unassigned)?,

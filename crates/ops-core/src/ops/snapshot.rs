@@ -111,6 +111,11 @@ impl LiveEntry for LiveFile {
 /// A partition tuple with `int` values as `long` and `float` as `double`: the only promotions a
 /// partition source column can take that change a partition value's Iceberg type
 /// (identity/truncate of a widened column). Compare partitions in this form.
+///
+/// `-0.0` is held as the string `"-0.0"`: `Struct` compares doubles as `OrderedFloat`, where
+/// `-0.0 == 0.0`, but Java's `PartitionSet` keeps the two partitions apart (`Double.compare`),
+/// and a replace of `d=0.0` must not remove `d=-0.0`'s files. (Every NaN is one value in both.)
+/// A field holds one type in every key compared, so the string meets only another `-0.0`.
 pub fn canonical_partition(value: &Struct) -> Struct {
     Struct::from_iter(value.iter().map(canonical_value))
 }
@@ -118,9 +123,18 @@ pub fn canonical_partition(value: &Struct) -> Struct {
 fn canonical_value(v: Option<&Literal>) -> Option<Literal> {
     v.map(|l| match l {
         Literal::Primitive(PrimitiveLiteral::Int(i)) => Literal::long(i64::from(*i)),
-        Literal::Primitive(PrimitiveLiteral::Float(f)) => Literal::double(f64::from(f.0)),
+        Literal::Primitive(PrimitiveLiteral::Float(f)) => canonical_double(f64::from(f.0)),
+        Literal::Primitive(PrimitiveLiteral::Double(d)) => canonical_double(d.0),
         other => other.clone(),
     })
+}
+
+fn canonical_double(d: f64) -> Literal {
+    if d == 0.0 && d.is_sign_negative() {
+        Literal::string("-0.0")
+    } else {
+        Literal::double(d)
+    }
 }
 
 /// Whether a file's rows can lie in any of `partitions` (canonical keys, possibly of other
@@ -1796,9 +1810,25 @@ where
 
 #[cfg(test)]
 mod tests {
-    use iceberg::spec::{ManifestFile, ManifestList};
+    use iceberg::spec::{Literal, ManifestFile, ManifestList, Struct};
 
-    use super::written_lists;
+    use super::{canonical_partition, written_lists};
+
+    /// Partitions compare as Java's `PartitionSet` compares them: `-0.0` apart from `0.0`, every
+    /// NaN one, a float equal to the double it widens to.
+    #[test]
+    fn canonical_partitions_keep_signed_zeros_apart() {
+        let key = |l: Literal| canonical_partition(&Struct::from_iter([Some(l), None]));
+        assert_ne!(key(Literal::double(-0.0)), key(Literal::double(0.0)));
+        assert_eq!(key(Literal::double(-0.0)), key(Literal::float(-0.0)));
+        assert_eq!(key(Literal::double(0.0)), key(Literal::float(0.0)));
+        assert_eq!(
+            key(Literal::double(f64::NAN)),
+            key(Literal::float(f32::NAN))
+        );
+        assert_eq!(key(Literal::double(1.5)), key(Literal::float(1.5)));
+        assert_eq!(key(Literal::int(7)), key(Literal::long(7)));
+    }
     use crate::ops::append::AppendBuilder;
     use crate::ops::append::tests::{batch, table};
     use crate::ops::properties::PropertiesBuilder;
