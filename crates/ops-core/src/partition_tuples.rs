@@ -23,15 +23,10 @@ impl PartitionTuples {
 
     /// The shared copy of `tuple` (a copy of its own when it holds a float).
     pub fn shared(&mut self, tuple: &Struct) -> Arc<Struct> {
-        if !shareable(tuple) {
-            return Arc::new(tuple.clone());
+        match self.0.get(tuple).filter(|_| shareable(tuple)) {
+            Some(shared) => shared.clone(),
+            None => self.share(tuple.clone()),
         }
-        if let Some(shared) = self.0.get(tuple) {
-            return shared.clone();
-        }
-        let shared = Arc::new(tuple.clone());
-        self.0.insert(tuple.clone(), shared.clone());
-        shared
     }
 
     /// The shared copy of `tuple`, taken by value.

@@ -26,7 +26,7 @@ use iceberg::arrow::{
     schema_to_arrow_schema,
 };
 use iceberg::spec::{
-    DataFile, DataFileFormat, Literal, PartitionKey, PartitionSpecRef, PrimitiveLiteral,
+    DataFile, DataFileFormat, Literal, PartitionKey, PartitionSpecRef,
     SchemaRef as IcebergSchemaRef, Struct, StructType,
 };
 use iceberg::table::Table;
@@ -43,6 +43,7 @@ use parquet::file::properties::WriterProperties;
 use parquet::schema::types::ColumnPath;
 
 use crate::location::DataLocations;
+use crate::ops::canonical_partition;
 use crate::{Error, Result};
 
 // Iceberg's `write.parquet.*` table properties, with Java's defaults (the row limit is
@@ -263,11 +264,12 @@ where
 /// told apart as Java tells them. iceberg keys its writers by the partition `Struct`, which
 /// compares floats as `OrderedFloat` does (`-0.0 == 0.0`): the rows of `d=-0.0` and `d=0.0`
 /// went into one file labelled with whichever came first, and a reader taking `d` from the
-/// label read the others with the wrong sign. Java's `Double.equals` keeps the two apart (and
-/// every NaN one partition), as the float bits beside the `Struct` do here.
+/// label read the others with the wrong sign. The writers are keyed by the tuple in the form
+/// every partition comparison uses ([`canonical_partition`]: `-0.0` apart from `0.0`, every NaN
+/// one, as Java's `Double.equals`).
 struct Fanout<B: IcebergWriterBuilder> {
     builder: B,
-    writers: HashMap<(Struct, Vec<u64>), B::R>,
+    writers: HashMap<Struct, B::R>,
 }
 
 impl<B: IcebergWriterBuilder> Fanout<B> {
@@ -279,8 +281,7 @@ impl<B: IcebergWriterBuilder> Fanout<B> {
     }
 
     async fn write(&mut self, key: PartitionKey, batch: RecordBatch) -> Result<()> {
-        let exact = (key.data().clone(), float_bits(key.data()));
-        let writer = match self.writers.entry(exact) {
+        let writer = match self.writers.entry(canonical_partition(key.data())) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::hash_map::Entry::Vacant(e) => {
                 e.insert(self.builder.build(Some(key)).await?)
@@ -296,32 +297,6 @@ impl<B: IcebergWriterBuilder> Fanout<B> {
         }
         Ok(out)
     }
-}
-
-/// The bits of each float and double of `tuple` (NaN as one value, as `Double.equals` has
-/// it), 0 for any other field: what `Struct`'s equality leaves out.
-fn float_bits(tuple: &Struct) -> Vec<u64> {
-    let has_floats = tuple.iter().any(|v| {
-        matches!(
-            v,
-            Some(Literal::Primitive(
-                PrimitiveLiteral::Float(_) | PrimitiveLiteral::Double(_)
-            ))
-        )
-    });
-    if !has_floats {
-        return Vec::new();
-    }
-    tuple
-        .iter()
-        .map(|v| match v {
-            Some(Literal::Primitive(PrimitiveLiteral::Float(f))) if f.is_nan() => u64::MAX,
-            Some(Literal::Primitive(PrimitiveLiteral::Double(d))) if d.is_nan() => u64::MAX,
-            Some(Literal::Primitive(PrimitiveLiteral::Float(f))) => u64::from(f.to_bits()),
-            Some(Literal::Primitive(PrimitiveLiteral::Double(d))) => d.to_bits(),
-            _ => 0,
-        })
-        .collect()
 }
 
 /// A location generator that places files as Java does ([`DataLocations`]) and remembers every
@@ -749,6 +724,33 @@ mod tests {
         out
     }
 
+    /// A table of the optional columns `fields` (ids from 1), partitioned by identity(d): its
+    /// schema, spec and Arrow schema.
+    fn partitioned_by_d(
+        fields: &[(&str, iceberg::spec::PrimitiveType)],
+    ) -> Result<(IcebergSchemaRef, PartitionSpecRef, SchemaRef)> {
+        use iceberg::spec::{NestedField, Schema, Transform, Type, UnboundPartitionSpec};
+        let schema = Arc::new(
+            Schema::builder()
+                .with_fields(fields.iter().zip(1..).map(|((name, t), id)| {
+                    NestedField::optional(id, *name, Type::Primitive(t.clone())).into()
+                }))
+                .build()?,
+        );
+        let d = schema
+            .field_by_name("d")
+            .ok_or_else(|| Error::InvalidInput("no column d".into()))?
+            .id;
+        let spec = Arc::new(
+            UnboundPartitionSpec::builder()
+                .add_partition_field(d, "d", Transform::Identity)?
+                .build()
+                .bind(schema.clone())?,
+        );
+        let arrow = Arc::new(schema_to_arrow_schema(&schema)?);
+        Ok((schema, spec, arrow))
+    }
+
     /// Splits `ids` (with region `regions[id % len]`, null for "") by identity(region) and
     /// bucket(2, id) with the fast splitter and iceberg's, returning both.
     fn split_both(ids: std::ops::Range<i64>, regions: &[&str]) -> Result<(Groups, Groups)> {
@@ -832,24 +834,8 @@ mod tests {
     /// The same on a `long` identity partition: rows 9.. of a 20-row file whose row 9 is NULL.
     #[test]
     fn splitter_takes_a_long_slice_starting_at_a_null() -> Result<()> {
-        use iceberg::spec::{
-            NestedField, PrimitiveType, Schema, Transform, Type, UnboundPartitionSpec,
-        };
-        let schema = Arc::new(
-            Schema::builder()
-                .with_fields(vec![
-                    NestedField::optional(1, "id", Type::Primitive(PrimitiveType::Long)).into(),
-                    NestedField::optional(2, "d", Type::Primitive(PrimitiveType::Long)).into(),
-                ])
-                .build()?,
-        );
-        let spec = Arc::new(
-            UnboundPartitionSpec::builder()
-                .add_partition_field(2, "d", Transform::Identity)?
-                .build()
-                .bind(schema.clone())?,
-        );
-        let arrow = Arc::new(schema_to_arrow_schema(&schema)?);
+        use iceberg::spec::PrimitiveType::Long;
+        let (schema, spec, arrow) = partitioned_by_d(&[("id", Long), ("d", Long)])?;
         for (rows, null_at) in [(20usize, 9usize), (30, 9), (130, 70), (20, 0)] {
             let d: arrow_array::Int64Array =
                 (0..rows).map(|i| (i != null_at).then_some(1)).collect();
@@ -878,23 +864,8 @@ mod tests {
     /// vectorised path and on iceberg's (whose `Struct` calls the zeros equal).
     #[test]
     fn splitter_keeps_signed_zeros_apart() -> Result<()> {
-        use iceberg::spec::{
-            NestedField, PrimitiveType, Schema, Transform, Type, UnboundPartitionSpec,
-        };
-        let schema = Arc::new(
-            Schema::builder()
-                .with_fields(vec![
-                    NestedField::optional(1, "d", Type::Primitive(PrimitiveType::Double)).into(),
-                ])
-                .build()?,
-        );
-        let spec = Arc::new(
-            UnboundPartitionSpec::builder()
-                .add_partition_field(1, "d", Transform::Identity)?
-                .build()
-                .bind(schema.clone())?,
-        );
-        let arrow = Arc::new(schema_to_arrow_schema(&schema)?);
+        let (schema, spec, arrow) =
+            partitioned_by_d(&[("d", iceberg::spec::PrimitiveType::Double)])?;
         let other_nan = f64::from_bits(f64::NAN.to_bits() ^ 1);
         let d = arrow_array::Float64Array::from(vec![
             Some(0.0),
@@ -910,28 +881,23 @@ mod tests {
         for many in [false, true] {
             let splitter = PartitionSplitter::try_new(schema.clone(), spec.clone())?;
             splitter.many.store(many, Ordering::Relaxed);
-            let mut rows_by_bits: HashMap<Vec<u64>, usize> = HashMap::new();
+            // Rows by partition as Java tells partitions apart (`canonical_partition`).
+            let partition =
+                |v: Option<f64>| canonical_partition(&Struct::from_iter([v.map(Literal::double)]));
+            let mut rows_by_partition: HashMap<Struct, usize> = HashMap::new();
             for (key, part) in splitter.split(&batch)? {
-                let bits = float_bits(key.data());
+                let label = canonical_partition(key.data());
                 let d = part
                     .column(0)
                     .as_any()
                     .downcast_ref::<arrow_array::Float64Array>()
                     .ok_or_else(|| Error::InvalidInput("not doubles".into()))?;
                 for v in d.iter() {
-                    let row = float_bits(&Struct::from_iter([v.map(Literal::double)]));
-                    // A NULL has no bits (an empty list); its key holds none either.
-                    assert_eq!(row, bits, "many: {many}, a row of {key:?}");
+                    assert_eq!(partition(v), label, "many: {many}, a row of {key:?}");
                 }
-                *rows_by_bits.entry(bits).or_default() += part.num_rows();
+                *rows_by_partition.entry(label).or_default() += part.num_rows();
             }
-            let count = |v: f64| {
-                rows_by_bits
-                    .get(&vec![
-                        float_bits(&Struct::from_iter([Some(Literal::double(v))]))[0],
-                    ])
-                    .copied()
-            };
+            let count = |v: f64| rows_by_partition.get(&partition(Some(v))).copied();
             assert_eq!(count(0.0), Some(2), "many: {many}");
             assert_eq!(count(-0.0), Some(2), "many: {many}");
             assert_eq!(count(f64::NAN), Some(2), "many: {many}");
