@@ -191,6 +191,10 @@ impl PopulatedDeleteFileIndex {
                         .map(|seq_num| delete.manifest_entry.sequence_number() > Some(seq_num))
                         .unwrap_or_else(|| true)
                         && data_file.partition_spec_id == delete.partition_spec_id
+                        && same_partition(
+                            data_file.partition(),
+                            delete.manifest_entry.data_file().partition(),
+                        )
                 })
                 .for_each(|delete| results.push(delete.as_ref().into()));
         }
@@ -208,12 +212,38 @@ impl PopulatedDeleteFileIndex {
                         .map(|seq_num| delete.manifest_entry.sequence_number() >= Some(seq_num))
                         .unwrap_or_else(|| true)
                         && data_file.partition_spec_id == delete.partition_spec_id
+                        && same_partition(
+                            data_file.partition(),
+                            delete.manifest_entry.data_file().partition(),
+                        )
                 })
                 .for_each(|delete| results.push(delete.as_ref().into()));
         }
 
         results
     }
+}
+
+/// iceberg-ops patch: whether two partition tuples the index filed under one key are one
+/// partition as Java's `DeleteFileIndex` tells them apart (`StructLikeWrapper`, floats by
+/// `Float.equals`/`Double.equals`): `Struct` compares floats as `OrderedFloat`, where `-0.0`
+/// equals `0.0`, so an equality delete filed under `d=-0.0` was applied to the rows of the
+/// `d=0.0` files too, deleting rows no delete names. Every NaN is one value in both.
+fn same_partition(a: &Struct, b: &Struct) -> bool {
+    use crate::spec::{Literal, PrimitiveLiteral};
+    let negative_zero = |v: Option<&Literal>| match v {
+        Some(Literal::Primitive(PrimitiveLiteral::Float(f))) => {
+            f.0 == 0.0 && f.0.is_sign_negative()
+        }
+        Some(Literal::Primitive(PrimitiveLiteral::Double(d))) => {
+            d.0 == 0.0 && d.0.is_sign_negative()
+        }
+        _ => false,
+    };
+    a.fields().len() == b.fields().len()
+        && a.iter()
+            .zip(b.iter())
+            .all(|(x, y)| negative_zero(x) == negative_zero(y))
 }
 
 #[cfg(test)]

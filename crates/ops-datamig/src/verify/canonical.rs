@@ -55,7 +55,7 @@ pub(super) fn canonical(array: &ArrayRef) -> Result<ArrayRef> {
 }
 
 /// `array` with every NaN, at any depth, the canonical NaN; its type unchanged.
-fn one_nan(array: &ArrayRef) -> Result<ArrayRef> {
+pub(super) fn one_nan(array: &ArrayRef) -> Result<ArrayRef> {
     if !has_float(array.data_type()) {
         return Ok(array.clone());
     }

@@ -181,10 +181,14 @@ impl Compared {
         while let Some(batch) = stream.next().await {
             let batch = self.select(&batch?)?;
             let hashes = self.row_hashes(&converter, &batch)?;
+            // Partition values as Java tells partitions apart (`Double.equals`): every NaN is
+            // one partition whatever its bits, `-0.0` and `0.0` are two. A file copied whole
+            // keeps its tuple's NaN for every row of an identity column, while the source's
+            // rows may carry NaNs of other bits: grouped by bits, the two sides would differ.
             let values: Vec<ArrayRef> = self
                 .partition
                 .iter()
-                .map(|(path, t, _)| Ok(t.transform(nested_column(&batch, path)?)?))
+                .map(|(path, t, _)| canonical::one_nan(&t.transform(nested_column(&batch, path)?)?))
                 .collect::<Result<_>>()?;
             let key_converter = RowConverter::new(
                 values
@@ -535,6 +539,50 @@ mod tests {
         dst[4].2 = Some(payload);
         let v = sample(vec![batch(&src)], vec![batch(&dst)], 3).await;
         assert!(v.matches, "{v:?}");
+    }
+
+    /// Rows partitioned by identity(x): the source's NaNs carry two bit patterns, the
+    /// destination's one (a copied file's rows read their identity column from its tuple).
+    /// Both are one NaN partition, as Java has them; `-0.0` and `0.0` stay two.
+    #[tokio::test]
+    async fn partition_hash_groups_every_nan_as_one_partition() {
+        let other_nan = f64::from_bits(f64::NAN.to_bits() | (1 << 63));
+        assert!(other_nan.is_nan());
+        let mut src = rows(12);
+        src[3].2 = Some(f64::NAN);
+        src[4].2 = Some(other_nan);
+        src[5].2 = Some(-0.0);
+        src[6].2 = Some(0.0);
+        let mut dst = src.clone();
+        dst[4].2 = Some(f64::NAN);
+        let c = Compared::with_partition(
+            schema(),
+            true,
+            vec![(
+                vec![2],
+                create_transform_function(&iceberg::spec::Transform::Identity).expect("t"),
+                "x".into(),
+            )],
+        );
+        let a = c
+            .partition_digests(side(vec![batch(&src)]))
+            .await
+            .expect("source");
+        let b = c
+            .partition_digests(side(vec![batch(&dst)]))
+            .await
+            .expect("dest");
+        let rows_of = |d: &BTreeMap<Vec<u8>, Digest>, label: &str| {
+            d.values()
+                .filter(|d| d.label == label)
+                .map(|d| d.rows)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(rows_of(&a, "x=NaN"), vec![2], "{a:?}");
+        assert_eq!(rows_of(&a, "x=-0.0"), vec![1], "{a:?}");
+        // Row 0 holds 0.0 as well.
+        assert_eq!(rows_of(&a, "x=0.0"), vec![2], "{a:?}");
+        assert_eq!(a, b);
     }
 
     /// A map<string, list<long>> column (the corpus's), one map per row.
