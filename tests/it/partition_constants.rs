@@ -311,6 +311,20 @@ async fn verify_agrees_with_pyicebergs_copy() -> TestResult {
 /// files without `d` registered under d=0.0 and two under d=-0.0 (Java keeps the two apart,
 /// `Double.equals`). Each file's rows read `d` from its own tuple.
 fn signed_zero_table(p: &BTreeMap<String, String>, name: &str) -> anyhow::Result<Value> {
+    float_partition_table(
+        p,
+        name,
+        "[('pos', 0.0), ('neg', -0.0), ('pos', 0.0), ('neg', -0.0)]",
+    )
+}
+
+/// [`signed_zero_table`] with the files `folders_values` names (a Python list of (folder,
+/// partition value)): file `n` holds ids `10n` and `10n + 1`.
+fn float_partition_table(
+    p: &BTreeMap<String, String>,
+    name: &str,
+    folders_values: &str,
+) -> anyhow::Result<Value> {
     let code = format!(
         r#"
 {HIVE_PY}
@@ -322,7 +336,7 @@ t = catalog.load_table('{NS}.{name}')
 md = t.metadata
 with t.transaction() as tx:
     with tx.update_snapshot().fast_append() as append:
-        for n, (folder, value) in enumerate([('pos', 0.0), ('neg', -0.0), ('pos', 0.0), ('neg', -0.0)]):
+        for n, (folder, value) in enumerate({folders_values}):
             path = t.location() + f'/data/{{folder}}/hive-{{n:05d}}.parquet'
             local = path.removeprefix('file://')
             os.makedirs(os.path.dirname(local), exist_ok=True)
@@ -452,31 +466,39 @@ async fn signed_zero_partitions_keep_their_sign() -> TestResult {
     Ok(())
 }
 
-/// An equality delete filed under `d=-0.0` applies to that partition's files only, as Java's
-/// `DeleteFileIndex` tells partitions apart (`Double.equals`): iceberg's index keyed deletes by
-/// `Struct`, where `-0.0` equals `0.0`, and applied it to the `d=0.0` files too, deleting rows
-/// no delete names. Checked on our scan, a migration's rewrite (PyIceberg reads the copy) and a
-/// compaction's rewrite.
+/// An equality delete applies to the files of its own partition as Java's `DeleteFileIndex`
+/// tells partitions apart (`Double.compareTo`): `-0.0` and `0.0` are two, every NaN is one.
+/// iceberg's index keyed deletes by `Struct`, where `-0.0` equals `0.0`, and applied a delete
+/// filed under either zero to the other's files too, deleting rows no delete names. Checked on
+/// our scan, a migration's rewrite (PyIceberg reads the copy) and a compaction's rewrite.
 #[tokio::test(flavor = "multi_thread")]
-async fn an_equality_delete_of_the_negative_zero_partition_keeps_the_zero_rows() -> TestResult {
+async fn an_equality_delete_applies_to_its_own_zero_or_nan_partition_only() -> TestResult {
     use iceberg::spec::{Literal, Struct};
     let (db, handle) = setup().await?;
-    signed_zero_table(&db.props, "eqdel")?;
-    let table = handle.catalog().load_table(&ident("eqdel")?).await?;
-    // ids 0 and 20 live in d=0.0 files, 10 in a d=-0.0 one: only 10 is deleted.
-    crate::commit_layer::commit_equality_delete(
-        &handle,
-        &table,
-        Struct::from_iter([Some(Literal::double(-0.0))]),
-        &[0, 10, 20],
-    )
-    .await?;
+    // ids 0,1 and 20,21 under d=0.0; 10,11 and 30,31 under d=-0.0; 40,41 under the standard NaN.
+    float_partition_table(
+        &db.props,
+        "eqdel",
+        "[('pos', 0.0), ('neg', -0.0), ('pos', 0.0), ('neg', -0.0), ('nan', float('nan'))]",
+    )?;
+    let mut table = handle.catalog().load_table(&ident("eqdel")?).await?;
+    let other_nan = f64::from_bits(0xfff8_0000_0000_0001);
+    for (d, ids) in [
+        (-0.0, &[0, 10, 20][..]),
+        (0.0, &[1, 11]),
+        (other_nan, &[40]),
+    ] {
+        let partition = Struct::from_iter([Some(Literal::double(d))]);
+        table =
+            crate::commit_layer::commit_equality_delete(&handle, &table, partition, ids).await?;
+    }
+    // Deleted: 10 (under -0.0), 1 (under 0.0), 40 (a NaN of other bits is the same partition).
+    let kept = vec![0, 11, 20, 21, 30, 31, 41];
     let ids = |rows: Vec<Value>| -> Vec<i64> {
         let mut ids: Vec<i64> = rows.iter().filter_map(|r| r["id"].as_i64()).collect();
         ids.sort_unstable();
         ids
     };
-    let kept = vec![0, 1, 11, 20, 21, 30, 31];
     let table = handle.catalog().load_table(&ident("eqdel")?).await?;
     assert_eq!(ids(scan_json(&table).await?), kept, "scan");
     DataMigrator::new(&handle, ident("eqdel")?, &handle, ident("eqdel_copy")?)
@@ -484,23 +506,32 @@ async fn an_equality_delete_of_the_negative_zero_partition_keeps_the_zero_rows()
         .copy_mode(CopyMode::Rewrite)
         .run()
         .await?;
+    let copied = ops_tests::oracle::pyiceberg(
+        "c",
+        &db.props,
+        &format!(
+            "import math\n\
+             t = catalog.load_table('{NS}.eqdel_copy').scan().to_arrow()\n\
+             emit(sorted([i, str(d), math.copysign(1.0, d)] for i, d in zip(t['id'].to_pylist(), t['d'].to_pylist())))"
+        ),
+    )?;
     assert_eq!(
-        signed_rows(&db.props, "eqdel_copy")?,
+        copied,
         json!([
-            [0, 0.0, 1.0],
-            [1, 0.0, 1.0],
-            [11, -0.0, -1.0],
-            [20, 0.0, 1.0],
-            [21, 0.0, 1.0],
-            [30, -0.0, -1.0],
-            [31, -0.0, -1.0]
+            [0, "0.0", 1.0],
+            [11, "-0.0", -1.0],
+            [20, "0.0", 1.0],
+            [21, "0.0", 1.0],
+            [30, "-0.0", -1.0],
+            [31, "-0.0", -1.0],
+            [41, "nan", 1.0]
         ]),
-        "migrate-data"
+        "migrate-data, read by PyIceberg"
     );
     let (_, m) = CompactBuilder::new(&handle, ident("eqdel")?)
-        .min_input_files(2)
+        .min_input_files(1)
         .await?;
-    assert_eq!(m.input_files(), 4, "{m:?}");
+    assert_eq!(m.input_files(), 5, "{m:?}");
     let table = handle.catalog().load_table(&ident("eqdel")?).await?;
     assert_eq!(ids(scan_json(&table).await?), kept, "compaction");
     Ok(())

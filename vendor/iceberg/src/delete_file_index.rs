@@ -225,10 +225,11 @@ impl PopulatedDeleteFileIndex {
 }
 
 /// iceberg-ops patch: whether two partition tuples the index filed under one key are one
-/// partition as Java's `DeleteFileIndex` tells them apart (`StructLikeWrapper`, floats by
-/// `Float.equals`/`Double.equals`): `Struct` compares floats as `OrderedFloat`, where `-0.0`
-/// equals `0.0`, so an equality delete filed under `d=-0.0` was applied to the rows of the
-/// `d=0.0` files too, deleting rows no delete names. Every NaN is one value in both.
+/// partition as Java's `DeleteFileIndex` tells them apart (`PartitionMap` → `StructLikeWrapper`:
+/// `Comparators.forType`, natural order for floats, and `JavaHash`, `Double.hashCode` — both by
+/// `doubleToLongBits`): `Struct` compares floats as `OrderedFloat`, where `-0.0` equals `0.0`,
+/// so an equality delete filed under `d=-0.0` was applied to the rows of the `d=0.0` files too,
+/// deleting rows no delete names. Every NaN is one value in both.
 fn same_partition(a: &Struct, b: &Struct) -> bool {
     use crate::spec::{Literal, PrimitiveLiteral};
     let negative_zero = |v: Option<&Literal>| match v {

@@ -1545,7 +1545,7 @@ async fn each_live_file(
 /// they are stored under.
 ///
 /// iceberg 0.10.1's planner attaches a delete file to a data file only when their raw partition
-/// tuples are equal (`DeleteFileIndex`). Where a partition source column was widened, a delete
+/// tuples are equal (`DeleteFileIndex`, and their zeros' signs agree: vendor/README.md). Where a partition source column was widened, a delete
 /// file and a data file of the same partition can hold `int` 7 and `long` 7: the delete is then
 /// never attached, and a rewrite of that data file would bring its deleted rows back.
 #[derive(Debug, Default)]
