@@ -198,7 +198,8 @@ pub struct MigrateArgs {
     #[arg(long)]
     dry_run: bool,
     /// Create the destination when it does not exist: the source's schema with the renames and
-    /// coercions (field ids kept) and the source's partition spec.
+    /// coercions (field ids kept) and the source's partition spec, in format version 2 (Java's
+    /// and PyIceberg's default) whatever the source's: a v1 source gets a v2 copy.
     #[arg(long)]
     create_dest: bool,
     /// auto: copy source data files whole where the schemas differ only by renames and
@@ -428,9 +429,24 @@ impl FlagHint {
         }
     }
 
-    /// `cannot load table T (catalog 'c')` (ops-datamig's wording) gains the flag to change.
+    /// `cannot load table T (catalog 'c')` (ops-datamig's wording) gains the flag to change,
+    /// when the catalog said it has no such table: a table it found but could not load (a
+    /// partition spec iceberg refuses, an unreadable metadata file) is named right, and the
+    /// cause alone says what is wrong with it.
     fn apply(&self, err: anyhow::Error) -> anyhow::Error {
         let text = crate::report::error_chain(&err);
+        // How the catalogs say it: SQL's "No such table", REST's "does not exist" and
+        // `NoSuchTableException`, Glue's `EntityNotFoundException`.
+        const NOT_FOUND: [&str; 5] = [
+            "No such table",
+            "does not exist",
+            "NoSuchTable",
+            "EntityNotFound",
+            "not found",
+        ];
+        if !NOT_FOUND.iter().any(|m| text.contains(m)) {
+            return err;
+        }
         let flag = if text.contains(&format!(
             "cannot load table {} (catalog '{}')",
             self.source, self.source_catalog
@@ -1427,6 +1443,32 @@ mod tests {
     use clap::Parser;
     use iceberg::spec::{NestedField, PrimitiveType, Schema};
     use ops_datamig::RowFilter;
+
+    /// A missing table's error names the flag of the catalog it was looked up in; a table the
+    /// catalog found but could not load keeps its cause alone, not a hint to check its name.
+    #[test]
+    fn only_a_missing_table_gets_the_hint_to_check_its_name() {
+        let hint = FlagHint {
+            source: "src.orders".into(),
+            source_catalog: "lake".into(),
+            dest: "dst.orders".into(),
+            dest_catalog: "warehouse".into(),
+        };
+        let missing = hint.apply(anyhow::anyhow!(
+            "cannot load table dst.orders (catalog 'warehouse'): TableNotFound => No such table: \
+             dst.orders"
+        ));
+        let text = format!("{missing:#}");
+        assert!(text.contains("--dest-catalog"), "{text}");
+        assert!(text.contains("check the table name"), "{text}");
+        let invalid = hint.apply(anyhow::anyhow!(
+            "cannot load table src.orders (catalog 'lake'): DataInvalid => float is not a valid \
+             input type of bucket transform"
+        ));
+        let text = format!("{invalid:#}");
+        assert!(text.contains("bucket transform"), "{text}");
+        assert!(!text.contains("check the table name"), "{text}");
+    }
 
     #[derive(Parser)]
     struct Cli {

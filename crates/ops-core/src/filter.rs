@@ -342,7 +342,19 @@ mod tests {
             ("score = 1e39", "beyond the largest float"),
             (
                 "day = '31/01/2026'",
-                "'31/01/2026' is not a valid date value for column 'day'",
+                "'31/01/2026' is not a valid date value for column 'day'; write a date as \
+                 '2026-01-31'",
+            ),
+            (
+                "ts < '2026-01-01 00:04:06'",
+                "not a valid timestamp value for column 'ts'; write a timestamp as \
+                 '2026-01-31T09:30:00'",
+            ),
+            ("ts < '2026-01-01'", "a 'T' between date and time"),
+            (
+                "id = X'6b3d76'",
+                "X'6b3d76' is a binary literal: a filter cannot compare binary or fixed columns \
+                 with a value yet",
             ),
             (
                 "region = 5",

@@ -590,6 +590,10 @@ impl Context<'_> {
                     }),
                     Value::Null => Err(self
                         .error("NULL is not a value to compare with; use IS NULL or IS NOT NULL")),
+                    Value::HexStringLiteral(_) => Err(self.error(&format!(
+                        "{e} is a binary literal: a filter cannot compare binary or fixed \
+                         columns with a value yet; only IS NULL and IS NOT NULL apply to them"
+                    ))),
                     _ => Err(bad()),
                 }
             }
@@ -713,7 +717,24 @@ impl Context<'_> {
             }
             _ => None,
         };
-        datum.map(Typed::Value).ok_or_else(|| invalid(""))
+        // How to write a value of the type, for the types whose literals have a form to keep.
+        let form = match &col.ty {
+            PrimitiveType::Date => "; write a date as '2026-01-31'",
+            PrimitiveType::Time => {
+                "; write a time as '09:30:00' (a fraction up to '.123456' optional)"
+            }
+            PrimitiveType::Timestamp => {
+                "; write a timestamp as '2026-01-31T09:30:00' (ISO 8601: a 'T' between date and \
+                 time, seconds required, a fraction up to '.123456' optional)"
+            }
+            PrimitiveType::Timestamptz => {
+                "; write a timestamp with its zone offset, as '2026-01-31T09:30:00+00:00' or \
+                 '2026-01-31T09:30:00Z'"
+            }
+            PrimitiveType::Uuid => "; write a UUID as '123e4567-e89b-12d3-a456-426614174000'",
+            _ => "",
+        };
+        datum.map(Typed::Value).ok_or_else(|| invalid(form))
     }
 }
 

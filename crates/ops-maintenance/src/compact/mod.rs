@@ -1674,9 +1674,12 @@ pub(crate) fn unpartitioned(md: &iceberg::spec::TableMetadata, spec_id: i32) -> 
         .is_none_or(|s| s.fields().iter().all(|f| f.transform == Transform::Void))
 }
 
-/// `field=value/...` for reports. iceberg's `partition_to_path` panics on a value written
-/// before a widening of its source column (an `int` under what is now a `long`); this shows
-/// such a value promoted, and any other mismatch in its raw form.
+/// `field=value/...` for reports, each value as Java's `Transform.toHumanString` prints it: the
+/// form of its folder in a file path (`ops_core::location::human_string`), so a report names
+/// `d=-0.0` and `ts_hour=2026-02-06-09` as the table's folders do. iceberg's
+/// `partition_to_path` panics on a value written before a widening of its source column (an
+/// `int` under what is now a `long`); this shows such a value promoted, and any other mismatch
+/// in its raw form.
 pub(crate) fn partition_name(
     spec: &PartitionSpec,
     types: Option<&StructType>,
@@ -1691,13 +1694,12 @@ pub(crate) fn partition_name(
         .map(|(i, field)| {
             let shown = match value.fields().get(i).and_then(Option::as_ref) {
                 None => "null".to_string(),
-                Some(v) => time_label(field.transform, v)
-                    .or_else(|| {
-                        types
-                            .and_then(|t| t.fields().get(i))
-                            .and_then(|f| human(&f.field_type, v))
-                    })
-                    .unwrap_or_else(|| format!("{v:?}")),
+                Some(v) => {
+                    let ty = types
+                        .and_then(|t| t.fields().get(i))
+                        .map(|f| &*f.field_type);
+                    human_label(field.transform, ty, v)
+                }
             };
             format!("{}={shown}", field.name)
         })
@@ -1705,76 +1707,25 @@ pub(crate) fn partition_name(
         .join("/")
 }
 
-/// A `year`, `month` or `hour` partition value as Java's `Transform.toHumanString` prints it
-/// (`2026`, `2026-01`, `2026-01-22-09`); iceberg-rust prints the ordinal.
-fn time_label(transform: Transform, value: &Literal) -> Option<String> {
-    let Literal::Primitive(PrimitiveLiteral::Int(n)) = value else {
-        return None;
-    };
-    let n = i64::from(*n);
-    let epoch = chrono::NaiveDate::from_ymd_opt(1970, 1, 1)?;
-    match transform {
-        Transform::Year => Some(format!("{:04}", 1970 + n)),
-        Transform::Month => {
-            let (year, month) = (1970 + n.div_euclid(12), n.rem_euclid(12) + 1);
-            Some(format!("{year:04}-{month:02}"))
-        }
-        Transform::Hour => {
-            let at = epoch
-                .and_hms_opt(0, 0, 0)?
-                .checked_add_signed(chrono::TimeDelta::try_hours(n)?)?;
-            Some(at.format("%Y-%m-%d-%H").to_string())
-        }
-        _ => None,
-    }
-}
-
-/// A partition value as Iceberg prints it, when the value is of (or widens to) `ty`.
-fn human(ty: &Type, value: &Literal) -> Option<String> {
+/// One partition value of result type `ty` as Java prints it (see [`partition_name`]); its
+/// raw form when it fits no type Java could print it as (a mismatch, or a date beyond the
+/// years this process can show).
+fn human_label(transform: Transform, ty: Option<&Type>, value: &Literal) -> String {
     use PrimitiveLiteral as L;
-    use PrimitiveType as T;
-    let (Type::Primitive(ty), Literal::Primitive(value)) = (ty, value) else {
-        return None;
+    // Time transforms and buckets print from their `int` alone.
+    let int = Type::Primitive(PrimitiveType::Int);
+    let ty = ty.unwrap_or(&int);
+    let promoted = match (ty, value) {
+        (Type::Primitive(PrimitiveType::Long), Literal::Primitive(L::Int(i))) => {
+            Literal::long(i64::from(*i))
+        }
+        (Type::Primitive(PrimitiveType::Double), Literal::Primitive(L::Float(f))) => {
+            Literal::double(f64::from(f.0))
+        }
+        _ => value.clone(),
     };
-    let value = match (ty, value) {
-        (T::Long, L::Int(i)) => L::Long(i64::from(*i)),
-        (T::Double, L::Float(f)) => L::Double(f64::from(f.0).into()),
-        (_, v) => v.clone(),
-    };
-    let fits = matches!(
-        (ty, &value),
-        (T::Boolean, L::Boolean(_))
-            | (T::Int | T::Date, L::Int(_))
-            | (
-                T::Long
-                    | T::Time
-                    | T::Timestamp
-                    | T::Timestamptz
-                    | T::TimestampNs
-                    | T::TimestamptzNs,
-                L::Long(_)
-            )
-            | (T::Float, L::Float(_))
-            | (T::Double, L::Double(_))
-            | (T::Decimal { .. }, L::Int128(_))
-            | (T::String, L::String(_))
-            | (T::Uuid, L::UInt128(_))
-            | (T::Fixed(_) | T::Binary, L::Binary(_))
-    );
-    // Datum's Display unwraps chrono's conversions: keep to the values chrono can show.
-    let shows = match (ty, &value) {
-        (T::Date, L::Int(d)) => d.unsigned_abs() < 90_000_000,
-        (T::Time, L::Long(t)) => (0..86_400_000_000).contains(t),
-        (T::Timestamp | T::Timestamptz, L::Long(t)) => t.unsigned_abs() < 8_000_000_000_000_000_000,
-        _ => true,
-    };
-    // Identity's human string is the value's own (iceberg's `Datum` display).
-    (fits && shows).then(|| {
-        Transform::Identity.to_human_string(
-            &Type::Primitive(ty.clone()),
-            Some(&Literal::Primitive(value)),
-        )
-    })
+    ops_core::location::human_string(&transform, ty, Some(&promoted))
+        .unwrap_or_else(|_| format!("{value:?}"))
 }
 
 /// The paths of the live entries compaction left out, as a fixed bitmap of their hashes (1
@@ -2200,16 +2151,22 @@ mod tests {
     /// value; the report shows it as its promoted value instead of panicking, and NULL apart
     /// from the string "null".
     #[test]
-    fn year_month_and_hour_partitions_are_named_as_java_names_them() {
-        let at = |t: Transform, n: i32| time_label(t, &Literal::int(n));
-        assert_eq!(at(Transform::Year, 9).as_deref(), Some("1979"));
-        assert_eq!(at(Transform::Month, 625).as_deref(), Some("2022-02"));
-        assert_eq!(at(Transform::Month, -1).as_deref(), Some("1969-12"));
-        assert_eq!(
-            at(Transform::Hour, 491_769).as_deref(),
-            Some("2026-02-06-09")
-        );
-        assert_eq!(at(Transform::Day, 3).as_deref(), None);
+    fn partition_values_are_named_as_java_names_them() {
+        let at = |t: Transform, n: i32| human_label(t, None, &Literal::int(n));
+        assert_eq!(at(Transform::Year, 9), "1979");
+        assert_eq!(at(Transform::Month, 625), "2022-02");
+        assert_eq!(at(Transform::Month, -1), "1969-12");
+        assert_eq!(at(Transform::Hour, 491_769), "2026-02-06-09");
+        assert_eq!(at(Transform::Day, 3), "1970-01-04");
+        assert_eq!(at(Transform::Bucket(16), 3), "3");
+        // Doubles as Java's `Double.toString`: the folder `d=-0.0` is reported as such.
+        let double = Type::Primitive(PrimitiveType::Double);
+        let d = |v: f64| human_label(Transform::Identity, Some(&double), &Literal::double(v));
+        assert_eq!(d(-0.0), "-0.0");
+        assert_eq!(d(0.0), "0.0");
+        assert_eq!(d(1e20), "1.0E20");
+        assert_eq!(d(f64::NAN), "NaN");
+        assert_eq!(d(f64::NEG_INFINITY), "-Infinity");
     }
 
     #[test]
@@ -2258,7 +2215,7 @@ mod tests {
         // A value of no fitting type is shown raw, never a panic.
         let odd = Struct::from_iter([Some(Literal::string("x")), None, None]);
         assert!(partition_name(&spec, Some(&types), &odd).starts_with("qty="));
-        // Dates and times chrono cannot show are shown raw too.
+        // Dates and times this process cannot show are shown raw too.
         for (ty, v) in [
             (PrimitiveType::Date, Literal::date(i32::MAX)),
             (
@@ -2268,11 +2225,16 @@ mod tests {
             (PrimitiveType::Timestamp, Literal::timestamp(i64::MIN)),
             (PrimitiveType::Timestamptz, Literal::timestamptz(i64::MAX)),
         ] {
-            assert!(human(&Type::Primitive(ty), &v).is_none(), "{v:?}");
+            let ty = Type::Primitive(ty);
+            assert_eq!(
+                human_label(Transform::Identity, Some(&ty), &v),
+                format!("{v:?}")
+            );
         }
+        let date = Type::Primitive(PrimitiveType::Date);
         assert_eq!(
-            human(&Type::Primitive(PrimitiveType::Date), &Literal::date(0)).as_deref(),
-            Some("1970-01-01")
+            human_label(Transform::Identity, Some(&date), &Literal::date(0)),
+            "1970-01-01"
         );
         Ok(())
     }
