@@ -397,6 +397,39 @@ async fn bad_input_is_refused_before_any_write() -> TestResult {
     Ok(())
 }
 
+/// A table the catalog does not have is "cannot load" (the CLI then names the catalog's flag);
+/// one it has whose metadata cannot be read is "cannot read", with the cause, not a hint to
+/// check the name.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_missing_table_and_an_unreadable_one_are_told_apart() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let handle = open("lake", &sqlite(dir.path())).await?;
+    let src = source(&handle, &rows(6, false)).await?;
+    let run = |source: &str| -> anyhow::Result<DataMigrator> {
+        Ok(DataMigrator::new(&handle, ident(source)?, &handle, ident("dst")?).create_dest(true))
+    };
+    let missing = run("nope")?.run().await.err().map(|e| e.to_string());
+    assert!(
+        missing
+            .as_deref()
+            .is_some_and(|m| m.contains("cannot load table nope.orders (catalog 'lake')")),
+        "{missing:?}"
+    );
+    let metadata = src
+        .metadata_location()
+        .and_then(|l| l.strip_prefix("file://").map(str::to_string))
+        .unwrap_or_default();
+    std::fs::remove_file(&metadata)?;
+    let unreadable = run("src")?.run().await.err().map(|e| e.to_string());
+    assert!(
+        unreadable
+            .as_deref()
+            .is_some_and(|m| m.contains("cannot read table src.orders (catalog 'lake')")),
+        "{unreadable:?}"
+    );
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn dry_run_reads_through_the_plan_and_writes_nothing() -> TestResult {
     init_tracing();

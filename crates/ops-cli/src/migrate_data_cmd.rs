@@ -429,24 +429,12 @@ impl FlagHint {
         }
     }
 
-    /// `cannot load table T (catalog 'c')` (ops-datamig's wording) gains the flag to change,
-    /// when the catalog said it has no such table: a table it found but could not load (a
-    /// partition spec iceberg refuses, an unreadable metadata file) is named right, and the
-    /// cause alone says what is wrong with it.
+    /// `cannot load table T (catalog 'c')`, ops-datamig's wording for a table the catalog does
+    /// not have, gains the flag to change. A table found but not loadable (a partition spec
+    /// iceberg refuses, a metadata file gone) is `cannot read table`: its cause says what is
+    /// wrong, not its name.
     fn apply(&self, err: anyhow::Error) -> anyhow::Error {
         let text = crate::report::error_chain(&err);
-        // How the catalogs say it: SQL's "No such table", REST's "does not exist" and
-        // `NoSuchTableException`, Glue's `EntityNotFoundException`.
-        const NOT_FOUND: [&str; 5] = [
-            "No such table",
-            "does not exist",
-            "NoSuchTable",
-            "EntityNotFound",
-            "not found",
-        ];
-        if !NOT_FOUND.iter().any(|m| text.contains(m)) {
-            return err;
-        }
         let flag = if text.contains(&format!(
             "cannot load table {} (catalog '{}')",
             self.source, self.source_catalog
@@ -1462,7 +1450,7 @@ mod tests {
         assert!(text.contains("--dest-catalog"), "{text}");
         assert!(text.contains("check the table name"), "{text}");
         let invalid = hint.apply(anyhow::anyhow!(
-            "cannot load table src.orders (catalog 'lake'): DataInvalid => float is not a valid \
+            "cannot read table src.orders (catalog 'lake'): DataInvalid => float is not a valid \
              input type of bucket transform"
         ));
         let text = format!("{invalid:#}");

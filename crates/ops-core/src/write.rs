@@ -1075,6 +1075,20 @@ mod tests {
             Some(2),
         ])) as ArrayRef;
         assert_eq!(distinct_values(some), Some(3), "NULL is one value");
+        let other_nan = f64::from_bits(f64::NAN.to_bits() | 1);
+        let floats = Arc::new(arrow_array::Float64Array::from(vec![
+            0.0,
+            -0.0,
+            0.0,
+            f64::NAN,
+            f64::NAN,
+            other_nan,
+        ])) as ArrayRef;
+        // As the sort counted them (`total_cmp`): both zeros, and NaNs by their bits.
+        assert_eq!(distinct_values(floats), Some(4));
+        let dict: arrow_array::DictionaryArray<arrow_array::types::Int32Type> =
+            vec!["eu", "us", "eu", "eu"].into_iter().collect();
+        assert_eq!(distinct_values(Arc::new(dict)), Some(2), "by value");
         let p = writer_properties(&HashMap::new(), Some(&batch))?;
         assert!(!p.dictionary_enabled(&ColumnPath::from("id")));
         assert!(!p.dictionary_enabled(&ColumnPath::from("note")));

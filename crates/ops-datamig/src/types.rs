@@ -596,7 +596,19 @@ impl TableRef {
             .load_table(&self.ident)
             .await
             .map_err(|e| {
-                MigrationError::InvalidInput(format!("cannot load table {}: {e}", self.describe()))
+                // "cannot load" is what a missing table gets (the CLI adds the flag naming
+                // the catalog it was looked up in); a table found but not loadable is "cannot
+                // read", its cause saying why. Glue's client reports a missing table as an
+                // SDK error of kind Unexpected, named only in its text.
+                let missing = matches!(
+                    e.kind(),
+                    iceberg::ErrorKind::TableNotFound | iceberg::ErrorKind::NamespaceNotFound
+                ) || e.to_string().contains("EntityNotFoundException");
+                let verb = if missing { "load" } else { "read" };
+                MigrationError::InvalidInput(format!(
+                    "cannot {verb} table {}: {e}",
+                    self.describe()
+                ))
             })
     }
 }

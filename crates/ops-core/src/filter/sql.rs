@@ -729,9 +729,13 @@ impl Context<'_> {
             }
             PrimitiveType::Timestamptz => {
                 "; write a timestamp with its zone offset, as '2026-01-31T09:30:00+00:00' or \
-                 '2026-01-31T09:30:00Z'"
+                 '2026-01-31T09:30:00Z' (seconds required, a fraction up to '.123456' optional)"
             }
             PrimitiveType::Uuid => "; write a UUID as '123e4567-e89b-12d3-a456-426614174000'",
+            PrimitiveType::TimestampNs | PrimitiveType::TimestamptzNs => {
+                ": a filter cannot compare nanosecond timestamps with a value yet; only IS \
+                 NULL and IS NOT NULL apply to them"
+            }
             _ => "",
         };
         datum.map(Typed::Value).ok_or_else(|| invalid(form))

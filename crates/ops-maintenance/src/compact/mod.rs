@@ -1709,23 +1709,42 @@ pub(crate) fn partition_name(
 
 /// One partition value of result type `ty` as Java prints it (see [`partition_name`]); its
 /// raw form when it fits no type Java could print it as (a mismatch, or a date beyond the
-/// years this process can show).
+/// years this process can show). A value written before its column was widened (an `int`
+/// under a `long`, a `float` under a `double`) prints in its own type, as its folder does.
 fn human_label(transform: Transform, ty: Option<&Type>, value: &Literal) -> String {
     use PrimitiveLiteral as L;
-    // Time transforms and buckets print from their `int` alone.
-    let int = Type::Primitive(PrimitiveType::Int);
-    let ty = ty.unwrap_or(&int);
-    let promoted = match (ty, value) {
-        (Type::Primitive(PrimitiveType::Long), Literal::Primitive(L::Int(i))) => {
-            Literal::long(i64::from(*i))
-        }
-        (Type::Primitive(PrimitiveType::Double), Literal::Primitive(L::Float(f))) => {
-            Literal::double(f64::from(f.0))
-        }
-        _ => value.clone(),
+    let raw = || format!("{value:?}");
+    // An unknown transform prints its value as identity does (Java's `UnknownTransform`).
+    let transform = match transform {
+        Transform::Unknown => Transform::Identity,
+        t => t,
     };
-    ops_core::location::human_string(&transform, ty, Some(&promoted))
-        .unwrap_or_else(|_| format!("{value:?}"))
+    let own;
+    let ty = match (ty, value) {
+        (Some(Type::Primitive(PrimitiveType::Long)), Literal::Primitive(L::Int(_))) => {
+            own = Type::Primitive(PrimitiveType::Int);
+            &own
+        }
+        (Some(Type::Primitive(PrimitiveType::Double)), Literal::Primitive(L::Float(_))) => {
+            own = Type::Primitive(PrimitiveType::Float);
+            &own
+        }
+        (Some(ty), _) => ty,
+        // Without the partition type (a spec whose source column the schema lacks), only the
+        // transforms whose result is an `int` whatever the column print.
+        (None, _) => match transform {
+            Transform::Year
+            | Transform::Month
+            | Transform::Day
+            | Transform::Hour
+            | Transform::Bucket(_) => {
+                own = Type::Primitive(PrimitiveType::Int);
+                &own
+            }
+            _ => return raw(),
+        },
+    };
+    ops_core::location::human_string(&transform, ty, Some(value)).unwrap_or_else(|_| raw())
 }
 
 /// The paths of the live entries compaction left out, as a fixed bitmap of their hashes (1
@@ -2167,6 +2186,15 @@ mod tests {
         assert_eq!(d(1e20), "1.0E20");
         assert_eq!(d(f64::NAN), "NaN");
         assert_eq!(d(f64::NEG_INFINITY), "-Infinity");
+        // Written before the widening: printed in its own type, as its folder.
+        let f = human_label(Transform::Identity, Some(&double), &Literal::float(0.1));
+        assert_eq!(f, "0.1");
+        // No partition type: time transforms and buckets print, identity shows the value raw.
+        let raw = human_label(Transform::Identity, None, &Literal::int(20_480));
+        assert_eq!(raw, format!("{:?}", Literal::int(20_480)));
+        let s = Type::Primitive(PrimitiveType::String);
+        let unknown = human_label(Transform::Unknown, Some(&s), &Literal::string("x"));
+        assert_eq!(unknown, "x");
     }
 
     #[test]
