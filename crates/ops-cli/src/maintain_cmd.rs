@@ -135,7 +135,7 @@ fn read_policy(path: Option<&PathBuf>) -> anyhow::Result<Policy> {
 }
 
 /// What the fix commands repeat after the table name: this run's `--config` and `--catalog`.
-fn command_args(catalog: &str) -> String {
+pub(crate) fn command_args(catalog: &str) -> String {
     let mut args = Vec::new();
     if let Some(path) = CONFIG_FILE.get() {
         let shown = std::path::absolute(path).unwrap_or_else(|_| path.clone());
@@ -216,7 +216,8 @@ async fn resolve_tables(
         if !cat.namespace_exists(&ns).await.unwrap_or(false) {
             bail!(
                 "catalog '{catalog}' has neither a table nor a namespace '{target}' (`iceberg-ops \
-                 table list --catalog {catalog}` lists its tables)"
+                 table list {}` lists its tables)",
+                command_args(catalog)
             );
         }
         namespaces.extend(namespaces_under(handle, Some(&ns)).await?);

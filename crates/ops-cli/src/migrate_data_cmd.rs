@@ -452,7 +452,8 @@ impl FlagHint {
             // Said after the cause, flattened: as context it would come first.
             Some((flag, catalog)) => anyhow::anyhow!(
                 "{text}; check the table name, and that catalog '{catalog}' ({flag}) is the one \
-                 that holds it (`iceberg-ops table list --catalog {catalog}` lists its tables)"
+                 that holds it (`iceberg-ops table list {}` lists its tables)",
+                crate::maintain_cmd::command_args(catalog)
             ),
             None => err,
         }
@@ -1449,6 +1450,7 @@ mod tests {
         let text = format!("{missing:#}");
         assert!(text.contains("--dest-catalog"), "{text}");
         assert!(text.contains("check the table name"), "{text}");
+        assert!(text.contains("`iceberg-ops table list"), "{text}");
         let invalid = hint.apply(anyhow::anyhow!(
             "cannot read table src.orders (catalog 'lake'): DataInvalid => float is not a valid \
              input type of bucket transform"

@@ -1710,7 +1710,9 @@ pub(crate) fn partition_name(
 /// One partition value of result type `ty` as Java prints it (see [`partition_name`]); its
 /// raw form when it fits no type Java could print it as (a mismatch, or a date beyond the
 /// years this process can show). A value written before its column was widened (an `int`
-/// under a `long`, a `float` under a `double`) prints in its own type, as its folder does.
+/// under a `long`, a `float` under a `double`) prints promoted, as Java reads it under the
+/// current type and as a rewrite's new folder names it: a `float` 0.1 is
+/// `0.10000000149011612`, apart from a `double` 0.1's partition.
 fn human_label(transform: Transform, ty: Option<&Type>, value: &Literal) -> String {
     use PrimitiveLiteral as L;
     let raw = || format!("{value:?}");
@@ -1719,16 +1721,17 @@ fn human_label(transform: Transform, ty: Option<&Type>, value: &Literal) -> Stri
         Transform::Unknown => Transform::Identity,
         t => t,
     };
+    let promoted = match (ty, value) {
+        (Some(Type::Primitive(PrimitiveType::Long)), Literal::Primitive(L::Int(i))) => {
+            Literal::long(i64::from(*i))
+        }
+        (Some(Type::Primitive(PrimitiveType::Double)), Literal::Primitive(L::Float(f))) => {
+            Literal::double(f64::from(f.0))
+        }
+        _ => value.clone(),
+    };
     let own;
     let ty = match (ty, value) {
-        (Some(Type::Primitive(PrimitiveType::Long)), Literal::Primitive(L::Int(_))) => {
-            own = Type::Primitive(PrimitiveType::Int);
-            &own
-        }
-        (Some(Type::Primitive(PrimitiveType::Double)), Literal::Primitive(L::Float(_))) => {
-            own = Type::Primitive(PrimitiveType::Float);
-            &own
-        }
         (Some(ty), _) => ty,
         // Without the partition type (a spec whose source column the schema lacks), only the
         // transforms whose result is an `int` whatever the column print.
@@ -1744,7 +1747,7 @@ fn human_label(transform: Transform, ty: Option<&Type>, value: &Literal) -> Stri
             _ => return raw(),
         },
     };
-    ops_core::location::human_string(&transform, ty, Some(value)).unwrap_or_else(|_| raw())
+    ops_core::location::human_string(&transform, ty, Some(&promoted)).unwrap_or_else(|_| raw())
 }
 
 /// The paths of the live entries compaction left out, as a fixed bitmap of their hashes (1
@@ -2186,9 +2189,10 @@ mod tests {
         assert_eq!(d(1e20), "1.0E20");
         assert_eq!(d(f64::NAN), "NaN");
         assert_eq!(d(f64::NEG_INFINITY), "-Infinity");
-        // Written before the widening: printed in its own type, as its folder.
+        // Written before the widening: printed promoted, apart from a double 0.1.
         let f = human_label(Transform::Identity, Some(&double), &Literal::float(0.1));
-        assert_eq!(f, "0.1");
+        assert_eq!(f, "0.10000000149011612");
+        assert_ne!(f, d(0.1));
         // No partition type: time transforms and buckets print, identity shows the value raw.
         let raw = human_label(Transform::Identity, None, &Literal::int(20_480));
         assert_eq!(raw, format!("{:?}", Literal::int(20_480)));
