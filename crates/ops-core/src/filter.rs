@@ -89,6 +89,11 @@ mod tests {
                 Arc::new(NestedField::optional(9, "flag", p(PrimitiveType::Boolean))),
                 Arc::new(NestedField::optional(10, "address", address)),
                 Arc::new(NestedField::optional(13, "tags", tags)),
+                Arc::new(NestedField::optional(
+                    15,
+                    "at",
+                    p(PrimitiveType::Timestamptz),
+                )),
             ])
             .build()
             .map_err(|e| e.to_string())
@@ -146,6 +151,19 @@ mod tests {
             (
                 "ts >= '2026-01-31T10:00:00'",
                 r("ts").greater_than_or_equal_to(Datum::timestamp_from_str("2026-01-31T10:00:00")?),
+            ),
+            // Seconds are optional, as in Java's ISO_LOCAL_DATE_TIME and ISO_DATE_TIME.
+            (
+                "ts >= '2026-01-31T10:00'",
+                r("ts").greater_than_or_equal_to(Datum::timestamp_from_str("2026-01-31T10:00:00")?),
+            ),
+            (
+                "at < '2026-01-31T10:00+02:00'",
+                r("at").less_than(Datum::timestamptz_from_str("2026-01-31T08:00:00Z")?),
+            ),
+            (
+                "at < '2026-01-31T10:00Z'",
+                r("at").less_than(Datum::timestamptz_from_str("2026-01-31T10:00:00+00:00")?),
             ),
             ("score > 1.5", r("score").greater_than(Datum::float(1.5))),
             (
@@ -327,7 +345,7 @@ mod tests {
         let cases = [
             (
                 "nope = 1",
-                "no column 'nope' (columns: id, region, qty, day, order total, score, price, ts, flag, address, tags)",
+                "no column 'nope' (columns: id, region, qty, day, order total, score, price, ts, flag, address, tags, at)",
             ),
             ("Region = 'eu'", "did you mean 'region'?"),
             (

@@ -706,8 +706,26 @@ impl Context<'_> {
             PrimitiveType::String if !numeric => Some(Datum::string(raw)),
             PrimitiveType::Date if !numeric => Datum::date_from_str(raw).ok(),
             PrimitiveType::Time if !numeric => Datum::time_from_str(raw).ok(),
-            PrimitiveType::Timestamp if !numeric => Datum::timestamp_from_str(raw).ok(),
-            PrimitiveType::Timestamptz if !numeric => Datum::timestamptz_from_str(raw).ok(),
+            // Java parses these with ISO_LOCAL_DATE_TIME and ISO_DATE_TIME, where seconds are
+            // optional; chrono's `FromStr` wants them.
+            PrimitiveType::Timestamp if !numeric => {
+                Datum::timestamp_from_str(raw).ok().or_else(|| {
+                    chrono::NaiveDateTime::parse_from_str(raw, "%Y-%m-%dT%H:%M")
+                        .ok()
+                        .map(Datum::timestamp_from_datetime)
+                })
+            }
+            PrimitiveType::Timestamptz if !numeric => {
+                Datum::timestamptz_from_str(raw).ok().or_else(|| {
+                    let offset = match raw.strip_suffix(['Z', 'z']) {
+                        Some(head) => format!("{head}+00:00"),
+                        None => raw.to_string(),
+                    };
+                    chrono::DateTime::parse_from_str(&offset, "%Y-%m-%dT%H:%M%:z")
+                        .ok()
+                        .map(Datum::timestamptz_from_datetime)
+                })
+            }
             PrimitiveType::Uuid if !numeric => Datum::uuid_from_str(raw).ok(),
             PrimitiveType::Binary | PrimitiveType::Fixed(_) => {
                 return Err(invalid(
@@ -725,11 +743,11 @@ impl Context<'_> {
             }
             PrimitiveType::Timestamp => {
                 "; write a timestamp as '2026-01-31T09:30:00' (ISO 8601: a 'T' between date and \
-                 time, seconds required, a fraction up to '.123456' optional)"
+                 time; seconds, and a fraction up to '.123456', optional)"
             }
             PrimitiveType::Timestamptz => {
                 "; write a timestamp with its zone offset, as '2026-01-31T09:30:00+00:00' or \
-                 '2026-01-31T09:30:00Z' (seconds required, a fraction up to '.123456' optional)"
+                 '2026-01-31T09:30:00Z' (seconds, and a fraction up to '.123456', optional)"
             }
             PrimitiveType::Uuid => "; write a UUID as '123e4567-e89b-12d3-a456-426614174000'",
             PrimitiveType::TimestampNs | PrimitiveType::TimestamptzNs => {
