@@ -1545,9 +1545,10 @@ async fn each_live_file(
 /// they are stored under.
 ///
 /// iceberg 0.10.1's planner attaches a delete file to a data file only when their raw partition
-/// tuples are equal (`DeleteFileIndex`, and their zeros' signs agree: vendor/README.md). Where a partition source column was widened, a delete
-/// file and a data file of the same partition can hold `int` 7 and `long` 7: the delete is then
-/// never attached, and a rewrite of that data file would bring its deleted rows back.
+/// tuples are equal (`DeleteFileIndex`; and their zeros' signs agree, vendor/README.md). Where
+/// a partition source column was widened, a delete file and a data file of the same partition
+/// can hold `int` 7 and `long` 7: the delete is then never attached, and a rewrite of that data
+/// file would bring its deleted rows back.
 #[derive(Debug, Default)]
 pub struct UnmatchedDeletes {
     by_key: HashMap<PartitionKey, HashSet<Struct>>,
@@ -1814,6 +1815,10 @@ mod tests {
 
     use super::{canonical_partition, written_lists};
 
+    use crate::ops::append::AppendBuilder;
+    use crate::ops::append::tests::{batch, table};
+    use crate::ops::properties::PropertiesBuilder;
+
     /// Partitions compare as Java's `PartitionSet` compares them: `-0.0` apart from `0.0`, every
     /// NaN one, a float equal to the double it widens to.
     #[test]
@@ -1829,9 +1834,6 @@ mod tests {
         assert_eq!(key(Literal::double(1.5)), key(Literal::float(1.5)));
         assert_eq!(key(Literal::int(7)), key(Literal::long(7)));
     }
-    use crate::ops::append::AppendBuilder;
-    use crate::ops::append::tests::{batch, table};
-    use crate::ops::properties::PropertiesBuilder;
 
     /// The entries of the manifests `list_path` lists that the snapshot `snapshot_id` wrote,
     /// as (path, status), sorted, with how many such manifests there are.

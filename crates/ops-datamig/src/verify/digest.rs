@@ -183,9 +183,9 @@ impl Compared {
             let hashes = self.row_hashes(&converter, &batch)?;
             // Partition values as Java tells partitions apart (`Double.compareTo`, by
             // `doubleToLongBits`): every NaN is one partition whatever its bits, `-0.0` and
-            // `0.0` are two. A file copied whole
-            // keeps its tuple's NaN for every row of an identity column, while the source's
-            // rows may carry NaNs of other bits: grouped by bits, the two sides would differ.
+            // `0.0` are two. A file copied whole keeps its tuple's NaN for every row of an
+            // identity column, while the source's rows may carry NaNs of other bits: grouped
+            // by bits, the two sides would differ.
             let values: Vec<ArrayRef> = self
                 .partition
                 .iter()

@@ -1731,11 +1731,11 @@ fn human_label(transform: Transform, ty: Option<&Type>, value: &Literal) -> Stri
         _ => value.clone(),
     };
     let own;
-    let ty = match (ty, value) {
-        (Some(ty), _) => ty,
+    let ty = match ty {
+        Some(ty) => ty,
         // Without the partition type (a spec whose source column the schema lacks), only the
         // transforms whose result is an `int` whatever the column print.
-        (None, _) => match transform {
+        None => match transform {
             Transform::Year
             | Transform::Month
             | Transform::Day
@@ -2169,9 +2169,9 @@ mod tests {
         assert_eq!(paths, [vec!["b", "c"], vec!["a"]]);
     }
 
-    /// A partition written before its source column was widened keeps its `int`/`float`
-    /// value; the report shows it as its promoted value instead of panicking, and NULL apart
-    /// from the string "null".
+    /// Labels read as Java's `Transform.toHumanString` prints each value: time transforms as
+    /// dates and hours, doubles as `Double.toString`, an unknown transform as identity; without
+    /// the partition type, only what prints from an `int` alone.
     #[test]
     fn partition_values_are_named_as_java_names_them() {
         let at = |t: Transform, n: i32| human_label(t, None, &Literal::int(n));
@@ -2201,6 +2201,9 @@ mod tests {
         assert_eq!(unknown, "x");
     }
 
+    /// A partition written before its source column was widened keeps its `int`/`float`
+    /// value; the report shows it as its promoted value instead of panicking, and NULL apart
+    /// from the string "null".
     #[test]
     fn partition_names_of_values_written_before_a_widening() -> Result<()> {
         let schema = Arc::new(
