@@ -5,6 +5,7 @@ mod catalog_cmd;
 mod cluster_cmd;
 mod import_cmd;
 mod interrupt;
+mod invocation;
 mod maintain_cmd;
 mod migrate_cmd;
 mod migrate_data_cmd;
@@ -127,7 +128,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     let factory = ops_core::CatalogFactory::from_process(cli.config.as_deref())?;
     if let Some(path) = &cli.config {
         // Commands a report prints (health's fixes) name the same configuration.
-        let _ = maintain_cmd::CONFIG_FILE.set(path.clone());
+        let _ = invocation::CONFIG_FILE.set(path.clone());
     }
     match cli.command {
         Command::Quickstart(args) => quickstart::run(&factory, args).await,

@@ -13,9 +13,6 @@ use serde_json::json;
 
 use crate::table_cmd::Output;
 
-/// The `--config` the process was given, for the commands its reports print.
-pub static CONFIG_FILE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-
 /// `table health` arguments.
 #[derive(Debug, clap::Args)]
 pub struct HealthArgs {
@@ -134,34 +131,6 @@ fn read_policy(path: Option<&PathBuf>) -> anyhow::Result<Policy> {
     Ok(Policy::parse(&text, &path.display().to_string())?)
 }
 
-/// What the fix commands repeat after the table name: this run's `--config` and `--catalog`.
-pub(crate) fn command_args(catalog: &str) -> String {
-    let mut args = Vec::new();
-    if let Some(path) = CONFIG_FILE.get() {
-        let shown = std::path::absolute(path).unwrap_or_else(|_| path.clone());
-        args.push(format!(
-            "--config {}",
-            shell_word(&shown.display().to_string())
-        ));
-    }
-    if catalog != ops_core::catalog::EMBEDDED_DEFAULT {
-        args.push(format!("--catalog {}", shell_word(catalog)));
-    }
-    args.join(" ")
-}
-
-/// `s` as one shell word.
-fn shell_word(s: &str) -> String {
-    if !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
-}
-
 /// Every namespace under `root` (itself included), or every namespace of the catalog, walked
 /// breadth-first with a queue (namespaces nest to any depth).
 pub(crate) async fn namespaces_under(
@@ -217,7 +186,7 @@ async fn resolve_tables(
             bail!(
                 "catalog '{catalog}' has neither a table nor a namespace '{target}' (`iceberg-ops \
                  table list {}` lists its tables)",
-                command_args(catalog)
+                crate::invocation::command_args(catalog)
             );
         }
         namespaces.extend(namespaces_under(handle, Some(&ns)).await?);
@@ -245,7 +214,7 @@ pub async fn run_health(factory: &CatalogFactory, args: HealthArgs) -> anyhow::R
     for ident in &tables {
         let result = HealthBuilder::new(&handle, ident.clone())
             .policy(policy.clone())
-            .command_args(command_args(&args.catalog))
+            .command_args(crate::invocation::command_args(&args.catalog))
             .await;
         match result {
             Ok(h) => reports.push((ident.to_string(), Ok(h))),
@@ -575,7 +544,7 @@ pub async fn run_maintain(factory: &CatalogFactory, args: MaintainArgs) -> anyho
         .policy(policy)
         .dry_run(args.dry_run)
         .concurrency(args.concurrency)
-        .command_args(command_args(&args.catalog));
+        .command_args(crate::invocation::command_args(&args.catalog));
     // A dry run plans its compactions here: the cluster is not asked.
     if let Some(url) = args.cluster.as_deref().filter(|_| !args.dry_run) {
         builder = builder

@@ -453,7 +453,7 @@ impl FlagHint {
             Some((flag, catalog)) => anyhow::anyhow!(
                 "{text}; check the table name, and that catalog '{catalog}' ({flag}) is the one \
                  that holds it (`iceberg-ops table list {}` lists its tables)",
-                crate::maintain_cmd::command_args(catalog)
+                crate::invocation::command_args(catalog)
             ),
             None => err,
         }

@@ -237,6 +237,11 @@ fn field_id(field: &AvroRecordField) -> Option<i64> {
 
 struct SchemaToAvroSchema {
     schema: String,
+    /// iceberg-ops patch: the named `fixed` types defined so far. Avro defines a name once; a
+    /// second field of the type refers to it by name, as Java's `TypeToSchema` writes it
+    /// (apache-avro refuses a schema defining one name twice: a spec with two uuid, or two
+    /// `fixed[n]`, partition fields could write no manifest).
+    defined: std::collections::HashSet<String>,
 }
 
 type AvroSchemaOrField = Either<AvroSchema, AvroRecordField>;
@@ -438,13 +443,25 @@ impl SchemaVisitor for SchemaToAvroSchema {
             PrimitiveType::TimestampNs => AvroSchema::TimestampNanos,
             PrimitiveType::TimestamptzNs => AvroSchema::TimestampNanos,
             PrimitiveType::String => AvroSchema::String,
-            PrimitiveType::Uuid => AvroSchema::Uuid,
+            // iceberg-ops patch: `fixed[16]` annotated `uuid`, as Java's `TypeToSchema` writes
+            // it (and PyIceberg reads it); apache-avro 0.21's `Uuid` is a string, which no
+            // value of a uuid partition matched ("Could not find matching type in UnionSchema"),
+            // so no manifest of such a table could be written.
+            PrimitiveType::Uuid => avro_uuid_schema()?,
             PrimitiveType::Fixed(len) => avro_fixed_schema((*len) as usize)?,
             PrimitiveType::Binary => AvroSchema::Bytes,
             PrimitiveType::Decimal { precision, scale } => {
                 avro_decimal_schema(*precision as usize, *scale as usize)?
             }
         };
+        // iceberg-ops patch: a named type already defined is referred to by name.
+        if let AvroSchema::Fixed(fixed) = &avro_schema
+            && !self.defined.insert(fixed.name.fullname(None))
+        {
+            return Ok(Either::Left(AvroSchema::Ref {
+                name: fixed.name.clone(),
+            }));
+        }
         Ok(Either::Left(avro_schema))
     }
 }
@@ -454,6 +471,7 @@ pub(crate) fn schema_to_avro_schema(name: impl ToString, schema: &Schema) -> Res
     register_java_field_names(); // iceberg-ops patch
     let mut converter = SchemaToAvroSchema {
         schema: name.to_string(),
+        defined: Default::default(),
     };
 
     visit_schema(schema, &mut converter).map(Either::unwrap_left)
@@ -473,6 +491,23 @@ fn avro_record_schema(name: &str, fields: Vec<AvroRecordField>) -> Result<AvroSc
         fields,
         lookup,
         attributes: Default::default(),
+    }))
+}
+
+/// iceberg-ops patch: the Avro form of an Iceberg `uuid`, Java's `uuid_fixed` (see `primitive`).
+pub(crate) fn avro_uuid_schema() -> Result<AvroSchema> {
+    Ok(AvroSchema::Fixed(FixedSchema {
+        name: Name::new("uuid_fixed")?,
+        aliases: None,
+        doc: None,
+        size: 16,
+        attributes: [(
+            LOGICAL_TYPE.to_string(),
+            Value::String("uuid".to_string()),
+        )]
+        .into_iter()
+        .collect(),
+        default: None,
     }))
 }
 
@@ -729,6 +764,14 @@ impl AvroSchemaVisitor for AvroSchemaToSchema {
             AvroSchema::Double => Type::Primitive(PrimitiveType::Double),
             AvroSchema::Uuid => Type::Primitive(PrimitiveType::Uuid),
             AvroSchema::String | AvroSchema::Enum(_) => Type::Primitive(PrimitiveType::String),
+            // iceberg-ops patch: apache-avro keeps a `uuid` `fixed[16]` a `fixed` (see
+            // vendor/apache-avro), its annotation among the attributes.
+            AvroSchema::Fixed(fixed)
+                if fixed.size == 16
+                    && fixed.attributes.get(LOGICAL_TYPE).and_then(Value::as_str) == Some("uuid") =>
+            {
+                Type::Primitive(PrimitiveType::Uuid)
+            }
             AvroSchema::Fixed(fixed) => Type::Primitive(PrimitiveType::Fixed(fixed.size as u64)),
             AvroSchema::Bytes => Type::Primitive(PrimitiveType::Binary),
             AvroSchema::Null => return Ok(None),

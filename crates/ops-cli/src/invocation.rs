@@ -1,0 +1,51 @@
+//! This run's invocation as the commands a report prints repeat it: a fix or a hint names the
+//! same `--config` and `--catalog` the user ran with, so it can be pasted as it is.
+
+use std::path::PathBuf;
+
+/// The `--config` the process was given (set once, by `main`).
+pub static CONFIG_FILE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// What the fix commands repeat after the table name: this run's `--config` and `--catalog`.
+pub(crate) fn command_args(catalog: &str) -> String {
+    let mut args = Vec::new();
+    if let Some(path) = CONFIG_FILE.get() {
+        let shown = std::path::absolute(path).unwrap_or_else(|_| path.clone());
+        args.push(format!(
+            "--config {}",
+            shell_word(&shown.display().to_string())
+        ));
+    }
+    if catalog != ops_core::catalog::EMBEDDED_DEFAULT {
+        args.push(format!("--catalog {}", shell_word(catalog)));
+    }
+    args.join(" ")
+}
+
+/// `s` as one shell word.
+fn shell_word(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A word the shell would split or expand is quoted; a quote inside it survives.
+    #[test]
+    fn words_are_quoted_only_when_the_shell_would_change_them() {
+        assert_eq!(shell_word("lake"), "lake");
+        assert_eq!(shell_word("/tmp/a-b_c.yaml"), "/tmp/a-b_c.yaml");
+        assert_eq!(shell_word(""), "''");
+        assert_eq!(shell_word("my lake"), "'my lake'");
+        assert_eq!(shell_word("it's"), "'it'\\''s'");
+        assert_eq!(shell_word("$HOME"), "'$HOME'");
+    }
+}
