@@ -1642,7 +1642,8 @@ fn sort_columns(table: &Table) -> SortSpec {
                             .take(3)
                             .find(|t| {
                                 // One iceberg's arrow functions evaluate (0.10.1: not
-                                // `truncate` of binary; resolve refuses those by name).
+                                // `hour` of nanosecond timestamps; resolve refuses those by
+                                // name).
                                 t.result_type(ty).is_ok()
                                     && iceberg::arrow::type_to_arrow_type(ty).is_ok_and(|a| {
                                         iceberg::transform::create_transform_function(t)

@@ -142,6 +142,25 @@ impl TransformFunction for Truncate {
                 );
                 Ok(Arc::new(res))
             }
+            // iceberg-ops patch: iceberg reads a `binary` column as `LargeBinary` (as it reads
+            // a `string` as `LargeUtf8`, handled above), so `truncate[W]` of one refused every
+            // write ("Unsupported data type for truncate transform: LargeBinary"); Java's
+            // `TruncateByteBuffer` keeps the first W bytes.
+            DataType::LargeBinary => {
+                let len = self.width as usize;
+                let input = input
+                    .as_any()
+                    .downcast_ref::<arrow_array::LargeBinaryArray>()
+                    .ok_or_else(|| {
+                        Error::new(crate::ErrorKind::Unexpected, "not a LargeBinaryArray")
+                    })?;
+                let res = arrow_array::LargeBinaryArray::from_iter(
+                    input
+                        .iter()
+                        .map(|v| v.map(|v| Self::truncate_binary(v, len))),
+                );
+                Ok(Arc::new(res))
+            }
             _ => Err(crate::Error::new(
                 crate::ErrorKind::FeatureUnsupported,
                 format!(
