@@ -387,12 +387,15 @@ async fn a_partition_added_during_a_migration_stops_it() -> TestResult {
     let (moto, p) = hive_on_moto();
     let p = &p;
     sales_table(p, &moto)?;
+    // The late partition's file exists from the start (outside the table's location, so
+    // only the partition added below makes it part of the table).
+    hive_file(p, &moto, "late/ap.parquet", &[8])?;
     let proxy = FaultProxy::start(moto.server.port);
     // The backup's creation waits: the partition lands meanwhile.
     proxy.add(
         "POST",
         "x-amz-target:AWSGlue.CreateTable",
-        Fault::Stall(std::time::Duration::from_secs(2)),
+        Fault::Stall(std::time::Duration::from_secs(5)),
         1,
     );
     let mut through_proxy = p.clone();
@@ -400,8 +403,17 @@ async fn a_partition_added_during_a_migration_stops_it() -> TestResult {
     let handle = open("lake", &through_proxy).await?;
     let migration =
         tokio::spawn(async move { MigrateBuilder::new(&handle, "hive", "sales").await });
-    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
-    hive_file(p, &moto, "late/ap.parquet", &[8])?;
+    // Added once the backup's creation is held (the proxy records a request before it stalls
+    // it), not after a fixed time: on a loaded machine the migration may not have listed the
+    // partitions yet after any given time, and would then migrate the late one too.
+    let held = std::time::Instant::now();
+    while !proxy.seen().iter().any(|s| s.fault.is_some()) {
+        anyhow::ensure!(
+            held.elapsed() < std::time::Duration::from_secs(120) && !migration.is_finished(),
+            "the migration never reached the backup's creation"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     glue_partition(&moto, "sales", "ap", "s3://lake/late/");
     let err = migration
         .await?

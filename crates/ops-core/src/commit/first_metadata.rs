@@ -11,7 +11,7 @@
 use std::str::FromStr;
 
 use iceberg::MetadataLocation;
-use iceberg::spec::{PartitionSpec, Schema, TableMetadata, UnboundPartitionSpec};
+use iceberg::spec::{Schema, TableMetadata, UnboundPartitionSpec};
 use iceberg::table::Table;
 use serde_json::{Value, json};
 
@@ -102,10 +102,9 @@ fn with_ids(
     min_last_column_id: i32,
 ) -> Result<TableMetadata> {
     let schema = schema.clone().into_builder().with_schema_id(0).build()?;
-    let bound = PartitionSpec::builder(schema.clone())
-        .with_spec_id(0)
-        .add_unbound_fields(spec.fields().iter().cloned())?
-        .build()?;
+    // The source's spec as it is (`rebind`): one PyIceberg made with `year(d)` and `month(d)`
+    // is copied, not refused as redundant (Java reads such a spec without that check).
+    let bound = spec.clone().with_spec_id(0).rebind(schema.clone())?;
     // Unsorted is the only order create_dest gives; a sort order would name renumbered ids.
     if !base.default_sort_order().fields.is_empty() {
         return Err(Error::InvalidInput(format!(

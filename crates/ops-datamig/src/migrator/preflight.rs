@@ -235,7 +235,7 @@ impl DataMigrator {
         // the table create_dest would make, so the refusal comes before it is made (and a dry
         // run meets it too).
         if matches!(self.copy_mode, CopyMode::Files | CopyMode::Reference) {
-            let bound = spec.clone().bind(Arc::new(schema.clone()))?;
+            let bound = spec.clone().rebind(Arc::new(schema.clone()))?;
             let would_be = DestLayout {
                 format_version: iceberg::spec::FormatVersion::V2,
                 schema: &schema,
@@ -374,22 +374,17 @@ impl DataMigrator {
         // partition tuple by those ids. `void` fields are left out: they are what a v1 table
         // keeps of a removed field (always NULL, often under its column's name, which a new
         // table's catalog may refuse), and the destination is a new table that never had them.
-        let source_spec = md.default_partition_spec();
-        let spec = UnboundPartitionSpec::builder()
-            .add_partition_fields(
-                source_spec
-                    .fields()
-                    .iter()
-                    .filter(|pf| pf.transform != iceberg::spec::Transform::Void)
-                    .filter(|pf| pinned.field_by_id(pf.source_id).is_some())
-                    .map(|pf| iceberg::spec::UnboundPartitionField {
-                        source_id: pf.source_id,
-                        field_id: Some(pf.field_id),
-                        name: pf.name.clone(),
-                        transform: pf.transform,
-                    }),
-            )?
-            .build();
+        // Kept as the source has them, not checked anew for redundant fields: a spec PyIceberg
+        // made with `year(d)` and `month(d)` is copied, as Java copies one.
+        let spec: UnboundPartitionSpec = md
+            .default_partition_spec()
+            .as_ref()
+            .clone()
+            .into_unbound()
+            .retain_fields(|pf| {
+                pf.transform != iceberg::spec::Transform::Void
+                    && pinned.field_by_id(pf.source_id).is_some()
+            });
         Ok((schema, spec))
     }
 

@@ -278,6 +278,24 @@ impl UnboundPartitionSpec {
         PartitionSpecBuilder::new_from_unbound(self, schema)?.build()
     }
 
+    /// iceberg-ops patch: binds a spec the table already has to its current schema, as Java's
+    /// `TableMetadata` builder checks one (`PartitionSpec.checkCompatibility`): without the
+    /// check for redundant fields, which Java makes only where a spec is made or evolved. A
+    /// spec PyIceberg created with `year(d)` and `month(d)` (Java's parser reads it too) failed
+    /// every commit here ("Cannot add redundant partition").
+    pub fn rebind(self, schema: impl Into<SchemaRef>) -> Result<PartitionSpec> {
+        PartitionSpecBuilder::existing_from_unbound(self, schema)?.build()
+    }
+
+    /// iceberg-ops patch: this spec with only the fields `keep` keeps (ids, names and order
+    /// as they are) and no spec id: a spec copied from another table's, which
+    /// [`UnboundPartitionSpecBuilder`] would check for redundant fields as if made anew.
+    pub fn retain_fields(mut self, keep: impl FnMut(&UnboundPartitionField) -> bool) -> Self {
+        self.fields.retain(keep);
+        self.spec_id = None;
+        self
+    }
+
     /// Spec id of the partition spec
     pub fn spec_id(&self) -> Option<i32> {
         self.spec_id
@@ -408,6 +426,9 @@ pub struct PartitionSpecBuilder {
     last_assigned_field_id: i32,
     fields: Vec<UnboundPartitionField>,
     schema: SchemaRef,
+    /// iceberg-ops patch: the fields are a spec the table already has (see
+    /// [`UnboundPartitionSpec::rebind`]), not one being made: not checked for redundancy.
+    pub(crate) existing: bool,
 }
 
 impl PartitionSpecBuilder {
@@ -418,6 +439,7 @@ impl PartitionSpecBuilder {
             fields: vec![],
             last_assigned_field_id: UNPARTITIONED_LAST_ASSIGNED_ID,
             schema: schema.into(),
+            existing: false,
         }
     }
 
@@ -429,6 +451,23 @@ impl PartitionSpecBuilder {
         let mut builder =
             Self::new(schema).with_spec_id(unbound.spec_id.unwrap_or(DEFAULT_PARTITION_SPEC_ID));
 
+        for field in unbound.fields {
+            builder = builder.add_unbound_field(field)?;
+        }
+        Ok(builder)
+    }
+
+    /// iceberg-ops patch: [`Self::new_from_unbound`] of a spec that exists already (read from
+    /// metadata, copied from another table): bound as Java's `PartitionSpecParser` and
+    /// `TableMetadata.newTableMetadata` bind one, with `add`, which does not refuse redundant
+    /// fields (only the builder's named methods and `UpdatePartitionSpec` do).
+    pub(crate) fn existing_from_unbound(
+        unbound: UnboundPartitionSpec,
+        schema: impl Into<SchemaRef>,
+    ) -> Result<Self> {
+        let mut builder =
+            Self::new(schema).with_spec_id(unbound.spec_id.unwrap_or(DEFAULT_PARTITION_SPEC_ID));
+        builder.existing = true;
         for field in unbound.fields {
             builder = builder.add_unbound_field(field)?;
         }
@@ -487,7 +526,9 @@ impl PartitionSpecBuilder {
     /// Otherwise, a new `field_id` is assigned.
     pub fn add_unbound_field(mut self, field: UnboundPartitionField) -> Result<Self> {
         self.check_name_set_and_unique(&field.name)?;
-        self.check_for_redundant_partitions(field.source_id, &field.transform)?;
+        if !self.existing {
+            self.check_for_redundant_partitions(field.source_id, &field.transform)?;
+        }
         Self::check_name_does_not_collide_with_schema(&field, &self.schema)?;
         Self::check_transform_compatibility(&field, &self.schema)?;
         if let Some(partition_field_id) = field.field_id {

@@ -840,7 +840,11 @@ impl TableMetadataBuilder {
         // Reuse field IDs for equivalent fields from existing partition specs
         let unbound_spec = self.reuse_partition_field_ids(unbound_spec)?;
 
-        let spec = PartitionSpecBuilder::new_from_unbound(unbound_spec.clone(), schema)?
+        // iceberg-ops patch: bound as Java's `TableMetadata` binds a spec it is given, without
+        // refusing redundant fields (a table PyIceberg created with `year(d)` and `month(d)`
+        // could not be copied with its spec); a spec made or evolved here is checked where it
+        // is built (`UnboundPartitionSpecBuilder`, ops-core's `evolve_spec`).
+        let spec = PartitionSpecBuilder::existing_from_unbound(unbound_spec.clone(), schema)?
             .with_last_assigned_field_id(self.metadata.last_partition_id)
             .build()?;
 
@@ -1143,10 +1147,11 @@ impl TableMetadataBuilder {
         let schema = self.get_current_schema()?.clone();
         let sort_order = Arc::unwrap_or_clone(self.get_default_sort_order()?);
 
+        // iceberg-ops patch: `rebind`, the table's own spec (no redundancy check, as Java).
         self.metadata.default_spec = Arc::new(
             Arc::unwrap_or_clone(self.metadata.default_spec)
                 .into_unbound()
-                .bind(schema.clone())?,
+                .rebind(schema.clone())?,
         );
         self.metadata.default_partition_type =
             self.metadata.default_spec.partition_type(&schema)?;
@@ -1289,6 +1294,9 @@ impl TableMetadataBuilder {
 
         // Re-build partition spec with new ids
         let mut fresh_spec = PartitionSpecBuilder::new(fresh_schema.clone());
+        // iceberg-ops patch: the spec given, as Java's `newTableMetadata` re-adds its fields
+        // (`add`, no check for redundant fields; see `existing_from_unbound`).
+        fresh_spec.existing = true;
         for field in spec.fields() {
             let source_field_name = previous_id_to_name.get(&field.source_id).ok_or_else(|| {
                 Error::new(

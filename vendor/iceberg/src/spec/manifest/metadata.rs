@@ -101,10 +101,13 @@ impl ManifestMetadata {
                 })
                 .transpose()?
                 .unwrap_or(0);
-            PartitionSpec::builder(schema.clone())
-                .with_spec_id(spec_id)
-                .add_unbound_fields(fields.into_iter().map(|f| f.into_unbound()))?
-                .build()?
+            // iceberg-ops patch: the spec a manifest was written under is one the table has:
+            // bound without the check for redundant fields (`UnboundPartitionSpec::rebind`).
+            crate::spec::UnboundPartitionSpec {
+                spec_id: Some(spec_id),
+                fields: fields.into_iter().map(|f| f.into_unbound()).collect(),
+            }
+            .rebind(schema.clone())?
         };
         let format_version = if let Some(bs) = meta.get("format-version") {
             serde_json::from_slice::<FormatVersion>(bs).map_err(|err| {
