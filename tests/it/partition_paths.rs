@@ -8,7 +8,9 @@
 use std::collections::BTreeMap;
 
 use iceberg::TableIdent;
+use iceberg::spec::Transform;
 use ops_core::ops::delete::DeleteBuilder;
+use ops_core::ops::evolve_spec::EvolveSpecBuilder;
 use ops_datamig::{CopyMode, DataMigrator, WriteMode};
 use ops_maintenance::compact::CompactBuilder;
 use serde_json::{Value, json};
@@ -680,6 +682,18 @@ emit(1)
         .collect();
     assert_eq!(read("dst.t")?, json!(want));
     check_paths(py, "dst.t", false)?;
+    // Its spec evolves as Java's `UpdatePartitionSpec` evolves it: a field added beside the
+    // two (only added fields are checked against each other), and a row written under it.
+    EvolveSpecBuilder::new(&handle, ident("dst.t")?)
+        .add_field("id", Transform::Bucket(2), None)
+        .await?;
+    DataMigrator::new(&handle, ident("src.t")?, &handle, ident("dst.t")?)
+        .copy_mode(CopyMode::Rewrite)
+        .row_filter("id = 3")
+        .run()
+        .await?;
+    assert_eq!(read("dst.t")?, source_rows);
+    check_paths(py, "dst.t", false)?;
     // Copied with its spec into tables it creates: by the files, and rewritten.
     for (dest, mode) in [("dst.c", CopyMode::Files), ("dst.r", CopyMode::Rewrite)] {
         DataMigrator::new(&handle, ident("dst.t")?, &handle, ident(dest)?)
@@ -687,7 +701,7 @@ emit(1)
             .copy_mode(mode)
             .run()
             .await?;
-        assert_eq!(read(dest)?, json!(want), "{dest}");
+        assert_eq!(read(dest)?, source_rows, "{dest}");
         check_paths(py, dest, false)?;
         let spec = oracle(
             py,
@@ -697,7 +711,11 @@ emit(1)
         )?;
         assert_eq!(
             spec,
-            json!([["year", "d_year"], ["month", "d_month"]]),
+            json!([
+                ["year", "d_year"],
+                ["month", "d_month"],
+                ["bucket[2]", "id_bucket_2"]
+            ]),
             "{dest}"
         );
     }

@@ -92,8 +92,8 @@ pub struct Job {
     /// Destination table as NAMESPACE.TABLE.
     #[arg(long, required = true)]
     dest: Option<String>,
-    /// Catalog of the source; as `--catalog`, of both tables (the destination's defaults to
-    /// the source's), as the `table` commands spell it.
+    /// Catalog of the source. Also spelled `--catalog`, as the `table` commands spell it: the
+    /// destination's catalog is the source's unless --dest-catalog names another.
     #[arg(long, visible_alias = "catalog", default_value = ops_core::catalog::EMBEDDED_DEFAULT)]
     source_catalog: String,
     /// Catalog of the destination (default: the source's).

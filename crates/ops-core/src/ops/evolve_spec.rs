@@ -292,15 +292,22 @@ fn evolve(md: &TableMetadata, changes: &[Change]) -> Result<UnboundPartitionSpec
             transform,
         });
     }
+    let evolved = |e: iceberg::Error| {
+        invalid(format!(
+            "the evolved partition spec is invalid: {}",
+            e.message()
+        ))
+    };
+    // As Java's `BaseUpdatePartitionSpec`: the fields added are checked against each other
+    // (two time transforms of one column conflict); the spec's own fields are kept as they
+    // are, redundant or not (PyIceberg makes `year(d)` beside `month(d)`, which Java reads).
+    UnboundPartitionSpec::builder()
+        .add_partition_fields(adds.iter().cloned())
+        .map_err(evolved)?;
     fields.extend(adds);
     Ok(UnboundPartitionSpec::builder()
-        .add_partition_fields(fields)
-        .map_err(|e| {
-            invalid(format!(
-                "the evolved partition spec is invalid: {}",
-                e.message()
-            ))
-        })?
+        .add_existing_partition_fields(fields)
+        .map_err(evolved)?
         .build())
 }
 

@@ -400,6 +400,24 @@ impl UnboundPartitionSpecBuilder {
         Ok(builder)
     }
 
+    /// iceberg-ops patch: adds fields a spec has already, as Java's `Builder.add` does: their
+    /// names and ids are checked, but not for redundancy (a spec PyIceberg made holds
+    /// `year(d)` beside `month(d)`); see [`UnboundPartitionSpec::rebind`].
+    pub fn add_existing_partition_fields(
+        self,
+        fields: impl IntoIterator<Item = UnboundPartitionField>,
+    ) -> Result<Self> {
+        let mut builder = self;
+        for field in fields {
+            builder.check_name_set_and_unique(&field.name)?;
+            if let Some(partition_field_id) = field.field_id {
+                builder.check_partition_id_unique(partition_field_id)?;
+            }
+            builder.fields.push(field);
+        }
+        Ok(builder)
+    }
+
     fn add_partition_field_internal(mut self, field: UnboundPartitionField) -> Result<Self> {
         self.check_name_set_and_unique(&field.name)?;
         self.check_for_redundant_partitions(field.source_id, &field.transform)?;

@@ -197,6 +197,12 @@ impl TransformFunction for Truncate {
                 let len = self.width as usize;
                 Datum::string(Self::truncate_str(v, len).to_string())
             })),
+            // iceberg-ops patch: a binary value truncated as its column's files are (above):
+            // ops-import names an added file's partition by its exact bounds.
+            PrimitiveLiteral::Binary(v) => Ok(Some({
+                let len = self.width as usize;
+                Datum::binary(Self::truncate_binary(v, len).to_vec())
+            })),
             _ => Err(crate::Error::new(
                 crate::ErrorKind::FeatureUnsupported,
                 format!(
