@@ -409,18 +409,25 @@ impl UnboundPartitionSpecBuilder {
     ) -> Result<Self> {
         let mut builder = self;
         for field in fields {
-            builder.check_name_set_and_unique(&field.name)?;
-            if let Some(partition_field_id) = field.field_id {
-                builder.check_partition_id_unique(partition_field_id)?;
-            }
-            builder.fields.push(field);
+            builder = builder.add_field_checked(field, false)?;
         }
         Ok(builder)
     }
 
-    fn add_partition_field_internal(mut self, field: UnboundPartitionField) -> Result<Self> {
+    fn add_partition_field_internal(self, field: UnboundPartitionField) -> Result<Self> {
+        self.add_field_checked(field, true)
+    }
+
+    /// iceberg-ops patch: the one add path, checking for redundancy where `redundancy` says.
+    fn add_field_checked(
+        mut self,
+        field: UnboundPartitionField,
+        redundancy: bool,
+    ) -> Result<Self> {
         self.check_name_set_and_unique(&field.name)?;
-        self.check_for_redundant_partitions(field.source_id, &field.transform)?;
+        if redundancy {
+            self.check_for_redundant_partitions(field.source_id, &field.transform)?;
+        }
         if let Some(partition_field_id) = field.field_id {
             self.check_partition_id_unique(partition_field_id)?;
         }
@@ -466,9 +473,18 @@ impl PartitionSpecBuilder {
         unbound: UnboundPartitionSpec,
         schema: impl Into<SchemaRef>,
     ) -> Result<Self> {
+        Self::from_unbound(unbound, schema, false)
+    }
+
+    /// iceberg-ops patch: [`Self::new_from_unbound`] and [`Self::existing_from_unbound`] in one.
+    fn from_unbound(
+        unbound: UnboundPartitionSpec,
+        schema: impl Into<SchemaRef>,
+        existing: bool,
+    ) -> Result<Self> {
         let mut builder =
             Self::new(schema).with_spec_id(unbound.spec_id.unwrap_or(DEFAULT_PARTITION_SPEC_ID));
-
+        builder.existing = existing;
         for field in unbound.fields {
             builder = builder.add_unbound_field(field)?;
         }
@@ -483,13 +499,7 @@ impl PartitionSpecBuilder {
         unbound: UnboundPartitionSpec,
         schema: impl Into<SchemaRef>,
     ) -> Result<Self> {
-        let mut builder =
-            Self::new(schema).with_spec_id(unbound.spec_id.unwrap_or(DEFAULT_PARTITION_SPEC_ID));
-        builder.existing = true;
-        for field in unbound.fields {
-            builder = builder.add_unbound_field(field)?;
-        }
-        Ok(builder)
+        Self::from_unbound(unbound, schema, true)
     }
 
     /// Set the last assigned field id for the partition spec.
