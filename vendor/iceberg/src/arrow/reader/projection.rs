@@ -140,15 +140,18 @@ impl ArrowReader {
 
             // Parquet's columnar format requires leaf-level (not top-level struct/list/map) projection
             let mut leaf_field_ids = vec![];
+            let mut structs = vec![];
             for field_id in field_ids {
                 let field = iceberg_schema_of_task.field_by_id(*field_id);
                 if let Some(field) = field {
                     Self::include_leaf_field_id(field, &mut leaf_field_ids);
+                    projected_structs(field, &mut structs);
                 }
             }
 
             Self::get_arrow_projection_mask_with_field_ids(
                 &leaf_field_ids,
+                &structs,
                 iceberg_schema_of_task,
                 parquet_schema,
                 arrow_schema,
@@ -161,6 +164,7 @@ impl ArrowReader {
     /// For iceberg-java compatibility with ParquetSchemaUtil.pruneColumns().
     fn get_arrow_projection_mask_with_field_ids(
         leaf_field_ids: &[i32],
+        structs: &[ProjectedStruct],
         iceberg_schema_of_task: &Schema,
         parquet_schema: &SchemaDescriptor,
         arrow_schema: &ArrowSchemaRef,
@@ -168,19 +172,21 @@ impl ArrowReader {
     ) -> Result<ProjectionMask> {
         let mut column_map = HashMap::new();
         let fields = arrow_schema.fields();
+        let validity_leaves = validity_leaves(fields, structs);
 
         // Pre-project only the fields that have been selected, possibly avoiding converting
         // some Arrow types that are not yet supported.
         let mut projected_fields: HashMap<arrow_schema::FieldRef, i32> = HashMap::new();
         let projected_arrow_schema = ArrowSchema::new_with_metadata(
-            fields.filter_leaves(|_, f| {
-                f.metadata()
-                    .get(PARQUET_FIELD_ID_META_KEY)
-                    .and_then(|field_id| i32::from_str(field_id).ok())
-                    .is_some_and(|field_id| {
-                        projected_fields.insert((*f).clone(), field_id);
-                        leaf_field_ids.contains(&field_id)
-                    })
+            fields.filter_leaves(|idx, f| {
+                validity_leaves.contains(&idx)
+                    || f.metadata()
+                        .get(PARQUET_FIELD_ID_META_KEY)
+                        .and_then(|field_id| i32::from_str(field_id).ok())
+                        .is_some_and(|field_id| {
+                            projected_fields.insert((*f).clone(), field_id);
+                            leaf_field_ids.contains(&field_id)
+                        })
             }),
             arrow_schema.metadata().clone(),
         );
@@ -227,6 +233,10 @@ impl ArrowReader {
             }
         }
 
+        indices.extend(&validity_leaves);
+        indices.sort_unstable();
+        indices.dedup();
+
         if indices.is_empty() {
             // Edge case: All requested columns are new (don't exist in file).
             // Project all columns so RecordBatchTransformer has a batch to transform.
@@ -262,6 +272,115 @@ impl ArrowReader {
             Ok(ProjectionMask::roots(parquet_schema, root_indices))
         }
     }
+}
+
+/// iceberg-ops patch: a struct-typed field of a projection (at any depth: a column, a struct's
+/// field, a list's element, a map's value) and the ids of the leaves expected under it.
+pub(super) struct ProjectedStruct {
+    id: i32,
+    leaves: Vec<i32>,
+}
+
+/// The structs of `field` and below, outermost first. Iterative: a schema's nesting is the
+/// user's.
+fn projected_structs(field: &NestedField, out: &mut Vec<ProjectedStruct>) {
+    let mut pending = vec![field];
+    while let Some(f) = pending.pop() {
+        match f.field_type.as_ref() {
+            Type::Primitive(_) => {}
+            Type::Struct(s) => {
+                let mut leaves = vec![];
+                ArrowReader::include_leaf_field_id(f, &mut leaves);
+                out.push(ProjectedStruct { id: f.id, leaves });
+                pending.extend(s.fields().iter().map(|c| c.as_ref()));
+            }
+            Type::List(l) => pending.push(&l.element_field),
+            Type::Map(m) => {
+                pending.push(&m.key_field);
+                pending.push(&m.value_field);
+            }
+        }
+    }
+}
+
+/// iceberg-ops patch: the leaf columns read only for the validity of a struct: a struct of
+/// `structs` the file has, but none of whose expected leaves (every field it was written with
+/// was dropped later), is still read — one leaf of it, which the batch transformer drops — as
+/// Java's `PruneColumns` keeps a selected struct whose fields are all pruned. Left out, such a
+/// struct read as NULL where the file holds a value (`{new: NULL}` became NULL, and a
+/// compaction or a delete rewrote it so), a list of them read as NULL, and a map whose value
+/// is one failed every read ("Map field must have exactly 2 fields").
+fn validity_leaves(fields: &arrow_schema::Fields, structs: &[ProjectedStruct]) -> Vec<usize> {
+    if structs.is_empty() {
+        return vec![];
+    }
+    let mut in_file = HashSet::new();
+    fields.filter_leaves(|_, f| {
+        if let Some(id) = f
+            .metadata()
+            .get(PARQUET_FIELD_ID_META_KEY)
+            .and_then(|v| i32::from_str(v).ok())
+        {
+            in_file.insert(id);
+        }
+        false
+    });
+    let first_leaves = first_leaf_of_each_group(fields);
+    let mut out: Vec<usize> = structs
+        .iter()
+        .filter(|s| !s.leaves.iter().any(|id| in_file.contains(id)))
+        .filter_map(|s| first_leaves.get(&s.id).copied())
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// The index of the first leaf column under each nested field of `fields` that carries a field
+/// id and holds a leaf, in the depth-first leaf order `Fields::filter_leaves` numbers them by.
+fn first_leaf_of_each_group(fields: &arrow_schema::Fields) -> HashMap<i32, usize> {
+    enum Step<'a> {
+        Enter(&'a FieldRef),
+        Leave(Option<i32>, usize),
+    }
+    fn children(f: &FieldRef) -> Option<Vec<&FieldRef>> {
+        let v = match f.data_type() {
+            DataType::Dictionary(_, v) => v.as_ref(),
+            DataType::RunEndEncoded(_, v) => v.data_type(),
+            d => d,
+        };
+        match v {
+            DataType::List(c)
+            | DataType::LargeList(c)
+            | DataType::Map(c, _)
+            | DataType::FixedSizeList(c, _) => Some(vec![c]),
+            DataType::Struct(cs) => Some(cs.iter().collect()),
+            _ => None,
+        }
+    }
+    let mut out = HashMap::new();
+    let mut next_leaf = 0usize;
+    let mut steps: Vec<Step> = fields.iter().rev().map(Step::Enter).collect();
+    while let Some(step) = steps.pop() {
+        match step {
+            Step::Enter(f) => match children(f) {
+                None => next_leaf += 1,
+                Some(cs) => {
+                    let id = f
+                        .metadata()
+                        .get(PARQUET_FIELD_ID_META_KEY)
+                        .and_then(|v| i32::from_str(v).ok());
+                    steps.push(Step::Leave(id, next_leaf));
+                    steps.extend(cs.into_iter().rev().map(Step::Enter));
+                }
+            },
+            Step::Leave(Some(id), first) if next_leaf > first => {
+                out.entry(id).or_insert(first);
+            }
+            Step::Leave(..) => {}
+        }
+    }
+    out
 }
 
 /// Build the map of parquet field id to Parquet column index in the schema.
