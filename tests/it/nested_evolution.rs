@@ -380,8 +380,9 @@ async fn a_nested_upsert_key_is_refused_up_front() -> TestResult {
 }
 
 /// Makes `nest.<name>`: a struct `c1`, a struct `s.n` inside a struct, the struct elements of a
-/// list `l` and the struct values of a map `m`, each of whose fields (all of them) was dropped
-/// after one file was written, and another added; then a second file. PyIceberg's rows.
+/// list `l`, the struct values of a map `m` and a struct `c2` whose one field is a map, each of
+/// whose fields (all of them) was dropped after one file was written, and another added; then
+/// a second file. PyIceberg's rows.
 fn dropped_fields_table(p: &BTreeMap<String, String>, name: &str) -> anyhow::Result<Vec<Value>> {
     let prelude = prelude();
     Ok(sorted(ops_tests::oracle::pyiceberg(
@@ -405,29 +406,35 @@ t = catalog.create_table('{NS}.{name}', schema=Schema(
     NestedField(11, 'm', MapType(key_id=12, key_type=StringType(), value_id=13,
         value_required=False,
         value_type=StructType(NestedField(14, 'x', IntegerType(), required=False))),
-        required=False)))
+        required=False),
+    NestedField(15, 'c2', StructType(NestedField(16, 'mm', MapType(key_id=17,
+        key_type=StringType(), value_id=18, value_type=IntegerType(), value_required=False),
+        required=False)), required=False)))
 t.append(pa.Table.from_pylist([
     {{'id': 1, 'c1': {{'om': 1}}, 's': {{'a': 1, 'n': {{'b': 2}}}}, 'l': [{{'p': 1}}, None],
-     'm': {{'k': {{'x': 1}}, 'j': None}}}},
-    {{'id': 2, 'c1': None, 's': None, 'l': None, 'm': None}},
-    {{'id': 3, 'c1': {{'om': None}}, 's': {{'a': None, 'n': None}}, 'l': [], 'm': {{}}}},
+     'm': {{'k': {{'x': 1}}, 'j': None}}, 'c2': {{'mm': {{'a': 1}}}}}},
+    {{'id': 2, 'c1': None, 's': None, 'l': None, 'm': None, 'c2': None}},
+    {{'id': 3, 'c1': {{'om': None}}, 's': {{'a': None, 'n': None}}, 'l': [], 'm': {{}},
+     'c2': {{'mm': None}}}},
     {{'id': 4, 'c1': {{'om': 4}}, 's': {{'a': 4, 'n': {{'b': None}}}}, 'l': [{{'p': None}}],
-     'm': {{'k': {{'x': None}}}}}}], schema=t.schema().as_arrow()))
+     'm': {{'k': {{'x': None}}}}, 'c2': {{'mm': {{}}}}}}], schema=t.schema().as_arrow()))
 with t.update_schema() as u:
     u.add_column(('c1', 'pc'), IntegerType())
     u.add_column(('s', 'n', 'b2'), IntegerType())
     u.add_column(('l', 'element', 'q'), IntegerType())
     u.add_column(('m', 'value', 'y'), IntegerType())
+    u.add_column(('c2', 'pc2'), IntegerType())
 with t.update_schema() as u:
     u.delete_column(('c1', 'om'))
     u.delete_column(('s', 'n', 'b'))
     u.delete_column(('l', 'element', 'p'))
     u.delete_column(('m', 'value', 'x'))
+    u.delete_column(('c2', 'mm'))
 t = catalog.load_table('{NS}.{name}')
 t.append(pa.Table.from_pylist([
     {{'id': 9, 'c1': {{'pc': 9}}, 's': {{'a': 9, 'n': {{'b2': 9}}}}, 'l': [{{'q': 9}}],
-     'm': {{'k': {{'y': 9}}}}}},
-    {{'id': 10, 'c1': None, 's': None, 'l': None, 'm': None}}], schema=t.schema().as_arrow()))
+     'm': {{'k': {{'y': 9}}}}, 'c2': {{'pc2': 9}}}},
+    {{'id': 10, 'c1': None, 's': None, 'l': None, 'm': None, 'c2': None}}], schema=t.schema().as_arrow()))
 emit(rows(catalog.load_table('{NS}.{name}')))
 "#
         ),
@@ -435,24 +442,45 @@ emit(rows(catalog.load_table('{NS}.{name}')))
 }
 
 /// A struct whose fields were all dropped still has its value in the files written before
-/// (table fuzzer seed 102788): Java's `PruneColumns` keeps a selected struct none of whose
-/// fields the file has, and PyIceberg reads `{new: NULL}`. iceberg's reader left such a struct
-/// out of the file's projection, so it read as NULL: a compaction of those files together with
+/// (table fuzzer seed 102788): PyIceberg reads `{new: NULL}` at every level, and Java's
+/// `PruneColumns` keeps such a struct whole below the top level. iceberg's reader left it out
+/// of the file's projection, so it read as NULL: a compaction of those files together with
 /// newer ones (the table's schema then the reader's) or a delete rewrote the values as NULL,
-/// and a map of such structs failed every read ("Map field must have exactly 2 fields").
+/// and a map of such structs failed every read ("Map field must have exactly 2 fields"). `c2`
+/// is read through its map (keys and values), which a single leaf would leave half-read.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_struct_whose_fields_were_all_dropped_keeps_its_value() -> TestResult {
     let (db, handle) = setup().await?;
     let want = dropped_fields_table(&db.props, "drop_cmp")?;
     let by_id = |id: i64| want.iter().find(|r| r["id"] == json!(id)).cloned();
+    let fields = |id: i64| {
+        by_id(id).map(|r| {
+            ["c1", "s", "l", "m", "c2"]
+                .iter()
+                .map(|c| r[*c].clone())
+                .collect::<Vec<_>>()
+        })
+    };
     assert_eq!(
-        by_id(1).map(|r| (r["c1"].clone(), r["s"].clone(), r["l"].clone())),
-        Some((
+        fields(1),
+        Some(vec![
             json!({"pc": null}),
             json!({"a": 1, "n": {"b2": null}}),
-            json!([{"q": null}, null])
-        )),
+            json!([{"q": null}, null]),
+            json!([["k", {"y": null}], ["j", null]]),
+            json!({"pc2": null}),
+        ]),
         "PyIceberg keeps the structs"
+    );
+    assert_eq!(
+        fields(3),
+        Some(vec![
+            json!({"pc": null}),
+            json!({"a": null, "n": null}),
+            json!([]),
+            json!([]),
+            json!({"pc2": null}),
+        ])
     );
     let (_, m) = CompactBuilder::new(&handle, ident("drop_cmp")?)
         .min_input_files(2)
@@ -467,5 +495,7 @@ async fn a_struct_whose_fields_were_all_dropped_keeps_its_value() -> TestResult 
     let kept: Vec<Value> = all.into_iter().filter(|r| r["id"] != json!(2)).collect();
     assert_eq!(py_rows(&db.props, "drop_del")?, kept, "delete");
 
-    copies_read_as(&db, &handle, "drop_cmp", &want).await
+    // Copies read the files written before the drop (the compacted table has none left).
+    let want = dropped_fields_table(&db.props, "drop_copy")?;
+    copies_read_as(&db, &handle, "drop_copy", &want).await
 }

@@ -172,31 +172,36 @@ impl ArrowReader {
     ) -> Result<ProjectionMask> {
         let mut column_map = HashMap::new();
         let fields = arrow_schema.fields();
-        let validity_leaves = validity_leaves(fields, structs);
+        let mut validity_leaves = validity_leaves(fields, structs);
 
         // Pre-project only the fields that have been selected, possibly avoiding converting
         // some Arrow types that are not yet supported.
         let mut projected_fields: HashMap<arrow_schema::FieldRef, i32> = HashMap::new();
-        let projected_arrow_schema = ArrowSchema::new_with_metadata(
-            fields.filter_leaves(|idx, f| {
-                validity_leaves.contains(&idx)
-                    || f.metadata()
-                        .get(PARQUET_FIELD_ID_META_KEY)
-                        .and_then(|field_id| i32::from_str(field_id).ok())
-                        .is_some_and(|field_id| {
-                            projected_fields.insert((*f).clone(), field_id);
-                            leaf_field_ids.contains(&field_id)
-                        })
-            }),
-            arrow_schema.metadata().clone(),
-        );
         // iceberg-ops patch: seconds and milliseconds (pandas' `coerce_timestamps='ms'`, old
         // writers) have no Iceberg type, so the conversion refused every file holding them and
         // nothing could read, delete from, compact or copy it. They are microsecond timestamps
         // to within the unit; the batch transformer casts the values up.
-        let iceberg_schema = arrow_schema_to_schema(&coarse_timestamps_as_micros(
-            &projected_arrow_schema,
-        ))?;
+        let converted = |validity: &[usize], projected: &mut HashMap<FieldRef, i32>| {
+            arrow_schema_to_schema(&coarse_timestamps_as_micros(&pre_projection(
+                arrow_schema,
+                leaf_field_ids,
+                validity,
+                projected,
+            )))
+        };
+        // iceberg-ops patch: the validity leaves go into the pre-projection so a map whose
+        // value is such a struct keeps both its fields. A validity leaf the conversion refuses
+        // (no field id, a type Iceberg lacks) is left out: that struct reads as NULL, as it
+        // did before.
+        let iceberg_schema = match converted(&validity_leaves, &mut projected_fields) {
+            Ok(schema) => schema,
+            Err(_) if !validity_leaves.is_empty() => {
+                validity_leaves.clear();
+                projected_fields.clear();
+                converted(&[], &mut projected_fields)?
+            }
+            Err(e) => return Err(e),
+        };
 
         fields.filter_leaves(|idx, field| {
             let Some(field_id) = projected_fields.get(field).cloned() else {
@@ -274,6 +279,30 @@ impl ArrowReader {
     }
 }
 
+/// The file's schema with only the leaves of `leaf_field_ids` and `validity` (by index); the
+/// leaves with a field id are recorded in `projected`.
+fn pre_projection(
+    arrow_schema: &ArrowSchemaRef,
+    leaf_field_ids: &[i32],
+    validity: &[usize],
+    projected: &mut HashMap<FieldRef, i32>,
+) -> ArrowSchema {
+    ArrowSchema::new_with_metadata(
+        arrow_schema.fields().filter_leaves(|idx, f| {
+            let wanted = f
+                .metadata()
+                .get(PARQUET_FIELD_ID_META_KEY)
+                .and_then(|field_id| i32::from_str(field_id).ok())
+                .is_some_and(|field_id| {
+                    projected.insert((*f).clone(), field_id);
+                    leaf_field_ids.contains(&field_id)
+                });
+            wanted || validity.contains(&idx)
+        }),
+        arrow_schema.metadata().clone(),
+    )
+}
+
 /// iceberg-ops patch: a struct-typed field of a projection (at any depth: a column, a struct's
 /// field, a list's element, a map's value) and the ids of the leaves expected under it.
 pub(super) struct ProjectedStruct {
@@ -305,11 +334,13 @@ fn projected_structs(field: &NestedField, out: &mut Vec<ProjectedStruct>) {
 
 /// iceberg-ops patch: the leaf columns read only for the validity of a struct: a struct of
 /// `structs` the file has, but none of whose expected leaves (every field it was written with
-/// was dropped later), is still read — one leaf of it, which the batch transformer drops — as
-/// Java's `PruneColumns` keeps a selected struct whose fields are all pruned. Left out, such a
-/// struct read as NULL where the file holds a value (`{new: NULL}` became NULL, and a
-/// compaction or a delete rewrote it so), a list of them read as NULL, and a map whose value
-/// is one failed every read ("Map field must have exactly 2 fields").
+/// was dropped later, another added), is still read through its first field (all of that
+/// field's leaves: a map needs its keys and values), which the batch transformer drops. Java's
+/// `PruneColumns` keeps such a struct whole below the top level, and PyIceberg reads it as
+/// `{new: NULL}` at every level. Left out, it read as NULL where the file holds a value (a
+/// compaction or a delete rewrote it so), a list of them read as NULL, and a map whose value is
+/// one failed every read ("Map field must have exactly 2 fields"). A struct that expects no
+/// field at all is left out, as before (a struct of no children cannot be built).
 fn validity_leaves(fields: &arrow_schema::Fields, structs: &[ProjectedStruct]) -> Vec<usize> {
     if structs.is_empty() {
         return vec![];
@@ -325,23 +356,27 @@ fn validity_leaves(fields: &arrow_schema::Fields, structs: &[ProjectedStruct]) -
         }
         false
     });
-    let first_leaves = first_leaf_of_each_group(fields);
+    let first_fields = first_field_leaves(fields);
     let mut out: Vec<usize> = structs
         .iter()
-        .filter(|s| !s.leaves.iter().any(|id| in_file.contains(id)))
-        .filter_map(|s| first_leaves.get(&s.id).copied())
+        .filter(|s| !s.leaves.is_empty() && !s.leaves.iter().any(|id| in_file.contains(id)))
+        .filter_map(|s| first_fields.get(&s.id).cloned())
+        .flatten()
         .collect();
     out.sort_unstable();
     out.dedup();
     out
 }
 
-/// The index of the first leaf column under each nested field of `fields` that carries a field
-/// id and holds a leaf, in the depth-first leaf order `Fields::filter_leaves` numbers them by.
-fn first_leaf_of_each_group(fields: &arrow_schema::Fields) -> HashMap<i32, usize> {
+/// For each nested field of `fields` that carries a field id, the leaf columns of its first
+/// child (in the depth-first leaf order `Fields::filter_leaves` numbers them by), when that
+/// child holds a leaf.
+fn first_field_leaves(fields: &arrow_schema::Fields) -> HashMap<i32, std::ops::Range<usize>> {
     enum Step<'a> {
-        Enter(&'a FieldRef),
-        Leave(Option<i32>, usize),
+        /// A field, and the id of the group it is the first child of.
+        Enter(&'a FieldRef, Option<i32>),
+        /// A group's end: its first leaf, and the id of the group it is the first child of.
+        Leave(usize, Option<i32>),
     }
     fn children(f: &FieldRef) -> Option<Vec<&FieldRef>> {
         let v = match f.data_type() {
@@ -360,24 +395,33 @@ fn first_leaf_of_each_group(fields: &arrow_schema::Fields) -> HashMap<i32, usize
     }
     let mut out = HashMap::new();
     let mut next_leaf = 0usize;
-    let mut steps: Vec<Step> = fields.iter().rev().map(Step::Enter).collect();
+    let mut record = |first_of: Option<i32>, range: std::ops::Range<usize>| {
+        if let Some(parent) = first_of {
+            if !range.is_empty() {
+                out.insert(parent, range);
+            }
+        }
+    };
+    let mut steps: Vec<Step> = fields.iter().rev().map(|f| Step::Enter(f, None)).collect();
     while let Some(step) = steps.pop() {
         match step {
-            Step::Enter(f) => match children(f) {
-                None => next_leaf += 1,
+            Step::Enter(f, first_of) => match children(f) {
+                None => {
+                    record(first_of, next_leaf..next_leaf + 1);
+                    next_leaf += 1;
+                }
                 Some(cs) => {
                     let id = f
                         .metadata()
                         .get(PARQUET_FIELD_ID_META_KEY)
                         .and_then(|v| i32::from_str(v).ok());
-                    steps.push(Step::Leave(id, next_leaf));
-                    steps.extend(cs.into_iter().rev().map(Step::Enter));
+                    steps.push(Step::Leave(next_leaf, first_of));
+                    for (k, c) in cs.into_iter().enumerate().rev() {
+                        steps.push(Step::Enter(c, if k == 0 { id } else { None }));
+                    }
                 }
             },
-            Step::Leave(Some(id), first) if next_leaf > first => {
-                out.entry(id).or_insert(first);
-            }
-            Step::Leave(..) => {}
+            Step::Leave(first, first_of) => record(first_of, first..next_leaf),
         }
     }
     out
