@@ -782,6 +782,61 @@ async fn a_key_held_twice_by_the_destination_is_refused_like_pyiceberg() -> Test
     Ok(())
 }
 
+/// Every key of a chunk the destination holds twice is named at once, with one delete that
+/// resolves them all: running that delete, then the upsert again, succeeds. The refusal named
+/// the first key only, so a destination with many took one run per key.
+#[tokio::test(flavor = "multi_thread")]
+async fn every_key_held_twice_by_the_destination_is_named_with_its_delete() -> TestResult {
+    init_tracing();
+    let dir = tempfile::tempdir()?;
+    let cat = sqlite(dir.path());
+    py(
+        &cat,
+        "from pyiceberg.schema import Schema\n\
+         from pyiceberg.types import NestedField, LongType, StringType\n\
+         s = Schema(NestedField(1, 'k', LongType(), required=True), NestedField(2, 'r', StringType(), required=True), NestedField(3, 'v', StringType()))\n\
+         sa = s.as_arrow()\n\
+         catalog.create_namespace('src')\n\
+         catalog.create_namespace('dst')\n\
+         src = catalog.create_table('src.t', schema=s)\n\
+         src.append(pa.Table.from_pylist([{'k': k, 'r': r, 'v': 'new'} for k, r in [(1, \"o'b\"), (2, 'a'), (7, 'a'), (9, 'a')]], schema=sa))\n\
+         t = catalog.create_table('dst.t', schema=s)\n\
+         t.append(pa.Table.from_pylist([{'k': k, 'r': r, 'v': 'old'} for k, r in [(1, \"o'b\"), (1, \"o'b\"), (2, 'a'), (7, 'a'), (7, 'a'), (7, 'a')]], schema=sa))\n\
+         emit(1)",
+    )?;
+    let handle = open("lake", &cat).await?;
+    let err = upsert(&handle, ["src", "t"], ["dst", "t"], &["k", "r"])
+        .run()
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(
+        err.contains("upsert 2 keys (k, r) = (1, o'b), (7, a) held by more than one row"),
+        "{err}"
+    );
+    let delete = "(k = 1 AND r = 'o''b') OR (k = 7 AND r = 'a')";
+    assert!(
+        err.contains(&format!("table delete dst.t --where \"{delete}\")")),
+        "{err}"
+    );
+    ops_core::ops::delete::DeleteBuilder::new(&handle, TableIdent::from_strs(["dst", "t"])?)
+        .with_filter_text(delete)
+        .await?;
+    upsert(&handle, ["src", "t"], ["dst", "t"], &["k", "r"])
+        .run()
+        .await?;
+    let got = py(&cat, "emit(rows(catalog.load_table('dst.t')))")?;
+    let want = json!([
+        {"k": 1, "r": "o'b", "v": "new"},
+        {"k": 2, "r": "a", "v": "new"},
+        {"k": 7, "r": "a", "v": "new"},
+        {"k": 9, "r": "a", "v": "new"},
+    ]);
+    assert_eq!(rows_of(&got), rows_of(&want));
+    Ok(())
+}
+
 // ---------------------------------------------- `on_duplicate_keys last` across batches
 
 /// A change feed: four commits of `src.cdc(k long, v string)` repeating keys across commits

@@ -711,6 +711,9 @@ async fn run_migrate(factory: &CatalogFactory, args: MigrateArgs) -> anyhow::Res
                             .map_or(String::new(), |r| format!(", {r} rows"))
                     );
                 }
+                for note in &plan.notes {
+                    println!("note      {note}");
+                }
                 // A plan printed as text cannot be committed: it must not keep maintenance off
                 // the destination.
                 let (_, dest) = plan_catalogs(factory, &plan).await?;

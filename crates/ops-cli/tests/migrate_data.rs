@@ -438,7 +438,18 @@ fn an_abandoned_plan_can_be_unmarked() {
         ok(&out, "list markers");
         String::from_utf8_lossy(&out.stdout).to_string()
     };
-    ok(&plan("text"), "text plan");
+    let text = plan("text");
+    ok(&text, "text plan");
+    // Planning created the destination (so its tasks write files in its layout): said, not
+    // done silently.
+    let stdout = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        stdout.contains(
+            "note      planning created the destination abandoned.orders (catalog 'sqlite') \
+             (create_dest)"
+        ),
+        "{stdout}"
+    );
     assert!(
         markers(cwd).contains("no unfinished migration"),
         "{}",
@@ -446,10 +457,9 @@ fn an_abandoned_plan_can_be_unmarked() {
     );
     let out = plan("json");
     ok(&out, "json plan");
-    let job = serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["job_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let json = serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap();
+    let job = json["job_id"].as_str().unwrap().to_string();
+    assert_eq!(json.get("notes"), None, "the destination existed: {json}");
     assert!(markers(cwd).contains(&job), "{}", markers(cwd));
     let expire = run(cwd, &["table", "expire-snapshots", "abandoned.orders"]);
     assert!(!expire.status.success());

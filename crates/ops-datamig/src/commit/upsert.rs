@@ -172,6 +172,7 @@ pub(crate) async fn upsert_chunk(
         index.prune(&mut scan, &sorted(hashes.clone())).await?;
         read_files = scan.files().cloned().collect();
         let mut stream = scan.read()?;
+        let mut twice = HeldTwice::default();
         while let Some(b) = stream.next().await {
             let b = ops_core::write::conform(&b?, &target)?;
             let found = chunk_keys.positions(&key_cols(&b))?;
@@ -184,10 +185,16 @@ pub(crate) async fn upsert_chunk(
             for (r, pos) in found.into_iter().flatten().enumerate() {
                 let slot = &mut existing[pos as usize];
                 if slot.is_some() {
-                    return Err(held_twice(keys, &key_cols(&hits), r, ident));
+                    // Every such key of the chunk is named at once: one re-run per key would
+                    // re-read the destination each time.
+                    twice.add(pos, keys, &key_cols(&hits), r);
+                    continue;
                 }
                 *slot = Some(rows.row(r).as_ref().into());
             }
+        }
+        if let Some(e) = twice.refusal(keys, ident) {
+            return Err(e);
         }
     }
     let mut write: Vec<u32> = Vec::new();
@@ -322,46 +329,93 @@ fn distinct_rows(
     Ok(keep)
 }
 
-/// A chunk key the destination holds in more than one row. Refused, as PyIceberg 0.12's
+/// The chunk's keys the destination holds in more than one row. Refused, as PyIceberg 0.12's
 /// `Table.upsert` refuses it ("Target table has duplicate rows, aborting upsert"): which of
 /// the stored rows the source's row replaces, and whether an equal one makes the key
 /// unchanged, would be a guess. PyIceberg checks one Arrow batch at a time, so it refuses
 /// duplicates read together and, for duplicates in two files, keeps them, collapses them or
 /// writes the source's row twice depending on which files differ; here the refusal does not
 /// depend on the layout. `on_duplicate_keys` is about the source's duplicates, not these.
-fn held_twice(
-    keys: &[String],
-    cols: &[ArrayRef],
-    row: usize,
-    ident: &TableIdent,
-) -> MigrationError {
-    let value = describe_key(cols, row);
-    let condition = keys
-        .iter()
-        .zip(cols)
-        .map(|(k, c)| {
-            let options = FormatOptions::default();
-            let literal = ArrayFormatter::try_new(c.as_ref(), &options)
-                .map(|f| f.value(row).to_string())
-                .unwrap_or_default();
-            if c.data_type().is_numeric()
-                || matches!(c.data_type(), arrow_schema::DataType::Boolean)
-            {
-                format!("{k} = {literal}")
+/// The refusal names every such key of the chunk (the first [`HeldTwice::SHOWN`] by value) and
+/// the delete that resolves them.
+#[derive(Default)]
+struct HeldTwice {
+    /// Chunk key positions seen twice (a key held thrice is one key).
+    positions: HashSet<u32>,
+    /// The first keys' values, as `(a, b)`, and their SQL conditions.
+    shown: Vec<(String, String)>,
+}
+
+impl HeldTwice {
+    const SHOWN: usize = 10;
+
+    fn add(&mut self, pos: u32, keys: &[String], cols: &[ArrayRef], row: usize) {
+        if !self.positions.insert(pos) || self.shown.len() >= Self::SHOWN {
+            return;
+        }
+        let condition = keys
+            .iter()
+            .zip(cols)
+            .map(|(k, c)| {
+                let options = FormatOptions::default();
+                let literal = ArrayFormatter::try_new(c.as_ref(), &options)
+                    .map(|f| f.value(row).to_string())
+                    .unwrap_or_default();
+                if c.data_type().is_numeric()
+                    || matches!(c.data_type(), arrow_schema::DataType::Boolean)
+                {
+                    format!("{k} = {literal}")
+                } else {
+                    format!("{k} = '{}'", literal.replace('\'', "''"))
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" AND ");
+        self.shown.push((describe_key(cols, row), condition));
+    }
+
+    fn refusal(&self, keys: &[String], ident: &TableIdent) -> Option<MigrationError> {
+        let count = self.positions.len();
+        if count == 0 {
+            return None;
+        }
+        let values = self
+            .shown
+            .iter()
+            .map(|(v, _)| format!("({v})"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let more = match count - self.shown.len() {
+            0 => String::new(),
+            n => format!(" and {n} more"),
+        };
+        let condition = match self.shown.as_slice() {
+            [(_, c)] => c.clone(),
+            shown => shown
+                .iter()
+                .map(|(_, c)| format!("({c})"))
+                .collect::<Vec<_>>()
+                .join(" OR "),
+        };
+        let (keys_held, them) = if count == 1 {
+            ("key", "the key's rows")
+        } else {
+            ("keys", "those keys' rows")
+        };
+        Some(MigrationError::InvalidInput(format!(
+            "upsert {count} {keys_held} ({}) = {values}{more} held by more than one row of the \
+             destination {ident} each, so which row the source's replaces is ambiguous \
+             (PyIceberg's upsert refuses it too); the chunk was not committed (earlier chunks \
+             stay committed). Remove {them} (iceberg-ops table delete {ident} --where \
+             \"{condition}\"{}) and re-run: the upsert then inserts the source's rows",
+            keys.join(", "),
+            if more.is_empty() {
+                ""
             } else {
-                format!("{k} = '{}'", literal.replace('\'', "''"))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" AND ");
-    MigrationError::InvalidInput(format!(
-        "upsert key ({}) = ({value}) is held by more than one row of the destination {ident}, \
-         so which row the source's replaces is ambiguous (PyIceberg's upsert refuses it too); \
-         the chunk was not committed (earlier chunks stay committed). Remove the key's rows \
-         (iceberg-ops table delete {ident} --where \"{condition}\") and re-run: the upsert \
-         then inserts the source's row",
-        keys.join(", ")
-    ))
+                ", then the rest"
+            },
+        )))
+    }
 }
 
 /// The refusal of a NULL key (`what`: how many, where). As the seed's PyIceberg

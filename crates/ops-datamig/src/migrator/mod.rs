@@ -347,15 +347,18 @@ impl DataMigrator {
         // source lacks): refused on both sides before a destination, a checkpoint or anything
         // else is made.
         ops_core::scan::refuse_column_defaults(&source)?;
+        let mut dest_created = false;
         if !self
             .dest
             .handle
             .catalog()
             .table_exists(&self.dest.ident)
             .await?
-            && let Some(result) = self.create_destination(started, &source).await?
         {
-            return Ok(Outcome::Ran(Box::new(result)));
+            if let Some(result) = self.create_destination(started, &source).await? {
+                return Ok(Outcome::Ran(Box::new(result)));
+            }
+            dest_created = true;
         }
         let mut dest = self.dest.load().await?;
         if source.metadata().uuid() == dest.metadata().uuid() {
@@ -533,7 +536,7 @@ impl DataMigrator {
                 copy_mode: self.copy_mode,
                 total_rows: total,
                 tasks,
-                notes: self.ids_renumbered.iter().cloned().collect(),
+                notes: self.plan_notes(dest_created, &result),
                 compact: self.compact,
                 expire_job_snapshots: self.expire_job_snapshots,
             })));
@@ -726,6 +729,28 @@ impl DataMigrator {
             write_mode: self.write_mode,
         };
         crate::verify::verify(sides, method, sample_size).await
+    }
+
+    /// What a plan's reader should know that its tasks do not say: above all what planning
+    /// already wrote to the destination (a plan that is never run leaves it so).
+    fn plan_notes(&self, dest_created: bool, result: &MigrationResult) -> Vec<String> {
+        let mut notes = Vec::new();
+        if dest_created {
+            notes.push(format!(
+                "planning created the destination {} (create_dest), so the tasks write files \
+                 in its layout; drop it if the plan is not run",
+                self.dest.describe()
+            ));
+        }
+        if !result.schema_changes.is_empty() {
+            notes.push(format!(
+                "planning evolved the destination's schema ({} added or widened), so the \
+                 tasks write files in it",
+                result.schema_changes.join(", ")
+            ));
+        }
+        notes.extend(self.ids_renumbered.iter().cloned());
+        notes
     }
 
     /// Says on each file that is rewritten for want of equal field ids why the ids differ,
