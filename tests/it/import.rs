@@ -1159,3 +1159,81 @@ async fn decimal_and_uuid_columns_get_their_bounds() -> TestResult {
     );
     Ok(())
 }
+
+/// What the trial of 2026-12-07 imported and PyIceberg then could not scan at all:
+/// - a snapshot typed a column pyarrow annotates as a UUID (top level, in a struct, in a
+///   list) `fixed[16]`, where Java's `ParquetSchemaUtil` reads `uuid` ("Cannot promote uuid to
+///   fixed[16]");
+/// - a timestamp whose stored Arrow schema names a zone other than UTC, and a path with `#`:
+///   both refused, naming the file, before a table is made (PyIceberg's `add_files` refuses
+///   the zone; its FileIO reads `#` as a URL fragment).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_snapshot_types_uuids_and_refuses_files_pyiceberg_could_not_open() -> TestResult {
+    use ops_import::snapshot::SnapshotBuilder;
+    let db = SqlCatalog::sqlite()?;
+    let (name, p) = ("c", &db.props);
+    let dir = db.dir.path().display().to_string();
+    pyiceberg(
+        name,
+        p,
+        &format!(
+            "import os, uuid, datetime as dt, pyarrow as pa, pyarrow.parquet as pq\n\
+             for d in ['uuid', 'zoned', 'hash/k=a#1']: os.makedirs('{dir}/' + d)\n\
+             u = lambda i: uuid.UUID(int=i).bytes\n\
+             uuids = lambda v: pa.ExtensionArray.from_storage(pa.uuid(), pa.array(v, pa.binary(16)))\n\
+             pq.write_table(pa.table({{\
+                 'id': pa.array([1, 2], pa.int64()), \
+                 'u': pa.array([u(1), None], pa.uuid()), \
+                 's': pa.StructArray.from_arrays([uuids([u(2), None])], names=['v'], \
+                     mask=pa.array([False, True])), \
+                 'l': pa.ListArray.from_arrays(pa.array([0, 2, 2], pa.int32()), \
+                     uuids([u(3), None]))}}), \
+                 '{dir}/uuid/a.parquet')\n\
+             pq.write_table(pa.table({{'ts': pa.array([dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)], \
+                 pa.timestamp('us', tz='America/New_York'))}}), '{dir}/zoned/a.parquet')\n\
+             pq.write_table(pa.table({{'id': [1]}}), '{dir}/hash/k=a#1/a.parquet')\n\
+             emit(None)"
+        ),
+    )?;
+    let handle = open(name, p).await?;
+    let ident = |t: &str| iceberg::TableIdent::from_strs(["imp", t]);
+    SnapshotBuilder::new(&handle, ident("uuids")?)
+        .from([format!("{dir}/uuid")])
+        .await?;
+    let got = pyiceberg(
+        name,
+        p,
+        "import uuid\n\
+         t = catalog.load_table('imp.uuids')\n\
+         h = lambda v: v if v is None else v.hex if isinstance(v, uuid.UUID) else v.hex()\n\
+         emit({'schema': [str(f.field_type) for f in t.schema().fields], \
+               'rows': [[r['id'], h(r['u']), r['s'] and h(r['s']['v']), [h(v) for v in r['l']]] \
+                        for r in sorted(t.scan().to_arrow().to_pylist(), key=lambda r: r['id'])]})",
+    )?;
+    let hex = |i: u32| format!("{i:032x}");
+    assert_eq!(
+        got,
+        json!({
+            "schema": ["long", "uuid", "struct<5: v: optional uuid>", "list<uuid>"],
+            "rows": [[1, hex(1), hex(2), [hex(3), null]], [2, null, null, []]],
+        })
+    );
+    for (t, from, says) in [
+        (
+            "zoned",
+            format!("{dir}/zoned"),
+            "is a timestamp in zone America/New_York",
+        ),
+        ("hash", format!("{dir}/hash"), "has `#` in its path"),
+    ] {
+        let e = SnapshotBuilder::new(&handle, ident(t)?)
+            .from([from])
+            .await
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains(says), "{t}: {e}");
+        assert!(!handle.catalog().table_exists(&ident(t)?).await?, "{t}");
+    }
+    Ok(())
+}

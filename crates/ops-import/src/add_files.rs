@@ -573,6 +573,7 @@ impl AddFilesBuilder {
         mapping: &mut Mapping,
     ) -> Result<(DataFile, AddedFile, bool)> {
         let meta = std::sync::Arc::new(meta);
+        crate::readers::refuse_unreadable(&f.path, &meta)?;
         let descr = meta.file_metadata().schema_descr();
         let without_ids = !has_field_ids(descr);
         let (matched, present) = match_columns(&f.path, descr, schema, mapping)?;

@@ -14,6 +14,7 @@
 //! | [`hive_path`] | `key=value` folder segments, unescaped as Hive does |
 //! | [`footer`] | each file's Parquet footer, read from its tail only |
 //! | [`columns`] | the file's columns matched to the table's fields (by field id, or through the name mapping), refused where they do not fit or are missing |
+//! | [`readers`] | files the table's other readers could not open refused (a `#` or `?` in the path, a timestamp zone other than UTC) |
 //! | [`metrics`] | column metrics from the footer under the table's `write.metadata.metrics.*` modes |
 //! | [`partition`] | the partition tuple: from the path, checked against the statistics (or the column itself), or from the statistics |
 //! | [`add_files`] | the operation: duplicates refused (again at commit time), one `append` commit or resumable batches |
@@ -46,6 +47,7 @@ pub mod hive_type;
 pub mod metrics;
 pub mod migrate;
 pub mod partition;
+pub mod readers;
 pub mod snapshot;
 pub mod source;
 pub mod spill;

@@ -129,9 +129,14 @@ impl SnapshotBuilder {
             .iter()
             .filter(|n| n.starts_with(crate::glue::GLUE_PREFIX))
             .collect();
-        let (fields, keys, files) = match (glue_names.as_slice(), self.from.len()) {
+        // Arrow has no UUID type (without its extension metadata, which the footers' schemas
+        // lack here): such a column is a 16-byte fixed until the schema is made.
+        let (fields, keys, files, uuids) = match (glue_names.as_slice(), self.from.len()) {
             ([], _) => self.infer_from_files(&io, &props).await?,
-            ([name], 1) => self.infer_from_glue(name, &props).await?,
+            ([name], 1) => {
+                let (fields, keys, files) = self.infer_from_glue(name, &props).await?;
+                (fields, keys, files, HashSet::new())
+            }
             _ => {
                 return Err(Error::InvalidInput(
                     "a snapshot of a Glue table takes that one table as its source (no other \
@@ -141,7 +146,10 @@ impl SnapshotBuilder {
             }
         };
         let arrow = ArrowSchema::new(fields);
-        let schema = iceberg::arrow::arrow_schema_to_schema_auto_assign_ids(&arrow)?;
+        let schema = with_uuids(
+            iceberg::arrow::arrow_schema_to_schema_auto_assign_ids(&arrow)?,
+            &uuids,
+        )?;
         let mut spec = UnboundPartitionSpec::builder();
         let mut partition_columns = Vec::new();
         for k in &keys {
@@ -218,7 +226,7 @@ impl SnapshotBuilder {
         &self,
         io: &iceberg::io::FileIO,
         props: &HashMap<String, String>,
-    ) -> Result<(Vec<Field>, Vec<String>, usize)> {
+    ) -> Result<(Vec<Field>, Vec<String>, usize, HashSet<String>)> {
         let any = HashSet::from([crate::source::ANY_PARTITION_COLUMN.to_string()]);
         let expanded = expand(&self.from, &any, props).await?;
         if expanded.files.is_empty() {
@@ -237,6 +245,8 @@ impl SnapshotBuilder {
         let mut keys: Option<(Vec<String>, String)> = None;
         let mut values: HashMap<String, Inferred> = HashMap::new();
         while let Some((f, meta)) = footers.try_next().await? {
+            // Refused before the table is made, as the add would refuse them after.
+            crate::readers::refuse_unreadable(&f.path, &meta)?;
             let descr = meta.file_metadata().schema_descr();
             if has_field_ids(descr) {
                 return Err(Error::InvalidInput(format!(
@@ -275,6 +285,7 @@ impl SnapshotBuilder {
                 )));
             }
             union.add(&f.path, &arrow)?;
+            union.uuids.extend(uuid_columns(descr));
             let below = f.relative.get(f.below..).unwrap_or("");
             let folders = segments(below);
             let these: Vec<String> = folders.iter().map(|(k, _)| k.clone()).collect();
@@ -313,7 +324,7 @@ impl SnapshotBuilder {
                 .map_or(DataType::Utf8, Inferred::data_type);
             fields.push(Field::new(k, ty, true));
         }
-        Ok((fields, keys, files))
+        Ok((fields, keys, files, union.uuids))
     }
 
     /// The same of a Glue table: its columns and partition keys (Hive types), its partitions'
@@ -350,6 +361,9 @@ struct Union {
     fields: Vec<Field>,
     /// The file each column was first seen in, for messages.
     first: HashMap<String, String>,
+    /// The dotted, lower-cased names of the columns some file annotates as UUIDs
+    /// ([`uuid_columns`]).
+    uuids: HashSet<String>,
 }
 
 impl Union {
@@ -407,6 +421,110 @@ fn normalized(ty: &DataType) -> DataType {
         }
         other => other.clone(),
     }
+}
+
+/// The dotted, lower-cased names (as Iceberg names a list's element `element` and a map's key
+/// and value `key` and `value`) of the columns of `descr` annotated as UUIDs, which Java's
+/// `ParquetSchemaUtil` reads as Iceberg `uuid`: a table made with `fixed[16]` for them could
+/// not be scanned by PyIceberg ("Cannot promote uuid to fixed[16]").
+fn uuid_columns(descr: &parquet::schema::types::SchemaDescriptor) -> Vec<String> {
+    use parquet::basic::{ConvertedType, LogicalType};
+    use parquet::schema::types::Type;
+    let mut out = Vec::new();
+    let mut pending: Vec<(&Type, String)> = descr
+        .root_schema()
+        .get_fields()
+        .iter()
+        .map(|f| (f.as_ref(), f.name().to_lowercase()))
+        .collect();
+    while let Some((ty, name)) = pending.pop() {
+        let info = ty.get_basic_info();
+        if !ty.is_group() {
+            if info.logical_type_ref() == Some(&LogicalType::Uuid) {
+                out.push(name);
+            }
+            continue;
+        }
+        let fields = ty.get_fields();
+        let list = matches!(info.logical_type_ref(), Some(LogicalType::List))
+            || info.converted_type() == ConvertedType::LIST;
+        let map = matches!(info.logical_type_ref(), Some(LogicalType::Map))
+            || matches!(
+                info.converted_type(),
+                ConvertedType::MAP | ConvertedType::MAP_KEY_VALUE
+            );
+        match (list, map, fields.first()) {
+            (true, _, Some(repeated)) => {
+                // Three levels (`list.element`), or two (the repeated field is the element).
+                let element = match repeated.get_fields() {
+                    [one] if repeated.is_group() => one.as_ref(),
+                    _ => repeated.as_ref(),
+                };
+                pending.push((element, format!("{name}.element")));
+            }
+            (_, true, Some(entries)) if entries.is_group() => {
+                for (child, part) in entries.get_fields().iter().zip(["key", "value"]) {
+                    pending.push((child.as_ref(), format!("{name}.{part}")));
+                }
+            }
+            _ => pending.extend(
+                fields
+                    .iter()
+                    .map(|f| (f.as_ref(), format!("{name}.{}", f.name().to_lowercase()))),
+            ),
+        }
+    }
+    out
+}
+
+/// `schema` with the `fixed[16]` columns named in `uuids` ([`uuid_columns`]) made `uuid`. The
+/// schema's JSON form is edited: iceberg has no builder that replaces a nested field's type.
+fn with_uuids(
+    schema: iceberg::spec::Schema,
+    uuids: &HashSet<String>,
+) -> Result<iceberg::spec::Schema> {
+    use serde_json::Value;
+    if uuids.is_empty() {
+        return Ok(schema);
+    }
+    let invalid = |e: serde_json::Error| Error::InvalidInput(format!("the inferred schema: {e}"));
+    let mut json = serde_json::to_value(&schema).map_err(invalid)?;
+    // (a JSON pointer to a type, the dotted name of its column)
+    let mut pending: Vec<(String, String)> = vec![(String::new(), String::new())];
+    while let Some((at, name)) = pending.pop() {
+        let join = |part: &str| {
+            if name.is_empty() {
+                part.to_lowercase()
+            } else {
+                format!("{name}.{}", part.to_lowercase())
+            }
+        };
+        let Some(ty) = json.pointer_mut(&at) else {
+            continue;
+        };
+        match ty {
+            Value::String(t) if t == "fixed[16]" && uuids.contains(&name) => {
+                *t = "uuid".to_string();
+            }
+            Value::Object(o) => match o.get("type").and_then(Value::as_str) {
+                Some("struct") => {
+                    let fields = o.get("fields").and_then(Value::as_array);
+                    for (i, f) in fields.into_iter().flatten().enumerate() {
+                        let part = f.get("name").and_then(Value::as_str).unwrap_or_default();
+                        pending.push((format!("{at}/fields/{i}/type"), join(part)));
+                    }
+                }
+                Some("list") => pending.push((format!("{at}/element"), join("element"))),
+                Some("map") => {
+                    pending.push((format!("{at}/key"), join("key")));
+                    pending.push((format!("{at}/value"), join("value")));
+                }
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+    serde_json::from_value(json).map_err(invalid)
 }
 
 /// What a partition folder's values are, as Spark infers a partition column's type.
