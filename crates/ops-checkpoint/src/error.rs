@@ -30,6 +30,21 @@ pub enum CheckpointError {
         source: std::io::Error,
     },
 
+    /// The file holds the progress of another kind of job (`iceberg-ops import add-files`
+    /// writes `"job": "add-files"`), not of a migration.
+    #[error(
+        "checkpoint {} holds the progress of an `iceberg-ops import {job}` job, not of a \
+         migration: give this migration another --checkpoint path (keep this file to resume \
+         that {job} job with it)",
+        path.display()
+    )]
+    OtherJob {
+        /// The checkpoint file.
+        path: PathBuf,
+        /// The kind of job it says it belongs to.
+        job: String,
+    },
+
     /// The file was written by a different format version.
     #[error(
         "checkpoint {} has format version {found}, but this build reads only version {supported}; \

@@ -70,6 +70,14 @@ impl CheckpointState {
         let object = value
             .as_object()
             .ok_or_else(|| corrupt("the top level is not a JSON object".into()))?;
+        // Another tool's checkpoint (a migration's `job` is an object) is not corrupt: its
+        // advice to delete it would lose that job's progress.
+        if let Some(job) = object.get("job").and_then(|j| j.as_str()) {
+            return Err(CheckpointError::OtherJob {
+                path: path.to_path_buf(),
+                job: job.to_string(),
+            });
+        }
         // Check the version before the shape, so a future format is reported as such rather
         // than as corruption.
         match object.get("version") {

@@ -593,6 +593,29 @@ mod tests {
         Ok(())
     }
 
+    /// An `import add-files` checkpoint is named as such, not called corrupt: deleting it, as
+    /// that advice says, would lose the add-files job's progress.
+    #[test]
+    fn another_jobs_checkpoint_is_named_not_called_corrupt() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("c.json");
+        std::fs::write(
+            &path,
+            r#"{"from":["x"],"job":"add-files","snapshot_ids":[1],"table":"ns.t"}"#,
+        )?;
+        let err = CheckpointStore::new(&path).last_committed().err();
+        let msg = err.as_ref().map(ToString::to_string).unwrap_or_default();
+        assert!(
+            matches!(err, Some(CheckpointError::OtherJob { ref job, .. }) if job == "add-files"),
+            "{err:?}"
+        );
+        assert!(
+            msg.contains("`iceberg-ops import add-files` job") && !msg.contains("delete it"),
+            "{msg}"
+        );
+        Ok(())
+    }
+
     #[test]
     fn unreadable_file_is_an_error() -> TestResult {
         let dir = tempfile::tempdir()?;

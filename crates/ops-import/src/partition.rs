@@ -516,11 +516,34 @@ fn parse(v: &str, ty: &PrimitiveType, transform: &Transform) -> Option<Datum> {
         (_, P::Timestamptz) => Datum::timestamptz_from_str(iso_timestamp(v)).ok(),
         (_, P::String) => Some(Datum::string(v)),
         (_, P::Uuid) => Datum::uuid_from_str(v).ok(),
-        (_, P::Decimal { .. }) => Datum::decimal_from_str(v)
+        (_, P::Decimal { scale, .. }) => Datum::decimal_from_str(at_scale(v, *scale)?)
             .ok()
             .and_then(|d| d.to(&Type::Primitive(ty.clone())).ok()),
         _ => None,
     }
+}
+
+/// A decimal folder value written with `scale` digits after the point, when that is exact:
+/// Hive and Spark write `1.5` or `2` for a `decimal(10,2)` value as readily as `1.50`, and a
+/// value needing more digits (`1.555`) is no value of the column. Other spellings (an
+/// exponent) are left as they are.
+fn at_scale(v: &str, scale: u32) -> Option<String> {
+    let (int, frac) = v.split_once('.').unwrap_or((v, ""));
+    let digits = |t: &str| t.bytes().all(|b| b.is_ascii_digit());
+    let unsigned = int.strip_prefix(['-', '+']).unwrap_or(int);
+    if unsigned.is_empty() || !digits(unsigned) || !digits(frac) {
+        return Some(v.to_string());
+    }
+    let scale = scale as usize;
+    let (kept, dropped) = frac.split_at(frac.len().min(scale));
+    if dropped.bytes().any(|b| b != b'0') {
+        return None;
+    }
+    Some(if scale == 0 {
+        int.to_string()
+    } else {
+        format!("{int}.{kept:0<scale$}")
+    })
 }
 
 /// `2024-01-01 10:00:00` (Hive's spelling) as ISO; a date alone as its midnight
@@ -640,6 +663,32 @@ mod tests {
         assert_eq!(
             parse("a b+c", &PrimitiveType::String, &Transform::Identity),
             Some(Datum::string("a b+c"))
+        );
+    }
+
+    /// A decimal folder is read at the column's scale when that is exact (`1.5`, `2`, `-0.5`
+    /// for `decimal(10,2)`), and is no value of the column when it is not (`1.555`).
+    #[test]
+    fn decimal_folders_take_the_columns_scale_when_exact() {
+        let ty = PrimitiveType::Decimal {
+            precision: 10,
+            scale: 2,
+        };
+        let text = |v: &str| parse(v, &ty, &Transform::Identity).map(|d| d.to_human_string());
+        assert_eq!(text("1.50"), Some("1.50".into()));
+        assert_eq!(text("1.5"), Some("1.50".into()));
+        assert_eq!(text("2"), Some("2.00".into()));
+        assert_eq!(text("-0.5"), Some("-0.50".into()));
+        assert_eq!(text("1.500"), Some("1.50".into()));
+        assert_eq!(text("1.555"), None);
+        assert_eq!(text("x"), None);
+        let whole = PrimitiveType::Decimal {
+            precision: 5,
+            scale: 0,
+        };
+        assert_eq!(
+            parse("7.0", &whole, &Transform::Identity).map(|d| d.to_human_string()),
+            Some("7".into())
         );
     }
 

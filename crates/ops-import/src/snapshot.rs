@@ -368,9 +368,30 @@ struct Union {
 
 impl Union {
     fn add(&mut self, path: &str, schema: &ArrowSchema) -> Result<()> {
+        let mut seen: HashMap<String, &str> = HashMap::new();
         for field in schema.fields() {
             let ty = normalized(field.data_type());
             let key = field.name().to_lowercase();
+            if let Some(other) = seen.insert(key.clone(), field.name()) {
+                return Err(Error::InvalidInput(format!(
+                    "{path} has columns `{other}` and `{}`, whose names differ only in case: \
+                     a table's name mapping (as Hive and Glue) cannot tell them apart; rename \
+                     one of them",
+                    field.name()
+                )));
+            }
+            // A type Iceberg has no counterpart for is refused here, naming the column and
+            // the file, rather than when the union's schema is made.
+            let one = ArrowSchema::new(vec![Field::new(field.name(), ty.clone(), true)]);
+            if let Err(e) = iceberg::arrow::arrow_schema_to_schema_auto_assign_ids(&one) {
+                return Err(Error::InvalidInput(format!(
+                    "column `{}` of {path} is {}, which no Iceberg type holds ({}): write it \
+                     as a type Iceberg has (a signed integer, time in microseconds, ...)",
+                    field.name(),
+                    field.data_type(),
+                    e.message()
+                )));
+            }
             match self
                 .fields
                 .iter_mut()
@@ -571,5 +592,139 @@ impl IntoFuture for SnapshotBuilder {
 
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(self.execute())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn schema(fields: Vec<(&str, DataType)>) -> ArrowSchema {
+        ArrowSchema::new(
+            fields
+                .into_iter()
+                .map(|(n, t)| Field::new(n, t, true))
+                .collect::<Vec<_>>(),
+        )
+    }
+
+    fn refusal(fields: Vec<(&str, DataType)>) -> String {
+        Union::default()
+            .add("/d/a.parquet", &schema(fields))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+    }
+
+    /// What the union cannot hold is refused naming the file and the column, before the table
+    /// is made: a type without an Iceberg counterpart (it failed naming neither), two columns
+    /// of one file whose names differ only in case (the add then advised changing the table's
+    /// schema, of a table being created).
+    #[test]
+    fn a_column_no_table_can_hold_is_named_with_its_file() {
+        let e = refusal(vec![("t32", DataType::Time32(TimeUnit::Millisecond))]);
+        assert!(
+            e.contains("column `t32` of /d/a.parquet is Time32(ms)"),
+            "{e}"
+        );
+        let e = refusal(vec![("u", DataType::UInt64)]);
+        assert!(e.contains("column `u` of /d/a.parquet is UInt64"), "{e}");
+        let e = refusal(vec![("id", DataType::Int64), ("ID", DataType::Int64)]);
+        assert!(
+            e.contains("/d/a.parquet has columns `id` and `ID`, whose names differ only in case"),
+            "{e}"
+        );
+        assert_eq!(
+            refusal(vec![("id", DataType::Int64), ("n", DataType::UInt32)]),
+            ""
+        );
+    }
+
+    /// A UUID annotation is found at every depth and named as Iceberg names the column, and the
+    /// schema made from Arrow's 16-byte fixed takes `uuid` there only.
+    #[test]
+    fn uuid_columns_are_typed_uuid_at_every_depth() -> Result<()> {
+        use parquet::basic::{LogicalType, Repetition, Type as Physical};
+        use parquet::schema::types::{SchemaDescriptor, Type};
+        let uuid = |name: &str| {
+            Type::primitive_type_builder(name, Physical::FIXED_LEN_BYTE_ARRAY)
+                .with_length(16)
+                .with_logical_type(Some(LogicalType::Uuid))
+                .with_repetition(Repetition::OPTIONAL)
+                .build()
+                .map(Arc::new)
+        };
+        let group = |name: &str, logical: Option<LogicalType>, rep, fields| {
+            Type::group_type_builder(name)
+                .with_logical_type(logical)
+                .with_repetition(rep)
+                .with_fields(fields)
+                .build()
+                .map(Arc::new)
+        };
+        let plain = Type::primitive_type_builder("f", Physical::FIXED_LEN_BYTE_ARRAY)
+            .with_length(16)
+            .with_repetition(Repetition::OPTIONAL)
+            .build()
+            .map(Arc::new);
+        let to = |e: parquet::errors::ParquetError| Error::InvalidInput(e.to_string());
+        let root = Type::group_type_builder("schema")
+            .with_fields(vec![
+                uuid("U").map_err(to)?,
+                plain.map_err(to)?,
+                group(
+                    "s",
+                    None,
+                    Repetition::OPTIONAL,
+                    vec![uuid("v").map_err(to)?],
+                )
+                .map_err(to)?,
+                group(
+                    "l",
+                    Some(LogicalType::List),
+                    Repetition::OPTIONAL,
+                    vec![
+                        group(
+                            "list",
+                            None,
+                            Repetition::REPEATED,
+                            vec![uuid("element").map_err(to)?],
+                        )
+                        .map_err(to)?,
+                    ],
+                )
+                .map_err(to)?,
+            ])
+            .build()
+            .map_err(to)?;
+        let descr = SchemaDescriptor::new(Arc::new(root));
+        let mut names = uuid_columns(&descr);
+        names.sort();
+        assert_eq!(names, ["l.element", "s.v", "u"]);
+        let arrow = parquet::arrow::parquet_to_arrow_schema(&descr, None).map_err(to)?;
+        let schema = with_uuids(
+            iceberg::arrow::arrow_schema_to_schema_auto_assign_ids(&arrow)?,
+            &names.into_iter().collect(),
+        )?;
+        let types: Vec<String> = schema
+            .as_struct()
+            .fields()
+            .iter()
+            .map(|f| f.field_type.to_string())
+            .collect();
+        assert_eq!(types[0], "uuid");
+        assert_eq!(types[1], "fixed(16)");
+        assert_eq!(types[2], "struct<uuid>");
+        let element =
+            schema
+                .as_struct()
+                .fields()
+                .get(3)
+                .and_then(|f| match f.field_type.as_ref() {
+                    iceberg::spec::Type::List(l) => Some(l.element_field.field_type.to_string()),
+                    _ => None,
+                });
+        assert_eq!(element.as_deref(), Some("uuid"));
+        Ok(())
     }
 }
