@@ -11,7 +11,7 @@ pub enum Command {
     /// Connect to a catalog and list its namespaces.
     Check {
         /// Catalog name.
-        #[arg(default_value = ops_core::catalog::EMBEDDED_DEFAULT)]
+        #[arg(default_value_t = crate::invocation::default_catalog())]
         name: String,
     },
 }

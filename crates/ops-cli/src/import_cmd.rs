@@ -66,7 +66,7 @@ pub struct SnapshotArgs {
     #[arg(long)]
     dest: String,
     /// Catalog to create it in.
-    #[arg(long, default_value = ops_core::catalog::EMBEDDED_DEFAULT)]
+    #[arg(long, default_value_t = crate::invocation::default_catalog())]
     catalog: String,
     /// Print the schema and partition columns it would create; create nothing.
     #[arg(long)]
@@ -81,7 +81,7 @@ pub struct AddFilesArgs {
     #[arg(long)]
     table: String,
     /// Catalog holding it.
-    #[arg(long, default_value = ops_core::catalog::EMBEDDED_DEFAULT)]
+    #[arg(long, default_value_t = crate::invocation::default_catalog())]
     catalog: String,
     /// Files, folders (their trees) or globs (`*`, `?`, `**`): local paths, file:// or s3://
     /// URIs; or a Glue Hive table, glue:DATABASE.TABLE (its partitions' files, with their

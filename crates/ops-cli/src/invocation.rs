@@ -16,10 +16,21 @@ pub(crate) fn command_args(catalog: &str) -> String {
             shell_word(&shown.display().to_string())
         ));
     }
-    if catalog != ops_core::catalog::EMBEDDED_DEFAULT {
+    if catalog != default_catalog() {
         args.push(format!("--catalog {}", shell_word(catalog)));
     }
     args.join(" ")
+}
+
+/// The catalog a command opens without `--catalog`: the one PyIceberg's `load_catalog()`
+/// opens without a name (`default-catalog` in `.pyiceberg.yaml`, `PYICEBERG_DEFAULT_CATALOG`, or
+/// a catalog named `default`), so both find the same tables; else the embedded default. Read
+/// from the search path, not from `--config`, which clap has not parsed yet when it asks.
+pub(crate) fn default_catalog() -> String {
+    ops_core::catalog::CatalogConfig::load(None)
+        .ok()
+        .and_then(|c| c.default_catalog().map(str::to_string))
+        .unwrap_or_else(|| ops_core::catalog::EMBEDDED_DEFAULT.to_string())
 }
 
 /// `s` as one shell word.

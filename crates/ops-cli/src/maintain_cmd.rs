@@ -28,7 +28,7 @@ pub struct HealthArgs {
     #[arg(long)]
     all: bool,
     /// Catalog holding it.
-    #[arg(long, default_value = ops_core::catalog::EMBEDDED_DEFAULT)]
+    #[arg(long, default_value_t = crate::invocation::default_catalog())]
     catalog: String,
     /// A TOML policy file giving thresholds per namespace (see docs/maintenance.md).
     #[arg(long, value_name = "FILE")]
@@ -56,7 +56,7 @@ pub struct MaintainArgs {
     #[arg(long)]
     all: bool,
     /// Catalog holding them.
-    #[arg(long, default_value = ops_core::catalog::EMBEDDED_DEFAULT)]
+    #[arg(long, default_value_t = crate::invocation::default_catalog())]
     catalog: String,
     /// A TOML policy file giving thresholds per namespace (see docs/maintenance.md).
     #[arg(long, value_name = "FILE")]

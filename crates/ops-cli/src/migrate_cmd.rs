@@ -18,7 +18,7 @@ pub enum Output {
 #[derive(Debug, clap::Args)]
 pub struct Common {
     /// Catalog holding the namespace and the history table.
-    #[arg(long, default_value = ops_core::catalog::EMBEDDED_DEFAULT)]
+    #[arg(long, default_value_t = crate::invocation::default_catalog())]
     catalog: String,
     /// The namespace whose tables the migrations manage.
     #[arg(long)]

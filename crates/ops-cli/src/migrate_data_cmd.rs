@@ -94,7 +94,7 @@ pub struct Job {
     dest: Option<String>,
     /// Catalog of the source. Also spelled `--catalog`, as the `table` commands spell it: the
     /// destination's catalog is the source's unless --dest-catalog names another.
-    #[arg(long, visible_alias = "catalog", default_value = ops_core::catalog::EMBEDDED_DEFAULT)]
+    #[arg(long, visible_alias = "catalog", default_value_t = crate::invocation::default_catalog())]
     source_catalog: String,
     /// Catalog of the destination (default: the source's).
     #[arg(long)]

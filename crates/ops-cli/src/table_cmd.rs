@@ -26,7 +26,7 @@ pub struct Target {
     /// Table as NAMESPACE.TABLE (nested namespaces: a.b.TABLE).
     table: String,
     /// Catalog holding it.
-    #[arg(long, default_value = ops_core::catalog::EMBEDDED_DEFAULT)]
+    #[arg(long, default_value_t = crate::invocation::default_catalog())]
     catalog: String,
 }
 
@@ -38,7 +38,7 @@ pub enum Command {
         #[arg(value_name = "NS")]
         namespace: Option<String>,
         /// Catalog to list.
-        #[arg(long, default_value = ops_core::catalog::EMBEDDED_DEFAULT)]
+        #[arg(long, default_value_t = crate::invocation::default_catalog())]
         catalog: String,
         #[arg(long, value_enum, default_value_t = Output::Text)]
         output: Output,

@@ -172,6 +172,41 @@ fn environment_variables_define_a_catalog() {
     assert!(db.is_file());
 }
 
+/// Without `--catalog`, a command opens the catalog PyIceberg's `load_catalog()` opens without
+/// a name (`default-catalog` in `.pyiceberg.yaml`): the tables a user makes there are found by
+/// both. They landed in the embedded catalog under the working directory, where PyIceberg never
+/// looks. `--help` shows the default; quickstart keeps its own (the embedded one).
+#[test]
+fn the_configured_default_catalog_is_used_without_catalog() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("lake.db");
+    std::fs::write(
+        dir.path().join(".pyiceberg.yaml"),
+        format!(
+            "default-catalog: lake\ncatalog:\n  lake:\n    type: sql\n    uri: sqlite:///{}\n    warehouse: file://{}/wh\n",
+            db.display(),
+            dir.path().display()
+        ),
+    )
+    .unwrap();
+    let out = iceberg_ops(
+        dir.path(),
+        &["quickstart", "--catalog", "lake", "--rows", "3"],
+        &[],
+    );
+    assert!(out.status.success(), "{:?}", text(&out));
+    let out = iceberg_ops(dir.path(), &["table", "list"], &[]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("quickstart.orders"), "{stdout}");
+    assert!(
+        !dir.path().join(".iceberg-ops/catalog.db").exists(),
+        "the embedded catalog was made"
+    );
+    let (help, _) = text(&iceberg_ops(dir.path(), &["table", "list", "--help"], &[]));
+    assert!(help.contains("[default: lake]"), "{help}");
+}
+
 #[test]
 fn missing_config_file_is_named() {
     let dir = tempfile::tempdir().unwrap();

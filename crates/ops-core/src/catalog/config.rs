@@ -130,6 +130,8 @@ impl ConfigSources {
 pub struct CatalogConfig {
     catalogs: BTreeMap<String, CatalogDefinition>,
     searched: Vec<String>,
+    /// PyIceberg's `default-catalog` (the file's key, or `PYICEBERG_DEFAULT_CATALOG`).
+    default_catalog: Option<String>,
 }
 
 impl CatalogConfig {
@@ -174,7 +176,24 @@ impl CatalogConfig {
             .searched
             .push("PYICEBERG_CATALOG__* environment variables".into());
         config.merge_env(sources.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        if let Some((_, name)) = sources
+            .env
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("PYICEBERG_DEFAULT_CATALOG"))
+        {
+            config.default_catalog = Some(name.trim().to_string());
+        }
         Ok(config)
+    }
+
+    /// The catalog PyIceberg's `load_catalog()` opens when given no name: the configuration's
+    /// `default-catalog` (or `PYICEBERG_DEFAULT_CATALOG`), else a catalog named `default` when
+    /// one is defined. `None` when neither is set: then the CLI uses the embedded default.
+    pub fn default_catalog(&self) -> Option<&str> {
+        match &self.default_catalog {
+            Some(name) if !name.is_empty() => Some(name),
+            _ => self.catalogs.get("default").map(|d| d.name.as_str()),
+        }
     }
 
     /// Adds or replaces one definition.
@@ -212,6 +231,9 @@ impl CatalogConfig {
             yaml::Value::Mapping(m) => m,
             _ => return Err(unreadable("the top level must be a mapping".into())),
         };
+        if let Some(name) = lookup_ci(&root, "default-catalog").and_then(scalar_to_string) {
+            self.default_catalog = Some(name.trim().to_string());
+        }
         let Some(catalogs) = lookup_ci(&root, "catalog") else {
             return Ok(());
         };
@@ -376,6 +398,34 @@ mod tests {
         assert_eq!(parse_env_var("PYICEBERG_HOME"), None);
         assert_eq!(parse_env_var("PYICEBERG_CATALOG__ONLYNAME"), None);
         assert_eq!(parse_env_var("HOME"), None);
+    }
+
+    /// The catalog `load_catalog()` opens without a name, as PyIceberg finds it: the file's
+    /// `default-catalog`, `PYICEBERG_DEFAULT_CATALOG` over it, else a catalog named `default`.
+    #[test]
+    fn the_default_catalog_is_found_as_pyiceberg_finds_it() -> Result<(), Box<dyn std::error::Error>>
+    {
+        let dir = tempfile::tempdir()?;
+        let yaml = dir.path().join(PYICEBERG_YAML);
+        let default_of = |env: &[(&str, &str)]| -> Result<Option<String>, ConfigError> {
+            Ok(CatalogConfig::load_from(&sources(dir.path(), env))?
+                .default_catalog()
+                .map(str::to_string))
+        };
+        std::fs::write(&yaml, "catalog:\n  lake:\n    type: sql\n")?;
+        assert_eq!(default_of(&[])?, None);
+        std::fs::write(
+            &yaml,
+            "default-catalog: lake\ncatalog:\n  lake:\n    type: sql\n  default:\n    type: sql\n",
+        )?;
+        assert_eq!(default_of(&[])?.as_deref(), Some("lake"));
+        assert_eq!(
+            default_of(&[("PYICEBERG_DEFAULT_CATALOG", "other")])?.as_deref(),
+            Some("other")
+        );
+        std::fs::write(&yaml, "catalog:\n  Default:\n    type: sql\n")?;
+        assert_eq!(default_of(&[])?.as_deref(), Some("default"));
+        Ok(())
     }
 
     #[test]
