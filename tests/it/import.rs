@@ -1237,3 +1237,52 @@ async fn a_snapshot_types_uuids_and_refuses_files_pyiceberg_could_not_open() -> 
     }
     Ok(())
 }
+
+/// A snapshot killed after making its table and before adding the files left the table empty;
+/// running it again said only "exists already" (the trial of 2026-12-07). The leftover (its
+/// marker, no snapshot) is made anew; a table without the marker, or with snapshots, is still
+/// refused.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_snapshot_stopped_before_its_files_were_added_runs_again() -> TestResult {
+    use ops_import::snapshot::{SNAPSHOT_OF, SnapshotBuilder};
+    let db = SqlCatalog::sqlite()?;
+    let (name, p) = ("c", &db.props);
+    let root = format!("{}/src", db.dir.path().display());
+    pyiceberg(
+        name,
+        p,
+        &format!(
+            "import os, pyarrow as pa, pyarrow.parquet as pq\n\
+             os.makedirs('{root}')\n\
+             pq.write_table(pa.table({{'id': pa.array([1, 2], pa.int64())}}), '{root}/a.parquet')\n\
+             from pyiceberg.schema import Schema\n\
+             from pyiceberg.types import NestedField, LongType\n\
+             catalog.create_namespace('snap')\n\
+             s = Schema(NestedField(1, 'id', LongType()))\n\
+             catalog.create_table('snap.left', s, properties={{'{SNAPSHOT_OF}': '[\"x\"]', 'gc.enabled': 'false'}})\n\
+             catalog.create_table('snap.theirs', s)\n\
+             emit(None)"
+        ),
+    )?;
+    let handle = open(name, p).await?;
+    let ident = |t: &str| iceberg::TableIdent::from_strs(["snap", t]);
+    let (table, _) = SnapshotBuilder::new(&handle, ident("left")?)
+        .from([root.clone()])
+        .await?;
+    let table = table.ok_or_else(|| anyhow::anyhow!("a table"))?;
+    assert_eq!(table.metadata().snapshots().count(), 1);
+    assert_eq!(
+        py_rows(name, p, "snap.left")?,
+        json!([{"id": 1}, {"id": 2}])
+    );
+    for t in ["left", "theirs"] {
+        let e = SnapshotBuilder::new(&handle, ident(t)?)
+            .from([root.clone()])
+            .await
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("exists already"), "{t}: {e}");
+    }
+    Ok(())
+}

@@ -109,6 +109,25 @@ impl SnapshotBuilder {
         self
     }
 
+    /// The table exists: a snapshot killed after making it and before adding its files left it
+    /// empty (its marker set, no snapshot, nothing of it anyone wrote), and is dropped to be made
+    /// anew; any other table is refused.
+    async fn drop_own_leftover(&self) -> Result<()> {
+        let table = self.handle.catalog().load_table(&self.ident).await?;
+        let md = table.metadata();
+        if md.properties().contains_key(SNAPSHOT_OF) && md.snapshots().next().is_none() {
+            tracing::warn!(table = %self.ident,
+                "an earlier snapshot stopped before adding its files left the table empty: made anew");
+            self.handle.catalog().drop_table(&self.ident).await?;
+            return Ok(());
+        }
+        Err(Error::InvalidInput(format!(
+            "{} exists already; a snapshot creates its table (add files to an existing table \
+             with import add-files)",
+            self.ident
+        )))
+    }
+
     async fn execute(self) -> Result<(Option<Table>, SnapshotMetrics)> {
         if self.from.is_empty() {
             return Err(Error::InvalidInput(
@@ -116,11 +135,7 @@ impl SnapshotBuilder {
             ));
         }
         if self.handle.catalog().table_exists(&self.ident).await? {
-            return Err(Error::InvalidInput(format!(
-                "{} exists already; a snapshot creates its table (add files to an existing \
-                 table with import add-files)",
-                self.ident
-            )));
+            self.drop_own_leftover().await?;
         }
         let io = self.handle.file_io();
         let props: HashMap<String, String> = io.config().props().clone();
@@ -179,6 +194,10 @@ impl SnapshotBuilder {
         properties.insert(
             ops_core::ops::markers::GC_ENABLED.to_string(),
             "false".into(),
+        );
+        properties.insert(
+            SNAPSHOT_OF.to_string(),
+            serde_json::to_string(&self.from).unwrap_or_default(),
         );
         self.handle
             .catalog()
@@ -354,6 +373,10 @@ impl SnapshotBuilder {
         Ok((fields, keys, files))
     }
 }
+
+/// The table property a snapshot sets on the table it makes: its sources, as JSON. A table
+/// with it and no snapshot is the leftover of a snapshot stopped before its files were added.
+pub const SNAPSHOT_OF: &str = "iceberg-ops.import.snapshot-of";
 
 /// The union of the files' schemas, by name.
 #[derive(Default)]
