@@ -271,6 +271,14 @@ impl Job {
         self.source.as_deref().unwrap_or_default()
     }
 
+    /// The source as the user named it, for reports: the table, or the `--source-path` names.
+    fn source_named(&self) -> String {
+        match &self.source {
+            Some(s) => s.clone(),
+            None => self.source_path.join(" "),
+        }
+    }
+
     /// The names of a source outside Iceberg (`--source-path`, or `--source glue:…`), staged
     /// before the job reads it; `None` for an Iceberg source.
     fn outside_iceberg(&self) -> Option<Vec<String>> {
@@ -1219,7 +1227,7 @@ fn print_result(job: &Job, r: &MigrationResult) {
     if r.dry_run {
         println!(
             "dry run   {} → {}: would move {} rows ({} bytes in memory); nothing written",
-            job.source(),
+            job.source_named(),
             job.dest(),
             r.estimated_rows.unwrap_or(0),
             r.estimated_bytes.unwrap_or(0)
@@ -1227,7 +1235,7 @@ fn print_result(job: &Job, r: &MigrationResult) {
     } else {
         println!(
             "migrated  {} → {}: {} rows in {} commit(s), {:.2}s ({rate:.0} rows/s)",
-            job.source(),
+            job.source_named(),
             job.dest(),
             r.rows_moved,
             r.new_snapshots.len(),

@@ -1323,3 +1323,53 @@ fn a_rerun_beside_a_killed_job_warns_and_its_advice_leaves_every_row_once() {
         "{stderr}"
     );
 }
+
+/// A copy from files outside Iceberg reports its source by the paths it was given (the summary
+/// read `migrated   → imp.t`, its source blank).
+#[test]
+fn a_copy_from_paths_names_them_in_its_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    let src = cwd.join("src");
+    let props = std::collections::BTreeMap::from([
+        ("type".to_string(), "sql".to_string()),
+        (
+            "uri".to_string(),
+            format!("sqlite:///{}/py.db", cwd.display()),
+        ),
+        (
+            "warehouse".to_string(),
+            format!("file://{}/pywh", cwd.display()),
+        ),
+    ]);
+    ops_tests::oracle::pyiceberg(
+        "py",
+        &props,
+        &format!(
+            "import os, pyarrow.parquet as pq\n\
+             os.makedirs('{0}')\n\
+             pq.write_table(pa.table({{'id': [1, 2, 3]}}), '{0}/a.parquet')\n\
+             emit(None)",
+            src.display()
+        ),
+    )
+    .unwrap();
+    let src = src.display().to_string();
+    let out = run(
+        cwd,
+        &[
+            "migrate-data",
+            "--source-path",
+            &src,
+            "--dest",
+            "imp.t",
+            "--create-dest",
+        ],
+    );
+    ok(&out, "copy from paths");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(&format!("migrated  {src} → imp.t: 3 rows")),
+        "{stdout}"
+    );
+}
