@@ -812,7 +812,7 @@ async fn every_key_held_twice_by_the_destination_is_named_with_its_delete() -> T
         .map(|e| e.to_string())
         .unwrap_or_default();
     assert!(
-        err.contains("upsert 2 keys (k, r) = (1, o'b), (7, a) held by more than one row"),
+        err.contains("upsert keys (k, r) = (1, o'b), (7, a) are each held by more than one row"),
         "{err}"
     );
     let delete = "(k = 1 AND r = 'o''b') OR (k = 7 AND r = 'a')";

@@ -308,6 +308,24 @@ pub fn match_columns(
         let parts = col.path().parts();
         let field = ids[i].and_then(|id| schema.field_by_id(id).map(|f| (id, f)));
         let Some((id, field)) = field else {
+            // The schema has the column but the table's name mapping does not name it (a
+            // writer added it without extending the mapping): that, not the schema, is what
+            // to fix.
+            if ids[i].is_none()
+                && let Some(f) = schema.field_by_name(&parts.join("."))
+            {
+                return Err(Error::InvalidInput(format!(
+                    "column `{}` of {path} is the table's field {} by name, but the table's \
+                     name mapping ({DEFAULT_SCHEMA_NAME_MAPPING}) does not name it, so readers \
+                     of files without field ids would not find it: add {{\"field-id\": {}, \
+                     \"names\": [\"{}\"]}} to the mapping (nested under its parent's \
+                     \"fields\" for a nested column), then add the files",
+                    parts.join("."),
+                    f.id,
+                    f.id,
+                    parts.last().map_or("", |n| n.as_str())
+                )));
+            }
             return Err(Error::InvalidInput(format!(
                 "column `{}` of {path} is not in the table{}: add it to the table's schema \
                  first, or leave it out of the files (a reader could not read the table)",

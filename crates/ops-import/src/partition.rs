@@ -525,15 +525,19 @@ fn parse(v: &str, ty: &PrimitiveType, transform: &Transform) -> Option<Datum> {
 
 /// A decimal folder value written with `scale` digits after the point, when that is exact:
 /// Hive and Spark write `1.5` or `2` for a `decimal(10,2)` value as readily as `1.50`, and a
-/// value needing more digits (`1.555`) is no value of the column. Other spellings (an
-/// exponent) are left as they are.
+/// value needing more digits (`1.555`) is no value of the column. Any other spelling (an
+/// exponent: iceberg's parser drops a positive one, reading `25e2` as 25) is none either.
 fn at_scale(v: &str, scale: u32) -> Option<String> {
     let (int, frac) = v.split_once('.').unwrap_or((v, ""));
     let digits = |t: &str| t.bytes().all(|b| b.is_ascii_digit());
-    let unsigned = int.strip_prefix(['-', '+']).unwrap_or(int);
-    if unsigned.is_empty() || !digits(unsigned) || !digits(frac) {
-        return Some(v.to_string());
+    let (sign, unsigned) = match int.strip_prefix('-') {
+        Some(rest) => ("-", rest),
+        None => ("", int.strip_prefix('+').unwrap_or(int)),
+    };
+    if (unsigned.is_empty() && frac.is_empty()) || !digits(unsigned) || !digits(frac) {
+        return None;
     }
+    let int = format!("{sign}{}", if unsigned.is_empty() { "0" } else { unsigned });
     let scale = scale as usize;
     let (kept, dropped) = frac.split_at(frac.len().min(scale));
     if dropped.bytes().any(|b| b != b'0') {
@@ -682,6 +686,14 @@ mod tests {
         assert_eq!(text("1.500"), Some("1.50".into()));
         assert_eq!(text("1.555"), None);
         assert_eq!(text("x"), None);
+        assert_eq!(text("+1.5"), Some("1.50".into()));
+        assert_eq!(text(".5"), Some("0.50".into()));
+        assert_eq!(text("-.5"), Some("-0.50".into()));
+        assert_eq!(text("5."), Some("5.00".into()));
+        // An exponent is no spelling Hive or Spark writes; iceberg's parser read 25e2 as 25.
+        assert_eq!(text("25e2"), None);
+        assert_eq!(text("1E+3"), None);
+        assert_eq!(text("-"), None);
         let whole = PrimitiveType::Decimal {
             precision: 5,
             scale: 0,

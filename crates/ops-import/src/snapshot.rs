@@ -384,8 +384,7 @@ struct Union {
     fields: Vec<Field>,
     /// The file each column was first seen in, for messages.
     first: HashMap<String, String>,
-    /// The dotted, lower-cased names of the columns some file annotates as UUIDs
-    /// ([`uuid_columns`]).
+    /// The dotted names of the columns some file annotates as UUIDs ([`uuid_columns`]).
     uuids: HashSet<String>,
 }
 
@@ -467,8 +466,10 @@ fn normalized(ty: &DataType) -> DataType {
     }
 }
 
-/// The dotted, lower-cased names (as Iceberg names a list's element `element` and a map's key
-/// and value `key` and `value`) of the columns of `descr` annotated as UUIDs, which Java's
+/// The dotted names (the top-level part lower-cased, as the union matches columns across files;
+/// nested names as written, which the union requires to agree; a list's element `element`, a
+/// map's key and value `key` and `value`, as Iceberg names them) of the columns of `descr`
+/// annotated as UUIDs, which Java's
 /// `ParquetSchemaUtil` reads as Iceberg `uuid`: a table made with `fixed[16]` for them could
 /// not be scanned by PyIceberg ("Cannot promote uuid to fixed[16]").
 fn uuid_columns(descr: &parquet::schema::types::SchemaDescriptor) -> Vec<String> {
@@ -499,9 +500,14 @@ fn uuid_columns(descr: &parquet::schema::types::SchemaDescriptor) -> Vec<String>
             );
         match (list, map, fields.first()) {
             (true, _, Some(repeated)) => {
-                // Three levels (`list.element`), or two (the repeated field is the element).
+                // Three levels (`list.element`), or two: the repeated field is the element
+                // when it is a primitive, a group of several fields, or a one-field group
+                // named `array` or `<list>_tuple` (Parquet's backward-compatibility rules, as
+                // Java's `ParquetSchemaUtil` and arrow-rs apply them).
+                let legacy =
+                    repeated.name() == "array" || repeated.name() == format!("{}_tuple", ty.name());
                 let element = match repeated.get_fields() {
-                    [one] if repeated.is_group() => one.as_ref(),
+                    [one] if repeated.is_group() && !legacy => one.as_ref(),
                     _ => repeated.as_ref(),
                 };
                 pending.push((element, format!("{name}.element")));
@@ -514,7 +520,7 @@ fn uuid_columns(descr: &parquet::schema::types::SchemaDescriptor) -> Vec<String>
             _ => pending.extend(
                 fields
                     .iter()
-                    .map(|f| (f.as_ref(), format!("{name}.{}", f.name().to_lowercase()))),
+                    .map(|f| (f.as_ref(), format!("{name}.{}", f.name()))),
             ),
         }
     }
@@ -540,7 +546,7 @@ fn with_uuids(
             if name.is_empty() {
                 part.to_lowercase()
             } else {
-                format!("{name}.{}", part.to_lowercase())
+                format!("{name}.{part}")
             }
         };
         let Some(ty) = json.pointer_mut(&at) else {
@@ -685,21 +691,24 @@ mod tests {
                 .build()
                 .map(Arc::new)
         };
-        let plain = Type::primitive_type_builder("f", Physical::FIXED_LEN_BYTE_ARRAY)
-            .with_length(16)
-            .with_repetition(Repetition::OPTIONAL)
-            .build()
-            .map(Arc::new);
+        let plain = |name: &str| {
+            Type::primitive_type_builder(name, Physical::FIXED_LEN_BYTE_ARRAY)
+                .with_length(16)
+                .with_repetition(Repetition::OPTIONAL)
+                .build()
+                .map(Arc::new)
+        };
         let to = |e: parquet::errors::ParquetError| Error::InvalidInput(e.to_string());
         let root = Type::group_type_builder("schema")
             .with_fields(vec![
                 uuid("U").map_err(to)?,
-                plain.map_err(to)?,
+                plain("f").map_err(to)?,
+                // A nested field spelled as another but for case is not a UUID.
                 group(
                     "s",
                     None,
                     Repetition::OPTIONAL,
-                    vec![uuid("v").map_err(to)?],
+                    vec![uuid("v").map_err(to)?, plain("V").map_err(to)?],
                 )
                 .map_err(to)?,
                 group(
@@ -737,7 +746,10 @@ mod tests {
             .collect();
         assert_eq!(types[0], "uuid");
         assert_eq!(types[1], "fixed(16)");
-        assert_eq!(types[2], "struct<uuid>");
+        assert_eq!(
+            types[2], "struct<uuidfixed(16)>",
+            "iceberg prints a struct's fields unseparated"
+        );
         let element =
             schema
                 .as_struct()

@@ -338,12 +338,35 @@ fn distinct_rows(
 /// depend on the layout. `on_duplicate_keys` is about the source's duplicates, not these.
 /// The refusal names every such key of the chunk (the first [`HeldTwice::SHOWN`] by value) and
 /// the delete that resolves them.
-#[derive(Default)]
 struct HeldTwice {
     /// Chunk key positions seen twice (a key held thrice is one key).
     positions: HashSet<u32>,
     /// The first keys' values, as `(a, b)`, and their SQL conditions.
     shown: Vec<(String, String)>,
+    /// Whether a filter can match every key column (not binary or fixed).
+    comparable: bool,
+}
+
+impl Default for HeldTwice {
+    fn default() -> Self {
+        Self {
+            positions: HashSet::new(),
+            shown: Vec::new(),
+            comparable: true,
+        }
+    }
+}
+
+/// `s` inside a shell's double quotes: `"`, `$`, `` ` `` and `\` escaped.
+fn double_quoted(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if matches!(c, '"' | '$' | '`' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 impl HeldTwice {
@@ -353,6 +376,16 @@ impl HeldTwice {
         if !self.positions.insert(pos) || self.shown.len() >= Self::SHOWN {
             return;
         }
+        // 16 bytes are taken for a uuid, which a filter matches by its text (a `fixed[16]` key,
+        // rarer, then gets a delete the filter refuses, naming why).
+        self.comparable &= cols.iter().all(|c| {
+            !matches!(
+                c.data_type(),
+                arrow_schema::DataType::Binary
+                    | arrow_schema::DataType::LargeBinary
+                    | arrow_schema::DataType::BinaryView
+            ) && !matches!(c.data_type(), arrow_schema::DataType::FixedSizeBinary(n) if *n != 16)
+        });
         let condition = keys
             .iter()
             .zip(cols)
@@ -389,31 +422,41 @@ impl HeldTwice {
             0 => String::new(),
             n => format!(" and {n} more"),
         };
-        let condition = match self.shown.as_slice() {
-            [(_, c)] => c.clone(),
-            shown => shown
-                .iter()
-                .map(|(_, c)| format!("({c})"))
-                .collect::<Vec<_>>()
-                .join(" OR "),
-        };
-        let (keys_held, them) = if count == 1 {
-            ("key", "the key's rows")
+        let (subject, verb, them) = if count == 1 {
+            ("key", "is", "the key's rows")
         } else {
-            ("keys", "those keys' rows")
+            ("keys", "are each", "those keys' rows")
+        };
+        // A filter cannot compare binary or fixed values yet: no delete to suggest then.
+        let fix = if self.comparable {
+            let condition = match self.shown.as_slice() {
+                [(_, c)] => c.clone(),
+                shown => shown
+                    .iter()
+                    .map(|(_, c)| format!("({c})"))
+                    .collect::<Vec<_>>()
+                    .join(" OR "),
+            };
+            format!(
+                "iceberg-ops table delete {ident} --where \"{}\"{}",
+                double_quoted(&condition),
+                if more.is_empty() {
+                    ""
+                } else {
+                    ", then the rest"
+                }
+            )
+        } else {
+            "a filter cannot match binary keys yet: delete the extra rows with another tool"
+                .to_string()
         };
         Some(MigrationError::InvalidInput(format!(
-            "upsert {count} {keys_held} ({}) = {values}{more} held by more than one row of the \
-             destination {ident} each, so which row the source's replaces is ambiguous \
-             (PyIceberg's upsert refuses it too); the chunk was not committed (earlier chunks \
-             stay committed). Remove {them} (iceberg-ops table delete {ident} --where \
-             \"{condition}\"{}) and re-run: the upsert then inserts the source's rows",
+            "upsert {subject} ({}) = {values}{more} {verb} held by more than one row of the \
+             destination {ident}, so which row the source's replaces is ambiguous (PyIceberg's \
+             upsert refuses it too); the chunk was not committed (earlier chunks stay \
+             committed). Remove {them} ({fix}) and re-run: the upsert then inserts the source's \
+             rows",
             keys.join(", "),
-            if more.is_empty() {
-                ""
-            } else {
-                ", then the rest"
-            },
         )))
     }
 }
@@ -480,10 +523,57 @@ pub(crate) fn describe_key(cols: &[ArrayRef], row: usize) -> String {
 mod tests {
     use std::sync::Arc;
 
-    use arrow_array::{Int64Array, StringArray};
+    use arrow_array::{BinaryArray, Int64Array, StringArray};
     use arrow_schema::{DataType, Field, Schema};
 
     use super::*;
+
+    /// The refusal of keys held twice: one key or several, a delete quoted for the shell's
+    /// double quotes, none suggested for a binary key (a filter cannot match one yet), a key
+    /// held thrice counted once, and the keys past the first ten counted.
+    #[test]
+    fn keys_held_twice_are_named_with_a_delete_the_shell_takes() {
+        let ident = TableIdent::from_strs(["d", "t"]).unwrap_or_else(|e| panic!("{e}"));
+        let keys = vec!["k".to_string()];
+        let text = |t: &HeldTwice| {
+            t.refusal(&keys, &ident)
+                .map(|e| e.to_string())
+                .unwrap_or_default()
+        };
+        let strings: ArrayRef = Arc::new(StringArray::from(vec!["a\"$`b", "c"]));
+        let mut one = HeldTwice::default();
+        one.add(0, &keys, std::slice::from_ref(&strings), 0);
+        one.add(0, &keys, std::slice::from_ref(&strings), 0);
+        let e = text(&one);
+        assert!(
+            e.contains("upsert key (k) = (a\"$`b) is held by more than one row"),
+            "{e}"
+        );
+        assert!(
+            e.contains(r#"table delete d.t --where "k = 'a\"\$\`b'")"#),
+            "{e}"
+        );
+        let ints: ArrayRef = Arc::new(Int64Array::from((0..12).collect::<Vec<i64>>()));
+        let mut many = HeldTwice::default();
+        for row in 0..12 {
+            many.add(row as u32, &keys, std::slice::from_ref(&ints), row);
+        }
+        let e = text(&many);
+        assert!(e.contains("(9) and 2 more are each held"), "{e}");
+        assert!(
+            e.contains("(k = 0) OR (k = 1)") && e.contains(", then the rest"),
+            "{e}"
+        );
+        let bytes: ArrayRef = Arc::new(BinaryArray::from(vec![b"x".as_ref()]));
+        let mut binary = HeldTwice::default();
+        binary.add(0, &keys, std::slice::from_ref(&bytes), 0);
+        let e = text(&binary);
+        assert!(
+            e.contains("a filter cannot match binary keys yet") && !e.contains("--where"),
+            "{e}"
+        );
+        assert!(HeldTwice::default().refusal(&keys, &ident).is_none());
+    }
 
     fn chunk() -> (RecordBatch, Vec<Option<u32>>, usize) {
         let batch = RecordBatch::try_new(

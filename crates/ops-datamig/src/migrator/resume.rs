@@ -341,9 +341,9 @@ impl DataMigrator {
             WriteMode::Upsert | WriteMode::OverwritePartition => "",
         };
         format!(
-            "{what}: the job is done, and `migrate-data` run with this checkpoint reports it \
-             complete. To copy the source again as a new job{again}, \
-             delete the file or pass a new --checkpoint path"
+            "{what}: the job is done, so there is nothing to run again (the `iceberg-ops \
+             migrate-data` command given this checkpoint says so and succeeds). To copy the \
+             source again as a new job{again}, delete the file or pass a new checkpoint path"
         )
     }
 
