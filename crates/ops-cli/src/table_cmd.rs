@@ -76,7 +76,7 @@ pub enum Command {
         #[command(flatten)]
         target: Target,
         /// The snapshot to return to; must be an ancestor of the current one.
-        #[arg(long = "to", value_name = "SNAPSHOT_ID")]
+        #[arg(long = "to", value_name = "SNAPSHOT_ID", allow_negative_numbers = true)]
         to: i64,
     },
     /// Make any snapshot of the table main's current one, ancestor or not (one commit; nothing
@@ -85,7 +85,7 @@ pub enum Command {
         #[command(flatten)]
         target: Target,
         /// The snapshot main should point at.
-        #[arg(long = "to", value_name = "SNAPSHOT_ID")]
+        #[arg(long = "to", value_name = "SNAPSHOT_ID", allow_negative_numbers = true)]
         to: i64,
     },
     /// Remove old snapshots from the metadata (one commit), then delete the manifest lists,
@@ -102,11 +102,11 @@ pub enum Command {
         older_than: Option<String>,
         /// Keep at least this many snapshots of every branch (default:
         /// history.expire.min-snapshots-to-keep, 1).
-        #[arg(long, value_name = "N")]
+        #[arg(long, value_name = "N", allow_negative_numbers = true)]
         retain_last: Option<usize>,
         /// Expire this snapshot (repeatable), even within a branch's history; without
         /// --older-than, no other snapshot expires. Branch and tag heads are kept.
-        #[arg(long = "snapshot-id", value_name = "ID")]
+        #[arg(long = "snapshot-id", value_name = "ID", allow_negative_numbers = true)]
         snapshot_ids: Vec<i64>,
         /// Change the metadata only; delete no file (required on a gc.enabled=false table).
         #[arg(long)]
@@ -133,11 +133,11 @@ pub enum Command {
         #[arg(long = "where", value_name = "EXPR")]
         filter: Option<String>,
         /// The size to aim at (default: write.target-file-size-bytes, 512 MiB).
-        #[arg(long, value_name = "BYTES")]
+        #[arg(long, value_name = "BYTES", allow_negative_numbers = true)]
         target_file_size: Option<u64>,
         /// Rewrite a partition only when it has at least this many small files (or a file with
         /// deletes).
-        #[arg(long, value_name = "N", default_value_t = ops_maintenance::compact::DEFAULT_MIN_INPUT_FILES)]
+        #[arg(long, value_name = "N", allow_negative_numbers = true, default_value_t = ops_maintenance::compact::DEFAULT_MIN_INPUT_FILES)]
         min_input_files: usize,
         /// Commit the partition groups as they are rewritten, in up to --max-commits `replace`
         /// snapshots: a long job lands as it goes, and a commit that fails is reported while
@@ -145,7 +145,7 @@ pub enum Command {
         #[arg(long)]
         partial_progress: bool,
         /// With --partial-progress or --cluster, at most this many commits (Java's default 10).
-        #[arg(long, value_name = "N", requires = "commits_as_they_land",
+        #[arg(long, value_name = "N", allow_negative_numbers = true, requires = "commits_as_they_land",
               default_value_t = ops_maintenance::compact::DEFAULT_MAX_COMMITS)]
         max_commits: usize,
         /// Also rewrite the files of older partition specs, whatever their size, into the
@@ -455,8 +455,13 @@ pub async fn run(factory: &CatalogFactory, cmd: Command) -> anyhow::Result<()> {
             if !snapshot_ids.is_empty() {
                 builder = builder.snapshot_ids(snapshot_ids);
             }
+            let location = table.metadata().location().to_string();
             let (_, m) = builder.await?;
-            show(&expire_json(&target.table, &m), output, print_expire)?;
+            show(
+                &expire_json(&target.table, &location, &m),
+                output,
+                print_expire,
+            )?;
             if let Some(why) = &m.cleanup_skipped {
                 bail!(
                     "the snapshots were expired, but their files were not deleted: {why}. \
@@ -889,9 +894,20 @@ fn print_compact(r: &CompactReport<'_>, filter: Option<&str>) {
     }
 }
 
-fn expire_json(table: &str, m: &ExpireMetrics) -> Value {
+fn expire_json(table: &str, location: &str, m: &ExpireMetrics) -> Value {
+    // Files an import registered where they lay (`add_files`) are deleted too once only
+    // expired snapshots use them, as Java's expiry deletes them: said apart, since they are
+    // no files of the table's own.
+    let inside = format!("{}/", location.trim_end_matches('/'));
+    let outside: Vec<&String> = m
+        .deleted_data_files
+        .iter()
+        .filter(|f| !f.starts_with(&inside))
+        .collect();
     json!({
         "table": table,
+        "location": location,
+        "deleted_outside_location": outside,
         "dry_run": m.dry_run,
         "kept_files": m.kept_files,
         "expired_snapshots": m.expired_snapshots,
@@ -984,6 +1000,30 @@ fn print_expire(v: &Value) {
         n("deleted_manifest_lists"),
         n("deleted_statistics_files")
     );
+    let outside = n("deleted_outside_location");
+    if outside > 0 {
+        println!(
+            "  {outside} of the data files {} outside the table location {} (files registered \
+             where they lay, e.g. by add_files, which only expired snapshots used; Java's \
+             expiry deletes them too; --keep-files keeps every file):",
+            if dry { "lie" } else { "lay" },
+            v["location"].as_str().unwrap_or_default()
+        );
+        for f in v["deleted_outside_location"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .take(10)
+        {
+            println!("    {}", f.as_str().unwrap_or_default());
+        }
+        if outside > 10 {
+            println!(
+                "    ... and {} more (--output json lists them)",
+                outside - 10
+            );
+        }
+    }
     for f in v["failed_deletes"].as_array().into_iter().flatten() {
         println!("  could not delete {}", f.as_str().unwrap_or_default());
     }
@@ -1400,6 +1440,29 @@ fn print_schema(schema: &Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Expiry says apart the data files outside the table location it deletes (files an
+    /// import registered where they lay): Java deletes them too, but they are no files of the
+    /// table's own, and the report said only how many files went.
+    #[test]
+    fn expiry_names_the_files_it_deletes_outside_the_table_location() {
+        let m = ExpireMetrics {
+            deleted_data_files: vec![
+                "file:///wh/t/data/a.parquet".into(),
+                "file:///ext/orders/b.parquet".into(),
+                "file:///wh/t2/data/c.parquet".into(),
+            ],
+            ..Default::default()
+        };
+        let v = expire_json("ns.t", "file:///wh/t/", &m);
+        assert_eq!(
+            v["deleted_outside_location"],
+            json!([
+                "file:///ext/orders/b.parquet",
+                "file:///wh/t2/data/c.parquet"
+            ])
+        );
+    }
     use iceberg::spec::{ListType, MapType, PrimitiveType, Schema, StructType};
     use std::sync::Arc;
 

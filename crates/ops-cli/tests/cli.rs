@@ -259,6 +259,55 @@ fn append_one_row(dir: &Path) -> i64 {
     })
 }
 
+/// After expiry, a refused rollback names only ancestors the table still has (it named the
+/// expired parent, which `rollback --to` then said the table lacks); a negative count or id
+/// is refused as a bad value, not with clap's advice to write `-- -1`.
+#[test]
+fn a_refused_rollback_names_only_kept_ancestors_and_negative_values_are_bad_values() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(
+        iceberg_ops(dir.path(), &["quickstart", "--rows", "10"], &[])
+            .status
+            .success()
+    );
+    let run = |args: &[&str]| text(&iceberg_ops(dir.path(), args, &[]));
+    let (stdout, _) = run(&[
+        "table",
+        "snapshots",
+        "quickstart.orders",
+        "--output",
+        "json",
+    ]);
+    let snaps: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let first = snaps[0]["snapshot_id"].as_i64().unwrap().to_string();
+    let second = append_one_row(dir.path()).to_string();
+    let third = append_one_row(dir.path()).to_string();
+    let t = "quickstart.orders";
+    let (_, stderr) = run(&["table", "rollback", t, "--to", &second]);
+    assert!(stderr.is_empty(), "{stderr}");
+    let (_, stderr) = run(&["table", "expire-snapshots", t, "--snapshot-id", &first]);
+    assert!(stderr.is_empty(), "{stderr}");
+    let (_, stderr) = run(&["table", "rollback", t, "--to", &third]);
+    assert!(
+        stderr.contains("ancestors (newest first): (none)") && !stderr.contains(&first),
+        "{stderr}"
+    );
+    for args in [
+        ["table", "expire-snapshots", t, "--retain-last", "-1"],
+        ["table", "rollback", t, "--to", "-5"],
+    ] {
+        let (_, stderr) = run(&args);
+        assert!(!stderr.contains("use '-- -"), "{stderr}");
+    }
+    let (_, stderr) = run(&["table", "expire-snapshots", t, "--retain-last", "-1"]);
+    assert!(
+        stderr.contains("invalid value '-1' for '--retain-last"),
+        "{stderr}"
+    );
+    let (_, stderr) = run(&["table", "rollback", t, "--to", "-5"]);
+    assert!(stderr.contains("has no snapshot -5"), "{stderr}");
+}
+
 #[test]
 fn table_snapshots_schema_and_rollback() {
     let dir = tempfile::tempdir().unwrap();

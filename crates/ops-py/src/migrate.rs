@@ -70,6 +70,9 @@ pub struct JobSpec {
     /// An upsert's rule for a key that repeats in the source (`error` by default).
     #[serde(default)]
     pub on_duplicate_keys: OnDuplicateKeys,
+    /// Create a destination that does not exist (`create_dest=True`).
+    #[serde(default)]
+    pub create_dest: bool,
 }
 
 impl JobSpec {
@@ -127,6 +130,7 @@ async fn migrator(job: &JobSpec) -> PyResult<DataMigrator> {
     .write_mode(job.write_mode)
     .copy_mode(job.copy_mode)
     .on_duplicate_keys(job.on_duplicate_keys)
+    .create_dest(job.create_dest)
     .dry_run(job.dry_run);
     if let Some(r) = &job.reconciler {
         m = m.schema_reconciler(r.clone());

@@ -199,6 +199,22 @@ def test_bad_arguments_raise_before_anything_is_written(catalog, tmp_path):
     assert PartitionStrategy.PRESERVE == "preserve"
 
 
+def test_create_dest_makes_a_destination_that_does_not_exist(catalog):
+    # The refusal names the argument that lifts it, and the argument exists in Python too.
+    src = source(catalog)
+    with pytest.raises(ValueError, match="create_dest"):
+        DataMigrator(src, (catalog, "s.made")).run()
+    with pytest.raises(TypeError, match="create_dest must be True or False"):
+        DataMigrator(src, (catalog, "s.made"), create_dest="yes")
+    assert not catalog.table_exists("s.made")
+    r = DataMigrator(src, (catalog, "s.made"), create_dest=True).run()
+    made = catalog.load_table("s.made")
+    assert r.rows_moved == 1000
+    assert [f.name for f in made.schema().fields] == ["id", "order_total", "region"]
+    assert sorted(made.scan().to_arrow().to_pylist(), key=lambda r: r["id"]) == sorted(
+        src.scan().to_arrow().to_pylist(), key=lambda r: r["id"])
+
+
 def test_tables_named_by_catalog_and_identifier(catalog):
     source(catalog)
     catalog.create_table("s.dst", DST)

@@ -508,6 +508,22 @@ where
                 tokio::time::sleep(wait).await;
                 attempt += 1;
             }
+            // Out of retries against other writers: say so, and what sets how many there are.
+            Err(Error::CommitConflict { table, detail }) => {
+                return Err(Error::CommitConflict {
+                    table,
+                    detail: format!(
+                        "{detail} (gave up after {} attempt(s) in {:.1}s, each rebased on the \
+                         writer that committed first; the table's commit.retry.num-retries \
+                         ({}) and commit.retry.total-timeout-ms ({}) set how long a commit \
+                         keeps trying: raise them, or run when fewer writers commit)",
+                        attempt + 1,
+                        started.elapsed().as_secs_f64(),
+                        policy.num_retries,
+                        policy.total_timeout.as_millis()
+                    ),
+                });
+            }
             other => return other,
         }
     }

@@ -94,7 +94,12 @@ fn plan(
     if require_ancestor {
         let ancestors = ancestors(md, current);
         if !ancestors.contains(&target) {
-            let list: Vec<String> = ancestors.iter().map(i64::to_string).collect();
+            // Only those the table still has: the last parent id may name an expired one.
+            let list: Vec<String> = ancestors
+                .iter()
+                .filter(|id| md.snapshot_by_id(**id).is_some())
+                .map(i64::to_string)
+                .collect();
             return Err(Error::InvalidInput(format!(
                 "snapshot {target} is not an ancestor of {ident}'s current snapshot {}; \
                  ancestors (newest first): {}. Use `iceberg-ops table set-current-snapshot` to move to it anyway",

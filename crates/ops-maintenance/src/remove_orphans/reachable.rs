@@ -173,7 +173,10 @@ pub(super) async fn reachable_files(table: &Table, location: &Location) -> Resul
             out.add(location, s.manifest_list())?;
             let list = match reader.manifest_list_reader(&s).load().await {
                 Ok(list) => list,
-                Err(e) if !is_current && !table.file_io().exists(s.manifest_list()).await? => {
+                Err(e) if !table.file_io().exists(s.manifest_list()).await? => {
+                    if is_current {
+                        return Err(gone_meanwhile(s.manifest_list(), &e.to_string()));
+                    }
                     tracing::debug!(list = %s.manifest_list(), error = %e, "an expired snapshot's manifest list is gone");
                     continue;
                 }
@@ -227,11 +230,24 @@ fn file_paths(
                     tracing::debug!(manifest = %mf.manifest_path, error = %e, "an expired snapshot's manifest is gone");
                     None
                 }
-                Ok(_) => Some((Err(e), None)),
+                Ok(false) => Some((Err(gone_meanwhile(&mf.manifest_path, &e.to_string())), None)),
+                Ok(true) => Some((Err(e), None)),
                 Err(exists) => Some((Err(exists.into()), None)),
             },
         }
     })
+}
+
+/// A file the table's current metadata listed when this run read it is gone: most likely
+/// another command (an expiry, a compaction) committed and deleted it meanwhile. Nothing has
+/// been deleted yet: the reachable set is complete before any deletion.
+fn gone_meanwhile(path: &str, error: &str) -> Error {
+    Error::InvalidInput(format!(
+        "{path}, which the table's metadata listed when this run read it, is gone ({error}): \
+         another command (an expiry, a compaction) most likely changed the table meanwhile; \
+         nothing was deleted: run remove-orphans again once it has finished (if the file is \
+         gone for good, the table's reads fail too)"
+    ))
 }
 
 #[cfg(test)]
@@ -296,6 +312,49 @@ mod tests {
             with_elsewhere.reached(&format!("{}/data/x.parquet", location.path)),
             Reached::Elsewhere(elsewhere.as_str())
         );
+        Ok(())
+    }
+
+    /// A manifest or manifest list the current metadata lists, deleted while the reachable set
+    /// is read (an expiry or a compaction racing the cleanup): named, with what to do and
+    /// that nothing was deleted, not a raw I/O error.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_current_file_gone_meanwhile_is_named_with_a_rerun() -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let (handle, table) = crate::test_support::table(dir.path()).await?;
+        let batch = crate::test_support::batch(&table, vec![1, 2])?;
+        let (table, _) = ops_core::append::append(
+            &handle,
+            &table,
+            futures::stream::iter([Ok(batch)]),
+            HashMap::new(),
+        )
+        .await?;
+        let snapshot = table
+            .metadata()
+            .current_snapshot()
+            .ok_or_else(|| anyhow::anyhow!("no snapshot"))?
+            .clone();
+        let location = Location::parse(table.metadata().location())?;
+        let manifests = table.manifest_list_reader(&snapshot).load().await?;
+        let manifest = manifests
+            .entries()
+            .first()
+            .map(|m| m.manifest_path.clone())
+            .ok_or_else(|| anyhow::anyhow!("no manifest"))?;
+        for gone in [manifest, snapshot.manifest_list().to_string()] {
+            table.file_io().delete(&gone).await?;
+            let e = reachable_files(&table, &location)
+                .await
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(
+                e.contains(&format!("{gone}, which the table's metadata listed"))
+                    && e.contains("nothing was deleted"),
+                "{e}"
+            );
+        }
         Ok(())
     }
 }

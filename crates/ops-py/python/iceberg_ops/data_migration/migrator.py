@@ -147,6 +147,10 @@ class DataMigrator:
             decided by its partition) and rewrites the others; ``"rewrite"`` decodes and
             re-encodes every row, as the seed's algorithm does; ``"files"`` copies and refuses
             what cannot be; ``"reference"`` registers the source's files in place.
+        create_dest: An iceberg-ops extension (keyword only): when ``dest`` names a table
+            (``(catalog, "namespace.table")``) that does not exist, create it from the
+            reconciled source schema and the source's partition spec, as the CLI's
+            ``--create-dest`` does; without it such a destination is refused.
 
     Raises:
         ValueError: upsert without keys, keys for another mode, a blank or repeated key,
@@ -172,6 +176,7 @@ class DataMigrator:
         dry_run: bool = False,
         copy_mode: Literal["auto", "rewrite", "files", "reference"] = "auto",
         on_duplicate_keys: Literal["error", "last"] = "error",
+        create_dest: bool = False,
     ) -> None:
         if on_duplicate_keys not in _DUPLICATE_KEYS:
             raise ValueError(
@@ -179,6 +184,8 @@ class DataMigrator:
             )
         if not isinstance(dry_run, bool):
             raise TypeError(f"dry_run must be True or False, not {dry_run!r}")
+        if not isinstance(create_dest, bool):
+            raise TypeError(f"create_dest must be True or False, not {create_dest!r}")
         if copy_mode not in _COPY_MODES:
             raise ValueError(f"copy_mode={copy_mode!r}: use one of {', '.join(_COPY_MODES)}")
         if write_mode not in _WRITE_MODES:
@@ -241,6 +248,7 @@ class DataMigrator:
         self.dry_run = dry_run
         self.copy_mode = copy_mode
         self.on_duplicate_keys = on_duplicate_keys
+        self.create_dest = create_dest
         self._last_source_snapshot: int | None = None
 
     def _job(self, source_snapshot: int | None) -> str:
@@ -258,6 +266,7 @@ class DataMigrator:
                 "dry_run": bool(self.dry_run),
                 "copy_mode": self.copy_mode,
                 "on_duplicate_keys": self.on_duplicate_keys,
+                "create_dest": bool(self.create_dest),
             }
         )
 
