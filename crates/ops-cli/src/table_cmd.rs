@@ -895,19 +895,10 @@ fn print_compact(r: &CompactReport<'_>, filter: Option<&str>) {
 }
 
 fn expire_json(table: &str, location: &str, m: &ExpireMetrics) -> Value {
-    // Files an import registered where they lay (`add_files`) are deleted too once only
-    // expired snapshots use them, as Java's expiry deletes them: said apart, since they are
-    // no files of the table's own.
-    let inside = format!("{}/", location.trim_end_matches('/'));
-    let outside: Vec<&String> = m
-        .deleted_data_files
-        .iter()
-        .filter(|f| !f.starts_with(&inside))
-        .collect();
     json!({
         "table": table,
         "location": location,
-        "deleted_outside_location": outside,
+        "deleted_outside_location": m.deleted_outside_location,
         "dry_run": m.dry_run,
         "kept_files": m.kept_files,
         "expired_snapshots": m.expired_snapshots,
@@ -1441,28 +1432,6 @@ fn print_schema(schema: &Value) {
 mod tests {
     use super::*;
 
-    /// Expiry says apart the data files outside the table location it deletes (files an
-    /// import registered where they lay): Java deletes them too, but they are no files of the
-    /// table's own, and the report said only how many files went.
-    #[test]
-    fn expiry_names_the_files_it_deletes_outside_the_table_location() {
-        let m = ExpireMetrics {
-            deleted_data_files: vec![
-                "file:///wh/t/data/a.parquet".into(),
-                "file:///ext/orders/b.parquet".into(),
-                "file:///wh/t2/data/c.parquet".into(),
-            ],
-            ..Default::default()
-        };
-        let v = expire_json("ns.t", "file:///wh/t/", &m);
-        assert_eq!(
-            v["deleted_outside_location"],
-            json!([
-                "file:///ext/orders/b.parquet",
-                "file:///wh/t2/data/c.parquet"
-            ])
-        );
-    }
     use iceberg::spec::{ListType, MapType, PrimitiveType, Schema, StructType};
     use std::sync::Arc;
 

@@ -48,6 +48,11 @@ pub struct ExpireMetrics {
     pub retained_snapshots: usize,
     /// Data and delete files deleted.
     pub deleted_data_files: Vec<String>,
+    /// Those of [`Self::deleted_data_files`] outside the table's location and its data location
+    /// (`write.data.path`): files registered where they lay (`add_files`), which only expired
+    /// snapshots used. Java's expiry deletes them too; reports list them apart, since they are
+    /// no files the table wrote.
+    pub deleted_outside_location: Vec<String>,
     /// Manifests deleted.
     pub deleted_manifests: Vec<String>,
     /// Manifest lists deleted.
@@ -306,6 +311,11 @@ impl ExpireSnapshotsBuilder {
             if !self.keep_files {
                 let cleanup = unreferenced(&table, &planned.expired, &table, &retained).await?;
                 cleanup.report(&mut metrics);
+                metrics.deleted_outside_location = outside_location(
+                    table.metadata().location(),
+                    table.metadata().properties(),
+                    &metrics.deleted_data_files,
+                );
             }
             return Ok((table, metrics));
         }
@@ -383,7 +393,12 @@ impl ExpireSnapshotsBuilder {
         }
         // What no retained snapshot references can go.
         match unreferenced(&planned.base, &planned.expired, &committed, &retained).await {
-            Ok(cleanup) => cleanup.delete(committed.file_io(), &mut metrics).await,
+            Ok(cleanup) => {
+                cleanup.delete(committed.file_io(), &mut metrics).await;
+                let md = committed.metadata();
+                metrics.deleted_outside_location =
+                    outside_location(md.location(), md.properties(), &metrics.deleted_data_files);
+            }
             Err(e) => {
                 tracing::warn!(table = %self.ident, error = %e, "expired snapshots' files not cleaned up");
                 metrics.cleanup_skipped = Some(format!(
@@ -592,6 +607,37 @@ fn without_gc_property(base: &Table) -> Result<Table> {
 }
 
 /// Files referenced only by expired snapshots.
+/// The `files` outside the table `location` and its data location (`properties`'
+/// `write.data.path`, ...), compared as orphan cleanup compares paths (`file:/x`, `file:///x`
+/// and `/x` one place; `s3a://` the same as `s3://`).
+fn outside_location(
+    location: &str,
+    properties: &HashMap<String, String>,
+    files: &[String],
+) -> Vec<String> {
+    use crate::remove_orphans::location::Location;
+    let data = ops_core::location::DataLocations::new(location, properties)
+        .ok()
+        .map(|d| d.data_location().to_string());
+    let roots: Vec<Location> = std::iter::once(location.to_string())
+        .chain(data)
+        .filter_map(|l| Location::parse(&l).ok())
+        .collect();
+    files
+        .iter()
+        .filter(|f| {
+            let Ok(file) = Location::parse(f) else {
+                return true;
+            };
+            !roots.iter().any(|root| {
+                let prefix = format!("{}/", root.path.trim_end_matches('/'));
+                root.same_file_system(&file) && file.path.starts_with(&prefix)
+            })
+        })
+        .cloned()
+        .collect()
+}
+
 #[derive(Debug, Default)]
 struct Cleanup {
     data_files: BTreeSet<String>,
@@ -851,5 +897,52 @@ impl Catalog for Capture {
     async fn update_table(&self, commit: TableCommit) -> iceberg::Result<Table> {
         *self.commit.lock().unwrap_or_else(|p| p.into_inner()) = Some(commit);
         Ok(self.table.clone())
+    }
+}
+
+#[cfg(test)]
+mod outside_tests {
+    use super::*;
+
+    /// Data files outside the table location are said apart, compared as orphan cleanup
+    /// compares paths; the table's own data location (`write.data.path`) is inside, and so is
+    /// another spelling of the location (`file:/`, a plain path, `s3a://`).
+    #[test]
+    fn files_outside_the_table_and_its_data_location_are_named() {
+        let files = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let none = HashMap::new();
+        assert_eq!(
+            outside_location(
+                "file:///wh/t/",
+                &none,
+                &files(&[
+                    "file:///wh/t/data/a.parquet",
+                    "file:/wh/t/data/b.parquet",
+                    "/wh/t/data/c.parquet",
+                    "file:///ext/orders/d.parquet",
+                    "file:///wh/t2/data/e.parquet",
+                ])
+            ),
+            files(&[
+                "file:///ext/orders/d.parquet",
+                "file:///wh/t2/data/e.parquet"
+            ])
+        );
+        let moved = HashMap::from([(
+            ops_core::location::WRITE_DATA_PATH.to_string(),
+            "s3://b/data".to_string(),
+        )]);
+        assert_eq!(
+            outside_location(
+                "s3://b/t",
+                &moved,
+                &files(&[
+                    "s3://b/data/x.parquet",
+                    "s3a://b/t/data/y.parquet",
+                    "s3://other/t/data/z.parquet",
+                ])
+            ),
+            files(&["s3://other/t/data/z.parquet"])
+        );
     }
 }

@@ -513,8 +513,8 @@ where
                 return Err(Error::CommitConflict {
                     table,
                     detail: format!(
-                        "{detail} (gave up after {} attempt(s) in {:.1}s, each rebased on the \
-                         writer that committed first; the table's commit.retry.num-retries \
+                        "{detail} (gave up after {} attempt(s) in {:.1}s, a retry rebasing on \
+                         the writer that committed first; the table's commit.retry.num-retries \
                          ({}) and commit.retry.total-timeout-ms ({}) set how long a commit \
                          keeps trying: raise them, or run when fewer writers commit)",
                         attempt + 1,

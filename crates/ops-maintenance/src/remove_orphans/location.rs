@@ -10,19 +10,19 @@ const EQUAL_SCHEMES: [(&str, &str); 2] = [("s3a", "s3"), ("s3n", "s3")];
 /// A location split into scheme, authority and path, so `file:/x`, `file:///x` and `/x` have
 /// one path and scheme, and `s3://b/x` and `s3a://b/x` one path and two schemes.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(super) struct Location {
+pub(crate) struct Location {
     /// Lower case; `file` for a plain path.
-    pub(super) scheme: String,
+    pub(crate) scheme: String,
     /// The bucket or host; empty for a local path.
-    pub(super) authority: String,
+    pub(crate) authority: String,
     /// Absolute, without repeated or trailing slashes (local paths: `.` and `..` resolved).
-    pub(super) path: String,
+    pub(crate) path: String,
     /// As the metadata spells it.
-    pub(super) original: String,
+    pub(crate) original: String,
 }
 
 impl Location {
-    pub(super) fn parse(s: &str) -> Result<Self> {
+    pub(crate) fn parse(s: &str) -> Result<Self> {
         let original = s.to_string();
         let (scheme, rest) = match s.split_once(':') {
             Some((scheme, rest))
@@ -70,19 +70,19 @@ impl Location {
     }
 
     /// Whether this is a local file system path.
-    pub(super) fn is_local(&self) -> bool {
+    pub(crate) fn is_local(&self) -> bool {
         self.scheme == "file"
     }
 
     /// Whether `other` is on the same file system: equal authorities and schemes equal once
     /// Java's default equal schemes are applied. With equal paths, the same file.
-    pub(super) fn same_file_system(&self, other: &Location) -> bool {
+    pub(crate) fn same_file_system(&self, other: &Location) -> bool {
         canonical_scheme(&self.scheme) == canonical_scheme(&other.scheme)
             && self.authority.eq_ignore_ascii_case(&other.authority)
     }
 
     /// The local path `listed` (under this location) as the table's own paths spell it.
-    pub(super) fn local_url(&self, listed: &str) -> String {
+    pub(crate) fn local_url(&self, listed: &str) -> String {
         if self.original.starts_with("file://") {
             format!("file://{listed}")
         } else if self.original.starts_with("file:") {
@@ -93,7 +93,7 @@ impl Location {
     }
 
     /// The object `key` in this location's bucket, with this location's scheme.
-    pub(super) fn object_url(&self, key: &str) -> String {
+    pub(crate) fn object_url(&self, key: &str) -> String {
         // Lower case: iceberg's FileIO matches the scheme as written (`S3://` is refused).
         format!(
             "{}://{}/{}",
@@ -113,7 +113,7 @@ fn canonical_scheme(scheme: &str) -> &str {
 
 /// `path` without repeated or trailing slashes, so a listed key and a referenced path compare
 /// by their segments.
-pub(super) fn normalize(path: &str) -> String {
+pub(crate) fn normalize(path: &str) -> String {
     let mut path = path.to_string();
     while path.contains("//") {
         path = path.replace("//", "/");

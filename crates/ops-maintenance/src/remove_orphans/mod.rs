@@ -21,7 +21,7 @@
 //!    listed (`<location>/`, so not a sibling `<location>_x`), so nothing outside it is deleted.
 
 mod listing;
-mod location;
+pub(crate) mod location;
 mod reachable;
 
 use std::collections::HashSet;
