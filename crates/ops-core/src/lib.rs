@@ -47,6 +47,7 @@ pub mod prune;
 pub mod rows;
 pub mod run_mark;
 pub mod scan;
+pub mod storage;
 pub mod write;
 
 pub use catalog::{CatalogFactory, CatalogHandle, CatalogKind, CatalogSettings, ConfigError};

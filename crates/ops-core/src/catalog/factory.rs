@@ -13,11 +13,11 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use iceberg::{Catalog, CatalogBuilder};
-use iceberg_storage_opendal::OpenDalResolvingStorageFactory;
 
 use super::config::{CatalogConfig, CatalogDefinition, Origin};
 use super::redact::Redacted;
 use super::{CatalogKind, ConfigError};
+use crate::storage::LocalWritesStorageFactory;
 use crate::{Error, Result};
 
 /// Name of the catalog that needs no configuration.
@@ -110,7 +110,7 @@ impl CatalogHandle {
     /// holds yet: the sources of an import that creates its table. A table's own FileIO
     /// (vended credentials included) is its `Table::file_io`.
     pub fn file_io(&self) -> iceberg::io::FileIO {
-        iceberg::io::FileIOBuilder::new(Arc::new(OpenDalResolvingStorageFactory::new()))
+        iceberg::io::FileIOBuilder::new(Arc::new(LocalWritesStorageFactory::new()))
             .with_props(self.settings.iceberg_properties.clone())
             .build()
     }
@@ -238,7 +238,7 @@ pub async fn open_settings(settings: CatalogSettings) -> Result<CatalogHandle> {
         .iter()
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    let storage = Arc::new(OpenDalResolvingStorageFactory::new());
+    let storage = Arc::new(LocalWritesStorageFactory::new());
     let name = settings.name.clone();
     let open_err = |source: iceberg::Error| Error::CatalogOpen {
         catalog: settings.name.clone(),
@@ -367,7 +367,7 @@ async fn connect_rest(settings: &CatalogSettings) -> Result<Arc<super::rest::Res
 
 async fn load<B>(
     builder: B,
-    storage: Arc<OpenDalResolvingStorageFactory>,
+    storage: Arc<LocalWritesStorageFactory>,
     name: String,
     props: HashMap<String, String>,
 ) -> iceberg::Result<Arc<dyn Catalog>>

@@ -68,10 +68,10 @@ impl RestCatalog {
         let renewing =
             VendedS3Credentials::loader(self.client.clone(), table.clone(), &props, file_io_props);
         let storage: Arc<dyn StorageFactory> = match renewing {
-            Some(loader) => Arc::new(
+            Some(loader) => Arc::new(crate::storage::LocalWritesStorageFactory::over(Arc::new(
                 iceberg_storage_opendal::OpenDalResolvingStorageFactory::new()
                     .with_s3_credential_loader(loader),
-            ),
+            ))),
             None => self.storage.clone(),
         };
         FileIOBuilder::new(storage).with_props(props).build()
