@@ -22,7 +22,9 @@ use crate::expr::visitors::expression_evaluator::ExpressionEvaluator;
 use crate::expr::visitors::inclusive_projection::InclusiveProjection;
 use crate::expr::visitors::manifest_evaluator::ManifestEvaluator;
 use crate::expr::{Bind, BoundPredicate};
-use crate::spec::{Schema, TableMetadataRef};
+use crate::spec::{
+    NestedField, PartitionSpec, Schema, StructType, TableMetadata, TableMetadataRef,
+};
 use crate::{Error, ErrorKind, Result};
 
 /// Manages the caching of [`BoundPredicate`] objects
@@ -69,7 +71,9 @@ impl PartitionFilterCache {
                 format!("Could not find partition spec for id {spec_id}"),
             ))?;
 
-        let partition_type = partition_spec.partition_type(schema)?;
+        // iceberg-ops patch: a field whose source column was dropped is typed, not an error.
+        let partition_type =
+            partition_type_with_dropped_sources(partition_spec, schema, table_metadata)?;
         let partition_fields = partition_type.fields().to_owned();
         let partition_schema = Arc::new(
             Schema::builder()
@@ -104,6 +108,57 @@ impl PartitionFilterCache {
 
         Ok(read.get(&spec_id).unwrap().clone())
     }
+}
+
+/// iceberg-ops patch. `spec`'s partition type as `schema` sees it, where a field whose source column `schema` no
+/// longer has (dropped after a newer spec stopped using it; the table's older manifests still
+/// carry its values) takes its source's type from the newest schema of `metadata` that has it. Java's
+/// and PyIceberg's `partitionType` type such a field `unknown`, which iceberg 0.10 lacks; the
+/// filter bound to it can never name it (it names only `schema`'s columns), so only the
+/// positions of the other fields depend on it, as the type does in Java and PyIceberg.
+/// Without this, every filtered scan of such a table failed ("No column with source column
+/// id").
+fn partition_type_with_dropped_sources(
+    spec: &PartitionSpec,
+    schema: &Schema,
+    metadata: &TableMetadata,
+) -> Result<StructType> {
+    if spec
+        .fields()
+        .iter()
+        .all(|f| schema.field_by_id(f.source_id).is_some())
+    {
+        return spec.partition_type(schema);
+    }
+    let mut fields = Vec::with_capacity(spec.fields().len());
+    for f in spec.fields() {
+        let source = match schema.field_by_id(f.source_id) {
+            Some(source) => source.clone(),
+            None => metadata
+                .schemas_iter()
+                .filter_map(|s| {
+                    s.field_by_id(f.source_id)
+                        .map(|field| (s.schema_id(), field))
+                })
+                .max_by_key(|(id, _)| *id)
+                .map(|(_, field)| field.clone())
+                .ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::DataInvalid,
+                        format!(
+                            "partition field {} of spec {} reads column id {}, which no schema \
+                             of the table has",
+                            f.name,
+                            spec.spec_id(),
+                            f.source_id
+                        ),
+                    )
+                })?,
+        };
+        let result = f.transform.result_type(&source.field_type)?;
+        fields.push(NestedField::optional(f.field_id, &f.name, result).into());
+    }
+    Ok(StructType::new(fields))
 }
 
 /// Manages the caching of [`ManifestEvaluator`] objects
