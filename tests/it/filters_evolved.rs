@@ -720,7 +720,7 @@ t = catalog.load_table('fe.src')
 t.append(pa.Table.from_pylist([{'id': i, 'c2': day(i)} for i in range(40, 80)],
                               schema=t.schema().as_arrow()))
 "#;
-    let (p, handle) = source(dir.path(), setup, 2).await?;
+    let (p, handle) = source(dir.path(), setup, 3).await?;
     let filters = [
         "c2 <= '2018-12-26'",
         "c2 = '2018-12-21' OR id > 75",
@@ -766,7 +766,7 @@ t.append(pa.Table.from_pylist([{'id': i, 'c2': day(i)} for i in range(40, 80)],
         }
     }
     // A delete keeps every row its filter does not hold for (NULL included).
-    for (i, f) in filters.iter().take(2).enumerate() {
+    for (i, f) in filters.iter().enumerate() {
         DeleteBuilder::new(&handle, ident(&format!("ours{i}"))?)
             .with_filter_text(*f)
             .await?;

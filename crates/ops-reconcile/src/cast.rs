@@ -204,8 +204,19 @@ pub(crate) fn cast_primitive(
         CastMode::AllowLossy => lossy_cast(array, to),
     }
     .map_err(|e| cast_error(e.to_string(), first_failing_value(array, to)))?;
-    if mode == CastMode::Safe && matches!(cast_kind(from, to), CastKind::Lossy(_)) {
-        let changed = first_changed(array, &converted).map_err(|e| {
+    if mode == CastMode::Safe {
+        // Text is checked by reading it again; a lossy typed cast by casting back.
+        let (changed, what) = if is_string(from) {
+            (
+                first_changed_from_text(array, to, &converted),
+                "reading the text",
+            )
+        } else if matches!(cast_kind(from, to), CastKind::Lossy(_)) {
+            (first_changed(array, &converted), "the cast")
+        } else {
+            (Ok(None), "")
+        };
+        let changed = changed.map_err(|e| {
             cast_error(
                 format!(
                     "the cast may change values and they cannot be checked ({e}); set \
@@ -217,7 +228,7 @@ pub(crate) fn cast_primitive(
         if let Some(i) = changed {
             return Err(cast_error(
                 format!(
-                    "the cast would change the value to {}; transform the column first, or \
+                    "{what} would change the value to {}; transform the column first, or \
                      set allow_lossy_casts(true) on the reconciler to accept changed values",
                     display(&converted, i).unwrap_or_else(|| "null".into())
                 ),
@@ -279,6 +290,123 @@ fn first_changed(original: &ArrayRef, converted: &ArrayRef) -> Result<Option<usi
     }
     let distinct: BooleanArray = arrow_ord::cmp::distinct(original, &back)?;
     Ok((0..original.len()).find(|&i| original.is_valid(i) && distinct.value(i)))
+}
+
+fn is_string(t: &DataType) -> bool {
+    match t {
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => true,
+        DataType::Dictionary(_, values) => is_string(values),
+        _ => false,
+    }
+}
+
+/// The first text of `original` (strings) whose parse into `converted` changed its value, as
+/// pyarrow's safe cast refuses it: a time of day or a zone offset read into a date, digits
+/// finer than the unit of a timestamp or time (nanoseconds into microseconds), a zone offset
+/// read into a timestamp without zone (pyarrow: "expected no zone offset"; arrow converts it to
+/// UTC), a decimal with more fractional digits than the scale (arrow rounds it), a number
+/// beyond a float's range (arrow reads infinity). Each is found by reading the text again at a
+/// finer resolution, or from the text itself.
+fn first_changed_from_text(
+    original: &ArrayRef,
+    to: &DataType,
+    converted: &ArrayRef,
+) -> Result<Option<usize>, ArrowError> {
+    use DataType::*;
+    let lenient = CastOptions::default();
+    let text = cast_with_options(original, &Utf8, &lenient)?;
+    let text = text.as_string::<i32>();
+    let valid = |i: usize| text.is_valid(i) && converted.is_valid(i);
+    // `converted` and the text read at nanoseconds, compared at nanoseconds; a text the finer
+    // read cannot take (beyond the nanosecond range) is left as the cast read it.
+    let finer = |fine: &DataType| -> Result<Option<usize>, ArrowError> {
+        let again = cast_with_options(&(Arc::new(text.clone()) as ArrayRef), fine, &lenient)?;
+        let coarse = cast_with_options(converted, fine, &lenient)?;
+        let distinct: BooleanArray = arrow_ord::cmp::distinct(&again, &coarse)?;
+        Ok((0..text.len())
+            .find(|&i| valid(i) && again.is_valid(i) && coarse.is_valid(i) && distinct.value(i)))
+    };
+    let zoned = |i: usize| valid(i) && has_zone_offset(text.value(i));
+    Ok(match to {
+        Date32 | Date64 => finer(&Timestamp(TimeUnit::Nanosecond, None))?,
+        Timestamp(unit, zone) => {
+            let offset = if zone.is_none() {
+                (0..text.len()).find(|&i| zoned(i))
+            } else {
+                None
+            };
+            let digits = if *unit == TimeUnit::Nanosecond {
+                None
+            } else {
+                finer(&Timestamp(TimeUnit::Nanosecond, zone.clone()))?
+            };
+            match (offset, digits) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            }
+        }
+        Time32(_) | Time64(TimeUnit::Microsecond) => finer(&Time64(TimeUnit::Nanosecond))?,
+        Decimal32(_, scale) | Decimal64(_, scale) | Decimal128(_, scale) | Decimal256(_, scale) => {
+            (0..text.len()).find(|&i| valid(i) && decimal_text_rounds(text.value(i), *scale))
+        }
+        Float16 | Float32 | Float64 => {
+            let wide = cast_with_options(converted, &Float64, &lenient)?;
+            let wide = wide.as_primitive::<arrow_array::types::Float64Type>();
+            (0..text.len()).find(|&i| {
+                valid(i) && wide.is_valid(i) && wide.value(i).is_infinite() && {
+                    let t = text.value(i).trim().trim_start_matches(['+', '-']);
+                    !(t.eq_ignore_ascii_case("inf") || t.eq_ignore_ascii_case("infinity"))
+                }
+            })
+        }
+        _ => None,
+    })
+}
+
+/// True when a date-time text carries a zone (`Z` or a `+hh:mm` / `-hh:mm` offset) after its
+/// time of day.
+fn has_zone_offset(text: &str) -> bool {
+    let t = text.trim();
+    // The time of day starts after the date's separator (`T` or a space); the date's own
+    // hyphens come before it.
+    let Some(sep) = t
+        .char_indices()
+        .skip(8)
+        .find(|(_, c)| *c == 'T' || *c == 't' || *c == ' ')
+        .map(|(i, _)| i)
+    else {
+        return false;
+    };
+    let time = &t[sep + 1..];
+    time.ends_with(['Z', 'z']) || time.contains(['+', '-'])
+}
+
+/// True when the decimal text has nonzero digits finer than `scale` (a cast to that scale
+/// rounds it): `1.005` at scale 2, `5e-3` at 2, not `1.50` or `510e-3`.
+fn decimal_text_rounds(text: &str, scale: i8) -> bool {
+    let t = text.trim();
+    let t = t.strip_prefix(['+', '-']).unwrap_or(t);
+    let (mantissa, exponent) = match t.find(['e', 'E']) {
+        Some(i) => match t[i + 1..].parse::<i64>() {
+            Ok(e) => (&t[..i], e),
+            // Not a number arrow reads: its cast fails on it already.
+            Err(_) => return false,
+        },
+        None => (t, 0),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let trailing_zeros = int
+        .chars()
+        .chain(frac.chars())
+        .rev()
+        .take_while(|c| *c == '0')
+        .count();
+    let digits = int.len() + frac.len();
+    if trailing_zeros == digits {
+        return false; // zero
+    }
+    let finest = frac.len() as i64 - exponent - trailing_zeros as i64;
+    finest > i64::from(scale)
 }
 
 fn display(array: &ArrayRef, i: usize) -> Option<String> {
@@ -350,6 +478,107 @@ mod tests {
                 assert!(msg.contains("allow_lossy_casts"), "{msg}");
             }
             other => panic!("expected a cast error for {value}, got {other:?}"),
+        }
+    }
+
+    /// Text read into a type that cannot hold it unchanged is refused as pyarrow's safe cast
+    /// refuses it (found by a new-user trial: `migrate-data` into an existing destination
+    /// stored these silently, and `verify` matched); text that reads exactly passes; with
+    /// lossy casts allowed every one is read as arrow reads it.
+    #[test]
+    fn text_whose_reading_changes_its_value_is_refused() -> TestResult {
+        use arrow_array::StringArray;
+        let us = DataType::Timestamp(TimeUnit::Microsecond, None);
+        let us_utc = DataType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into()));
+        let refused: &[(&str, DataType)] = &[
+            ("2020-01-01T10:00:00", DataType::Date32),
+            ("2020-01-01T22:00:00-05:00", DataType::Date32),
+            ("2020-01-01T10:00:00.123456789", us.clone()),
+            ("2020-01-01T10:00:00.123456789", us_utc.clone()),
+            ("2020-01-01T10:00:00+05:00", us.clone()),
+            ("2020-01-01T10:00:00Z", us.clone()),
+            (
+                "10:00:00.123456789",
+                DataType::Time64(TimeUnit::Microsecond),
+            ),
+            ("1.005", DataType::Decimal128(10, 2)),
+            ("1.999", DataType::Decimal128(10, 2)),
+            ("-0.001", DataType::Decimal128(10, 2)),
+            ("1e400", DataType::Float64),
+        ];
+        for (text, to) in refused {
+            let a: ArrayRef = Arc::new(StringArray::from(vec![Some("0"), None, Some(*text)]));
+            let a = if matches!(to, DataType::Date32 | DataType::Timestamp(..)) {
+                Arc::new(StringArray::from(vec![
+                    Some("2020-01-02"),
+                    None,
+                    Some(*text),
+                ]))
+            } else if matches!(to, DataType::Time64(_)) {
+                Arc::new(StringArray::from(vec![Some("01:02:03"), None, Some(*text)]))
+            } else {
+                a
+            };
+            assert_refused(project(a.clone(), to, false), "v", text);
+            let lossy = project(a, to, true)?;
+            assert_eq!(lossy.null_count(), 1, "{text} as {to}");
+        }
+        let exact: &[(&[&str], DataType)] = &[
+            (
+                &["2020-01-01", "2020-01-01T00:00:00", "2020-01-01 00:00:00Z"],
+                DataType::Date32,
+            ),
+            (
+                &["2020-01-01T10:00:00.123456", "2020-01-01 10:00:00"],
+                us.clone(),
+            ),
+            (
+                &["2020-01-01T10:00:00.123456789+05:00"],
+                DataType::Timestamp(TimeUnit::Nanosecond, Some("+00:00".into())),
+            ),
+            (
+                &["2020-01-01T10:00:00+05:00", "2020-01-01T10:00:00.5Z"],
+                us_utc,
+            ),
+            (
+                &["10:00:00.123456", "10:00:00"],
+                DataType::Time64(TimeUnit::Microsecond),
+            ),
+            (&["1.50", "-2", "0.00", "100"], DataType::Decimal128(10, 2)),
+            (
+                &["1e300", "-inf", "Infinity", "NaN", "0.1"],
+                DataType::Float64,
+            ),
+        ];
+        for (texts, to) in exact {
+            let a: ArrayRef = Arc::new(StringArray::from(texts.to_vec()));
+            let got = project(a, to, false).map_err(|e| format!("{texts:?} as {to}: {e}"))?;
+            assert_eq!(got.null_count(), 0, "{texts:?} as {to}");
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn decimal_texts_round_only_past_the_scale() {
+        for (text, scale, rounds) in [
+            ("1.005", 2, true),
+            ("1.000", 2, false),
+            ("+12.340", 2, false),
+            ("5e-3", 2, true),
+            ("5E-2", 2, false),
+            ("510e-3", 2, false),
+            ("0.000", 0, false),
+            ("1.5", 0, true),
+            ("15e-1", 0, true),
+            ("150e-1", 0, false),
+            ("12e3", -2, false),
+            ("1x", 2, false),
+        ] {
+            assert_eq!(
+                decimal_text_rounds(text, scale),
+                rounds,
+                "{text} at {scale}"
+            );
         }
     }
 

@@ -23,7 +23,8 @@ use crate::expr::visitors::inclusive_projection::InclusiveProjection;
 use crate::expr::visitors::manifest_evaluator::ManifestEvaluator;
 use crate::expr::{Bind, BoundPredicate};
 use crate::spec::{
-    NestedField, PartitionSpec, Schema, StructType, TableMetadata, TableMetadataRef,
+    NestedField, PartitionSpec, PrimitiveType, Schema, StructType, TableMetadata, TableMetadataRef,
+    Type,
 };
 use crate::{Error, ErrorKind, Result};
 
@@ -110,14 +111,16 @@ impl PartitionFilterCache {
     }
 }
 
-/// iceberg-ops patch. `spec`'s partition type as `schema` sees it, where a field whose source column `schema` no
-/// longer has (dropped after a newer spec stopped using it; the table's older manifests still
-/// carry its values) takes its source's type from the newest schema of `metadata` that has it. Java's
-/// and PyIceberg's `partitionType` type such a field `unknown`, which iceberg 0.10 lacks; the
-/// filter bound to it can never name it (it names only `schema`'s columns), so only the
-/// positions of the other fields depend on it, as the type does in Java and PyIceberg.
-/// Without this, every filtered scan of such a table failed ("No column with source column
-/// id").
+/// iceberg-ops patch. `spec`'s partition type as `schema` sees it, where a field whose source
+/// column `schema` no longer has (dropped after a newer spec stopped using it; the table's
+/// older manifests still carry its values) is typed from the schema of the highest id that
+/// still has the column. Java types such a source `unknown` and applies the transform,
+/// PyIceberg types the field `unknown`; iceberg 0.10 has no such type. The filter bound to
+/// this type can never name the field (it names only `schema`'s columns, and field ids are
+/// never reused), so only the positions of the other fields depend on it, as in Java and
+/// PyIceberg; where no schema has the column any more (Java's expiry may remove old
+/// schemas), any type keeps those positions, and `binary` stands in. Without this, every
+/// filtered scan of such a table failed ("No column with source column id").
 fn partition_type_with_dropped_sources(
     spec: &PartitionSpec,
     schema: &Schema,
@@ -132,9 +135,8 @@ fn partition_type_with_dropped_sources(
     }
     let mut fields = Vec::with_capacity(spec.fields().len());
     for f in spec.fields() {
-        let source = match schema.field_by_id(f.source_id) {
-            Some(source) => source.clone(),
-            None => metadata
+        let source = schema.field_by_id(f.source_id).cloned().or_else(|| {
+            metadata
                 .schemas_iter()
                 .filter_map(|s| {
                     s.field_by_id(f.source_id)
@@ -142,20 +144,11 @@ fn partition_type_with_dropped_sources(
                 })
                 .max_by_key(|(id, _)| *id)
                 .map(|(_, field)| field.clone())
-                .ok_or_else(|| {
-                    Error::new(
-                        ErrorKind::DataInvalid,
-                        format!(
-                            "partition field {} of spec {} reads column id {}, which no schema \
-                             of the table has",
-                            f.name,
-                            spec.spec_id(),
-                            f.source_id
-                        ),
-                    )
-                })?,
+        });
+        let result = match source {
+            Some(source) => f.transform.result_type(&source.field_type)?,
+            None => Type::Primitive(PrimitiveType::Binary),
         };
-        let result = f.transform.result_type(&source.field_type)?;
         fields.push(NestedField::optional(f.field_id, &f.name, result).into());
     }
     Ok(StructType::new(fields))
