@@ -301,88 +301,146 @@ fn is_string(t: &DataType) -> bool {
 }
 
 /// The first text of `original` (strings) whose parse into `converted` changed its value, as
-/// pyarrow's safe cast refuses it: a time of day or a zone offset read into a date, digits
-/// finer than the unit of a timestamp or time (nanoseconds into microseconds), a zone offset
-/// read into a timestamp without zone (pyarrow: "expected no zone offset"; arrow converts it to
-/// UTC), a decimal with more fractional digits than the scale (arrow rounds it), a number
-/// beyond a float's range (arrow reads infinity). Each is found by reading the text again at a
-/// finer resolution, or from the text itself.
+/// pyarrow's safe cast refuses it, judged from the text itself (arrow-rs reads each of these
+/// without an error):
+/// - into a date: a time of day other than midnight, or a zone (arrow converts to UTC first);
+/// - into a timestamp or time: nonzero digits finer than the unit (arrow keeps at most nine
+///   and drops the rest), or a second of 60 (arrow rolls it over);
+/// - into a timestamp without zone: a zone, an offset or a name (pyarrow: "expected no zone
+///   offset"; arrow converts to UTC);
+/// - into a decimal: nonzero digits finer than the scale (arrow rounds), or no digit at all
+///   (arrow reads `''`, `'-'` and `'.'` as 0).
+///
+/// A float takes any number, infinity for one beyond its range, as pyarrow's cast does.
 fn first_changed_from_text(
     original: &ArrayRef,
     to: &DataType,
     converted: &ArrayRef,
 ) -> Result<Option<usize>, ArrowError> {
     use DataType::*;
-    let lenient = CastOptions::default();
-    let text = cast_with_options(original, &Utf8, &lenient)?;
-    let text = text.as_string::<i32>();
-    let valid = |i: usize| text.is_valid(i) && converted.is_valid(i);
-    // `converted` and the text read at nanoseconds, compared at nanoseconds; a text the finer
-    // read cannot take (beyond the nanosecond range) is left as the cast read it.
-    let finer = |fine: &DataType| -> Result<Option<usize>, ArrowError> {
-        let again = cast_with_options(&(Arc::new(text.clone()) as ArrayRef), fine, &lenient)?;
-        let coarse = cast_with_options(converted, fine, &lenient)?;
-        let distinct: BooleanArray = arrow_ord::cmp::distinct(&again, &coarse)?;
-        Ok((0..text.len())
-            .find(|&i| valid(i) && again.is_valid(i) && coarse.is_valid(i) && distinct.value(i)))
+    let unit_digits = |u: &TimeUnit| match u {
+        TimeUnit::Second => 0,
+        TimeUnit::Millisecond => 3,
+        TimeUnit::Microsecond => 6,
+        TimeUnit::Nanosecond => 9,
     };
-    let zoned = |i: usize| valid(i) && has_zone_offset(text.value(i));
-    Ok(match to {
-        Date32 | Date64 => finer(&Timestamp(TimeUnit::Nanosecond, None))?,
+    match to {
+        Date32 | Date64 => first_text(original, converted, |t| {
+            let time = TextTime::of(t, true);
+            time.zone || time.off_midnight
+        }),
         Timestamp(unit, zone) => {
-            let offset = if zone.is_none() {
-                (0..text.len()).find(|&i| zoned(i))
-            } else {
-                None
-            };
-            let digits = if *unit == TimeUnit::Nanosecond {
-                None
-            } else {
-                finer(&Timestamp(TimeUnit::Nanosecond, zone.clone()))?
-            };
-            match (offset, digits) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            }
-        }
-        Time32(_) | Time64(TimeUnit::Microsecond) => finer(&Time64(TimeUnit::Nanosecond))?,
-        Decimal32(_, scale) | Decimal64(_, scale) | Decimal128(_, scale) | Decimal256(_, scale) => {
-            (0..text.len()).find(|&i| valid(i) && decimal_text_rounds(text.value(i), *scale))
-        }
-        Float16 | Float32 | Float64 => {
-            let wide = cast_with_options(converted, &Float64, &lenient)?;
-            let wide = wide.as_primitive::<arrow_array::types::Float64Type>();
-            (0..text.len()).find(|&i| {
-                valid(i) && wide.is_valid(i) && wide.value(i).is_infinite() && {
-                    let t = text.value(i).trim().trim_start_matches(['+', '-']);
-                    !(t.eq_ignore_ascii_case("inf") || t.eq_ignore_ascii_case("infinity"))
-                }
+            let digits = unit_digits(unit);
+            let naive = zone.is_none();
+            first_text(original, converted, |t| {
+                let time = TextTime::of(t, true);
+                time.finer_than(digits) || time.leap_second || (naive && time.zone)
             })
         }
-        _ => None,
+        Time32(unit) | Time64(unit) => {
+            let digits = unit_digits(unit);
+            first_text(original, converted, |t| {
+                let time = TextTime::of(t, false);
+                time.finer_than(digits) || time.leap_second
+            })
+        }
+        Decimal32(_, scale) | Decimal64(_, scale) | Decimal128(_, scale) | Decimal256(_, scale) => {
+            first_text(original, converted, |t| decimal_text_rounds(t, *scale))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// The first row whose text (valid, and read into a valid `converted` value) `changed` holds
+/// for; the text is read where it lies (a dictionary's values once decoded).
+fn first_text(
+    original: &ArrayRef,
+    converted: &ArrayRef,
+    mut changed: impl FnMut(&str) -> bool,
+) -> Result<Option<usize>, ArrowError> {
+    fn find<'a>(
+        values: impl Iterator<Item = Option<&'a str>>,
+        converted: &ArrayRef,
+        changed: &mut impl FnMut(&str) -> bool,
+    ) -> Option<usize> {
+        values
+            .enumerate()
+            .find(|(i, v)| converted.is_valid(*i) && v.is_some_and(&mut *changed))
+            .map(|(i, _)| i)
+    }
+    Ok(match original.data_type() {
+        DataType::Utf8 => find(original.as_string::<i32>().iter(), converted, &mut changed),
+        DataType::LargeUtf8 => find(original.as_string::<i64>().iter(), converted, &mut changed),
+        DataType::Utf8View => find(original.as_string_view().iter(), converted, &mut changed),
+        _ => {
+            let text = cast_with_options(original, &DataType::LargeUtf8, &CastOptions::default())?;
+            find(text.as_string::<i64>().iter(), converted, &mut changed)
+        }
     })
 }
 
-/// True when a date-time text carries a zone (`Z` or a `+hh:mm` / `-hh:mm` offset) after its
-/// time of day.
-fn has_zone_offset(text: &str) -> bool {
-    let t = text.trim();
-    // The time of day starts after the date's separator (`T` or a space); the date's own
-    // hyphens come before it.
-    let Some(sep) = t
-        .char_indices()
-        .skip(8)
-        .find(|(_, c)| *c == 'T' || *c == 't' || *c == ' ')
-        .map(|(i, _)| i)
-    else {
-        return false;
-    };
-    let time = &t[sep + 1..];
-    time.ends_with(['Z', 'z']) || time.contains(['+', '-'])
+/// What a date, date-time or time text says beyond its date, read from the text (see
+/// [`first_changed_from_text`]).
+#[derive(Debug, Default, PartialEq, Eq)]
+struct TextTime<'a> {
+    /// Its fraction of a second's digits.
+    fraction: &'a str,
+    /// A time of day other than midnight.
+    off_midnight: bool,
+    /// A second of 60 (or more).
+    leap_second: bool,
+    /// Anything after the time of day: `Z`, an offset, a zone name.
+    zone: bool,
 }
 
-/// True when the decimal text has nonzero digits finer than `scale` (a cast to that scale
-/// rounds it): `1.005` at scale 2, `5e-3` at 2, not `1.50` or `510e-3`.
+impl<'a> TextTime<'a> {
+    /// `text` read as a time of day (`dated`: after a date and `T` or a space, as arrow's
+    /// date-times are written; else the whole text).
+    fn of(text: &'a str, dated: bool) -> Self {
+        let t = text.trim();
+        let time = if dated {
+            // The date's own hyphens come before the separator.
+            match t
+                .char_indices()
+                .skip(8)
+                .find(|(_, c)| matches!(c, 'T' | 't' | ' '))
+            {
+                Some((sep, _)) => t[sep + 1..].trim_start(),
+                None => return Self::default(),
+            }
+        } else {
+            t
+        };
+        let clock_len = time
+            .find(|c: char| !(c.is_ascii_digit() || c == ':' || c == '.'))
+            .unwrap_or(time.len());
+        let (clock, rest) = time.split_at(clock_len);
+        let (hms, fraction) = clock.split_once('.').unwrap_or((clock, ""));
+        let fraction = fraction.trim_end_matches(':');
+        let second = hms.split(':').nth(2).and_then(|s| s.parse::<u32>().ok());
+        Self {
+            fraction,
+            off_midnight: hms
+                .chars()
+                .chain(fraction.chars())
+                .any(|c| c.is_ascii_digit() && c != '0'),
+            leap_second: second.is_some_and(|s| s >= 60),
+            zone: !rest.trim().is_empty(),
+        }
+    }
+
+    /// True when a nonzero digit lies past the first `digits` of the fraction.
+    fn finer_than(&self, digits: usize) -> bool {
+        self.fraction
+            .chars()
+            .skip(digits)
+            .any(|c| c.is_ascii_digit() && c != '0')
+    }
+}
+
+/// True when reading the decimal text at `scale` changes it: nonzero digits finer than the
+/// scale (`1.005` at scale 2, `5e-3` at 2; not `1.50` or `510e-3`), or no digit at all
+/// (arrow reads `''`, `'-'` and `'.'` as 0).
 fn decimal_text_rounds(text: &str, scale: i8) -> bool {
     let t = text.trim();
     let t = t.strip_prefix(['+', '-']).unwrap_or(t);
@@ -395,17 +453,22 @@ fn decimal_text_rounds(text: &str, scale: i8) -> bool {
         None => (t, 0),
     };
     let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits = int.len() + frac.len();
+    if digits == 0 {
+        return true;
+    }
     let trailing_zeros = int
         .chars()
         .chain(frac.chars())
         .rev()
         .take_while(|c| *c == '0')
         .count();
-    let digits = int.len() + frac.len();
     if trailing_zeros == digits {
         return false; // zero
     }
-    let finest = frac.len() as i64 - exponent - trailing_zeros as i64;
+    let finest = (frac.len() as i64)
+        .saturating_sub(exponent)
+        .saturating_sub(trailing_zeros as i64);
     finest > i64::from(scale)
 }
 
@@ -504,7 +567,16 @@ mod tests {
             ("1.005", DataType::Decimal128(10, 2)),
             ("1.999", DataType::Decimal128(10, 2)),
             ("-0.001", DataType::Decimal128(10, 2)),
-            ("1e400", DataType::Float64),
+            ("", DataType::Decimal128(10, 2)),
+            ("2020-01-01 00:00:00Z", DataType::Date32),
+            ("2020-01-01T19:00:00-05:00", DataType::Date32),
+            ("1500-01-01T10:00:00", DataType::Date32),
+            ("9999-12-31 23:59:59.9999999", us.clone()),
+            ("2016-12-31T23:59:60", us.clone()),
+            (
+                "2020-01-01T10:00:00.1234567891",
+                DataType::Timestamp(TimeUnit::Nanosecond, None),
+            ),
         ];
         for (text, to) in refused {
             let a: ArrayRef = Arc::new(StringArray::from(vec![Some("0"), None, Some(*text)]));
@@ -525,7 +597,11 @@ mod tests {
         }
         let exact: &[(&[&str], DataType)] = &[
             (
-                &["2020-01-01", "2020-01-01T00:00:00", "2020-01-01 00:00:00Z"],
+                &[
+                    "2020-01-01",
+                    "2020-01-01T00:00:00",
+                    "2020-01-01 00:00:00.000",
+                ],
                 DataType::Date32,
             ),
             (
@@ -541,12 +617,13 @@ mod tests {
                 us_utc,
             ),
             (
-                &["10:00:00.123456", "10:00:00"],
+                &["10:00:00.123456", "10:00:00", "10:00:00.123456000"],
                 DataType::Time64(TimeUnit::Microsecond),
             ),
+            (&["3600", "01:00:00"], DataType::Time32(TimeUnit::Second)),
             (&["1.50", "-2", "0.00", "100"], DataType::Decimal128(10, 2)),
             (
-                &["1e300", "-inf", "Infinity", "NaN", "0.1"],
+                &["1e300", "1e400", "-inf", "Infinity", "NaN", "0.1"],
                 DataType::Float64,
             ),
         ];
@@ -556,6 +633,25 @@ mod tests {
             assert_eq!(got.null_count(), 0, "{texts:?} as {to}");
         }
         Ok(())
+    }
+
+    #[test]
+    fn the_time_of_a_text_is_read_from_the_text() {
+        let t = TextTime::of("2020-01-01T10:00:00.1234567891 Europe/Paris", true);
+        assert_eq!(t.fraction, "1234567891");
+        assert!(t.off_midnight && t.zone && !t.leap_second);
+        assert!(t.finer_than(9) && t.finer_than(6));
+        let t = TextTime::of("2020-01-01 00:00:00.000", true);
+        assert!(!t.off_midnight && !t.zone && !t.finer_than(0));
+        assert!(TextTime::of("23:59:60", false).leap_second);
+        assert!(TextTime::of("2020-01-01T00:00:00-05:00", true).zone);
+        assert!(TextTime::of("2020-01-01T00:00+0500", true).zone);
+        assert_eq!(TextTime::of("2020-01-01", true), TextTime::default());
+        assert_eq!(TextTime::of("-0001-01-01", true), TextTime::default());
+        assert!(!TextTime::of("3600", false).finer_than(0));
+        // Multi-byte text never splits a character.
+        assert!(TextTime::of("2020-01-01Tä", true).zone);
+        assert!(TextTime::of("ääääääääää T1", true).zone);
     }
 
     #[test]
@@ -573,6 +669,9 @@ mod tests {
             ("150e-1", 0, false),
             ("12e3", -2, false),
             ("1x", 2, false),
+            ("", 2, true),
+            ("-", 2, true),
+            (".", 2, true),
         ] {
             assert_eq!(
                 decimal_text_rounds(text, scale),
