@@ -61,3 +61,25 @@ pub(crate) fn batch(table: &Table, ids: Vec<i64>) -> anyhow::Result<RecordBatch>
         ],
     )?)
 }
+
+/// [`table`] with rows `ids` appended in one commit, and that commit's snapshot.
+pub(crate) async fn appended(
+    dir: &std::path::Path,
+    ids: Vec<i64>,
+) -> anyhow::Result<(Table, iceberg::spec::SnapshotRef)> {
+    let (handle, table) = table(dir).await?;
+    let rows = batch(&table, ids)?;
+    let (table, _) = ops_core::append::append(
+        &handle,
+        &table,
+        futures::stream::iter([Ok(rows)]),
+        HashMap::new(),
+    )
+    .await?;
+    let snapshot = table
+        .metadata()
+        .current_snapshot()
+        .ok_or_else(|| anyhow::anyhow!("no snapshot"))?
+        .clone();
+    Ok((table, snapshot))
+}

@@ -252,8 +252,6 @@ fn gone_meanwhile(path: &str, error: &str) -> Error {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashMap;
-
     use super::*;
 
     /// A table loaded without its metadata location (a REST server leaving `metadata-location`
@@ -262,20 +260,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread")]
     async fn the_loaded_metadata_is_reachable_without_its_location() -> anyhow::Result<()> {
         let dir = tempfile::tempdir()?;
-        let (handle, table) = crate::test_support::table(dir.path()).await?;
-        let batch = crate::test_support::batch(&table, vec![1, 2])?;
-        let (table, _) = ops_core::append::append(
-            &handle,
-            &table,
-            futures::stream::iter([Ok(batch)]),
-            HashMap::new(),
-        )
-        .await?;
-        let snapshot = table
-            .metadata()
-            .current_snapshot()
-            .ok_or_else(|| anyhow::anyhow!("no snapshot"))?
-            .clone();
+        let (table, snapshot) = crate::test_support::appended(dir.path(), vec![1, 2]).await?;
         let manifests = table.manifest_list_reader(&snapshot).load().await?;
         let mut live = vec![snapshot.manifest_list().to_string()];
         for mf in manifests.entries() {
@@ -321,20 +306,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread")]
     async fn a_current_file_gone_meanwhile_is_named_with_a_rerun() -> anyhow::Result<()> {
         let dir = tempfile::tempdir()?;
-        let (handle, table) = crate::test_support::table(dir.path()).await?;
-        let batch = crate::test_support::batch(&table, vec![1, 2])?;
-        let (table, _) = ops_core::append::append(
-            &handle,
-            &table,
-            futures::stream::iter([Ok(batch)]),
-            HashMap::new(),
-        )
-        .await?;
-        let snapshot = table
-            .metadata()
-            .current_snapshot()
-            .ok_or_else(|| anyhow::anyhow!("no snapshot"))?
-            .clone();
+        let (table, snapshot) = crate::test_support::appended(dir.path(), vec![1, 2]).await?;
         let location = Location::parse(table.metadata().location())?;
         let manifests = table.manifest_list_reader(&snapshot).load().await?;
         let manifest = manifests
