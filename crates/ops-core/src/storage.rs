@@ -328,30 +328,15 @@ impl FileWrite for LocalFileWrite {
 }
 
 // A FileIO's storage is serialized as the storage or factory it wraps, under `inner` (this
-// layer has no settings of its own), tagged by typetag.
-#[derive(Serialize)]
-struct FactoryRef<'a> {
-    inner: &'a dyn StorageFactory,
-}
-
-#[derive(Deserialize)]
-struct FactoryOwned {
-    inner: Box<dyn StorageFactory>,
-}
-
-#[derive(Serialize)]
-struct StorageRef<'a> {
-    inner: &'a dyn Storage,
-}
-
-#[derive(Deserialize)]
-struct StorageOwned {
-    inner: Box<dyn Storage>,
+// layer has no settings of its own), tagged by typetag: `&dyn _` out, `Box<dyn _>` back.
+#[derive(Serialize, Deserialize)]
+struct Wrapped<T> {
+    inner: T,
 }
 
 impl Serialize for LocalWritesStorageFactory {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        FactoryRef {
+        Wrapped {
             inner: self.inner.as_ref(),
         }
         .serialize(s)
@@ -360,14 +345,14 @@ impl Serialize for LocalWritesStorageFactory {
 
 impl<'de> Deserialize<'de> for LocalWritesStorageFactory {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let wire = FactoryOwned::deserialize(d)?;
+        let wire = Wrapped::<Box<dyn StorageFactory>>::deserialize(d)?;
         Ok(Self::over(Arc::from(wire.inner)))
     }
 }
 
 impl Serialize for LocalWritesStorage {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        StorageRef {
+        Wrapped {
             inner: self.inner.as_ref(),
         }
         .serialize(s)
@@ -376,7 +361,7 @@ impl Serialize for LocalWritesStorage {
 
 impl<'de> Deserialize<'de> for LocalWritesStorage {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let wire = StorageOwned::deserialize(d)?;
+        let wire = Wrapped::<Box<dyn Storage>>::deserialize(d)?;
         Ok(Self {
             inner: Arc::from(wire.inner),
         })
