@@ -126,13 +126,6 @@ fn partition_type_with_dropped_sources(
     schema: &Schema,
     metadata: &TableMetadata,
 ) -> Result<StructType> {
-    if spec
-        .fields()
-        .iter()
-        .all(|f| schema.field_by_id(f.source_id).is_some())
-    {
-        return spec.partition_type(schema);
-    }
     let mut fields = Vec::with_capacity(spec.fields().len());
     for f in spec.fields() {
         let source = schema.field_by_id(f.source_id).cloned().or_else(|| {
