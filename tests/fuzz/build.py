@@ -11,16 +11,23 @@ import datetime as dt
 import decimal
 import math
 import os
+import random
 import uuid
+from collections import defaultdict
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pyiceberg.expressions import (AlwaysFalse, AlwaysTrue, And, EqualTo, GreaterThan, GreaterThanOrEqual, In,
                                    IsNaN, IsNull, LessThan, LessThanOrEqual, Not, NotEqualTo, NotIn, NotNaN,
                                    NotNull, NotStartsWith, Or, Reference, StartsWith)
+from pyiceberg.manifest import (DataFile, DataFileContent, FileFormat, ManifestContent, ManifestEntry,
+                                ManifestEntryStatus, ManifestWriterV2)
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
+from pyiceberg.table.snapshots import Operation
+from pyiceberg.table.update.snapshot import _FastAppendFiles
 from pyiceberg.transforms import VoidTransform, parse_transform
+from pyiceberg.typedef import Record
 from pyiceberg.types import (BinaryType, BooleanType, DateType, DecimalType, DoubleType, FixedType, FloatType,
                              IntegerType, ListType, LongType, MapType, NestedField, StringType, StructType,
                              TimestampType, TimestamptzType, TimeType, UUIDType)
@@ -420,6 +427,10 @@ def apply_op(catalog, table, op):
         table.manage_snapshots().create_branch(sid, op["name"]).commit()
     elif kind == "import":
         import_file(table, op)
+    elif kind == "pos_delete":
+        position_delete(table, op)
+    elif kind == "eq_delete":
+        equality_delete(table, op)
     else:
         raise ValueError(f"unknown op {kind}")
     return catalog.load_table(table.name())
@@ -445,9 +456,7 @@ def import_file(table, op):
     Hive files: PyIceberg reads the missing columns from the partition (identity constants)."""
     from pyiceberg.io.pyarrow import (compute_statistics_plan, data_file_statistics_from_parquet_metadata,
                                       parquet_path_to_id_mapping)
-    from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
     from pyiceberg.partitioning import _to_partition_representation
-    from pyiceberg.typedef import Record
 
     schema = table.schema()
     spec = table.spec()
@@ -494,6 +503,180 @@ def import_file(table, op):
     with table.transaction() as tx:
         with tx.update_snapshot().fast_append() as fa:
             fa.append_data_file(df)
+
+
+# Position delete files' reserved columns (the spec's `file_path` and `pos`).
+DELETE_FILE_PATH_ID = 2147483546
+DELETE_POS_ID = 2147483545
+
+
+def position_delete(table, op):
+    """Position delete files over some rows of some live data files of a branch, committed in a
+    snapshot of their own as Spark's merge-on-read DELETE commits them (a RowDelta): one file
+    per partition of the files it names (their spec and partition tuple), rows sorted by path
+    and position, with Java's full `file_path`/`pos` bounds unless the op says none (some
+    writers leave them out). The op's seed decides which files and rows, from the branch's
+    live files in manifest order (their names hold uuids, so not by name)."""
+    rng = random.Random(op["seed"])
+    branch, snapshot = _branch_snapshot(table, rng, op)
+    live = [(spec_id, f) for spec_id, f, _ in _live_data_files(table, snapshot)]
+    if not live:
+        raise ValueError(f"no live data file on {branch}")
+    groups = {}
+    for spec_id, f in rng.sample(live, min(len(live), op["files"])):
+        n = f.record_count
+        positions = sorted(rng.sample(range(n), max(1, round(n * op["share"]))))
+        key = (spec_id, repr(f.partition))
+        groups.setdefault(key, (spec_id, f.partition, []))[2].extend((f.file_path, p) for p in positions)
+    arrow_schema = pa.schema([
+        pa.field("file_path", pa.string(), False, {b"PARQUET:field_id": str(DELETE_FILE_PATH_ID).encode()}),
+        pa.field("pos", pa.int64(), False, {b"PARQUET:field_id": str(DELETE_POS_ID).encode()}),
+    ])
+    files = []
+    for spec_id, partition, rows in groups.values():
+        rows.sort()
+        _imports[0] += 1
+        name = f"pos-deletes-{os.getpid()}-{_imports[0]}.parquet"
+        path = table.location_provider().new_data_location(name)
+        os.makedirs(os.path.dirname(local(path)), exist_ok=True)
+        data = pa.Table.from_pylist([{"file_path": fp, "pos": p} for fp, p in rows], schema=arrow_schema)
+        pq.write_table(data, local(path))
+        lower = upper = None
+        if op.get("bounds"):
+            lower = {DELETE_FILE_PATH_ID: rows[0][0].encode(), DELETE_POS_ID: min(p for _, p in rows).to_bytes(8, "little")}
+            upper = {DELETE_FILE_PATH_ID: rows[-1][0].encode(), DELETE_POS_ID: max(p for _, p in rows).to_bytes(8, "little")}
+        files.append((spec_id, DataFile.from_args(
+            content=DataFileContent.POSITION_DELETES, file_path=path, file_format=FileFormat.PARQUET,
+            partition=partition, record_count=len(rows), file_size_in_bytes=os.path.getsize(local(path)),
+            value_counts={DELETE_FILE_PATH_ID: len(rows), DELETE_POS_ID: len(rows)},
+            null_value_counts={DELETE_FILE_PATH_ID: 0, DELETE_POS_ID: 0},
+            lower_bounds=lower, upper_bounds=upper, spec_id=spec_id, equality_ids=None,
+            sort_order_id=None, key_metadata=None)))
+    with table.transaction() as tx:
+        _RowDelta(files, tx, table.io, branch).commit()
+
+
+# Types an equality delete names here: Java takes any primitive, but a float's NaN and -0.0
+# have no agreed equality across engines, and pyarrow cannot hash the uuid extension type.
+EQUALITY_TYPES = (BooleanType, IntegerType, LongType, DecimalType, DateType, TimeType, TimestampType,
+                  TimestamptzType, StringType, BinaryType, FixedType)
+
+
+def _branch_snapshot(table, rng, op):
+    """The branch an op on existing files writes to (`main`, or with `op["branch"]` one of
+    the others drawn by `rng`) and its head snapshot."""
+    branch = "main"
+    if op.get("branch"):
+        branches = sorted(n for n, r in table.metadata.refs.items()
+                          if n != "main" and r.snapshot_ref_type == "branch")
+        if branches:
+            branch = rng.choice(branches)
+    snapshot = table.metadata.snapshot_by_name(branch)
+    if snapshot is None:
+        raise ValueError(f"no snapshot on {branch} to delete rows from")
+    return branch, snapshot
+
+
+def _live_data_files(table, snapshot):
+    """(spec id, data file, data sequence number) of the snapshot's live data files with rows,
+    in manifest order."""
+    live = []
+    for m in snapshot.manifests(table.io):
+        if m.content == ManifestContent.DATA:
+            live += [(m.partition_spec_id, e.data_file, e.sequence_number)
+                     for e in m.fetch_manifest_entry(table.io, discard_deleted=True)
+                     if e.data_file.record_count > 0]
+    return live
+
+
+def equality_delete(table, op):
+    """An equality delete file (or one per partition) over 1-2 top-level columns of the current
+    schema, committed as Flink's upserts commit them (a RowDelta): the key values of some rows
+    of 1-2 live data files of a branch, plus a NULL key when the columns are optional (NULL
+    equals NULL in an equality delete). Scoped to the partition of the files the values came
+    from, or with `op["global"]`, where the table has an unpartitioned spec, written under it:
+    it then applies to every older data file, whatever its partition."""
+    from pyiceberg.io.pyarrow import ArrowScan, schema_to_pyarrow
+    from pyiceberg.table import FileScanTask
+
+    rng = random.Random(op["seed"])
+    branch, snapshot = _branch_snapshot(table, rng, op)
+    schema = table.schema()
+    cands = [f for f in schema.fields if isinstance(f.field_type, EQUALITY_TYPES)]
+    if not cands:
+        raise ValueError("no top-level column an equality delete can name")
+    cols = rng.sample(cands, min(len(cands), op["columns"]))
+    live = _live_data_files(table, snapshot)
+    if not live:
+        raise ValueError(f"no live data file on {branch}")
+    key_schema = Schema(*cols)
+    arrow_schema = schema_to_pyarrow(key_schema)
+    unpartitioned = [s.spec_id for s in table.metadata.partition_specs
+                     if all(isinstance(f.transform, VoidTransform) for f in s.fields)]
+    groups = {}
+    for spec_id, f, _ in rng.sample(live, min(len(live), 2)):
+        rows = ArrowScan(table.metadata, table.io, schema, AlwaysTrue()).to_table(
+            [FileScanTask(f)]).select([c.name for c in cols]).to_pylist()
+        picked = rng.sample(rows, min(len(rows), op["keys"]))
+        if op.get("global") and unpartitioned:
+            key = (unpartitioned[0], "()")
+            groups.setdefault(key, (unpartitioned[0], Record(), []))[2].extend(picked)
+        else:
+            key = (spec_id, repr(f.partition))
+            groups.setdefault(key, (spec_id, f.partition, []))[2].extend(picked)
+    if op.get("null") and not any(c.required for c in cols):
+        next(iter(groups.values()))[2].append({c.name: None for c in cols})
+    files = []
+    for spec_id, partition, rows in groups.values():
+        _imports[0] += 1
+        path = table.location_provider().new_data_location(f"eq-deletes-{os.getpid()}-{_imports[0]}.parquet")
+        os.makedirs(os.path.dirname(local(path)), exist_ok=True)
+        pq.write_table(pa.Table.from_pylist(rows, schema=arrow_schema), local(path))
+        files.append((spec_id, DataFile.from_args(
+            content=DataFileContent.EQUALITY_DELETES, file_path=path, file_format=FileFormat.PARQUET,
+            partition=partition, record_count=len(rows), file_size_in_bytes=os.path.getsize(local(path)),
+            value_counts={c.field_id: len(rows) for c in cols}, spec_id=spec_id,
+            equality_ids=[c.field_id for c in cols], sort_order_id=None, key_metadata=None)))
+    with table.transaction() as tx:
+        _RowDelta(files, tx, table.io, branch).commit()
+
+
+class _DeleteManifestWriter(ManifestWriterV2):
+    """A v2 manifest of delete files (PyIceberg writes data manifests only)."""
+
+    def content(self):
+        return ManifestContent.DELETES
+
+    @property
+    def _meta(self):
+        return {**super()._meta, "content": "deletes"}
+
+
+class _RowDelta(_FastAppendFiles):
+    """Java's `RowDelta` with deletes only: the delete files in delete manifests (one per spec),
+    every manifest of the parent kept."""
+
+    def __init__(self, delete_files, tx, io, branch):
+        super().__init__(operation=Operation.DELETE, transaction=tx, io=io, branch=branch)
+        self._deletes = delete_files  # (spec id, delete file)
+        self._added_data_files = [f for _, f in delete_files]  # the summary counts them as deletes
+
+    def _manifests(self):
+        by_spec = defaultdict(list)
+        for spec_id, f in self._deletes:
+            by_spec[spec_id].append(f)
+        out = []
+        for spec_id, files in by_spec.items():
+            writer = _DeleteManifestWriter(spec=self.spec(spec_id), schema=self.schema(),
+                                           output_file=self.new_manifest_output(),
+                                           snapshot_id=self._snapshot_id, avro_compression=self._compression)
+            with writer:
+                for f in files:
+                    writer.add_entry(ManifestEntry.from_args(
+                        status=ManifestEntryStatus.ADDED, snapshot_id=self._snapshot_id,
+                        sequence_number=None, file_sequence_number=None, data_file=f))
+            out.append(writer.to_manifest_file())
+        return out + self._existing_manifests()
 
 
 def _same(a, b):

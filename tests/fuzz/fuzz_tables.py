@@ -98,8 +98,10 @@ def line(o):
     return f"seed {o.seed}: " + ", ".join(parts) + f"  [{o.secs:.1f}s]"
 
 
-def rerun_command(seed, replay=None, path=None):
+def rerun_command(seed, replay=None, path=None, generator=gen.VERSION):
     cmd = f"scripts/fuzz-tables --seed {seed} --cases 1"
+    if generator != gen.VERSION:
+        cmd += f" --generator {generator}"
     if replay:
         cmd += f" --replay {replay}"
     elif path:
@@ -113,7 +115,11 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=None, help="first seed (default: from the clock, printed)")
     ap.add_argument("--cases", type=int, default=None, help="number of cases (seeds S, S+1, ...)")
     ap.add_argument("--minutes", type=float, default=None, help="stop starting cases after this long")
-    ap.add_argument("--seeds-file", help="run these seeds (one per line, # comments)")
+    ap.add_argument("--seeds-file", help="run these seeds (one per line, # comments; its '# generator N' line "
+                                         "says which generator version makes their cases)")
+    ap.add_argument("--generator", type=int, default=gen.VERSION,
+                    help=f"the generator version that makes the cases of --seed (default {gen.VERSION}; "
+                         f"one of {', '.join(map(str, gen.SUPPORTED))})")
     ap.add_argument("--replay", help="run this case file (a shrunk failure) instead of generating one")
     ap.add_argument("--paths", help="only these paths (comma-separated)")
     ap.add_argument("--work", help="directory for case tables (default: a temporary one)")
@@ -139,6 +145,11 @@ def main(argv=None):
             print(f"unknown paths {unknown}; known: {', '.join(paths.ORDER)}", file=sys.stderr)
             return 2
 
+    generator = a.generator
+    if generator not in gen.SUPPORTED:
+        print(f"--generator {generator}: gen.py generates versions {', '.join(map(str, gen.SUPPORTED))}",
+              file=sys.stderr)
+        return 2
     if a.replay:
         with open(a.replay) as f:
             cases = [json.load(f)]
@@ -154,12 +165,13 @@ def main(argv=None):
                 ln = ln.split("#", 1)[0].strip()
                 if ln:
                     seeds.append(int(ln))
-        if version != gen.VERSION:
+        if version not in gen.SUPPORTED:
             # A seed names a case only for the generator it was picked with.
-            print(f"{a.seeds_file} was picked with generator version {version}, gen.py is version "
-                  f"{gen.VERSION}: pick the seeds again (docs/testing.md, The table fuzzer) and update its "
-                  f"'# generator N' line", file=sys.stderr)
+            print(f"{a.seeds_file} was picked with generator version {version}, gen.py generates versions "
+                  f"{', '.join(map(str, gen.SUPPORTED))}: pick the seeds again (docs/testing.md, The table "
+                  f"fuzzer) and update its '# generator N' line", file=sys.stderr)
             return 2
+        generator = version
         cases = None
     else:
         start = a.seed if a.seed is not None else int(time.time()) % 1_000_000
@@ -177,7 +189,7 @@ def main(argv=None):
             c = cases[i]
             c.setdefault("params", {})
             return c
-        c = gen.generate(seed)
+        c = gen.generate(seed, generator)
         if only:
             c["paths"] = list(only)
         return c
@@ -267,10 +279,10 @@ def main(argv=None):
             print(f"    {e['problems'][0][:600]}" if e["problems"] else "")
             if e.get("case_summary"):
                 print(f"    case: {e['case_summary']}")
-            print(f"    rerun: {rerun_command(e['seeds'][0], e['replay'])}")
+            print(f"    rerun: {rerun_command(e['seeds'][0], e['replay'], generator=generator)}")
     if a.report:
         with open(a.report, "w") as f:
-            json.dump({"generator": gen.VERSION, "cases": [{"seed": o.seed, "secs": round(o.secs, 2), "paths": [r.to_json() for r in o.results],
+            json.dump({"generator": generator, "cases": [{"seed": o.seed, "secs": round(o.secs, 2), "paths": [r.to_json() for r in o.results],
                                   "build_notes": o.build_notes[:5]} for o in outcomes],
                        "findings": findings, "totals": dict(overall)}, f, indent=1, ensure_ascii=False, default=str)
     if not a.work and not a.keep and not findings:

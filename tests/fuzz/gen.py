@@ -36,8 +36,12 @@ decimal.getcontext().prec = 100
 decimal.DefaultContext.prec = 100
 
 # What a seed means depends on this generator: bump VERSION whenever a change makes a seed
-# generate another case, and pick tests/fuzz/seeds.txt again (docs/testing.md).
-VERSION = 1
+# generate another case, and pick tests/fuzz/seeds.txt again (docs/testing.md) — or, where the
+# change only adds to a case from streams of its own, keep generating the older versions
+# (SUPPORTED), so a seeds file picked with one keeps its cases. Version 2 adds merge-on-read
+# position and equality deletes.
+VERSION = 2
+SUPPORTED = (1, 2)
 
 # ---------------------------------------------------------------- types
 
@@ -653,6 +657,11 @@ PATH_WEIGHTS = [6, 6, 3, 3, 8, 7, 6, 8, 7, 6, 5, 7]
 # Added to a case's paths with these shares, from their own random stream (see generate).
 MAINTENANCE_PATHS = [("health", 0.35), ("maintain", 0.3)]
 
+# The share of v2 cases whose history gets position delete files (generate's `mor` stream),
+# and equality delete files (its `eq` stream).
+MOR_SHARE = 0.4
+EQ_SHARE = 0.3
+
 
 class Gen:
     def __init__(self, seed):
@@ -689,7 +698,10 @@ class Gen:
                     bucket.append(v)
 
 
-def generate(seed):
+def generate(seed, version_of_generator=VERSION):
+    """The case of `seed` as generator `version_of_generator` (one of SUPPORTED) made it."""
+    if version_of_generator not in SUPPORTED:
+        raise ValueError(f"generator version {version_of_generator} is not one of {SUPPORTED}")
     g = Gen(seed)
     rng = g.rng
     version = rng.choice([1, 2])
@@ -744,6 +756,28 @@ def generate(seed):
         g.remember(fields, rows)
         ops.append({"op": "append", "rows": [enc_row(r) for r in rows]})
 
+    # Merge-on-read position deletes, as Spark and Flink write them into v2 tables (PyIceberg 0.12
+    # reads them but writes none): drawn from a stream of their own and inserted into the history,
+    # so the other ops of earlier seeds' cases stay as they were. Which rows of which live files
+    # is decided when the table is built, from the op's own seed (build.position_delete).
+    mor = random.Random(f"position-deletes:{seed}")
+    if version_of_generator >= 2 and version == 2 and mor.random() < MOR_SHARE:
+        for _ in range(mor.randint(1, 3)):
+            ops.insert(mor.randint(1, len(ops)), {
+                "op": "pos_delete", "seed": mor.randrange(2 ** 31),
+                "share": mor.choice([0.1, 0.3, 0.5, 1.0]), "files": mor.randint(1, 3),
+                "bounds": mor.random() < 0.75, "branch": mor.random() < 0.25})
+
+    # Equality deletes, as Flink's upserts write them (PyIceberg 0.12 neither writes nor reads
+    # them: judge.read applies them itself), from a stream of their own as above.
+    eq = random.Random(f"equality-deletes:{seed}")
+    if version_of_generator >= 2 and version == 2 and eq.random() < EQ_SHARE:
+        for _ in range(eq.randint(1, 2)):
+            ops.insert(eq.randint(1, len(ops)), {
+                "op": "eq_delete", "seed": eq.randrange(2 ** 31), "columns": eq.randint(1, 2),
+                "keys": eq.randint(1, 4), "null": eq.random() < 0.3, "global": eq.random() < 0.3,
+                "branch": eq.random() < 0.25})
+
     k = rng.choices([2, 3], [0.6, 0.4])[0]
     paths = []
     while len(paths) < k:
@@ -756,7 +790,7 @@ def generate(seed):
     for p, share in MAINTENANCE_PATHS:
         if extra.random() < share:
             paths.append(p)
-    return {"seed": seed, "generator": VERSION, "version": version, "schema": schema, "spec": spec, "props": props,
+    return {"seed": seed, "generator": version_of_generator, "version": version, "schema": schema, "spec": spec, "props": props,
             "ops": ops, "paths": paths, "key": key_name, "params": {},
             "filter_values": {".".join(map(_esc, p)): [enc(v) for v in vs[:12]] for p, vs in g.values.items()}}
 

@@ -40,6 +40,8 @@ def read(table, snapshot_id=None, row_filter=None):
     if row_filter is not None:
         kw["row_filter"] = row_filter
     scan = table.scan(**kw)
+    if _has_equality_deletes(table, scan.snapshot()):
+        return _read_with_equality_deletes(table, scan)
     try:
         return scan.to_arrow()
     except pa.ArrowNotImplementedError as e:
@@ -47,6 +49,98 @@ def read(table, snapshot_id=None, row_filter=None):
             schema = table.schemas()[table.snapshot_by_id(snapshot_id).schema_id] if snapshot_id else table.schema()
             return pa.table({f.name: pa.array([], pa.null()) for f in schema.fields})
         raise
+
+
+def _has_equality_deletes(table, snapshot):
+    if snapshot is None:
+        return False
+    from pyiceberg.manifest import DataFileContent, ManifestContent
+    return any(e.data_file.content == DataFileContent.EQUALITY_DELETES
+               for m in snapshot.manifests(table.io) if m.content == ManifestContent.DELETES
+               for e in m.fetch_manifest_entry(table.io, discard_deleted=True))
+
+
+def _unpartitioned(spec):
+    return all(isinstance(f.transform, build.VoidTransform) for f in spec.fields)
+
+
+def _read_with_equality_deletes(table, scan):
+    """The scan's rows with its equality deletes applied, which PyIceberg 0.12 refuses to read:
+    each data file read by PyIceberg (projection, name mapping, position deletes, row filter),
+    then every equality delete file that applies to it removes the rows whose key equals one of
+    its rows, as Java's `DeleteFileIndex` and `Deletes` decide: the delete's data sequence
+    number above the file's, and the delete's spec unpartitioned (every field void) or the
+    file's spec and partition; keys compared by field id, NULL equal to NULL."""
+    from pyiceberg.io.pyarrow import ArrowScan
+    from pyiceberg.manifest import DataFileContent
+    from pyiceberg.table import FileScanTask
+    from pyiceberg.table.delete_file_index import DeleteFileIndex
+    import pyarrow.parquet as pq
+
+    projected = scan.projection()
+    specs = table.metadata.specs()
+    data, equality, positions = [], [], DeleteFileIndex()
+    for m in scan.snapshot().manifests(table.io):
+        for e in m.fetch_manifest_entry(table.io, discard_deleted=True):
+            c = e.data_file.content
+            if c == DataFileContent.DATA:
+                data.append((m.partition_spec_id, e))
+            elif c == DataFileContent.POSITION_DELETES:
+                positions.add_delete_file(e, partition_key=e.data_file.partition)
+            else:
+                equality.append((m.partition_spec_id, e))
+    # A column an equality delete names is read from the data files by its field id even when
+    # the read schema lacks it (dropped since; Java reads it the same way): added at the end of
+    # the projection, taken from the newest schema holding it, and left out of the result.
+    width = len(projected.fields)
+    fields = list(projected.fields)
+    for fid in sorted({i for _, q in equality for i in q.data_file.equality_ids}):
+        if all(f.field_id != fid for f in fields):
+            older = [sc.find_field(fid) for sc in sorted(table.metadata.schemas, key=lambda sc: -sc.schema_id)
+                     if fid in sc.field_ids]
+            if not older:
+                raise NoOracle(f"an equality delete names field {fid}, which no schema holds")
+            fields.append(older[0])
+    position = {f.field_id: i for i, f in enumerate(fields)}
+    keys = {}  # an equality delete file's columns by field id
+
+    def columns_of(entry):
+        f = entry.data_file
+        if f.file_path not in keys:
+            raw = pq.read_table(build.local(f.file_path))
+            keys[f.file_path] = {int(fl.metadata[b"PARQUET:field_id"]): raw.column(i)
+                                 for i, fl in enumerate(raw.schema)
+                                 if fl.metadata and b"PARQUET:field_id" in fl.metadata}
+        return keys[f.file_path]
+
+    from pyiceberg.schema import Schema
+    reader = ArrowScan(table.metadata, table.io, Schema(*fields, schema_id=projected.schema_id), scan.row_filter,
+                       scan.case_sensitive)
+    out = []
+    for spec_id, d in data:
+        seq = d.sequence_number or 0
+        task = FileScanTask(d.data_file, delete_files=positions.for_data_file(
+            seq, d.data_file, partition_key=d.data_file.partition))
+        rows = reader.to_table([task])
+        for del_spec, q in equality:
+            applies = (q.sequence_number or 0) > seq and (
+                _unpartitioned(specs[del_spec])
+                or (del_spec == spec_id and tuple(q.data_file.partition) == tuple(d.data_file.partition)))
+            if not applies or rows.num_rows == 0:
+                continue
+            ids = q.data_file.equality_ids
+            cols = columns_of(q)
+            data_cols = [rows.column(position[fid]) for fid in ids]
+            types = [c.type for c in data_cols]
+            deleted = {tuple(corpus_oracle.canon(cols[fid].cast(t)[i].as_py(), t) for fid, t in zip(ids, types))
+                       for i in range(q.data_file.record_count)}
+            keep = [tuple(corpus_oracle.canon(c[i].as_py(), t) for c, t in zip(data_cols, types)) not in deleted
+                    for i in range(rows.num_rows)]
+            rows = rows.filter(pa.array(keep, pa.bool_()))
+        out.append(rows.select(list(range(width))))
+    if not out:
+        return reader.to_table([]).select(list(range(width)))
+    return pa.concat_tables(out, promote_options="permissive")
 
 
 def rows_of(arrow):

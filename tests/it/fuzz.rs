@@ -1,4 +1,4 @@
-//! The differential table fuzzer's fixed seeds (`tests/fuzz/seeds.txt`): for each seed PyIceberg
+//! The differential table fuzzer's fixed seeds (`tests/fuzz/seeds.txt`, `seeds-mor.txt`): for each seed PyIceberg
 //! writes a table (random schema, spec, values and history), the `iceberg-ops` binary of this
 //! build runs 2–3 of its paths on it and PyIceberg judges the outcome (`tests/fuzz`,
 //! docs/testing.md "The table fuzzer"). A failure lists every failing seed with its problem and
@@ -42,6 +42,7 @@ fn fuzz_dir() -> PathBuf {
 /// One line per failing path of the report: seed, path, what went wrong, how to rerun it.
 fn failures(report: &Value) -> Vec<String> {
     let mut out = Vec::new();
+    let generator = report["generator"].as_i64().unwrap_or_default();
     for case in report["cases"].as_array().into_iter().flatten() {
         let seed = &case["seed"];
         for path in case["paths"].as_array().into_iter().flatten() {
@@ -53,7 +54,7 @@ fn failures(report: &Value) -> Vec<String> {
             let problem: String = problem.chars().take(600).collect();
             out.push(format!(
                 "seed {seed}: {} {status} ({}): {problem}\n    rerun: scripts/fuzz-tables --seed {seed} \
-                 --cases 1",
+                 --cases 1 --generator {generator}",
                 path["path"].as_str().unwrap_or_default(),
                 path["kind"].as_str().unwrap_or_default(),
             ));
@@ -65,6 +66,13 @@ fn failures(report: &Value) -> Vec<String> {
 #[test]
 fn fixed_seeds() -> TestResult {
     run_seeds("seeds.txt")
+}
+
+/// Generator 2's seeds of merge-on-read tables: position and equality delete files
+/// (`tests/fuzz/seeds-mor.txt`).
+#[test]
+fn merge_on_read_seeds() -> TestResult {
+    run_seeds("seeds-mor.txt")
 }
 
 /// The seeds of shapes found but not fixed yet (`tests/fuzz/known.txt`).

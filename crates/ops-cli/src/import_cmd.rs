@@ -278,6 +278,17 @@ async fn snapshot(factory: &CatalogFactory, args: SnapshotArgs) -> anyhow::Resul
 async fn add_files(factory: &CatalogFactory, args: AddFilesArgs) -> anyhow::Result<()> {
     let ident = parse_ident(&args.table)?;
     let handle = factory.open(&args.catalog).await?;
+    // Said here, where the catalog's name is known: the builder's error names only the table.
+    if !handle.catalog().table_exists(&ident).await.unwrap_or(true) {
+        anyhow::bail!(
+            "catalog '{}' has no table {} (--catalog; {} lists its tables): add-files adds to \
+             an existing table; `iceberg-ops import snapshot --source-path PATH --dest {}` creates one over the files",
+            args.catalog,
+            args.table,
+            crate::invocation::table_list_command(&args.catalog),
+            args.table
+        );
+    }
     let mut builder = AddFilesBuilder::new(&handle, ident)
         .from(args.from)
         .allow_duplicate_files(args.allow_duplicate_files)

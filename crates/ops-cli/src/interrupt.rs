@@ -1,7 +1,8 @@
 //! SIGINT and SIGTERM during `maintain` or a cluster compaction: the first asks the work to
 //! stop at its next safe point (never inside a commit) — a cluster job's client cancels the
 //! job and removes what nothing will commit, `maintain` starts nothing more; a second one
-//! exits at once.
+//! exits at once. During a local migration: exit at once, saying what was left and how to go
+//! on ([`exit_on_signal`]).
 
 use tokio::sync::watch;
 
@@ -38,6 +39,21 @@ pub fn on_signal() -> watch::Receiver<bool> {
         rx
     })
     .clone()
+}
+
+/// At the first SIGINT or SIGTERM, prints `message` and exits with the shell's code for the
+/// signal, as the signal's default would but saying so: for work built to survive a kill at
+/// any point (a local migration: each commit lands whole or not at all, and a re-run finds
+/// what landed), where waiting for a safe point gains nothing and the user needs to know what
+/// was left and how to go on.
+pub fn exit_on_signal(message: String) {
+    tokio::spawn(async move {
+        if let Some(code) = next_signal().await {
+            // After the progress line the reporter may have left unfinished.
+            eprintln!("\n{message}");
+            std::process::exit(code);
+        }
+    });
 }
 
 /// Waits for SIGINT or SIGTERM and gives the exit code a shell reports for it (130, 143);

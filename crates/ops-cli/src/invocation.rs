@@ -22,6 +22,17 @@ pub(crate) fn command_args(catalog: &str) -> String {
     args.join(" ")
 }
 
+/// The command that lists `catalog`'s tables, quoted for a message: `iceberg-ops table list`
+/// with the flags that name the catalog (none for the default one).
+pub(crate) fn table_list_command(catalog: &str) -> String {
+    let args = command_args(catalog);
+    if args.is_empty() {
+        "`iceberg-ops table list`".to_string()
+    } else {
+        format!("`iceberg-ops table list {args}`")
+    }
+}
+
 /// The catalog a command opens without `--catalog`: the one PyIceberg's `load_catalog()`
 /// opens without a name (`default-catalog` in `.pyiceberg.yaml`, `PYICEBERG_DEFAULT_CATALOG`, or
 /// a catalog named `default`), so both find the same tables; else the embedded default. Read

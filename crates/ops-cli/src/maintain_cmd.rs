@@ -184,9 +184,9 @@ async fn resolve_tables(
         let ns = NamespaceIdent::from_strs(&parts)?;
         if !cat.namespace_exists(&ns).await.unwrap_or(false) {
             bail!(
-                "catalog '{catalog}' has neither a table nor a namespace '{target}' (`iceberg-ops \
-                 table list {}` lists its tables)",
-                crate::invocation::command_args(catalog)
+                "catalog '{catalog}' has neither a table nor a namespace '{target}' ({} lists \
+                 its tables)",
+                crate::invocation::table_list_command(catalog)
             );
         }
         namespaces.extend(namespaces_under(handle, Some(&ns)).await?);

@@ -461,8 +461,8 @@ impl FlagHint {
             // Said after the cause, flattened: as context it would come first.
             Some((flag, catalog)) => anyhow::anyhow!(
                 "{text}; check the table name, and that catalog '{catalog}' ({flag}) is the one \
-                 that holds it (`iceberg-ops table list {}` lists its tables)",
-                crate::invocation::command_args(catalog)
+                 that holds it ({} lists its tables)",
+                crate::invocation::table_list_command(catalog)
             ),
             None => err,
         }
@@ -754,6 +754,9 @@ async fn run_migrate(factory: &CatalogFactory, args: MigrateArgs) -> anyhow::Res
         Some(e) => return Err(e.into()),
         None => {}
     }
+    if !args.dry_run {
+        crate::interrupt::exit_on_signal(interrupted_message(&args));
+    }
     let reporter = Reporter::new(args.output == Output::Text || !std::io::stderr().is_terminal());
     let progress = reporter.clone_handle();
     m = m.progress(move |done, total| progress.update(done, total));
@@ -765,6 +768,40 @@ async fn run_migrate(factory: &CatalogFactory, args: MigrateArgs) -> anyhow::Res
         _ => None,
     };
     report_run(&args, &result, verification.as_ref())
+}
+
+/// What an interrupted local run says as it exits: what stays in the destination, and how to
+/// go on (see docs/datamig.md, Resume).
+fn interrupted_message(args: &MigrateArgs) -> String {
+    let job = &args.job;
+    let dest = format!(
+        "{} (catalog '{}')",
+        job.dest(),
+        job.dest_catalog.as_deref().unwrap_or(&job.source_catalog)
+    );
+    match &args.checkpoint {
+        Some(path) => format!(
+            "iceberg-ops: interrupted. The batches committed so far stay in {dest} and the \
+             checkpoint {} records them: run the same command again to resume after them",
+            path.display()
+        ),
+        None => {
+            let again = match args.write_mode {
+                Mode::Append => {
+                    "a new job, which would append the rows of those batches a second time"
+                }
+                Mode::Upsert | Mode::OverwritePartition => {
+                    "a new job, which writes the same rows over them"
+                }
+            };
+            format!(
+                "iceberg-ops: interrupted. The batches committed so far stay in {dest}, with \
+                 this job's running marker. Without --checkpoint the same command starts {again}: \
+                 its warning names this job and how to undo it (`table rollback`, then `table \
+                 abandon-migration`). Give --checkpoint PATH for a run that can resume"
+            )
+        }
+    }
 }
 
 /// Prints a run's result (and its verification) as `--output` asks; a mismatch fails.

@@ -823,4 +823,26 @@ fn import_add_files_dry_run_then_add_then_refuse_a_duplicate() {
         stderr.contains("already in") && stderr.contains("--allow-duplicate-files"),
         "{stderr}"
     );
+
+    // A table that is not there: the catalog named, how to list it, how to create one.
+    let missing = iceberg_ops(
+        dir.path(),
+        &[
+            "import",
+            "add-files",
+            "--table",
+            "quickstart.nope",
+            "--from",
+            "extra",
+        ],
+        &[],
+    );
+    let (_, stderr) = text(&missing);
+    assert!(!missing.status.success());
+    assert!(
+        stderr.contains("catalog 'sqlite' has no table quickstart.nope")
+            && stderr.contains("`iceberg-ops table list` lists its tables")
+            && stderr.contains("import snapshot --source-path PATH --dest quickstart.nope"),
+        "{stderr}"
+    );
 }

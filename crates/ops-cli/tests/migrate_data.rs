@@ -1373,3 +1373,62 @@ fn a_copy_from_paths_names_them_in_its_summary() {
         "{stdout}"
     );
 }
+
+/// Ctrl-C (SIGINT) during a local run, after some batches were committed: the run exits at
+/// once with the shell's code, 130, saying what stays in the destination and how to go on;
+/// the same command then resumes, every row once. Without the handler the signal's default
+/// ends the process silently (no exit code, only the last progress line).
+#[test]
+fn an_interrupted_run_says_what_stays_and_the_same_command_resumes() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    ok(&run(cwd, &["quickstart", "--rows", ROWS]), "quickstart");
+    let args = [
+        "migrate-data",
+        "--source",
+        "quickstart.orders",
+        "--dest",
+        "int.orders",
+        "--create-dest",
+        "--copy-mode",
+        "rewrite",
+        "--batch-rows",
+        "1000",
+        "--checkpoint",
+        "job.json",
+    ];
+    let mut child = cmd(cwd, &args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn iceberg-ops");
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while checkpoint(cwd).is_none_or(|v| v["last_committed_batch"].is_null()) {
+        assert!(
+            child.try_wait().expect("wait").is_none(),
+            "the run ended before a batch was committed"
+        );
+        assert!(Instant::now() < deadline, "no batch committed in 300 s");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let signal = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("run kill");
+    assert!(signal.success());
+    let out = child.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        checkpoint(cwd).is_some_and(|v| v["completed"] != serde_json::json!(true)),
+        "the run finished before the signal reached it: {stderr}"
+    );
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains("interrupted. The batches committed so far stay in int.orders")
+            && stderr.contains("the checkpoint job.json records them")
+            && stderr.contains("run the same command again to resume"),
+        "{stderr}"
+    );
+    ok(&run(cwd, &args), "the same command again");
+    every_row_once(cwd, "int.orders", ROWS, "after the interrupted run");
+}

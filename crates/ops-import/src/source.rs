@@ -97,7 +97,19 @@ pub async fn expand(
             if root.is_dir() {
                 let prefix = format!("{}/", root.to_string_lossy().trim_end_matches('/'));
                 let files = &mut out.files;
-                walk(&root, underscored, &mut out.hidden, &mut |f| {
+                let hidden = &mut out.hidden;
+                // A hidden entry counts when the glob could have named it: `_SUCCESS` beside
+                // the `k=*/` folders of `k=*/*.parquet` is no file it skipped.
+                let mut hidden_found = |listed: &Path, is_dir: bool| {
+                    let listed = slashed(listed);
+                    if let Some(rel) = listed.strip_prefix(prefix.as_str())
+                        && (segments_match(&pattern, rel)
+                            || is_dir && could_match_below(&pattern, rel))
+                    {
+                        *hidden += 1;
+                    }
+                };
+                walk(&root, underscored, &mut hidden_found, &mut |f| {
                     let matched = f
                         .relative
                         .strip_prefix(prefix.as_str())
@@ -115,7 +127,10 @@ pub async fn expand(
             .map_err(|e| Error::InvalidInput(format!("cannot import '{name}': {e}")))?;
         if meta.is_dir() {
             let files = &mut out.files;
-            walk(&local, underscored, &mut out.hidden, &mut |f| files.push(f))?;
+            let hidden = &mut out.hidden;
+            walk(&local, underscored, &mut |_, _| *hidden += 1, &mut |f| {
+                files.push(f)
+            })?;
         } else {
             let relative = slashed(&local);
             out.files.push(SourceFile {
@@ -160,7 +175,10 @@ pub async fn expand_location(
     };
     if local.is_dir() {
         let files = &mut out.files;
-        walk(&local, underscored, &mut out.hidden, &mut |f| files.push(f))?;
+        let hidden = &mut out.hidden;
+        walk(&local, underscored, &mut |_, _| *hidden += 1, &mut |f| {
+            files.push(f)
+        })?;
     }
     Ok(out)
 }
@@ -182,25 +200,38 @@ fn split_glob(text: &str) -> (String, Vec<String>) {
 
 /// Whether `relative` (`/`-separated) is matched by `pattern`'s segments, or lies below a
 /// folder they match (a glob naming folders names their files, as Hadoop's `globStatus` and a
-/// Spark read of a glob do): `*` and `?` within a segment, `**` for any number of segments
-/// (dynamic programming, no recursion).
+/// Spark read of a glob do): `*` and `?` within a segment, `**` for any number of segments.
 fn segments_match(pattern: &[String], relative: &str) -> bool {
+    let ok = prefix_matches(pattern, relative);
+    // The whole path, or a folder above the file (at least one segment).
+    ok.iter().skip(1).any(|row| row[pattern.len()])
+}
+
+/// Whether the glob could name something at or below the folder `relative`: the pattern
+/// matches it or a folder above it, or a leading part of the pattern matches it whole.
+fn could_match_below(pattern: &[String], relative: &str) -> bool {
+    let ok = prefix_matches(pattern, relative);
+    ok.iter().skip(1).any(|row| row[pattern.len()])
+        || ok.last().is_some_and(|row| row.contains(&true))
+}
+
+/// `ok[j][i]`: `pattern[..i]` matches the first `j` segments of `relative` (dynamic
+/// programming, no recursion).
+fn prefix_matches(pattern: &[String], relative: &str) -> Vec<Vec<bool>> {
     let name: Vec<&str> = relative.split('/').filter(|s| !s.is_empty()).collect();
     let (p, n) = (pattern.len(), name.len());
-    // ok[i][j]: pattern[..i] matches name[..j].
-    let mut ok = vec![vec![false; n + 1]; p + 1];
+    let mut ok = vec![vec![false; p + 1]; n + 1];
     ok[0][0] = true;
     for i in 1..=p {
         for j in 0..=n {
-            ok[i][j] = if pattern[i - 1] == "**" {
-                ok[i - 1][j] || (j > 0 && ok[i][j - 1])
+            ok[j][i] = if pattern[i - 1] == "**" {
+                ok[j][i - 1] || (j > 0 && ok[j - 1][i])
             } else {
-                j > 0 && matches(&pattern[i - 1], name[j - 1]) && ok[i - 1][j - 1]
+                j > 0 && matches(&pattern[i - 1], name[j - 1]) && ok[j - 1][i - 1]
             };
         }
     }
-    // The whole path, or a folder above the file (at least one segment).
-    (1..=n).any(|j| ok[p][j])
+    ok
 }
 
 /// The objects an `s3://bucket/key` name stands for: the object itself, every object below
@@ -288,18 +319,19 @@ async fn s3(
             let at = format!("{scheme}://{bucket}/{prefix}{}", parts[..i].join("/"));
             refuse_table_format(p, at.trim_end_matches('/'))?;
         }
+        // Outside the glob before hidden: a hidden key counts only where the glob names it.
+        if pattern
+            .as_ref()
+            .is_some_and(|p| !segments_match(p, relative))
+        {
+            continue;
+        }
         if parts
             .iter()
             .enumerate()
             .any(|(i, p)| hidden(p, i < last, underscored))
         {
             out.hidden += 1;
-            continue;
-        }
-        if pattern
-            .as_ref()
-            .is_some_and(|p| !segments_match(p, relative))
-        {
             continue;
         }
         out.files.push(SourceFile {
@@ -425,7 +457,7 @@ pub const ANY_PARTITION_COLUMN: &str = "*";
 fn walk(
     root: &Path,
     underscored: &HashSet<String>,
-    hidden_count: &mut usize,
+    hidden_found: &mut dyn FnMut(&Path, bool),
     emit: &mut dyn FnMut(SourceFile) -> Result<()>,
 ) -> Result<()> {
     let below_root = slashed(root).trim_end_matches('/').len() + 1;
@@ -445,7 +477,7 @@ fn walk(
     let mut linked: Spilled<LinkedFile> = Spilled::new();
     let mut targets: HashSet<u128> = HashSet::new();
     let mut stack: Vec<Level> = Vec::new();
-    if let Some(level) = open_folder(root, root, &mut seen, underscored, hidden_count)? {
+    if let Some(level) = open_folder(root, root, &mut seen, underscored, hidden_found)? {
         stack.push(level);
     }
     while let Some(top) = stack.last_mut() {
@@ -459,7 +491,7 @@ fn walk(
         match entry.kind {
             Kind::Folder => {
                 if let Some(level) =
-                    open_folder(&listed, &real, &mut seen, underscored, hidden_count)?
+                    open_folder(&listed, &real, &mut seen, underscored, hidden_found)?
                 {
                     stack.push(level);
                 }
@@ -508,14 +540,15 @@ struct Level {
     entries: Entries,
 }
 
-/// The entries of `dir` (listed at `listed`), hidden ones counted and left out, in order of
-/// their keys; `None` when the folder was entered already.
+/// The entries of `dir` (listed at `listed`), in order of their keys, hidden ones handed to
+/// `hidden_found` (with their listed path, and whether they are folders) and left out; `None`
+/// when the folder was entered already.
 fn open_folder(
     listed: &Path,
     dir: &Path,
     seen: &mut HashSet<PathBuf>,
     underscored: &HashSet<String>,
-    hidden_count: &mut usize,
+    hidden_found: &mut dyn FnMut(&Path, bool),
 ) -> Result<Option<Level>> {
     let io_err = |path: &Path, e: std::io::Error| {
         Error::InvalidInput(format!("cannot list {}: {e}", path.display()))
@@ -547,7 +580,7 @@ fn open_folder(
             refuse_table_format(&name, &dir.to_string_lossy())?;
         }
         if hidden(&name, meta.is_dir(), underscored) {
-            *hidden_count += 1;
+            hidden_found(&listed.join(&name), meta.is_dir());
             continue;
         }
         if meta.is_dir() {
@@ -803,6 +836,16 @@ mod tests {
     }
 
     #[test]
+    fn a_glob_could_match_below_the_folders_its_leading_segments_match() {
+        let p = |s: &str| s.split('/').map(str::to_string).collect::<Vec<_>>();
+        assert!(could_match_below(&p("k=*/*.parquet"), "k=1"));
+        assert!(!could_match_below(&p("k=*/*.parquet"), "_temporary"));
+        assert!(!could_match_below(&p("k=*/*.parquet"), "k=1/_temporary"));
+        assert!(could_match_below(&p("**/*.parquet"), "_temporary/0"));
+        assert!(could_match_below(&p("k=*"), "k=1/x"));
+    }
+
+    #[test]
     fn glob_segments_match_with_double_stars() {
         let p = |s: &str| s.split('/').map(str::to_string).collect::<Vec<_>>();
         assert!(segments_match(&p("k=*/*.parquet"), "k=1/a.parquet"));
@@ -865,6 +908,9 @@ mod tests {
             &props,
         )
         .await?;
+        // The glob names none of the hidden entries (`k=1/_SUCCESS` is no parquet file,
+        // `_temporary/` and `.hidden/` are no `k=` folders): none is reported skipped.
+        assert_eq!(globbed.hidden, 0);
         let globbed = globbed.files.to_vec()?;
         let rel: Vec<&str> = globbed.iter().map(|f| f.relative.as_str()).collect();
         assert!(rel[0].ends_with("/t/k=1/a.parquet") && rel[1].ends_with("/t/k=2/b.parquet"));
@@ -883,6 +929,11 @@ mod tests {
         assert_eq!(twice[0].path, twice[1].path);
         let deep = expand(&[format!("{}/t/**", dir.display())], &none, &props).await?;
         assert_eq!(deep.files.len(), 2);
+        // `**` could name anything below the hidden folders and names `_SUCCESS`.
+        assert_eq!(deep.hidden, 3);
+        let parquet = expand(&[format!("{}/t/*/*.parquet", dir.display())], &none, &props).await?;
+        // `_temporary/` and `.hidden/` could hold files it names; `k=1/_SUCCESS` it does not.
+        assert_eq!(parquet.hidden, 2);
 
         let missing = expand(&[dir.join("nope").display().to_string()], &none, &props).await;
         assert!(missing.is_err());

@@ -3,7 +3,8 @@
 //!
 //! - The state file is JSON (`{"orphans": {"<key>": <ms>}}`, keys from
 //!   [`super::state_key`]), rewritten through a temporary file and a rename while the run holds
-//!   an exclusive lock on `<state>.lock`, so runs on many tables, or two runs, never lose each
+//!   an exclusive lock on the state file's name with `.lock` for its extension
+//!   (`maintain-state.lock`), so runs on many tables, or two runs, never lose each
 //!   other's entries.
 //! - A lease is an exclusive OS file lock (`flock`) on `<state>.leases/<hash>.lease`, held for
 //!   the table's whole run. The kernel releases it when the process ends, however it ends, so a
