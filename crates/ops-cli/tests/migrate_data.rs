@@ -1432,3 +1432,43 @@ fn an_interrupted_run_says_what_stays_and_the_same_command_resumes() {
     ok(&run(cwd, &args), "the same command again");
     every_row_once(cwd, "int.orders", ROWS, "after the interrupted run");
 }
+
+/// An append run again without a checkpoint is a new job and adds every row a second time (as
+/// the seed's `run()` does): the second run warns, naming the completed job that appended the
+/// same rows. An append of other rows (another row filter) is not warned of, nor the first.
+#[test]
+fn a_repeated_append_without_a_checkpoint_is_warned_of() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    ok(&run(cwd, &["quickstart", "--rows", "6000"]), "quickstart");
+    let args = [
+        "migrate-data",
+        "--source",
+        "quickstart.orders",
+        "--dest",
+        "rep.orders",
+        "--create-dest",
+        "--batch-rows",
+        "2000",
+    ];
+    const WARNING: &str = "already holds the rows this append adds: job ";
+    let first = run(cwd, &args);
+    ok(&first, "the first append");
+    let stderr = String::from_utf8_lossy(&first.stderr);
+    assert!(!stderr.contains(WARNING), "{stderr}");
+
+    let second = run(cwd, &args);
+    ok(&second, "the same append again");
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(
+        stderr.contains(WARNING) && stderr.contains("appends them a second time"),
+        "{stderr}"
+    );
+
+    let mut filtered = args.to_vec();
+    filtered.extend(["--row-filter", "id < 100"]);
+    let other = run(cwd, &filtered);
+    ok(&other, "an append of other rows");
+    let stderr = String::from_utf8_lossy(&other.stderr);
+    assert!(!stderr.contains(WARNING), "{stderr}");
+}

@@ -20,7 +20,9 @@ use ops_core::ops::append::{AppendBuilder, AppendSeries, SeriesAppend};
 use ops_core::ops::overwrite::OverwriteBuilder;
 use ops_core::write::WrittenFiles;
 
-use super::history::{MIGRATION_BATCH_PROPERTY, MIGRATION_JOB_PROPERTY, live_files};
+use super::history::{
+    MIGRATION_BATCH_PROPERTY, MIGRATION_JOB_PROPERTY, MIGRATION_READ_PROPERTY, live_files,
+};
 use crate::execute::worker::{BatchWork, Payload};
 use crate::plan::last_keys::LastBatches;
 use crate::plan::read::PlannedRead;
@@ -33,6 +35,8 @@ pub(crate) struct Committer {
     dest_name: String,
     mode: WriteMode,
     job_id: String,
+    /// What the job reads (`history::read_identity`), tagged on each batch's snapshot.
+    read_identity: Option<String>,
     /// overwrite_partition: files that were live before the job and are still live, by
     /// partition of the default spec; the first commit touching a partition removes them.
     preexisting: HashMap<Struct, Vec<String>>,
@@ -90,6 +94,8 @@ pub(crate) struct CommitterSetup {
     pub dest_name: String,
     pub mode: WriteMode,
     pub job_id: String,
+    /// What the job reads (`history::read_identity`; `None`: not tagged).
+    pub read_identity: Option<String>,
     pub upsert_keys: Vec<String>,
     pub on_duplicate_keys: OnDuplicateKeys,
     pub dest: Table,
@@ -153,6 +159,7 @@ impl Committer {
             dest_name: s.dest_name,
             mode: s.mode,
             job_id: s.job_id,
+            read_identity: s.read_identity,
             preexisting,
             older,
             replaced: HashSet::new(),
@@ -489,10 +496,14 @@ impl Committer {
     }
 
     fn properties(&self, index: u64) -> HashMap<String, String> {
-        HashMap::from([
+        let mut props = HashMap::from([
             (MIGRATION_JOB_PROPERTY.to_string(), self.job_id.clone()),
             (MIGRATION_BATCH_PROPERTY.to_string(), index.to_string()),
-        ])
+        ]);
+        if let Some(identity) = &self.read_identity {
+            props.insert(MIGRATION_READ_PROPERTY.to_string(), identity.clone());
+        }
+        props
     }
 
     async fn commit_files(
@@ -901,6 +912,7 @@ mod tests {
             dest_name: "ns.t".into(),
             mode: WriteMode::Append,
             job_id: "job".into(),
+            read_identity: None,
             upsert_keys: Vec::new(),
             on_duplicate_keys: OnDuplicateKeys::default(),
             dest,

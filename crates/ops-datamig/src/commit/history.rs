@@ -13,6 +13,9 @@ use crate::Result;
 pub const MIGRATION_JOB_PROPERTY: &str = "iceberg-ops.migration-job";
 /// Summary key holding the batch index on every snapshot a batch creates.
 pub const MIGRATION_BATCH_PROPERTY: &str = "iceberg-ops.migration-batch";
+/// Summary key holding, on every snapshot a local run's batch creates, what the job read (see
+/// [`read_identity`]): a later append of the same rows as a new job is warned of.
+pub const MIGRATION_READ_PROPERTY: &str = "iceberg-ops.migration-read";
 /// Summary key holding the job id on the compaction a job ran on its own files
 /// (`DataMigrator::compact`); it is no batch, so it carries neither key above.
 pub const COMPACTED_JOB_PROPERTY: &str = "iceberg-ops.compacted-job";
@@ -177,6 +180,54 @@ fn history(table: &Table) -> Vec<i64> {
     let current = md.current_snapshot_id();
     let mut out: Vec<i64> = current.into_iter().collect();
     out.extend(ops_core::ops::rollback::ancestors(md, current));
+    out
+}
+
+/// What a job reads, as an opaque digest: the source table (its uuid), the snapshot and the
+/// row filter. Two jobs of one digest read the same rows, whatever their batch size, copy
+/// mode or column mapping.
+pub(crate) fn read_identity(
+    source_uuid: &str,
+    snapshot_id: Option<i64>,
+    row_filter: Option<&str>,
+) -> String {
+    let mut h = twox_hash::XxHash3_128::new();
+    h.write(source_uuid.as_bytes());
+    h.write(b"|");
+    h.write(&snapshot_id.unwrap_or(-1).to_le_bytes());
+    h.write(b"|");
+    if let Some(f) = row_filter {
+        h.write(f.as_bytes());
+    }
+    format!("{:032x}", h.finish_128())
+}
+
+/// The completed jobs of `dest`'s current history that read what `identity` names
+/// ([`read_identity`]), each with when it completed (its completion record's value).
+pub(crate) fn completed_jobs_reading<'a>(
+    dest: &'a Table,
+    identity: &str,
+) -> Vec<(&'a str, &'a str)> {
+    let md = dest.metadata();
+    let mut out: Vec<(&str, &str)> = Vec::new();
+    for id in history(dest) {
+        let Some(s) = md.snapshot_by_id(id) else {
+            continue;
+        };
+        let props = &s.summary().additional_properties;
+        if props.get(MIGRATION_READ_PROPERTY).map(String::as_str) != Some(identity) {
+            continue;
+        }
+        let Some(job) = props.get(MIGRATION_JOB_PROPERTY) else {
+            continue;
+        };
+        if out.iter().any(|(j, _)| j == job) {
+            continue;
+        }
+        if let Some(at) = ops_core::ops::markers::completed_at(md, job) {
+            out.push((job.as_str(), at));
+        }
+    }
     out
 }
 

@@ -137,6 +137,9 @@ impl MigrationPlan {
             dest_name: dest_ref.describe(),
             mode: self.write_mode,
             job_id: self.job_id.clone(),
+            // A plan's job runs with its plan (and its commit step is idempotent): a repeat is
+            // planned afresh, and the warning of a repeated append is the local run's.
+            read_identity: None,
             upsert_keys: Vec::new(),
             on_duplicate_keys: OnDuplicateKeys::Error,
             dest: dest_table.clone(),

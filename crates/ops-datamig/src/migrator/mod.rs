@@ -423,6 +423,14 @@ impl DataMigrator {
             [Some(job_id.as_str()), checkpoint_job.as_deref()],
             self.write_mode,
         );
+        let read_identity = crate::commit::history::read_identity(
+            &source.metadata().uuid().to_string(),
+            snapshot_id,
+            self.row_filter.as_ref().map(RowFilter::describe).as_deref(),
+        );
+        if resume.is_none() && self.write_mode == WriteMode::Append {
+            self.warn_of_repeated_append(&dest, &read_identity, snapshot_id);
+        }
         // Everything follows the pinned snapshot's schema, not the source's current one.
         let source_schema = crate::plan::pinned_schema(&source, snapshot_id);
         if let Some(state) = &resume {
@@ -593,6 +601,7 @@ impl DataMigrator {
             dest_name: self.dest.describe(),
             mode: self.write_mode,
             job_id: job_id.clone(),
+            read_identity: Some(read_identity),
             upsert_keys: self.upsert_keys.clone().unwrap_or_default(),
             on_duplicate_keys: self.on_duplicate_keys,
             dest: dest.clone(),
@@ -833,6 +842,32 @@ fn locator(table: &TableRef) -> TableLocator {
     TableLocator {
         catalog: table.handle.name().to_string(),
         table: table.ident.to_string(),
+    }
+}
+
+impl DataMigrator {
+    /// Warns when `dest` holds the rows this append is about to add: a completed job of its
+    /// current history read the same source table at the same snapshot with the same row
+    /// filter (`read_identity`). Run again without that job's checkpoint, an append is a new
+    /// job and adds every row a second time, as the seed's `run()` does; a warning, not a
+    /// refusal, since appending a table's rows twice can be meant.
+    fn warn_of_repeated_append(&self, dest: &Table, read_identity: &str, snapshot_id: Option<i64>) {
+        for (job, at) in crate::commit::history::completed_jobs_reading(dest, read_identity) {
+            let snapshot =
+                snapshot_id.map_or("no snapshot".to_string(), |s| format!("snapshot {s}"));
+            let filter = match &self.row_filter {
+                Some(f) => format!(" with the row filter {}", f.describe()),
+                None => String::new(),
+            };
+            tracing::warn!(
+                "{} already holds the rows this append adds: job {job}, completed {at}, \
+                 appended {} at {snapshot}{filter}. This run is a new job, so it appends them \
+                 a second time; stop it unless that is meant (a job run with --checkpoint is \
+                 reported complete when run again, and writes nothing)",
+                self.dest.describe(),
+                self.source.describe()
+            );
+        }
     }
 }
 
