@@ -526,7 +526,7 @@ def position_delete(table, op):
     for spec_id, f in rng.sample(live, min(len(live), op["files"])):
         n = f.record_count
         positions = sorted(rng.sample(range(n), max(1, round(n * op["share"]))))
-        key = (spec_id, repr(f.partition))
+        key = (spec_id, tuple(f.partition))
         groups.setdefault(key, (spec_id, f.partition, []))[2].extend((f.file_path, p) for p in positions)
     arrow_schema = pa.schema([
         pa.field("file_path", pa.string(), False, {b"PARQUET:field_id": str(DELETE_FILE_PATH_ID).encode()}),
@@ -611,7 +611,7 @@ def equality_delete(table, op):
         raise ValueError(f"no live data file on {branch}")
     key_schema = Schema(*cols)
     arrow_schema = schema_to_pyarrow(key_schema)
-    unpartitioned = [s.spec_id for s in table.metadata.partition_specs
+    unpartitioned = [s for s in table.metadata.partition_specs
                      if all(isinstance(f.transform, VoidTransform) for f in s.fields)]
     groups = {}
     for spec_id, f, _ in rng.sample(live, min(len(live), 2)):
@@ -619,10 +619,12 @@ def equality_delete(table, op):
             [FileScanTask(f)]).select([c.name for c in cols]).to_pylist()
         picked = rng.sample(rows, min(len(rows), op["keys"]))
         if op.get("global") and unpartitioned:
-            key = (unpartitioned[0], "()")
-            groups.setdefault(key, (unpartitioned[0], Record(), []))[2].extend(picked)
+            # A NULL per (void) field of the unpartitioned spec.
+            spec = unpartitioned[0]
+            key = (spec.spec_id, ())
+            groups.setdefault(key, (spec.spec_id, Record(*[None] * len(spec.fields)), []))[2].extend(picked)
         else:
-            key = (spec_id, repr(f.partition))
+            key = (spec_id, tuple(f.partition))
             groups.setdefault(key, (spec_id, f.partition, []))[2].extend(picked)
     if op.get("null") and not any(c.required for c in cols):
         next(iter(groups.values()))[2].append({c.name: None for c in cols})
@@ -660,6 +662,21 @@ class _RowDelta(_FastAppendFiles):
         super().__init__(operation=Operation.DELETE, transaction=tx, io=io, branch=branch)
         self._deletes = delete_files  # (spec id, delete file)
         self._added_data_files = [f for _, f in delete_files]  # the summary counts them as deletes
+
+    def _summary(self, snapshot_properties=None):
+        # PyIceberg's summary files every added file under the current spec, which fails for a
+        # delete file of an older one: each is counted under its own spec here.
+        from pyiceberg.table.snapshots import SnapshotSummaryCollector, Summary, update_snapshot_summaries
+
+        md = self._transaction.table_metadata
+        specs = md.specs()
+        ssc = SnapshotSummaryCollector()
+        for spec_id, f in self._deletes:
+            ssc.add_file(data_file=f, partition_spec=specs[spec_id], schema=md.schema())
+        previous = md.snapshot_by_id(self._parent_snapshot_id) if self._parent_snapshot_id is not None else None
+        return update_snapshot_summaries(
+            summary=Summary(operation=self._operation, **ssc.build(), **(snapshot_properties or {})),
+            previous_summary=previous.summary if previous is not None else None)
 
     def _manifests(self):
         by_spec = defaultdict(list)

@@ -153,6 +153,7 @@ def main(argv=None):
     if a.replay:
         with open(a.replay) as f:
             cases = [json.load(f)]
+        generator = cases[0].get("generator", 1)
         seeds = [cases[0]["seed"]]
     elif a.seeds_file:
         seeds = []

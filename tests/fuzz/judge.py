@@ -75,6 +75,7 @@ def _read_with_equality_deletes(table, scan):
     from pyiceberg.manifest import DataFileContent
     from pyiceberg.table import FileScanTask
     from pyiceberg.table.delete_file_index import DeleteFileIndex
+    from pyiceberg.types import NestedField
     import pyarrow.parquet as pq
 
     projected = scan.projection()
@@ -90,8 +91,10 @@ def _read_with_equality_deletes(table, scan):
             else:
                 equality.append((m.partition_spec_id, e))
     # A column an equality delete names is read from the data files by its field id even when
-    # the read schema lacks it (dropped since; Java reads it the same way): added at the end of
-    # the projection, taken from the newest schema holding it, and left out of the result.
+    # the read schema lacks it (dropped since): added at the end of the projection, optional,
+    # as the newest schema holding it defines it, and left out of the result. Java up to 1.10
+    # fails there instead ("Cannot find required field for ID"); apache/iceberg#15268 reads the
+    # field from the schema history, as here. iceberg-ops refuses such a read (paths.REFUSALS).
     width = len(projected.fields)
     fields = list(projected.fields)
     for fid in sorted({i for _, q in equality for i in q.data_file.equality_ids}):
@@ -100,7 +103,8 @@ def _read_with_equality_deletes(table, scan):
                      if fid in sc.field_ids]
             if not older:
                 raise NoOracle(f"an equality delete names field {fid}, which no schema holds")
-            fields.append(older[0])
+            fields.append(NestedField(older[0].field_id, older[0].name, older[0].field_type, required=False,
+                                      doc=older[0].doc))
     position = {f.field_id: i for i, f in enumerate(fields)}
     keys = {}  # an equality delete file's columns by field id
 

@@ -563,6 +563,33 @@ async fn maintain_on_glue_and_s3_tables() -> TestResult {
     Ok(())
 }
 
+/// Maintains `t`: `first` then the expiry its commit made due, in one run; a second run finds
+/// nothing due.
+async fn first_then_expiry_then_nothing_due(
+    handle: &CatalogHandle,
+    t: &TableIdent,
+    first: &str,
+) -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let state = fresh_state(dir.path(), handle, std::slice::from_ref(t), "").await?;
+    let report = MaintainBuilder::new(handle, vec![t.clone()], State::at(&state)?).await?;
+    assert_eq!(
+        summary(&report)[0].2,
+        vec![
+            task(first, TaskStatus::Done),
+            task("expire-snapshots", TaskStatus::Done)
+        ],
+        "{report:#?}"
+    );
+    let again = MaintainBuilder::new(handle, vec![t.clone()], State::at(&state)?).await?;
+    assert_eq!(
+        again.tables[0].outcome,
+        TableOutcome::NothingDue,
+        "{again:#?}"
+    );
+    Ok(())
+}
+
 /// A compaction's commit can make the snapshot it replaced expirable at once (a retention of
 /// a second): the same run expires it, and a second run finds nothing to do.
 #[tokio::test(flavor = "multi_thread")]
@@ -591,24 +618,48 @@ async fn expiry_is_judged_again_after_a_compaction() -> TestResult {
     tokio::time::sleep(Duration::from_millis(1100)).await;
     let h = crate::health::health(&handle, &t).await?;
     assert!(!h.due.expire && h.due.compact_partitions == 1, "{h:?}");
-    let dir = tempfile::tempdir()?;
-    let state = fresh_state(dir.path(), &handle, std::slice::from_ref(&t), "").await?;
-    let report = MaintainBuilder::new(&handle, vec![t.clone()], State::at(&state)?).await?;
-    assert_eq!(
-        summary(&report)[0].2,
-        vec![
-            task("compact", TaskStatus::Done),
-            task("expire-snapshots", TaskStatus::Done)
-        ],
-        "{report:#?}"
+    first_then_expiry_then_nothing_due(&handle, &t, "compact").await
+}
+
+/// So can the commit of a dangling delete removal (fuzzer seed 107139, generator 2: the
+/// table's one snapshot, replaced by that commit, was expired only by the next run). Here: a
+/// Spark position delete naming a file the table never had, the history expired to that one
+/// snapshot, a retention of a second.
+#[tokio::test(flavor = "multi_thread")]
+async fn expiry_is_judged_again_after_a_dangling_delete_removal() -> TestResult {
+    let db = SqlCatalog::sqlite()?;
+    let handle = open("c", &db.props).await?;
+    let t = orders_table(
+        &handle,
+        "again",
+        "dangling",
+        &[MIB, ("history.expire.max-snapshot-age-ms", "1000")],
+    )
+    .await?;
+    append(&handle, &t, &rows(0, 10, "eu")).await?;
+    let table = handle.catalog().load_table(&t).await?;
+    let location = table
+        .metadata()
+        .location()
+        .trim_end_matches('/')
+        .to_string();
+    let nowhere = format!("{location}/data/region=eu/never-written.parquet");
+    commit_spark_position_delete(&handle, &table, &nowhere, region("eu"), &[0]).await?;
+    let now_ms = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)?
+        .as_millis() as i64;
+    ops_maintenance::expire_snapshots::ExpireSnapshotsBuilder::new(&handle, t.clone())
+        .older_than_ms(now_ms + 1)
+        .retain_last(1)
+        .force(true)
+        .await?;
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let h = crate::health::health(&handle, &t).await?;
+    assert!(
+        !h.due.expire && h.due.dangling_deletes && h.due.compact_partitions == 0,
+        "{h:?}"
     );
-    let again = MaintainBuilder::new(&handle, vec![t.clone()], State::at(&state)?).await?;
-    assert_eq!(
-        again.tables[0].outcome,
-        TableOutcome::NothingDue,
-        "{again:#?}"
-    );
-    Ok(())
+    first_then_expiry_then_nothing_due(&handle, &t, "remove-dangling-deletes").await
 }
 
 /// Work a compaction leaves for a second pass is done in the same run: a position delete

@@ -547,6 +547,13 @@ async fn orphans(handle: &CatalogHandle, name: &str, p: &BTreeMap<String, String
     for h in &hidden {
         assert!(h.exists(), "hidden {} was deleted", h.display());
     }
+    // Reported, not judged: `_SUCCESS`, the `.crc` file and the `_temporary/` folder (once).
+    assert_eq!(m.hidden, 3, "{m:?}");
+    assert_eq!(m.hidden_examples.len(), 3, "{m:?}");
+    assert!(
+        m.hidden_examples.iter().any(|e| e.ends_with("/_temporary")),
+        "{m:?}"
+    );
     let table = handle.catalog().load_table(&ident).await?;
     all_needed_exist(&table).await?;
     // Every metadata file in the log is kept, and the old snapshot still reads.
@@ -798,6 +805,14 @@ async fn orphan_cleanup_lists_an_s3_location() -> TestResult {
         .await?;
     assert_eq!(m.orphans, want, "{m:?}");
     assert!(m.failed_deletes.is_empty(), "{m:?}");
+    // The three hidden keys, each once, reported by their names; the sibling and the nested
+    // table's keys are not hidden ones.
+    assert_eq!(m.hidden, 3, "{m:?}");
+    let mut examples = m.hidden_examples.clone();
+    examples.sort();
+    let mut hidden_keys = kept[..3].to_vec();
+    hidden_keys.sort();
+    assert_eq!(examples, hidden_keys, "{m:?}");
     let needed = needed_files(&table).await?;
     assert_eq!(m.reachable, m.listed - want.len(), "{m:?}");
     assert!(m.reachable >= needed.len(), "{m:?} {needed:?}");

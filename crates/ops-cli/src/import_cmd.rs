@@ -280,13 +280,20 @@ async fn add_files(factory: &CatalogFactory, args: AddFilesArgs) -> anyhow::Resu
     let handle = factory.open(&args.catalog).await?;
     // Said here, where the catalog's name is known: the builder's error names only the table.
     if !handle.catalog().table_exists(&ident).await.unwrap_or(true) {
+        let catalog_args = crate::invocation::command_args(&args.catalog);
         anyhow::bail!(
             "catalog '{}' has no table {} (--catalog; {} lists its tables): add-files adds to \
-             an existing table; `iceberg-ops import snapshot --source-path PATH --dest {}` creates one over the files",
+             an existing table; `iceberg-ops import snapshot --source-path PATH --dest {}{}` \
+             creates one over the files",
             args.catalog,
             args.table,
             crate::invocation::table_list_command(&args.catalog),
-            args.table
+            args.table,
+            if catalog_args.is_empty() {
+                String::new()
+            } else {
+                format!(" {catalog_args}")
+            }
         );
     }
     let mut builder = AddFilesBuilder::new(&handle, ident)

@@ -46,14 +46,20 @@ pub fn on_signal() -> watch::Receiver<bool> {
 /// any point (a local migration: each commit lands whole or not at all, and a re-run finds
 /// what landed), where waiting for a safe point gains nothing and the user needs to know what
 /// was left and how to go on.
-pub fn exit_on_signal(message: String) {
+/// The message can be changed as the work goes on, through the handle returned (a signal
+/// listener cannot be taken back: tokio keeps it registered).
+pub fn exit_on_signal(message: String) -> std::sync::Arc<std::sync::Mutex<String>> {
+    let shared = std::sync::Arc::new(std::sync::Mutex::new(message));
+    let said = shared.clone();
     tokio::spawn(async move {
         if let Some(code) = next_signal().await {
+            let message = said.lock().map(|m| m.clone()).unwrap_or_default();
             // After the progress line the reporter may have left unfinished.
             eprintln!("\n{message}");
             std::process::exit(code);
         }
     });
+    shared
 }
 
 /// Waits for SIGINT or SIGTERM and gives the exit code a shell reports for it (130, 143);

@@ -754,15 +754,26 @@ async fn run_migrate(factory: &CatalogFactory, args: MigrateArgs) -> anyhow::Res
         Some(e) => return Err(e.into()),
         None => {}
     }
-    if !args.dry_run {
-        crate::interrupt::exit_on_signal(interrupted_message(&args));
-    }
+    let on_signal =
+        (!args.dry_run).then(|| crate::interrupt::exit_on_signal(interrupted_message(&args)));
     let reporter = Reporter::new(args.output == Output::Text || !std::io::stderr().is_terminal());
     let progress = reporter.clone_handle();
     m = m.progress(move |done, total| progress.update(done, total));
     let result = m.run().await;
     reporter.finish();
     let result = result?;
+    if let Some(message) = on_signal
+        && let Ok(mut message) = message.lock()
+    {
+        *message = format!(
+            "iceberg-ops: interrupted after the job completed: every batch is committed{}",
+            if args.verify.is_some() {
+                "; its verification did not finish (run `iceberg-ops verify`)"
+            } else {
+                ""
+            }
+        );
+    }
     let verification = match args.verify {
         Some(method) if !args.dry_run => Some(m.verify(method.into(), args.sample_size).await?),
         _ => None,
@@ -795,10 +806,10 @@ fn interrupted_message(args: &MigrateArgs) -> String {
                 }
             };
             format!(
-                "iceberg-ops: interrupted. The batches committed so far stay in {dest}, with \
-                 this job's running marker. Without --checkpoint the same command starts {again}: \
-                 its warning names this job and how to undo it (`table rollback`, then `table \
-                 abandon-migration`). Give --checkpoint PATH for a run that can resume"
+                "iceberg-ops: interrupted. The batches committed so far stay in {dest}, and, if \
+                 it committed anything, this job's running marker. Without --checkpoint the same \
+                 command starts {again}: its warning names this job and what to do first. Give \
+                 --checkpoint PATH for a run that can resume"
             )
         }
     }

@@ -1030,6 +1030,8 @@ fn orphans_json(table: &str, m: &OrphanMetrics) -> Value {
         "too_young": m.too_young,
         "failed_deletes": m.failed_deletes,
         "other_tables": m.other_tables,
+        "hidden": m.hidden,
+        "hidden_examples": m.hidden_examples,
     })
 }
 
@@ -1057,6 +1059,20 @@ fn print_orphans(v: &Value) {
         println!(
             "  skipped {} (another table's location: its files are not this table's)",
             d.as_str().unwrap_or_default()
+        );
+    }
+    let hidden = v["hidden"].as_u64().unwrap_or_default();
+    if hidden > 0 {
+        let examples: Vec<&str> = v["hidden_examples"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        println!(
+            "  left alone {hidden} hidden entr(ies) (a path segment starting with `_` or `.`, as \
+             Java's hidden-path filter: never judged, never deleted), e.g. {}",
+            examples.join(", ")
         );
     }
 }

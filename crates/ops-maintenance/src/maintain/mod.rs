@@ -6,8 +6,9 @@
 //!    policy). Skip, saying why, a table an unfinished migration writes to, an S3 Tables table
 //!    (the service maintains it), a table with `iceberg-ops.maintain.enabled=false`, and one
 //!    whose lease another run holds ([`state`]).
-//! 2. Run what is due, in this order: compaction (a partition past the small-file or delete
-//!    thresholds), dangling delete removal, snapshot expiry (snapshots past retention), orphan
+//! 2. Run what is due, in this order, judged again after each task that committed (its commit
+//!    may make the snapshot it replaced expirable at once): compaction (a partition past the
+//!    small-file or delete thresholds), dangling delete removal, snapshot expiry (snapshots past retention), orphan
 //!    cleanup (its interval passed since the last run the state file records; files younger
 //!    than `orphan-older-than`, at least 3 days, are never deleted). A `gc.enabled=false`
 //!    table gets no task that deletes files (expiry, orphan cleanup).
@@ -405,13 +406,7 @@ impl MaintainBuilder {
                 }
                 // What the compaction left (its commit may also make the snapshot it replaced
                 // expirable at once, under a short `max-snapshot-age`).
-                let reloaded = match ops_core::commit::load_current(&self.handle, &ident).await {
-                    Ok(t) => t,
-                    Err(e) => return failed(run, e.to_string()),
-                };
-                health = match health_of(&self.handle, &reloaded, &self.policy, &self.command_args)
-                    .await
-                {
+                health = match self.health_now(&ident).await {
                     Ok(h) => h,
                     Err(e) => return failed(run, e.to_string()),
                 };
@@ -423,11 +418,21 @@ impl MaintainBuilder {
         }
         let interrupted = "interrupted: not started";
         if health.due.dangling_deletes {
-            run.tasks.push(if self.stopped() {
+            let task = if self.stopped() {
                 skipped("remove-dangling-deletes", interrupted)
             } else {
                 self.dangling(&ident, &health).await
-            });
+            };
+            let done = task.status == TaskStatus::Done;
+            run.tasks.push(task);
+            // Its commit replaces the head, which a short `max-snapshot-age` may make
+            // expirable at once: judged again, or the next run would find it due.
+            if done && !self.dry_run {
+                health = match self.health_now(&ident).await {
+                    Ok(h) => h,
+                    Err(e) => return failed(run, e.to_string()),
+                };
+            }
         }
         if health.due.expire {
             run.tasks.push(if self.stopped() {
@@ -576,6 +581,12 @@ impl MaintainBuilder {
             }
             Err(e) => failed_task("compact", &why, e),
         }
+    }
+
+    /// The table's health as it stands now: judged again after a task of this run committed.
+    async fn health_now(&self, ident: &TableIdent) -> ops_core::Result<TableHealth> {
+        let reloaded = ops_core::commit::load_current(&self.handle, ident).await?;
+        health_of(&self.handle, &reloaded, &self.policy, &self.command_args).await
     }
 
     async fn dangling(&self, ident: &TableIdent, health: &TableHealth) -> TaskRun {

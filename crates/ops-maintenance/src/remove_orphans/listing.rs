@@ -28,30 +28,64 @@ pub(super) struct ListedFile {
 /// Files a listing hands over at a time (a walk of a million files holds no more than this).
 const CHUNK: usize = 1024;
 
+/// What a listing left out.
+#[derive(Debug, Default)]
+pub(super) struct LeftOut {
+    /// The directories holding another table, as full names.
+    pub(super) other_tables: Vec<String>,
+    /// Hidden entries ([`hidden`]): a directory counts once, with all below it; an object
+    /// key once each.
+    pub(super) hidden: usize,
+    /// The first few of them, as full names.
+    pub(super) hidden_examples: Vec<String>,
+}
+
+/// Hidden entries named in a listing's result (the rest only counted).
+const HIDDEN_EXAMPLES: usize = 3;
+
+impl LeftOut {
+    fn add_hidden(&mut self, name: impl FnOnce() -> String) {
+        self.hidden += 1;
+        if self.hidden_examples.len() < HIDDEN_EXAMPLES {
+            self.hidden_examples.push(name());
+        }
+    }
+}
+
 /// Lists every file under `location` (see the module docs), handing each to `each` as it is
-/// listed, and returns the directories left out because they hold another table, as full
-/// names. `io_props` are the table's FileIO properties; `underscored` the partition field names
-/// starting with `_` ([`hidden`]).
+/// listed, and returns what it left out. `io_props` are the table's FileIO properties;
+/// `underscored` the partition field names starting with `_` ([`hidden`]).
 pub(super) async fn list(
     location: &Location,
     io_props: &HashMap<String, String>,
     underscored: HashSet<String>,
     mut each: impl FnMut(ListedFile) -> Result<()>,
-) -> Result<Vec<String>> {
+) -> Result<LeftOut> {
     if location.is_local() {
-        let skipped = list_local(Path::new(&location.path), underscored, |file, modified| {
-            let path = file.to_string_lossy().to_string();
-            each(ListedFile {
-                url: location.local_url(&path),
-                path,
-                modified,
+        let (skipped, hidden) =
+            list_local(Path::new(&location.path), underscored, |file, modified| {
+                let path = file.to_string_lossy().to_string();
+                each(ListedFile {
+                    url: location.local_url(&path),
+                    path,
+                    modified,
+                })
             })
-        })
-        .await?;
-        return Ok(skipped
+            .await?;
+        let mut out = LeftOut {
+            other_tables: skipped
+                .iter()
+                .map(|d| location.local_url(&d.to_string_lossy()))
+                .collect(),
+            hidden: hidden.0,
+            hidden_examples: Vec::new(),
+        };
+        out.hidden_examples = hidden
+            .1
             .iter()
             .map(|d| location.local_url(&d.to_string_lossy()))
-            .collect());
+            .collect();
+        return Ok(out);
     }
     if matches!(location.scheme.as_str(), "s3" | "s3a" | "s3n") {
         return list_s3(location, io_props, &underscored, each).await;
@@ -89,7 +123,7 @@ async fn list_local(
     root: &Path,
     underscored: HashSet<String>,
     mut each: impl FnMut(PathBuf, SystemTime) -> Result<()>,
-) -> Result<Vec<PathBuf>> {
+) -> Result<(Vec<PathBuf>, (usize, Vec<PathBuf>))> {
     let root = root.to_path_buf();
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<(PathBuf, SystemTime)>>(2);
     let walk = tokio::task::spawn_blocking(move || {
@@ -98,8 +132,9 @@ async fn list_local(
         };
         let mut chunk = Vec::with_capacity(CHUNK);
         let mut skipped: Vec<PathBuf> = Vec::new();
+        let mut left_hidden: (usize, Vec<PathBuf>) = (0, Vec::new());
         if !root.exists() {
-            return Ok::<_, Error>(skipped);
+            return Ok::<_, Error>((skipped, left_hidden));
         }
         let mut stack = vec![root.clone()];
         while let Some(dir) = stack.pop() {
@@ -116,6 +151,10 @@ async fn list_local(
                     &underscored,
                 ) {
                     tracing::debug!(path = %entry.path().display(), "hidden: not listed");
+                    left_hidden.0 += 1;
+                    if left_hidden.1.len() < HIDDEN_EXAMPLES {
+                        left_hidden.1.push(entry.path());
+                    }
                     continue;
                 }
                 if kind.is_dir() {
@@ -129,7 +168,7 @@ async fn list_local(
                     if chunk.len() >= CHUNK && tx.blocking_send(std::mem::take(&mut chunk)).is_err()
                     {
                         // The consumer stopped (its own error): nothing more to list.
-                        return Ok(skipped);
+                        return Ok((skipped, left_hidden));
                     }
                 }
                 // Symbolic links are neither followed nor deleted: they may point outside.
@@ -139,7 +178,7 @@ async fn list_local(
             let _ = tx.blocking_send(chunk);
         }
         skipped.sort();
-        Ok(skipped)
+        Ok((skipped, left_hidden))
     });
     let mut failed = None;
     while let Some(chunk) = rx.recv().await {
@@ -154,12 +193,12 @@ async fn list_local(
         }
     }
     drop(rx);
-    let skipped = walk
+    let listed = walk
         .await
         .map_err(|e| Error::InvalidInput(format!("listing the table location failed: {e}")))??;
     match failed {
         Some(e) => Err(e),
-        None => Ok(skipped),
+        None => Ok(listed),
     }
 }
 
@@ -192,7 +231,7 @@ async fn list_s3(
     io_props: &HashMap<String, String>,
     underscored: &HashSet<String>,
     mut each: impl FnMut(ListedFile) -> Result<()>,
-) -> Result<Vec<String>> {
+) -> Result<LeftOut> {
     let failed = |e: opendal::Error| {
         Error::InvalidInput(format!(
             "cannot list {} ({e}); check the catalog's s3.* properties (endpoint, region, \
@@ -241,6 +280,7 @@ async fn list_s3(
         }
     }
     let other_tables = table_dirs.outermost();
+    let mut out = LeftOut::default();
 
     let mut lister = list().await?;
     while let Some(entry) = lister.try_next().await.map_err(failed)? {
@@ -260,8 +300,13 @@ async fn list_s3(
             );
             continue;
         }
-        if !visible_key(key, &prefix, underscored, &other_tables) {
-            continue;
+        match visible_key(key, &prefix, underscored, &other_tables) {
+            Visible::Yes => {}
+            Visible::Hidden => {
+                out.add_hidden(|| location.object_url(key));
+                continue;
+            }
+            Visible::OtherTable => continue,
         }
         let modified = match meta.last_modified() {
             Some(t) => SystemTime::from(t),
@@ -286,10 +331,11 @@ async fn list_s3(
             modified,
         })?;
     }
-    Ok(other_tables
+    out.other_tables = other_tables
         .iter()
         .map(|d| location.object_url(d))
-        .collect())
+        .collect();
+    Ok(out)
 }
 
 /// The directories under a prefix that hold a table's metadata (`<dir>/metadata/*.metadata.json`,
@@ -335,6 +381,16 @@ fn is_hidden_key(segments: &[&str], underscored: &HashSet<String>) -> bool {
         .any(|(i, s)| hidden(s, i < last, underscored))
 }
 
+/// Whether a key is listed ([`visible_key`]).
+#[derive(Debug, PartialEq, Eq)]
+enum Visible {
+    Yes,
+    /// A hidden segment below the prefix.
+    Hidden,
+    /// Outside the prefix, or inside a directory holding another table.
+    OtherTable,
+}
+
 /// Whether `key` is listed: under `prefix`, no hidden segment below it, and not inside a
 /// directory holding another table.
 fn visible_key(
@@ -342,18 +398,22 @@ fn visible_key(
     prefix: &str,
     underscored: &HashSet<String>,
     other_tables: &[String],
-) -> bool {
+) -> Visible {
     let Some(rel) = key.strip_prefix(prefix) else {
-        return false;
+        return Visible::OtherTable;
     };
     let segments: Vec<&str> = rel.split('/').collect();
     if is_hidden_key(&segments, underscored) {
         tracing::debug!(key = %key, "hidden: not listed");
-        return false;
+        return Visible::Hidden;
     }
-    !other_tables
+    if other_tables
         .iter()
         .any(|d| key.starts_with(&format!("{d}/")))
+    {
+        return Visible::OtherTable;
+    }
+    Visible::Yes
 }
 
 /// [`TableDirs`] and [`visible_key`] over a list of keys: the visible ones, and the directories
@@ -371,7 +431,7 @@ fn filter_keys(
     let other = dirs.outermost();
     let visible = keys
         .into_iter()
-        .filter(|(key, _)| visible_key(key, prefix, underscored, &other))
+        .filter(|(key, _)| visible_key(key, prefix, underscored, &other) == Visible::Yes)
         .collect();
     (visible, other)
 }

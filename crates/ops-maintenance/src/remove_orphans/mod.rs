@@ -61,6 +61,13 @@ pub struct OrphanMetrics {
     /// Directories under the table location that hold another table (a `metadata/` directory
     /// with a `*.metadata.json`), not listed: their files belong to that table.
     pub other_tables: Vec<String>,
+    /// Hidden entries left alone, as Java's hidden-path filter leaves them: a path segment
+    /// below the location starting with `_` (not a `_col=value` partition folder of the
+    /// table) or `.` — a folder counts once, an object key once each. Never judged, so an
+    /// orphan among them is never deleted, nor counted in `listed`.
+    pub hidden: usize,
+    /// The first few of them.
+    pub hidden_examples: Vec<String>,
     /// Nothing was deleted.
     pub dry_run: bool,
 }
@@ -151,7 +158,7 @@ impl RemoveOrphansBuilder {
         let mut mismatches = Vec::new();
         // Each listed file is judged as it is listed: neither the listing nor the referenced
         // paths are held as strings (only the orphans found).
-        metrics.other_tables = listing::list(
+        let left_out = listing::list(
             &location,
             table.file_io().config().props(),
             underscored,
@@ -179,6 +186,9 @@ impl RemoveOrphansBuilder {
             },
         )
         .await?;
+        metrics.other_tables = left_out.other_tables;
+        metrics.hidden = left_out.hidden;
+        metrics.hidden_examples = left_out.hidden_examples;
         for dir in &metrics.other_tables {
             tracing::warn!(
                 table = %self.ident,
