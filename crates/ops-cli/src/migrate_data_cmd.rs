@@ -806,8 +806,8 @@ fn interrupted_message(args: &MigrateArgs) -> String {
                 }
             };
             format!(
-                "iceberg-ops: interrupted. The batches committed so far stay in {dest}, and, if \
-                 it committed anything, this job's running marker. Without --checkpoint the same \
+                "iceberg-ops: interrupted. The batches committed so far stay in {dest}, and, once \
+                 it started writing, this job's running marker. Without --checkpoint the same \
                  command starts {again}: its warning names this job and what to do first. Give \
                  --checkpoint PATH for a run that can resume"
             )

@@ -283,6 +283,10 @@ pub struct MigrationResult {
     pub checkpoint_path: Option<PathBuf>,
     /// True for a dry run.
     pub dry_run: bool,
+    /// What the run warned of as it started (also logged with `tracing`): another job's
+    /// marker on the destination, or a completed job that wrote the rows this append adds.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     /// Rows scanned (after the filter) by a dry run; `None` for real runs.
     pub estimated_rows: Option<u64>,
     /// Arrow bytes of the projected rows of a dry run; `None` for real runs.

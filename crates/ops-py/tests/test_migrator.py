@@ -215,6 +215,19 @@ def test_create_dest_makes_a_destination_that_does_not_exist(catalog):
         src.scan().to_arrow().to_pylist(), key=lambda r: r["id"])
 
 
+def test_an_append_run_again_warns_that_it_adds_the_rows_again(catalog):
+    # The seed's run() without a checkpoint appends every row again; the Python user is told,
+    # as a UserWarning and in the result, naming the completed job that wrote them.
+    src = source(catalog)
+    first = DataMigrator(src, (catalog, "s.twice"), create_dest=True).run()
+    assert first.warnings == []
+    with pytest.warns(UserWarning, match="may already hold rows this append adds: job " + first.job_id):
+        second = DataMigrator(src, (catalog, "s.twice")).run()
+    assert len(second.warnings) == 1 and first.job_id in second.warnings[0]
+    assert second.rows_moved == 1000
+    assert len(rows(catalog.load_table("s.twice"))) == 2000
+
+
 def test_tables_named_by_catalog_and_identifier(catalog):
     source(catalog)
     catalog.create_table("s.dst", DST)

@@ -21,7 +21,8 @@ use ops_core::ops::overwrite::OverwriteBuilder;
 use ops_core::write::WrittenFiles;
 
 use super::history::{
-    MIGRATION_BATCH_PROPERTY, MIGRATION_JOB_PROPERTY, MIGRATION_READ_PROPERTY, live_files,
+    MIGRATION_BATCH_PROPERTY, MIGRATION_JOB_PROPERTY, MIGRATION_READ_PROPERTY,
+    MIGRATION_SOURCE_SNAPSHOT_PROPERTY, live_files,
 };
 use crate::execute::worker::{BatchWork, Payload};
 use crate::plan::last_keys::LastBatches;
@@ -35,8 +36,9 @@ pub(crate) struct Committer {
     dest_name: String,
     mode: WriteMode,
     job_id: String,
-    /// What the job reads (`history::read_identity`), tagged on each batch's snapshot.
-    read_identity: Option<String>,
+    /// What the job reads (`history::read_identity`) and the source snapshot, tagged on each
+    /// batch's snapshot.
+    read_identity: Option<(String, Option<i64>)>,
     /// overwrite_partition: files that were live before the job and are still live, by
     /// partition of the default spec; the first commit touching a partition removes them.
     preexisting: HashMap<Struct, Vec<String>>,
@@ -94,8 +96,9 @@ pub(crate) struct CommitterSetup {
     pub dest_name: String,
     pub mode: WriteMode,
     pub job_id: String,
-    /// What the job reads (`history::read_identity`; `None`: not tagged).
-    pub read_identity: Option<String>,
+    /// What the job reads (`history::read_identity`) and the source snapshot (`None`: not
+    /// tagged).
+    pub read_identity: Option<(String, Option<i64>)>,
     pub upsert_keys: Vec<String>,
     pub on_duplicate_keys: OnDuplicateKeys,
     pub dest: Table,
@@ -500,8 +503,14 @@ impl Committer {
             (MIGRATION_JOB_PROPERTY.to_string(), self.job_id.clone()),
             (MIGRATION_BATCH_PROPERTY.to_string(), index.to_string()),
         ]);
-        if let Some(identity) = &self.read_identity {
+        if let Some((identity, snapshot)) = &self.read_identity {
             props.insert(MIGRATION_READ_PROPERTY.to_string(), identity.clone());
+            if let Some(snapshot) = snapshot {
+                props.insert(
+                    MIGRATION_SOURCE_SNAPSHOT_PROPERTY.to_string(),
+                    snapshot.to_string(),
+                );
+            }
         }
         props
     }

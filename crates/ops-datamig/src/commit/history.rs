@@ -13,9 +13,11 @@ use crate::Result;
 pub const MIGRATION_JOB_PROPERTY: &str = "iceberg-ops.migration-job";
 /// Summary key holding the batch index on every snapshot a batch creates.
 pub const MIGRATION_BATCH_PROPERTY: &str = "iceberg-ops.migration-batch";
-/// Summary key holding, on every snapshot a local run's batch creates, what the job read (see
-/// [`read_identity`]): a later append of the same rows as a new job is warned of.
+/// Summary keys holding, on every snapshot a local run's batch creates, what the job read: the
+/// source and row filter as an opaque digest ([`read_identity`]), and the source snapshot. A
+/// later append of the same rows as a new job is warned of.
 pub const MIGRATION_READ_PROPERTY: &str = "iceberg-ops.migration-read";
+pub const MIGRATION_SOURCE_SNAPSHOT_PROPERTY: &str = "iceberg-ops.migration-source-snapshot";
 /// Summary key holding the job id on the compaction a job ran on its own files
 /// (`DataMigrator::compact`); it is no batch, so it carries neither key above.
 pub const COMPACTED_JOB_PROPERTY: &str = "iceberg-ops.compacted-job";
@@ -183,18 +185,13 @@ fn history(table: &Table) -> Vec<i64> {
     out
 }
 
-/// What a job reads, as an opaque digest: the source table (its uuid), the snapshot and the
-/// row filter. Two jobs of one digest read the same rows, whatever their batch size, copy
-/// mode or column mapping.
-pub(crate) fn read_identity(
-    source_uuid: &str,
-    snapshot_id: Option<i64>,
-    row_filter: Option<&str>,
-) -> String {
+/// What a job reads, as an opaque digest: the source table (its uuid) and the row filter (as
+/// parsed: spelled differently, the same filter is the same digest). Two jobs of one digest
+/// read the same rows at the same source snapshot, whatever their batch size, copy mode or
+/// column mapping; the snapshot is kept beside it.
+pub(crate) fn read_identity(source_uuid: &str, row_filter: Option<&str>) -> String {
     let mut h = twox_hash::XxHash3_128::new();
     h.write(source_uuid.as_bytes());
-    h.write(b"|");
-    h.write(&snapshot_id.unwrap_or(-1).to_le_bytes());
     h.write(b"|");
     if let Some(f) = row_filter {
         h.write(f.as_bytes());
@@ -202,14 +199,24 @@ pub(crate) fn read_identity(
     format!("{:032x}", h.finish_128())
 }
 
+/// A completed job of a destination's history that read what a digest names.
+#[derive(Debug)]
+pub(crate) struct CompletedRead<'a> {
+    pub job: &'a str,
+    /// When it completed (its completion record's value).
+    pub at: &'a str,
+    /// The source snapshot it read (`None`: the source had none).
+    pub source_snapshot: Option<i64>,
+}
+
 /// The completed jobs of `dest`'s current history that read what `identity` names
-/// ([`read_identity`]), each with when it completed (its completion record's value).
+/// ([`read_identity`]), newest first.
 pub(crate) fn completed_jobs_reading<'a>(
     dest: &'a Table,
     identity: &str,
-) -> Vec<(&'a str, &'a str)> {
+) -> Vec<CompletedRead<'a>> {
     let md = dest.metadata();
-    let mut out: Vec<(&str, &str)> = Vec::new();
+    let mut out: Vec<CompletedRead<'a>> = Vec::new();
     for id in history(dest) {
         let Some(s) = md.snapshot_by_id(id) else {
             continue;
@@ -221,11 +228,17 @@ pub(crate) fn completed_jobs_reading<'a>(
         let Some(job) = props.get(MIGRATION_JOB_PROPERTY) else {
             continue;
         };
-        if out.iter().any(|(j, _)| j == job) {
+        if out.iter().any(|r| r.job == job) {
             continue;
         }
         if let Some(at) = ops_core::ops::markers::completed_at(md, job) {
-            out.push((job.as_str(), at));
+            out.push(CompletedRead {
+                job: job.as_str(),
+                at,
+                source_snapshot: props
+                    .get(MIGRATION_SOURCE_SNAPSHOT_PROPERTY)
+                    .and_then(|v| v.parse().ok()),
+            });
         }
     }
     out

@@ -417,31 +417,39 @@ impl DataMigrator {
                 .and_then(|j| j.get("job_id").and_then(|v| v.as_str()).map(str::to_string)),
             _ => None,
         };
-        warn_of_other_jobs(
+        let mut warnings = warn_of_other_jobs(
             &dest,
             &self.dest,
             [Some(job_id.as_str()), checkpoint_job.as_deref()],
             self.write_mode,
         );
-        let read_identity = crate::commit::history::read_identity(
-            &source.metadata().uuid().to_string(),
-            snapshot_id,
-            self.row_filter.as_ref().map(RowFilter::describe).as_deref(),
-        );
-        if resume.is_none() && self.write_mode == WriteMode::Append {
-            self.warn_of_repeated_append(&dest, &read_identity, snapshot_id);
-        }
+
         // Everything follows the pinned snapshot's schema, not the source's current one.
         let source_schema = crate::plan::pinned_schema(&source, snapshot_id);
         if let Some(state) = &resume {
             self.check_source_schema(state, &source, snapshot_id, &source_schema)?;
         }
         let predicate = self.predicate(&source, snapshot_id)?;
+        // The filter as parsed: spelled another way, the same filter reads the same rows.
+        let read_identity = crate::commit::history::read_identity(
+            &source.metadata().uuid().to_string(),
+            predicate.as_ref().map(|p| p.to_string()).as_deref(),
+        );
+        if resume.is_none() && self.write_mode == WriteMode::Append {
+            warnings.extend(self.warn_of_repeated_append(
+                &source,
+                &dest,
+                &read_identity,
+                snapshot_id,
+                [Some(job_id.as_str()), checkpoint_job.as_deref()],
+            ));
+        }
         let mut plan = self.compute_plan_for(&source_schema, dest.metadata().current_schema())?;
         self.check_write_mode(&plan, Some(&dest))?;
 
         let mut result = MigrationResult {
             dry_run: self.dry_run,
+            warnings,
             checkpoint_path: store.as_ref().map(|s| s.path().to_path_buf()),
             source_snapshot_id: snapshot_id,
             copy_mode: self.copy_mode,
@@ -601,7 +609,7 @@ impl DataMigrator {
             dest_name: self.dest.describe(),
             mode: self.write_mode,
             job_id: job_id.clone(),
-            read_identity: Some(read_identity),
+            read_identity: Some((read_identity, snapshot_id)),
             upsert_keys: self.upsert_keys.clone().unwrap_or_default(),
             on_duplicate_keys: self.on_duplicate_keys,
             dest: dest.clone(),
@@ -846,28 +854,60 @@ fn locator(table: &TableRef) -> TableLocator {
 }
 
 impl DataMigrator {
-    /// Warns when `dest` holds the rows this append is about to add: a completed job of its
-    /// current history read the same source table at the same snapshot with the same row
-    /// filter (`read_identity`). Run again without that job's checkpoint, an append is a new
-    /// job and adds every row a second time, as the seed's `run()` does; a warning, not a
-    /// refusal, since appending a table's rows twice can be meant.
-    fn warn_of_repeated_append(&self, dest: &Table, read_identity: &str, snapshot_id: Option<i64>) {
-        for (job, at) in crate::commit::history::completed_jobs_reading(dest, read_identity) {
-            let snapshot =
-                snapshot_id.map_or("no snapshot".to_string(), |s| format!("snapshot {s}"));
+    /// Warns when `dest` may hold rows this append is about to add: a completed job of its
+    /// current history (not this run's, nor a dry run's checkpoint's: `own`) read the same
+    /// source table with the same row filter (`read_identity`) at this run's snapshot or one
+    /// before it in the source's history, whose rows this run reads again. Run again without
+    /// that job's checkpoint, an append is a new job and adds those rows a second time, as the
+    /// seed's `run()` does; a warning, not a refusal, since appending rows twice can be meant.
+    fn warn_of_repeated_append(
+        &self,
+        source: &Table,
+        dest: &Table,
+        read_identity: &str,
+        snapshot_id: Option<i64>,
+        own: [Option<&str>; 2],
+    ) -> Vec<String> {
+        let mut out = Vec::new();
+        let Some(snapshot) = snapshot_id else {
+            return out;
+        };
+        let md = source.metadata();
+        for done in crate::commit::history::completed_jobs_reading(dest, read_identity) {
+            if own.contains(&Some(done.job)) {
+                continue;
+            }
+            let Some(read) = done.source_snapshot else {
+                continue;
+            };
+            let relation = if read == snapshot {
+                "this run's snapshot".to_string()
+            } else if ops_core::ops::rollback::ancestors(md, Some(snapshot)).contains(&read) {
+                format!(
+                    "an ancestor of this run's snapshot {snapshot}, so its rows are among this run's"
+                )
+            } else {
+                continue;
+            };
             let filter = match &self.row_filter {
                 Some(f) => format!(" with the row filter {}", f.describe()),
                 None => String::new(),
             };
-            tracing::warn!(
-                "{} already holds the rows this append adds: job {job}, completed {at}, \
-                 appended {} at {snapshot}{filter}. This run is a new job, so it appends them \
-                 a second time; stop it unless that is meant (a job run with --checkpoint is \
-                 reported complete when run again, and writes nothing)",
+            let message = format!(
+                "{} may already hold rows this append adds: job {}, completed {}, wrote the rows \
+                 of {} at snapshot {read} ({relation}){filter}. This run is a new job, so it \
+                 appends them again unless they were deleted since; stop it unless that is \
+                 meant (a job run with --checkpoint is reported complete when run again, and \
+                 writes nothing)",
                 self.dest.describe(),
+                done.job,
+                done.at,
                 self.source.describe()
             );
+            tracing::warn!("{message}");
+            out.push(message);
         }
+        out
     }
 }
 
@@ -876,8 +916,8 @@ const KILLED: &str = "If it was killed without a --checkpoint (one with a checkp
                       with it), this append adds its committed rows a second time: stop this \
                       run and undo the killed job first.";
 
-/// Warns of every unfinished migration job marking `dest` other than its `own` (this run's, a
-/// dry run's checkpoint's): another job is
+/// Warns of (and returns, for the result) every unfinished migration job marking `dest` other
+/// than its `own` (this run's, a dry run's checkpoint's): another job is
 /// writing to it, or one was killed. A killed job's committed batches stay in the table, so an
 /// append run again as a new job (without the killed one's checkpoint) adds its rows a second
 /// time — the warning names what the job committed and how to undo it first. An upsert or a
@@ -887,7 +927,8 @@ fn warn_of_other_jobs(
     dest_ref: &crate::types::TableRef,
     own: [Option<&str>; 2],
     mode: WriteMode,
-) {
+) -> Vec<String> {
+    let mut out = Vec::new();
     let md = dest.metadata();
     for (other, since) in ops_core::ops::markers::running_migrations(md) {
         if own.contains(&Some(other)) {
@@ -963,13 +1004,16 @@ fn warn_of_other_jobs(
                  {abandon}, then run again."
             ),
         };
-        tracing::warn!(
+        let message = format!(
             "{} carries the marker of unfinished migration job {other} (started {since}), \
              which committed {committed} snapshot(s) to it: another job is writing to it, or \
              that one was killed.{advice}",
             dest_ref.describe()
         );
+        tracing::warn!("{message}");
+        out.push(message);
     }
+    out
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ resume rules and the verify methods; they are the ``iceberg-ops migrate-data`` c
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -86,6 +87,9 @@ class MigrationResult:
     job_id: str | None = None
     #: The source snapshot read.
     source_snapshot_id: int | None = None
+    #: What the run warned of as it started (each also raised as a ``UserWarning``): another
+    #: job's marker on the destination, or a completed job that wrote the rows this append adds.
+    warnings: list[str] = field(default_factory=list)
 
     @classmethod
     def _from_json(cls, text: str, plan: ReconciliationPlan | None) -> MigrationResult:
@@ -284,6 +288,9 @@ class DataMigrator:
         plan = None if native_plan is None else _LazyPlan(native_plan)
         result = MigrationResult._from_json(text, plan)
         self._last_source_snapshot = result.source_snapshot_id
+        for message in result.warnings:
+            # Python shows no `tracing` log: a warning Python users see.
+            warnings.warn(message, UserWarning, stacklevel=2)
         return result
 
     def verify(
