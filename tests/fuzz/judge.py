@@ -94,7 +94,8 @@ def _read_with_equality_deletes(table, scan):
     # the read schema lacks it (dropped since): added at the end of the projection, optional,
     # as the newest schema holding it defines it, and left out of the result. Java up to 1.10
     # fails there instead ("Cannot find required field for ID"); apache/iceberg#15268 reads the
-    # field from the schema history, as here. iceberg-ops refuses such a read (paths.REFUSALS).
+    # field from the schema history, as here, and so does iceberg-ops (its compaction leaves
+    # such files out).
     width = len(projected.fields)
     fields = list(projected.fields)
     for fid in sorted({i for _, q in equality for i in q.data_file.equality_ids}):

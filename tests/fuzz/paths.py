@@ -50,8 +50,6 @@ REFUSALS = [
      "docs/maintenance.md, What they refuse: gc.enabled=false"),
     (r"format version 3|v3 ",
      "docs/operations.md: v3 tables are refused"),
-    (r"equality delete file .* keys on field id \d+, which is not a top-level column of the current schema",
-     "docs/datamig.md and docs/maintenance.md, Not yet: equality deletes on nested or dropped columns"),
 ]
 
 

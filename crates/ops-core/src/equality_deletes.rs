@@ -66,6 +66,9 @@ pub struct EqualityDeletes {
     reader: ArrowReader,
     file_io: FileIO,
     schema: iceberg::spec::SchemaRef,
+    /// Key columns dropped from the schema since their deletes were written, which the read
+    /// reads by field id anyway ([`dropped_key_fields`], [`EqualityDeletes::with_dropped_keys`]).
+    dropped: Vec<NestedFieldRef>,
     target: SchemaRef,
     table: String,
     loaded: Mutex<HashMap<String, Arc<EqualityKeys>>>,
@@ -79,10 +82,20 @@ impl EqualityDeletes {
             reader,
             file_io: table.file_io().clone(),
             schema: table.metadata().current_schema().clone(),
+            dropped: Vec::new(),
             target,
             table: table.identifier().to_string(),
             loaded: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Applies the deletes keyed on `dropped` too (columns the current schema no longer has,
+    /// from [`dropped_key_fields`]): the read puts them in `target` (by field id), read from
+    /// the data files that hold them, as apache/iceberg#15268 reads them. Without this such a
+    /// delete is refused.
+    pub fn with_dropped_keys(mut self, dropped: Vec<NestedFieldRef>) -> Self {
+        self.dropped = dropped;
+        self
     }
 
     /// `task` without its equality deletes (left to iceberg's reader: position deletes) and
@@ -115,8 +128,8 @@ impl EqualityDeletes {
     }
 
     async fn load(&self, delete: &FileScanTaskDeleteFile) -> Result<EqualityKeys> {
-        let (ids, fields, columns) =
-            key_columns(&self.schema, &self.target, delete).map_err(|why| {
+        let (ids, fields, columns) = key_columns(&self.schema, &self.dropped, &self.target, delete)
+            .map_err(|why| {
                 Error::InvalidInput(format!(
                     "{}: equality delete file {} {why}; rewrite the table's deletes (e.g. \
                      Spark's rewrite_data_files) first",
@@ -327,7 +340,7 @@ pub fn unsupported(
         .iter()
         .filter(|d| d.file_type == DataContentType::EqualityDeletes)
         .find_map(|d| {
-            key_columns(schema, target, d)
+            key_columns(schema, &[], target, d)
                 .err()
                 .map(|why| format!("equality delete file {} {why}", d.file_path))
         })
@@ -339,9 +352,10 @@ type KeyColumns = (Vec<i32>, Vec<NestedFieldRef>, Vec<usize>);
 
 /// The equality field ids of `delete`, their fields as the delete file is read (optional: it
 /// may hold a NULL key, which deletes the NULL-key rows) and their column indices in `target`;
-/// or why not.
+/// or why not. A key column is a top-level column of `schema`, or one of `dropped`.
 fn key_columns(
     schema: &Schema,
+    dropped: &[NestedFieldRef],
     target: &SchemaRef,
     delete: &FileScanTaskDeleteFile,
 ) -> std::result::Result<KeyColumns, String> {
@@ -358,6 +372,7 @@ fn key_columns(
             .as_struct()
             .fields()
             .iter()
+            .chain(dropped)
             .find(|f| f.id == *id)
             .ok_or_else(|| {
                 format!(
@@ -375,6 +390,90 @@ fn key_columns(
         columns.push(column);
     }
     Ok((ids, fields, columns))
+}
+
+/// The key columns of `deletes`' equality deletes that `read` lacks as top-level columns but
+/// an older schema of `md` has (dropped since): each as the newest such schema defines it,
+/// optional (files written after the drop lack it), under a name no column of `read` holds
+/// (the column's own name may have been taken again). Nested keys are not among them.
+pub fn dropped_key_fields<'a>(
+    md: &TableMetadata,
+    read: &Schema,
+    deletes: impl IntoIterator<Item = &'a FileScanTaskDeleteFile>,
+) -> Vec<NestedFieldRef> {
+    let mut ids: Vec<i32> = deletes
+        .into_iter()
+        .filter(|d| d.file_type == DataContentType::EqualityDeletes)
+        .flat_map(|d| d.equality_ids.iter().flatten().copied())
+        .filter(|id| read.as_struct().fields().iter().all(|f| f.id != *id))
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut schemas: Vec<&iceberg::spec::SchemaRef> = md.schemas_iter().collect();
+    schemas.sort_by_key(|s| std::cmp::Reverse(s.schema_id()));
+    ids.into_iter()
+        .filter_map(|id| {
+            let field = schemas
+                .iter()
+                .find_map(|s| s.as_struct().fields().iter().find(|f| f.id == id))?;
+            let mut field = field.as_ref().clone();
+            field.required = false;
+            field.name = format!("__iceberg_ops_dropped_key_{id}");
+            Some(Arc::new(field))
+        })
+        .collect()
+}
+
+/// `schema` with `dropped` ([`dropped_key_fields`]) after its own top-level fields: what a
+/// read that applies deletes keyed on them reads, as an iceberg schema (a task's) and as the
+/// arrow schema of its batches.
+pub fn with_dropped_keys(
+    schema: &Schema,
+    dropped: &[NestedFieldRef],
+) -> Result<(iceberg::spec::SchemaRef, SchemaRef)> {
+    // A field `schema` holds already (a task of an older schema) is not added twice.
+    let missing = dropped
+        .iter()
+        .filter(|f| schema.field_by_id(f.id).is_none());
+    let extended = Schema::builder()
+        .with_schema_id(schema.schema_id())
+        .with_fields(schema.as_struct().fields().iter().chain(missing).cloned())
+        .build()?;
+    let arrow = Arc::new(iceberg::arrow::schema_to_arrow_schema(&extended)?);
+    Ok((Arc::new(extended), arrow))
+}
+
+/// `schema` with the arrow fields of `dropped` after its own (a target that applies deletes
+/// keyed on them; the batches are cut back to `schema`'s width after the anti-join).
+pub fn target_with_dropped_keys(
+    schema: &SchemaRef,
+    dropped: &[NestedFieldRef],
+) -> Result<SchemaRef> {
+    let extra = iceberg::arrow::schema_to_arrow_schema(
+        &Schema::builder()
+            .with_fields(dropped.iter().cloned())
+            .build()?,
+    )?;
+    let fields: Vec<_> = schema
+        .fields()
+        .iter()
+        .chain(extra.fields().iter())
+        .cloned()
+        .collect();
+    Ok(Arc::new(arrow_schema::Schema::new_with_metadata(
+        fields,
+        schema.metadata().clone(),
+    )))
+}
+
+/// `batch` cut to its first `width` columns (dropped key columns read for the anti-join
+/// only follow them).
+pub fn without_dropped_keys(batch: RecordBatch, width: usize) -> Result<RecordBatch> {
+    if batch.num_columns() <= width {
+        return Ok(batch);
+    }
+    let columns: Vec<usize> = (0..width).collect();
+    Ok(batch.project(&columns)?)
 }
 
 /// `batch` without the rows whose key some equality delete file holds (null-safe equality).

@@ -508,11 +508,21 @@ pub(crate) async fn plan_delete_among(
         }
     }
     let target = crate::write::table_arrow_schema(table)?;
+    // Equality delete keys on columns dropped since: read by field id, anti-joined on, cut off
+    // before the filter and the write (`width` is the table's own columns).
+    let width = target.fields().len();
+    let dropped = crate::equality_deletes::dropped_key_fields(
+        table.metadata(),
+        table.metadata().current_schema(),
+        candidates.values().flatten().flat_map(|t| t.deletes.iter()),
+    );
+    let target = crate::equality_deletes::target_with_dropped_keys(&target, &dropped)?;
     let reader =
         ArrowReaderBuilder::new(table.file_io().clone(), iceberg::Runtime::try_current()?).build();
     // Equality deletes are applied here, null-safe, not by iceberg's reader (which would drop
     // the rows whose equality column is NULL); each delete file is read once for the plan.
-    let equality = EqualityDeletes::new(table, target.clone(), reader.clone());
+    let equality = EqualityDeletes::new(table, target.clone(), reader.clone())
+        .with_dropped_keys(dropped.clone());
     let mut plan = DeletePlan {
         removed: Vec::new(),
         added: crate::write::WrittenFiles {
@@ -526,7 +536,12 @@ pub(crate) async fn plan_delete_among(
             let mut file_tasks = Vec::with_capacity(planned.len());
             let mut task_keys = Vec::with_capacity(planned.len());
             for task in planned {
-                let (task, k) = equality.split(task).await?;
+                let (mut task, k) = equality.split(task).await?;
+                if !dropped.is_empty() {
+                    task.schema =
+                        crate::equality_deletes::with_dropped_keys(&task.schema, &dropped)?.0;
+                    task.project_field_ids.extend(dropped.iter().map(|f| f.id));
+                }
                 file_tasks.push(task);
                 task_keys.push(k);
             }
@@ -556,7 +571,10 @@ pub(crate) async fn plan_delete_among(
                     stream.map(move |b| {
                         let b =
                             crate::scan::project_by_field_id(&b?, &read_schema, &target_schema)?;
-                        let b = anti_join(b, &keys)?;
+                        let b = crate::equality_deletes::without_dropped_keys(
+                            anti_join(b, &keys)?,
+                            width,
+                        )?;
                         let keep = crate::eval::not_true(&matcher.evaluate(&b)?);
                         let out = arrow_select::filter::filter_record_batch(&b, &keep)?;
                         read_c.fetch_add(b.num_rows() as u64, Ordering::Relaxed);

@@ -26,7 +26,7 @@ use futures::{StreamExt, TryStreamExt};
 use iceberg::arrow::{ArrowReaderBuilder, schema_to_arrow_schema};
 use iceberg::spec::DataContentType;
 use iceberg::table::Table;
-use ops_core::equality_deletes::{EqualityDeletes, EqualityKeys, anti_join};
+use ops_core::equality_deletes::{self, EqualityDeletes, EqualityKeys, anti_join};
 
 use super::paged;
 use crate::plan::read::PlannedRead;
@@ -67,12 +67,31 @@ impl PlannedRead {
             read_arrow = narrow(&read_arrow, keep);
             target = narrow(&target, keep);
         }
+        // Equality delete keys on columns dropped since the deletes were written: read from
+        // the data files by field id, appended to the read and to the target, anti-joined on,
+        // then dropped again (`width` is the target's own).
+        let width = target.fields().len();
+        let dropped = equality_deletes::dropped_key_fields(
+            md,
+            &read_schema,
+            self.files.iter().flat_map(|f| f.deletes.iter()),
+        );
+        let with_dropped = if dropped.is_empty() {
+            None
+        } else {
+            read_arrow = equality_deletes::target_with_dropped_keys(&read_arrow, &dropped)?;
+            target = equality_deletes::target_with_dropped_keys(&target, &dropped)?;
+            Some(equality_deletes::with_dropped_keys(&read_schema, &dropped)?.0)
+        };
+        let dropped_ids: Vec<i32> = dropped.iter().map(|f| f.id).collect();
         let runtime = iceberg::Runtime::try_current()?;
         let reader = ArrowReaderBuilder::new(table.file_io().clone(), runtime)
             .with_data_file_concurrency_limit(1)
             .with_batch_size(batch_size.max(1))
             .build();
-        let deletes = Arc::new(EqualityDeletes::new(table, target.clone(), reader.clone()));
+        let deletes = Arc::new(
+            EqualityDeletes::new(table, target.clone(), reader.clone()).with_dropped_keys(dropped),
+        );
         // The row filter is applied here rather than by iceberg's reader, which takes a
         // column a file predates as matching `<` and `<=` (it keeps the file's rows) and
         // orders NaN above every number; here a NULL — a missing column included — makes a
@@ -96,10 +115,16 @@ impl PlannedRead {
                 let target = target.clone();
                 let filter = filter.clone();
                 let keep = keep.clone();
+                let with_dropped = with_dropped.clone();
+                let dropped_ids = dropped_ids.clone();
                 async move {
                     task.predicate = None;
                     if let Some(keep) = &keep {
                         task.project_field_ids.retain(|id| keep.contains(id));
+                    }
+                    if let Some(schema) = with_dropped {
+                        task.schema = schema;
+                        task.project_field_ids.extend(dropped_ids);
                     }
                     let batches =
                         match paged::open(&file_io, &task, &read_arrow, batch_size).await? {
@@ -122,6 +147,7 @@ impl PlannedRead {
                             &target,
                             filter.as_deref(),
                             &keys,
+                            width,
                         ))
                     }))
                 }
@@ -219,13 +245,16 @@ fn predicate_field_ids(predicate: &iceberg::expr::BoundPredicate) -> HashSet<i32
 }
 
 /// One batch as read from a file (by iceberg's reader or [`paged`]) mapped onto the read
-/// schema by field id, filtered, mapped onto `target`, without equality-deleted rows.
+/// schema by field id, filtered, mapped onto `target`, without equality-deleted rows, cut to
+/// `target`'s first `width` columns (those after it are dropped key columns, read for the
+/// anti-join only).
 fn convert(
     batch: &RecordBatch,
     read_arrow: &SchemaRef,
     target: &SchemaRef,
     filter: Option<&ops_core::eval::Evaluator>,
     keys: &[Arc<EqualityKeys>],
+    width: usize,
 ) -> Result<RecordBatch> {
     let mut read = ops_core::scan::project_by_field_id(batch, read_arrow, read_arrow)?;
     if let Some(filter) = filter {
@@ -235,6 +264,9 @@ fn convert(
             read = arrow_select::filter::filter_record_batch(&read, &keep)?;
         }
     }
-    let out = ops_core::scan::project_by_field_id(&read, read_arrow, target)?;
-    Ok(anti_join(out, keys)?)
+    let out = anti_join(
+        ops_core::scan::project_by_field_id(&read, read_arrow, target)?,
+        keys,
+    )?;
+    Ok(equality_deletes::without_dropped_keys(out, width)?)
 }
