@@ -329,10 +329,12 @@ impl GlobalDeletes {
 }
 
 /// Why the equality delete files among `deletes` cannot be applied to batches of `target`
-/// read from a table of current schema `schema` (`None`: they can) — what
-/// [`EqualityDeletes::keys`] would refuse, decided without reading them.
+/// read from a table of current schema `schema` (`None`: they can), with `dropped` key
+/// columns read too ([`EqualityDeletes::with_dropped_keys`]; none: such a delete is refused)
+/// — what [`EqualityDeletes::keys`] would refuse, decided without reading them.
 pub fn unsupported(
     schema: &Schema,
+    dropped: &[NestedFieldRef],
     target: &SchemaRef,
     deletes: &[FileScanTaskDeleteFile],
 ) -> Option<String> {
@@ -340,7 +342,7 @@ pub fn unsupported(
         .iter()
         .filter(|d| d.file_type == DataContentType::EqualityDeletes)
         .find_map(|d| {
-            key_columns(schema, &[], target, d)
+            key_columns(schema, dropped, target, d)
                 .err()
                 .map(|why| format!("equality delete file {} {why}", d.file_path))
         })
@@ -392,15 +394,16 @@ fn key_columns(
     Ok((ids, fields, columns))
 }
 
-/// The key columns of `deletes`' equality deletes that `read` lacks as top-level columns but
-/// an older schema of `md` has (dropped since): each as the newest such schema defines it,
-/// optional (files written after the drop lack it), under a name no column of `read` holds
+/// The key columns of `deletes`' equality deletes that the table's current schema lacks as
+/// top-level columns but an older schema of `md` has (dropped since — a drop commits no
+/// snapshot, so the snapshot read may still have them): each as the newest such schema
+/// defines it, optional (files written after the drop lack it), under a name no column holds
 /// (the column's own name may have been taken again). Nested keys are not among them.
 pub fn dropped_key_fields<'a>(
     md: &TableMetadata,
-    read: &Schema,
     deletes: impl IntoIterator<Item = &'a FileScanTaskDeleteFile>,
 ) -> Vec<NestedFieldRef> {
+    let read = md.current_schema();
     let mut ids: Vec<i32> = deletes
         .into_iter()
         .filter(|d| d.file_type == DataContentType::EqualityDeletes)
@@ -443,17 +446,26 @@ pub fn with_dropped_keys(
     Ok((Arc::new(extended), arrow))
 }
 
-/// `schema` with the arrow fields of `dropped` after its own (a target that applies deletes
-/// keyed on them; the batches are cut back to `schema`'s width after the anti-join).
+/// `schema` with the arrow fields of `dropped` it lacks (by field id) after its own (a target
+/// that applies deletes keyed on them; the batches are cut back to `schema`'s width after the
+/// anti-join). A schema that has one already (a snapshot's, read before the drop) keeps its
+/// own column.
 pub fn target_with_dropped_keys(
     schema: &SchemaRef,
     dropped: &[NestedFieldRef],
 ) -> Result<SchemaRef> {
-    let extra = iceberg::arrow::schema_to_arrow_schema(
-        &Schema::builder()
-            .with_fields(dropped.iter().cloned())
-            .build()?,
-    )?;
+    let has = |id: i32| {
+        schema
+            .fields()
+            .iter()
+            .any(|f| f.metadata().get(FIELD_ID) == Some(&id.to_string()))
+    };
+    let missing: Vec<NestedFieldRef> = dropped.iter().filter(|f| !has(f.id)).cloned().collect();
+    if missing.is_empty() {
+        return Ok(schema.clone());
+    }
+    let extra =
+        iceberg::arrow::schema_to_arrow_schema(&Schema::builder().with_fields(missing).build()?)?;
     let fields: Vec<_> = schema
         .fields()
         .iter()
@@ -464,6 +476,21 @@ pub fn target_with_dropped_keys(
         fields,
         schema.metadata().clone(),
     )))
+}
+
+/// `task` reading the `dropped` key columns too ([`dropped_key_fields`]): its schema and
+/// projection gain those it lacks.
+pub fn task_with_dropped_keys(task: &mut FileScanTask, dropped: &[NestedFieldRef]) -> Result<()> {
+    if dropped.is_empty() {
+        return Ok(());
+    }
+    task.schema = with_dropped_keys(&task.schema, dropped)?.0;
+    for f in dropped {
+        if !task.project_field_ids.contains(&f.id) {
+            task.project_field_ids.push(f.id);
+        }
+    }
+    Ok(())
 }
 
 /// `batch` cut to its first `width` columns (dropped key columns read for the anti-join

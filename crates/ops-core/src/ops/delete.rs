@@ -513,7 +513,6 @@ pub(crate) async fn plan_delete_among(
     let width = target.fields().len();
     let dropped = crate::equality_deletes::dropped_key_fields(
         table.metadata(),
-        table.metadata().current_schema(),
         candidates.values().flatten().flat_map(|t| t.deletes.iter()),
     );
     let target = crate::equality_deletes::target_with_dropped_keys(&target, &dropped)?;
@@ -537,11 +536,7 @@ pub(crate) async fn plan_delete_among(
             let mut task_keys = Vec::with_capacity(planned.len());
             for task in planned {
                 let (mut task, k) = equality.split(task).await?;
-                if !dropped.is_empty() {
-                    task.schema =
-                        crate::equality_deletes::with_dropped_keys(&task.schema, &dropped)?.0;
-                    task.project_field_ids.extend(dropped.iter().map(|f| f.id));
-                }
+                crate::equality_deletes::task_with_dropped_keys(&mut task, &dropped)?;
                 file_tasks.push(task);
                 task_keys.push(k);
             }

@@ -73,24 +73,19 @@ impl PlannedRead {
         let width = target.fields().len();
         let dropped = equality_deletes::dropped_key_fields(
             md,
-            &read_schema,
             self.files.iter().flat_map(|f| f.deletes.iter()),
         );
-        let with_dropped = if dropped.is_empty() {
-            None
-        } else {
-            read_arrow = equality_deletes::target_with_dropped_keys(&read_arrow, &dropped)?;
-            target = equality_deletes::target_with_dropped_keys(&target, &dropped)?;
-            Some(equality_deletes::with_dropped_keys(&read_schema, &dropped)?.0)
-        };
-        let dropped_ids: Vec<i32> = dropped.iter().map(|f| f.id).collect();
+        read_arrow = equality_deletes::target_with_dropped_keys(&read_arrow, &dropped)?;
+        target = equality_deletes::target_with_dropped_keys(&target, &dropped)?;
+        let dropped = Arc::new(dropped);
         let runtime = iceberg::Runtime::try_current()?;
         let reader = ArrowReaderBuilder::new(table.file_io().clone(), runtime)
             .with_data_file_concurrency_limit(1)
             .with_batch_size(batch_size.max(1))
             .build();
         let deletes = Arc::new(
-            EqualityDeletes::new(table, target.clone(), reader.clone()).with_dropped_keys(dropped),
+            EqualityDeletes::new(table, target.clone(), reader.clone())
+                .with_dropped_keys(dropped.as_ref().clone()),
         );
         // The row filter is applied here rather than by iceberg's reader, which takes a
         // column a file predates as matching `<` and `<=` (it keeps the file's rows) and
@@ -115,17 +110,13 @@ impl PlannedRead {
                 let target = target.clone();
                 let filter = filter.clone();
                 let keep = keep.clone();
-                let with_dropped = with_dropped.clone();
-                let dropped_ids = dropped_ids.clone();
+                let dropped = dropped.clone();
                 async move {
                     task.predicate = None;
                     if let Some(keep) = &keep {
                         task.project_field_ids.retain(|id| keep.contains(id));
                     }
-                    if let Some(schema) = with_dropped {
-                        task.schema = schema;
-                        task.project_field_ids.extend(dropped_ids);
-                    }
+                    equality_deletes::task_with_dropped_keys(&mut task, &dropped)?;
                     let batches =
                         match paged::open(&file_io, &task, &read_arrow, batch_size).await? {
                             Some(batches) => batches,

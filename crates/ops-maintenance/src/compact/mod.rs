@@ -1144,8 +1144,10 @@ impl CompactBuilder {
                     })
             });
             if let Some(why) = other_format.or_else(|| {
+                // No dropped key columns: the rewrite does not read them (left out).
                 ops_core::equality_deletes::unsupported(
                     md.current_schema(),
+                    &[],
                     &target_arrow,
                     &equality,
                 )

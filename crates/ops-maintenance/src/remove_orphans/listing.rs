@@ -479,7 +479,7 @@ mod tests {
             std::fs::write(root.join(f), b"x").map_err(io)?;
         }
         let mut names: Vec<String> = Vec::new();
-        let skipped = list_local(&root, HashSet::new(), |p, _| {
+        let (skipped, hidden) = list_local(&root, HashSet::new(), |p, _| {
             names.push(
                 p.strip_prefix(&root)
                     .map_or(String::new(), |p| p.display().to_string()),
@@ -497,6 +497,7 @@ mod tests {
             ]
         );
         assert_eq!(skipped, vec![root.join("child")]);
+        assert_eq!(hidden.0, 0);
         Ok(())
     }
 
