@@ -427,25 +427,6 @@ pub fn dropped_key_fields<'a>(
         .collect()
 }
 
-/// `schema` with `dropped` ([`dropped_key_fields`]) after its own top-level fields: what a
-/// read that applies deletes keyed on them reads, as an iceberg schema (a task's) and as the
-/// arrow schema of its batches.
-pub fn with_dropped_keys(
-    schema: &Schema,
-    dropped: &[NestedFieldRef],
-) -> Result<(iceberg::spec::SchemaRef, SchemaRef)> {
-    // A field `schema` holds already (a task of an older schema) is not added twice.
-    let missing = dropped
-        .iter()
-        .filter(|f| schema.field_by_id(f.id).is_none());
-    let extended = Schema::builder()
-        .with_schema_id(schema.schema_id())
-        .with_fields(schema.as_struct().fields().iter().chain(missing).cloned())
-        .build()?;
-    let arrow = Arc::new(iceberg::arrow::schema_to_arrow_schema(&extended)?);
-    Ok((Arc::new(extended), arrow))
-}
-
 /// `schema` with the arrow fields of `dropped` it lacks (by field id) after its own (a target
 /// that applies deletes keyed on them; the batches are cut back to `schema`'s width after the
 /// anti-join). A schema that has one already (a snapshot's, read before the drop) keeps its
@@ -484,7 +465,24 @@ pub fn task_with_dropped_keys(task: &mut FileScanTask, dropped: &[NestedFieldRef
     if dropped.is_empty() {
         return Ok(());
     }
-    task.schema = with_dropped_keys(&task.schema, dropped)?.0;
+    // A field the task's schema holds already (a snapshot read before the drop) is not added
+    // twice.
+    let missing = dropped
+        .iter()
+        .filter(|f| task.schema.field_by_id(f.id).is_none());
+    task.schema = Arc::new(
+        Schema::builder()
+            .with_schema_id(task.schema.schema_id())
+            .with_fields(
+                task.schema
+                    .as_struct()
+                    .fields()
+                    .iter()
+                    .chain(missing)
+                    .cloned(),
+            )
+            .build()?,
+    );
     for f in dropped {
         if !task.project_field_ids.contains(&f.id) {
             task.project_field_ids.push(f.id);

@@ -62,30 +62,21 @@ pub(super) async fn list(
     mut each: impl FnMut(ListedFile) -> Result<()>,
 ) -> Result<LeftOut> {
     if location.is_local() {
-        let (skipped, hidden) =
-            list_local(Path::new(&location.path), underscored, |file, modified| {
-                let path = file.to_string_lossy().to_string();
-                each(ListedFile {
-                    url: location.local_url(&path),
-                    path,
-                    modified,
-                })
+        let left = list_local(Path::new(&location.path), underscored, |file, modified| {
+            let path = file.to_string_lossy().to_string();
+            each(ListedFile {
+                url: location.local_url(&path),
+                path,
+                modified,
             })
-            .await?;
-        let mut out = LeftOut {
-            other_tables: skipped
-                .iter()
-                .map(|d| location.local_url(&d.to_string_lossy()))
-                .collect(),
-            hidden: hidden.0,
-            hidden_examples: Vec::new(),
-        };
-        out.hidden_examples = hidden
-            .1
-            .iter()
-            .map(|d| location.local_url(&d.to_string_lossy()))
-            .collect();
-        return Ok(out);
+        })
+        .await?;
+        let url = |paths: Vec<String>| paths.iter().map(|p| location.local_url(p)).collect();
+        return Ok(LeftOut {
+            other_tables: url(left.other_tables),
+            hidden: left.hidden,
+            hidden_examples: url(left.hidden_examples),
+        });
     }
     if matches!(location.scheme.as_str(), "s3" | "s3a" | "s3n") {
         return list_s3(location, io_props, &underscored, each).await;
@@ -114,16 +105,17 @@ pub(super) fn hidden(name: &str, is_dir: bool, underscored: &HashSet<String>) ->
 }
 
 /// Every regular file under `root` with its modification time, handed to `each` as the walk
-/// finds them (the walk runs on a blocking thread, a chunk of files ahead), and the
-/// directories below `root` skipped because they hold another table (a table whose location
-/// is nested in this one's, e.g. `db/t` and `db/t/child`): its files are not this table's
-/// orphans. Hidden entries ([`hidden`]) are not listed, nor anything below a hidden directory.
+/// finds them (the walk runs on a blocking thread, a chunk of files ahead); returns what it
+/// left out, as local paths: the directories below `root` that hold another table (a table
+/// whose location is nested in this one's, e.g. `db/t` and `db/t/child`: its files are not
+/// this table's orphans), and the hidden entries ([`hidden`]: not listed, nor anything below
+/// a hidden directory).
 /// Walked without recursion.
 async fn list_local(
     root: &Path,
     underscored: HashSet<String>,
     mut each: impl FnMut(PathBuf, SystemTime) -> Result<()>,
-) -> Result<(Vec<PathBuf>, (usize, Vec<PathBuf>))> {
+) -> Result<LeftOut> {
     let root = root.to_path_buf();
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<(PathBuf, SystemTime)>>(2);
     let walk = tokio::task::spawn_blocking(move || {
@@ -131,15 +123,14 @@ async fn list_local(
             Error::InvalidInput(format!("cannot list {}: {e}", path.display()))
         };
         let mut chunk = Vec::with_capacity(CHUNK);
-        let mut skipped: Vec<PathBuf> = Vec::new();
-        let mut left_hidden: (usize, Vec<PathBuf>) = (0, Vec::new());
+        let mut left = LeftOut::default();
         if !root.exists() {
-            return Ok::<_, Error>((skipped, left_hidden));
+            return Ok::<_, Error>(left);
         }
         let mut stack = vec![root.clone()];
         while let Some(dir) = stack.pop() {
             if dir != root && holds_table(&dir).map_err(|e| io_err(&dir, e))? {
-                skipped.push(dir);
+                left.other_tables.push(dir.to_string_lossy().to_string());
                 continue;
             }
             for entry in std::fs::read_dir(&dir).map_err(|e| io_err(&dir, e))? {
@@ -151,10 +142,7 @@ async fn list_local(
                     &underscored,
                 ) {
                     tracing::debug!(path = %entry.path().display(), "hidden: not listed");
-                    left_hidden.0 += 1;
-                    if left_hidden.1.len() < HIDDEN_EXAMPLES {
-                        left_hidden.1.push(entry.path());
-                    }
+                    left.add_hidden(|| entry.path().to_string_lossy().to_string());
                     continue;
                 }
                 if kind.is_dir() {
@@ -168,7 +156,7 @@ async fn list_local(
                     if chunk.len() >= CHUNK && tx.blocking_send(std::mem::take(&mut chunk)).is_err()
                     {
                         // The consumer stopped (its own error): nothing more to list.
-                        return Ok((skipped, left_hidden));
+                        return Ok(left);
                     }
                 }
                 // Symbolic links are neither followed nor deleted: they may point outside.
@@ -177,8 +165,8 @@ async fn list_local(
         if !chunk.is_empty() {
             let _ = tx.blocking_send(chunk);
         }
-        skipped.sort();
-        Ok((skipped, left_hidden))
+        left.other_tables.sort();
+        Ok(left)
     });
     let mut failed = None;
     while let Some(chunk) = rx.recv().await {
@@ -479,7 +467,7 @@ mod tests {
             std::fs::write(root.join(f), b"x").map_err(io)?;
         }
         let mut names: Vec<String> = Vec::new();
-        let (skipped, hidden) = list_local(&root, HashSet::new(), |p, _| {
+        let left = list_local(&root, HashSet::new(), |p, _| {
             names.push(
                 p.strip_prefix(&root)
                     .map_or(String::new(), |p| p.display().to_string()),
@@ -496,8 +484,11 @@ mod tests {
                 "notatable/metadata/x.avro"
             ]
         );
-        assert_eq!(skipped, vec![root.join("child")]);
-        assert_eq!(hidden.0, 0);
+        assert_eq!(
+            left.other_tables,
+            vec![root.join("child").to_string_lossy().to_string()]
+        );
+        assert_eq!(left.hidden, 0);
         Ok(())
     }
 
