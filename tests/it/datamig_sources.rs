@@ -758,6 +758,43 @@ async fn an_equality_delete_on_a_column_just_dropped_still_deletes() -> TestResu
     Ok(())
 }
 
+/// Compaction applies an equality delete keyed on a column dropped since (the key read from the
+/// data files by its field id), with and without a commit after the drop: both files rewritten
+/// into one, ids 2, 3 and 4 not brought back, nothing left out. Before, it left the file the
+/// delete applies to out (`skipped_equality_delete_files`).
+#[tokio::test(flavor = "multi_thread")]
+async fn compaction_applies_an_equality_delete_on_a_dropped_column() -> TestResult {
+    init_tracing();
+    for (append_after, expected) in [(true, vec![1, 5, 6]), (false, vec![1, 5])] {
+        let dir = tempfile::tempdir()?;
+        let py = sqlite(dir.path());
+        let handle = open("lake", &py).await?;
+        let src = orders_with_a_dropped_key(&handle, append_after).await?;
+        let (table, m) = ops_maintenance::compact::CompactBuilder::new(&handle, src.clone())
+            .min_input_files(1)
+            .await?;
+        assert!(
+            m.skipped_equality_delete_files.is_empty(),
+            "append_after {append_after}: {m:?}"
+        );
+        assert!(
+            m.snapshot_id.is_some(),
+            "append_after {append_after}: {m:?}"
+        );
+        assert_eq!(
+            data_paths(&table).await?.len(),
+            1,
+            "append_after {append_after}"
+        );
+        assert_eq!(
+            copied_ids(&handle, &py, &src, "compacted").await?,
+            expected,
+            "append_after {append_after}"
+        );
+    }
+    Ok(())
+}
+
 /// Data file paths of `table`'s current snapshot.
 async fn data_paths(table: &Table) -> anyhow::Result<Vec<String>> {
     let mut out = Vec::new();

@@ -12,7 +12,13 @@
 //!    column was widened matches), encoded with arrow's row format, where NULL equals NULL and
 //!    nothing else.
 //! 2. [`anti_join`] drops the rows of every batch read from that task whose key one of them
-//!    holds.
+//!    holds ([`EqualityDeletes::apply`]).
+//!
+//! A delete keyed on a column dropped since it was written still deletes, as
+//! apache/iceberg#15268 reads it (Java 1.10 fails): [`EqualityDeletes::for_read`] finds such
+//! keys among the read's deletes, the read decodes them from the data files by field id as
+//! extra columns (widened schemas and tasks), and [`EqualityDeletes::apply`] cuts them off
+//! after the anti-join.
 //!
 //! Which delete files apply to which data file (partition, sequence numbers: strictly newer
 //! for equality deletes) is the planner's decision, but for one case it misses:
@@ -67,43 +73,86 @@ pub struct EqualityDeletes {
     file_io: FileIO,
     schema: iceberg::spec::SchemaRef,
     /// Key columns dropped from the schema since their deletes were written, which the read
-    /// reads by field id anyway ([`dropped_key_fields`], [`EqualityDeletes::with_dropped_keys`]).
+    /// reads by field id anyway ([`dropped_key_fields`], [`EqualityDeletes::for_read`]).
     dropped: Vec<NestedFieldRef>,
+    /// The batches the keys are matched in: the read's own columns, then the dropped key
+    /// columns it lacks.
     target: SchemaRef,
+    /// How many columns of `target` are the read's own ([`EqualityDeletes::apply`] cuts the
+    /// rest off).
+    width: usize,
     table: String,
     loaded: Mutex<HashMap<String, Arc<EqualityKeys>>>,
 }
 
 impl EqualityDeletes {
     /// For batches of `target` (an arrow schema with field ids, the table's current schema or
-    /// some of its top-level columns) read from `table` with `reader`.
-    pub fn new(table: &Table, target: SchemaRef, reader: ArrowReader) -> Self {
-        Self {
+    /// some of its top-level columns) read from `table` with `reader`, whose equality deletes
+    /// are among `deletes` (those of every file the read may read).
+    ///
+    /// A delete keyed on a column dropped since it was written is applied too, as
+    /// apache/iceberg#15268 applies it: the key is read from the data files by its field id
+    /// ([`dropped_key_fields`]). So the read's batches carry more columns than `target` until
+    /// [`EqualityDeletes::apply`]: the read projects each batch onto
+    /// [`EqualityDeletes::target`], reads with [`EqualityDeletes::widen`]ed schemas and tasks
+    /// widened by [`EqualityDeletes::split`] (or [`EqualityDeletes::widen_task`]).
+    pub fn for_read<'a>(
+        table: &Table,
+        target: SchemaRef,
+        reader: ArrowReader,
+        deletes: impl IntoIterator<Item = &'a FileScanTaskDeleteFile>,
+    ) -> Result<Self> {
+        let dropped = dropped_key_fields(table.metadata(), deletes);
+        let width = target.fields().len();
+        let target = target_with_dropped_keys(&target, &dropped)?;
+        Ok(Self {
             reader,
             file_io: table.file_io().clone(),
             schema: table.metadata().current_schema().clone(),
-            dropped: Vec::new(),
+            dropped,
             target,
+            width,
             table: table.identifier().to_string(),
             loaded: Mutex::new(HashMap::new()),
-        }
+        })
     }
 
-    /// Applies the deletes keyed on `dropped` too (columns the current schema no longer has,
-    /// from [`dropped_key_fields`]): the read puts them in `target` (by field id), read from
-    /// the data files that hold them, as apache/iceberg#15268 reads them. Without this such a
-    /// delete is refused.
-    pub fn with_dropped_keys(mut self, dropped: Vec<NestedFieldRef>) -> Self {
-        self.dropped = dropped;
-        self
+    /// The schema to project the read's batches onto before [`EqualityDeletes::apply`]: the
+    /// target's columns, then the dropped key columns it lacks.
+    pub fn target(&self) -> &SchemaRef {
+        &self.target
     }
 
-    /// `task` without its equality deletes (left to iceberg's reader: position deletes) and
-    /// the keys those equality deletes remove.
+    /// `schema` (the schema a read decodes files with) with the dropped key columns it lacks.
+    pub fn widen(&self, schema: &SchemaRef) -> Result<SchemaRef> {
+        target_with_dropped_keys(schema, &self.dropped)
+    }
+
+    /// `task` reading the dropped key columns too: its schema and projection gain those it
+    /// lacks. ([`EqualityDeletes::split`] does this itself.)
+    pub fn widen_task(&self, task: &mut FileScanTask) -> Result<()> {
+        task_with_dropped_keys(task, &self.dropped)
+    }
+
+    /// `batch` (projected onto [`EqualityDeletes::target`]) without the rows `deletes` remove,
+    /// cut back to the read's own columns.
+    pub fn apply(&self, batch: RecordBatch, deletes: &[Arc<EqualityKeys>]) -> Result<RecordBatch> {
+        without_dropped_keys(anti_join(batch, deletes)?, self.width)
+    }
+
+    /// Why the equality deletes among `deletes` cannot be applied by this read (`None`: they
+    /// can) — what [`EqualityDeletes::keys`] would refuse, decided without reading them.
+    pub fn unsupported(&self, deletes: &[FileScanTaskDeleteFile]) -> Option<String> {
+        key_refusal(&self.schema, &self.dropped, &self.target, deletes)
+    }
+
+    /// `task`, widened ([`EqualityDeletes::widen_task`]), without its equality deletes (left
+    /// to iceberg's reader: position deletes), and the keys those equality deletes remove.
     pub async fn split(
         &self,
         mut task: FileScanTask,
     ) -> Result<(FileScanTask, Vec<Arc<EqualityKeys>>)> {
+        self.widen_task(&mut task)?;
         let (equality, rest): (Vec<_>, Vec<_>) = task
             .deletes
             .into_iter()
@@ -329,10 +378,25 @@ impl GlobalDeletes {
 }
 
 /// Why the equality delete files among `deletes` cannot be applied to batches of `target`
-/// read from a table of current schema `schema` (`None`: they can), with `dropped` key
-/// columns read too ([`EqualityDeletes::with_dropped_keys`]; none: such a delete is refused)
-/// — what [`EqualityDeletes::keys`] would refuse, decided without reading them.
+/// read from the table of `md` (`None`: they can), their dropped key columns read too, as
+/// [`EqualityDeletes::for_read`] reads them — decided without reading them.
 pub fn unsupported(
+    md: &TableMetadata,
+    target: &SchemaRef,
+    deletes: &[FileScanTaskDeleteFile],
+) -> Option<String> {
+    let dropped = dropped_key_fields(md, deletes);
+    match target_with_dropped_keys(target, &dropped) {
+        Ok(target) => key_refusal(md.current_schema(), &dropped, &target, deletes),
+        Err(e) => Some(format!("cannot be read: {e}")),
+    }
+}
+
+/// Why the equality delete files among `deletes` cannot be applied to batches of `target`
+/// read from a table of current schema `schema` (`None`: they can), with `dropped` key
+/// columns read too — what [`EqualityDeletes::keys`] would refuse, decided without reading
+/// them.
+fn key_refusal(
     schema: &Schema,
     dropped: &[NestedFieldRef],
     target: &SchemaRef,
@@ -399,7 +463,7 @@ fn key_columns(
 /// snapshot, so the snapshot read may still have them): each as the newest such schema
 /// defines it, optional (files written after the drop lack it), under a name no column holds
 /// (the column's own name may have been taken again). Nested keys are not among them.
-pub fn dropped_key_fields<'a>(
+fn dropped_key_fields<'a>(
     md: &TableMetadata,
     deletes: impl IntoIterator<Item = &'a FileScanTaskDeleteFile>,
 ) -> Vec<NestedFieldRef> {
@@ -431,10 +495,7 @@ pub fn dropped_key_fields<'a>(
 /// that applies deletes keyed on them; the batches are cut back to `schema`'s width after the
 /// anti-join). A schema that has one already (a snapshot's, read before the drop) keeps its
 /// own column.
-pub fn target_with_dropped_keys(
-    schema: &SchemaRef,
-    dropped: &[NestedFieldRef],
-) -> Result<SchemaRef> {
+fn target_with_dropped_keys(schema: &SchemaRef, dropped: &[NestedFieldRef]) -> Result<SchemaRef> {
     let has = |id: i32| {
         schema
             .fields()
@@ -461,7 +522,7 @@ pub fn target_with_dropped_keys(
 
 /// `task` reading the `dropped` key columns too ([`dropped_key_fields`]): its schema and
 /// projection gain those it lacks.
-pub fn task_with_dropped_keys(task: &mut FileScanTask, dropped: &[NestedFieldRef]) -> Result<()> {
+fn task_with_dropped_keys(task: &mut FileScanTask, dropped: &[NestedFieldRef]) -> Result<()> {
     if dropped.is_empty() {
         return Ok(());
     }
@@ -493,7 +554,7 @@ pub fn task_with_dropped_keys(task: &mut FileScanTask, dropped: &[NestedFieldRef
 
 /// `batch` cut to its first `width` columns (dropped key columns read for the anti-join
 /// only follow them).
-pub fn without_dropped_keys(batch: RecordBatch, width: usize) -> Result<RecordBatch> {
+fn without_dropped_keys(batch: RecordBatch, width: usize) -> Result<RecordBatch> {
     if batch.num_columns() <= width {
         return Ok(batch);
     }

@@ -32,6 +32,7 @@ use iceberg::scan::FileScanTask;
 use iceberg::spec::{ManifestContentType, PrimitiveType, Schema, TableMetadata, Transform, Type};
 use iceberg::table::Table;
 
+use crate::equality_deletes::EqualityDeletes;
 use crate::{Error, Result};
 
 const FIELD_ID: &str = "PARQUET:field_id";
@@ -65,15 +66,12 @@ pub async fn scan_filtered(
 pub struct PlannedScan {
     table: Table,
     tasks: Vec<FileScanTask>,
-    /// The snapshot's schema, as iceberg's reader reads it.
+    /// The snapshot's schema, as iceberg's reader reads it (with the dropped equality delete
+    /// key columns it lacks: [`EqualityDeletes::widen`]).
     read_arrow: SchemaRef,
-    /// The table's current schema, as every batch comes out (with the dropped key columns
-    /// after its `width` columns, cut off again after the anti-join).
-    target: SchemaRef,
-    width: usize,
-    /// Equality delete key columns dropped since their deletes were written, read by field
-    /// id ([`crate::equality_deletes::dropped_key_fields`]).
-    dropped: Vec<iceberg::spec::NestedFieldRef>,
+    /// The equality deletes of the tasks, applied to batches of the table's current schema
+    /// (its [`EqualityDeletes::target`], as every batch comes out once they are applied).
+    deletes: EqualityDeletes,
 }
 
 /// Plans [`scan_filtered`]'s read (`None`: the table has no snapshot to read). A table whose
@@ -91,19 +89,20 @@ pub async fn plan_scan(
     let read_schema = snapshot_schema(table, snapshot_id)?;
     let read_arrow = Arc::new(iceberg::arrow::schema_to_arrow_schema(&read_schema)?);
     let target = crate::write::table_arrow_schema(table)?;
-    let width = target.fields().len();
     let mut tasks = plan_files(table, snapshot_id, filter.as_ref()).await?;
     // An all-`void` spec's equality deletes apply to every older file; iceberg's planner
     // attaches them to the NULL tuple's files only.
     crate::equality_deletes::attach_global_deletes(table, snapshot_id, &mut tasks).await?;
-    let dropped =
-        crate::equality_deletes::dropped_key_fields(md, tasks.iter().flat_map(|t| &t.deletes));
-    let read_arrow = crate::equality_deletes::target_with_dropped_keys(&read_arrow, &dropped)?;
-    let target = crate::equality_deletes::target_with_dropped_keys(&target, &dropped)?;
+    let reader = iceberg::arrow::ArrowReaderBuilder::new(
+        table.file_io().clone(),
+        iceberg::Runtime::try_current()?,
+    )
+    .build();
+    let deletes =
+        EqualityDeletes::for_read(table, target, reader, tasks.iter().flat_map(|t| &t.deletes))?;
+    let read_arrow = deletes.widen(&read_arrow)?;
     // Refused before the first row, not after the files without them have been streamed.
-    if let Some(why) = tasks.iter().find_map(|t| {
-        crate::equality_deletes::unsupported(md.current_schema(), &dropped, &target, &t.deletes)
-    }) {
+    if let Some(why) = tasks.iter().find_map(|t| deletes.unsupported(&t.deletes)) {
         return Err(Error::InvalidInput(format!(
             "cannot read {}: {why}; rewrite the table's deletes (e.g. Spark's \
              rewrite_data_files) first",
@@ -114,9 +113,7 @@ pub async fn plan_scan(
         table: table.clone(),
         tasks,
         read_arrow,
-        target,
-        width,
-        dropped,
+        deletes,
     }))
 }
 
@@ -161,7 +158,7 @@ impl PlannedScan {
             ))
         };
         let read_arrow = columns(&self.read_arrow);
-        let target = columns(&self.target);
+        let target = columns(self.deletes.target());
         if target.fields().len() != field_ids.len() {
             return Err(Error::InvalidInput(format!(
                 "columns {field_ids:?} are not all top-level columns of {}",
@@ -209,9 +206,7 @@ impl PlannedScan {
             table,
             tasks,
             read_arrow,
-            target,
-            width,
-            dropped,
+            deletes,
         } = self;
         let evaluator = tasks
             .iter()
@@ -230,21 +225,15 @@ impl PlannedScan {
             iceberg::Runtime::try_current()?,
         )
         .build();
-        let deletes = Arc::new(
-            crate::equality_deletes::EqualityDeletes::new(&table, target.clone(), reader.clone())
-                .with_dropped_keys(dropped.clone()),
-        );
-        let dropped = Arc::new(dropped);
+        let deletes = Arc::new(deletes);
+        let applies = deletes.clone();
         let convert =
             move |batch: iceberg::Result<RecordBatch>,
                   keys: &[Arc<crate::equality_deletes::EqualityKeys>]| {
                 let batch = batch?;
                 let kept = filter_batch(&batch, &read_arrow, evaluator.as_deref())
-                    .and_then(|b| project_by_field_id(&b, &read_arrow, &target))?;
-                crate::equality_deletes::without_dropped_keys(
-                    crate::equality_deletes::anti_join(kept, keys)?,
-                    width,
-                )
+                    .and_then(|b| project_by_field_id(&b, &read_arrow, applies.target()))?;
+                applies.apply(kept, keys)
             };
         // Equality deletes are applied here, NULL equal to NULL as Java does, not by iceberg's
         // reader (which drops the rows whose equality column is NULL). The files without them
@@ -269,9 +258,7 @@ impl PlannedScan {
             })
             .map(move |split| {
                 let (convert, reader) = (convert.clone(), reader.clone());
-                let dropped = dropped.clone();
-                let read = split.and_then(|(mut task, keys)| {
-                    crate::equality_deletes::task_with_dropped_keys(&mut task, &dropped)?;
+                let read = split.and_then(|(task, keys)| {
                     let tasks = futures::stream::once(futures::future::ready(for_reader(task)));
                     Ok((reader.read(tasks.boxed())?.stream(), keys))
                 });

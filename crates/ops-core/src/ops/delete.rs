@@ -37,7 +37,7 @@ use super::snapshot::{
     LiveEntry, LiveFile, ManifestCache, SnapshotMetrics, SnapshotProducer, UnmatchedDeletes,
     commit_snapshot, live_data_files, spec_by_id,
 };
-use crate::equality_deletes::{EqualityDeletes, anti_join};
+use crate::equality_deletes::EqualityDeletes;
 use crate::keys::KeySet;
 use crate::prune::may_match;
 use crate::{CatalogHandle, Error, Result};
@@ -507,21 +507,18 @@ pub(crate) async fn plan_delete_among(
                 .push(task);
         }
     }
-    let target = crate::write::table_arrow_schema(table)?;
-    // Equality delete keys on columns dropped since: read by field id, anti-joined on, cut off
-    // before the filter and the write (`width` is the table's own columns).
-    let width = target.fields().len();
-    let dropped = crate::equality_deletes::dropped_key_fields(
-        table.metadata(),
-        candidates.values().flatten().flat_map(|t| t.deletes.iter()),
-    );
-    let target = crate::equality_deletes::target_with_dropped_keys(&target, &dropped)?;
     let reader =
         ArrowReaderBuilder::new(table.file_io().clone(), iceberg::Runtime::try_current()?).build();
     // Equality deletes are applied here, null-safe, not by iceberg's reader (which would drop
     // the rows whose equality column is NULL); each delete file is read once for the plan.
-    let equality = EqualityDeletes::new(table, target.clone(), reader.clone())
-        .with_dropped_keys(dropped.clone());
+    // Keys on columns dropped since are read by field id and cut off before the filter and
+    // the write.
+    let equality = Arc::new(EqualityDeletes::for_read(
+        table,
+        crate::write::table_arrow_schema(table)?,
+        reader.clone(),
+        candidates.values().flatten().flat_map(|t| t.deletes.iter()),
+    )?);
     let mut plan = DeletePlan {
         removed: Vec::new(),
         added: crate::write::WrittenFiles {
@@ -535,8 +532,7 @@ pub(crate) async fn plan_delete_among(
             let mut file_tasks = Vec::with_capacity(planned.len());
             let mut task_keys = Vec::with_capacity(planned.len());
             for task in planned {
-                let (mut task, k) = equality.split(task).await?;
-                crate::equality_deletes::task_with_dropped_keys(&mut task, &dropped)?;
+                let (task, k) = equality.split(task).await?;
                 file_tasks.push(task);
                 task_keys.push(k);
             }
@@ -549,11 +545,11 @@ pub(crate) async fn plan_delete_among(
             // entry only (its data sequence number is lower).
             let reader_c = reader.clone();
             let (read_all, kept_all) = (read.clone(), kept.clone());
-            let (target, matcher) = (target.clone(), matcher.clone());
+            let (equality, matcher) = (equality.clone(), matcher.clone());
             let batches = futures::stream::iter(file_tasks.into_iter().zip(task_keys))
                 .map(move |(task, keys)| {
                     let (read_c, kept_c) = (read_all.clone(), kept_all.clone());
-                    let (read_schema, target_schema) = (read_schema.clone(), target.clone());
+                    let (read_schema, equality) = (read_schema.clone(), equality.clone());
                     let matcher = matcher.clone();
                     let task = crate::partition_constants::for_reader(task);
                     let stream = match reader_c
@@ -565,11 +561,8 @@ pub(crate) async fn plan_delete_among(
                     };
                     stream.map(move |b| {
                         let b =
-                            crate::scan::project_by_field_id(&b?, &read_schema, &target_schema)?;
-                        let b = crate::equality_deletes::without_dropped_keys(
-                            anti_join(b, &keys)?,
-                            width,
-                        )?;
+                            crate::scan::project_by_field_id(&b?, &read_schema, equality.target())?;
+                        let b = equality.apply(b, &keys)?;
                         let keep = crate::eval::not_true(&matcher.evaluate(&b)?);
                         let out = arrow_select::filter::filter_record_batch(&b, &keep)?;
                         read_c.fetch_add(b.num_rows() as u64, Ordering::Relaxed);

@@ -26,7 +26,7 @@ use futures::{StreamExt, TryStreamExt};
 use iceberg::arrow::{ArrowReaderBuilder, schema_to_arrow_schema};
 use iceberg::spec::DataContentType;
 use iceberg::table::Table;
-use ops_core::equality_deletes::{self, EqualityDeletes, EqualityKeys, anti_join};
+use ops_core::equality_deletes::{EqualityDeletes, EqualityKeys};
 
 use super::paged;
 use crate::plan::read::PlannedRead;
@@ -67,26 +67,20 @@ impl PlannedRead {
             read_arrow = narrow(&read_arrow, keep);
             target = narrow(&target, keep);
         }
-        // Equality delete keys on columns dropped since the deletes were written: read from
-        // the data files by field id, appended to the read and to the target, anti-joined on,
-        // then dropped again (`width` is the target's own).
-        let width = target.fields().len();
-        let dropped = equality_deletes::dropped_key_fields(
-            md,
-            self.files.iter().flat_map(|f| f.deletes.iter()),
-        );
-        read_arrow = equality_deletes::target_with_dropped_keys(&read_arrow, &dropped)?;
-        target = equality_deletes::target_with_dropped_keys(&target, &dropped)?;
-        let dropped = Arc::new(dropped);
         let runtime = iceberg::Runtime::try_current()?;
         let reader = ArrowReaderBuilder::new(table.file_io().clone(), runtime)
             .with_data_file_concurrency_limit(1)
             .with_batch_size(batch_size.max(1))
             .build();
-        let deletes = Arc::new(
-            EqualityDeletes::new(table, target.clone(), reader.clone())
-                .with_dropped_keys(dropped.as_ref().clone()),
-        );
+        // Equality delete keys on columns dropped since the deletes were written are read
+        // from the data files by field id, after the target's and the read's own columns.
+        let deletes = Arc::new(EqualityDeletes::for_read(
+            table,
+            target,
+            reader.clone(),
+            self.files.iter().flat_map(|f| f.deletes.iter()),
+        )?);
+        let read_arrow = deletes.widen(&read_arrow)?;
         // The row filter is applied here rather than by iceberg's reader, which takes a
         // column a file predates as matching `<` and `<=` (it keeps the file's rows) and
         // orders NaN above every number; here a NULL — a missing column included — makes a
@@ -98,6 +92,7 @@ impl PlannedRead {
             .map(|p| Arc::new(ops_core::eval::Evaluator::new(p)));
         let file_io = table.file_io().clone();
         let batch_size = batch_size.max(1);
+        let deletes_c = deletes.clone();
         let stream = futures::stream::iter(self.tasks().map(Ok))
             .and_then(move |task| {
                 let deletes = deletes.clone();
@@ -107,16 +102,16 @@ impl PlannedRead {
                 let reader = reader.clone();
                 let file_io = file_io.clone();
                 let read_arrow = read_arrow.clone();
-                let target = target.clone();
                 let filter = filter.clone();
                 let keep = keep.clone();
-                let dropped = dropped.clone();
+                let deletes = deletes_c.clone();
                 async move {
                     task.predicate = None;
                     if let Some(keep) = &keep {
+                        // The dropped key columns `split` added are among `keep` (every
+                        // equality delete's key is).
                         task.project_field_ids.retain(|id| keep.contains(id));
                     }
-                    equality_deletes::task_with_dropped_keys(&mut task, &dropped)?;
                     let batches =
                         match paged::open(&file_io, &task, &read_arrow, batch_size).await? {
                             Some(batches) => batches,
@@ -135,10 +130,9 @@ impl PlannedRead {
                         futures::future::ready(convert(
                             &batch,
                             &read_arrow,
-                            &target,
+                            &deletes,
                             filter.as_deref(),
                             &keys,
-                            width,
                         ))
                     }))
                 }
@@ -236,16 +230,14 @@ fn predicate_field_ids(predicate: &iceberg::expr::BoundPredicate) -> HashSet<i32
 }
 
 /// One batch as read from a file (by iceberg's reader or [`paged`]) mapped onto the read
-/// schema by field id, filtered, mapped onto `target`, without equality-deleted rows, cut to
-/// `target`'s first `width` columns (those after it are dropped key columns, read for the
-/// anti-join only).
+/// schema by field id, filtered, mapped onto the target (`deletes`' widened one), without the
+/// rows `keys` delete, cut back to the target's own columns.
 fn convert(
     batch: &RecordBatch,
     read_arrow: &SchemaRef,
-    target: &SchemaRef,
+    deletes: &EqualityDeletes,
     filter: Option<&ops_core::eval::Evaluator>,
     keys: &[Arc<EqualityKeys>],
-    width: usize,
 ) -> Result<RecordBatch> {
     let mut read = ops_core::scan::project_by_field_id(batch, read_arrow, read_arrow)?;
     if let Some(filter) = filter {
@@ -255,9 +247,8 @@ fn convert(
             read = arrow_select::filter::filter_record_batch(&read, &keep)?;
         }
     }
-    let out = anti_join(
-        ops_core::scan::project_by_field_id(&read, read_arrow, target)?,
+    Ok(deletes.apply(
+        ops_core::scan::project_by_field_id(&read, read_arrow, deletes.target())?,
         keys,
-    )?;
-    Ok(equality_deletes::without_dropped_keys(out, width)?)
+    )?)
 }

@@ -260,12 +260,13 @@ impl CompactionJob {
             Some(spec) => Some(spec.resolve(table.metadata(), &self.table)?),
             None => None,
         };
-        let equality = EqualityDeletes::new(
+        let equality = Arc::new(EqualityDeletes::for_read(
             &table,
             ops_core::write::table_arrow_schema(&table)?,
             ArrowReaderBuilder::new(table.file_io().clone(), iceberg::Runtime::try_current()?)
                 .build(),
-        );
+            planned.files.iter().flat_map(|c| c.equality()),
+        )?);
         let files = rewrite_group(
             &table,
             planned,

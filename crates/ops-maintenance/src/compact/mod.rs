@@ -56,7 +56,7 @@ use iceberg::spec::{
 };
 use iceberg::table::Table;
 
-use ops_core::equality_deletes::{EqualityDeletes, EqualityKeys, anti_join};
+use ops_core::equality_deletes::{EqualityDeletes, EqualityKeys};
 use ops_core::file_path::{FilePath, FilePathMap, FilePathSet, FilePaths};
 use ops_core::ops::delete::{RowFilter, WholeFileReads, read_schema, refuse_unsafe_rewrite, tasks};
 use ops_core::ops::live_deletes::{LiveDelete, live_delete_files_of};
@@ -703,12 +703,15 @@ impl CompactBuilder {
         let stop = Arc::new(AtomicBool::new(false));
         // Equality delete keys, each file read once for the job (a global delete applies to
         // every group).
-        let equality = Arc::new(EqualityDeletes::new(
+        let equality = Arc::new(EqualityDeletes::for_read(
             &table,
             ops_core::write::table_arrow_schema(&table)?,
             ArrowReaderBuilder::new(table.file_io().clone(), iceberg::Runtime::try_current()?)
                 .build(),
-        ));
+            groups
+                .iter()
+                .flat_map(|g| g.files.iter().flat_map(|c| c.equality())),
+        )?);
         let mut running = futures::stream::iter(groups.into_iter().map(|g| {
             let (table, sorting, stop, equality) = (
                 table.clone(),
@@ -1143,15 +1146,9 @@ impl CompactBuilder {
                         )
                     })
             });
-            if let Some(why) = other_format.or_else(|| {
-                // No dropped key columns: the rewrite does not read them (left out).
-                ops_core::equality_deletes::unsupported(
-                    md.current_schema(),
-                    &[],
-                    &target_arrow,
-                    &equality,
-                )
-            }) {
+            if let Some(why) = other_format
+                .or_else(|| ops_core::equality_deletes::unsupported(md, &target_arrow, &equality))
+            {
                 tracing::warn!(table = %table.identifier(), file = %path, reason = %why,
                     "left out of compaction: its equality deletes cannot be applied");
                 metrics.skipped_equality_delete_files.push(path.to_string());
@@ -1933,7 +1930,7 @@ async fn rewrite_group(
     group: Planned,
     target: u64,
     sort: Option<(&ResolvedSort, usize)>,
-    deletes: &EqualityDeletes,
+    deletes: &Arc<EqualityDeletes>,
 ) -> Result<Vec<DataFile>> {
     let mut group = group;
     // The rows of each part are read as one stream (the reader overlaps its files' reads).
@@ -1963,7 +1960,9 @@ async fn rewrite_group(
         let Some(first) = group.files.iter().flat_map(|c| c.tasks().first()).next() else {
             return Ok(Vec::new());
         };
-        let read_schema = Arc::new(schema_to_arrow_schema(&first.schema)?);
+        // With the key columns of equality deletes dropped since, which the files with such
+        // deletes read too (`widen_task`); the others read them as NULL.
+        let read_schema = deletes.widen(&Arc::new(schema_to_arrow_schema(&first.schema)?))?;
         // Files without equality deletes are read as one stream; each file with them by
         // itself, its rows filtered by the deletes that apply to it. Each delete file is read
         // once for the job (`deletes` caches them).
@@ -1979,7 +1978,10 @@ async fn rewrite_group(
             });
         }
         for c in with_equality {
-            let (tasks, equality) = c.into_reads();
+            let (mut tasks, equality) = c.into_reads();
+            for task in &mut tasks {
+                deletes.widen_task(task)?;
+            }
             let mut keys = Vec::with_capacity(equality.len());
             for d in &equality {
                 keys.push(deletes.keys(d).await?);
@@ -1991,16 +1993,16 @@ async fn rewrite_group(
         }
         read_schema
     };
-    let target_schema = ops_core::write::table_arrow_schema(table)?;
+    let sort_schema = ops_core::write::table_arrow_schema(table)?;
     let reader =
         ArrowReaderBuilder::new(table.file_io().clone(), iceberg::Runtime::try_current()?).build();
     let rows = Arc::new(AtomicU64::new(0));
     let rows_c = rows.clone();
-    let sort_schema = target_schema.clone();
+    let deletes = deletes.clone();
     let batches = futures::stream::iter(parts)
         .map(move |Part { tasks, keys }| {
-            let (read_schema, target_schema, rows) =
-                (read_schema.clone(), target_schema.clone(), rows_c.clone());
+            let (read_schema, deletes, rows) =
+                (read_schema.clone(), deletes.clone(), rows_c.clone());
             let stream = match reader.clone().read(
                 tasks
                     .and_then(|t| async move { ops_core::partition_constants::for_reader(t) })
@@ -2010,8 +2012,8 @@ async fn rewrite_group(
                 Err(e) => futures::stream::once(async move { Err(Error::from(e)) }).boxed(),
             };
             stream.map(move |b| {
-                let b = ops_core::scan::project_by_field_id(&b?, &read_schema, &target_schema)?;
-                let b = anti_join(b, &keys)?;
+                let b = ops_core::scan::project_by_field_id(&b?, &read_schema, deletes.target())?;
+                let b = deletes.apply(b, &keys)?;
                 rows.fetch_add(b.num_rows() as u64, Ordering::Relaxed);
                 Ok(b)
             })
