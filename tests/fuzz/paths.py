@@ -17,6 +17,7 @@ A path ends as one of:
 - skip: the path does not apply to this table (nothing to judge).
 """
 
+import datetime as dt
 import json
 import os
 import random
@@ -434,6 +435,8 @@ def make_params(env, case, path):
         p["min_input_files"] = rng.choice([1, 2, 5])
         p["max_snapshot_age"] = rng.choice([None, None, "1s"])
         p["rewrite_old_spec_files"] = rng.random() < 0.3
+    elif path == "import" and arrow is not None:
+        p.update(import_params(rng, src, arrow))
     elif path == "orphans":
         p["junk"] = rng.sample(["data/junk-orphan.parquet", "metadata/junk-orphan.avro",
                                 "data/p=x/junk.parquet", "junk-top.txt", "data/.hidden-junk",
@@ -1124,13 +1127,190 @@ def run_maintain(env, case, path, params):
     return res
 
 
+# ---------------------------------------------------------------- import
+
+# Hive's FileUtils.escapePathName (Spark's ExternalCatalogUtils.escapePathName): these ASCII
+# characters become %XX (upper-case hex); every other character stays as it is.
+_HIVE_ESCAPE = {chr(c) for c in range(0, 0x20)} | set('"#%\'*/:=?\\\x7f{[]^')
+HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+# Partition column types whose folder text Hive and Spark write as below (hive_text).
+IMPORT_KINDS = ("string", "int", "long", "date", "boolean", "decimal", "timestamp", "timestamptz")
+
+
+def hive_escape(text):
+    return "".join(f"%{ord(c):02X}" if c in _HIVE_ESCAPE else c for c in text)
+
+
+def hive_text(v):
+    """A partition value as Spark writes its folder: NULL as Hive's default partition."""
+    if v is None:
+        return HIVE_NULL
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, dt.datetime):
+        # Spark's `Timestamp.toString` form (a space, the fraction only when there is one);
+        # a zoned value with its offset.
+        return hive_escape(v.isoformat(sep=" "))
+    if isinstance(v, dt.date):
+        return v.isoformat()
+    # A decimal as Java's BigDecimal.toString writes it: its scale's digits, `1E-7` below 1e-6.
+    return hive_escape(str(v))
+
+
+def partition_value(v):
+    """A row's value as PyIceberg holds it in a partition tuple (days, microseconds)."""
+    if isinstance(v, dt.datetime):
+        epoch = dt.datetime(1970, 1, 1, tzinfo=v.tzinfo and dt.timezone.utc)
+        d = v - epoch
+        return (d.days * 86_400 + d.seconds) * 1_000_000 + d.microseconds
+    if isinstance(v, dt.date):
+        return (v - dt.date(1970, 1, 1)).days
+    return v
+
+
+def import_params(rng, table, arrow):
+    """The import path's Hive tree: 0-2 identity partition columns (top-level, of a kind whose
+    folder text round-trips: no '' string, which Hive writes as its NULL folder; no name a
+    listing takes for hidden; folder names a file system can hold), which of them the files
+    leave out (optional ones only: PyIceberg 0.12 cannot read a file lacking a required column),
+    and how many files each partition's rows are split into."""
+    rows = arrow.to_pylist()
+    cands = []
+    for f in table.schema().fields:
+        kind = gen.prim_kind(str(f.field_type).replace(" ", ""))
+        if kind not in IMPORT_KINDS or f.name.startswith("."):
+            continue
+        values = [r.get(f.name) for r in rows]
+        if any(v == "" for v in values):
+            continue
+        if any(len((hive_escape(f.name) + "=" + hive_text(v)).encode()) > 200 for v in values):
+            continue
+        if len({repr(v) for v in values}) > 12:
+            continue
+        cands.append(f)
+    picked = rng.sample(cands, min(len(cands), rng.choice([0, 1, 1, 2])))
+    # `import snapshot` makes the table from the files (a column they leave out would be typed
+    # from its folders' text, as Spark infers it): they keep every column there.
+    how = rng.choice(["add-files", "add-files", "snapshot"])
+    return {"how": how, "partition": [f.name for f in picked],
+            "leave_out": [f.name for f in picked if how == "add-files" and not f.required and rng.random() < 0.8],
+            "files": rng.choice([1, 2])}
+
+
+def run_import(env, case, path, params):
+    """The case's rows (PyIceberg's read of the source) written as plain Parquet files (no field
+    ids) in a Hive tree — `col=value` folders escaped as Hive escapes them, NULL as its default
+    partition, the partition columns left out of the files as Spark's `partitionBy` leaves them —
+    then `import add-files` into a new table of the source's schema, identity-partitioned on
+    those columns, or `import snapshot` making a table over them (its schema the files', ints
+    and floats widened, every column optional). PyIceberg must read the source's rows back,
+    every file once with its folder's partition values."""
+    import pyarrow.parquet as pq
+    from pyiceberg.partitioning import PartitionField, PartitionSpec
+    from pyiceberg.transforms import IdentityTransform
+
+    res = Result(path)
+    if "partition" not in params:
+        return res.set("skip", "the source could not be read when params were drawn")
+    src = env.load("src.t")
+    everything = read_or_no_oracle(src, "the source")
+    if everything.num_rows == 0:
+        return res.set("skip", "the source has no rows (nothing to write as files)")
+    schema = src.schema()
+    names = params["partition"]
+    fields = [schema.find_field(n) for n in names]
+    spec = PartitionSpec(*[PartitionField(source_id=f.field_id, field_id=1000 + i, transform=IdentityTransform(),
+                                          name=f.name) for i, f in enumerate(fields)])
+    snapshot = params.get("how") == "snapshot"
+    try:
+        env.catalog.drop_table("dst.import")
+    except Exception:  # noqa: BLE001 - not there
+        pass
+    if not snapshot:
+        try:
+            env.catalog.create_table("dst.import", schema=schema, partition_spec=spec,
+                                     properties={"format-version": str(src.format_version)})
+        except Exception as e:  # noqa: BLE001 - PyIceberg cannot make the table to import into
+            raise NoOracle(f"PyIceberg cannot create the destination: {type(e).__name__}: {str(e)[:300]}") from e
+    plain = pa.schema([pa.field(f.name, build.strip_ids(f.type), f.nullable) for f in everything.schema])
+    data = everything.cast(plain)
+    rows = data.to_pylist()
+    groups = {}
+    for i, r in enumerate(rows):
+        groups.setdefault(tuple(repr(r[n]) for n in names), []).append(i)
+    root = os.path.join(env.root, "hive", "t")
+    keep = [c for c in data.column_names if c not in set(params["leave_out"])]
+    expected_partition = {}
+    for n_group, indices in enumerate(groups.values()):
+        values = [rows[indices[0]][n] for n in names]
+        folder = os.path.join(root, *[f"{hive_escape(n)}={hive_text(v)}" for n, v in zip(names, values)])
+        os.makedirs(folder, exist_ok=True)
+        parts = [indices] if params["files"] == 1 or len(indices) < 2 else \
+            [indices[: len(indices) // 2], indices[len(indices) // 2:]]
+        for k, part in enumerate(parts):
+            f = os.path.join(folder, f"part-{n_group}-{k}.parquet")
+            pq.write_table(data.take(part).select(keep), f)
+            expected_partition[os.path.realpath(f)] = values
+    if snapshot:
+        r = env.cli("import", "snapshot", "--dest", "dst.import", "--catalog", "fuzz", "--source-path", root,
+                    "--output", "json")
+    else:
+        r = env.cli("import", "add-files", "--table", "dst.import", "--catalog", "fuzz", "--from", root,
+                    "--output", "json")
+    if not cli_outcome(res, r):
+        return res
+    d = env.load("dst.import")
+    actual = read_ours(res, d, "the table the files were imported into")
+    if actual is None:
+        return res
+    expected = everything
+    if snapshot:
+        # The source's rows in the types the snapshot gave each column (widened ints and
+        # floats; a cast that fails is a type the snapshot should not have chosen).
+        try:
+            expected = data.cast(pa.schema([pa.field(f.name, actual.schema.field(f.name).type, True)
+                                            for f in data.schema]))
+        except Exception as e:  # noqa: BLE001
+            return res.fail("schema", f"the snapshot's columns {actual.schema} do not hold the files' "
+                                      f"{data.schema}: {type(e).__name__}: {str(e)[:300]}")
+        if d.properties.get("gc.enabled") != "false":
+            res.fail("snapshot-gc", f"the snapshot leaves gc.enabled={d.properties.get('gc.enabled')!r}")
+        want_spec = [f.name for f in fields]
+        got_spec = [pf.name for pf in d.spec().fields]
+        if got_spec != want_spec:
+            res.fail("partition", f"the snapshot's partition fields are {got_spec}, the folders name {want_spec}")
+            return res
+    for p in judge.same_rows(expected, actual, key_of(case, schema)):
+        res.fail("rows", p)
+    seen = {}
+    for task in d.scan().plan_files():
+        # The path as it is, not percent-decoded: a Hive folder's %XX is part of its name, and
+        # PyIceberg opens it so.
+        p = os.path.realpath(judge.local(task.file.file_path))
+        seen[p] = seen.get(p, 0) + 1
+        want = expected_partition.get(p)
+        if want is None:
+            res.fail("files", f"the table lists {task.file.file_path}, which is none of the files written")
+            continue
+        got = [task.file.partition[i] for i in range(len(names))]
+        want = [partition_value(v) for v in want]
+        if got != want:
+            res.fail("partition", f"{task.file.file_path} is listed in partition {got}, its folders say {want}")
+    for p in sorted(set(expected_partition) - set(seen)):
+        res.fail("files", f"{p} was written under the folder imported but the table does not list it")
+    for p, n in seen.items():
+        if n > 1:
+            res.fail("files", f"{p} is listed {n} times")
+    return res
+
+
 RUNNERS = {"copy_auto": run_copy, "copy_rewrite": run_copy, "copy_files": run_copy, "copy_reference": run_copy,
            "copy_filter": run_copy, "verify": run_verify, "delete": run_delete, "upsert": run_upsert,
            "overwrite_partition": run_overwrite_partition, "compact": run_compact, "orphans": run_orphans,
-           "expire": run_expire, "health": run_health, "maintain": run_maintain}
+           "expire": run_expire, "health": run_health, "maintain": run_maintain, "import": run_import}
 # Paths that only add files run first; those deleting files from the source's location, last.
-ORDER = ["copy_auto", "copy_rewrite", "copy_files", "copy_reference", "copy_filter", "verify", "health", "delete",
-         "upsert", "overwrite_partition", "compact", "orphans", "expire", "maintain"]
+ORDER = ["copy_auto", "copy_rewrite", "copy_files", "copy_reference", "copy_filter", "verify", "import", "health",
+         "delete", "upsert", "overwrite_partition", "compact", "orphans", "expire", "maintain"]
 
 
 def run_path(env, case, path):

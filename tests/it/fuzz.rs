@@ -75,6 +75,13 @@ fn merge_on_read_seeds() -> TestResult {
     run_seeds("seeds-mor.txt")
 }
 
+/// Generator 3's seeds of the `import` path: the case's rows as a Hive tree, imported
+/// (`tests/fuzz/seeds-import.txt`; that path only: the others run as generator 2's).
+#[test]
+fn import_seeds() -> TestResult {
+    run_seeds_of("seeds-import.txt", Some("import"))
+}
+
 /// The seeds of shapes found but not fixed yet (`tests/fuzz/known.txt`).
 #[test]
 #[ignore = "shapes the fuzzer found that are not fixed yet: tests/fuzz/known.txt"]
@@ -83,6 +90,11 @@ fn known_failures() -> TestResult {
 }
 
 fn run_seeds(file: &str) -> TestResult {
+    run_seeds_of(file, None)
+}
+
+/// Runs the seeds of `file`, only path `only` of each case when given.
+fn run_seeds_of(file: &str, only: Option<&str>) -> TestResult {
     let bin = binary()?;
     let dir = tempfile::Builder::new()
         .prefix("fuzz-tables-")
@@ -97,6 +109,7 @@ fn run_seeds(file: &str) -> TestResult {
         .arg(fuzz_dir().join(file))
         .args(["--no-shrink", "--quiet", "--work"])
         .arg(dir.path().join("work"))
+        .args(only.map(|p| ["--paths", p]).into_iter().flatten())
         .arg("--report")
         .arg(&report)
         .output()

@@ -525,9 +525,13 @@ fn parse(v: &str, ty: &PrimitiveType, transform: &Transform) -> Option<Datum> {
 
 /// A decimal folder value written with `scale` digits after the point, when that is exact:
 /// Hive and Spark write `1.5` or `2` for a `decimal(10,2)` value as readily as `1.50`, and a
-/// value needing more digits (`1.555`) is no value of the column. Any other spelling (an
-/// exponent: iceberg's parser drops a positive one, reading `25e2` as 25) is none either.
+/// value needing more digits (`1.555`) is no value of the column. An exponent is read as
+/// Java's `BigDecimal` reads it ([`without_exponent`]: its `toString`, which Spark 2's
+/// partition paths hold, writes `1E-10` for 0.0000000001); iceberg's own parser would drop a
+/// positive one, reading `25e2` as 25.
 fn at_scale(v: &str, scale: u32) -> Option<String> {
+    let v = without_exponent(v)?;
+    let v = v.as_str();
     let (int, frac) = v.split_once('.').unwrap_or((v, ""));
     let digits = |t: &str| t.bytes().all(|b| b.is_ascii_digit());
     let (sign, unsigned) = match int.strip_prefix('-') {
@@ -548,6 +552,42 @@ fn at_scale(v: &str, scale: u32) -> Option<String> {
     } else {
         format!("{int}.{kept:0<scale$}")
     })
+}
+
+/// A decimal's text with its exponent applied (`-1.5E-3` is `-0.0015`, `25e2` is `2500`), as
+/// Java's `BigDecimal(String)` reads it; text without one as it is. `None`: an exponent that
+/// is no integer, or one so large no decimal Iceberg holds (38 digits) could have it.
+fn without_exponent(v: &str) -> Option<String> {
+    let Some(at) = v.find(['e', 'E']) else {
+        return Some(v.to_string());
+    };
+    let (mantissa, exponent) = (&v[..at], &v[at + 1..]);
+    let exponent: i32 = exponent.parse().ok()?;
+    if exponent.unsigned_abs() > 80 {
+        return None;
+    }
+    let (sign, unsigned) = match mantissa.strip_prefix('-') {
+        Some(rest) => ("-", rest),
+        None => ("", mantissa.strip_prefix('+').unwrap_or(mantissa)),
+    };
+    let (int, frac) = unsigned.split_once('.').unwrap_or((unsigned, ""));
+    if (int.is_empty() && frac.is_empty())
+        || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit())
+    {
+        return None;
+    }
+    // The digits, and where the point falls among them once the exponent moves it.
+    let digits = format!("{int}{frac}");
+    let point = i32::try_from(int.len()).ok()? + exponent;
+    let plain = if point <= 0 {
+        format!("0.{}{digits}", "0".repeat(point.unsigned_abs() as usize))
+    } else if point as usize >= digits.len() {
+        format!("{digits}{}", "0".repeat(point as usize - digits.len()))
+    } else {
+        let (a, b) = digits.split_at(point as usize);
+        format!("{a}.{b}")
+    };
+    Some(format!("{sign}{plain}"))
 }
 
 /// `2024-01-01 10:00:00` (Hive's spelling) as ISO; a date alone as its midnight
@@ -690,10 +730,27 @@ mod tests {
         assert_eq!(text(".5"), Some("0.50".into()));
         assert_eq!(text("-.5"), Some("-0.50".into()));
         assert_eq!(text("5."), Some("5.00".into()));
-        // An exponent is no spelling Hive or Spark writes; iceberg's parser read 25e2 as 25.
-        assert_eq!(text("25e2"), None);
-        assert_eq!(text("1E+3"), None);
+        // An exponent as Java's BigDecimal reads it (its toString writes 1E-10; fuzzer seeds
+        // 500051 and 500089); iceberg's parser read 25e2 as 25.
+        assert_eq!(text("25e2"), Some("2500.00".into()));
+        assert_eq!(text("1E+3"), Some("1000.00".into()));
+        assert_eq!(text("-1.5E-1"), Some("-0.15".into()));
+        assert_eq!(text("1E-2"), Some("0.01".into()));
+        assert_eq!(text("1E-3"), None);
+        assert_eq!(text("1.5e0"), Some("1.50".into()));
+        assert_eq!(text("1e"), None);
+        assert_eq!(text("e5"), None);
+        assert_eq!(text("1e2.5"), None);
+        assert_eq!(text("1e999"), None);
         assert_eq!(text("-"), None);
+        let fine = PrimitiveType::Decimal {
+            precision: 38,
+            scale: 10,
+        };
+        assert_eq!(
+            parse("-1E-10", &fine, &Transform::Identity).map(|d| d.literal().clone()),
+            Some(iceberg::spec::PrimitiveLiteral::Int128(-1))
+        );
         let whole = PrimitiveType::Decimal {
             precision: 5,
             scale: 0,
