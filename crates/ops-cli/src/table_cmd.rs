@@ -196,7 +196,7 @@ pub enum Command {
     RemoveOrphans {
         #[command(flatten)]
         target: Target,
-        /// Only files last modified longer ago than this: 3d, 12h, 90m, 3600s, or before a
+        /// Only files last modified longer ago than this: 3d, 12h, 90m, 3600s, 23h59m, or before a
         /// point in time (2026-01-31T00:00:00Z, 2026-01-31). Default 3d; under 24h needs
         /// --force (Spark's floor: a long write, e.g. `compact --sort`, commits hours after
         /// writing its files).
@@ -256,7 +256,7 @@ pub fn parse_timestamp_ms(s: &str) -> anyhow::Result<i64> {
     if let Some(ms) = parse_point_in_time(t) {
         return Ok(ms);
     }
-    if let Some(age) = parse_age_with_unit(t) {
+    if let Some(age) = ops_maintenance::policy::age(t) {
         let age_ms = i64::try_from(age.as_millis()).unwrap_or(i64::MAX);
         return Ok(chrono::Utc::now().timestamp_millis().saturating_sub(age_ms));
     }
@@ -277,7 +277,7 @@ pub fn parse_duration(s: &str) -> anyhow::Result<std::time::Duration> {
              in time (2026-01-31T00:00:00Z, 2026-01-31)"
         );
     }
-    if let Some(age) = parse_age_with_unit(t) {
+    if let Some(age) = ops_maintenance::policy::age(t) {
         return Ok(age);
     }
     if let Some(ms) = parse_point_in_time(t) {
@@ -295,7 +295,7 @@ pub fn parse_duration(s: &str) -> anyhow::Result<std::time::Duration> {
         );
     }
     bail!(
-        "--older-than '{s}' is neither an age (3d, 12h, 90m, 3600s) nor a point in time (RFC 3339 \
+        "--older-than '{s}' is neither an age (3d, 12h, 90m, 3600s, 23h59m) nor a point in time (RFC 3339 \
          2026-01-31T00:00:00Z or a date 2026-01-31)"
     )
 }
@@ -307,21 +307,6 @@ fn parse_point_in_time(t: &str) -> Option<i64> {
     }
     let d = chrono::NaiveDate::parse_from_str(t, "%Y-%m-%d").ok()?;
     Some(d.and_hms_opt(0, 0, 0)?.and_utc().timestamp_millis())
-}
-
-/// A number followed by s, m (min), h or d.
-fn parse_age_with_unit(t: &str) -> Option<std::time::Duration> {
-    let split = t.find(|c: char| !c.is_ascii_digit())?;
-    let (num, unit) = t.split_at(split);
-    let n: u64 = num.parse().ok()?;
-    let secs = match unit.trim() {
-        "s" => 1,
-        "m" | "min" => 60,
-        "h" => 3600,
-        "d" => 86_400,
-        _ => return None,
-    };
-    n.checked_mul(secs).map(std::time::Duration::from_secs)
 }
 
 pub fn parse_ident(s: &str) -> anyhow::Result<TableIdent> {
@@ -1490,6 +1475,12 @@ mod tests {
                 .contains("no unit")
         );
         assert_eq!(parse_duration("3600s")?.as_secs(), 3600);
+        // Parts add up, with or without spaces between them.
+        assert_eq!(parse_duration("23h59m")?.as_secs(), 23 * 3600 + 59 * 60);
+        assert_eq!(parse_duration("1d 12h")?.as_secs(), 36 * 3600);
+        assert_eq!(parse_duration("1h30m15s")?.as_secs(), 5415);
+        assert!(parse_duration("1h30").is_err());
+        assert!(parse_duration("1h3w").is_err());
         assert!(
             parse_duration("3w")
                 .unwrap_err()

@@ -431,26 +431,48 @@ fn ratio(key: &str, r: f64) -> Result<f64> {
     }
 }
 
-/// An age as `7d`, `12h`, `90m` or `3600s`.
+/// An age as `7d`, `12h`, `90m`, `3600s` or parts of them summed (`23h59m`, `1d 12h`).
 pub fn age_ms(key: &str, value: &str) -> Result<i64> {
-    let t = value.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let unit_ms: i64 = match unit.trim() {
-        "s" => 1_000,
-        "m" | "min" => 60_000,
-        "h" => 3_600_000,
-        "d" => DAY_MS,
-        _ => 0,
-    };
-    match num.parse::<i64>() {
-        Ok(n) if unit_ms > 0 => n
-            .checked_mul(unit_ms)
-            .ok_or_else(|| Error::InvalidInput(format!("{key}={value} is too long an age"))),
-        _ => Err(Error::InvalidInput(format!(
-            "{key}={value} is not an age: write a number with a unit s, m, h or d (7d, 12h)"
-        ))),
+    let age = age(value).ok_or_else(|| {
+        Error::InvalidInput(format!(
+            "{key}={value} is not an age: write a number with a unit s, m, h or d (7d, 12h, \
+             23h59m)"
+        ))
+    })?;
+    i64::try_from(age.as_millis())
+        .map_err(|_| Error::InvalidInput(format!("{key}={value} is too long an age")))
+}
+
+/// `text` as an age: numbers each followed by a unit `s`, `m` (or `min`), `h` or `d`, summed
+/// (`3d`, `23h59m`, `1h 30m`); `None` if it is not one. One too long to count is
+/// `u64::MAX` seconds (an age before any file).
+pub fn age(text: &str) -> Option<std::time::Duration> {
+    let mut rest = text.trim();
+    if rest.is_empty() {
+        return None;
     }
+    let mut total: u64 = 0;
+    while !rest.is_empty() {
+        let digits = rest.find(|c: char| !c.is_ascii_digit())?;
+        if digits == 0 {
+            return None;
+        }
+        let n: u64 = rest[..digits].parse().unwrap_or(u64::MAX);
+        let after = rest[digits..].trim_start();
+        let letters = after
+            .find(|c: char| !c.is_alphabetic())
+            .unwrap_or(after.len());
+        let secs: u64 = match &after[..letters] {
+            "s" => 1,
+            "m" | "min" => 60,
+            "h" => 3600,
+            "d" => 86_400,
+            _ => return None,
+        };
+        total = total.saturating_add(n.saturating_mul(secs));
+        rest = after[letters..].trim_start();
+    }
+    Some(std::time::Duration::from_secs(total))
 }
 
 fn at_least_3_days(key: &str, ms: i64) -> Result<i64> {
@@ -522,6 +544,17 @@ mod tests {
     }
 
     #[test]
+    fn ages_add_their_parts() {
+        assert_eq!(age_ms("k", "3d").ok(), Some(3 * DAY_MS));
+        assert_eq!(age_ms("k", "23h59m").ok(), Some(DAY_MS - 60_000));
+        assert_eq!(age_ms("k", " 1d 12h ").ok(), Some(DAY_MS * 3 / 2));
+        assert_eq!(age_ms("k", "90min").ok(), Some(5_400_000));
+        for bad in ["", "h", "3", "1h30", "3w", "-1d", "1.5h"] {
+            assert!(age(bad).is_none(), "{bad:?}");
+        }
+    }
+
+    #[test]
     fn bad_values_are_refused_naming_the_key() {
         let err = |kv: &[(&str, &str)]| {
             Thresholds::resolve_with(&props(kv), &[])
@@ -546,6 +579,14 @@ mod tests {
             .map(|e| e.to_string())
             .unwrap_or_default();
         assert!(e.contains("under 3 days"), "{e}");
+        assert!(err(&[("iceberg-ops.maintain.orphan-older-than", "3w")]).contains("not an age"));
+        assert!(
+            err(&[(
+                "iceberg-ops.maintain.orphan-interval",
+                "99999999999999999999d"
+            )])
+            .contains("too long an age")
+        );
         let e = Policy::parse("[namespace.\"a.b\"]\nmin-input-files = 0\n", "p.toml")
             .err()
             .map(|e| e.to_string())

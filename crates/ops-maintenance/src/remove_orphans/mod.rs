@@ -295,9 +295,11 @@ async fn refuse_shared_location(
                 "{ident}: {file} is the metadata of another table (table-uuid {uuid}; this one is \
                  {own}): two tables share the location {}, and the other's files would be deleted \
                  as orphans of this one. No file was deleted. If that table is still in use, give \
-                 one of them its own location; if it was dropped (a table dropped without purge \
-                 and created again under the same name leaves its files there), delete its \
-                 metadata files yourself and run this again",
+                 one of them its own location. If it is gone — dropped without purge, or purged \
+                 while a commit that was killed or failed had left a metadata file no log lists \
+                 (a purge deletes only what the metadata names), then created again under the \
+                 same name — delete that table's leftover files yourself (its metadata files \
+                 name table-uuid {uuid}) and run this again",
                 table.metadata().location()
             )));
         }
