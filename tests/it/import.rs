@@ -190,6 +190,21 @@ async fn a_hive_tree_pyarrow_wrote_is_added_in_place() -> TestResult {
         .await?;
     assert_eq!(m.files.len(), 1);
     assert_eq!(m.filtered_out, 7);
+    // A filter selecting nothing names values the folders hold, and its own value decoded.
+    let err = AddFilesBuilder::new(&handle, orders2.identifier().clone())
+        .from([root.clone()])
+        .partition_filter("region", "a%20b")
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(
+        err.contains("the folders hold")
+            && err.contains("region=eu")
+            && err.contains("region=null")
+            && err.contains("as the folders read: region=a b, not region=a%20b"),
+        "{err}"
+    );
     let got = py_rows(name, p, "imp2.orders")?;
     assert_eq!(got, json!([{"id": 5, "region": "ü", "amount": 50}]));
     Ok(())
@@ -1284,5 +1299,83 @@ async fn a_snapshot_stopped_before_its_files_were_added_runs_again() -> TestResu
             .unwrap_or_default();
         assert!(e.contains("exists already"), "{t}: {e}");
     }
+    Ok(())
+}
+
+/// Files compaction rewrote stay in their folder until expiry: added again — the cron job's
+/// `--new-only` run after a compaction, or a plain re-run — they would read their rows twice
+/// (a new-user trial: 30 rows became 61). A plain run is refused naming one; `--new-only`
+/// skips them and adds only the file that arrived since, every row once.
+#[tokio::test(flavor = "multi_thread")]
+async fn files_a_compaction_rewrote_are_not_added_again() -> TestResult {
+    let db = SqlCatalog::sqlite()?;
+    let (name, p) = ("c", &db.props);
+    let root = format!("{}/src", db.dir.path().display());
+    pyiceberg(
+        name,
+        p,
+        &format!(
+            "import os, pyarrow as pa, pyarrow.parquet as pq\n\
+             os.makedirs('{root}')\n\
+             for k in range(4):\n\
+             \x20   pq.write_table(pa.table({{'id': pa.array([2 * k, 2 * k + 1], pa.int64())}}), \
+                                f'{root}/f{{k}}.parquet')\n\
+             emit(None)"
+        ),
+    )?;
+    let handle = open(name, p).await?;
+    let ident = iceberg::TableIdent::from_strs(["cmp", "t"])?;
+    ops_import::snapshot::SnapshotBuilder::new(&handle, ident.clone())
+        .from([root.clone()])
+        .await?;
+    let (_, c) = ops_maintenance::compact::CompactBuilder::new(&handle, ident.clone())
+        .min_input_files(2)
+        .await?;
+    assert!(c.snapshot_id.is_some(), "{c:?}");
+    let ids = || -> anyhow::Result<Value> {
+        pyiceberg(
+            name,
+            p,
+            "emit(sorted(catalog.load_table('cmp.t').scan().to_arrow()['id'].to_pylist()))",
+        )
+    };
+    assert_eq!(ids()?, json!([0, 1, 2, 3, 4, 5, 6, 7]));
+
+    let err = AddFilesBuilder::new(&handle, ident.clone())
+        .from([root.clone()])
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(
+        err.contains("was in") && err.contains("a later commit removed it") && err.contains("f0"),
+        "{err}"
+    );
+    pyiceberg(
+        name,
+        p,
+        &format!(
+            "import pyarrow as pa, pyarrow.parquet as pq\n\
+             pq.write_table(pa.table({{'id': pa.array([8], pa.int64())}}), '{root}/f4.parquet')\n\
+             emit(None)"
+        ),
+    )?;
+    let (_, m) = AddFilesBuilder::new(&handle, ident.clone())
+        .from([root.clone()])
+        .new_only(true)
+        .await?;
+    assert_eq!((m.files.len(), m.removed_before), (1, 4), "{m:?}");
+    assert_eq!(
+        m.files.to_vec()?[0].path,
+        format!("file://{root}/f4.parquet")
+    );
+    assert_eq!(ids()?, json!([0, 1, 2, 3, 4, 5, 6, 7, 8]));
+    // --allow-duplicate-files adds them anyway, as it says.
+    let (_, m) = AddFilesBuilder::new(&handle, ident.clone())
+        .from([format!("{root}/f0.parquet")])
+        .allow_duplicate_files(true)
+        .await?;
+    assert_eq!(m.files.len(), 1, "{m:?}");
+    assert_eq!(ids()?, json!([0, 0, 1, 1, 2, 3, 4, 5, 6, 7, 8]));
     Ok(())
 }

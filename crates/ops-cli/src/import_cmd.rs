@@ -92,7 +92,8 @@ pub struct AddFilesArgs {
     /// default: --catalog, when it is a Glue catalog.
     #[arg(long, value_name = "NAME")]
     source_catalog: Option<String>,
-    /// Only files under this `key=value` folder (repeatable: all must hold).
+    /// Only files under this `key=value` folder (repeatable: all must hold). `k=null` is the
+    /// NULL folder (`__HIVE_DEFAULT_PARTITION__`); `k="null"`, quoted, a folder of the text null.
     #[arg(long = "partition-filter", value_name = "KEY=VALUE")]
     partition_filter: Vec<String>,
     /// Add files the table already lists or that are named twice (their rows are read twice).
@@ -345,6 +346,8 @@ struct Report<'a> {
     snapshot_id: Option<i64>,
     snapshot_ids: &'a [i64],
     already_added: usize,
+    removed_before: usize,
+    removed_before_example: Option<&'a str>,
     disappeared: &'a [String],
     removed_missing: usize,
     added_files: usize,
@@ -392,6 +395,8 @@ fn report<'a>(table: &'a str, m: &'a AddFilesMetrics) -> Report<'a> {
         snapshot_id: m.snapshot_id,
         snapshot_ids: &m.snapshot_ids,
         already_added: m.already_added,
+        removed_before: m.removed_before,
+        removed_before_example: m.removed_before_example.as_deref(),
         disappeared: &m.disappeared,
         removed_missing: m.removed_missing,
         added_files: m.files.len(),
@@ -442,6 +447,15 @@ fn print_text(table: &str, m: &AddFilesMetrics) -> anyhow::Result<()> {
         println!(
             "  {} file(s) the table lists already skipped",
             m.already_added
+        );
+    }
+    if m.removed_before > 0 {
+        println!(
+            "  {} file(s) the table held before and a later commit removed (a compaction that \
+             rewrote them, or a delete) skipped, e.g. {}: their rows are in the table in another \
+             form, or were deleted on purpose",
+            m.removed_before,
+            m.removed_before_example.as_deref().unwrap_or("-")
         );
     }
     if !m.disappeared.is_empty() {

@@ -20,6 +20,7 @@ use futures::TryStreamExt;
 use iceberg::TableIdent;
 use iceberg::spec::{
     DEFAULT_SCHEMA_NAME_MAPPING, DataContentType, DataFile, DataFileBuilder, DataFileFormat,
+    ManifestContentType,
 };
 use iceberg::table::Table;
 use ops_core::ops::append::AppendBuilder;
@@ -89,6 +90,13 @@ pub struct AddFilesMetrics {
     /// Files a resumed job found in the table already (committed by its earlier run), or,
     /// with [`AddFilesBuilder::new_only`], files the table lists already.
     pub already_added: usize,
+    /// With [`AddFilesBuilder::new_only`] (or a resumed job): files skipped because a snapshot
+    /// the table keeps listed them and a later commit removed them (a compaction that rewrote
+    /// them, a delete): their rows are in the table in another form, or were deleted on
+    /// purpose.
+    pub removed_before: usize,
+    /// The first of those, by path.
+    pub removed_before_example: Option<String>,
     /// With [`AddFilesBuilder::new_only`]: files the table lists under the folders named that
     /// are gone from them (the table still reads them: its reads fail until they are removed).
     pub disappeared: Vec<String>,
@@ -188,7 +196,8 @@ impl AddFilesBuilder {
     }
 
     /// Only files under a `key=value` folder (values compared unescaped); given several times,
-    /// all must hold.
+    /// all must hold. `null` (or `__HIVE_DEFAULT_PARTITION__`) is the NULL folder; `"null"`,
+    /// quoted, a folder of the text `null`.
     pub fn partition_filter(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.partition_filter.push((key.into(), value.into()));
         self
@@ -276,6 +285,9 @@ impl AddFilesBuilder {
         let mut twice: Option<String> = None;
         let mut roots: HashSet<String> = HashSet::new();
         let mut filter_keys_seen: HashSet<String> = HashSet::new();
+        // A few of the values the filtered keys' folders hold, for the message when the filter
+        // selects nothing.
+        let mut filter_values_seen: std::collections::BTreeSet<String> = Default::default();
         for f in expanded.files.iter() {
             let f = f?;
             if selection.own_metadata(&f) {
@@ -283,8 +295,15 @@ impl AddFilesBuilder {
             }
             let folders = segments(&f.relative);
             for (k, _) in &self.partition_filter {
-                if folders.iter().any(|(fk, _)| fk.eq_ignore_ascii_case(k)) {
+                for (fk, fv) in folders.iter().filter(|(fk, _)| fk.eq_ignore_ascii_case(k)) {
                     filter_keys_seen.insert(k.clone());
+                    if filter_values_seen.len() < 8 {
+                        filter_values_seen.insert(match fv {
+                            Some(v) if v == "null" => format!("{fk}=\"null\""),
+                            Some(v) => format!("{fk}={v}"),
+                            None => format!("{fk}=null"),
+                        });
+                    }
                 }
             }
             if !selection.filtered_in(&folders) {
@@ -318,15 +337,30 @@ impl AddFilesBuilder {
                 "no Parquet file to add under {}{}",
                 self.from.join(", "),
                 if metrics.filtered_out > 0 {
-                    let encoded = self.partition_filter.iter().any(|(_, v)| v.contains('%'));
+                    let encoded = self
+                        .partition_filter
+                        .iter()
+                        .find(|(_, v)| crate::hive_path::unescape(v) != *v);
                     format!(
-                        " ({} left out by the partition filter{})",
+                        " ({} left out by the partition filter; the folders hold {}{}{})",
                         metrics.filtered_out,
-                        if encoded {
-                            "; its values compare decoded, as the folders read: \
-                             region=a b, not region=a%20b"
+                        filter_values_seen
+                            .iter()
+                            .map(String::as_str)
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        if filter_values_seen.len() >= 8 {
+                            ", ..."
                         } else {
                             ""
+                        },
+                        match encoded {
+                            Some((k, v)) => format!(
+                                "; values compare decoded, as the folders read: {k}={}, not \
+                                 {k}={v}",
+                                crate::hive_path::unescape(v)
+                            ),
+                            None => String::new(),
                         }
                     )
                 } else {
@@ -348,6 +382,7 @@ impl AddFilesBuilder {
                 )));
             }
             let present = already_in(&table, &hashes).await?;
+            let removed = removed_since(&table, &hashes, &present).await?;
             if self.new_only {
                 metrics.disappeared = disappeared(&table, &hashes, &roots, &selection).await?;
                 if self.remove_missing && !self.dry_run && !metrics.disappeared.is_empty() {
@@ -393,18 +428,39 @@ impl AddFilesBuilder {
                         f.path, self.ident, f.size,
                     )));
                 }
-                // Committed by the run this one resumes, or already in the table.
+                // Committed by the run this one resumes, or already in the table; or in it
+                // before and removed since (not a new arrival: its rows are there in another
+                // form, or were deleted on purpose).
                 metrics.already_added = present.len();
-                if selected <= present.len() {
+                metrics.removed_before = removed.len();
+                metrics.removed_before_example = removed.values().min().cloned();
+                if metrics.removed_before > 0 {
+                    tracing::warn!(
+                        table = %self.ident,
+                        files = metrics.removed_before,
+                        example = ?metrics.removed_before_example,
+                        "skipped files the table held before and a later commit removed"
+                    );
+                }
+                if selected <= present.len() + removed.len() {
                     // Every file is in the table already: nothing to commit.
                     return Ok((table, metrics));
                 }
-                selection.skip = present.into_keys().collect();
+                selection.skip = present.into_keys().chain(removed.into_keys()).collect();
             } else if let Some(path) = first_present {
                 return Err(Error::InvalidInput(format!(
                     "{path} is already in {}; adding it again would read its rows twice. To \
                      add only the files not in the table yet, pass --new-only (or, to resume a \
                      batched job, its --checkpoint); --allow-duplicate-files adds it anyway",
+                    self.ident
+                )));
+            } else if let Some(path) = removed.values().min() {
+                return Err(Error::InvalidInput(format!(
+                    "{path} was in {} before: a snapshot the table keeps lists it, and a later \
+                     commit removed it (a compaction that rewrote it, or a delete). Its rows are \
+                     in the table in another form, or were deleted on purpose: adding it again \
+                     would read them twice or bring them back. --new-only skips such files; \
+                     --allow-duplicate-files adds it anyway",
                     self.ident
                 )));
             }
@@ -763,16 +819,11 @@ impl Selection {
         comparable(&f.path).starts_with(&self.own_metadata)
     }
 
-    /// Whether the `key=value` folders of a file meet every partition filter (a value `null`
-    /// or `__HIVE_DEFAULT_PARTITION__` selects the NULL folder).
+    /// Whether the `key=value` folders of a file meet every partition filter.
     fn filtered_in(&self, folders: &[(String, Option<String>)]) -> bool {
         self.partition_filter.iter().all(|(k, v)| {
             folders.iter().any(|(fk, fv)| {
-                fk.eq_ignore_ascii_case(k)
-                    && match fv {
-                        Some(fv) => fv == v,
-                        None => v == "null" || v == crate::hive_path::HIVE_DEFAULT_PARTITION,
-                    }
+                fk.eq_ignore_ascii_case(k) && filter_value_matches(v, fv.as_deref())
             })
         })
     }
@@ -787,6 +838,25 @@ impl Selection {
         !self.own_metadata(f)
             && self.in_partitions(&f.relative)
             && (self.skip.is_empty() || !self.skip.contains(&path_hash(&f.path)))
+    }
+}
+
+/// Whether a partition filter's value `filter` selects a folder of value `folder` (`None`:
+/// NULL): `null` or `__HIVE_DEFAULT_PARTITION__` selects the NULL folder and only it, as the
+/// dry run's listing names it; a value in double quotes is the folder's text itself (`"null"`
+/// selects a folder of the text `null`, which pyarrow writes for the string); any other value
+/// is compared with the folder's unescaped text.
+fn filter_value_matches(filter: &str, folder: Option<&str>) -> bool {
+    let quoted = filter
+        .strip_prefix('"')
+        .and_then(|f| f.strip_suffix('"'))
+        .filter(|_| filter.len() >= 2);
+    let means_null = filter == "null" || filter == crate::hive_path::HIVE_DEFAULT_PARTITION;
+    match (folder, quoted) {
+        (None, None) => means_null,
+        (None, Some(_)) => false,
+        (Some(text), Some(q)) => text == q,
+        (Some(text), None) => !means_null && text == filter,
     }
 }
 
@@ -817,6 +887,46 @@ async fn already_in(table: &Table, new: &HashSet<u128>) -> Result<HashMap<u128, 
     })
     .await?;
     Ok(present)
+}
+
+/// The paths among `new` that a snapshot the table keeps lists but its current one does not
+/// (`present`): files a commit added and a later one removed — a compaction that rewrote them,
+/// a delete — whose originals stay in their folder until that history is expired. Each
+/// distinct data manifest of the kept snapshots is read once, entry by entry (memory of the
+/// matches, not of the table); the value is the path.
+async fn removed_since(
+    table: &Table,
+    new: &HashSet<u128>,
+    present: &HashMap<u128, u64>,
+) -> Result<HashMap<u128, String>> {
+    let mut removed = HashMap::new();
+    let md = table.metadata();
+    if md.snapshots().len() < 2 || new.len() == present.len() {
+        return Ok(removed);
+    }
+    let cache = ManifestCache::new(table);
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut manifests = Vec::new();
+    for snapshot in md.snapshots() {
+        for mf in cache.manifest_list(snapshot).await?.iter() {
+            if mf.content == ManifestContentType::Data && seen.insert(mf.manifest_path.clone()) {
+                manifests.push(mf.clone());
+            }
+        }
+    }
+    drop(seen);
+    let mut entries = std::pin::pin!(ops_core::manifests::entries_of_all(
+        table.file_io(),
+        manifests
+    ));
+    while let Some(entry) = entries.try_next().await? {
+        let path = entry.data_file().file_path();
+        let hash = path_hash(path);
+        if new.contains(&hash) && !present.contains_key(&hash) {
+            removed.entry(hash).or_insert_with(|| path.to_string());
+        }
+    }
+    Ok(removed)
 }
 
 /// The files the table lists under `roots` (the folders or prefixes the files were found
@@ -943,7 +1053,23 @@ impl IntoFuture for AddFilesBuilder {
 
 #[cfg(test)]
 mod tests {
-    use super::comparable;
+    use super::{comparable, filter_value_matches};
+
+    /// `null` is the NULL folder only; `"null"` the folder of the text (a new-user trial found
+    /// `p=null` selected both, and nothing selected the text alone).
+    #[test]
+    fn a_null_filter_is_the_null_folder_and_a_quoted_one_the_text() {
+        assert!(filter_value_matches("null", None));
+        assert!(filter_value_matches("__HIVE_DEFAULT_PARTITION__", None));
+        assert!(!filter_value_matches("null", Some("null")));
+        assert!(filter_value_matches("\"null\"", Some("null")));
+        assert!(!filter_value_matches("\"null\"", None));
+        assert!(filter_value_matches("eu", Some("eu")));
+        assert!(!filter_value_matches("eu", None));
+        assert!(filter_value_matches("\"eu\"", Some("eu")));
+        assert!(filter_value_matches("\"", Some("\"")));
+        assert!(filter_value_matches("", Some("")));
+    }
 
     /// The table's own metadata folder is recognised however a source path spells it.
     #[test]

@@ -556,14 +556,15 @@ fn at_scale(v: &str, scale: u32) -> Option<String> {
 
 /// A decimal's text with its exponent applied (`-1.5E-3` is `-0.0015`, `25e2` is `2500`), as
 /// Java's `BigDecimal(String)` reads it; text without one as it is. `None`: an exponent that
-/// is no integer, or one so large no decimal Iceberg holds (38 digits) could have it.
+/// is no integer, or one that moves the point further than the digits plus 80 places (no
+/// decimal Iceberg holds, 38 digits, could have it).
 fn without_exponent(v: &str) -> Option<String> {
     let Some(at) = v.find(['e', 'E']) else {
         return Some(v.to_string());
     };
     let (mantissa, exponent) = (&v[..at], &v[at + 1..]);
     let exponent: i32 = exponent.parse().ok()?;
-    if exponent.unsigned_abs() > 80 {
+    if exponent.unsigned_abs() as usize > mantissa.len() + 80 {
         return None;
     }
     let (sign, unsigned) = match mantissa.strip_prefix('-') {
@@ -742,6 +743,11 @@ mod tests {
         assert_eq!(text("e5"), None);
         assert_eq!(text("1e2.5"), None);
         assert_eq!(text("1e999"), None);
+        // A long mantissa may carry a large exponent (Java reads it; 10 here).
+        assert_eq!(
+            text(&format!("1{}E-90", "0".repeat(91))),
+            Some("10.00".into())
+        );
         assert_eq!(text("-"), None);
         let fine = PrimitiveType::Decimal {
             precision: 38,
