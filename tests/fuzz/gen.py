@@ -40,7 +40,8 @@ decimal.DefaultContext.prec = 100
 # change only adds to a case from streams of its own, keep generating the older versions
 # (SUPPORTED), so a seeds file picked with one keeps its cases. Version 2 adds merge-on-read
 # position and equality deletes; version 3 the `import` path (the case's rows written as a Hive
-# tree of plain Parquet files and imported with `import add-files`).
+# tree of plain Parquet files and imported with `import add-files`) and the `py_filter` path (a
+# filtered copy through the Python package).
 VERSION = 3
 SUPPORTED = (1, 2, 3)
 
@@ -657,8 +658,10 @@ PATHS = ["copy_auto", "copy_rewrite", "copy_files", "copy_reference", "copy_filt
 PATH_WEIGHTS = [6, 6, 3, 3, 8, 7, 6, 8, 7, 6, 5, 7]
 # Added to a case's paths with these shares, from their own random stream (see generate).
 MAINTENANCE_PATHS = [("health", 0.35), ("maintain", 0.3)]
-# Generator 3's share of cases that also run the `import` path (a stream of its own).
+# Generator 3's shares of cases that also run the `import` and `py_filter` paths (streams of
+# their own).
 IMPORT_SHARE = 0.35
+PY_FILTER_SHARE = 0.3
 
 # The share of v2 cases whose history gets position delete files (generate's `mor` stream),
 # and equality delete files (its `eq` stream).
@@ -796,6 +799,8 @@ def generate(seed, version_of_generator=VERSION):
     # The import path (generator 3), from a stream of its own as above.
     if version_of_generator >= 3 and random.Random(f"import:{seed}").random() < IMPORT_SHARE:
         paths.append("import")
+    if version_of_generator >= 3 and random.Random(f"py-filter:{seed}").random() < PY_FILTER_SHARE:
+        paths.append("py_filter")
     return {"seed": seed, "generator": version_of_generator, "version": version, "schema": schema, "spec": spec, "props": props,
             "ops": ops, "paths": paths, "key": key_name, "params": {},
             "filter_values": {".".join(map(_esc, p)): [enc(v) for v in vs[:12]] for p, vs in g.values.items()}}

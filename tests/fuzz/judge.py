@@ -238,26 +238,28 @@ def _cmp(a, op, b):
     return a >= b
 
 
-def sql_eval(ast, row, schema):
+def sql_eval(ast, row, schema, pyarrow_isin=False):
     """SQL's three-valued value of a filter on a row (True, False or None for unknown), as
     docs/datamig.md specifies row filters: a comparison with NULL is unknown, NOT of unknown is
     unknown, NaN compares as IEEE 754 says (false, except !=), -0.0 equals 0.0, IS NaN of NULL
-    is unknown; IS [NOT] NULL of a required field as the references bind it (below)."""
+    is unknown; IS [NOT] NULL of a required field as the references bind it (below).
+    `pyarrow_isin`: IN of a NULL is false, not unknown (so NOT IN keeps it), as pyarrow's `isin`
+    decides and the Python package follows it (docs/python.md)."""
     op = ast[0]
     if op == "true":
         return True
     if op == "false":
         return False
     if op == "not":
-        v = sql_eval(ast[1], row, schema)
+        v = sql_eval(ast[1], row, schema, pyarrow_isin)
         return None if v is None else not v
     if op == "and":
-        a, b = sql_eval(ast[1], row, schema), sql_eval(ast[2], row, schema)
+        a, b = sql_eval(ast[1], row, schema, pyarrow_isin), sql_eval(ast[2], row, schema, pyarrow_isin)
         if a is False or b is False:
             return False
         return None if a is None or b is None else True
     if op == "or":
-        a, b = sql_eval(ast[1], row, schema), sql_eval(ast[2], row, schema)
+        a, b = sql_eval(ast[1], row, schema, pyarrow_isin), sql_eval(ast[2], row, schema, pyarrow_isin)
         if a is True or b is True:
             return True
         return None if a is None or b is None else False
@@ -273,6 +275,10 @@ def sql_eval(ast, row, schema):
             return bool(ast[2])
         return (v is not None) if ast[2] else (v is None)
     if v is None:
+        # PyIceberg folds an IN of one value into = (NOT IN into !=) as it builds it: then
+        # NULL is unknown again.
+        if op == "in" and pyarrow_isin and len(_distinct(ast[2])) > 1:
+            return bool(ast[3])
         return None
     if op == "nan":
         isnan = isinstance(v, float) and math.isnan(v)
@@ -287,11 +293,22 @@ def sql_eval(ast, row, schema):
     return _cmp(v, ast[2], _lit_for(gen.dec(ast[3]), t))
 
 
-def filter_arrow(arrow, ast, schema):
+def _distinct(lits):
+    """The distinct values of encoded literals, as a Python set holds them (PyIceberg's `In`)."""
+    out = set()
+    for x in lits:
+        try:
+            out.add(gen.dec(x))
+        except TypeError:
+            out.add(repr(x))
+    return out
+
+
+def filter_arrow(arrow, ast, schema, pyarrow_isin=False):
     """The rows of `arrow` (a read in `schema`) where the filter is TRUE, and the others."""
     keep, rest = [], []
     for i, r in enumerate(arrow.to_pylist()):
-        (keep if sql_eval(ast, r, schema) is True else rest).append(i)
+        (keep if sql_eval(ast, r, schema, pyarrow_isin) is True else rest).append(i)
     return arrow.take(pa.array(keep, pa.int64())), arrow.take(pa.array(rest, pa.int64()))
 
 

@@ -262,7 +262,8 @@ pub fn parse_timestamp_ms(s: &str) -> anyhow::Result<i64> {
     }
     bail!(
         "--older-than '{s}' is neither a timestamp (RFC 3339 2026-01-31T00:00:00Z, a date \
-         2026-01-31, or milliseconds since the epoch) nor an age before now (5d, 12h, 90m, 3600s)"
+         2026-01-31, or milliseconds since the epoch) nor an age before now (5d, 12h, 90m, 3600s, \
+         23h59m)"
     )
 }
 

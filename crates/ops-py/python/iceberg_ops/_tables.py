@@ -120,7 +120,27 @@ def _column(name: str, top_level: frozenset[str]) -> str:
     # A top-level column whose name holds a dot is one identifier; otherwise a dotted name is a
     # path to a nested field (`address.city`), as PyIceberg resolves both.
     parts = [name] if name in top_level or "." not in name else name.split(".")
+    return _quoted(parts)
+
+
+def _quoted(parts: list[str]) -> str:
     return ".".join('"' + part.replace('"', '""') + '"' for part in parts)
+
+
+def _field_path(schema: Any, field_id: int) -> list[str] | None:
+    """The names from the top-level column down to field ``field_id`` through structs (a name
+    may hold dots: PyIceberg's dotted full name cannot tell ``s.a.b`` in ``s`` from ``b`` in
+    ``s.a``); ``None`` when it is not reached through structs alone. Walked with a stack."""
+    from pyiceberg.types import StructType
+
+    stack: list[tuple[list[str], Any]] = [([f.name], f) for f in schema.fields]
+    while stack:
+        path, field = stack.pop()
+        if field.field_id == field_id:
+            return path
+        if isinstance(field.field_type, StructType):
+            stack.extend((path + [c.name], c) for c in field.field_type.fields)
+    return None
 
 
 _EPOCH = datetime.datetime(1970, 1, 1)
@@ -267,11 +287,14 @@ def _field_type(schema: Any, name: str) -> Any:
 def _predicate(p: Any, e: Any, top_level: frozenset[str], schema: Any) -> str:
     """One predicate, unbound or bound by PyIceberg (then its column is named by field id)."""
     if isinstance(p, e.BoundPredicate):
-        name = schema.find_column_name(p.term.ref().field.field_id)
+        field_id = p.term.ref().field.field_id
+        name = schema.find_column_name(field_id)
+        path = _field_path(schema, field_id)
+        column = _quoted(path) if path is not None else _column(name, top_level)
     else:
         name = p.term.name
+        column = _column(name, top_level)
     kind = type(p).__name__.removeprefix("Bound")
-    column = _column(name, top_level)
     zone = type(_field_type(schema, name)).__name__ == "TimestamptzType"
     unary = {
         "IsNull": "IS NULL",
