@@ -275,9 +275,11 @@ def sql_eval(ast, row, schema, pyarrow_isin=False):
             return bool(ast[2])
         return (v is not None) if ast[2] else (v is None)
     if v is None:
-        # PyIceberg folds an IN of one value into = (NOT IN into !=) as it builds it: then
-        # NULL is unknown again.
-        if op == "in" and pyarrow_isin and len(_distinct(ast[2])) > 1:
+        # PyIceberg folds an IN of one value into = (NOT IN into !=) as it binds it: then
+        # NULL is unknown again. A required field NULL under a NULL struct stays unknown too:
+        # the package guards its IN with the field's IS NOT NULL, which a required field's
+        # binding takes for true (docs/python.md names this departure from PyIceberg).
+        if op == "in" and pyarrow_isin and len(_distinct(ast[2], t)) > 1 and not f.required:
             return bool(ast[3])
         return None
     if op == "nan":
@@ -293,14 +295,17 @@ def sql_eval(ast, row, schema, pyarrow_isin=False):
     return _cmp(v, ast[2], _lit_for(gen.dec(ast[3]), t))
 
 
-def _distinct(lits):
-    """The distinct values of encoded literals, as a Python set holds them (PyIceberg's `In`)."""
+def _distinct(lits, t):
+    """The distinct values of encoded literals once typed as column type `t` (two doubles of one
+    float32 value are one), as a Python set holds them: PyIceberg folds an `In` of one value
+    when it binds it to the column."""
     out = set()
     for x in lits:
+        v = _lit_for(gen.dec(x), t)
         try:
-            out.add(gen.dec(x))
+            out.add(v)
         except TypeError:
-            out.add(repr(x))
+            out.add(repr(v))
     return out
 
 

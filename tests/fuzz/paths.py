@@ -1151,8 +1151,10 @@ def hive_text(v, style):
         return "true" if v else "false"
     if isinstance(v, dt.datetime):
         if v.tzinfo is not None:
-            # A zoned value at some offset (Spark writes its session zone's time with it; a
-            # value the offset would move past year 1 or 9999 stays in UTC).
+            # A zoned value at some offset, written with it (docs/import.md: a timestamptz
+            # folder needs its offset; Spark writes its session zone's local time without one,
+            # which the import refuses). A value the offset would move past year 1 or 9999
+            # stays in UTC.
             minutes = style.choice([0, 330, -480, 60, -150])
             try:
                 v = v.astimezone(dt.timezone(dt.timedelta(minutes=minutes)))

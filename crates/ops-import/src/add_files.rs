@@ -288,6 +288,7 @@ impl AddFilesBuilder {
         // A few of the values the filtered keys' folders hold, for the message when the filter
         // selects nothing.
         let mut filter_values_seen: std::collections::BTreeSet<String> = Default::default();
+        let mut filter_values_more = false;
         for f in expanded.files.iter() {
             let f = f?;
             if selection.own_metadata(&f) {
@@ -297,12 +298,15 @@ impl AddFilesBuilder {
             for (k, _) in &self.partition_filter {
                 for (fk, fv) in folders.iter().filter(|(fk, _)| fk.eq_ignore_ascii_case(k)) {
                     filter_keys_seen.insert(k.clone());
+                    let shown = match fv {
+                        Some(v) if v == "null" => format!("{fk}=\"null\""),
+                        Some(v) => format!("{fk}={v}"),
+                        None => format!("{fk}=null"),
+                    };
                     if filter_values_seen.len() < 8 {
-                        filter_values_seen.insert(match fv {
-                            Some(v) if v == "null" => format!("{fk}=\"null\""),
-                            Some(v) => format!("{fk}={v}"),
-                            None => format!("{fk}=null"),
-                        });
+                        filter_values_seen.insert(shown);
+                    } else if !filter_values_seen.contains(&shown) {
+                        filter_values_more = true;
                     }
                 }
             }
@@ -349,11 +353,7 @@ impl AddFilesBuilder {
                             .map(String::as_str)
                             .collect::<Vec<_>>()
                             .join(", "),
-                        if filter_values_seen.len() >= 8 {
-                            ", ..."
-                        } else {
-                            ""
-                        },
+                        if filter_values_more { ", ..." } else { "" },
                         match encoded {
                             Some((k, v)) => format!(
                                 "; values compare decoded, as the folders read: {k}={}, not \
@@ -382,7 +382,24 @@ impl AddFilesBuilder {
                 )));
             }
             let present = already_in(&table, &hashes).await?;
-            let removed = removed_since(&table, &hashes, &present).await?;
+            let mut removed = removed_since(&table, &hashes, &present).await?;
+            if !removed.is_empty() {
+                // Only the same file: one rewritten in place since (its size differs) is new
+                // contents — a Hive `INSERT OVERWRITE` reuses names, and a changed file is
+                // removed from the table (`table delete`) to be added again.
+                let mut same = HashMap::with_capacity(removed.len());
+                for f in expanded.files.iter() {
+                    let f = f?;
+                    let hash = path_hash(&f.path);
+                    if let Some((path, size)) = removed.remove(&hash)
+                        && size == f.size
+                        && selection.selects(&f)
+                    {
+                        same.insert(hash, (path, size));
+                    }
+                }
+                removed = same;
+            }
             if self.new_only {
                 metrics.disappeared = disappeared(&table, &hashes, &roots, &selection).await?;
                 if self.remove_missing && !self.dry_run && !metrics.disappeared.is_empty() {
@@ -433,7 +450,7 @@ impl AddFilesBuilder {
                 // form, or were deleted on purpose).
                 metrics.already_added = present.len();
                 metrics.removed_before = removed.len();
-                metrics.removed_before_example = removed.values().min().cloned();
+                metrics.removed_before_example = removed.values().map(|(p, _)| p).min().cloned();
                 if metrics.removed_before > 0 {
                     tracing::warn!(
                         table = %self.ident,
@@ -454,12 +471,12 @@ impl AddFilesBuilder {
                      batched job, its --checkpoint); --allow-duplicate-files adds it anyway",
                     self.ident
                 )));
-            } else if let Some(path) = removed.values().min() {
+            } else if let Some(path) = removed.values().map(|(p, _)| p).min() {
                 return Err(Error::InvalidInput(format!(
-                    "{path} was in {} before: a snapshot the table keeps lists it, and a later \
-                     commit removed it (a compaction that rewrote it, or a delete). Its rows are \
-                     in the table in another form, or were deleted on purpose: adding it again \
-                     would read them twice or bring them back. --new-only skips such files; \
+                    "{path} was in {} before, unchanged since: a commit in its history removed \
+                     it (a compaction that rewrote it, or a delete). Its rows are in the table in \
+                     another form, or were deleted on purpose: adding it again would read them \
+                     twice or bring them back. --new-only skips such files; \
                      --allow-duplicate-files adds it anyway",
                     self.ident
                 )));
@@ -889,41 +906,67 @@ async fn already_in(table: &Table, new: &HashSet<u128>) -> Result<HashMap<u128, 
     Ok(present)
 }
 
-/// The paths among `new` that a snapshot the table keeps lists but its current one does not
-/// (`present`): files a commit added and a later one removed — a compaction that rewrote them,
-/// a delete — whose originals stay in their folder until that history is expired. Each
-/// distinct data manifest of the kept snapshots is read once, entry by entry (memory of the
-/// matches, not of the table); the value is the path.
+/// The paths among `new` that a commit in the current snapshot's history removed — a
+/// compaction that rewrote them, a delete — and that it does not list again (`present`), with
+/// the size the table recorded: their originals stay in their folder until that history is
+/// expired. A removal by `add-files --remove-missing` (the file was gone) does not count, nor
+/// does a commit off that history (a rolled-back snapshot, a branch's, a staged one). Only the
+/// manifests a removing commit wrote itself are read, entry by entry (their `DELETED`
+/// entries); an append is passed over without reading anything.
 async fn removed_since(
     table: &Table,
     new: &HashSet<u128>,
     present: &HashMap<u128, u64>,
-) -> Result<HashMap<u128, String>> {
+) -> Result<HashMap<u128, (String, u64)>> {
     let mut removed = HashMap::new();
     let md = table.metadata();
-    if md.snapshots().len() < 2 || new.len() == present.len() {
+    if new.len() == present.len() {
         return Ok(removed);
     }
-    let cache = ManifestCache::new(table);
-    let mut seen: HashSet<String> = HashSet::new();
     let mut manifests = Vec::new();
-    for snapshot in md.snapshots() {
-        for mf in cache.manifest_list(snapshot).await?.iter() {
-            if mf.content == ManifestContentType::Data && seen.insert(mf.manifest_path.clone()) {
-                manifests.push(mf.clone());
+    let mut at = md.current_snapshot().cloned();
+    let mut walked = HashSet::new();
+    while let Some(snapshot) = at {
+        // A parent chain that loops would walk forever.
+        if !walked.insert(snapshot.snapshot_id()) {
+            break;
+        }
+        let summary = snapshot.summary();
+        let by_remove_missing = summary
+            .additional_properties
+            .get(ops_core::ops::OPERATION_PROPERTY)
+            .is_some_and(|op| op == "add-files-remove-missing");
+        if summary.operation != iceberg::spec::Operation::Append && !by_remove_missing {
+            // A cache of its own: the lists are not kept past this snapshot.
+            let cache = ManifestCache::new(table);
+            for mf in cache.manifest_list(&snapshot).await?.iter() {
+                if mf.content == ManifestContentType::Data
+                    && mf.added_snapshot_id == snapshot.snapshot_id()
+                    && mf.deleted_files_count != Some(0)
+                {
+                    manifests.push(mf.clone());
+                }
             }
         }
+        at = snapshot
+            .parent_snapshot_id()
+            .and_then(|id| md.snapshot_by_id(id))
+            .cloned();
     }
-    drop(seen);
     let mut entries = std::pin::pin!(ops_core::manifests::entries_of_all(
         table.file_io(),
         manifests
     ));
     while let Some(entry) = entries.try_next().await? {
-        let path = entry.data_file().file_path();
-        let hash = path_hash(path);
+        if entry.status() != iceberg::spec::ManifestStatus::Deleted {
+            continue;
+        }
+        let file = entry.data_file();
+        let hash = path_hash(file.file_path());
         if new.contains(&hash) && !present.contains_key(&hash) {
-            removed.entry(hash).or_insert_with(|| path.to_string());
+            removed
+                .entry(hash)
+                .or_insert_with(|| (file.file_path().to_string(), file.file_size_in_bytes()));
         }
     }
     Ok(removed)
