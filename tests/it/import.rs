@@ -1381,8 +1381,12 @@ async fn files_a_compaction_rewrote_are_not_added_again() -> TestResult {
     );
     let rows = json!([0, 1, 2, 3, 4, 5, 6, 7, 8, 100, 101, 102]);
     assert_eq!(ids()?, rows);
-    // That commit rolled back: a snapshot off the table's history says nothing (f1 and f4 are
-    // added again, not skipped as removed).
+    // That commit compacted, then both rolled back: a removal off the table's history says
+    // nothing (f1 and f4 are added again, not skipped as removed).
+    let (_, c) = ops_maintenance::compact::CompactBuilder::new(&handle, ident.clone())
+        .min_input_files(2)
+        .await?;
+    assert!(c.snapshot_id.is_some(), "{c:?}");
     let previous = before
         .metadata()
         .current_snapshot_id()
@@ -1393,6 +1397,18 @@ async fn files_a_compaction_rewrote_are_not_added_again() -> TestResult {
         .new_only(true)
         .await?;
     assert_eq!((m.files.len(), m.removed_before), (2, 3), "{m:?}");
+    assert_eq!(ids()?, rows);
+    // Compacted again: f1 has now been removed twice, at its old size and at its new one. The
+    // last removal's size is the one compared: every file is skipped.
+    let (_, c) = ops_maintenance::compact::CompactBuilder::new(&handle, ident.clone())
+        .min_input_files(2)
+        .await?;
+    assert!(c.snapshot_id.is_some(), "{c:?}");
+    let (_, m) = AddFilesBuilder::new(&handle, ident.clone())
+        .from([root.clone()])
+        .new_only(true)
+        .await?;
+    assert_eq!((m.files.len(), m.removed_before), (0, 5), "{m:?}");
     assert_eq!(ids()?, rows);
     // --allow-duplicate-files adds them anyway, as it says.
     let (_, m) = AddFilesBuilder::new(&handle, ident.clone())

@@ -384,16 +384,17 @@ impl AddFilesBuilder {
             let present = already_in(&table, &hashes).await?;
             let mut removed = removed_since(&table, &hashes, &present).await?;
             if !removed.is_empty() {
-                // Only the same file: one rewritten in place since (its size differs) is new
-                // contents — a Hive `INSERT OVERWRITE` reuses names, and a changed file is
-                // removed from the table (`table delete`) to be added again.
+                // Only the same file: one rewritten in place since (its size differs from its
+                // last removal's) is new contents — a Hive `INSERT OVERWRITE` reuses names.
                 let mut same = HashMap::with_capacity(removed.len());
                 for f in expanded.files.iter() {
                     let f = f?;
                     let hash = path_hash(&f.path);
+                    if !selection.selects(&f) {
+                        continue;
+                    }
                     if let Some((path, size)) = removed.remove(&hash)
                         && size == f.size
-                        && selection.selects(&f)
                     {
                         same.insert(hash, (path, size));
                     }
@@ -440,8 +441,10 @@ impl AddFilesBuilder {
                 if let Some((f, then)) = changed {
                     return Err(Error::InvalidInput(format!(
                         "{} has changed since it was added to {} ({} bytes now, {then} \
-                         then): the table describes its old contents. Remove it from the table \
-                         (table delete on its partition) and add it again",
+                         then): the table describes its old contents. Remove its partition from \
+                         the table (table delete --where on the partition), then add that \
+                         partition's folder again with --allow-duplicate-files (--new-only would \
+                         skip its unchanged files, which the delete removed too)",
                         f.path, self.ident, f.size,
                     )));
                 }
@@ -908,7 +911,7 @@ async fn already_in(table: &Table, new: &HashSet<u128>) -> Result<HashMap<u128, 
 
 /// The paths among `new` that a commit in the current snapshot's history removed — a
 /// compaction that rewrote them, a delete — and that it does not list again (`present`), with
-/// the size the table recorded: their originals stay in their folder until that history is
+/// the size the table recorded at their last removal: their originals stay in their folder until that history is
 /// expired. A removal by `add-files --remove-missing` (the file was gone) does not count, nor
 /// does a commit off that history (a rolled-back snapshot, a branch's, a staged one). Only the
 /// manifests a removing commit wrote itself are read, entry by entry (their `DELETED`
@@ -923,7 +926,8 @@ async fn removed_since(
     if new.len() == present.len() {
         return Ok(removed);
     }
-    let mut manifests = Vec::new();
+    // The removing commits' own manifests, newest commit first.
+    let mut removals: Vec<Vec<iceberg::spec::ManifestFile>> = Vec::new();
     let mut at = md.current_snapshot().cloned();
     let mut walked = HashSet::new();
     while let Some(snapshot) = at {
@@ -936,37 +940,53 @@ async fn removed_since(
             .additional_properties
             .get(ops_core::ops::OPERATION_PROPERTY)
             .is_some_and(|op| op == "add-files-remove-missing");
-        if summary.operation != iceberg::spec::Operation::Append && !by_remove_missing {
+        // An append removes nothing; a v1 snapshot without a summary reads as an append with
+        // no properties, and is read to be sure.
+        let append = summary.operation == iceberg::spec::Operation::Append
+            && !summary.additional_properties.is_empty();
+        if !append && !by_remove_missing {
             // A cache of its own: the lists are not kept past this snapshot.
             let cache = ManifestCache::new(table);
-            for mf in cache.manifest_list(&snapshot).await?.iter() {
-                if mf.content == ManifestContentType::Data
-                    && mf.added_snapshot_id == snapshot.snapshot_id()
-                    && mf.deleted_files_count != Some(0)
-                {
-                    manifests.push(mf.clone());
-                }
+            let own: Vec<_> = cache
+                .manifest_list(&snapshot)
+                .await?
+                .iter()
+                .filter(|mf| {
+                    mf.content == ManifestContentType::Data
+                        && mf.added_snapshot_id == snapshot.snapshot_id()
+                        && mf.deleted_files_count != Some(0)
+                })
+                .cloned()
+                .collect();
+            if !own.is_empty() {
+                removals.push(own);
             }
         }
+        // A parent expired since (`expire-snapshots --snapshot-id` may take one from the
+        // middle) ends the walk: the removals before it are not known.
         at = snapshot
             .parent_snapshot_id()
             .and_then(|id| md.snapshot_by_id(id))
             .cloned();
     }
-    let mut entries = std::pin::pin!(ops_core::manifests::entries_of_all(
-        table.file_io(),
-        manifests
-    ));
-    while let Some(entry) = entries.try_next().await? {
-        if entry.status() != iceberg::spec::ManifestStatus::Deleted {
-            continue;
-        }
-        let file = entry.data_file();
-        let hash = path_hash(file.file_path());
-        if new.contains(&hash) && !present.contains_key(&hash) {
-            removed
-                .entry(hash)
-                .or_insert_with(|| (file.file_path().to_string(), file.file_size_in_bytes()));
+    // Newest commit first, so a path removed twice (added again between, with other contents)
+    // keeps the size of its last removal.
+    for manifests in removals {
+        let mut entries = std::pin::pin!(ops_core::manifests::entries_of_all(
+            table.file_io(),
+            manifests
+        ));
+        while let Some(entry) = entries.try_next().await? {
+            if entry.status() != iceberg::spec::ManifestStatus::Deleted {
+                continue;
+            }
+            let file = entry.data_file();
+            let hash = path_hash(file.file_path());
+            if new.contains(&hash) && !present.contains_key(&hash) {
+                removed
+                    .entry(hash)
+                    .or_insert_with(|| (file.file_path().to_string(), file.file_size_in_bytes()));
+            }
         }
     }
     Ok(removed)
