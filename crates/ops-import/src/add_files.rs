@@ -382,25 +382,43 @@ impl AddFilesBuilder {
                 )));
             }
             let present = already_in(&table, &hashes).await?;
-            let mut removed = removed_since(&table, &hashes, &present).await?;
-            if !removed.is_empty() {
-                // Only the same file: one rewritten in place since (its size differs from its
-                // last removal's) is new contents — a Hive `INSERT OVERWRITE` reuses names.
-                let mut same = HashMap::with_capacity(removed.len());
+            let mut removed_earlier = removed_since(&table, &hashes, &present).await?;
+            // A second pass over the listing, only when the table lists or listed any of the
+            // files: the first selected file it lists, and one whose size changed since it was
+            // added; and of those it removed, the ones unchanged since their last removal (one
+            // rewritten in place is new contents — a Hive `INSERT OVERWRITE` reuses names).
+            let mut first_present: Option<String> = None;
+            let mut changed: Option<(SourceFile, u64)> = None;
+            let mut removed = HashMap::with_capacity(removed_earlier.len());
+            if !present.is_empty() || !removed_earlier.is_empty() {
                 for f in expanded.files.iter() {
                     let f = f?;
-                    let hash = path_hash(&f.path);
                     if !selection.selects(&f) {
                         continue;
                     }
-                    if let Some((path, size)) = removed.remove(&hash)
-                        && size == f.size
-                    {
-                        same.insert(hash, (path, size));
+                    let hash = path_hash(&f.path);
+                    // The two are disjoint: a file the table lists is not among the removed.
+                    if let Some((path, size)) = removed_earlier.remove(&hash) {
+                        if size == f.size {
+                            removed.insert(hash, (path, size));
+                        }
+                        continue;
+                    }
+                    let Some(then) = present.get(&hash).copied() else {
+                        continue;
+                    };
+                    first_present.get_or_insert_with(|| f.path.clone());
+                    // Either ends the run (refused), so the removed files need no more judging.
+                    if then != f.size {
+                        changed = Some((f, then));
+                        break;
+                    }
+                    if !(resume || self.new_only) {
+                        break;
                     }
                 }
-                removed = same;
             }
+            drop(removed_earlier);
             if self.new_only {
                 metrics.disappeared = disappeared(&table, &hashes, &roots, &selection).await?;
                 if self.remove_missing && !self.dry_run && !metrics.disappeared.is_empty() {
@@ -412,29 +430,6 @@ impl AddFilesBuilder {
                 }
             }
             drop(hashes);
-            // The first selected file the table lists already, and one whose size changed
-            // since (a second pass, only when the table lists any).
-            let mut first_present: Option<String> = None;
-            let mut changed: Option<(SourceFile, u64)> = None;
-            if !present.is_empty() {
-                for f in expanded.files.iter() {
-                    let f = f?;
-                    if !selection.selects(&f) {
-                        continue;
-                    }
-                    let Some(then) = present.get(&path_hash(&f.path)).copied() else {
-                        continue;
-                    };
-                    first_present.get_or_insert_with(|| f.path.clone());
-                    if then != f.size {
-                        changed = Some((f, then));
-                        break;
-                    }
-                    if !(resume || self.new_only) {
-                        break;
-                    }
-                }
-            }
             if resume || self.new_only {
                 // A file rewritten in place since it was added: the table describes its old
                 // contents (statistics, size), and a reader would prune or fail by them.
