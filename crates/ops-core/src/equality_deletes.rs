@@ -93,9 +93,9 @@ impl EqualityDeletes {
     /// A delete keyed on a column dropped since it was written is applied too, as
     /// apache/iceberg#15268 applies it: the key is read from the data files by its field id
     /// ([`dropped_key_fields`]). So the read's batches carry more columns than `target` until
-    /// [`EqualityDeletes::apply`]: the read projects each batch onto
-    /// [`EqualityDeletes::target`], reads with [`EqualityDeletes::widen`]ed schemas and tasks
-    /// widened by [`EqualityDeletes::split`] (or [`EqualityDeletes::widen_task`]).
+    /// [`EqualityDeletes::apply`] maps them onto it: the read decodes with
+    /// [`EqualityDeletes::widen`]ed schemas and tasks widened by [`EqualityDeletes::split`] (or
+    /// [`EqualityDeletes::widen_task`]).
     pub fn for_read<'a>(
         table: &Table,
         target: SchemaRef,
@@ -117,8 +117,8 @@ impl EqualityDeletes {
         })
     }
 
-    /// The schema to project the read's batches onto before [`EqualityDeletes::apply`]: the
-    /// target's columns, then the dropped key columns it lacks.
+    /// The schema [`EqualityDeletes::apply`] maps the read's batches onto: the target's
+    /// columns, then the dropped key columns it lacks.
     pub fn target(&self) -> &SchemaRef {
         &self.target
     }
@@ -134,9 +134,16 @@ impl EqualityDeletes {
         task_with_dropped_keys(task, &self.dropped)
     }
 
-    /// `batch` (projected onto [`EqualityDeletes::target`]) without the rows `deletes` remove,
-    /// cut back to the read's own columns.
-    pub fn apply(&self, batch: RecordBatch, deletes: &[Arc<EqualityKeys>]) -> Result<RecordBatch> {
+    /// `batch` (read with `read_schema`, widened by [`EqualityDeletes::widen`]) mapped onto
+    /// the target by field id, without the rows `deletes` remove, cut back to the read's own
+    /// columns.
+    pub fn apply(
+        &self,
+        batch: &RecordBatch,
+        read_schema: &SchemaRef,
+        deletes: &[Arc<EqualityKeys>],
+    ) -> Result<RecordBatch> {
+        let batch = crate::scan::project_by_field_id(batch, read_schema, &self.target)?;
         without_dropped_keys(anti_join(batch, deletes)?, self.width)
     }
 

@@ -231,9 +231,8 @@ impl PlannedScan {
             move |batch: iceberg::Result<RecordBatch>,
                   keys: &[Arc<crate::equality_deletes::EqualityKeys>]| {
                 let batch = batch?;
-                let kept = filter_batch(&batch, &read_arrow, evaluator.as_deref())
-                    .and_then(|b| project_by_field_id(&b, &read_arrow, applies.target()))?;
-                applies.apply(kept, keys)
+                let kept = filter_batch(&batch, &read_arrow, evaluator.as_deref())?;
+                applies.apply(&kept, &read_arrow, keys)
             };
         // Equality deletes are applied here, NULL equal to NULL as Java does, not by iceberg's
         // reader (which drops the rows whose equality column is NULL). The files without them

@@ -560,9 +560,7 @@ pub(crate) async fn plan_delete_among(
                         Err(e) => futures::stream::once(async move { Err(Error::from(e)) }).boxed(),
                     };
                     stream.map(move |b| {
-                        let b =
-                            crate::scan::project_by_field_id(&b?, &read_schema, equality.target())?;
-                        let b = equality.apply(b, &keys)?;
+                        let b = equality.apply(&b?, &read_schema, &keys)?;
                         let keep = crate::eval::not_true(&matcher.evaluate(&b)?);
                         let out = arrow_select::filter::filter_record_batch(&b, &keep)?;
                         read_c.fetch_add(b.num_rows() as u64, Ordering::Relaxed);

@@ -247,8 +247,5 @@ fn convert(
             read = arrow_select::filter::filter_record_batch(&read, &keep)?;
         }
     }
-    Ok(deletes.apply(
-        ops_core::scan::project_by_field_id(&read, read_arrow, deletes.target())?,
-        keys,
-    )?)
+    Ok(deletes.apply(&read, read_arrow, keys)?)
 }

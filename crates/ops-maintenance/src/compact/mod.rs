@@ -2012,8 +2012,7 @@ async fn rewrite_group(
                 Err(e) => futures::stream::once(async move { Err(Error::from(e)) }).boxed(),
             };
             stream.map(move |b| {
-                let b = ops_core::scan::project_by_field_id(&b?, &read_schema, deletes.target())?;
-                let b = deletes.apply(b, &keys)?;
+                let b = deletes.apply(&b?, &read_schema, &keys)?;
                 rows.fetch_add(b.num_rows() as u64, Ordering::Relaxed);
                 Ok(b)
             })
